@@ -1,0 +1,41 @@
+# Two entry points for a fresh machine: `make demo` and `make test`.
+# Both create .venv and install what they need; nothing else is assumed.
+PY ?= python3
+VENV := .venv
+BIN := $(VENV)/bin
+
+.PHONY: demo test lint types pytest bench clean
+
+$(BIN)/python:
+	$(PY) -m venv $(VENV)
+	$(BIN)/python -m pip install -q --upgrade pip
+
+$(VENV)/.installed-base: $(BIN)/python pyproject.toml
+	$(BIN)/python -m pip install -q -e .
+	touch $@
+
+$(VENV)/.installed-dev: $(BIN)/python pyproject.toml
+	$(BIN)/python -m pip install -q -e '.[dev,postgres]'
+	touch $@
+
+demo: $(VENV)/.installed-base
+	$(BIN)/tocsin demo
+
+lint: $(VENV)/.installed-dev
+	$(BIN)/ruff check src tests bench examples
+	$(BIN)/ruff format --check src tests examples
+
+types: $(VENV)/.installed-dev
+	$(BIN)/mypy
+
+pytest: $(VENV)/.installed-dev
+	$(BIN)/python -m pytest -q
+
+test: lint types pytest
+
+bench: $(BIN)/python
+	$(BIN)/python -m pip install -q -e '.[bench,postgres]'
+	$(BIN)/python bench/run_all.py
+
+clean:
+	rm -rf $(VENV) .mypy_cache .pytest_cache .ruff_cache

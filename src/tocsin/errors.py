@@ -1,0 +1,176 @@
+# SPDX-License-Identifier: Apache-2.0
+"""Every public tocsin error, rooted in :class:`TocsinError`.
+
+The hierarchy (a class also subclasses the builtin it resembles where a caller might
+reasonably catch the builtin)::
+
+    TocsinError
+    ├── ActorSystemNotStartedError        (RuntimeError)
+    ├── ActorNameTakenError               (ValueError)
+    ├── ActorNotFoundError                (LookupError)
+    ├── DeadActorError
+    │   └── ActorSuspendedError
+    ├── AskTimeoutError                   (TimeoutError)
+    ├── InvalidIntervalError              (ValueError)
+    ├── InvalidCronExpressionError        (ValueError)
+    ├── ScheduleAlreadyExistsError
+    ├── ScheduleNotFoundError             (LookupError)
+    ├── ScheduleReferenceRequiredError    (ValueError)
+    ├── RemotingDisabledError
+    ├── CodecError                        (TypeError)
+    ├── StoreError
+    │   └── InvalidStoreURLError          (ValueError)
+    └── TaskNotFoundError                 (LookupError)
+
+Messages say what was given and what is allowed, and name the parameter.
+"""
+
+from __future__ import annotations
+
+__all__ = [
+    "ActorNameTakenError",
+    "ActorNotFoundError",
+    "ActorSuspendedError",
+    "ActorSystemNotStartedError",
+    "AskTimeoutError",
+    "CodecError",
+    "DeadActorError",
+    "InvalidCronExpressionError",
+    "InvalidIntervalError",
+    "InvalidStoreURLError",
+    "RemotingDisabledError",
+    "ScheduleAlreadyExistsError",
+    "ScheduleNotFoundError",
+    "ScheduleReferenceRequiredError",
+    "StoreError",
+    "TaskNotFoundError",
+    "TocsinError",
+]
+
+
+class TocsinError(Exception):
+    """Root of every error tocsin raises on purpose.
+
+    Catch this to handle any tocsin failure; exceptions raised by your own actor code
+    propagate unchanged (an ask whose handler raised fails with *that* exception).
+    """
+
+
+class ActorSystemNotStartedError(TocsinError, RuntimeError):
+    """A call needs a running :class:`~tocsin.ActorSystem`, and it is not running.
+
+    Raised before ``await system.start()`` and after ``await system.stop()``.
+    """
+
+
+class ActorNameTakenError(TocsinError, ValueError):
+    """``spawn`` was given a name that a live sibling already holds.
+
+    Names are unique among the children of one parent (so paths are unique).
+    """
+
+
+class ActorNotFoundError(TocsinError, LookupError):
+    """``actor_of`` found no live actor under the given name or path."""
+
+
+class DeadActorError(TocsinError):
+    """The target actor has stopped (fully or while stopping).
+
+    Raised when registering a schedule to a stopped target, scheduling through the
+    context of a stopped actor (or from ``post_stop``), and by an ``ask`` to a stopped
+    actor (at once, not after the timeout) or one pending when its target stopped.
+    """
+
+
+class ActorSuspendedError(DeadActorError):
+    """The target actor is suspended by its supervisor and takes no messages.
+
+    A subclass of :class:`DeadActorError` so that ``except DeadActorError`` covers every
+    "cannot deliver" case of an ``ask``; unlike a stopped actor, a suspended one comes back
+    after ``await system.reinstate(pid)``.
+    """
+
+
+class AskTimeoutError(TocsinError, TimeoutError):
+    """An ``ask`` got no answer within its ``timeout``.
+
+    Also a builtin :class:`TimeoutError`, so ``except TimeoutError`` works.
+    """
+
+
+class InvalidIntervalError(TocsinError, ValueError):
+    """A delay or interval is not a positive finite number of seconds.
+
+    Accepted: ``int``/``float`` > 0 and finite, or a positive ``datetime.timedelta``.
+    Rejected: 0, negatives, NaN, infinities, ``bool``, strings, ``None``.
+    """
+
+
+class InvalidCronExpressionError(TocsinError, ValueError):
+    """A cron expression is malformed, or can never fire after now.
+
+    Attributes:
+        expression: the text given.
+        field: the name of the offending field (``"seconds"``, ``"day-of-week"``, ...),
+            or ``None`` when the problem is the expression as a whole.
+        position: index of the offending text in ``expression``, or ``None``.
+    """
+
+    def __init__(
+        self,
+        message: str,
+        *,
+        expression: str = "",
+        field: str | None = None,
+        position: int | None = None,
+    ) -> None:
+        super().__init__(message)
+        self.expression = expression
+        self.field = field
+        self.position = position
+
+
+class ScheduleAlreadyExistsError(TocsinError):
+    """A schedule reference is already held; pass ``replace=True`` to upsert it."""
+
+
+class ScheduleNotFoundError(TocsinError, LookupError):
+    """``cancel_schedule``/``pause_schedule``/``resume_schedule`` named an unknown reference."""
+
+
+class ScheduleReferenceRequiredError(TocsinError, ValueError):
+    """``schedule_cron`` in cluster mode needs an explicit ``reference``.
+
+    Single fire across nodes is keyed on the reference, so a generated one (different on
+    every node) would deliver once per node.
+    """
+
+
+class RemotingDisabledError(TocsinError):
+    """A remote PID was targeted by a system started without remoting."""
+
+
+class CodecError(TocsinError, TypeError):
+    """A value cannot be encoded by a tocsin codec (or stored bytes cannot be decoded).
+
+    Raised at scheduling time for a durable payload outside the codec-safe set (None,
+    bool, int, float, str, list, tuple, dict, set, frozenset, bytes, datetime, date,
+    ``re.Pattern``), never later when the task runs.
+    """
+
+
+class StoreError(TocsinError):
+    """A task or state store failed (I/O, schema, connection)."""
+
+
+class InvalidStoreURLError(StoreError, ValueError):
+    """A store URL has an unknown scheme or a malformed body.
+
+    Allowed: ``memory://``, ``sqlite:///relative/or/absolute/path.db``, ``sqlite://:memory:``,
+    ``postgresql://user@host/db`` (also ``postgres://``).
+    """
+
+
+class TaskNotFoundError(TocsinError, LookupError):
+    """A durable task id names no task (or no parked task, for the parked-list calls)."""

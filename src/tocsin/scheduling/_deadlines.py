@@ -1,0 +1,103 @@
+# SPDX-License-Identifier: Apache-2.0
+"""One armed timer in front of the deadline heap.
+
+The service keeps a single clock timer armed at the earliest live deadline. Adding an
+earlier deadline re-arms it; cancelling never does (a timer that fires with nothing due
+just re-arms for the next live deadline), which keeps ``cancel`` O(1).
+
+Each timer callback runs one *batch*: it first collects the due items (at most
+:data:`MAX_FIRES_PER_TURN`), then fires them, so anything armed while the batch runs waits
+for the next turn (asyncio ``_run_once``: ``ntodo = len(self._ready)``). The cap keeps a
+million simultaneous deadlines from blocking the loop for seconds; the remainder fires on
+the next loop iteration.
+"""
+
+from __future__ import annotations
+
+import logging
+from typing import final
+
+from ..clock import Clock, TimerHandle
+from ._heap import Deadline, DeadlineHeap
+
+__all__ = ["MAX_FIRES_PER_TURN", "DeadlineService"]
+
+#: Most deadlines fired by one timer callback before yielding to the event loop.
+MAX_FIRES_PER_TURN = 4096
+
+_log = logging.getLogger("tocsin.scheduling")
+
+
+@final
+class DeadlineService:
+    """The system's deadlines: one heap, one armed timer, one clock."""
+
+    __slots__ = ("_armed_at", "_clock", "_handle", "_heap", "_running")
+
+    def __init__(self, clock: Clock) -> None:
+        self._clock = clock
+        self._heap = DeadlineHeap()
+        self._handle: TimerHandle | None = None
+        self._armed_at: float | None = None
+        self._running = True
+
+    @property
+    def clock(self) -> Clock:
+        return self._clock
+
+    @property
+    def heap(self) -> DeadlineHeap:
+        return self._heap
+
+    def __len__(self) -> int:
+        return len(self._heap)
+
+    def add(self, deadline: float, item: Deadline) -> None:
+        """Arm ``item`` at ``deadline`` (monotonic seconds); re-arming moves it."""
+        self._heap.push(deadline, item)
+        armed_at = self._armed_at
+        if armed_at is None or deadline < armed_at:
+            self._arm(deadline)
+
+    def remove(self, item: Deadline) -> bool:
+        """Disarm ``item``; return whether it was pending."""
+        return self._heap.cancel(item)
+
+    def close(self) -> None:
+        """Disarm the timer and forget every deadline."""
+        self._running = False
+        if self._handle is not None:
+            self._handle.cancel()
+        self._handle = None
+        self._armed_at = None
+        self._heap = DeadlineHeap()
+
+    def _arm(self, deadline: float) -> None:
+        if not self._running:
+            return
+        if self._handle is not None:
+            self._handle.cancel()
+        self._armed_at = deadline
+        self._handle = self._clock.call_at(deadline, self._on_timer)
+
+    def _on_timer(self) -> None:
+        self._handle = None
+        self._armed_at = None
+        now = self._clock.monotonic()
+        heap = self._heap
+        batch: list[tuple[float, Deadline]] = []
+        while len(batch) < MAX_FIRES_PER_TURN:
+            due = heap.pop_due(now)
+            if due is None:
+                break
+            batch.append(due)
+        for deadline, item in batch:
+            try:
+                item.fire(now, deadline)
+            except Exception:  # a broken item must not stop the others
+                _log.exception("deadline callback %r failed", item)
+        if not self._running:
+            return
+        nxt = heap.next_deadline()
+        if nxt is not None and (self._armed_at is None or nxt < self._armed_at):
+            self._arm(nxt)

@@ -1,0 +1,157 @@
+# SPDX-License-Identifier: Apache-2.0
+"""What a store is: rows, write operations, and the :class:`Store` protocol.
+
+Stores know nothing about actors or codecs: payloads and state values arrive as ``bytes``
+already encoded by :mod:`tocsin.durable` (never pickled), times are epoch seconds (UTC).
+Every write goes through :meth:`Store.apply`, an atomic batch: recording intent in
+``storage`` and queueing a task commit together or not at all, and many task changes
+cost one commit.
+
+Prior art: Proto.Actor's ``persistence_provider.go`` (small provider interface, in-memory
+provider first), procrastinate's connector and ``InMemoryConnector``.
+"""
+
+from __future__ import annotations
+
+from collections.abc import Sequence
+from typing import Literal, Protocol, runtime_checkable
+
+import msgspec
+
+__all__ = [
+    "DeleteState",
+    "DeleteTask",
+    "DueActor",
+    "Op",
+    "PutState",
+    "Store",
+    "TaskRow",
+    "TaskState",
+    "UpsertTask",
+]
+
+TaskState = Literal["pending", "running", "parked"]
+
+
+class TaskRow(msgspec.Struct, frozen=True):
+    """One persistent task of one durable actor, as stored.
+
+    ``(kind, identity, id)`` is the primary key. ``due`` is when it next runs (epoch
+    seconds), ``every`` its interval for recurring tasks, ``attempts`` the failed runs
+    since the last success, ``timeout`` its run budget in seconds.
+    """
+
+    kind: str
+    identity: str
+    id: str
+    name: str
+    payload: bytes
+    due: float
+    every: float | None
+    attempts: int
+    max_retries: int
+    created_at: float
+    state: TaskState = "pending"
+    last_error: str | None = None
+    timeout: float | None = None
+
+
+class PutState(msgspec.Struct, frozen=True):
+    """Set ``storage[key] = value`` of one actor."""
+
+    kind: str
+    identity: str
+    key: str
+    value: bytes
+
+
+class DeleteState(msgspec.Struct, frozen=True):
+    """Delete ``storage[key]`` of one actor (no error if absent)."""
+
+    kind: str
+    identity: str
+    key: str
+
+
+class UpsertTask(msgspec.Struct, frozen=True):
+    """Insert or replace a task row (same primary key)."""
+
+    row: TaskRow
+
+
+class DeleteTask(msgspec.Struct, frozen=True):
+    """Delete one task (no error if absent)."""
+
+    kind: str
+    identity: str
+    id: str
+
+
+Op = PutState | DeleteState | UpsertTask | DeleteTask
+
+
+class DueActor(msgspec.Struct, frozen=True):
+    """An actor with pending work: its earliest pending due time."""
+
+    kind: str
+    identity: str
+    due: float
+
+
+@runtime_checkable
+class Store(Protocol):
+    """A durable task and state store. All methods are coroutines and never block the loop.
+
+    Guarantees every implementation gives (the contract suite in ``tests/stores`` checks
+    them on memory, SQLite and PostgreSQL alike):
+
+    * :meth:`apply` is atomic: all operations take effect, or none do (and it raises
+      :class:`~tocsin.errors.StoreError`). Operations apply in order.
+    * Reads see every write whose ``apply`` has returned.
+    * ``next_due`` and ``due_actors`` only consider ``pending`` tasks (never ``parked``).
+    """
+
+    url: str
+
+    async def open(self) -> None:
+        """Connect and create the schema if needed (idempotent)."""
+        ...
+
+    async def close(self) -> None:
+        """Release connections (idempotent)."""
+        ...
+
+    async def apply(self, ops: Sequence[Op]) -> None:
+        """Apply a batch of writes atomically."""
+        ...
+
+    async def get_state(self, kind: str, identity: str, key: str) -> bytes | None:
+        ...
+
+    async def list_state(self, kind: str, identity: str, prefix: str = "") -> list[tuple[str, bytes]]:
+        """Keys starting with ``prefix`` and their values, sorted by key."""
+        ...
+
+    async def get_task(self, kind: str, identity: str, task_id: str) -> TaskRow | None:
+        ...
+
+    async def list_tasks(
+        self,
+        kind: str | None = None,
+        identity: str | None = None,
+        state: TaskState | None = None,
+    ) -> list[TaskRow]:
+        """Tasks matching the filters, ordered by ``(due, id)``."""
+        ...
+
+    async def find_tasks(self, task_id: str) -> list[TaskRow]:
+        """Every task with this id, across actors (for ``tocsin tasks retry ID``)."""
+        ...
+
+    async def next_due(self, kind: str, identity: str) -> float | None:
+        """The earliest ``due`` among this actor's pending tasks (its alarm), or ``None``."""
+        ...
+
+    async def due_actors(self, before: float, limit: int) -> list[DueActor]:
+        """Actors with a pending task due at or before ``before``, earliest first."""
+        ...
