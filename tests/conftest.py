@@ -19,7 +19,7 @@ ASYNC_TEST_LIMIT = 120.0
 
 
 @pytest.hookimpl(tryfirst=True)
-def pytest_pyfuncitem(pyfuncitem: pytest.Function) -> bool | None:
+def pytest_pyfunc_call(pyfuncitem: pytest.Function) -> bool | None:
     func = pyfuncitem.obj
     if not inspect.iscoroutinefunction(func):
         return None

@@ -1,8 +1,31 @@
 # SPDX-License-Identifier: Apache-2.0
-"""tocsin: an asyncio actor runtime whose sense of time is built in."""
+"""tocsin: an asyncio actor runtime whose sense of time is built in.
+
+Timers and repeating ticks owned by actors, Quartz cron, and durable per-actor tasks
+that survive crashes, all driven by one controllable clock.
+"""
 
 from __future__ import annotations
 
+from .actor import (
+    PID,
+    Actor,
+    ActorPassivated,
+    ActorReinstated,
+    ActorRestarted,
+    ActorStarted,
+    ActorStopped,
+    ActorSuspended,
+    ActorSystem,
+    DeadLetter,
+    DeadLetterReason,
+    Directive,
+    EventStream,
+    NoSender,
+    ReceiveContext,
+    Subscription,
+    Supervisor,
+)
 from .clock import Clock, ManualClock, SystemClock
 from .errors import (
     ActorNameTakenError,
@@ -15,6 +38,7 @@ from .errors import (
     InvalidCronExpressionError,
     InvalidIntervalError,
     InvalidStoreURLError,
+    InvalidTimezoneError,
     RemotingDisabledError,
     ScheduleAlreadyExistsError,
     ScheduleNotFoundError,
@@ -23,27 +47,49 @@ from .errors import (
     TaskNotFoundError,
     TocsinError,
 )
+from .scheduling import ScheduleInfo, ScheduleKind, SchedulerMetrics
 
 __version__ = "0.1.0.dev0"
 
 __all__ = [
+    "PID",
+    "Actor",
     "ActorNameTakenError",
     "ActorNotFoundError",
+    "ActorPassivated",
+    "ActorReinstated",
+    "ActorRestarted",
+    "ActorStarted",
+    "ActorStopped",
+    "ActorSuspended",
     "ActorSuspendedError",
+    "ActorSystem",
     "ActorSystemNotStartedError",
     "AskTimeoutError",
     "Clock",
     "CodecError",
     "DeadActorError",
+    "DeadLetter",
+    "DeadLetterReason",
+    "Directive",
+    "EventStream",
     "InvalidCronExpressionError",
     "InvalidIntervalError",
     "InvalidStoreURLError",
+    "InvalidTimezoneError",
     "ManualClock",
+    "NoSender",
+    "ReceiveContext",
     "RemotingDisabledError",
     "ScheduleAlreadyExistsError",
+    "ScheduleInfo",
+    "ScheduleKind",
     "ScheduleNotFoundError",
     "ScheduleReferenceRequiredError",
+    "SchedulerMetrics",
     "StoreError",
+    "Subscription",
+    "Supervisor",
     "SystemClock",
     "TaskNotFoundError",
     "TocsinError",

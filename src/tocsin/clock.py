@@ -25,7 +25,7 @@ import itertools
 import time
 from abc import ABC, abstractmethod
 from collections.abc import Callable
-from datetime import datetime, timezone
+from datetime import UTC, datetime
 from typing import Protocol, final
 
 __all__ = ["Clock", "ManualClock", "SystemClock", "TimerHandle"]
@@ -76,7 +76,7 @@ class Clock(ABC):
 
     def wall_datetime(self) -> datetime:
         """:meth:`wall` as an aware UTC :class:`~datetime.datetime`."""
-        return datetime.fromtimestamp(self.wall(), tz=timezone.utc)
+        return datetime.fromtimestamp(self.wall(), tz=UTC)
 
     def on_wall_jump(self, listener: Callable[[float], None]) -> Callable[[], None]:
         """Call ``listener(delta_seconds)`` whenever wall time jumps; returns an unsubscribe.

@@ -13,6 +13,7 @@ reasonably catch the builtin)::
     ├── AskTimeoutError                   (TimeoutError)
     ├── InvalidIntervalError              (ValueError)
     ├── InvalidCronExpressionError        (ValueError)
+    ├── InvalidTimezoneError              (ValueError)
     ├── ScheduleAlreadyExistsError
     ├── ScheduleNotFoundError             (LookupError)
     ├── ScheduleReferenceRequiredError    (ValueError)
@@ -38,6 +39,7 @@ __all__ = [
     "InvalidCronExpressionError",
     "InvalidIntervalError",
     "InvalidStoreURLError",
+    "InvalidTimezoneError",
     "RemotingDisabledError",
     "ScheduleAlreadyExistsError",
     "ScheduleNotFoundError",
@@ -129,6 +131,13 @@ class InvalidCronExpressionError(TocsinError, ValueError):
         self.expression = expression
         self.field = field
         self.position = position
+
+
+class InvalidTimezoneError(TocsinError, ValueError):
+    """A ``timezone`` is not an IANA zone name known to :mod:`zoneinfo`.
+
+    Allowed: names such as ``"Europe/Paris"``, ``"America/New_York"``, ``"UTC"``.
+    """
 
 
 class ScheduleAlreadyExistsError(TocsinError):

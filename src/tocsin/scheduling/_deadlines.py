@@ -99,5 +99,11 @@ class DeadlineService:
         if not self._running:
             return
         nxt = heap.next_deadline()
-        if nxt is not None and (self._armed_at is None or nxt < self._armed_at):
-            self._arm(nxt)
+        if nxt is not None:
+            armed_at = self.armed_at()  # a fired item may have armed an earlier deadline
+            if armed_at is None or nxt < armed_at:
+                self._arm(nxt)
+
+    def armed_at(self) -> float | None:
+        """The deadline the clock timer is armed for, or ``None``."""
+        return self._armed_at

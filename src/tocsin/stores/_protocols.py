@@ -125,15 +125,15 @@ class Store(Protocol):
         """Apply a batch of writes atomically."""
         ...
 
-    async def get_state(self, kind: str, identity: str, key: str) -> bytes | None:
-        ...
+    async def get_state(self, kind: str, identity: str, key: str) -> bytes | None: ...
 
-    async def list_state(self, kind: str, identity: str, prefix: str = "") -> list[tuple[str, bytes]]:
+    async def list_state(
+        self, kind: str, identity: str, prefix: str = ""
+    ) -> list[tuple[str, bytes]]:
         """Keys starting with ``prefix`` and their values, sorted by key."""
         ...
 
-    async def get_task(self, kind: str, identity: str, task_id: str) -> TaskRow | None:
-        ...
+    async def get_task(self, kind: str, identity: str, task_id: str) -> TaskRow | None: ...
 
     async def list_tasks(
         self,

@@ -1,0 +1,201 @@
+# SPDX-License-Identifier: Apache-2.0
+"""Lifecycle events, dead letters, and the :class:`EventStream` that publishes them.
+
+Prior art: Proto.Actor's ``eventstream`` (typed subscriptions, publish is synchronous and
+cheap when nobody listens) and Akka's ``DeadLetter``.
+"""
+
+from __future__ import annotations
+
+import asyncio
+import enum
+import inspect
+import logging
+from collections.abc import AsyncIterator, Awaitable, Callable
+from dataclasses import dataclass
+from typing import TYPE_CHECKING, Any, TypeVar, final
+
+if TYPE_CHECKING:
+    from ._pid import PID
+
+__all__ = [
+    "ActorPassivated",
+    "ActorReinstated",
+    "ActorRestarted",
+    "ActorStarted",
+    "ActorStopped",
+    "ActorSuspended",
+    "DeadLetter",
+    "DeadLetterReason",
+    "Event",
+    "EventStream",
+    "Subscription",
+]
+
+_log = logging.getLogger("tocsin.events")
+
+
+class DeadLetterReason(enum.StrEnum):
+    """Why a message could not be delivered."""
+
+    STOPPED = "stopped"
+    """The target has stopped (or is stopping)."""
+    SUSPENDED = "suspended"
+    """The target is suspended by its supervisor."""
+    NOT_FOUND = "not_found"
+    """There is no target: a reply to ``NoSender``, an unknown path."""
+
+
+@dataclass(frozen=True, slots=True)
+class DeadLetter:
+    """A message that could not be delivered. Every undeliverable send publishes one."""
+
+    message: Any
+    sender: Any
+    target: PID | None
+    reason: DeadLetterReason
+
+
+@dataclass(frozen=True, slots=True)
+class ActorStarted:
+    """An actor finished its first ``pre_start`` and takes messages."""
+
+    pid: PID
+
+
+@dataclass(frozen=True, slots=True)
+class ActorStopped:
+    """An actor is fully stopped: children stopped and ``post_stop`` finished."""
+
+    pid: PID
+
+
+@dataclass(frozen=True, slots=True)
+class ActorRestarted:
+    """An actor was restarted by its supervisor after ``error`` (a fresh instance runs)."""
+
+    pid: PID
+    error: BaseException
+
+
+@dataclass(frozen=True, slots=True)
+class ActorSuspended:
+    """An actor was suspended by its supervisor after ``error``."""
+
+    pid: PID
+    error: BaseException
+
+
+@dataclass(frozen=True, slots=True)
+class ActorReinstated:
+    """A suspended actor takes messages again (``system.reinstate``)."""
+
+    pid: PID
+
+
+@dataclass(frozen=True, slots=True)
+class ActorPassivated:
+    """An idle actor is being stopped by passivation (``ActorStopped`` follows)."""
+
+    pid: PID
+
+
+Event = (
+    DeadLetter
+    | ActorStarted
+    | ActorStopped
+    | ActorRestarted
+    | ActorSuspended
+    | ActorReinstated
+    | ActorPassivated
+)
+E = TypeVar("E")
+Handler = Callable[[Any], Awaitable[None] | None]
+
+
+@final
+class Subscription:
+    """A live subscription; :meth:`cancel` ends it (idempotent)."""
+
+    __slots__ = ("_handler", "_stream", "_types", "active")
+
+    def __init__(self, stream: EventStream, handler: Handler, types: tuple[type, ...]) -> None:
+        self._stream = stream
+        self._handler = handler
+        self._types = types
+        self.active = True
+
+    def cancel(self) -> None:
+        """Stop receiving events."""
+        if self.active:
+            self.active = False
+            self._stream._subs.remove(self)
+
+
+@final
+class EventStream:
+    """Publishes events to subscribers and counts every event by type.
+
+    Handlers run synchronously inside :meth:`publish`; a handler returning an awaitable
+    has it scheduled as a task. A failing handler is logged, never propagated to the
+    publisher. Use :meth:`stream` for an async iterator instead of a callback.
+    """
+
+    __slots__ = ("_counts", "_subs", "_tasks", "_track")
+
+    def __init__(self) -> None:
+        self._subs: list[Subscription] = []
+        self._counts: dict[type, int] = {}
+        self._tasks: set[asyncio.Task[Any]] = set()
+        self._track: Callable[[asyncio.Task[Any]], None] | None = None
+
+    def subscribe(self, handler: Handler, *event_types: type) -> Subscription:
+        """Call ``handler(event)`` for each event of ``event_types`` (all when none given)."""
+        if not callable(handler):
+            raise TypeError(f"`handler` must be callable, got {handler!r}")
+        sub = Subscription(self, handler, event_types)
+        self._subs.append(sub)
+        return sub
+
+    def count(self, event_type: type) -> int:
+        """How many events of exactly this type were published."""
+        return self._counts.get(event_type, 0)
+
+    def publish(self, event: object) -> None:
+        """Deliver ``event`` to matching subscribers."""
+        cls = type(event)
+        self._counts[cls] = self._counts.get(cls, 0) + 1
+        if not self._subs:
+            return
+        for sub in list(self._subs):
+            if sub._types and not isinstance(event, sub._types):
+                continue
+            try:
+                result = sub._handler(event)
+            except Exception:
+                _log.exception("event handler %r failed on %r", sub._handler, event)
+                continue
+            if inspect.isawaitable(result):
+                task = asyncio.ensure_future(result)
+                self._tasks.add(task)
+                task.add_done_callback(self._task_done)
+                if self._track is not None:
+                    self._track(task)
+
+    def _task_done(self, task: asyncio.Task[Any]) -> None:
+        self._tasks.discard(task)
+        if not task.cancelled() and task.exception() is not None:
+            _log.error("async event handler failed", exc_info=task.exception())
+
+    async def stream(self, *event_types: type) -> AsyncIterator[Any]:
+        """Iterate events of ``event_types`` (all when none given) as they are published.
+
+        The subscription lives as long as the iteration; leaving the ``async for`` ends it.
+        """
+        queue: asyncio.Queue[Any] = asyncio.Queue()
+        sub = self.subscribe(queue.put_nowait, *event_types)
+        try:
+            while True:
+                yield await queue.get()
+        finally:
+            sub.cancel()

@@ -1,0 +1,344 @@
+# SPDX-License-Identifier: Apache-2.0
+"""Durable payloads to bytes and back: msgspec msgpack, exact types, never pickle.
+
+The codec-safe set is closed: ``None``, ``bool``, ``int`` (any size), ``float`` (NaN and
+infinities included), ``str``, ``bytes``, ``list``, ``tuple``, ``dict`` (keys: any
+codec-safe hashable value), ``set``, ``frozenset``, ``datetime``, ``date`` and
+``re.Pattern``. Every value comes back as the *exact* type it went in as: a tuple stays a
+tuple, a set a set, ``True`` stays ``True`` (not ``1``), a big int stays exact.
+
+Representation. msgpack natives carry what they can carry losslessly: nil, bool, int in
+[-2**63, 2**64), float, str, bin (bytes), array (list) and map (a dict whose keys are all
+``str``). Everything else is a msgpack extension whose data is itself msgpack:
+
+====  ==============================================================================
+code  meaning
+====  ==============================================================================
+1     tuple: array of items
+2     set: array of items
+3     frozenset: array of items
+4     dict with some non-``str`` key: flat array ``[k0, v0, k1, v1, ...]``
+      (msgspec cannot use an extension value as a map key, so such dicts are pairs)
+5     int outside the 64-bit range: big-endian two's complement bytes
+6     datetime: ``[y, mo, d, h, mi, s, us, fold, utc_offset_us | nil]``
+7     date: ``[y, mo, d]``
+8     re.Pattern: ``[pattern (str | bytes), flags]``
+====  ==============================================================================
+
+Decisions (documented in ``docs/durable.md``):
+
+* **Exact types only.** Subclasses of the allowed types (``OrderedDict``, ``defaultdict``,
+  namedtuples, ``IntEnum``/``StrEnum`` members, pandas ``Timestamp``) are *rejected*, not
+  normalised: normalising would hand the task back a different type than was scheduled,
+  which is the silent surprise this codec exists to prevent. ``bool`` is checked before
+  ``int`` and is exact too.
+* **Time zones are reduced to their UTC offset.** An aware ``datetime`` comes back aware,
+  with the exact offset it had (microseconds included) as a fixed
+  :class:`datetime.timezone`; a ``zoneinfo`` zone name is not kept (it would tie stored
+  payloads to the tz database of the reading process). The instant is exact; naive stays
+  naive; ``fold`` is kept.
+* **Cycles and depth.** A container that contains itself raises :class:`CodecError` (the
+  same object may appear twice side by side: that is shared, not circular, and is stored
+  twice). Nesting deeper than :data:`MAX_DEPTH` raises too, on encode and on decode.
+* **Hostile bytes.** Decoding never runs code (no pickle, no eval, no imports, no lookups
+  by name): the only constructors reachable are the ones above. Any malformed input
+  raises :class:`CodecError`, and nothing else.
+
+Prior art: msgspec's ``Ext``/``ext_hook`` examples; Temporal's and Celery's "payload
+converters" (which is where the "exact types, fail at schedule time" rule comes from:
+pickled payloads there fail at run time, long after the bug).
+"""
+
+from __future__ import annotations
+
+import re
+from collections.abc import Callable
+from datetime import date, datetime, timedelta, timezone
+from typing import Any, Final
+
+import msgspec
+
+from ..errors import CodecError
+
+__all__ = ["ALLOWED_TYPES", "MAX_DEPTH", "decode", "encode"]
+
+#: Containers nested deeper than this are refused (on encode and on decode): it bounds the
+#: recursion of both directions well below Python's own limit.
+MAX_DEPTH: Final = 100
+
+#: Human-readable list for error messages.
+ALLOWED_TYPES: Final = (
+    "None, bool, int, float, str, bytes, list, tuple, dict, set, frozenset, "
+    "datetime.datetime, datetime.date, re.Pattern"
+)
+
+_TUPLE: Final = 1
+_SET: Final = 2
+_FROZENSET: Final = 3
+_PAIRS: Final = 4
+_BIGINT: Final = 5
+_DATETIME: Final = 6
+_DATE: Final = 7
+_PATTERN: Final = 8
+
+_INT_MIN: Final = -(2**63)
+_INT_MAX: Final = 2**64 - 1
+
+_Ext = msgspec.msgpack.Ext
+_ENCODER: Final = msgspec.msgpack.Encoder()
+_SCALARS: Final = frozenset({type(None), bool, float, str, bytes})
+_ALLOWED: Final = frozenset(
+    {type(None), bool, int, float, str, bytes, list, tuple, dict, set, frozenset}
+    | {datetime, date, re.Pattern}
+)
+
+
+def encode(value: object, *, name: str = "payload") -> bytes:
+    """Encode a codec-safe value to bytes.
+
+    Guarantees ``decode(encode(v))`` has exactly the types of ``v``, all the way down, and
+    compares equal to it (aware datetimes keep their instant and UTC offset, not a zone
+    name). Never pickles.
+
+    Args:
+        value: the value to encode.
+        name: what to call the value in error messages (``"payload"``, ``"storage['k']"``).
+
+    Returns:
+        msgpack bytes.
+
+    Raises:
+        CodecError: ``value`` contains something outside the codec-safe set, a subclass
+            of an allowed type, a circular reference, or nests deeper than
+            :data:`MAX_DEPTH`. The message names the offending type and its location,
+            e.g. ``payload['a'][2]: cannot encode <class 'function'>; allowed: ...``.
+    """
+    tree = _to_wire(value, (None, name, None), 0, set())
+    return _ENCODER.encode(tree)
+
+
+def decode(data: bytes) -> object:
+    """Decode bytes made by :func:`encode`.
+
+    Guarantees it never executes code, whatever ``data`` holds.
+
+    Args:
+        data: bytes from :func:`encode` (or from anywhere: they are not trusted).
+
+    Returns:
+        The value, with its original exact types.
+
+    Raises:
+        CodecError: ``data`` is not a valid encoding (truncated, malformed, unknown
+            extension, unhashable set member or dict key, nesting too deep).
+    """
+    try:
+        return _decode(data, 0)
+    except CodecError:
+        raise
+    except RecursionError as exc:
+        raise CodecError("cannot decode payload: nested too deep") from exc
+    except Exception as exc:
+        # One boundary: msgspec.DecodeError, ValueError from a bad date, TypeError from an
+        # unhashable key, OverflowError, re.error ... all mean "these bytes are bad".
+        raise CodecError(f"cannot decode payload: {type(exc).__name__}: {exc}") from exc
+
+
+# --- encode ------------------------------------------------------------------------------
+
+
+# Where a value sits, as a linked list ``(parent, how, key)`` built for free while walking
+# and formatted only on error: formatting eagerly (``f"{path}[{k!r}]"`` per item) tripled
+# the cost of encoding a typical small payload.
+_Path = tuple[Any, str, Any]
+
+
+def _fmt(path: _Path) -> str:
+    parts: list[str] = []
+    node: _Path | None = path
+    while node is not None:
+        parent, how, key = node
+        if parent is None:
+            parts.append(how)
+        elif how == "[]":
+            parts.append(f"[{key!r}]")
+        else:
+            parts.append(f"<{how} #{key}>")
+        node = parent
+    return "".join(reversed(parts))
+
+
+def _reject(value: object, where: _Path) -> CodecError:
+    path = _fmt(where)
+    cls = type(value)
+    base = next((t for t in cls.__mro__[1:] if t in _ALLOWED and t is not object), None)
+    if base is not None:
+        return CodecError(
+            f"{path}: cannot encode {cls!r}, a subclass of {base.__name__}: only the exact "
+            f"type is codec-safe (convert it, e.g. {base.__name__}(value)); "
+            f"allowed: {ALLOWED_TYPES}"
+        )
+    return CodecError(f"{path}: cannot encode {cls!r}; allowed: {ALLOWED_TYPES}")
+
+
+def _to_wire(value: object, path: _Path, depth: int, stack: set[int]) -> Any:
+    """Convert to msgpack natives and ``Ext``; ``stack`` holds ids of open containers."""
+    cls = type(value)
+    if cls in _SCALARS:
+        return value
+    if cls is int:
+        assert isinstance(value, int)
+        if _INT_MIN <= value <= _INT_MAX:
+            return value
+        size = (value.bit_length() + 8) // 8
+        return _Ext(_BIGINT, value.to_bytes(size, "big", signed=True))
+    if cls is datetime:
+        assert isinstance(value, datetime)
+        offset = value.utcoffset()
+        off_us = None
+        if offset is not None:
+            off_us = (offset.days * 86_400 + offset.seconds) * 1_000_000 + offset.microseconds
+        fields = [value.year, value.month, value.day, value.hour, value.minute]
+        fields += [value.second, value.microsecond, value.fold, off_us]
+        return _Ext(_DATETIME, _ENCODER.encode(fields))
+    if cls is date:
+        assert isinstance(value, date)
+        return _Ext(_DATE, _ENCODER.encode([value.year, value.month, value.day]))
+    if cls is re.Pattern:
+        assert isinstance(value, re.Pattern)
+        return _Ext(_PATTERN, _ENCODER.encode([value.pattern, value.flags]))
+    if cls not in (list, tuple, dict, set, frozenset):
+        raise _reject(value, path)
+
+    # A container: guard against cycles (ids on the current path only, so a shared,
+    # non-circular sub-value is fine) and runaway depth.
+    if depth >= MAX_DEPTH:
+        raise CodecError(f"{_fmt(path)}: nested deeper than {MAX_DEPTH} containers")
+    key = id(value)
+    if key in stack:
+        raise CodecError(
+            f"{_fmt(path)}: circular reference to a {cls.__name__} that contains itself"
+        )
+    stack.add(key)
+    try:
+        return _container(value, path, depth + 1, stack)
+    finally:
+        stack.discard(key)
+
+
+def _container(value: object, path: _Path, depth: int, stack: set[int]) -> Any:
+    # Leaves are passed through inline (``v if type(v) in _SCALARS``): a call per leaf was
+    # most of the cost of a typical payload.
+    scalars = _SCALARS
+    if isinstance(value, dict):
+        out: dict[str, Any] = {}
+        for k, v in value.items():
+            if type(k) is not str:
+                return _pairs(value, path, depth, stack)
+            out[k] = v if type(v) in scalars else _to_wire(v, (path, "[]", k), depth, stack)
+        return out
+    if isinstance(value, list):
+        return [
+            v if type(v) in scalars else _to_wire(v, (path, "[]", i), depth, stack)
+            for i, v in enumerate(value)
+        ]
+    assert isinstance(value, tuple | set | frozenset)
+    # Set members have no index; "<item #i>" (iteration order) still points at the culprit.
+    how = "[]" if isinstance(value, tuple) else "item"
+    items = [
+        v if type(v) in scalars else _to_wire(v, (path, how, i), depth, stack)
+        for i, v in enumerate(value)
+    ]
+    code = _TUPLE if isinstance(value, tuple) else _SET if type(value) is set else _FROZENSET
+    return _Ext(code, _ENCODER.encode(items))
+
+
+def _pairs(value: dict[Any, Any], path: _Path, depth: int, stack: set[int]) -> Any:
+    """A dict with a non-``str`` key: a flat ``[k0, v0, k1, v1, ...]`` extension."""
+    flat: list[Any] = []
+    for i, (k, v) in enumerate(value.items()):
+        flat.append(_to_wire(k, (path, "key", i), depth, stack))
+        flat.append(_to_wire(v, (path, "[]", k), depth, stack))
+    return _Ext(_PAIRS, _ENCODER.encode(flat))
+
+
+# --- decode ------------------------------------------------------------------------------
+
+
+def _decode(data: bytes | bytearray | memoryview, depth: int) -> object:
+    if depth > MAX_DEPTH:
+        raise CodecError(f"cannot decode payload: nested deeper than {MAX_DEPTH}")
+
+    def hook(code: int, ext: memoryview) -> object:
+        return _from_ext(code, ext, depth + 1)
+
+    return msgspec.msgpack.decode(data, ext_hook=hook)
+
+
+def _array(ext: memoryview, depth: int, what: str) -> list[Any]:
+    items = _decode(ext, depth)
+    if type(items) is not list:
+        raise CodecError(f"cannot decode payload: {what} extension does not hold an array")
+    return items
+
+
+def _from_ext(code: int, ext: memoryview, depth: int) -> object:
+    decoder = _EXT_DECODERS.get(code)
+    if decoder is None:
+        raise CodecError(f"cannot decode payload: unknown extension code {code}")
+    return decoder(ext, depth)
+
+
+def _dict(ext: memoryview, depth: int) -> dict[Any, Any]:
+    flat = _array(ext, depth, "dict")
+    if len(flat) % 2:
+        raise CodecError("cannot decode payload: dict extension holds an odd number of items")
+    return dict(zip(flat[0::2], flat[1::2], strict=True))
+
+
+def _bigint(ext: memoryview, depth: int) -> int:
+    return int.from_bytes(ext, "big", signed=True)
+
+
+def _datetime(ext: memoryview, depth: int) -> datetime:
+    y, mo, d, h, mi, s, us, fold, off_us = _fields(ext, depth, "datetime", 9)
+    tz = None if off_us is None else timezone(timedelta(microseconds=_int(off_us)))
+    args = (_int(y), _int(mo), _int(d), _int(h), _int(mi), _int(s), _int(us))
+    return datetime(*args, tzinfo=tz, fold=_int(fold))
+
+
+def _date(ext: memoryview, depth: int) -> date:
+    y, mo, d = _fields(ext, depth, "date", 3)
+    return date(_int(y), _int(mo), _int(d))
+
+
+def _pattern(ext: memoryview, depth: int) -> re.Pattern[Any]:
+    pattern, flags = _fields(ext, depth, "re.Pattern", 2)
+    if type(pattern) not in (str, bytes):
+        raise CodecError("cannot decode payload: re.Pattern source is not str or bytes")
+    return re.compile(pattern, _int(flags))
+
+
+def _fields(ext: memoryview, depth: int, what: str, n: int) -> list[Any]:
+    fields = _array(ext, depth, what)
+    if len(fields) != n:
+        raise CodecError(f"cannot decode payload: {what} extension needs {n} fields")
+    return fields
+
+
+def _int(value: object) -> int:
+    if type(value) is not int:
+        raise CodecError(f"cannot decode payload: expected an int field, got {type(value)!r}")
+    return value
+
+
+_EXT_DECODERS: Final[dict[int, Callable[[memoryview, int], object]]] = {
+    _TUPLE: lambda ext, depth: tuple(_array(ext, depth, "tuple")),
+    _SET: lambda ext, depth: set(_array(ext, depth, "set")),
+    _FROZENSET: lambda ext, depth: frozenset(_array(ext, depth, "frozenset")),
+    _PAIRS: _dict,
+    _BIGINT: _bigint,
+    _DATETIME: _datetime,
+    _DATE: _date,
+    _PATTERN: _pattern,
+}

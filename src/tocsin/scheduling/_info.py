@@ -1,0 +1,70 @@
+# SPDX-License-Identifier: Apache-2.0
+"""Read-only snapshots: :class:`ScheduleInfo`, :class:`ScheduleKind`, :class:`SchedulerMetrics`."""
+
+from __future__ import annotations
+
+import enum
+from dataclasses import dataclass
+from datetime import datetime
+
+__all__ = ["ScheduleInfo", "ScheduleKind", "SchedulerMetrics"]
+
+
+class ScheduleKind(enum.StrEnum):
+    """What triggers a schedule."""
+
+    ONCE = "once"
+    INTERVAL = "interval"
+    CRON = "cron"
+
+
+@dataclass(frozen=True, slots=True)
+class ScheduleInfo:
+    """A snapshot of one live schedule (``list_schedules()``); changing it changes nothing.
+
+    Attributes:
+        reference: the schedule's reference (given or generated).
+        target: path of the target actor.
+        kind: once, interval or cron.
+        interval: the delay (once) or interval (interval) in seconds; ``None`` for cron.
+        cron: the cron expression text, for cron schedules.
+        timezone: the IANA zone a cron expression is evaluated in.
+        next_fire_at: next fire time (aware UTC); ``None`` while paused, or for a
+            one-shot that has fired and whose tick awaits its turn in the mailbox.
+        paused: whether the schedule is paused.
+        owner: path of the owning actor, ``None`` for a schedule made through the system.
+        sender: path of the recorded sender, ``None`` for ``NoSender``.
+        ticks: ticks handed to the target so far.
+        created_at: when the schedule was made (aware UTC).
+    """
+
+    reference: str
+    target: str
+    kind: ScheduleKind
+    interval: float | None
+    cron: str | None
+    timezone: str | None
+    next_fire_at: datetime | None
+    paused: bool
+    owner: str | None
+    sender: str | None
+    ticks: int
+    created_at: datetime
+
+
+@dataclass(frozen=True, slots=True)
+class SchedulerMetrics:
+    """Scheduler counters (``system.scheduler_metrics()``).
+
+    Lateness is how long after its deadline a tick was handed to its target, in
+    seconds, over the most recent :data:`~tocsin.scheduling._scheduler.LATENESS_WINDOW`
+    ticks (0.0 when none fired yet).
+    """
+
+    ticks_delivered: int
+    ticks_dead_lettered: int
+    ticks_discarded: int
+    live_schedules: int
+    lateness_p50: float
+    lateness_p99: float
+    lateness_max: float

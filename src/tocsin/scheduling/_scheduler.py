@@ -1,0 +1,444 @@
+# SPDX-License-Identifier: Apache-2.0
+"""The scheduling service: one-shot, fixed-rate and cron schedules on the shared heap.
+
+Prior art: GoAkt ``actor/scheduler.go`` (the API, references, pause/resume), Akka's
+``TimerScheduler`` (keyed timers, stale ticks discarded), the asyncio/trio deadline heaps.
+
+Every schedule is a :class:`ScheduleRecord` armed in the system's
+:class:`~tocsin.scheduling._deadlines.DeadlineService`. Nothing here reads the clock on
+the message path: a clock read happens when a schedule is made, paused, resumed, and when
+the shared timer fires.
+"""
+
+from __future__ import annotations
+
+import itertools
+import math
+from datetime import UTC, datetime
+from typing import TYPE_CHECKING, Any, final
+
+from ..errors import (
+    DeadActorError,
+    ScheduleAlreadyExistsError,
+    ScheduleNotFoundError,
+)
+from ._cron import CronState
+from ._heap import Deadline
+from ._info import ScheduleInfo, ScheduleKind, SchedulerMetrics
+from ._timers import Tick
+from ._validate import to_seconds
+
+if TYPE_CHECKING:
+    from ..actor._cell import Cell
+    from ..actor._pid import PID
+    from ..actor._system import ActorSystem
+
+__all__ = ["LATENESS_WINDOW", "ScheduleRecord", "Scheduler"]
+
+#: Lateness samples kept for the p50/p99 metrics (a ring buffer; a power of two).
+LATENESS_WINDOW = 4096
+
+_ONCE = ScheduleKind.ONCE
+_INTERVAL = ScheduleKind.INTERVAL
+_CRON = ScheduleKind.CRON
+
+
+@final
+class ScheduleRecord(Deadline):
+    """One schedule (internal). ``due`` is its armed monotonic deadline."""
+
+    # Slotted and lean: a system may hold a million pending schedules.
+    __slots__ = (
+        "created_at",
+        "cron",
+        "dead",
+        "due",
+        "interval",
+        "message",
+        "owner",
+        "paused",
+        "reference",
+        "scheduler",
+        "sender",
+        "target",
+        "ticks",
+    )
+
+    def __init__(
+        self,
+        scheduler: Scheduler,
+        reference: str,
+        message: Any,
+        target: PID,
+        sender: Any,
+        interval: float | None,
+        cron: CronState | None,
+        owner: Cell | None,
+        created_at: float,
+    ) -> None:
+        super().__init__()
+        self.scheduler = scheduler
+        self.reference = reference
+        self.message = message
+        self.target = target
+        self.sender = sender
+        self.interval = interval  # repeating interval, or None (once / cron)
+        self.cron = cron
+        self.owner = owner
+        self.created_at = created_at
+        self.due = 0.0  # for a paused one-shot: the delay it had left
+        self.ticks = 0
+        self.paused = False
+        self.dead = False
+
+    @property
+    def kind(self) -> ScheduleKind:
+        if self.cron is not None:
+            return _CRON
+        return _ONCE if self.interval is None else _INTERVAL
+
+    def fire(self, now: float, deadline: float) -> None:
+        scheduler = self.scheduler
+        scheduler._record_lateness(now - deadline)
+        cron = self.cron
+        if cron is not None:
+            scheduler._fire_cron(self, cron, now)
+            return
+        delivered = self.target._target._deliver(Tick(self), self.sender, None)
+        if delivered:
+            self.ticks += 1
+            scheduler.ticks_delivered += 1
+        else:
+            scheduler.ticks_dead_lettered += 1
+        interval = self.interval
+        if interval is None:
+            self.due = math.inf  # fired; retired when its tick is opened or dead-lettered
+            if not delivered:
+                scheduler._retire(self)
+            return
+        if not delivered and not self.target._target._alive():
+            scheduler._retire(self)  # target fully stopped: drop after this tick
+            return
+        # Fixed rate without drift: the next grid point strictly after now. After a stall
+        # the overdue ticks were coalesced into the one just delivered.
+        due = deadline + interval
+        if due <= now:
+            due = deadline + (math.floor((now - deadline) / interval) + 1) * interval
+        self.due = due
+        scheduler._deadlines.add(due, self)
+
+
+@final
+class Scheduler:
+    """All schedules of one system, addressable by reference (internal).
+
+    ``ActorSystem`` and ``ReceiveContext`` expose its calls; see ``docs/scheduling.md``.
+    """
+
+    def __init__(self, system: ActorSystem) -> None:
+        self._system = system
+        self._deadlines = system._deadlines
+        self._refs: dict[str, ScheduleRecord] = {}
+        self._ids = itertools.count(1)
+        self._lateness = [0.0] * LATENESS_WINDOW
+        self._fired = 0
+        self.ticks_delivered = 0
+        self.ticks_dead_lettered = 0
+        self.ticks_discarded = 0
+        self._unsubscribe_wall = system.clock.on_wall_jump(self._wall_jumped)
+
+    # -- registering -------------------------------------------------------------------
+
+    def _register(
+        self,
+        message: Any,
+        pid: PID,
+        reference: str | None,
+        sender: Any,
+        replace: bool,
+        owner: Cell | None,
+        interval: float | None,
+        cron: CronState | None,
+    ) -> ScheduleRecord:
+        system = self._system
+        system._check_running()
+        target = _check_pid(pid)
+        if owner is not None and owner.state >= 3:  # CellState.STOPPING
+            raise DeadActorError(
+                f"cannot schedule through the context of {owner.pid}: it has stopped "
+                f"(scheduling from post_stop is not allowed)"
+            )
+        if not target._alive():
+            raise DeadActorError(f"cannot schedule to {pid}: the target has stopped")
+        refs = self._refs
+        if reference is None:
+            reference = f"$schedule-{next(self._ids)}"
+            while reference in refs:
+                reference = f"$schedule-{next(self._ids)}"
+        elif not isinstance(reference, str) or not reference:
+            raise TypeError(f"`reference` must be a non-empty str or None, got {reference!r}")
+        else:
+            old = refs.get(reference)
+            if old is not None:
+                if not replace:
+                    raise ScheduleAlreadyExistsError(
+                        f"a schedule with reference {reference!r} already exists; cancel it "
+                        f"first or pass replace=True to replace it"
+                    )
+                self._retire(old)
+        if sender is None:
+            sender = owner.pid if owner is not None else system._no_sender
+        record = ScheduleRecord(
+            self, reference, message, pid, sender, interval, cron, owner, system.clock.wall()
+        )
+        refs[reference] = record
+        if owner is not None:
+            if owner.owned is None:
+                owner.owned = set()
+            owner.owned.add(record)
+        return record
+
+    def schedule(
+        self,
+        message: Any,
+        pid: PID,
+        interval: Any,
+        *,
+        reference: str | None,
+        sender: Any,
+        replace: bool,
+        owner: Cell | None,
+    ) -> str:
+        seconds = to_seconds(interval, "interval")
+        record = self._register(message, pid, reference, sender, replace, owner, seconds, None)
+        record.due = self._system.clock.monotonic() + seconds
+        self._deadlines.add(record.due, record)
+        return record.reference
+
+    def schedule_once(
+        self,
+        message: Any,
+        pid: PID,
+        delay: Any,
+        *,
+        reference: str | None,
+        sender: Any,
+        replace: bool,
+        owner: Cell | None,
+    ) -> str:
+        seconds = to_seconds(delay, "delay")
+        record = self._register(message, pid, reference, sender, replace, owner, None, None)
+        record.due = self._system.clock.monotonic() + seconds
+        self._deadlines.add(record.due, record)
+        return record.reference
+
+    def schedule_cron(
+        self,
+        message: Any,
+        pid: PID,
+        expression: str,
+        *,
+        reference: str | None,
+        sender: Any,
+        timezone: str | None,
+        replace: bool,
+        owner: Cell | None,
+    ) -> str:
+        self._system._check_running()
+        clock = self._system.clock
+        state = CronState.create(expression, timezone or self._system.timezone, clock.wall())
+        record = self._register(message, pid, reference, sender, replace, owner, None, state)
+        self._arm_cron(record, state)
+        return record.reference
+
+    # -- managing ----------------------------------------------------------------------
+
+    def _get(self, reference: str) -> ScheduleRecord:
+        self._system._check_running()
+        record = self._refs.get(reference)
+        if record is None:
+            raise ScheduleNotFoundError(f"no schedule with reference {reference!r}")
+        return record
+
+    def cancel(self, reference: str) -> None:
+        self._retire(self._get(reference))
+
+    def pause(self, reference: str) -> None:
+        record = self._get(reference)
+        if record.paused:
+            return
+        record.paused = True
+        if self._deadlines.remove(record) and record.interval is None and record.cron is None:
+            record.due = max(0.0, record.due - self._system.clock.monotonic())  # delay left
+
+    def resume(self, reference: str) -> None:
+        record = self._get(reference)
+        if not record.paused:
+            return
+        record.paused = False
+        clock = self._system.clock
+        if record.cron is not None:
+            self._arm_cron(record, record.cron, after=clock.wall())
+            return
+        if record.interval is not None:
+            record.due = clock.monotonic() + record.interval
+        elif record.due == math.inf:
+            return  # a one-shot paused after it fired: its tick is already on its way
+        else:
+            record.due = clock.monotonic() + record.due
+        self._deadlines.add(record.due, record)
+
+    def _retire(self, record: ScheduleRecord) -> None:
+        """Forget a schedule for good; its queued ticks become stale."""
+        if record.dead:
+            return
+        record.dead = True
+        self._deadlines.remove(record)
+        if self._refs.get(record.reference) is record:
+            del self._refs[record.reference]
+        owner = record.owner
+        if owner is not None and owner.owned is not None:
+            owner.owned.discard(record)
+
+    def owner_stopped(self, owner: Cell) -> None:
+        """Cancel every schedule owned by an actor that has fully stopped."""
+        owned = owner.owned
+        if owned:
+            for record in list(owned):
+                self._retire(record)
+        owner.owned = None
+
+    def tick_undeliverable(self, tick: Tick) -> bool:
+        """A queued tick was rejected (target stopped/suspended); False if it was stale."""
+        record = tick.record
+        if record.dead:
+            self.ticks_discarded += 1
+            return False
+        self.ticks_dead_lettered += 1
+        if record.interval is None and record.cron is None:
+            self._retire(record)
+        return True
+
+    def close(self) -> None:
+        for record in list(self._refs.values()):
+            self._retire(record)
+        self._unsubscribe_wall()
+
+    # -- cron --------------------------------------------------------------------------
+
+    def _arm_cron(
+        self, record: ScheduleRecord, state: CronState, after: float | None = None
+    ) -> None:
+        clock = self._system.clock
+        wall = clock.wall()
+        if after is not None and not state.advance(after):
+            self._retire(record)
+            return
+        record.due = clock.monotonic() + max(0.0, state.next_wall - wall)
+        if not record.paused:
+            self._deadlines.add(record.due, record)
+
+    def _fire_cron(self, record: ScheduleRecord, state: CronState, now: float) -> None:
+        wall = self._system.clock.wall()
+        if wall < state.next_wall:
+            # Wall time went back since this was armed: not due yet in wall terms.
+            record.due = now + (state.next_wall - wall)
+            self._deadlines.add(record.due, record)
+            return
+        delivered = record.target._target._deliver(Tick(record), record.sender, None)
+        if delivered:
+            record.ticks += 1
+            self.ticks_delivered += 1
+        else:
+            self.ticks_dead_lettered += 1
+            if not record.target._target._alive():
+                self._retire(record)
+                return
+        # Overdue fire times (a stall, a forward wall jump) were coalesced into this one.
+        if not state.advance(max(wall, state.next_wall)):
+            self._retire(record)  # the expression has no further fire time
+            return
+        record.due = now + (state.next_wall - wall)
+        self._deadlines.add(record.due, record)
+
+    def _wall_jumped(self, delta: float) -> None:
+        clock = self._system.clock
+        now, wall = clock.monotonic(), clock.wall()
+        for record in self._refs.values():
+            state = record.cron
+            if state is None or record.paused or record.dead:
+                continue
+            # A backward jump leaves next_wall where it was, so a tick never fires twice;
+            # a forward jump makes it due now, once: later overdue ones are coalesced.
+            record.due = now + max(0.0, state.next_wall - wall)
+            self._deadlines.add(record.due, record)
+
+    # -- introspection -----------------------------------------------------------------
+
+    def _record_lateness(self, lateness: float) -> None:
+        self._lateness[self._fired & (LATENESS_WINDOW - 1)] = lateness
+        self._fired += 1
+
+    def __len__(self) -> int:
+        return len(self._refs)
+
+    def list(self) -> list[ScheduleInfo]:
+        clock = self._system.clock
+        now, wall = clock.monotonic(), clock.wall()
+        return [self._info(record, now, wall) for record in self._refs.values()]
+
+    def _info(self, record: ScheduleRecord, now: float, wall: float) -> ScheduleInfo:
+        cron = record.cron
+        if record.paused or not record.armed:
+            next_fire = None
+        elif cron is not None:
+            next_fire = _utc(cron.next_wall)
+        else:
+            next_fire = _utc(wall + (record.due - now))
+        owner = record.owner
+        sender = record.sender
+        return ScheduleInfo(
+            reference=record.reference,
+            target=record.target.path,
+            kind=record.kind,
+            interval=record.interval if cron is None else None,
+            cron=cron.text if cron is not None else None,
+            timezone=cron.zone_name if cron is not None else None,
+            next_fire_at=next_fire,
+            paused=record.paused,
+            owner=owner.pid.path if owner is not None else None,
+            sender=getattr(sender, "path", None),
+            ticks=record.ticks,
+            created_at=_utc(record.created_at),
+        )
+
+    def metrics(self) -> SchedulerMetrics:
+        n = min(self._fired, LATENESS_WINDOW)
+        samples = sorted(self._lateness[:n])
+        return SchedulerMetrics(
+            ticks_delivered=self.ticks_delivered,
+            ticks_dead_lettered=self.ticks_dead_lettered,
+            ticks_discarded=self.ticks_discarded,
+            live_schedules=len(self._refs),
+            lateness_p50=_quantile(samples, 0.50),
+            lateness_p99=_quantile(samples, 0.99),
+            lateness_max=samples[-1] if samples else 0.0,
+        )
+
+
+def _check_pid(pid: Any) -> Any:
+    from ..actor._pid import PID
+
+    if not isinstance(pid, PID):
+        raise TypeError(f"`pid` must be a PID (from spawn or actor_of), got {pid!r}")
+    return pid._target
+
+
+def _utc(epoch: float) -> datetime:
+    return datetime.fromtimestamp(epoch, tz=UTC)
+
+
+def _quantile(samples: list[float], q: float) -> float:
+    if not samples:
+        return 0.0
+    return samples[min(len(samples) - 1, int(q * len(samples)))]

@@ -1,0 +1,39 @@
+# SPDX-License-Identifier: Apache-2.0
+"""Argument checks shared by the scheduling calls and durable tasks."""
+
+from __future__ import annotations
+
+import math
+from datetime import timedelta
+from typing import Any
+
+from ..errors import InvalidIntervalError
+
+__all__ = ["to_seconds"]
+
+
+def to_seconds(value: Any, name: str) -> float:
+    """``value`` as positive finite seconds, or :class:`InvalidIntervalError` naming ``name``.
+
+    Accepts ``int``/``float`` and ``datetime.timedelta``; rejects 0, negatives, NaN,
+    infinities, ``bool``, strings and ``None``.
+    """
+    if isinstance(value, timedelta):
+        seconds = value.total_seconds()
+    elif isinstance(value, bool) or not isinstance(value, int | float):
+        raise InvalidIntervalError(
+            f"`{name}` must be a positive finite number of seconds or a timedelta, "
+            f"got {value!r} ({type(value).__name__})"
+        )
+    else:
+        try:
+            seconds = float(value)
+        except OverflowError:
+            raise InvalidIntervalError(
+                f"`{name}` must be a positive finite number of seconds, got {value!r} (too large)"
+            ) from None
+    if not (seconds > 0 and math.isfinite(seconds)):
+        raise InvalidIntervalError(
+            f"`{name}` must be a positive finite number of seconds, got {value!r}"
+        )
+    return seconds

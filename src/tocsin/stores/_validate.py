@@ -1,0 +1,89 @@
+# SPDX-License-Identifier: Apache-2.0
+"""One validation pass shared by every store, run on a whole batch before any write.
+
+Why here and not in the databases: the stores must reject the same batches for the same
+reasons (the contract suite checks it), and a refusal must come before the first write so
+that even the in-memory store is atomic without an undo log. PostgreSQL refuses NUL in
+``text`` and SQLite turns NaN into NULL; rejecting both up front keeps the three stores
+identical.
+"""
+
+from __future__ import annotations
+
+import math
+from collections.abc import Sequence
+from typing import Final
+
+from ..errors import StoreError
+from ._protocols import DeleteState, DeleteTask, Op, PutState, TaskRow, UpsertTask
+
+__all__ = ["TASK_STATES", "validate_ops"]
+
+TASK_STATES: Final = ("pending", "running", "parked")
+_INT32_MAX: Final = 2**31 - 1
+
+
+def validate_ops(ops: Sequence[Op]) -> None:
+    """Check every op of a batch; raise before anything is written.
+
+    Raises:
+        StoreError: an op is not one of the four op types, or a field has the wrong type
+            or an impossible value; the message names ``ops[i]`` and the field.
+    """
+    for i, op in enumerate(ops):
+        where = f"ops[{i}]"
+        if isinstance(op, UpsertTask):
+            _row(op.row, f"{where}.row")
+        elif isinstance(op, PutState):
+            _keys(where, op.kind, op.identity, ("key", op.key))
+            if type(op.value) is not bytes:
+                raise StoreError(f"{where}.value must be bytes, got {type(op.value)!r}")
+        elif isinstance(op, DeleteState):
+            _keys(where, op.kind, op.identity, ("key", op.key))
+        elif isinstance(op, DeleteTask):
+            _keys(where, op.kind, op.identity, ("id", op.id))
+        else:
+            raise StoreError(
+                f"{where} must be PutState, DeleteState, UpsertTask or DeleteTask, got {type(op)!r}"
+            )
+
+
+def _keys(where: str, kind: object, identity: object, last: tuple[str, object]) -> None:
+    for name, value in (("kind", kind), ("identity", identity), last):
+        _text(f"{where}.{name}", value)
+
+
+def _text(where: str, value: object) -> None:
+    if type(value) is not str:
+        raise StoreError(f"{where} must be a str, got {type(value)!r}")
+    if "\x00" in value:
+        raise StoreError(f"{where} must not contain NUL characters, got {value!r}")
+
+
+def _row(row: object, where: str) -> None:
+    if not isinstance(row, TaskRow):
+        raise StoreError(f"{where} must be a TaskRow, got {type(row)!r}")
+    _keys(where, row.kind, row.identity, ("id", row.id))
+    _text(f"{where}.name", row.name)
+    if type(row.payload) is not bytes:
+        raise StoreError(f"{where}.payload must be bytes, got {type(row.payload)!r}")
+    _time(f"{where}.due", row.due)
+    _time(f"{where}.created_at", row.created_at)
+    for name, value in (("every", row.every), ("timeout", row.timeout)):
+        if value is not None:
+            _time(f"{where}.{name}", value)
+            if value <= 0:
+                raise StoreError(f"{where}.{name} must be > 0 or None, got {value!r}")
+    for name, count in (("attempts", row.attempts), ("max_retries", row.max_retries)):
+        # int32: the PostgreSQL column type; nobody retries two billion times.
+        if type(count) is not int or not 0 <= count <= _INT32_MAX:
+            raise StoreError(f"{where}.{name} must be an int in [0, 2**31), got {count!r}")
+    if row.state not in TASK_STATES:
+        raise StoreError(f"{where}.state must be one of {TASK_STATES}, got {row.state!r}")
+    if row.last_error is not None:
+        _text(f"{where}.last_error", row.last_error)
+
+
+def _time(where: str, value: object) -> None:
+    if type(value) not in (int, float) or not math.isfinite(value):  # type: ignore[arg-type]
+        raise StoreError(f"{where} must be finite epoch seconds (float), got {value!r}")

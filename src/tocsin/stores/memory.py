@@ -1,0 +1,142 @@
+# SPDX-License-Identifier: Apache-2.0
+"""In-memory :class:`~tocsin.stores.Store`: for tests and for systems that need no durability.
+
+Prior art: procrastinate's ``InMemoryConnector`` (same contract as the real stores, plus a
+``reset()`` for tests).
+"""
+
+from __future__ import annotations
+
+from collections.abc import Sequence
+from typing import final
+
+import msgspec
+
+from ._protocols import DeleteState, DeleteTask, DueActor, Op, PutState, TaskRow, TaskState
+from ._validate import validate_ops
+
+__all__ = ["MemoryStore"]
+
+_Key = tuple[str, str, str]
+
+
+@final
+class MemoryStore:
+    """A store held in two dicts; nothing survives the process.
+
+    Gives every guarantee of :class:`~tocsin.stores.Store`: :meth:`apply` validates the
+    whole batch first and only then applies it, so a refused batch leaves nothing behind.
+    Reads never await anything, so they see every write that has returned. Works without
+    :meth:`open` (which is a no-op) and after :meth:`close` (data is kept until
+    :meth:`reset`), so a test can inspect a store its system has closed.
+    """
+
+    url = "memory://"
+
+    def __init__(self) -> None:
+        self._tasks: dict[_Key, TaskRow] = {}
+        self._state: dict[_Key, bytes] = {}
+
+    def __repr__(self) -> str:
+        return f"MemoryStore(tasks={len(self._tasks)}, state={len(self._state)})"
+
+    def reset(self) -> None:
+        """Forget every task and state value."""
+        self._tasks.clear()
+        self._state.clear()
+
+    async def open(self) -> None:
+        """Nothing to connect to."""
+
+    async def close(self) -> None:
+        """Nothing to release; data is kept (see :meth:`reset`)."""
+
+    async def apply(self, ops: Sequence[Op]) -> None:
+        """Apply a batch atomically: all ops, in order, or (on :class:`StoreError`) none."""
+        validate_ops(ops)
+        for op in ops:
+            if isinstance(op, PutState):
+                self._state[op.kind, op.identity, op.key] = op.value
+            elif isinstance(op, DeleteState):
+                self._state.pop((op.kind, op.identity, op.key), None)
+            elif isinstance(op, DeleteTask):
+                self._tasks.pop((op.kind, op.identity, op.id), None)
+            else:
+                row = _as_floats(op.row)
+                self._tasks[row.kind, row.identity, row.id] = row
+
+    async def get_state(self, kind: str, identity: str, key: str) -> bytes | None:
+        """The value of ``storage[key]``, or ``None``."""
+        return self._state.get((kind, identity, key))
+
+    async def list_state(
+        self, kind: str, identity: str, prefix: str = ""
+    ) -> list[tuple[str, bytes]]:
+        """Keys starting with ``prefix`` and their values, sorted by key (code points)."""
+        return sorted(
+            (key, value)
+            for (k, i, key), value in self._state.items()
+            if k == kind and i == identity and key.startswith(prefix)
+        )
+
+    async def get_task(self, kind: str, identity: str, task_id: str) -> TaskRow | None:
+        """One task by primary key, or ``None``."""
+        return self._tasks.get((kind, identity, task_id))
+
+    async def list_tasks(
+        self,
+        kind: str | None = None,
+        identity: str | None = None,
+        state: TaskState | None = None,
+    ) -> list[TaskRow]:
+        """Tasks matching the filters, ordered by ``(due, id, kind, identity)``."""
+        rows = [
+            row
+            for row in self._tasks.values()
+            if (kind is None or row.kind == kind)
+            and (identity is None or row.identity == identity)
+            and (state is None or row.state == state)
+        ]
+        return sorted(rows, key=_order)
+
+    async def find_tasks(self, task_id: str) -> list[TaskRow]:
+        """Every task with this id, across actors, ordered like :meth:`list_tasks`."""
+        return sorted((row for row in self._tasks.values() if row.id == task_id), key=_order)
+
+    async def next_due(self, kind: str, identity: str) -> float | None:
+        """The earliest ``due`` among this actor's pending tasks, or ``None``."""
+        dues = [
+            row.due
+            for row in self._tasks.values()
+            if row.kind == kind and row.identity == identity and row.state == "pending"
+        ]
+        return min(dues, default=None)
+
+    async def due_actors(self, before: float, limit: int) -> list[DueActor]:
+        """Actors with a pending task due at or before ``before``, earliest first.
+
+        Ties are broken by ``(kind, identity)``; at most ``limit`` actors.
+        """
+        earliest: dict[tuple[str, str], float] = {}
+        for row in self._tasks.values():
+            if row.state == "pending" and row.due <= before:
+                actor = (row.kind, row.identity)
+                if actor not in earliest or row.due < earliest[actor]:
+                    earliest[actor] = row.due
+        ordered = sorted(earliest.items(), key=lambda item: (item[1], item[0]))
+        return [DueActor(kind, identity, due) for (kind, identity), due in ordered[: max(limit, 0)]]
+
+
+def _order(row: TaskRow) -> tuple[float, str, str, str]:
+    return (row.due, row.id, row.kind, row.identity)
+
+
+def _as_floats(row: TaskRow) -> TaskRow:
+    """Store times as floats, as the SQL stores do (``due=5`` reads back as ``5.0``)."""
+    return msgspec.structs.replace(
+        row,
+        due=float(row.due),
+        created_at=float(row.created_at),
+        every=None if row.every is None else float(row.every),
+        timeout=None if row.timeout is None else float(row.timeout),
+    )

@@ -1,0 +1,40 @@
+-- SPDX-License-Identifier: Apache-2.0
+-- tocsin PostgreSQL schema, version 1. Run on every open inside a transaction holding an
+-- advisory lock (CREATE ... IF NOT EXISTS alone races when two nodes open at once).
+-- Times are epoch seconds (double precision), like the Python API: no time zone
+-- conversions between the store and the scheduler. Text columns use the "C" collation so
+-- ORDER BY matches Python's code point order whatever the database's locale.
+
+CREATE TABLE IF NOT EXISTS tocsin_tasks (
+    kind        text COLLATE "C" NOT NULL,
+    identity    text COLLATE "C" NOT NULL,
+    id          text COLLATE "C" NOT NULL,
+    name        text             NOT NULL,
+    payload     bytea            NOT NULL,
+    due         double precision NOT NULL,
+    every       double precision,
+    attempts    integer          NOT NULL,
+    max_retries integer          NOT NULL,
+    created_at  double precision NOT NULL,
+    state       text             NOT NULL CHECK (state IN ('pending', 'running', 'parked')),
+    last_error  text,
+    timeout     double precision,
+    PRIMARY KEY (kind, identity, id)
+);
+
+-- "Which actors have work due?" (due_actors): only pending rows matter, so a partial index.
+CREATE INDEX IF NOT EXISTS tocsin_tasks_pending_due
+    ON tocsin_tasks (due) WHERE state = 'pending';
+-- "When is this actor's alarm?" (next_due) and per-actor listings.
+CREATE INDEX IF NOT EXISTS tocsin_tasks_actor_state_due
+    ON tocsin_tasks (kind, identity, state, due);
+-- `tocsin tasks retry ID` looks a task up by id alone (find_tasks).
+CREATE INDEX IF NOT EXISTS tocsin_tasks_id ON tocsin_tasks (id);
+
+CREATE TABLE IF NOT EXISTS tocsin_state (
+    kind     text COLLATE "C" NOT NULL,
+    identity text COLLATE "C" NOT NULL,
+    key      text COLLATE "C" NOT NULL,
+    value    bytea NOT NULL,
+    PRIMARY KEY (kind, identity, key)
+);

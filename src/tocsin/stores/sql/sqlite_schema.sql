@@ -1,0 +1,39 @@
+-- SPDX-License-Identifier: Apache-2.0
+-- tocsin SQLite schema, version 1. Run on every open inside one write transaction, so it
+-- is idempotent and safe when several processes open the same file at once.
+-- Times are epoch seconds (REAL); payloads and state values are codec bytes (BLOB).
+
+CREATE TABLE IF NOT EXISTS tocsin_tasks (
+    kind        TEXT    NOT NULL,
+    identity    TEXT    NOT NULL,
+    id          TEXT    NOT NULL,
+    name        TEXT    NOT NULL,
+    payload     BLOB    NOT NULL,
+    due         REAL    NOT NULL,
+    every       REAL,
+    attempts    INTEGER NOT NULL,
+    max_retries INTEGER NOT NULL,
+    created_at  REAL    NOT NULL,
+    state       TEXT    NOT NULL CHECK (state IN ('pending', 'running', 'parked')),
+    last_error  TEXT,
+    timeout     REAL,
+    PRIMARY KEY (kind, identity, id)
+);
+
+-- "Which actors have work due?" (due_actors): a range scan over pending rows by due.
+CREATE INDEX IF NOT EXISTS tocsin_tasks_state_due ON tocsin_tasks (state, due);
+-- "When is this actor's alarm?" (next_due): one index probe per actor.
+CREATE INDEX IF NOT EXISTS tocsin_tasks_actor_state_due
+    ON tocsin_tasks (kind, identity, state, due);
+-- `tocsin tasks retry ID` looks a task up by id alone (find_tasks).
+CREATE INDEX IF NOT EXISTS tocsin_tasks_id ON tocsin_tasks (id);
+
+CREATE TABLE IF NOT EXISTS tocsin_state (
+    kind     TEXT NOT NULL,
+    identity TEXT NOT NULL,
+    key      TEXT NOT NULL,
+    value    BLOB NOT NULL,
+    PRIMARY KEY (kind, identity, key)
+);
+
+PRAGMA user_version = 1;
