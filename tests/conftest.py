@@ -36,3 +36,31 @@ def pytest_pyfunc_call(pyfuncitem: pytest.Function) -> bool | None:
 @pytest.fixture
 def anyio_backend() -> Iterator[str]:  # pragma: no cover - for users of anyio-style tests
     yield "asyncio"
+
+
+# --- PostgreSQL: one throwaway server per session (tests/integration/pg.py) --------------
+
+
+@pytest.fixture(scope="session")
+def postgres_dsn() -> Iterator[str]:
+    """DSN of a fresh PostgreSQL server started for this session (stopped at the end).
+
+    Skips when no PostgreSQL binaries exist, unless ``TOCSIN_REQUIRE_POSTGRES=1`` or ``CI``
+    is set: then it fails, so CI never passes by skipping the PostgreSQL suite.
+    """
+    import os
+
+    from tests.integration.pg import PostgresUnavailable, temporary_server
+
+    required = os.environ.get("TOCSIN_REQUIRE_POSTGRES") == "1" or bool(os.environ.get("CI"))
+    try:
+        server = temporary_server()
+        dsn = server.__enter__().dsn
+    except PostgresUnavailable as exc:
+        if required:
+            pytest.fail(f"PostgreSQL is required here (TOCSIN_REQUIRE_POSTGRES/CI): {exc}")
+        pytest.skip(f"PostgreSQL unavailable: {exc}")
+    try:
+        yield dsn
+    finally:
+        server.__exit__(None, None, None)

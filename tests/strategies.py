@@ -63,3 +63,111 @@ codec_values = st.recursive(
     ),
     max_leaves=30,
 )
+
+# --- cron: Quartz expressions -------------------------------------------------------------
+
+#: Zones with interesting DST: 1 h, 30 min (Lord_Howe), southern hemisphere, none.
+cron_zones = st.sampled_from(
+    ["UTC", "Europe/Paris", "America/New_York", "Australia/Lord_Howe", "Asia/Kolkata"]
+)
+
+
+def cron_elements(low: int, high: int, *, max_step: int | None = None) -> st.SearchStrategy[str]:
+    """One list element of a numeric field: ``a``, ``a-b``, ``a/s``, ``a-b/s``, ``*/s``."""
+    value = st.integers(low, high)
+    step = st.integers(1, max_step if max_step is not None else high - low + 1)
+    return st.one_of(
+        value.map(str),
+        st.tuples(value, value).map(lambda ab: f"{ab[0]}-{ab[1]}"),
+        st.tuples(value, step).map(lambda vs: f"{vs[0]}/{vs[1]}"),
+        st.tuples(value, value, step).map(lambda abs_: f"{abs_[0]}-{abs_[1]}/{abs_[2]}"),
+        step.map(lambda s: f"*/{s}"),
+    )
+
+
+def cron_fields(low: int, high: int, *, star: bool = True) -> st.SearchStrategy[str]:
+    """A whole numeric field: ``*`` or a comma list of elements."""
+    listed = st.lists(cron_elements(low, high, max_step=high), min_size=1, max_size=3).map(",".join)
+    return (st.just("*") | listed) if star else listed
+
+
+#: Day-of-month rules, including Quartz's specials.
+cron_dom_rules = st.one_of(
+    cron_fields(1, 31, star=False),
+    st.just("L"),
+    st.just("LW"),
+    st.integers(0, 30).map(lambda n: f"L-{n}"),
+    st.integers(0, 30).map(lambda n: f"L-{n}W"),
+    st.integers(1, 31).map(lambda n: f"{n}W"),
+)
+#: Day-of-week rules, including names and Quartz's specials.
+cron_dow_rules = st.one_of(
+    cron_fields(1, 7, star=False),
+    st.sampled_from(["MON-FRI", "SAT,SUN", "FRI-MON", "L", "TUE"]),
+    st.integers(1, 7).map(lambda n: f"{n}L"),
+    st.tuples(st.integers(1, 7), st.integers(1, 5)).map(lambda nk: f"{nk[0]}#{nk[1]}"),
+)
+#: The two day fields together: exactly one of them is `?`.
+cron_day_pairs = st.one_of(
+    st.just(("*", "?")),
+    st.just(("?", "*")),
+    cron_dom_rules.map(lambda dom: (dom, "?")),
+    cron_dow_rules.map(lambda dow: ("?", dow)),
+)
+
+
+@st.composite
+def cron_expressions(draw: st.DrawFn, *, years: bool = True) -> str:
+    """A valid Quartz expression of 6 or 7 fields."""
+    dom, dow = draw(cron_day_pairs)
+    fields = [
+        draw(cron_fields(0, 59)),
+        draw(cron_fields(0, 59)),
+        draw(cron_fields(0, 23)),
+        dom,
+        draw(cron_fields(1, 12)),
+        dow,
+    ]
+    if years and draw(st.booleans()):
+        fields.append(draw(st.sampled_from(["*", "2025-2030", "2024/3", "2026,2031", "2099"])))
+    return " ".join(fields)
+
+
+@st.composite
+def dense_cron_expressions(draw: st.DrawFn) -> str:
+    """Expressions that fire often in any hour: brute force over a few hours checks them."""
+    seconds = draw(cron_fields(0, 59))
+    minutes = draw(cron_fields(0, 59))
+    hours = draw(st.sampled_from(["*", "0-23/2", "1,5,9-12", "*/3"]))
+    return f"{seconds} {minutes} {hours} * * ?"
+
+
+@st.composite
+def day_cron_expressions(draw: st.DrawFn) -> str:
+    """Noon on days chosen by any day rule, in any months: brute force day by day."""
+    dom, dow = draw(cron_day_pairs)
+    return f"0 0 12 {dom} {draw(cron_fields(1, 12))} {dow}"
+
+
+_MUTATION_ALPHABET = "0123456789*?-,/#LW LMONJANSUNX\t\u00a0\u0663\uff15\u00bd@ "
+
+
+@st.composite
+def mutated_cron_text(draw: st.DrawFn) -> str:
+    """A valid expression with a few characters inserted, deleted or replaced."""
+    text = draw(cron_expressions())
+    for _ in range(draw(st.integers(1, 4))):
+        index = draw(st.integers(0, len(text)))
+        char = draw(st.sampled_from(_MUTATION_ALPHABET))
+        operation = draw(st.sampled_from(["insert", "delete", "replace"]))
+        if operation == "insert":
+            text = text[:index] + char + text[index:]
+        elif operation == "delete":
+            text = text[:index] + text[index + 1 :]
+        else:
+            text = text[:index] + char + text[index + 1 :]
+    return text
+
+
+#: Instants from 1990 to 2090 (naive; attach a zone in the test).
+cron_starts = st.datetimes(min_value=datetime(1990, 1, 1), max_value=datetime(2090, 12, 31))

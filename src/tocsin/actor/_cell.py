@@ -34,6 +34,7 @@ from ._events import (
     ActorSuspended,
     DeadLetterReason,
 )
+from ._messages import Turn
 from ._pid import PID
 from ._supervision import Directive, Supervisor
 
@@ -90,6 +91,7 @@ class Cell:
         "sysq",
         "system",
         "task",
+        "unanswered",
     )
 
     def __init__(
@@ -118,6 +120,7 @@ class Cell:
         self.owned: set[ScheduleRecord] | None = None
         self.passivation: _Passivation | None = None
         self.last_active = 0.0
+        self.unanswered: set[asyncio.Future[Any]] | None = None
         self._stopped: asyncio.Future[None] | None = None
         self.actor = self._make_actor()
 
@@ -183,6 +186,12 @@ class Cell:
                     message = message.open()
                     if message is STALE:
                         continue
+                elif type(message) is Turn:
+                    try:
+                        await message.run(self)
+                    except Exception:
+                        _log.exception("runtime work in the turn of %s failed", self.pid)
+                    continue
                 ctx.message = message
                 ctx.sender = sender
                 ctx._reply = reply
@@ -193,6 +202,9 @@ class Cell:
                         reply.set_exception(exc)
                     await self._failed(exc)
                     actor = self.actor
+                else:
+                    if reply is not None and not reply.done():
+                        self._hold(reply)
                 if self.state is not _RUNNING or self.sysq:
                     break
             ctx.message = None
@@ -200,6 +212,18 @@ class Cell:
             system._progress += handled
             if mailbox and self.state is _RUNNING:
                 await asyncio.sleep(0)  # fairness: let other actors and I/O run
+
+    def _hold(self, reply: asyncio.Future[Any]) -> None:
+        """Remember an ask handled without an answer, so the stop can still answer it.
+
+        Without this, an ask with ``timeout=None`` whose handler did not call
+        ``respond`` would hang forever, even across ``system.stop()``.
+        """
+        held = self.unanswered
+        if held is None:
+            held = self.unanswered = set()
+        held.add(reply)
+        reply.add_done_callback(held.discard)
 
     # -- lifecycle ---------------------------------------------------------------------
 
@@ -377,6 +401,9 @@ class Cell:
             _log.exception("post_stop of %s failed", self.pid)
         self.state = _STOPPED
         self._reject_mailbox(DeadLetterReason.STOPPED)
+        if self.unanswered:
+            for reply in list(self.unanswered):
+                self.fail_reply(reply, DeadLetterReason.STOPPED)
         system._cell_stopped(self)
         system.events.publish(ActorStopped(self.pid))
         if self._stopped is not None and not self._stopped.done():

@@ -9,6 +9,7 @@ from __future__ import annotations
 
 import asyncio
 import math
+from datetime import timedelta
 from typing import TYPE_CHECKING, Any, Protocol, final
 
 from ..errors import ActorSystemNotStartedError, AskTimeoutError
@@ -97,20 +98,31 @@ class PID:
         """
         self._target._deliver(message, NoSender if sender is None else sender, None)
 
-    async def ask(self, message: Any, *, timeout: float | None = DEFAULT_ASK_TIMEOUT) -> Any:
+    async def ask(
+        self, message: Any, *, timeout: float | timedelta | None = DEFAULT_ASK_TIMEOUT
+    ) -> Any:
         """Send ``message`` and wait for the reply given with ``ctx.respond(value)``.
+
+        Args:
+            message: any object.
+            timeout: seconds (or a ``timedelta``) to wait for the reply; ``None`` waits
+                until the target answers or stops.
 
         Raises:
             AskTimeoutError: no reply within ``timeout`` seconds (also a ``TimeoutError``).
             DeadActorError: the target is stopped, at once, or stops before replying.
             ActorSuspendedError: the target is suspended.
             Exception: whatever the target's ``receive`` raised while handling it.
+            ActorSystemNotStartedError: the system is not running.
+            ValueError: ``timeout`` is not a positive finite number, a timedelta or None.
         """
         system = self._target.system
         if not system.running:
             raise ActorSystemNotStartedError(
                 f"cannot ask {self}: actor system {system.name!r} is not running"
             )
+        if isinstance(timeout, timedelta):
+            timeout = timeout.total_seconds()
         if timeout is not None and (
             isinstance(timeout, bool)
             or not isinstance(timeout, int | float)

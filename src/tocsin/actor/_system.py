@@ -36,6 +36,8 @@ from ._pid import PID, NoSender
 from ._supervision import DEFAULT_SUPERVISOR, Directive, Supervisor
 
 if TYPE_CHECKING:
+    from ..durable._actor import DurableActor
+    from ..durable._runtime import DurableRuntime
     from ..stores import Store
 
 __all__ = ["ActorSystem"]
@@ -95,7 +97,7 @@ class ActorSystem:
         self._loop: asyncio.AbstractEventLoop = None  # type: ignore[assignment]
         self._deadlines: DeadlineService = None  # type: ignore[assignment]
         self._scheduler: Scheduler = None  # type: ignore[assignment]
-        self._durable: Any = None
+        self._durable: DurableRuntime | None = None
 
     # -- lifecycle ---------------------------------------------------------------------
 
@@ -254,6 +256,52 @@ class ActorSystem:
         """Let a suspended actor take messages again (no-op if it is not suspended)."""
         self._check_running()
         pid._target.reinstate()
+
+    async def durable(
+        self,
+        kind: type[DurableActor],
+        identity: str,
+        *,
+        passivate_after: Seconds | None = None,
+    ) -> PID:
+        """The PID of durable actor ``identity`` of class ``kind``, activating it if needed.
+
+        The PID is stable across activations: messages to a passivated identity activate
+        it again. Returns once the activation's ``pre_start`` has run.
+
+        Args:
+            kind: a :class:`~tocsin.DurableActor` subclass.
+            identity: any non-empty str naming the instance (``"order-42"``).
+            passivate_after: idle seconds before passivation (default: the class's
+                ``passivate_after``, else never).
+        """
+        from ..durable._actor import DurableActor as _DurableActor
+
+        self._check_running()
+        if not (isinstance(kind, type) and issubclass(kind, _DurableActor)):
+            raise TypeError(f"`kind` must be a DurableActor subclass, got {kind!r}")
+        if not isinstance(identity, str) or not identity:
+            raise ValueError(f"`identity` must be a non-empty str, got {identity!r}")
+        if passivate_after is not None:
+            idle: float | None = to_seconds(passivate_after, "passivate_after")
+        else:
+            idle = kind.passivate_after
+        runtime = await self._durable_runtime()
+        handle = runtime.handle(kind, identity, idle)
+        if handle.cell is None:
+            handle.activate()
+        if handle.starting is not None:
+            await asyncio.shield(handle.starting)
+        return handle.pid
+
+    async def _durable_runtime(self) -> DurableRuntime:
+        if self._durable is None:
+            from ..durable._runtime import DurableRuntime as _DurableRuntime
+
+            self._durable = _DurableRuntime(self, None)
+            await self._durable.start()
+        runtime: DurableRuntime = self._durable
+        return runtime
 
     @property
     def dead_letters(self) -> int:

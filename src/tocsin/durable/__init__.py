@@ -1,1 +1,20 @@
 # SPDX-License-Identifier: Apache-2.0
+"""Durable actors and persistent tasks: at-least-once, retried with backoff, parked."""
+
+from ._actor import DurableActor
+from ._codec import decode, encode
+from ._records import Call, TaskParked, TaskRecord
+from ._retry import RetryDecision, RetryPolicy
+from ._runtime import TaskTimeoutError
+
+__all__ = [
+    "Call",
+    "DurableActor",
+    "RetryDecision",
+    "RetryPolicy",
+    "TaskParked",
+    "TaskRecord",
+    "TaskTimeoutError",
+    "decode",
+    "encode",
+]

@@ -198,7 +198,8 @@ def _to_wire(value: object, path: _Path, depth: int, stack: set[int]) -> Any:
         off_us = None
         if offset is not None:
             off_us = (offset.days * 86_400 + offset.seconds) * 1_000_000 + offset.microseconds
-        fields = [value.year, value.month, value.day, value.hour, value.minute]
+        fields: list[int | None] = [value.year, value.month, value.day, value.hour]
+        fields += [value.minute]
         fields += [value.second, value.microsecond, value.fold, off_us]
         return _Ext(_DATETIME, _ENCODER.encode(fields))
     if cls is date:

@@ -1,1 +1,45 @@
 # SPDX-License-Identifier: Apache-2.0
+"""Task and state stores for durable actors.
+
+:class:`MemoryStore` is always here; ``tocsin.stores.sqlite.SQLiteStore`` (the embedded
+default) and ``tocsin.stores.postgres.PostgresStore`` (needs ``tocsin[postgres]``) are
+imported from their modules, or made from a URL by :func:`open_store`. Importing this
+package never imports asyncpg.
+"""
+
+from __future__ import annotations
+
+from ._protocols import (
+    DeleteState,
+    DeleteTask,
+    DueActor,
+    Op,
+    PutState,
+    Store,
+    TaskRow,
+    TaskState,
+    UpsertTask,
+)
+from ._url import open_store, resolve_store
+from .memory import MemoryStore
+
+__all__ = [
+    "DeleteState",
+    "DeleteTask",
+    "DueActor",
+    "MemoryStore",
+    "Op",
+    "PutState",
+    "Store",
+    "TaskRow",
+    "TaskState",
+    "UpsertTask",
+    "open_store",
+    "resolve_store",
+]
+
+for _name in __all__:
+    _obj = globals()[_name]
+    if getattr(_obj, "__module__", "").startswith("tocsin.stores."):
+        _obj.__module__ = __name__
+del _name, _obj

@@ -1,0 +1,203 @@
+# SPDX-License-Identifier: Apache-2.0
+"""``tocsin tasks``: inspect durable tasks, retry or discard parked ones.
+
+``list`` prints a table; ``retry ID`` moves a parked task back to pending (attempts 0, due
+now, last error kept for the record); ``discard ID`` deletes a parked task. An id that
+several actors use needs ``--actor KIND/ID``. Exit codes: 0 done, 1 the operation failed
+(unknown or ambiguous id, task not parked, store error), 2 bad usage (argparse's code:
+bad URL, bad ``--actor``).
+
+The store URL comes from ``--store`` or the ``TOCSIN_STORE`` environment variable. A
+SQLite file must exist: listing a mistyped path must not create an empty database.
+Retry and discard read then write; a running system may change the same task between the
+two (the write wins), which is acceptable for an operator command.
+"""
+
+from __future__ import annotations
+
+import argparse
+import asyncio
+import os
+import sys
+from collections.abc import Callable, Coroutine
+from datetime import UTC, datetime
+from typing import Any, Final
+
+import msgspec
+
+from .clock import SystemClock
+from .errors import InvalidStoreURLError, StoreError
+from .stores import DeleteTask, Store, TaskRow, UpsertTask, open_store
+
+__all__ = ["register"]
+
+EXIT_OK: Final = 0
+EXIT_FAILED: Final = 1
+EXIT_USAGE: Final = 2
+#: Characters of ``last_error`` shown in the table.
+ERROR_WIDTH: Final = 40
+
+
+class _Failure(Exception):
+    """An operation failed in a way the user must be told about (exit code 1)."""
+
+
+class _Usage(Exception):
+    """The command line is wrong (exit code 2)."""
+
+
+def register(subparsers: argparse._SubParsersAction[argparse.ArgumentParser]) -> None:
+    """Add the ``tasks`` command (``list``, ``retry``, ``discard``) to a ``tocsin`` parser.
+
+    Each leaf parser gets ``func=`` taking the parsed Namespace and returning the exit code.
+    """
+    tasks = subparsers.add_parser("tasks", help="inspect durable tasks; retry or discard parked")
+    actions = tasks.add_subparsers(dest="tasks_command", required=True, metavar="COMMAND")
+
+    def common(parser: argparse.ArgumentParser) -> None:
+        parser.add_argument(
+            "--store",
+            default=os.environ.get("TOCSIN_STORE"),
+            help="store URL, e.g. sqlite:///tasks.db (default: $TOCSIN_STORE)",
+        )
+        parser.add_argument("--actor", metavar="KIND/ID", help="only this durable actor")
+
+    listing = actions.add_parser("list", help="list tasks as a table")
+    common(listing)
+    listing.add_argument("--state", choices=("pending", "running", "parked"))
+    listing.set_defaults(func=lambda ns: _run(_list, ns))
+
+    for name, handler, text in (
+        ("retry", _retry, "move a parked task back to pending, due now, attempts reset"),
+        ("discard", _discard, "delete a parked task"),
+    ):
+        sub = actions.add_parser(name, help=text)
+        sub.add_argument("id", help="task id")
+        common(sub)
+        sub.set_defaults(func=lambda ns, handler=handler: _run(handler, ns))
+
+
+def _run(
+    handler: Callable[[Store, argparse.Namespace], Coroutine[Any, Any, None]],
+    ns: argparse.Namespace,
+) -> int:
+    try:
+        store = _store(ns.store)
+        actor = _actor(ns.actor)
+    except _Usage as exc:
+        print(f"tocsin tasks: error: {exc}", file=sys.stderr)
+        return EXIT_USAGE
+    ns.actor_key = actor
+
+    async def main() -> None:
+        await store.open()
+        try:
+            await handler(store, ns)
+        finally:
+            await store.close()
+
+    try:
+        asyncio.run(main())
+    except (_Failure, StoreError) as exc:
+        print(f"tocsin tasks: error: {exc}", file=sys.stderr)
+        return EXIT_FAILED
+    return EXIT_OK
+
+
+def _store(url: str | None) -> Store:
+    if not url:
+        raise _Usage("no store: pass --store URL or set TOCSIN_STORE")
+    try:
+        store = open_store(url)
+    except InvalidStoreURLError as exc:
+        raise _Usage(str(exc)) from None
+    path = getattr(store, "path", None)  # SQLiteStore: refuse to create a new file
+    if isinstance(path, str) and path != ":memory:" and not os.path.exists(path):
+        raise _Usage(f"no such SQLite store file: {os.path.abspath(path)}")
+    return store
+
+
+def _actor(text: str | None) -> tuple[str, str] | None:
+    if text is None:
+        return None
+    kind, sep, identity = text.partition("/")
+    if not sep or not kind or not identity:
+        raise _Usage(f"--actor must be KIND/ID (e.g. Order/order-42), got {text!r}")
+    return kind, identity
+
+
+async def _list(store: Store, ns: argparse.Namespace) -> None:
+    kind, identity = ns.actor_key or (None, None)
+    rows = await store.list_tasks(kind, identity, ns.state)
+    print(_table(rows))
+
+
+async def _parked(store: Store, ns: argparse.Namespace) -> TaskRow:
+    """The one task ``ns.id`` names, which must be parked."""
+    rows = await store.find_tasks(ns.id)
+    if ns.actor_key is not None:
+        rows = [r for r in rows if (r.kind, r.identity) == ns.actor_key]
+    if not rows:
+        where = f" of actor {ns.actor}" if ns.actor else ""
+        raise _Failure(f"no task with id {ns.id!r}{where}")
+    if len(rows) > 1:
+        actors = ", ".join(f"{r.kind}/{r.identity}" for r in rows)
+        raise _Failure(
+            f"task id {ns.id!r} is used by {len(rows)} actors ({actors}); "
+            "choose one with --actor KIND/ID"
+        )
+    row = rows[0]
+    if row.state != "parked":
+        raise _Failure(
+            f"task {ns.id!r} of {row.kind}/{row.identity} is {row.state}, not parked; "
+            "only parked tasks can be retried or discarded"
+        )
+    return row
+
+
+async def _retry(store: Store, ns: argparse.Namespace) -> None:
+    row = await _parked(store, ns)
+    now = SystemClock().wall()
+    await store.apply(
+        [UpsertTask(msgspec.structs.replace(row, state="pending", attempts=0, due=now))]
+    )
+    print(f"retrying {row.kind}/{row.identity} {row.id} ({row.name}) at {_iso(now)}")
+
+
+async def _discard(store: Store, ns: argparse.Namespace) -> None:
+    row = await _parked(store, ns)
+    await store.apply([DeleteTask(row.kind, row.identity, row.id)])
+    print(f"discarded {row.kind}/{row.identity} {row.id} ({row.name})")
+
+
+def _iso(epoch: float) -> str:
+    return datetime.fromtimestamp(epoch, tz=UTC).isoformat(timespec="seconds")
+
+
+def _table(rows: list[TaskRow]) -> str:
+    if not rows:
+        return "no tasks"
+    header = ("ACTOR", "ID", "NAME", "STATE", "DUE (UTC)", "EVERY", "ATTEMPTS", "LAST ERROR")
+    lines = [header]
+    for r in rows:
+        error = (r.last_error or "").replace("\n", " ")
+        if len(error) > ERROR_WIDTH:
+            error = error[: ERROR_WIDTH - 1] + "…"
+        every = "" if r.every is None else f"{r.every:g}s"
+        lines.append(
+            (
+                f"{r.kind}/{r.identity}",
+                r.id,
+                r.name,
+                r.state,
+                _iso(r.due),
+                every,
+                f"{r.attempts}/{r.max_retries}",
+                error,
+            )
+        )
+    widths = [max(len(line[i]) for line in lines) for i in range(len(header))]
+    return "\n".join(
+        "  ".join(cell.ljust(width) for cell, width in zip(line, widths, strict=True)).rstrip()
+        for line in lines
+    )

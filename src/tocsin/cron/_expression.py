@@ -1,0 +1,168 @@
+# SPDX-License-Identifier: Apache-2.0
+""":class:`CronExpression`: a parsed Quartz cron expression and its optional time zone."""
+
+from __future__ import annotations
+
+from collections.abc import Hashable, Iterator
+from datetime import datetime, tzinfo
+from typing import final
+from zoneinfo import ZoneInfo, ZoneInfoNotFoundError
+
+from tocsin.cron._describe import describe
+from tocsin.cron._fields import CronFields
+from tocsin.cron._next import matches, next_fire
+from tocsin.cron._parser import parse
+from tocsin.errors import InvalidTimezoneError
+
+__all__ = ["CronExpression"]
+
+
+def _zone(timezone: tzinfo | str | None) -> tzinfo | None:
+    if timezone is None or isinstance(timezone, tzinfo):
+        return timezone
+    if isinstance(timezone, str):
+        try:
+            return ZoneInfo(timezone)
+        except (ZoneInfoNotFoundError, ValueError, OSError):
+            pass
+    raise InvalidTimezoneError(
+        f"`timezone` must be an IANA zone name such as 'Europe/Paris', a tzinfo, or None "
+        f"(the zone of each datetime), got {timezone!r}"
+    )
+
+
+def _require_aware(moment: datetime, name: str) -> None:
+    if not isinstance(moment, datetime):
+        raise TypeError(f"`{name}` must be a datetime, got {type(moment).__name__}")
+    if moment.tzinfo is None or moment.utcoffset() is None:
+        raise ValueError(
+            f"`{name}` must be an aware datetime (with tzinfo), got naive {moment.isoformat()}; "
+            f"attach a zone, e.g. datetime.now(timezone.utc) or dt.replace(tzinfo=ZoneInfo(...))"
+        )
+
+
+@final
+class CronExpression:
+    """A Quartz cron expression, parsed once, evaluated without reading any clock.
+
+    Create one with :meth:`parse`. Instances are immutable and hashable; two expressions
+    are equal when they fire at the same times in the same zone, whatever their spelling
+    (``0 0 12 ? * MON`` equals ``0 0 12 ? * 2``).
+    """
+
+    __slots__ = ("_fields", "_text", "_zone")
+
+    _fields: CronFields
+    _text: str
+    _zone: tzinfo | None
+
+    def __init__(self, text: str, fields: CronFields, zone: tzinfo | None) -> None:
+        """Internal: use :meth:`CronExpression.parse`."""
+        object.__setattr__(self, "_text", text)
+        object.__setattr__(self, "_fields", fields)
+        object.__setattr__(self, "_zone", zone)
+
+    def __setattr__(self, name: str, value: object) -> None:
+        raise AttributeError(f"CronExpression is immutable; cannot set {name!r}")
+
+    @classmethod
+    def parse(cls, text: str, timezone: tzinfo | str | None = None) -> CronExpression:
+        """Parse a Quartz cron expression (6 or 7 fields) or a macro such as ``@daily``.
+
+        Args:
+            text: the expression, e.g. ``"0 0 12 ? * 6L"``.
+            timezone: the zone to evaluate in (IANA name or ``tzinfo``); ``None`` means
+                the zone of each datetime passed to :meth:`next_after`.
+
+        Returns:
+            The parsed expression. Parsing takes tens of microseconds.
+
+        Raises:
+            InvalidCronExpressionError: the text is not a valid expression (the error
+                names the field, the offending text, its ``position`` and what is
+                allowed). No other exception is raised, whatever ``text`` is.
+            InvalidTimezoneError: ``timezone`` is not a known zone.
+        """
+        fields = parse(text)
+        return cls(text, fields, _zone(timezone))
+
+    @property
+    def expression(self) -> str:
+        """The text as given to :meth:`parse`."""
+        return self._text
+
+    @property
+    def timezone(self) -> tzinfo | None:
+        """The evaluation zone, or ``None`` to use the zone of each datetime."""
+        return self._zone
+
+    @property
+    def fields(self) -> CronFields:
+        """The normalized fields (what equality compares)."""
+        return self._fields
+
+    def next_after(self, moment: datetime) -> datetime | None:
+        """Return the first fire time strictly after ``moment``, or ``None`` if none.
+
+        Guarantees: the result is later than ``moment`` by at least the rest of its
+        second (sub-seconds of ``moment`` are ignored, fire times are whole seconds);
+        it is aware, in the evaluation zone; no clock is read; sparse and never-firing
+        expressions answer in tens of microseconds. DST follows Quartz: a wall time that
+        does not exist is skipped, one that occurs twice fires once, at its later
+        (standard-time) instant.
+
+        Raises:
+            ValueError: ``moment`` is naive.
+            TypeError: ``moment`` is not a datetime.
+        """
+        _require_aware(moment, "moment")
+        zone = self._zone if self._zone is not None else moment.tzinfo
+        assert zone is not None
+        return next_fire(self._fields, moment, zone)
+
+    def iter_after(self, moment: datetime) -> Iterator[datetime]:
+        """Yield the fire times after ``moment`` in increasing order, ending if they do.
+
+        Raises:
+            ValueError: ``moment`` is naive (raised at the first ``next()``).
+        """
+        current = self.next_after(moment)
+        while current is not None:
+            yield current
+            current = self.next_after(current)
+
+    def matches(self, moment: datetime) -> bool:
+        """Whether ``moment`` (rounded down to the second) is a fire time.
+
+        Raises:
+            ValueError: ``moment`` is naive.
+        """
+        _require_aware(moment, "moment")
+        zone = self._zone if self._zone is not None else moment.tzinfo
+        assert zone is not None
+        return matches(self._fields, moment, zone)
+
+    def describe(self) -> str:
+        """Describe the schedule in plain English, e.g. "At 12:00, on the last Friday"."""
+        return describe(self._fields)
+
+    def _key(self) -> tuple[CronFields, Hashable]:
+        zone = self._zone
+        return (self._fields, getattr(zone, "key", zone))
+
+    def __eq__(self, other: object) -> bool:
+        if not isinstance(other, CronExpression):
+            return NotImplemented
+        return self._key() == other._key()
+
+    def __hash__(self) -> int:
+        return hash(self._key())
+
+    def __str__(self) -> str:
+        return self._text
+
+    def __repr__(self) -> str:
+        if self._zone is None:
+            return f"CronExpression.parse({self._text!r})"
+        zone = getattr(self._zone, "key", self._zone)
+        return f"CronExpression.parse({self._text!r}, timezone={str(zone)!r})"

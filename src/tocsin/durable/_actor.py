@@ -1,0 +1,246 @@
+# SPDX-License-Identifier: Apache-2.0
+"""DurableActor: an actor with an identity, persistent storage and persistent tasks."""
+
+from __future__ import annotations
+
+from collections.abc import AsyncIterator, Callable
+from contextlib import asynccontextmanager
+from datetime import datetime, timedelta
+from typing import TYPE_CHECKING, Any
+
+from ..actor._actor import Actor
+from ..actor._supervision import Supervisor
+from ..scheduling._validate import to_seconds
+from . import _tasks
+from ._records import Call, TaskRecord
+from ._retry import RetryPolicy
+
+if TYPE_CHECKING:
+    from ..actor._context import ReceiveContext
+    from ._handle import DurableHandle
+    from ._storage import Storage
+
+__all__ = ["DurableActor", "registered_kind"]
+
+_KINDS: dict[str, type[DurableActor]] = {}
+
+Seconds = float | int | timedelta
+Method = str | Callable[..., Any]
+
+
+def registered_kind(kind: str) -> type[DurableActor] | None:
+    """The most recently defined DurableActor subclass with this ``kind``, if any."""
+    return _KINDS.get(kind)
+
+
+class DurableActor(Actor):
+    """An actor addressed by ``(kind, identity)``, with persistent storage and tasks.
+
+    Get one with ``pid = await system.durable(Kind, "order-42")``: it is activated on
+    demand (at most one activation per identity per system), may be passivated, and is
+    reactivated by a message or by its alarm. Subclasses are registered by ``kind``
+    (the class attribute, default the class name) so that a restarted process can
+    reactivate identities that have due tasks as soon as the class is imported.
+
+    Task delivery is **at least once**: write task methods to be idempotent.
+
+    Class attributes you may override:
+        kind: the stable name stored with every task (default: the class name).
+        retry_policy: backoff of failed tasks (default: ~1 s doubling, capped at 300 s).
+        task_timeout: seconds a task may run before it counts as failed (default 900).
+        passivate_after: idle seconds before passivation (default: never).
+        supervisor: supervision of the activations (default: restart, 10 per minute).
+    """
+
+    kind: str = "DurableActor"
+    identity: str
+    storage: Storage
+    retry_policy: RetryPolicy = RetryPolicy()
+    task_timeout: float = 900.0
+    passivate_after: float | None = None
+    supervisor: Supervisor | None = None
+    _handle: DurableHandle
+
+    def __init_subclass__(cls, **kwargs: Any) -> None:
+        super().__init_subclass__(**kwargs)
+        if "kind" not in cls.__dict__:
+            cls.kind = cls.__name__
+        if not isinstance(cls.kind, str) or not cls.kind or "/" in cls.kind:
+            raise TypeError(
+                f"`kind` of {cls.__qualname__} must be a str without '/', got {cls.kind!r}"
+            )
+        _KINDS[cls.kind] = cls
+
+    # -- time --------------------------------------------------------------------------
+
+    def now(self) -> datetime:
+        """The time source of every scheduling decision (aware UTC; the system clock).
+
+        Override it, or give the system a ``ManualClock``, to control time in tests.
+        """
+        return self._handle.system.clock.wall_datetime()
+
+    def _now(self) -> float:
+        return self.now().timestamp()
+
+    # -- tasks -------------------------------------------------------------------------
+
+    async def queue(
+        self,
+        method: Method,
+        payload: Any = None,
+        *,
+        id: str | None = None,
+        max_retries: int = 5,
+        timeout: Seconds | None = None,
+    ) -> str:
+        """Run ``self.<method>(payload)`` as soon as possible; returns the task id.
+
+        Raises:
+            CodecError: ``payload`` is not codec-safe.
+            ValueError: ``max_retries`` is negative or not an int.
+        """
+        return await _tasks.add_task(
+            self._handle,
+            self._now(),
+            method,
+            payload,
+            delay=0.0,
+            every=None,
+            task_id=id,
+            max_retries=max_retries,
+            timeout=timeout,
+        )
+
+    async def schedule(
+        self,
+        delay: Seconds | datetime,
+        method: Method,
+        payload: Any = None,
+        *,
+        id: str | None = None,
+        max_retries: int = 5,
+        timeout: Seconds | None = None,
+    ) -> str:
+        """Run ``self.<method>(payload)`` after ``delay`` (seconds, timedelta, or an aware
+        datetime for an absolute time). A stable ``id`` replaces any task with that id.
+
+        Raises:
+            InvalidIntervalError: ``delay`` is not a positive finite duration.
+        """
+        now = self._now()
+        return await _tasks.add_task(
+            self._handle,
+            now,
+            method,
+            payload,
+            delay=_tasks.delay_seconds(delay, now),
+            every=None,
+            task_id=id,
+            max_retries=max_retries,
+            timeout=timeout,
+        )
+
+    async def every(
+        self,
+        interval: Seconds,
+        method: Method,
+        payload: Any = None,
+        *,
+        id: str | None = None,
+        max_retries: int = 5,
+        timeout: Seconds | None = None,
+    ) -> str:
+        """Run ``self.<method>(payload)`` every ``interval``, first one interval from now.
+
+        The next run is one interval after the start of the drain turn that ran it; the
+        attempt count resets after each success. With a stable ``id`` this is an upsert;
+        re-registering an identical task (same method, interval, payload) keeps its
+        cadence, so calling it from ``pre_start`` on every activation never piles up.
+        """
+        seconds = to_seconds(interval, "interval")
+        return await _tasks.add_task(
+            self._handle,
+            self._now(),
+            method,
+            payload,
+            delay=seconds,
+            every=seconds,
+            task_id=id,
+            max_retries=max_retries,
+            timeout=timeout,
+        )
+
+    async def cancel_schedule(self, id: str) -> bool:
+        """Delete task ``id`` (pending or parked); return whether it existed."""
+        return await _tasks.cancel_task(self._handle, id)
+
+    async def list_schedules(self) -> list[TaskRecord]:
+        """Every task of this actor, parked ones included (``state == "parked"``)."""
+        return await _tasks.list_tasks(self._handle)
+
+    async def list_parked(self) -> list[TaskRecord]:
+        """Tasks that failed ``max_retries + 1`` times and will not run again by themselves."""
+        return await _tasks.list_tasks(self._handle, "parked")
+
+    async def retry_parked(self, id: str) -> None:
+        """Make a parked task pending again, due now, attempts reset.
+
+        Raises:
+            TaskNotFoundError: no parked task ``id``.
+        """
+        await _tasks.retry_parked(self._handle, id, self._now())
+
+    async def discard_parked(self, id: str) -> None:
+        """Delete a parked task. Raises ``TaskNotFoundError`` if there is none."""
+        await _tasks.discard_parked(self._handle, id)
+
+    @asynccontextmanager
+    async def transaction(self) -> AsyncIterator[None]:
+        """Commit the storage writes and task changes made in the block together.
+
+        Nothing is written if the block raises. Nested blocks join the outer one.
+        """
+        handle = self._handle
+        if handle.tx is not None:
+            yield
+            return
+        handle.tx = []
+        try:
+            yield
+        except BaseException:
+            handle.tx = None
+            raise
+        ops, handle.tx = handle.tx, None
+        if ops:
+            await handle.store.apply(ops)
+
+    # -- hooks -------------------------------------------------------------------------
+
+    async def on_task(self, name: str, payload: Any, ctx: ReceiveContext) -> None:
+        """Called for a due task whose method does not exist (default: nothing, and the
+        task counts as delivered)."""
+        return None
+
+    async def receive(self, ctx: ReceiveContext) -> None:
+        """Default: answer :class:`~tocsin.durable.Call` messages; ignore anything else.
+
+        Override it for your own messages and ``await super().receive(ctx)`` to keep
+        ``Call`` working.
+        """
+        message = ctx.message
+        if isinstance(message, Call):
+            name = message.method
+            if not isinstance(name, str) or name.startswith("_"):
+                raise PermissionError(f"method {name!r} is not callable by messages")
+            method = getattr(type(self), name, None)
+            if method is None or not callable(method) or name in _RESERVED:
+                raise AttributeError(f"{type(self).__qualname__} has no callable method {name!r}")
+            result = getattr(self, name)(message.payload)
+            if hasattr(result, "__await__"):
+                result = await result
+            ctx.respond(result)
+
+
+#: DurableActor's own API is not callable through ``Call`` messages.
+_RESERVED = frozenset(name for name in dir(DurableActor) if not name.startswith("_")) - {"kind"}

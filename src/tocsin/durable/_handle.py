@@ -1,0 +1,210 @@
+# SPDX-License-Identifier: Apache-2.0
+"""One durable identity: its stable PID, its activations, its alarm, its task writes.
+
+The handle outlives activations. Its PID routes every message through :meth:`_deliver`,
+which activates the actor on demand; while an activation is finishing its stop
+(passivation), new messages wait here and start the next activation, so there is never
+more than one activation of an identity at a time in a system.
+"""
+
+from __future__ import annotations
+
+import asyncio
+import logging
+from collections.abc import Sequence
+from typing import TYPE_CHECKING, Any, final
+
+from ..actor._cell import Cell, CellState
+from ..actor._events import DeadLetterReason
+from ..actor._messages import Turn
+from ..actor._pid import PID
+from ..actor._supervision import DEFAULT_SUPERVISOR
+from ..scheduling._heap import Deadline
+from ..stores import DeleteState, Op, PutState, Store
+from ._storage import MISSING, Storage
+
+if TYPE_CHECKING:
+    from ._actor import DurableActor
+    from ._runtime import DurableRuntime
+
+__all__ = ["DurableHandle"]
+
+_log = logging.getLogger("tocsin.durable")
+
+
+@final
+class DurableHandle:
+    """The runtime side of one ``(kind, identity)`` (internal)."""
+
+    def __init__(
+        self,
+        runtime: DurableRuntime,
+        cls: type[DurableActor],
+        identity: str,
+        passivate_after: float | None,
+    ) -> None:
+        self.runtime = runtime
+        self.system = runtime.system
+        self.cls = cls
+        self.kind: str = cls.kind
+        self.identity = identity
+        self.store: Store = runtime.store
+        self.path = f"/durable/{self.kind}/{identity}"
+        self.pid = PID(self.system.address, self.path, self.system._next_uid(), self)
+        self.passivate_after = passivate_after
+        self.cell: Cell | None = None
+        self.pending: list[tuple[Any, Any, asyncio.Future[Any] | None]] = []
+        self.starting: asyncio.Task[None] | None = None
+        self.alarm = _Alarm(self)
+        self.alarm_due: float | None = None  # wall epoch the alarm is armed for
+        self.drain_queued = False
+        self.running_id: str | None = None
+        self.touched: set[str] = set()
+        self.tx: list[Op] | None = None
+        self.storage = Storage(self)
+
+    # -- the PID's target --------------------------------------------------------------
+
+    def _deliver(self, message: Any, sender: Any, reply: asyncio.Future[Any] | None) -> bool:
+        if not self.system.running:
+            self.system._undeliverable(message, sender, self.pid, DeadLetterReason.STOPPED, reply)
+            return False
+        cell = self.cell
+        if cell is not None and cell.state < CellState.STOPPING:
+            return cell._deliver(message, sender, reply)
+        self.pending.append((message, sender, reply))
+        if cell is None:
+            self.activate()
+        return True
+
+    def _alive(self) -> bool:
+        return self.system.running
+
+    async def stop(self) -> None:
+        if self.starting is not None:
+            await asyncio.shield(self.starting)
+        if self.cell is not None:
+            await self.cell.stop()
+
+    def request_stop(self) -> None:
+        if self.cell is not None:
+            self.cell.request_stop()
+
+    def reinstate(self) -> None:
+        if self.cell is not None:
+            self.cell.reinstate()
+
+    # -- activation --------------------------------------------------------------------
+
+    def build(self) -> DurableActor:
+        actor = self.cls()
+        actor.kind = self.kind
+        actor.identity = self.identity
+        actor.storage = self.storage
+        actor._handle = self
+        return actor
+
+    def activate(self) -> asyncio.Task[None]:
+        """Start an activation (idempotent while one is starting or running)."""
+        if self.starting is not None:
+            return self.starting
+        system = self.system
+        supervisor = getattr(self.cls, "supervisor", None) or DEFAULT_SUPERVISOR
+        cell = Cell(system, self.path, self.build, None, supervisor, self.passivate_after)
+        cell.pid = self.pid
+        system._registry[self.path] = cell
+        self.cell = cell
+        pending, self.pending = self.pending, []
+        for message, sender, reply in pending:
+            cell._deliver(message, sender, reply)  # queued: the cell is still STARTING
+        system._busy += 1
+        self.starting = system._loop.create_task(self._start(cell))
+        return self.starting
+
+    async def _start(self, cell: Cell) -> None:
+        try:
+            async with self.runtime.activation_slots:
+                await cell.first_start()
+                due = await self.store.next_due(self.kind, self.identity)
+                if due is not None:
+                    self.arm(due)
+        finally:
+            self.starting = None
+            self.system._busy_done()
+
+    def cell_stopped(self, cell: Cell) -> None:
+        if self.cell is cell:
+            self.cell = None
+            self.drain_queued = False
+            if self.pending and self.system.running:
+                self.activate()
+
+    # -- alarm -------------------------------------------------------------------------
+
+    def arm(self, due: float) -> None:
+        """Make sure the alarm rings no later than ``due`` (wall epoch seconds)."""
+        if self.alarm.armed and self.alarm_due is not None and self.alarm_due <= due:
+            return
+        clock = self.system.clock
+        self.alarm_due = due
+        self.system._deadlines.add(clock.monotonic() + max(0.0, due - clock.wall()), self.alarm)
+
+    def rearm(self, due: float | None) -> None:
+        """Set the alarm to exactly ``due`` (or disarm it)."""
+        self.system._deadlines.remove(self.alarm)
+        self.alarm_due = None
+        if due is not None:
+            self.arm(due)
+
+    def ring(self) -> None:
+        """The alarm fired: run the due tasks inside the actor's turn (activating it)."""
+        self.alarm_due = None
+        if self.drain_queued or not self.system.running:
+            return
+        self.drain_queued = True
+        self._deliver(Turn(self.runtime.drain), None, None)
+
+    # -- writes ------------------------------------------------------------------------
+
+    async def write(self, ops: Sequence[Op]) -> None:
+        """Apply writes now, or buffer them in the open transaction."""
+        if self.tx is not None:
+            self.tx.extend(ops)
+        else:
+            await self.store.apply(ops)
+
+    def buffered_state(self, key: str) -> Any:
+        """A buffered value (bytes), ``None`` for a buffered delete, else MISSING."""
+        if self.tx is None:
+            return MISSING
+        for op in reversed(self.tx):
+            if isinstance(op, PutState) and op.key == key:
+                return op.value
+            if isinstance(op, DeleteState) and op.key == key:
+                return None
+        return MISSING
+
+    def buffered_items(self, prefix: str) -> list[tuple[str, bytes | None]]:
+        if self.tx is None:
+            return []
+        out: list[tuple[str, bytes | None]] = []
+        for op in self.tx:
+            if isinstance(op, PutState) and op.key.startswith(prefix):
+                out.append((op.key, op.value))
+            elif isinstance(op, DeleteState) and op.key.startswith(prefix):
+                out.append((op.key, None))
+        return out
+
+
+@final
+class _Alarm(Deadline):
+    """A durable identity's single alarm in the shared heap."""
+
+    __slots__ = ("handle",)
+
+    def __init__(self, handle: DurableHandle) -> None:
+        super().__init__()
+        self.handle = handle
+
+    def fire(self, now: float, deadline: float) -> None:
+        self.handle.ring()

@@ -1,0 +1,90 @@
+# SPDX-License-Identifier: Apache-2.0
+"""What users see of durable tasks: :class:`TaskRecord`, :class:`TaskParked`, :class:`Call`."""
+
+from __future__ import annotations
+
+from dataclasses import dataclass
+from datetime import UTC, datetime
+from typing import TYPE_CHECKING, Any, Literal
+
+from ._codec import decode
+
+if TYPE_CHECKING:
+    from ..actor._pid import PID
+    from ..stores import TaskRow
+
+__all__ = ["Call", "TaskParked", "TaskRecord", "TaskState", "record_from_row"]
+
+TaskState = Literal["pending", "running", "parked"]
+
+
+@dataclass(frozen=True, slots=True)
+class TaskRecord:
+    """A snapshot of one persistent task of a durable actor.
+
+    Attributes:
+        id: unique within its actor (generated, or the stable ``id`` given).
+        name: the method it calls (``self.<name>(payload)``).
+        payload: the decoded payload.
+        due: when it next runs (aware UTC); for a parked task, when it last failed.
+        every: the interval in seconds of a recurring task, else ``None``.
+        attempts: failed runs since the last success.
+        max_retries: retries allowed after the first run before it is parked.
+        created_at: when it was first scheduled (aware UTC).
+        state: ``pending``, ``running`` (its method is running now) or ``parked``.
+        last_error: ``repr`` of the last exception, if any.
+        kind, identity: the durable actor it belongs to.
+    """
+
+    id: str
+    name: str
+    payload: Any
+    due: datetime
+    every: float | None
+    attempts: int
+    max_retries: int
+    created_at: datetime
+    state: TaskState = "pending"
+    last_error: str | None = None
+    kind: str = ""
+    identity: str = ""
+
+
+def record_from_row(row: TaskRow, *, running: bool = False) -> TaskRecord:
+    """Decode a stored row into a :class:`TaskRecord`."""
+    return TaskRecord(
+        id=row.id,
+        name=row.name,
+        payload=decode(row.payload),
+        due=datetime.fromtimestamp(row.due, tz=UTC),
+        every=row.every,
+        attempts=row.attempts,
+        max_retries=row.max_retries,
+        created_at=datetime.fromtimestamp(row.created_at, tz=UTC),
+        state="running" if running else row.state,
+        last_error=row.last_error,
+        kind=row.kind,
+        identity=row.identity,
+    )
+
+
+@dataclass(frozen=True, slots=True)
+class TaskParked:
+    """Event: a task failed ``max_retries + 1`` times and was parked (it will not run again
+    unless ``retry_parked`` is called)."""
+
+    pid: PID
+    task: TaskRecord
+    error: BaseException
+
+
+@dataclass(frozen=True, slots=True)
+class Call:
+    """A message asking a durable actor to run ``method(payload)`` and reply with its result.
+
+    Methods whose name starts with ``_`` are not callable by messages (the ask fails with
+    ``PermissionError``); they remain schedulable as tasks.
+    """
+
+    method: str
+    payload: Any = None

@@ -1,0 +1,79 @@
+# SPDX-License-Identifier: Apache-2.0
+"""A durable actor's persistent key-value ``storage`` and its transaction helper."""
+
+from __future__ import annotations
+
+from typing import TYPE_CHECKING, Any, final
+
+from ..stores import DeleteState, PutState
+from ._codec import decode, encode
+
+if TYPE_CHECKING:
+    from ._handle import DurableHandle
+
+__all__ = ["Storage"]
+
+_MISSING: Any = object()
+
+
+@final
+class Storage:
+    """Persistent key-value storage of one durable actor (``self.storage``).
+
+    Keys are ``str``; values are codec-safe (see ``docs/durable.md``) and checked when
+    written, so a bad value raises :class:`~tocsin.CodecError` at ``put``. Inside
+    ``async with self.transaction():`` writes are buffered and committed together with
+    the task changes made in the same block; reads there see the buffered writes.
+    """
+
+    __slots__ = ("_handle",)
+
+    def __init__(self, handle: DurableHandle) -> None:
+        self._handle = handle
+
+    async def get(self, key: str, default: Any = None) -> Any:
+        """The value stored under ``key``, or ``default``."""
+        _check_key(key)
+        handle = self._handle
+        buffered = handle.buffered_state(key)
+        if buffered is not _MISSING:
+            return default if buffered is None else decode(buffered)
+        data = await handle.store.get_state(handle.kind, handle.identity, key)
+        return default if data is None else decode(data)
+
+    async def put(self, key: str, value: Any) -> None:
+        """Store ``value`` under ``key`` (replacing any previous value)."""
+        _check_key(key)
+        data = encode(value, name=f"storage[{key!r}]")
+        handle = self._handle
+        await handle.write([PutState(handle.kind, handle.identity, key, data)])
+
+    async def delete(self, key: str) -> bool:
+        """Delete ``key``; return whether it existed."""
+        _check_key(key)
+        handle = self._handle
+        existed = (await self.get(key, _MISSING)) is not _MISSING
+        await handle.write([DeleteState(handle.kind, handle.identity, key)])
+        return existed
+
+    async def list(self, prefix: str = "") -> dict[str, Any]:
+        """Every key starting with ``prefix`` and its value, sorted by key."""
+        if not isinstance(prefix, str):
+            raise TypeError(f"`prefix` must be a str, got {prefix!r}")
+        handle = self._handle
+        items = dict(await handle.store.list_state(handle.kind, handle.identity, prefix))
+        for key, data in handle.buffered_items(prefix):
+            if data is None:
+                items.pop(key, None)
+            else:
+                items[key] = data
+        return {key: decode(items[key]) for key in sorted(items)}
+
+
+def _check_key(key: object) -> None:
+    if not isinstance(key, str):
+        raise TypeError(f"storage keys must be str, got {key!r}")
+
+
+#: Sentinel meaning "no buffered write for this key" (``None`` means "buffered delete").
+MISSING = _MISSING

@@ -1,0 +1,169 @@
+# SPDX-License-Identifier: Apache-2.0
+"""Scheduling durable tasks: queue/schedule/every/cancel/list, parked-list management.
+
+Every check happens here, at the call: a bad delay raises ``InvalidIntervalError``, a
+payload outside the codec-safe set ``CodecError``, a bad ``max_retries`` ``ValueError``
+— never later, when the task would run.
+"""
+
+from __future__ import annotations
+
+import uuid
+from collections.abc import Callable
+from datetime import datetime, timedelta
+from typing import TYPE_CHECKING, Any
+
+from ..errors import InvalidIntervalError, TaskNotFoundError
+from ..scheduling._validate import to_seconds
+from ..stores import DeleteTask, TaskRow, UpsertTask
+from ._codec import encode
+from ._records import TaskRecord, record_from_row
+
+if TYPE_CHECKING:
+    from ._handle import DurableHandle
+
+__all__ = ["add_task", "cancel_task", "discard_parked", "list_tasks", "retry_parked"]
+
+Method = str | Callable[..., Any]
+
+
+def _method_name(method: Method) -> str:
+    name = method if isinstance(method, str) else getattr(method, "__name__", None)
+    if not isinstance(name, str) or not name.isidentifier():
+        raise TypeError(
+            f"`method` must be a method name (str) or a method of the actor, got {method!r}"
+        )
+    return name
+
+
+def _check_retries(max_retries: Any) -> int:
+    if isinstance(max_retries, bool) or not isinstance(max_retries, int) or max_retries < 0:
+        raise ValueError(f"`max_retries` must be an int >= 0, got {max_retries!r}")
+    return max_retries
+
+
+def _check_id(task_id: Any) -> str:
+    if task_id is None:
+        return uuid.uuid4().hex
+    if not isinstance(task_id, str) or not task_id:
+        raise TypeError(f"`id` must be a non-empty str or None, got {task_id!r}")
+    return task_id
+
+
+def delay_seconds(delay: Any, now: float) -> float:
+    """``delay`` (seconds, timedelta, or an aware datetime: absolute) as seconds from now."""
+    if isinstance(delay, datetime):
+        if delay.tzinfo is None:
+            raise InvalidIntervalError(f"`delay` as a datetime must be aware, got {delay!r}")
+        return max(0.0, delay.timestamp() - now)
+    return to_seconds(delay, "delay")
+
+
+async def add_task(
+    handle: DurableHandle,
+    now: float,
+    method: Method,
+    payload: Any,
+    *,
+    delay: float,
+    every: float | None,
+    task_id: str | None,
+    max_retries: int,
+    timeout: float | timedelta | None,
+) -> str:
+    """Insert or replace a task; arm the alarm. Returns the task id."""
+    name = _method_name(method)
+    retries = _check_retries(max_retries)
+    budget = None if timeout is None else to_seconds(timeout, "timeout")
+    data = encode(payload)
+    tid = _check_id(task_id)
+    due = now + delay
+    created = now
+    if task_id is not None:
+        old = await handle.store.get_task(handle.kind, handle.identity, tid)
+        if old is not None:
+            created = old.created_at
+            if (
+                every is not None
+                and old.state == "pending"
+                and old.every == every
+                and old.name == name
+                and old.payload == data
+                and old.max_retries == retries
+            ):
+                # Re-registering the same recurring task (pre_start on every activation)
+                # keeps its cadence instead of pushing its next run away each time.
+                return tid
+    row = TaskRow(
+        kind=handle.kind,
+        identity=handle.identity,
+        id=tid,
+        name=name,
+        payload=data,
+        due=due,
+        every=every,
+        attempts=0,
+        max_retries=retries,
+        created_at=created,
+        state="pending",
+        last_error=None,
+        timeout=budget,
+    )
+    await handle.write([UpsertTask(row)])
+    handle.touched.add(tid)
+    if handle.tx is None:
+        handle.arm(due)
+    else:
+        handle.runtime.arm_after_commit(handle, due)
+    return tid
+
+
+async def cancel_task(handle: DurableHandle, task_id: str) -> bool:
+    """Delete a task (pending or parked); return whether it existed."""
+    if not isinstance(task_id, str):
+        raise TypeError(f"`id` must be a str, got {task_id!r}")
+    existed = await handle.store.get_task(handle.kind, handle.identity, task_id) is not None
+    await handle.write([DeleteTask(handle.kind, handle.identity, task_id)])
+    handle.touched.add(task_id)
+    return existed
+
+
+async def list_tasks(handle: DurableHandle, state: str | None = None) -> list[TaskRecord]:
+    rows = await handle.store.list_tasks(handle.kind, handle.identity, state)  # type: ignore[arg-type]
+    return [record_from_row(row, running=row.id == handle.running_id) for row in rows]
+
+
+async def _parked(handle: DurableHandle, task_id: str) -> TaskRow:
+    row = await handle.store.get_task(handle.kind, handle.identity, task_id)
+    if row is None or row.state != "parked":
+        raise TaskNotFoundError(f"no parked task {task_id!r} for {handle.kind}/{handle.identity}")
+    return row
+
+
+async def retry_parked(handle: DurableHandle, task_id: str, now: float) -> None:
+    """Make a parked task pending again, due now, with its attempt count reset."""
+    row = await _parked(handle, task_id)
+    fresh = TaskRow(
+        kind=row.kind,
+        identity=row.identity,
+        id=row.id,
+        name=row.name,
+        payload=row.payload,
+        due=now,
+        every=row.every,
+        attempts=0,
+        max_retries=row.max_retries,
+        created_at=row.created_at,
+        state="pending",
+        last_error=row.last_error,
+        timeout=row.timeout,
+    )
+    await handle.write([UpsertTask(fresh)])
+    handle.touched.add(task_id)
+    handle.arm(now)
+
+
+async def discard_parked(handle: DurableHandle, task_id: str) -> None:
+    """Delete a parked task for good."""
+    await _parked(handle, task_id)
+    await handle.write([DeleteTask(handle.kind, handle.identity, task_id)])

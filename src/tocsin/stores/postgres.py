@@ -1,0 +1,310 @@
+# SPDX-License-Identifier: Apache-2.0
+"""The PostgreSQL store, on asyncpg: for several processes or nodes sharing one database.
+
+One small connection pool; one transaction per :meth:`PostgresStore.apply` (PostgreSQL
+does its own group commit of concurrent transactions, so none is layered on top). Upserts
+are ``INSERT … ON CONFLICT DO UPDATE``. Times are ``double precision`` epoch seconds, as
+in the Python API, so no time zone conversion ever happens between store and scheduler.
+
+Schema creation runs on every :meth:`~PostgresStore.open` under a transaction-scoped
+advisory lock: ``CREATE TABLE IF NOT EXISTS`` alone is not safe when two nodes start at
+once (both see "missing", one fails on a unique-violation in the catalog).
+
+Prior art: procrastinate's ``schema.sql`` and asyncpg connector.
+"""
+
+from __future__ import annotations
+
+import itertools
+import re
+from collections.abc import AsyncIterator, Sequence
+from contextlib import asynccontextmanager
+from importlib import resources
+from typing import Any, Final, final
+from urllib.parse import urlsplit, urlunsplit
+
+import msgspec
+
+from ..errors import StoreError
+from ._protocols import (
+    DeleteState,
+    DeleteTask,
+    DueActor,
+    Op,
+    PutState,
+    TaskRow,
+    TaskState,
+    UpsertTask,
+)
+from ._validate import validate_ops
+
+try:
+    import asyncpg
+except ImportError as exc:  # pragma: no cover - depends on the environment
+    raise ImportError("the PostgreSQL store needs asyncpg: pip install 'tocsin[postgres]'") from exc
+
+__all__ = ["PostgresStore"]
+
+#: Key of the advisory lock held while creating the schema ("tocsin" in ASCII).
+SCHEMA_LOCK_KEY: Final = 0x746F6373696E
+_SCHEMA_NAME: Final = re.compile(r"[a-z_][a-z0-9_]{0,62}")
+
+_COLUMNS: Final = (
+    "kind, identity, id, name, payload, due, every, attempts, max_retries, created_at, "
+    "state, last_error, timeout"
+)
+_SELECT_TASKS: Final = f"SELECT {_COLUMNS} FROM tocsin_tasks"
+_ORDER: Final = " ORDER BY due, id, kind, identity"
+_WRITES: Final[dict[type, str]] = {
+    UpsertTask: (
+        f"INSERT INTO tocsin_tasks ({_COLUMNS}) "
+        "VALUES ($1, $2, $3, $4, $5, $6, $7, $8, $9, $10, $11, $12, $13) "
+        "ON CONFLICT (kind, identity, id) DO UPDATE SET name = excluded.name, "
+        "payload = excluded.payload, due = excluded.due, every = excluded.every, "
+        "attempts = excluded.attempts, max_retries = excluded.max_retries, "
+        "created_at = excluded.created_at, state = excluded.state, "
+        "last_error = excluded.last_error, timeout = excluded.timeout"
+    ),
+    DeleteTask: "DELETE FROM tocsin_tasks WHERE kind = $1 AND identity = $2 AND id = $3",
+    PutState: (
+        "INSERT INTO tocsin_state (kind, identity, key, value) VALUES ($1, $2, $3, $4) "
+        "ON CONFLICT (kind, identity, key) DO UPDATE SET value = excluded.value"
+    ),
+    DeleteState: "DELETE FROM tocsin_state WHERE kind = $1 AND identity = $2 AND key = $3",
+}
+
+
+def _params(op: Op) -> tuple[Any, ...]:
+    if isinstance(op, UpsertTask):
+        row = op.row
+        # asyncpg's float8 codec wants floats; the protocol allows int epoch seconds.
+        return msgspec.structs.astuple(
+            msgspec.structs.replace(
+                row,
+                due=float(row.due),
+                created_at=float(row.created_at),
+                every=None if row.every is None else float(row.every),
+                timeout=None if row.timeout is None else float(row.timeout),
+            )
+        )
+    if isinstance(op, DeleteTask):
+        return (op.kind, op.identity, op.id)
+    if isinstance(op, PutState):
+        return (op.kind, op.identity, op.key, op.value)
+    return (op.kind, op.identity, op.key)
+
+
+def _redact(dsn: str) -> str:
+    """The DSN without its password, for ``url``, ``repr`` and error messages."""
+    parts = urlsplit(dsn)
+    if parts.password is None:
+        return dsn
+    netloc = parts.netloc.rpartition("@")
+    user = netloc[0].partition(":")[0]
+    return urlunsplit(parts._replace(netloc=f"{user}:***@{netloc[2]}"))
+
+
+@final
+class PostgresStore:
+    """A :class:`~tocsin.stores.Store` in a PostgreSQL database (asyncpg pool).
+
+    Gives every guarantee of the Store protocol; ``apply`` returns once its transaction
+    has committed (durable per the server's ``synchronous_commit``). Any number of
+    processes may share the database.
+
+    Args:
+        dsn: ``postgresql://user:password@host:port/database`` (``postgres://`` too).
+        schema: the PostgreSQL schema holding tocsin's tables, created if missing;
+            lets several applications (or tests) share one database. Lower-case
+            identifier, default ``"public"``.
+        min_size: connections kept open by the pool.
+        max_size: connections the pool may open.
+    """
+
+    def __init__(
+        self, dsn: str, *, schema: str = "public", min_size: int = 1, max_size: int = 4
+    ) -> None:
+        if not _SCHEMA_NAME.fullmatch(schema):
+            raise ValueError(
+                f"`schema` must be a lower-case SQL identifier ([a-z_][a-z0-9_]*), got {schema!r}"
+            )
+        if not 0 <= min_size <= max_size or max_size < 1:
+            raise ValueError(
+                f"need 0 <= `min_size` <= `max_size` and `max_size` >= 1, "
+                f"got min_size={min_size!r}, max_size={max_size!r}"
+            )
+        self._dsn = dsn
+        self.schema = schema
+        self.url = _redact(dsn)
+        self._min_size = min_size
+        self._max_size = max_size
+        self._pool: Any = None
+
+    def __repr__(self) -> str:
+        return f"PostgresStore({self.url!r}, schema={self.schema!r})"
+
+    # --- lifecycle -------------------------------------------------------------------------
+
+    async def open(self) -> None:
+        """Create the pool and, under an advisory lock, the schema. Idempotent.
+
+        Raises:
+            StoreError: the server is unreachable, refuses the login, or the schema
+                cannot be created.
+        """
+        if self._pool is not None:
+            return
+        async with self._errors("open"):
+            pool = await asyncpg.create_pool(
+                self._dsn,
+                min_size=self._min_size,
+                max_size=self._max_size,
+                server_settings={"search_path": self.schema},
+            )
+        try:
+            async with self._errors("create schema"), pool.acquire() as conn, conn.transaction():
+                await conn.execute("SELECT pg_advisory_xact_lock($1)", SCHEMA_LOCK_KEY)
+                await conn.execute(f'CREATE SCHEMA IF NOT EXISTS "{self.schema}"')
+                sql = resources.files("tocsin.stores").joinpath("sql/postgres_schema.sql")
+                await conn.execute(sql.read_text("utf-8"))
+        except BaseException:
+            await pool.close()
+            raise
+        self._pool = pool
+
+    async def close(self) -> None:
+        """Close the pool, waiting for calls in progress. Idempotent."""
+        pool, self._pool = self._pool, None
+        if pool is not None:
+            async with self._errors("close"):
+                await pool.close()
+
+    # --- Store protocol --------------------------------------------------------------------
+
+    async def apply(self, ops: Sequence[Op]) -> None:
+        """Apply a batch in one transaction (all ops in order, or none and StoreError)."""
+        validate_ops(ops)
+        if not ops:
+            return
+        pool = self._require()
+        if len(ops) == 1:
+            # One statement is atomic on its own: skipping BEGIN/COMMIT saves two round
+            # trips on the most common call (one task upsert).
+            async with self._errors("apply"):
+                await pool.execute(_WRITES[type(ops[0])], *_params(ops[0]))
+            return
+        async with self._errors("apply"), pool.acquire() as conn, conn.transaction():
+            for cls, group in itertools.groupby(ops, type):
+                params = [_params(op) for op in group]
+                if len(params) == 1:
+                    await conn.execute(_WRITES[cls], *params[0])
+                else:
+                    await conn.executemany(_WRITES[cls], params)
+
+    async def get_state(self, kind: str, identity: str, key: str) -> bytes | None:
+        """The value of ``storage[key]``, or ``None``."""
+        sql = "SELECT value FROM tocsin_state WHERE kind = $1 AND identity = $2 AND key = $3"
+        rows = await self._fetch(sql, kind, identity, key)
+        return bytes(rows[0][0]) if rows else None
+
+    async def list_state(
+        self, kind: str, identity: str, prefix: str = ""
+    ) -> list[tuple[str, bytes]]:
+        """Keys starting with ``prefix`` and their values, sorted by key (code points)."""
+        # left() rather than LIKE, whose % and _ in the prefix would be wildcards.
+        sql = (
+            "SELECT key, value FROM tocsin_state WHERE kind = $1 AND identity = $2 "
+            "AND left(key, char_length($3::text)) = $3::text ORDER BY key"
+        )
+        rows = await self._fetch(sql, kind, identity, prefix)
+        return [(row[0], bytes(row[1])) for row in rows]
+
+    async def get_task(self, kind: str, identity: str, task_id: str) -> TaskRow | None:
+        """One task by primary key, or ``None``."""
+        sql = f"{_SELECT_TASKS} WHERE kind = $1 AND identity = $2 AND id = $3"
+        rows = await self._fetch(sql, kind, identity, task_id)
+        return _row(rows[0]) if rows else None
+
+    async def list_tasks(
+        self,
+        kind: str | None = None,
+        identity: str | None = None,
+        state: TaskState | None = None,
+    ) -> list[TaskRow]:
+        """Tasks matching the filters, ordered by ``(due, id, kind, identity)``."""
+        where: list[str] = []
+        args: list[str] = []
+        for column, value in (("kind", kind), ("identity", identity), ("state", state)):
+            if value is not None:
+                args.append(value)
+                where.append(f"{column} = ${len(args)}")
+        sql = _SELECT_TASKS + (" WHERE " + " AND ".join(where) if where else "") + _ORDER
+        return [_row(r) for r in await self._fetch(sql, *args)]
+
+    async def find_tasks(self, task_id: str) -> list[TaskRow]:
+        """Every task with this id, across actors, ordered like :meth:`list_tasks`."""
+        return [
+            _row(r) for r in await self._fetch(f"{_SELECT_TASKS} WHERE id = $1{_ORDER}", task_id)
+        ]
+
+    async def next_due(self, kind: str, identity: str) -> float | None:
+        """The earliest ``due`` among this actor's pending tasks, or ``None``."""
+        sql = (
+            "SELECT MIN(due) FROM tocsin_tasks "
+            "WHERE kind = $1 AND identity = $2 AND state = 'pending'"
+        )
+        rows = await self._fetch(sql, kind, identity)
+        value = rows[0][0]
+        return None if value is None else float(value)
+
+    async def due_actors(self, before: float, limit: int) -> list[DueActor]:
+        """Actors with a pending task due at or before ``before``, earliest first.
+
+        Ties are broken by ``(kind, identity)``; at most ``limit`` actors.
+        """
+        sql = (
+            "SELECT kind, identity, MIN(due) AS first FROM tocsin_tasks "
+            "WHERE state = 'pending' AND due <= $1 GROUP BY kind, identity "
+            "ORDER BY first, kind, identity LIMIT $2"
+        )
+        rows = await self._fetch(sql, float(before), max(limit, 0))
+        return [DueActor(row[0], row[1], float(row[2])) for row in rows]
+
+    # --- plumbing --------------------------------------------------------------------------
+
+    def _require(self) -> Any:
+        if self._pool is None:
+            raise StoreError(f"{self!r} is not open; call `await store.open()` first")
+        return self._pool
+
+    async def _fetch(self, sql: str, *args: Any) -> list[Any]:
+        pool = self._require()
+        async with self._errors("query"):
+            rows: list[Any] = await pool.fetch(sql, *args)
+        return rows
+
+    @asynccontextmanager
+    async def _errors(self, what: str) -> AsyncIterator[None]:
+        """The one place asyncpg/OS errors become :class:`StoreError`."""
+        try:
+            yield
+        except (asyncpg.PostgresError, asyncpg.InterfaceError, OSError, TimeoutError) as exc:
+            raise StoreError(f"PostgreSQL store {self.url}: {what} failed: {exc}") from exc
+
+
+def _row(r: Any) -> TaskRow:
+    return TaskRow(
+        kind=r[0],
+        identity=r[1],
+        id=r[2],
+        name=r[3],
+        payload=bytes(r[4]),
+        due=r[5],
+        every=r[6],
+        attempts=r[7],
+        max_retries=r[8],
+        created_at=r[9],
+        state=r[10],
+        last_error=r[11],
+        timeout=r[12],
+    )

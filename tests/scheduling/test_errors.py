@@ -1,0 +1,263 @@
+# SPDX-License-Identifier: Apache-2.0
+"""Typed errors raised at the scheduling call that is wrong."""
+
+from __future__ import annotations
+
+import asyncio
+import math
+from datetime import timedelta
+from typing import Any
+
+import pytest
+from scheduling_support import EPOCH, Log, recorder, running_system
+
+from tocsin import (
+    Actor,
+    ActorSystem,
+    ActorSystemNotStartedError,
+    DeadActorError,
+    InvalidIntervalError,
+    ManualClock,
+    ReceiveContext,
+    ScheduleAlreadyExistsError,
+    ScheduleNotFoundError,
+    TocsinError,
+)
+
+INVALID = [
+    0,
+    0.0,
+    -1,
+    -0.5,
+    math.nan,
+    math.inf,
+    -math.inf,
+    True,
+    False,
+    "1",
+    "",
+    None,
+    b"1",
+    [1],
+    timedelta(0),
+    timedelta(seconds=-1),
+    10**400,
+]
+
+
+@pytest.mark.parametrize("value", INVALID, ids=repr)
+@pytest.mark.parametrize("call", ["schedule", "schedule_once"])
+async def test_invalid_interval_or_delay_raises_invalid_interval_error(
+    call: str, value: Any
+) -> None:
+    async with running_system() as (system, _clock):
+        pid = await system.spawn(recorder(Log()))
+        with pytest.raises(InvalidIntervalError) as info:
+            await getattr(system, call)("x", pid, value)
+        assert isinstance(info.value, ValueError)
+        name = "interval" if call == "schedule" else "delay"
+        assert f"`{name}`" in str(info.value)
+        assert system.list_schedules() == []
+
+
+@pytest.mark.parametrize("value", [0, -1, math.nan, True, "1", None], ids=repr)
+async def test_invalid_interval_through_a_context_raises_invalid_interval_error(
+    value: Any,
+) -> None:
+    errors: list[BaseException] = []
+
+    class Bad(Actor):
+        async def receive(self, ctx: ReceiveContext) -> None:
+            try:
+                await ctx.schedule("x", ctx.self, value)
+            except InvalidIntervalError as exc:
+                errors.append(exc)
+
+    async with running_system() as (system, clock):
+        pid = await system.spawn(Bad)
+        pid.tell("go")
+        await clock.advance(0)
+        assert len(errors) == 1
+
+
+@pytest.mark.parametrize(
+    "value", [1, 0.001, 1e-9, 2.5, 1e12, timedelta(microseconds=1), timedelta(days=3650)]
+)
+async def test_positive_finite_numbers_and_timedeltas_are_accepted(value: Any) -> None:
+    async with running_system() as (system, _clock):
+        pid = await system.spawn(recorder(Log()))
+        await system.schedule("x", pid, value)
+        await system.schedule_once("x", pid, value)
+        assert len(system.list_schedules()) == 2
+
+
+async def test_every_scheduling_call_raises_not_started_before_start() -> None:
+    system = ActorSystem("t", clock=ManualClock(wall=EPOCH), timezone="UTC")
+    calls = [
+        lambda: system.schedule("x", None, 1),  # type: ignore[arg-type]
+        lambda: system.schedule_once("x", None, 1),  # type: ignore[arg-type]
+        lambda: system.schedule_cron("x", None, "0 * * * * ?"),  # type: ignore[arg-type]
+        lambda: system.cancel_schedule("r"),
+        lambda: system.pause_schedule("r"),
+        lambda: system.resume_schedule("r"),
+    ]
+    for call in calls:
+        with pytest.raises(ActorSystemNotStartedError):
+            await call()
+    with pytest.raises(ActorSystemNotStartedError):
+        system.list_schedules()
+    with pytest.raises(ActorSystemNotStartedError):
+        system.scheduler_metrics()
+
+
+async def test_every_scheduling_call_raises_not_started_after_stop() -> None:
+    clock = ManualClock(wall=EPOCH)
+    system = ActorSystem("t", clock=clock, timezone="UTC")
+    await system.start()
+    pid = await system.spawn(recorder(Log()))
+    await system.schedule("x", pid, 1, reference="r")
+    await system.stop()
+    with pytest.raises(ActorSystemNotStartedError):
+        await system.schedule("x", pid, 1)
+    with pytest.raises(ActorSystemNotStartedError):
+        await system.schedule_once("x", pid, 1)
+    with pytest.raises(ActorSystemNotStartedError):
+        await system.schedule_cron("x", pid, "0 * * * * ?")
+    for manage in (system.cancel_schedule, system.pause_schedule, system.resume_schedule):
+        with pytest.raises(ActorSystemNotStartedError):
+            await manage("r")
+    with pytest.raises(ActorSystemNotStartedError):
+        system.list_schedules()
+
+
+async def test_a_reference_already_held_raises_already_exists() -> None:
+    async with running_system() as (system, _clock):
+        pid = await system.spawn(recorder(Log()))
+        await system.schedule("x", pid, 1, reference="r")
+        with pytest.raises(ScheduleAlreadyExistsError, match="replace=True"):
+            await system.schedule_once("y", pid, 1, reference="r")
+        [info] = system.list_schedules()
+        assert info.kind == "interval"
+
+
+@pytest.mark.parametrize("call", ["cancel_schedule", "pause_schedule", "resume_schedule"])
+async def test_unknown_reference_raises_not_found(call: str) -> None:
+    async with running_system() as (system, _clock):
+        with pytest.raises(ScheduleNotFoundError, match="'nope'") as info:
+            await getattr(system, call)("nope")
+        assert isinstance(info.value, LookupError)
+
+
+async def test_cancelling_twice_raises_not_found() -> None:
+    async with running_system() as (system, _clock):
+        pid = await system.spawn(recorder(Log()))
+        await system.schedule("x", pid, 1, reference="r")
+        await system.cancel_schedule("r")
+        with pytest.raises(ScheduleNotFoundError):
+            await system.cancel_schedule("r")
+
+
+async def test_unknown_reference_raises_not_found_through_a_context() -> None:
+    errors: list[BaseException] = []
+
+    class Manager(Actor):
+        async def receive(self, ctx: ReceiveContext) -> None:
+            for call in (ctx.cancel_schedule, ctx.pause_schedule, ctx.resume_schedule):
+                try:
+                    await call("nope")
+                except ScheduleNotFoundError as exc:
+                    errors.append(exc)
+
+    async with running_system() as (system, clock):
+        pid = await system.spawn(Manager)
+        pid.tell("go")
+        await clock.advance(0)
+        assert len(errors) == 3
+
+
+@pytest.mark.parametrize("call", ["schedule", "schedule_once"])
+async def test_target_already_stopped_raises_dead_actor(call: str) -> None:
+    async with running_system() as (system, _clock):
+        pid = await system.spawn(recorder(Log()))
+        await system.stop_actor(pid)
+        with pytest.raises(DeadActorError, match="stopped"):
+            await getattr(system, call)("x", pid, 1)
+        assert system.list_schedules() == []
+
+
+async def test_scheduling_through_the_context_of_a_stopped_actor_raises_dead_actor() -> None:
+    kept: list[ReceiveContext] = []
+
+    class Keeper(Actor):
+        async def receive(self, ctx: ReceiveContext) -> None:
+            kept.append(ctx)
+
+    async with running_system() as (system, clock):
+        target = await system.spawn(recorder(Log()))
+        keeper = await system.spawn(Keeper)
+        keeper.tell("go")
+        await clock.advance(0)
+        await system.stop_actor(keeper)
+        ctx = kept[0]
+        with pytest.raises(DeadActorError):
+            await ctx.schedule("x", target, 1)
+        with pytest.raises(DeadActorError):
+            await ctx.schedule_once("x", target, 1)
+        assert system.list_schedules() == []
+
+
+async def test_scheduling_from_post_stop_raises_dead_actor() -> None:
+    errors: list[BaseException] = []
+
+    class Leaky(Actor):
+        async def receive(self, ctx: ReceiveContext) -> None:
+            pass
+
+        async def post_stop(self, ctx: ReceiveContext) -> None:
+            for call in (ctx.schedule, ctx.schedule_once):
+                try:
+                    await call("x", target, 1)
+                except DeadActorError as exc:
+                    errors.append(exc)
+
+    async with running_system() as (system, _clock):
+        target = await system.spawn(recorder(Log()))
+        leaky = await system.spawn(Leaky)
+        await system.stop_actor(leaky)
+        assert len(errors) == 2
+        assert system.list_schedules() == []
+
+
+async def test_scheduling_to_something_that_is_not_a_pid_raises_type_error() -> None:
+    async with running_system() as (system, _clock):
+        with pytest.raises(TypeError, match="`pid`"):
+            await system.schedule("x", "/user/nobody", 1)  # type: ignore[arg-type]
+
+
+@pytest.mark.parametrize("reference", ["", 42, b"r"])
+async def test_reference_that_is_not_a_non_empty_str_raises_type_error(reference: Any) -> None:
+    async with running_system() as (system, _clock):
+        pid = await system.spawn(recorder(Log()))
+        with pytest.raises(TypeError, match="`reference`"):
+            await system.schedule("x", pid, 1, reference=reference)
+
+
+def test_scheduling_errors_derive_from_tocsin_error() -> None:
+    for error in (
+        ActorSystemNotStartedError,
+        InvalidIntervalError,
+        ScheduleAlreadyExistsError,
+        ScheduleNotFoundError,
+        DeadActorError,
+    ):
+        assert issubclass(error, TocsinError)
+
+
+async def test_errors_leave_no_timer_armed() -> None:
+    async with running_system() as (system, clock):
+        pid = await system.spawn(recorder(Log()))
+        for bad in (0, -1, math.nan):
+            with pytest.raises(InvalidIntervalError):
+                await system.schedule("x", pid, bad)
+        assert clock.next_deadline() is None
+        await asyncio.sleep(0)
