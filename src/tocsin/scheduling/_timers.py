@@ -41,12 +41,11 @@ class Tick:
         self.record = record
 
     def open(self) -> Any:
-        """The message to deliver, or :data:`STALE`; a schedule's last tick retires it."""
+        """The message to deliver, or :data:`STALE`; a one-shot is retired on delivery."""
         record = self.record
         if record.dead:
-            record.scheduler.ticks_discarded += 1
             return STALE
-        if record.final:
+        if record.interval is None and record.cron is None:
             record.scheduler._retire(record)
         return record.message
 

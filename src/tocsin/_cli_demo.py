@@ -1,0 +1,35 @@
+# SPDX-License-Identifier: Apache-2.0
+"""``tocsin demo``: a short, self-terminating tour, printing what happens as it happens."""
+
+from __future__ import annotations
+
+import argparse
+import asyncio
+import tempfile
+from pathlib import Path
+
+__all__ = ["register"]
+
+
+def register(subparsers: argparse._SubParsersAction[argparse.ArgumentParser]) -> None:
+    demo = subparsers.add_parser(
+        "demo", help="a ~10 s tour: actors, supervision, timers, cron, durable tasks"
+    )
+    demo.add_argument(
+        "--store",
+        default=None,
+        help="store URL for the durable part (default: a fresh SQLite file in a temp dir)",
+    )
+    demo.set_defaults(func=_run)
+
+
+def _run(args: argparse.Namespace) -> int:
+    from ._demo import run_demo
+
+    if args.store is not None:
+        asyncio.run(run_demo(args.store))
+        return 0
+    with tempfile.TemporaryDirectory(prefix="tocsin-demo-") as tmp:
+        url = f"sqlite:///{Path(tmp) / 'demo.db'}"
+        asyncio.run(run_demo(url))
+    return 0

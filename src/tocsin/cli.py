@@ -1,0 +1,45 @@
+# SPDX-License-Identifier: Apache-2.0
+"""The ``tocsin`` command: ``demo``, ``cron next|explain``, ``tasks list|retry|discard``.
+
+Standard library only (argparse), so the ``cli`` extra pulls in nothing; it exists so
+that ``pip install tocsin[cli]`` keeps working if the CLI grows a dependency.
+"""
+
+from __future__ import annotations
+
+import argparse
+import sys
+from collections.abc import Sequence
+
+from . import __version__, _cli_cron, _cli_demo, _cli_tasks
+
+__all__ = ["main"]
+
+
+def build_parser() -> argparse.ArgumentParser:
+    parser = argparse.ArgumentParser(
+        prog="tocsin",
+        description="tocsin: an asyncio actor runtime with timers, Quartz cron and durable tasks.",
+    )
+    parser.add_argument("--version", action="version", version=f"tocsin {__version__}")
+    subparsers = parser.add_subparsers(dest="command", metavar="COMMAND")
+    _cli_demo.register(subparsers)
+    _cli_cron.register(subparsers)
+    _cli_tasks.register(subparsers)
+    return parser
+
+
+def main(argv: Sequence[str] | None = None) -> int:
+    """Run the command line; returns the exit status (0 ok, 1 failure, 2 usage error)."""
+    parser = build_parser()
+    args = parser.parse_args(argv)
+    func = getattr(args, "func", None)
+    if func is None:
+        parser.print_help()
+        return 2
+    status: int = func(args)
+    return status
+
+
+if __name__ == "__main__":  # pragma: no cover
+    sys.exit(main())
