@@ -71,7 +71,10 @@ class Config:
 
 def have(module: str) -> bool:
     """Whether ``module`` can be imported."""
-    return importlib.util.find_spec(module) is not None
+    try:
+        return importlib.util.find_spec(module) is not None
+    except (ImportError, ValueError):
+        return False
 
 
 def rss_bytes() -> int:

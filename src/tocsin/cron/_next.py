@@ -23,7 +23,7 @@ Time zones, as Quartz 2.3.2 computes them through ``java.util.GregorianCalendar`
 from __future__ import annotations
 
 import calendar
-from datetime import UTC, datetime, tzinfo
+from datetime import UTC, datetime, timezone, tzinfo
 from functools import lru_cache
 
 from tocsin.cron._fields import (
@@ -199,14 +199,18 @@ def next_fire(fields: CronFields, after: datetime, zone: tzinfo) -> datetime | N
         return None
     start = max(start, _START_EPOCH)
     local = datetime.fromtimestamp(start, zone)
+    # A fixed offset (UTC included) has no gaps or repeats: skip the DST resolution.
+    fixed = isinstance(zone, timezone)
     wall: _WallTime = (local.year, local.month, local.day, local.hour, local.minute, local.second)
     while True:
         found = _next_wall(fields, wall)
         if found is None:
             return None
-        naive = datetime(*found)
-        early = naive.replace(tzinfo=zone)
-        late = naive.replace(tzinfo=zone, fold=1)
+        early = datetime(*found, tzinfo=zone)
+        if fixed:
+            return early
+        naive = early.replace(tzinfo=None)
+        late = early.replace(fold=1)
         early_offset, late_offset = early.utcoffset(), late.utcoffset()
         if early_offset == late_offset:
             return early

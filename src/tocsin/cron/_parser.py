@@ -160,12 +160,12 @@ def parse(expression: object) -> CronFields:
         tokens = tokens[:7]
     fields = [_Field(text, index, tok, start) for index, (tok, start) in enumerate(tokens)]
     for field in fields:
-        for char in field.text:
-            if not char.isascii() or not char.isprintable():
-                field.fail(f"unexpected character {char!r}")
+        if not (field.text.isascii() and field.text.isprintable()):
+            bad = next(c for c in field.text if not (c.isascii() and c.isprintable()))
+            field.fail(f"unexpected character {bad!r}")
     values = [_parse_set(field) for field in (fields[_SEC], fields[_MIN], fields[_HOUR])]
     months = _parse_set(fields[_MONTH])
-    years = _parse_set(fields[_YEAR]) if len(fields) == 7 else _all(_YEAR)
+    years = _parse_set(fields[_YEAR]) if len(fields) == 7 else _ALL[_YEAR]
     # The `*` shorthand in a day field is GoAkt's documented spelling, which always puts
     # single spaces between fields; the Quartz vectors read it only in that form.
     canonical = text == " ".join(tok for tok, _ in tokens)
@@ -184,6 +184,10 @@ def parse(expression: object) -> CronFields:
 def _all(index: int) -> int:
     spec = _SPECS[index]
     return ((1 << (spec.high + 1)) - 1) ^ ((1 << spec.low) - 1)
+
+
+#: Every value of each field, as a bitset (``*``).
+_ALL: Final = tuple(_all(index) for index in range(7))
 
 
 def _number(field: _Field, text: str, what: str = "value") -> int:
@@ -239,10 +243,16 @@ def _step(field: _Field, text: str) -> int:
 def _parse_element(field: _Field, element: str) -> int:
     """One comma-separated element of an ordinary field, as a bitset."""
     spec = _SPECS[field.index]
+    if element.isdigit() and len(element) <= 4:
+        # Fast path for the most common element, a plain number (the text is ASCII).
+        number = int(element)
+        if not spec.low <= number <= spec.high:
+            field.fail(f"{number} is out of range")
+        return 1 << number
     if not element:
         field.fail("empty list element")
     if element == "*":
-        return _all(field.index)
+        return _ALL[field.index]
     if element.startswith("*/"):
         return _range_bits(field, spec.low, spec.high, _step(field, element[2:]))
     if element[0] == "*":
@@ -279,6 +289,8 @@ def _parse_named(field: _Field, element: str) -> int:
 
 
 def _parse_set(field: _Field) -> int:
+    if "," not in field.text:
+        return _parse_element(field, field.text)
     bits = 0
     for element in field.text.split(","):
         bits |= _parse_element(field, element)
@@ -400,6 +412,6 @@ def _parse_days(dom_field: _Field, dow_field: _Field, *, relaxed: bool) -> DayRu
     assert rule is not None  # for mypy: exactly one of them is set here
     if rule.kind is DayKind.DAYS_OF_WEEK and rule.mask == 0b11111110:
         return DayRule(DayKind.EVERY_DAY)
-    if rule.kind is DayKind.DAYS_OF_MONTH and rule.mask == _all(_DOM):
+    if rule.kind is DayKind.DAYS_OF_MONTH and rule.mask == _ALL[_DOM]:
         return DayRule(DayKind.EVERY_DAY)
     return rule

@@ -52,7 +52,9 @@ class ScheduleRecord(Deadline):
         "created_at",
         "cron",
         "dead",
+        "delay",
         "due",
+        "final",
         "interval",
         "message",
         "owner",
@@ -75,6 +77,7 @@ class ScheduleRecord(Deadline):
         cron: CronState | None,
         owner: Cell | None,
         created_at: float,
+        delay: float | None = None,
     ) -> None:
         super().__init__()
         self.scheduler = scheduler
@@ -83,6 +86,7 @@ class ScheduleRecord(Deadline):
         self.target = target
         self.sender = sender
         self.interval = interval  # repeating interval, or None (once / cron)
+        self.delay = delay  # a one-shot's delay as given (for ScheduleInfo), else None
         self.cron = cron
         self.owner = owner
         self.created_at = created_at
@@ -90,6 +94,9 @@ class ScheduleRecord(Deadline):
         self.ticks = 0
         self.paused = False
         self.dead = False
+        # Its last tick is on its way: retire it when that tick is opened or rejected
+        # (a one-shot once fired; a cron schedule past its last fire time).
+        self.final = False
 
     @property
     def kind(self) -> ScheduleKind:
@@ -104,17 +111,17 @@ class ScheduleRecord(Deadline):
         if cron is not None:
             scheduler._fire_cron(self, cron, now)
             return
+        interval = self.interval
+        if interval is None:
+            # Retired when its tick is opened (or, if rejected, by tick_undeliverable).
+            self.final = True
+            self.due = math.inf
+        # A rejected tick is dead-lettered and counted by tick_undeliverable.
         delivered = self.target._target._deliver(Tick(self), self.sender, None)
         if delivered:
             self.ticks += 1
             scheduler.ticks_delivered += 1
-        else:
-            scheduler.ticks_dead_lettered += 1
-        interval = self.interval
         if interval is None:
-            self.due = math.inf  # fired; retired when its tick is opened or dead-lettered
-            if not delivered:
-                scheduler._retire(self)
             return
         if not delivered and not self.target._target._alive():
             scheduler._retire(self)  # target fully stopped: drop after this tick
@@ -228,6 +235,7 @@ class Scheduler:
     ) -> str:
         seconds = to_seconds(delay, "delay")
         record = self._register(message, pid, reference, sender, replace, owner, None, None)
+        record.delay = seconds
         record.due = self._system.clock.monotonic() + seconds
         self._deadlines.add(record.due, record)
         return record.reference
@@ -246,7 +254,8 @@ class Scheduler:
     ) -> str:
         self._system._check_running()
         clock = self._system.clock
-        state = CronState.create(expression, timezone or self._system.timezone, clock.wall())
+        zone_name = timezone if timezone is not None else self._system.timezone
+        state = CronState.create(expression, zone_name, clock.wall())
         record = self._register(message, pid, reference, sender, replace, owner, None, state)
         self._arm_cron(record, state)
         return record.reference
@@ -277,13 +286,13 @@ class Scheduler:
             return
         record.paused = False
         clock = self._system.clock
+        if record.final:
+            return  # paused after its last fire: that tick is already on its way
         if record.cron is not None:
             self._arm_cron(record, record.cron, after=clock.wall())
             return
         if record.interval is not None:
             record.due = clock.monotonic() + record.interval
-        elif record.due == math.inf:
-            return  # a one-shot paused after it fired: its tick is already on its way
         else:
             record.due = clock.monotonic() + record.due
         self._deadlines.add(record.due, record)
@@ -315,7 +324,7 @@ class Scheduler:
             self.ticks_discarded += 1
             return False
         self.ticks_dead_lettered += 1
-        if record.interval is None and record.cron is None:
+        if record.final:
             self._retire(record)
         return True
 
@@ -340,23 +349,25 @@ class Scheduler:
 
     def _fire_cron(self, record: ScheduleRecord, state: CronState, now: float) -> None:
         wall = self._system.clock.wall()
-        if wall < state.next_wall:
+        if wall + 0.001 < state.next_wall:  # float slack: epoch-size floats (ulp ~2e-7 s)
             # Wall time went back since this was armed: not due yet in wall terms.
             record.due = now + (state.next_wall - wall)
             self._deadlines.add(record.due, record)
             return
+        # Overdue fire times (a stall, a forward wall jump) are coalesced into this one.
+        if not state.advance(max(wall, state.next_wall)):
+            # No further fire time: deliver this last tick, then retire the schedule when
+            # the tick is opened (retiring it now would make that very tick stale).
+            record.final = True
+            record.due = math.inf
         delivered = record.target._target._deliver(Tick(record), record.sender, None)
         if delivered:
             record.ticks += 1
             self.ticks_delivered += 1
-        else:
-            self.ticks_dead_lettered += 1
-            if not record.target._target._alive():
-                self._retire(record)
-                return
-        # Overdue fire times (a stall, a forward wall jump) were coalesced into this one.
-        if not state.advance(max(wall, state.next_wall)):
-            self._retire(record)  # the expression has no further fire time
+        elif not record.target._target._alive():
+            self._retire(record)  # target fully stopped: drop after this tick
+            return
+        if record.final:
             return
         record.due = now + (state.next_wall - wall)
         self._deadlines.add(record.due, record)
@@ -366,7 +377,7 @@ class Scheduler:
         now, wall = clock.monotonic(), clock.wall()
         for record in self._refs.values():
             state = record.cron
-            if state is None or record.paused or record.dead:
+            if state is None or record.paused or record.dead or record.final:
                 continue
             # A backward jump leaves next_wall where it was, so a tick never fires twice;
             # a forward jump makes it due now, once: later overdue ones are coalesced.
@@ -401,7 +412,7 @@ class Scheduler:
             reference=record.reference,
             target=record.target.path,
             kind=record.kind,
-            interval=record.interval if cron is None else None,
+            interval=record.interval if record.interval is not None else record.delay,
             cron=cron.text if cron is not None else None,
             timezone=cron.zone_name if cron is not None else None,
             next_fire_at=next_fire,
@@ -434,8 +445,19 @@ def _check_pid(pid: Any) -> Any:
     return pid._target
 
 
+_MAX_UTC = datetime.max.replace(tzinfo=UTC)
+_MIN_UTC = datetime.min.replace(tzinfo=UTC)
+
+
 def _utc(epoch: float) -> datetime:
-    return datetime.fromtimestamp(epoch, tz=UTC)
+    """``epoch`` as an aware UTC datetime, clamped to the datetime range.
+
+    Delays have no upper bound beyond being finite, so a fire time may lie past year 9999.
+    """
+    try:
+        return datetime.fromtimestamp(epoch, tz=UTC)
+    except (OverflowError, ValueError, OSError):
+        return _MAX_UTC if epoch > 0 else _MIN_UTC
 
 
 def _quantile(samples: list[float], q: float) -> float:

@@ -41,11 +41,12 @@ class Tick:
         self.record = record
 
     def open(self) -> Any:
-        """The message to deliver, or :data:`STALE`; a one-shot is retired on delivery."""
+        """The message to deliver, or :data:`STALE`; a schedule's last tick retires it."""
         record = self.record
         if record.dead:
+            record.scheduler.ticks_discarded += 1
             return STALE
-        if record.interval is None and record.cron is None:
+        if record.final:
             record.scheduler._retire(record)
         return record.message
 

@@ -1,0 +1,37 @@
+# SPDX-License-Identifier: Apache-2.0
+"""Test helpers for code built on tocsin (trio.testing, structlog's ``capture_logs``).
+
+* :class:`ManualClock`: time that moves only when the test says so.
+* :class:`MemoryStore`: an in-memory durable store, with ``reset()``.
+* :func:`capture_events`: record the events a system publishes while a block runs.
+"""
+
+from __future__ import annotations
+
+from collections.abc import Iterator
+from contextlib import contextmanager
+from typing import Any
+
+from .actor import ActorSystem
+from .clock import ManualClock
+from .stores import MemoryStore
+
+__all__ = ["ManualClock", "MemoryStore", "capture_events"]
+
+
+@contextmanager
+def capture_events(system: ActorSystem, *event_types: type) -> Iterator[list[Any]]:
+    """Collect the events of ``event_types`` (all when none given) published in the block.
+
+    Example::
+
+        with capture_events(system, DeadLetter) as letters:
+            pid.tell("late")
+        assert letters[0].reason is DeadLetterReason.STOPPED
+    """
+    events: list[Any] = []
+    subscription = system.events.subscribe(events.append, *event_types)
+    try:
+        yield events
+    finally:
+        subscription.cancel()
