@@ -32,3 +32,21 @@ def test_bench_script_runs_in_quick_mode_and_prints_json(script: str) -> None:
     assert payload["quick"] is True
     assert payload["failed"] == []
     assert payload["medians"]
+
+
+def test_durable_bench_runs_in_quick_mode_and_prints_json() -> None:
+    """``bench/durable.py --quick``: exit 0, JSON last line; Huey is skipped if missing."""
+    proc = subprocess.run(
+        [sys.executable, str(BENCH / "durable.py"), "--quick"],
+        capture_output=True,
+        text=True,
+        timeout=180,
+        check=False,
+    )
+    assert proc.returncode == 0, proc.stderr[-3000:]
+    payload = json.loads(proc.stdout.strip().splitlines()[-1])
+    assert payload["quick"] is True
+    assert payload["failed"] == []
+    assert payload["medians"]
+    huey = payload["medians"].get("schedule/500/huey", {})
+    assert "skipped" in huey or "us_per_op" in huey

@@ -10,7 +10,7 @@ from pathlib import Path
 
 import pytest
 
-from tocsin._cli_tasks import register
+from tocsin.cli._tasks import register
 from tocsin.stores import PutState, TaskRow, UpsertTask
 from tocsin.stores.sqlite import SQLiteStore
 

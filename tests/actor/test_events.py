@@ -194,13 +194,34 @@ async def test_event_stream_async_for_filters_and_ends_its_subscription_on_close
         assert system.events._subs == []
 
 
+async def test_event_stream_aclose_ends_a_pending_iteration() -> None:
+    system, _ = new_system()
+    async with system:
+        got: list[Any] = []
+        async with system.events.stream(ActorStarted) as stream:
+
+            async def consume() -> None:
+                async for event in stream:
+                    got.append(event)
+
+            consumer = asyncio.create_task(consume())
+            pid = await system.spawn(Echo)
+            await asyncio.sleep(0)
+            await stream.aclose()
+            await consumer
+        assert got == [ActorStarted(pid)]
+        assert system.events._subs == []
+
+
 async def test_event_stream_ends_its_subscription_when_the_iterator_is_dropped() -> None:
     system, _ = new_system()
     async with system:
-        async for _ in system.events.stream():
+        stream = system.events.stream()
+        pid = await system.spawn(Echo)
+        async for _ in stream:
             break
-        pid = await system.spawn(Echo)  # at least one event after the drop
-        await system.stop_actor(pid)
+        del stream
+        await system.stop_actor(pid)  # the first event after the drop ends the subscription
         for _ in range(5):
             await asyncio.sleep(0)
         assert system.events._subs == []

@@ -7,7 +7,7 @@ import argparse
 
 import pytest
 
-from tocsin._cli_cron import register
+from tocsin.cli._cron import register
 
 
 def _run(*argv: str) -> int:

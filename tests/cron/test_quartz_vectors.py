@@ -98,8 +98,3 @@ def test_row_agrees_with_quartz(row: Row) -> None:
         assert row.expect == "EITHER", f"rejected a valid expression {row.expr!r}"
         return
     assert _fire_times(cron, row.start_ms, row.n) == list(row.fire_times)
-
-
-@pytest.mark.skipif(bool(ROWS), reason="vectors present")
-def test_missing_vectors_fail_in_ci_and_skip_elsewhere() -> None:
-    _missing_vectors()

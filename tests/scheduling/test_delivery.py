@@ -154,9 +154,7 @@ async def test_one_shot_to_a_suspended_target_is_a_dead_letter_and_is_removed() 
         await clock.advance(0)
         await system.schedule_once("once", target, 1)
         await clock.advance(1)
-        assert [(d.message, d.reason) for d in letters] == [
-            ("once", DeadLetterReason.SUSPENDED)
-        ]
+        assert [(d.message, d.reason) for d in letters] == [("once", DeadLetterReason.SUSPENDED)]
         assert system.list_schedules() == []
 
 

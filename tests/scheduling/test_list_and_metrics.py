@@ -44,13 +44,14 @@ async def test_interval_schedule_made_in_an_actor_lists_every_field() -> None:
             ticks=2,
             created_at=EPOCH + timedelta(seconds=10),
         )
-        assert info.next_fire_at is not None and info.next_fire_at.tzinfo is UTC
+        assert info.next_fire_at is not None
+        assert info.next_fire_at.tzinfo is UTC
         assert info.created_at.tzinfo is UTC
         assert info.kind == "interval"  # a str enum
 
 
 async def test_one_shot_made_through_the_system_lists_its_delay_and_no_owner() -> None:
-    async with running_system() as (system, clock):
+    async with running_system() as (system, _clock):
         target = await system.spawn(recorder(Log()), "target")
         await system.schedule_once("x", target, timedelta(minutes=1), reference="r")
         [info] = system.list_schedules()
@@ -63,7 +64,7 @@ async def test_one_shot_made_through_the_system_lists_its_delay_and_no_owner() -
 
 
 async def test_explicit_sender_is_listed_by_path() -> None:
-    async with running_system() as (system, clock):
+    async with running_system() as (system, _clock):
         target = await system.spawn(recorder(Log()), "target")
         other = await system.spawn(recorder(Log()), "other")
         await system.schedule("x", target, 1, sender=other)

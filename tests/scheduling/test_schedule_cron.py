@@ -55,7 +55,8 @@ async def test_cron_delivers_at_each_fire_time() -> None:
         log = Log()
         pid = await system.spawn(recorder(log))
         ref = await system.schedule_cron("tick", pid, EVERY_10_SECONDS)
-        assert isinstance(ref, str) and ref
+        assert isinstance(ref, str)
+        assert ref
         await clock.advance(35)
         assert log.times == [10.0, 20.0, 30.0]
         assert [datetime.fromtimestamp(w, UTC) for w in log.walls] == [
@@ -94,7 +95,8 @@ async def test_timezone_argument_overrides_the_system_zone() -> None:
         await clock.advance(24 * 3600)
         assert log.times == [17 * 3600.0]  # 12:00 EST is 17:00 UTC
         [info] = system.list_schedules() or [None]
-        assert info is not None and info.timezone == "America/New_York"
+        assert info is not None
+        assert info.timezone == "America/New_York"
 
 
 async def test_monotonic_stall_coalesces_overdue_fire_times_into_one_delivery() -> None:
@@ -124,7 +126,7 @@ async def test_ticks_of_cron_schedule_carry_the_default_senders() -> None:
 
 
 async def test_cron_schedule_is_listed_with_expression_zone_and_next_fire_time() -> None:
-    async with running_system(timezone="America/New_York") as (system, clock):
+    async with running_system(timezone="America/New_York") as (system, _clock):
         pid = await system.spawn(recorder(Log()), "target")
         await system.schedule_cron("x", pid, NOON, reference="lunch")
         [info] = system.list_schedules()
@@ -134,11 +136,13 @@ async def test_cron_schedule_is_listed_with_expression_zone_and_next_fire_time()
         assert info.timezone == "America/New_York"
         assert info.interval is None
         assert info.next_fire_at == utc(2030, 1, 1, 17)
-        assert info.next_fire_at is not None and info.next_fire_at.tzinfo is UTC
+        assert info.next_fire_at is not None
+        assert info.next_fire_at.tzinfo is UTC
         assert info.target == "/user/target"
         await system.pause_schedule("lunch")
         [info] = system.list_schedules()
-        assert info.paused and info.next_fire_at is None
+        assert info.paused
+        assert info.next_fire_at is None
 
 
 async def test_cron_reference_is_in_the_shared_namespace_and_replace_upserts() -> None:

@@ -3,6 +3,7 @@
 
 from __future__ import annotations
 
+import itertools
 from datetime import timedelta
 
 import pytest
@@ -65,7 +66,7 @@ async def test_nth_tick_is_due_at_start_plus_n_intervals_without_accumulated_err
         for t in on_grid:
             n = round((t - 0.3) / 0.1)
             assert t == pytest.approx(0.3 + n * 0.1, abs=1e-9)
-        gaps = [b - a for a, b in zip(on_grid, on_grid[1:], strict=False)]
+        gaps = [b - a for a, b in itertools.pairwise(on_grid)]
         assert all(g == pytest.approx(0.1, abs=1e-9) for g in gaps)
 
 

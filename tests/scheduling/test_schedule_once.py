@@ -51,7 +51,8 @@ async def test_once_without_reference_returns_a_generated_one() -> None:
         pid = await system.spawn(recorder(Log()))
         first = await system.schedule_once("x", pid, 1)
         second = await system.schedule_once("x", pid, 1)
-        assert isinstance(first, str) and first
+        assert isinstance(first, str)
+        assert first
         assert first != second
         assert {info.reference for info in system.list_schedules()} == {first, second}
 

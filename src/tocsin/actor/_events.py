@@ -11,7 +11,8 @@ import asyncio
 import enum
 import inspect
 import logging
-from collections.abc import AsyncIterator, Awaitable, Callable
+import weakref
+from collections.abc import Awaitable, Callable
 from dataclasses import dataclass
 from typing import TYPE_CHECKING, Any, TypeVar, final
 
@@ -168,6 +169,8 @@ class EventStream:
         if not self._subs:
             return
         for sub in list(self._subs):
+            if not sub.active:  # cancelled by an earlier handler of this same event
+                continue
             if sub._types and not isinstance(event, sub._types):
                 continue
             try:
@@ -187,15 +190,64 @@ class EventStream:
         if not task.cancelled() and task.exception() is not None:
             _log.error("async event handler failed", exc_info=task.exception())
 
-    async def stream(self, *event_types: type) -> AsyncIterator[Any]:
+    def stream(self, *event_types: type) -> _EventIterator:
         """Iterate events of ``event_types`` (all when none given) as they are published.
 
-        The subscription lives as long as the iteration; leaving the ``async for`` ends it.
+        The subscription starts when ``stream()`` is called, so events published between
+        the call and the first ``__anext__`` are not lost. It ends on ``aclose()`` (or
+        leaving ``async with``/``contextlib.aclosing``), or, once the iterator is dropped
+        (leaving an ``async for`` that holds the only reference), at the next event.
         """
+        return _EventIterator(self, event_types)
+
+
+_END: Any = object()
+
+
+@final
+class _EventIterator:
+    """The async iterator returned by :meth:`EventStream.stream` (internal).
+
+    An async generator would subscribe only at its first ``__anext__`` and lose what was
+    published before; this object subscribes at once. It holds its subscription, but the
+    subscription holds it only weakly, so a dropped iterator does not leak a queue.
+    """
+
+    __slots__ = ("__weakref__", "_queue", "_sub")
+
+    def __init__(self, stream: EventStream, event_types: tuple[type, ...]) -> None:
         queue: asyncio.Queue[Any] = asyncio.Queue()
-        sub = self.subscribe(queue.put_nowait, *event_types)
-        try:
-            while True:
-                yield await queue.get()
-        finally:
-            sub.cancel()
+        self._queue = queue
+        ref = weakref.ref(self)
+
+        def put(event: object) -> None:
+            if ref() is None:  # the iterator is gone: nobody will read the queue
+                sub.cancel()
+            else:
+                queue.put_nowait(event)
+
+        sub = stream.subscribe(put, *event_types)
+        self._sub = sub
+
+    def __aiter__(self) -> _EventIterator:
+        return self
+
+    async def __anext__(self) -> Any:
+        if not self._sub.active and self._queue.empty():
+            raise StopAsyncIteration
+        event = await self._queue.get()
+        if event is _END:
+            raise StopAsyncIteration
+        return event
+
+    async def aclose(self) -> None:
+        """End the subscription; a pending ``__anext__`` ends the iteration."""
+        if self._sub.active:
+            self._sub.cancel()
+            self._queue.put_nowait(_END)
+
+    async def __aenter__(self) -> _EventIterator:
+        return self
+
+    async def __aexit__(self, *exc_info: object) -> None:
+        await self.aclose()

@@ -11,7 +11,8 @@ import argparse
 import sys
 from collections.abc import Sequence
 
-from . import __version__, _cli_cron, _cli_demo, _cli_tasks
+from .. import __version__
+from . import _cron, _demo, _tasks
 
 __all__ = ["main"]
 
@@ -23,9 +24,9 @@ def build_parser() -> argparse.ArgumentParser:
     )
     parser.add_argument("--version", action="version", version=f"tocsin {__version__}")
     subparsers = parser.add_subparsers(dest="command", metavar="COMMAND")
-    _cli_demo.register(subparsers)
-    _cli_cron.register(subparsers)
-    _cli_tasks.register(subparsers)
+    _demo.register(subparsers)
+    _cron.register(subparsers)
+    _tasks.register(subparsers)
     return parser
 
 

@@ -7,7 +7,7 @@ import asyncio
 import sys
 from typing import Any
 
-from .actor import (
+from ..actor import (
     Actor,
     ActorPassivated,
     ActorRestarted,
@@ -16,8 +16,8 @@ from .actor import (
     DeadLetter,
     ReceiveContext,
 )
-from .clock import SystemClock
-from .durable import Call, DurableActor, TaskParked
+from ..clock import SystemClock
+from ..durable import Call, DurableActor, TaskParked
 
 __all__ = ["run_demo"]
 

@@ -25,9 +25,9 @@ from typing import Any, Final
 
 import msgspec
 
-from .clock import SystemClock
-from .errors import InvalidStoreURLError, StoreError
-from .stores import DeleteTask, Store, TaskRow, UpsertTask, open_store
+from ..clock import SystemClock
+from ..errors import InvalidStoreURLError, StoreError
+from ..stores import DeleteTask, Store, TaskRow, UpsertTask, open_store
 
 __all__ = ["register"]
 

@@ -24,7 +24,7 @@ def register(subparsers: argparse._SubParsersAction[argparse.ArgumentParser]) ->
 
 
 def _run(args: argparse.Namespace) -> int:
-    from ._demo import run_demo
+    from ._tour import run_demo
 
     if args.store is not None:
         asyncio.run(run_demo(args.store))

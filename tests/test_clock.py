@@ -1,0 +1,208 @@
+# SPDX-License-Identifier: Apache-2.0
+"""ManualClock and SystemClock: advance, jump, wall time, autojump."""
+
+from __future__ import annotations
+
+import asyncio
+import math
+from datetime import UTC, datetime, timedelta, timezone
+from typing import Any
+
+import pytest
+
+from tocsin import (
+    Actor,
+    ActorSystem,
+    AskTimeoutError,
+    ManualClock,
+    ReceiveContext,
+    SystemClock,
+)
+
+
+class Recorder(Actor):
+    def __init__(self, log: list[Any], clock: ManualClock) -> None:
+        self.log = log
+        self.clock = clock
+
+    async def receive(self, ctx: ReceiveContext) -> None:
+        await asyncio.sleep(0)
+        self.log.append((ctx.message, self.clock.monotonic()))
+
+
+class Silent(Actor):
+    async def receive(self, ctx: ReceiveContext) -> None:
+        pass
+
+
+@pytest.mark.parametrize("bad", [-1, -1e-9, float("nan"), float("inf")])
+async def test_advance_with_negative_or_non_finite_seconds_raises_value_error(bad: float) -> None:
+    clock = ManualClock(wall=0)
+    with pytest.raises(ValueError, match="time can't go backwards"):
+        await clock.advance(bad)
+    with pytest.raises(ValueError, match="time can't go backwards"):
+        await clock.jump(bad)
+    assert clock.monotonic() == 0
+
+
+async def test_monotonic_starts_at_zero_and_wall_at_the_given_time() -> None:
+    clock = ManualClock(wall=datetime(2024, 3, 1, tzinfo=UTC))
+    assert clock.monotonic() == 0
+    assert clock.wall_datetime() == datetime(2024, 3, 1, tzinfo=UTC)
+    await clock.advance(90)
+    assert clock.monotonic() == 90
+    assert clock.wall_datetime() == datetime(2024, 3, 1, 0, 1, 30, tzinfo=UTC)
+
+
+def test_initial_wall_defaults_to_the_injectable_real_wall_source() -> None:
+    class Fixed(ManualClock.__mro__[0]):  # type: ignore[misc]
+        pass
+
+    original = ManualClock.real_wall
+    try:
+        ManualClock.real_wall = staticmethod(lambda: 1234.5)  # type: ignore[assignment]
+        assert ManualClock().wall() == 1234.5
+    finally:
+        ManualClock.real_wall = original  # type: ignore[method-assign]
+
+
+def test_initial_wall_rejects_naive_datetimes_and_non_numbers() -> None:
+    with pytest.raises(ValueError, match="aware"):
+        ManualClock(wall=datetime(2024, 1, 1))
+    with pytest.raises(TypeError, match="epoch seconds"):
+        ManualClock(wall=True)
+    with pytest.raises(TypeError, match="epoch seconds"):
+        ManualClock(wall="2024")  # type: ignore[arg-type]
+
+
+async def test_advance_fires_every_due_deadline_in_order_at_its_own_time() -> None:
+    clock = ManualClock(wall=0)
+    fired: list[tuple[str, float]] = []
+    for name, when in [("c", 3.0), ("a", 1.0), ("b", 2.0), ("late", 5.0), ("b2", 2.0)]:
+        clock.call_at(when, lambda name=name: fired.append((name, clock.monotonic())))
+    await clock.advance(3)
+    assert fired == [("a", 1.0), ("b", 2.0), ("b2", 2.0), ("c", 3.0)]
+    assert clock.monotonic() == 3
+    assert clock.next_deadline() == 5.0
+
+
+async def test_advance_fires_a_deadline_armed_by_a_callback_within_the_window() -> None:
+    clock = ManualClock(wall=0)
+    fired: list[float] = []
+
+    def first() -> None:
+        fired.append(clock.monotonic())
+        clock.call_at(clock.monotonic() + 1, lambda: fired.append(clock.monotonic()))
+
+    clock.call_at(1, first)
+    await clock.advance(2)
+    assert fired == [1.0, 2.0]
+
+
+async def test_cancelled_timer_never_fires() -> None:
+    clock = ManualClock(wall=0)
+    fired: list[int] = []
+    handle = clock.call_at(1, lambda: fired.append(1))
+    clock.call_at(2, lambda: fired.append(2))
+    handle.cancel()
+    assert clock.next_deadline() == 2
+    await clock.advance(5)
+    assert fired == [2]
+    assert clock.next_deadline() is None
+
+
+async def test_advance_lets_resulting_messages_be_processed_before_the_next_deadline() -> None:
+    clock = ManualClock(wall=0)
+    log: list[Any] = []
+    async with ActorSystem("t", clock=clock) as system:
+        pid = await system.spawn(lambda: Recorder(log, clock))
+        clock.call_at(1, lambda: pid.tell("one"))
+        clock.call_at(2, lambda: pid.tell("two"))
+        await clock.advance(10)
+        assert log == [("one", 1.0), ("two", 2.0)]
+
+
+async def test_jump_moves_time_at_once_and_fires_what_came_due_late_once() -> None:
+    clock = ManualClock(wall=0)
+    fired: list[tuple[str, float]] = []
+    clock.call_at(1, lambda: fired.append(("a", clock.monotonic())))
+    clock.call_at(4, lambda: fired.append(("b", clock.monotonic())))
+    clock.call_at(20, lambda: fired.append(("c", clock.monotonic())))
+    await clock.jump(10)
+    assert fired == [("a", 10.0), ("b", 10.0)]
+    assert clock.monotonic() == 10
+    assert clock.wall() == 10
+
+
+def test_set_wall_and_jump_wall_move_wall_time_without_monotonic_time() -> None:
+    clock = ManualClock(wall=1000)
+    deltas: list[float] = []
+    unsubscribe = clock.on_wall_jump(deltas.append)
+    clock.jump_wall(-3600)
+    assert clock.wall() == 1000 - 3600
+    assert clock.monotonic() == 0
+    clock.set_wall(datetime(2024, 1, 1, 1, tzinfo=timezone(timedelta(hours=1))))
+    assert clock.wall_datetime() == datetime(2024, 1, 1, tzinfo=UTC)
+    assert clock.monotonic() == 0
+    assert deltas[0] == -3600
+    assert deltas[1] == datetime(2024, 1, 1, tzinfo=UTC).timestamp() - (1000 - 3600)
+    unsubscribe()
+    unsubscribe()  # idempotent
+    clock.jump_wall(5)
+    assert len(deltas) == 2
+
+
+@pytest.mark.parametrize("bad", [math.nan, math.inf, -math.inf])
+def test_jump_wall_rejects_non_finite_seconds(bad: float) -> None:
+    clock = ManualClock(wall=0)
+    with pytest.raises(ValueError, match="finite"):
+        clock.jump_wall(bad)
+    assert clock.wall() == 0
+
+
+async def test_autojump_moves_to_the_next_deadline_when_everything_is_idle() -> None:
+    clock = ManualClock(wall=0, autojump=True)
+    async with ActorSystem("t", clock=clock) as system:
+        pid = await system.spawn(Silent)
+        with pytest.raises(AskTimeoutError):
+            await pid.ask("never answered", timeout=3600)
+        assert clock.monotonic() == 3600
+
+
+async def test_autojump_can_be_enabled_later_and_disabled() -> None:
+    clock = ManualClock(wall=0)
+    async with ActorSystem("t", clock=clock) as system:
+        pid = await system.spawn(Silent)
+        asking = asyncio.create_task(pid.ask("x", timeout=60))
+        await clock.settle()
+        assert not asking.done()
+        clock.autojump = True
+        with pytest.raises(AskTimeoutError):
+            await asking
+        assert clock.monotonic() == 60
+        clock.autojump = False
+        asking = asyncio.create_task(pid.ask("x", timeout=60))
+        for _ in range(20):
+            await asyncio.sleep(0)
+        assert not asking.done()
+        asking.cancel()
+
+
+async def test_autojump_without_a_system_waits_for_a_deadline_then_jumps_to_it() -> None:
+    clock = ManualClock(wall=0, autojump=True)
+    fired = asyncio.Event()
+    await asyncio.sleep(0)
+    clock.call_at(500, fired.set)
+    await fired.wait()
+    assert clock.monotonic() == 500
+    clock.autojump = False
+
+
+async def test_system_clock_offsets_monotonic_and_call_at_consistently() -> None:
+    clock = SystemClock(offset=1e6)
+    loop = asyncio.get_running_loop()
+    assert abs(clock.monotonic() - (loop.time() + 1e6)) < 1.0
+    fired = asyncio.Event()
+    clock.call_at(clock.monotonic(), fired.set)  # due now: runs on the next loop turn
+    await fired.wait()
+    assert abs(clock.wall() - datetime.now(UTC).timestamp()) < 5
