@@ -27,6 +27,16 @@ from .actor import (
     Supervisor,
 )
 from .clock import Clock, ManualClock, SystemClock
+from .cron import CronExpression
+from .durable import (
+    Call,
+    DurableActor,
+    RetryDecision,
+    RetryPolicy,
+    TaskParked,
+    TaskRecord,
+    TaskTimeoutError,
+)
 from .errors import (
     ActorNameTakenError,
     ActorNotFoundError,
@@ -66,12 +76,15 @@ __all__ = [
     "ActorSystem",
     "ActorSystemNotStartedError",
     "AskTimeoutError",
+    "Call",
     "Clock",
     "CodecError",
+    "CronExpression",
     "DeadActorError",
     "DeadLetter",
     "DeadLetterReason",
     "Directive",
+    "DurableActor",
     "EventStream",
     "InvalidCronExpressionError",
     "InvalidIntervalError",
@@ -81,6 +94,8 @@ __all__ = [
     "NoSender",
     "ReceiveContext",
     "RemotingDisabledError",
+    "RetryDecision",
+    "RetryPolicy",
     "ScheduleAlreadyExistsError",
     "ScheduleInfo",
     "ScheduleKind",
@@ -92,5 +107,8 @@ __all__ = [
     "Supervisor",
     "SystemClock",
     "TaskNotFoundError",
+    "TaskParked",
+    "TaskRecord",
+    "TaskTimeoutError",
     "TocsinError",
 ]

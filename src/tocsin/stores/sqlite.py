@@ -151,6 +151,7 @@ class SQLiteStore:
         self.url = "sqlite://:memory:" if self.path == ":memory:" else f"sqlite:///{self.path}"
         self._queue: queue.SimpleQueue[_Job] | None = None
         self._stopped: concurrent.futures.Future[None] | None = None
+        self._thread: threading.Thread | None = None
         #: Transactions committed (a group of concurrent ``apply`` calls counts once).
         self.commits = 0
 
@@ -171,12 +172,14 @@ class SQLiteStore:
         ready: concurrent.futures.Future[None] = concurrent.futures.Future()
         stopped: concurrent.futures.Future[None] = concurrent.futures.Future()
         stopped.set_running_or_notify_cancel()  # never cancellable: close() relies on it
-        threading.Thread(
+        thread = threading.Thread(
             target=self._work,
             args=(jobs, ready, stopped),
             name=f"tocsin-sqlite:{self.path}",
             daemon=True,  # a forgotten close() must not hang interpreter exit
-        ).start()
+        )
+        thread.start()
+        self._thread = thread
         try:
             with _map_errors("open", self.path):
                 await asyncio.wrap_future(ready)
@@ -193,6 +196,11 @@ class SQLiteStore:
         self._queue = self._stopped = None
         jobs.put(_STOP)  # after every job already queued: they finish first
         await asyncio.shield(asyncio.wrap_future(stopped))
+        # `stopped` is the thread's last act; the join waits out its final microseconds,
+        # so that "closed" really means "no thread left".
+        if self._thread is not None:
+            self._thread.join()
+            self._thread = None
 
     # --- Store protocol --------------------------------------------------------------------
 

@@ -18,15 +18,18 @@ CREATE TABLE IF NOT EXISTS tocsin_tasks (
     last_error  TEXT,
     timeout     REAL,
     PRIMARY KEY (kind, identity, id)
-);
+) WITHOUT ROWID;
+-- WITHOUT ROWID: rows live in the primary-key B-tree itself, so a task write touches one
+-- B-tree fewer (bench/durable.py: inserts and deletes 1.6-3x faster than with a rowid
+-- table plus an id index).
 
 -- "Which actors have work due?" (due_actors): a range scan over pending rows by due.
 CREATE INDEX IF NOT EXISTS tocsin_tasks_state_due ON tocsin_tasks (state, due);
 -- "When is this actor's alarm?" (next_due): one index probe per actor.
 CREATE INDEX IF NOT EXISTS tocsin_tasks_actor_state_due
     ON tocsin_tasks (kind, identity, state, due);
--- `tocsin tasks retry ID` looks a task up by id alone (find_tasks).
-CREATE INDEX IF NOT EXISTS tocsin_tasks_id ON tocsin_tasks (id);
+-- No index on id alone: only `tocsin tasks retry ID` (find_tasks) looks a task up by id
+-- without its actor, and a scan there costs less than an index on every task write.
 
 CREATE TABLE IF NOT EXISTS tocsin_state (
     kind     TEXT NOT NULL,
@@ -34,6 +37,6 @@ CREATE TABLE IF NOT EXISTS tocsin_state (
     key      TEXT NOT NULL,
     value    BLOB NOT NULL,
     PRIMARY KEY (kind, identity, key)
-);
+) WITHOUT ROWID;
 
 PRAGMA user_version = 1;
