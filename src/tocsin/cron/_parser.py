@@ -20,6 +20,9 @@ import re
 from dataclasses import dataclass
 from typing import Final, NoReturn, final
 
+from tocsin.cron._fast import DAY_NAMES as _DAY_NAMES
+from tocsin.cron._fast import MONTH_NAMES as _MONTH_NAMES
+from tocsin.cron._fast import fast_parse
 from tocsin.cron._fields import (
     FIELD_NAMES,
     MAX_YEAR,
@@ -41,18 +44,6 @@ MACROS: Final = {
     "@daily": "0 0 0 * * ?",
     "@midnight": "0 0 0 * * ?",
     "@hourly": "0 0 * * * ?",
-}
-
-_MONTH_NAMES: Final = {
-    name: number
-    for number, name in enumerate(
-        ("JAN", "FEB", "MAR", "APR", "MAY", "JUN", "JUL", "AUG", "SEP", "OCT", "NOV", "DEC"),
-        start=1,
-    )
-}
-_DAY_NAMES: Final = {
-    name: number
-    for number, name in enumerate(("SUN", "MON", "TUE", "WED", "THU", "FRI", "SAT"), start=1)
 }
 
 # Only space and tab separate fields, as in Quartz's StringTokenizer(" \t"); any other
@@ -128,7 +119,14 @@ def parse(expression: object) -> CronFields:
             f"a cron expression must be a str, got {type(expression).__name__}",
             expression=repr(expression),
         )
-    text = expression
+    fields = fast_parse(expression)
+    if fields is not None:
+        return fields
+    return _parse_full(expression)
+
+
+def _parse_full(text: str) -> CronFields:
+    """Parse any expression; :func:`fast_parse` reads only the common spellings."""
     stripped = text.strip(" \t")
     if stripped.startswith("@"):
         quartz = MACROS.get(stripped.lower())
