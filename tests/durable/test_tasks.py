@@ -11,11 +11,10 @@ from datetime import UTC, datetime, timedelta
 from typing import Any
 
 import pytest
+from durable_support import Backend
 
 from tocsin import ActorSystem, CodecError, InvalidIntervalError, ManualClock, ReceiveContext
 from tocsin.durable import Call, DurableActor, TaskRecord
-
-from durable_support import Backend
 
 T0 = 1_700_000_000.0
 RUNS: list[tuple[str, str, Any, float]] = []  # (identity, method, payload, wall time)
@@ -283,7 +282,8 @@ async def test_list_schedules_returns_snapshots_with_every_field(backend: Backen
             identity="o",
         )
         assert (rec.id, rec.every, rec.max_retries, rec.state) == ("rec", 30.0, 2, "pending")
-        assert rec.due.tzinfo is not None and rec.due.utcoffset() == timedelta(0)
+        assert rec.due.tzinfo is not None
+        assert rec.due.utcoffset() == timedelta(0)
         with pytest.raises(AttributeError):
             one.attempts = 3  # type: ignore[misc]
 
@@ -435,3 +435,12 @@ async def test_task_runs_never_overlap_receive_or_each_other() -> None:
         await pid.ask(Call("go"))
         await clock.advance(0)
         assert ORDER == ["task-start", "task-end", "task-start", "task-end", "receive", "receive"]
+
+
+async def test_wall_clock_jump_forward_runs_tasks_that_became_due(backend: Backend) -> None:
+    async with running(backend) as (system, clock):
+        pid = await system.durable(Tasker, "o")
+        await pid.ask(Call("add", {"call": "schedule", "delay": 3600, "payload": "later"}))
+        clock.jump_wall(3600)  # an NTP step: the task's wall time is now
+        await clock.advance(0.001)
+        assert [p for _, _, p, _ in RUNS] == ["later"]

@@ -93,6 +93,7 @@ class DurableHandle:
     def reinstate(self) -> None:
         if self.cell is not None:
             self.cell.reinstate()
+            self.ring()  # an alarm that rang while suspended was refused: drain now
 
     # -- activation --------------------------------------------------------------------
 
@@ -162,7 +163,9 @@ class DurableHandle:
         if self.drain_queued or not self.system.running:
             return
         self.drain_queued = True
-        self._deliver(Turn(self.runtime.drain), None, None)
+        if not self._deliver(Turn(self.runtime.drain), None, None):
+            # Refused (suspended): without this reset no later alarm would ever drain.
+            self.drain_queued = False
 
     # -- writes ------------------------------------------------------------------------
 

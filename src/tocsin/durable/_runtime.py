@@ -19,6 +19,7 @@ from __future__ import annotations
 import asyncio
 import inspect
 import logging
+from collections.abc import Callable
 from typing import TYPE_CHECKING, Any, final
 
 from ..actor._cell import Cell, CellState
@@ -77,12 +78,20 @@ class DurableRuntime:
         self._poll = _Poll(self)
         self._poll_task: asyncio.Task[None] | None = None
         self._unknown_kinds: set[str] = set()
+        self._unsubscribe_wall: Callable[[], None] | None = None
 
     async def start(self) -> None:
         await self.store.open()
+        # Alarms are wall times converted to monotonic deadlines when armed: a wall step
+        # (NTP, set_wall) must convert them again, or a task made due by the step would
+        # wait for its old monotonic deadline.
+        self._unsubscribe_wall = self.system.clock.on_wall_jump(self._wall_jumped)
         await self.poll()  # recovery: every identity with work due soon gets its alarm
 
     async def before_stop(self) -> None:
+        if self._unsubscribe_wall is not None:
+            self._unsubscribe_wall()
+            self._unsubscribe_wall = None
         self.system._deadlines.remove(self._poll)
         if self._poll_task is not None:
             await asyncio.wait({self._poll_task})
@@ -110,6 +119,14 @@ class DurableRuntime:
         elif passivate_after is not None:
             handle.passivate_after = passivate_after
         return handle
+
+    def _wall_jumped(self, seconds: float) -> None:
+        if not self.system.running:
+            return
+        for handle in list(self.handles.values()):
+            if handle.alarm_due is not None:
+                handle.rearm(handle.alarm_due)
+        self._start_poll()  # identities not in memory may now be due within the look-ahead
 
     def cell_stopped(self, cell: Cell) -> None:
         target = cell.pid._target
@@ -196,12 +213,18 @@ class DurableRuntime:
 
     async def _run(self, cell: Cell, actor: DurableActor, row: TaskRow) -> BaseException | None:
         """Run one task under its time budget; return its error, or None on success."""
-        payload = decode(row.payload)
-        method = getattr(type(actor), row.name, None)
-        if method is None or not callable(method):
-            call: Any = actor.on_task(row.name, payload, cell.ctx)
-        else:
-            call = getattr(actor, row.name)(payload)
+        try:
+            payload = decode(row.payload)
+            method = getattr(type(actor), row.name, None)
+            if method is None or not callable(method):
+                call: Any = actor.on_task(row.name, payload, cell.ctx)
+            else:
+                call = getattr(actor, row.name)(payload)
+        except Exception as exc:
+            # A sync method (or an undecodable payload) fails here, not in the awaited
+            # task: it must count as a failed run too, or it would abort the whole drain
+            # (losing the completions of the tasks before it and the alarm re-arm).
+            return exc
         if not inspect.isawaitable(call):
             return None
         loop = self.system._loop

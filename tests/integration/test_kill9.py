@@ -1,0 +1,233 @@
+# SPDX-License-Identifier: Apache-2.0
+"""At-least-once under SIGKILL: a real worker process is killed at random moments.
+
+The child (``_kill9_worker.py``) runs ten durable actors with 450 tasks (one-shots,
+``every`` tasks, tasks that always fail) on a real SQLite file or PostgreSQL schema, with
+the real system clock. It is killed with SIGKILL several times, restarted on the same
+store each time, and finally run to completion. Then the store and the worker's
+append-only, fsync'd run log must show:
+
+* every one-shot ran at least once (duplicates are allowed: a run cut off by the kill
+  repeats), and none is left in the store;
+* every failing task is parked with ``max_retries + 1`` attempts and has at least that
+  many recorded runs (a run may repeat, never be skipped);
+* recurring tasks kept their cadence: no gap much larger than interval + downtime, and
+  no burst within an incarnation (an overdue ``every`` runs once after a restart, not
+  once per missed interval);
+* the store opens and every row decodes.
+
+Real time and real processes are the point here, so the parent sleeps real (bounded,
+polling) time; everything else in the suite uses ManualClock.
+"""
+
+from __future__ import annotations
+
+import asyncio
+import itertools
+import os
+import random
+import signal
+import subprocess
+import sys
+import time
+import uuid
+from collections import Counter, defaultdict
+from dataclasses import dataclass
+from pathlib import Path
+
+import pytest
+
+from tocsin.durable import decode
+from tocsin.stores import Store
+
+pytestmark = pytest.mark.integration
+
+WORKER = Path(__file__).with_name("_kill9_worker.py")
+sys.path.insert(0, str(WORKER.parent))
+import _kill9_worker as worker  # noqa: E402
+
+KILLS = 5
+#: Real seconds the final run may take before the test fails.
+FINAL_DEADLINE = 60.0
+#: Lateness tolerated on top of interval + downtime (process start, activation, load).
+CADENCE_SLACK = 1.5
+
+
+@dataclass(frozen=True)
+class Line:
+    event: str
+    identity: str
+    task_id: str
+    at: float
+    pid: int
+
+
+def read_log(path: Path) -> list[Line]:
+    lines = []
+    for raw in path.read_text().splitlines():
+        event, identity, task_id, at, pid = raw.split(" ")
+        lines.append(Line(event, identity, task_id, float(at), int(pid)))
+    return lines
+
+
+def spawn(log: Path, store_args: list[str], *extra: str) -> subprocess.Popen[bytes]:
+    env = dict(os.environ, PYTHONPATH=os.pathsep.join(sys.path))
+    return subprocess.Popen(
+        [sys.executable, str(WORKER), str(log), *store_args, *extra],
+        env=env,
+        stdout=subprocess.DEVNULL,
+        stderr=subprocess.PIPE,
+    )
+
+
+def wait_for_progress(log: Path, proc: subprocess.Popen[bytes], deadline: float) -> None:
+    """Poll until this incarnation has started and run at least one task."""
+    end = time.monotonic() + deadline
+    while time.monotonic() < end:
+        if proc.poll() is not None:
+            stderr = proc.stderr.read().decode() if proc.stderr else ""
+            pytest.fail(f"worker exited early ({proc.returncode}):\n{stderr}")
+        if log.exists():
+            mine = [line for line in read_log(log) if line.pid == proc.pid]
+            if any(line.event != "start" for line in mine):
+                return
+        time.sleep(0.05)
+    proc.kill()
+    pytest.fail(f"worker {proc.pid} made no progress within {deadline} s")
+
+
+async def inspect_store(store: Store) -> tuple[list[object], dict[str, object]]:
+    await store.open()
+    try:
+        rows = await store.list_tasks()
+        for row in rows:
+            decode(row.payload)  # every row decodes
+        seeded = {}
+        for identity in worker.IDENTITIES:
+            for key, value in await store.list_state(worker.Kill9Worker.kind, identity):
+                seeded[f"{identity}/{key}"] = decode(value)
+        return list(rows), seeded
+    finally:
+        await store.close()
+
+
+def run_scenario(store_args: list[str], store: Store, log: Path, seed: int) -> dict[str, int]:
+    rng = random.Random(seed)
+    downtimes: list[tuple[float, float]] = []  # (killed at, next incarnation started at)
+    for _ in range(KILLS):
+        proc = spawn(log, store_args)
+        try:
+            wait_for_progress(log, proc, 30.0)
+            time.sleep(rng.uniform(0.1, 1.2))
+        finally:
+            proc.send_signal(signal.SIGKILL)
+            proc.wait(10)
+        downtimes.append((time.time(), 0.0))
+    final = spawn(log, store_args, "--until-done")
+    try:
+        rc = final.wait(FINAL_DEADLINE)
+    except subprocess.TimeoutExpired:
+        final.kill()
+        final.wait(10)
+        pytest.fail("the final run did not finish its tasks in time")
+    stderr = final.stderr.read().decode() if final.stderr else ""
+    assert rc == 0, stderr
+
+    lines = read_log(log)
+    starts = [line for line in lines if line.event == "start"]
+    assert len(starts) == KILLS + 1
+    assert [line for line in lines if line.event == "exit"][-1].pid == final.pid
+    downtimes = [
+        (killed, start.at) for (killed, _), start in zip(downtimes, starts[1:], strict=True)
+    ]
+
+    runs = [line for line in lines if line.event in ("one", "every", "fail")]
+    kills_with_work = sum(1 for start in starts[:-1] if any(r.pid == start.pid for r in runs))
+    assert kills_with_work == KILLS  # every killed incarnation ran tasks before dying
+
+    # One-shots: each ran at least once.
+    ones = Counter((r.identity, r.task_id) for r in runs if r.event == "one")
+    expected = {(i, f"one-{n}") for i in worker.IDENTITIES for n in range(worker.ONE_SHOTS)}
+    assert set(ones) == expected, expected - set(ones)
+    duplicates = sum(ones.values()) - len(ones)
+
+    # Failing tasks: at least max_retries + 1 recorded runs each.
+    fails = Counter((r.identity, r.task_id) for r in runs if r.event == "fail")
+    expected_fail = {(i, f"fail-{n}") for i in worker.IDENTITIES for n in range(worker.FAILING)}
+    assert set(fails) == expected_fail
+    assert min(fails.values()) >= worker.FAIL_RETRIES + 1, fails
+    fail_extra = sum(fails.values()) - len(fails) * (worker.FAIL_RETRIES + 1)
+
+    # Recurring tasks: cadence kept across kills, no burst after a restart.
+    by_task: dict[tuple[str, str], list[Line]] = defaultdict(list)
+    for r in runs:
+        if r.event == "every":
+            by_task[r.identity, r.task_id].append(r)
+    assert set(by_task) == {(i, t) for i in worker.IDENTITIES for t in worker.EVERY}
+    worst_gap = 0.0
+    for (identity, task_id), ticks in by_task.items():
+        interval = worker.EVERY[task_id]
+        ticks.sort(key=lambda r: r.at)
+        for a, b in itertools.pairwise(ticks):
+            down = sum(max(0.0, min(b.at, end) - max(a.at, begin)) for begin, end in downtimes)
+            allowed = interval + down + CADENCE_SLACK
+            assert b.at - a.at <= allowed, (identity, task_id, a, b, down)
+            worst_gap = max(worst_gap, b.at - a.at - down - interval)
+            if a.pid == b.pid:  # same incarnation: fixed cadence, never a burst
+                assert b.at - a.at >= interval * 0.5, (identity, task_id, a, b)
+
+    # The store: opens, every row decodes, only what should remain remains.
+    rows, state = asyncio.run(inspect_store(store))
+    remaining = {(r.identity, r.id): r for r in rows}  # type: ignore[attr-defined]
+    assert all(r.kind == worker.Kill9Worker.kind for r in rows)  # type: ignore[attr-defined]
+    every_rows = {(i, t) for i in worker.IDENTITIES for t in worker.EVERY}
+    assert set(remaining) == every_rows | expected_fail
+    for key in expected_fail:
+        row = remaining[key]
+        assert (row.state, row.attempts) == ("parked", worker.FAIL_RETRIES + 1)  # type: ignore[attr-defined]
+    for key in every_rows:
+        assert remaining[key].state == "pending"  # type: ignore[attr-defined]
+    assert state == {f"{i}/seeded": True for i in worker.IDENTITIES}
+
+    figures = {
+        "kills": KILLS,
+        "tasks": len(expected) + len(expected_fail) + len(every_rows),
+        "one_shot_runs": sum(ones.values()),
+        "one_shot_duplicates": duplicates,
+        "failing_runs_beyond_minimum": fail_extra,
+        "every_runs": sum(len(t) for t in by_task.values()),
+        "worst_every_lateness_ms": round(worst_gap * 1000),
+    }
+    print(f"kill9 figures (seed {seed}): {figures}")
+    return figures
+
+
+def _seed() -> int:
+    return int(os.environ.get("TOCSIN_KILL9_SEED", random.randrange(2**32)))
+
+
+def test_sqlite_store_runs_every_task_at_least_once_across_sigkills(
+    tmp_path: Path, record_property: pytest.RecordProperty
+) -> None:
+    from tocsin.stores.sqlite import SQLiteStore
+
+    path = tmp_path / "kill9.db"
+    figures = run_scenario(["sqlite", str(path)], SQLiteStore(path), tmp_path / "runs.log", _seed())
+    for name, value in figures.items():
+        record_property(name, value)
+
+
+def test_postgres_store_runs_every_task_at_least_once_across_sigkills(
+    tmp_path: Path, postgres_dsn: str, record_property: pytest.RecordProperty
+) -> None:
+    from tocsin.stores.postgres import PostgresStore
+
+    schema = f"k9_{uuid.uuid4().hex[:12]}"
+    figures = run_scenario(
+        ["postgres", postgres_dsn, schema],
+        PostgresStore(postgres_dsn, schema=schema),
+        tmp_path / "runs.log",
+        _seed(),
+    )
+    for name, value in figures.items():
+        record_property(name, value)
