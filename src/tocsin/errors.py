@@ -21,7 +21,8 @@ reasonably catch the builtin)::
     ├── CodecError                        (TypeError)
     ├── StoreError
     │   └── InvalidStoreURLError          (ValueError)
-    └── TaskNotFoundError                 (LookupError)
+    ├── TaskNotFoundError                 (LookupError)
+    └── TaskTimeoutError                  (TimeoutError)
 
 Messages say what was given and what is allowed, and name the parameter.
 """
@@ -46,6 +47,7 @@ __all__ = [
     "ScheduleReferenceRequiredError",
     "StoreError",
     "TaskNotFoundError",
+    "TaskTimeoutError",
     "TocsinError",
 ]
 
@@ -183,3 +185,11 @@ class InvalidStoreURLError(StoreError, ValueError):
 
 class TaskNotFoundError(TocsinError, LookupError):
     """A durable task id names no task (or no parked task, for the parked-list calls)."""
+
+
+class TaskTimeoutError(TocsinError, TimeoutError):
+    """A durable task ran longer than its time budget (``task_timeout`` or ``timeout=``).
+
+    It counts as a failed run: the task is retried with backoff, then parked. It is the
+    ``error`` of the resulting ``TaskParked`` event and the ``last_error`` of the task.
+    """

@@ -1,11 +1,11 @@
 # SPDX-License-Identifier: Apache-2.0
 """Durable actors and persistent tasks: at-least-once, retried with backoff, parked."""
 
+from ..errors import TaskTimeoutError
 from ._actor import DurableActor
 from ._codec import decode, encode
 from ._records import Call, TaskParked, TaskRecord
 from ._retry import RetryDecision, RetryPolicy
-from ._runtime import TaskTimeoutError
 
 __all__ = [
     "Call",

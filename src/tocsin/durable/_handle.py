@@ -23,6 +23,9 @@ from ..scheduling._heap import Deadline
 from ..stores import DeleteState, Op, PutState, Store
 from ._storage import MISSING, Storage
 
+#: Mirrors tocsin.durable._runtime.LOOKAHEAD (imported lazily there: no import cycle).
+LOOKAHEAD = 300.0
+
 if TYPE_CHECKING:
     from ._actor import DurableActor
     from ._runtime import DurableRuntime
@@ -139,6 +142,12 @@ class DurableHandle:
             self.drain_queued = False
             if self.pending and self.system.running:
                 self.activate()
+                return
+            # Passivated: an alarm beyond the look-ahead goes back to living in the store
+            # only; the periodic poll re-arms it when it comes near.
+            due = self.alarm_due
+            if due is not None and due > self.system.clock.wall() + LOOKAHEAD:
+                self.rearm(None)
 
     # -- alarm -------------------------------------------------------------------------
 

@@ -23,9 +23,10 @@ from collections.abc import Callable
 from typing import TYPE_CHECKING, Any, final
 
 from ..actor._cell import Cell, CellState
-from ..errors import ActorSystemNotStartedError
+from ..errors import ActorSystemNotStartedError, TaskTimeoutError
 from ..scheduling._heap import Deadline
 from ..stores import DeleteTask, Op, Store, TaskRow, UpsertTask, resolve_store
+from . import _handle as _handle_module
 from ._codec import decode
 from ._handle import DurableHandle
 from ._records import TaskParked, record_from_row
@@ -39,11 +40,10 @@ __all__ = [
     "COMPLETION_BATCH",
     "LOOKAHEAD",
     "DurableRuntime",
-    "TaskTimeoutError",
 ]
 
 #: Seconds ahead the store is polled for identities with due tasks.
-LOOKAHEAD = 300.0
+LOOKAHEAD = _handle_module.LOOKAHEAD
 #: Activations running their first start at once (recovery after downtime).
 ACTIVATION_CONCURRENCY = 64
 #: Task completions committed together during one drain.
@@ -56,10 +56,6 @@ DUE_TOLERANCE = 0.001
 POLL_LIMIT = 10_000
 
 _log = logging.getLogger("tocsin.durable")
-
-
-class TaskTimeoutError(TimeoutError):
-    """A task ran longer than its time budget (counts as a failure, and is retried)."""
 
 
 @final
