@@ -55,9 +55,6 @@ async def test_monotonic_starts_at_zero_and_wall_at_the_given_time() -> None:
 
 
 def test_initial_wall_defaults_to_the_injectable_real_wall_source() -> None:
-    class Fixed(ManualClock.__mro__[0]):  # type: ignore[misc]
-        pass
-
     original = ManualClock.real_wall
     try:
         ManualClock.real_wall = staticmethod(lambda: 1234.5)  # type: ignore[assignment]

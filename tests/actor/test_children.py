@@ -132,7 +132,7 @@ async def test_spawning_a_child_of_a_stopping_parent_raises_dead_actor() -> None
             except DeadActorError as exc:
                 outcome.append(exc)
 
-    system, clock = new_system()
+    system, _clock = new_system()
     async with system:
         pid = await system.spawn(Late, "late-parent")
         pid.tell("go")

@@ -70,10 +70,14 @@ async def test_async_context_manager_starts_and_stops_the_system() -> None:
 
 async def test_context_manager_stops_the_system_when_the_body_raises() -> None:
     system = system_on()
-    with pytest.raises(RuntimeError, match="boom"):
+
+    async def body() -> None:
         async with system:
             await system.spawn(Echo, "echo")
             raise RuntimeError("boom")
+
+    with pytest.raises(RuntimeError, match="boom"):
+        await body()
     assert not system.running
     assert system.events.count(ActorStopped) == 1
 
@@ -164,7 +168,7 @@ async def test_spawn_rejects_bad_names(name: Any) -> None:
 
 async def test_spawn_rejects_a_factory_that_does_not_build_an_actor() -> None:
     async with system_on() as system:
-        with pytest.raises(TypeError, match="tocsin.Actor"):
+        with pytest.raises(TypeError, match=r"tocsin\.Actor"):
             await system.spawn(lambda: object())  # type: ignore[arg-type,return-value]
         with pytest.raises(TypeError, match="`factory`"):
             await system.spawn("Echo")  # type: ignore[arg-type]
@@ -315,6 +319,30 @@ async def test_actor_stopping_itself_from_receive_stops_after_the_current_messag
             await system.actor_of("q")
 
 
+async def test_actor_stopping_itself_from_pre_start_does_not_deadlock() -> None:
+    log: list[str] = []
+
+    class Quitter(Actor):
+        async def pre_start(self, ctx: ReceiveContext) -> None:
+            await ctx.system.stop_actor(ctx.self)
+            log.append("pre_start done")
+
+        async def receive(self, ctx: ReceiveContext) -> None:
+            log.append("receive")
+
+        async def post_stop(self, ctx: ReceiveContext) -> None:
+            log.append("post_stop")
+
+    async with system_on() as system:
+        pid = await system.spawn(Quitter, "q")
+        pid.tell("never")
+        await system.clock.advance(0)  # type: ignore[attr-defined]
+        assert log == ["pre_start done", "post_stop"]
+        assert system.events.count(ActorStarted) == 0
+        assert system.events.count(ActorStopped) == 1
+        assert system.dead_letters == 1
+
+
 async def test_ctx_stop_of_self_does_not_wait() -> None:
     log: list[Any] = []
 
@@ -415,6 +443,9 @@ async def test_pid_is_hashable_and_ordered() -> None:
         b = await system.spawn(Echo, "b")
         assert {a: 1}[a] == 1
         assert sorted([b, a]) == [a, b]
-        assert a < b and a <= a and b > a and b >= b
+        assert a < b
+        assert a <= a
+        assert b > a
+        assert b >= b
         assert isinstance(a, PID)
         assert a != "test/user/a"

@@ -60,7 +60,7 @@ def new_system() -> tuple[ActorSystem, ManualClock]:
 
 async def test_restart_is_the_default_and_builds_a_fresh_instance_from_the_factory() -> None:
     instances: list[Counter] = []
-    system, clock = new_system()
+    system, _clock = new_system()
     async with system:
         restarted: list[ActorRestarted] = []
         system.events.subscribe(restarted.append, ActorRestarted)
@@ -223,7 +223,7 @@ async def test_max_restarts_zero_stops_on_the_first_failure() -> None:
 
 async def test_resume_keeps_the_instance_and_its_state() -> None:
     instances: list[Counter] = []
-    system, clock = new_system()
+    system, _clock = new_system()
     async with system:
         pid = await system.spawn(lambda: Counter(instances), supervisor=Directive.RESUME)
         pid.tell("x")

@@ -321,6 +321,30 @@ async def test_next_due_is_the_earliest_pending_task_and_ignores_parked(
         await store.close()
 
 
+async def test_due_tasks_are_one_actors_pending_tasks_due_by_then_in_due_order_within_limit(
+    backend: Backend,
+) -> None:
+    store = await opened(backend)
+    try:
+        await store.apply(
+            [
+                UpsertTask(task("parked", due=1.0, state="parked")),
+                UpsertTask(task("late", due=9.0)),
+                UpsertTask(task("b", due=3.0)),
+                UpsertTask(task("a", due=3.0)),
+                UpsertTask(task("first", due=2.0)),
+                UpsertTask(task("other-actor", due=0.5, identity="o-2")),
+            ]
+        )
+        due = await store.due_tasks("Order", "o-1", 3.0, 10)
+        assert [row.id for row in due] == ["first", "a", "b"]
+        assert [row.id for row in await store.due_tasks("Order", "o-1", 3.0, 2)] == ["first", "a"]
+        assert await store.due_tasks("Order", "o-1", 1.5, 10) == []
+        assert await store.due_tasks("Order", "o-1", 3.0, 0) == []
+    finally:
+        await store.close()
+
+
 async def test_due_actors_lists_each_actor_once_earliest_first_within_limit(
     backend: Backend,
 ) -> None:

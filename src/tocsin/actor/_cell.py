@@ -239,6 +239,9 @@ class Cell:
     async def first_start(self) -> None:
         """Run the first ``pre_start`` (in the spawner's coroutine) and open the mailbox."""
         self.scheduled = True  # deliveries meanwhile only enqueue
+        # The spawner's task runs this actor's turn for now, so that a stop called from
+        # `pre_start` returns at once (as from `receive`) instead of awaiting itself.
+        self.task = asyncio.current_task()
         system = self.system
         system._busy += 1
         try:
@@ -257,6 +260,7 @@ class Cell:
                     self.passivation = _Passivation(self)
                     system._deadlines.add(self.last_active + self.passivate_after, self.passivation)
         finally:
+            self.task = None
             self.scheduled = False
             system._busy_done()
         if self.state is _STOPPING or (self.mailbox and self.state is _RUNNING):

@@ -52,6 +52,9 @@ COMPLETION_BATCH = 100
 #: are converted through floats of epoch size (ulp ~2e-7 s): without a tolerance an alarm
 #: could ring a hair before its task is due and re-arm for that hair, forever.
 DUE_TOLERANCE = 0.001
+#: Most tasks one drain turn runs; more due tasks run in the next turn, so the actor's
+#: other messages are not held up behind a long backlog.
+DRAIN_LIMIT = 1000
 #: Identities fetched per poll of the store.
 POLL_LIMIT = 10_000
 
@@ -174,11 +177,9 @@ class DurableRuntime:
         actor: DurableActor = cell.actor  # type: ignore[assignment]
         start = actor.now().timestamp()
         store = self.store
-        rows = [
-            row
-            for row in await store.list_tasks(handle.kind, handle.identity, "pending")
-            if row.due <= start + DUE_TOLERANCE
-        ]
+        rows = await store.due_tasks(
+            handle.kind, handle.identity, start + DUE_TOLERANCE, DRAIN_LIMIT
+        )
         handle.touched.clear()
         ops: list[Op] = []
         parked: list[tuple[TaskRow, BaseException]] = []
@@ -223,21 +224,30 @@ class DurableRuntime:
             return exc
         if not inspect.isawaitable(call):
             return None
-        loop = self.system._loop
-        task = loop.create_task(_await(call))
+        # The run is awaited in this turn under a budget kept on the shared heap (so a
+        # ManualClock drives it), the way asyncio.timeout works: on expiry the turn's task
+        # is cancelled, and that one cancellation is taken back here. Catching
+        # CancelledError is right only for our own cancel; any other is re-raised.
+        task = asyncio.current_task()
+        assert task is not None
         budget = row.timeout if row.timeout is not None else actor.task_timeout
         timer = _Budget(task)
         deadlines = self.system._deadlines
         deadlines.add(self.system.clock.monotonic() + budget, timer)
         try:
-            await asyncio.wait({task})
+            await call
+        except asyncio.CancelledError:
+            if timer.expired and task.uncancel() == 0:
+                timer.expired = False
+                return TaskTimeoutError(f"task {row.id!r} ({row.name}) exceeded {budget} s")
+            raise
+        except Exception as exc:
+            return exc
         finally:
             deadlines.remove(timer)
-        if task.cancelled():
-            if timer.expired:
-                return TaskTimeoutError(f"task {row.id!r} ({row.name}) exceeded {budget} s")
-            raise asyncio.CancelledError
-        return task.exception()
+            if timer.expired:  # expired as the run finished: withdraw the late cancel
+                task.uncancel()
+        return None
 
     def _completion(
         self,
@@ -268,10 +278,6 @@ class DurableRuntime:
     def check_running(self) -> None:
         if not self.system.running:
             raise ActorSystemNotStartedError(f"actor system {self.system.name!r} is not running")
-
-
-async def _await(call: Any) -> Any:
-    return await call
 
 
 def _replace(row: TaskRow, **changes: Any) -> TaskRow:

@@ -70,7 +70,9 @@ class DeadlineService:
             self._handle.cancel()
         self._handle = None
         self._armed_at = None
-        self._heap = DeadlineHeap()
+        # Disarm rather than drop: an ask still awaiting its reply removes its timeout
+        # after the close, and must not count a dead tuple in a heap that never held it.
+        self._heap.clear()
 
     def _arm(self, deadline: float) -> None:
         if not self._running:

@@ -79,12 +79,18 @@ class DeadlineHeap:
         return self._dead
 
     def push(self, deadline: float, item: Deadline) -> None:
-        """Arm ``item`` at ``deadline`` (replacing any earlier arming of the same item)."""
-        if item._heap_seq != _NOT_ARMED:
-            self._dead += 1
+        """Arm ``item`` at ``deadline`` (replacing any earlier arming of the same item).
+
+        Re-arming leaves a dead tuple behind, so it compacts past the thresholds too: an
+        item re-armed over and over (a busy actor's idle deadline) must not grow the heap.
+        """
+        rearmed = item._heap_seq != _NOT_ARMED
         seq = next(self._seq)
         item._heap_seq = seq
         heapq.heappush(self._heap, (deadline, seq, item))
+        if rearmed:
+            self._dead += 1
+            self._compact_if_mostly_dead()
 
     def cancel(self, item: Deadline) -> bool:
         """Disarm ``item``; return whether it was armed. Compacts past the thresholds."""
@@ -92,10 +98,20 @@ class DeadlineHeap:
             return False
         item._heap_seq = _NOT_ARMED
         self._dead += 1
+        self._compact_if_mostly_dead()
+        return True
+
+    def _compact_if_mostly_dead(self) -> None:
         size = len(self._heap)
         if size > COMPACT_MIN_SIZE and self._dead > size * COMPACT_DEAD_RATIO:
             self.compact()
-        return True
+
+    def clear(self) -> None:
+        """Disarm every item and empty the heap (a later ``cancel`` of one is a no-op)."""
+        for _, _, item in self._heap:
+            item._heap_seq = _NOT_ARMED
+        self._heap = []
+        self._dead = 0
 
     def compact(self) -> None:
         """Drop every dead tuple and re-heapify (O(live))."""

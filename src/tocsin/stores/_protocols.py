@@ -148,6 +148,11 @@ class Store(Protocol):
         """Every task with this id, across actors (for ``tocsin tasks retry ID``)."""
         ...
 
+    async def due_tasks(self, kind: str, identity: str, before: float, limit: int) -> list[TaskRow]:
+        """This actor's pending tasks due at or before ``before``, by ``(due, id)``, at most
+        ``limit`` (what one drain turn runs)."""
+        ...
+
     async def next_due(self, kind: str, identity: str) -> float | None:
         """The earliest ``due`` among this actor's pending tasks (its alarm), or ``None``."""
         ...

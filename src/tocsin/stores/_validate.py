@@ -31,6 +31,8 @@ def validate_ops(ops: Sequence[Op]) -> None:
             or an impossible value; the message names ``ops[i]`` and the field.
     """
     for i, op in enumerate(ops):
+        if _plainly_valid(op):
+            continue  # the common case: no message text is built for a valid op
         where = f"ops[{i}]"
         if isinstance(op, UpsertTask):
             _row(op.row, f"{where}.row")
@@ -46,6 +48,51 @@ def validate_ops(ops: Sequence[Op]) -> None:
             raise StoreError(
                 f"{where} must be PutState, DeleteState, UpsertTask or DeleteTask, got {type(op)!r}"
             )
+
+
+def _ok_text(value: object) -> bool:
+    return type(value) is str and "\x00" not in value
+
+
+def _ok_time(value: object) -> bool:
+    return (type(value) is float or type(value) is int) and math.isfinite(value)
+
+
+def _plainly_valid(op: object) -> bool:
+    """A fast yes for a well-formed op; ``False`` sends it to the checks that explain why."""
+    cls = type(op)
+    if cls is UpsertTask:
+        row = op.row  # type: ignore[attr-defined]
+        return (
+            type(row) is TaskRow
+            and _ok_text(row.kind)
+            and _ok_text(row.identity)
+            and _ok_text(row.id)
+            and _ok_text(row.name)
+            and type(row.payload) is bytes
+            and _ok_time(row.due)
+            and _ok_time(row.created_at)
+            and (row.every is None or (_ok_time(row.every) and row.every > 0))
+            and (row.timeout is None or (_ok_time(row.timeout) and row.timeout > 0))
+            and type(row.attempts) is int
+            and 0 <= row.attempts <= _INT32_MAX
+            and type(row.max_retries) is int
+            and 0 <= row.max_retries <= _INT32_MAX
+            and row.state in TASK_STATES
+            and (row.last_error is None or _ok_text(row.last_error))
+        )
+    if cls is PutState:
+        return (
+            _ok_text(op.kind)  # type: ignore[attr-defined]
+            and _ok_text(op.identity)  # type: ignore[attr-defined]
+            and _ok_text(op.key)  # type: ignore[attr-defined]
+            and type(op.value) is bytes  # type: ignore[attr-defined]
+        )
+    if cls is DeleteState:
+        return _ok_text(op.kind) and _ok_text(op.identity) and _ok_text(op.key)  # type: ignore[attr-defined]
+    if cls is DeleteTask:
+        return _ok_text(op.kind) and _ok_text(op.identity) and _ok_text(op.id)  # type: ignore[attr-defined]
+    return False
 
 
 def _keys(where: str, kind: object, identity: object, last: tuple[str, object]) -> None:

@@ -103,6 +103,18 @@ class MemoryStore:
         """Every task with this id, across actors, ordered like :meth:`list_tasks`."""
         return sorted((row for row in self._tasks.values() if row.id == task_id), key=_order)
 
+    async def due_tasks(self, kind: str, identity: str, before: float, limit: int) -> list[TaskRow]:
+        """This actor's pending tasks due at or before ``before``, by ``(due, id)``."""
+        rows = [
+            row
+            for row in self._tasks.values()
+            if row.kind == kind
+            and row.identity == identity
+            and row.state == "pending"
+            and row.due <= before
+        ]
+        return sorted(rows, key=_order)[: max(limit, 0)]
+
     async def next_due(self, kind: str, identity: str) -> float | None:
         """The earliest ``due`` among this actor's pending tasks, or ``None``."""
         dues = [

@@ -247,6 +247,15 @@ class PostgresStore:
             _row(r) for r in await self._fetch(f"{_SELECT_TASKS} WHERE id = $1{_ORDER}", task_id)
         ]
 
+    async def due_tasks(self, kind: str, identity: str, before: float, limit: int) -> list[TaskRow]:
+        """This actor's pending tasks due at or before ``before``, by ``(due, id)``."""
+        sql = (
+            f"{_SELECT_TASKS} WHERE kind = $1 AND identity = $2 AND state = 'pending' "
+            f"AND due <= $3{_ORDER} LIMIT $4"
+        )
+        rows = await self._fetch(sql, kind, identity, float(before), max(limit, 0))
+        return [_row(r) for r in rows]
+
     async def next_due(self, kind: str, identity: str) -> float | None:
         """The earliest ``due`` among this actor's pending tasks, or ``None``."""
         sql = (

@@ -262,6 +262,15 @@ class SQLiteStore:
         rows = await self._read(f"{_SELECT_TASKS} WHERE id = ?{_ORDER}", (task_id,))
         return [_row(r) for r in rows]
 
+    async def due_tasks(self, kind: str, identity: str, before: float, limit: int) -> list[TaskRow]:
+        """This actor's pending tasks due at or before ``before``, by ``(due, id)``."""
+        sql = (
+            f"{_SELECT_TASKS} WHERE kind = ? AND identity = ? AND state = 'pending' "
+            f"AND due <= ?{_ORDER} LIMIT ?"
+        )
+        rows = await self._read(sql, (kind, identity, float(before), max(limit, 0)))
+        return [_row(r) for r in rows]
+
     async def next_due(self, kind: str, identity: str) -> float | None:
         """The earliest ``due`` among this actor's pending tasks, or ``None``."""
         sql = (

@@ -1,0 +1,90 @@
+# SPDX-License-Identifier: Apache-2.0
+"""The public surface: ``__all__`` is sorted, complete and importable; errors share a root."""
+
+from __future__ import annotations
+
+import importlib
+import inspect
+import types
+
+import pytest
+
+import tocsin
+import tocsin.errors
+
+PUBLIC_PACKAGES = ["tocsin", "tocsin.actor", "tocsin.scheduling", "tocsin.errors", "tocsin.clock"]
+
+
+def isort_key(name: str) -> tuple[int, str]:
+    """The order ruff's RUF022 keeps: CONSTANTS, then Classes, then functions."""
+    if name.isupper():
+        return (0, name)
+    if name[0].isupper():
+        return (1, name)
+    return (2, name)
+
+
+def public_names(module: types.ModuleType) -> set[str]:
+    """Names a user can reach without an underscore, minus submodules and ``__future__``."""
+    return {
+        name
+        for name, value in vars(module).items()
+        if not name.startswith("_")
+        and not isinstance(value, types.ModuleType)
+        and name != "annotations"  # from __future__ import annotations
+    }
+
+
+@pytest.mark.parametrize("package", PUBLIC_PACKAGES)
+def test_all_is_sorted(package: str) -> None:
+    module = importlib.import_module(package)
+    assert module.__all__ == sorted(module.__all__, key=isort_key)
+    assert len(set(module.__all__)) == len(module.__all__)
+
+
+@pytest.mark.parametrize("package", ["tocsin", "tocsin.actor", "tocsin.scheduling"])
+def test_all_equals_the_public_names_defined_or_re_exported(package: str) -> None:
+    module = importlib.import_module(package)
+    assert set(module.__all__) == public_names(module)
+
+
+@pytest.mark.parametrize("package", PUBLIC_PACKAGES)
+def test_every_name_in_all_is_importable(package: str) -> None:
+    module = importlib.import_module(package)
+    for name in module.__all__:
+        namespace: dict[str, object] = {}
+        exec(f"from {package} import {name}", namespace)
+        assert namespace[name] is getattr(module, name)
+
+
+def test_the_actor_runtime_names_of_the_contract_are_exported() -> None:
+    for name in [
+        "ActorSystem", "Actor", "PID", "ReceiveContext", "NoSender", "Directive", "Supervisor",
+        "DeadLetter", "DeadLetterReason", "ActorStarted", "ActorStopped", "ActorRestarted",
+        "ActorSuspended", "ActorReinstated", "ActorPassivated", "ManualClock", "SystemClock",
+        "Clock",
+    ]:  # fmt: skip
+        assert name in tocsin.__all__, name
+
+
+def test_every_error_subclasses_tocsin_error_and_is_exported() -> None:
+    errors = [
+        value
+        for name, value in vars(tocsin.errors).items()
+        if inspect.isclass(value) and issubclass(value, BaseException) and not name.startswith("_")
+    ]
+    assert {e.__name__ for e in errors} == set(tocsin.errors.__all__)
+    for error in errors:
+        assert issubclass(error, tocsin.TocsinError), error
+        assert error.__name__ in tocsin.__all__
+        assert getattr(tocsin, error.__name__) is error
+        assert error.__doc__, f"{error.__name__} needs a docstring saying when it is raised"
+
+
+def test_errors_also_subclass_the_builtin_they_resemble() -> None:
+    assert issubclass(tocsin.AskTimeoutError, TimeoutError)
+    assert issubclass(tocsin.ActorSystemNotStartedError, RuntimeError)
+    assert issubclass(tocsin.ActorNameTakenError, ValueError)
+    assert issubclass(tocsin.ActorNotFoundError, LookupError)
+    assert issubclass(tocsin.ActorSuspendedError, tocsin.DeadActorError)
+    assert issubclass(tocsin.InvalidIntervalError, ValueError)
