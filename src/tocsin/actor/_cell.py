@@ -49,7 +49,17 @@ THROUGHPUT = 256
 
 _log = logging.getLogger("tocsin.actor")
 
-Envelope = tuple[Any, Any, "asyncio.Future[Any] | None"]
+
+
+@final
+class _Ask:
+    """An ask's message and reply future, as they wait in a mailbox."""
+
+    __slots__ = ("message", "reply")
+
+    def __init__(self, message: Any, reply: asyncio.Future[Any]) -> None:
+        self.message = message
+        self.reply = reply
 
 
 class CellState(enum.IntEnum):
@@ -112,7 +122,10 @@ class Cell:
         self.children: dict[str, Cell] = {}
         self.ctx = ReceiveContext(self)
         self.state = _STARTING
-        self.mailbox: deque[Envelope] | None = None
+        # Message and sender alternate in one deque: no envelope tuple per message. Tuples
+        # holding objects are tracked by the cyclic GC, and at 100k msgs/s the collector
+        # spent more time on queued envelopes than the dispatch itself (bench/scheduler.py).
+        self.mailbox: deque[Any] | None = None
         self.scheduled = False
         self.task: asyncio.Task[None] | None = None
         self.sysq: list[tuple[Cell, BaseException]] | None = None
@@ -133,7 +146,8 @@ class Cell:
             mailbox = self.mailbox
             if mailbox is None:
                 mailbox = self.mailbox = deque()
-            mailbox.append((message, sender, reply))
+            mailbox.append(message if reply is None else _Ask(message, reply))
+            mailbox.append(sender)
             if not self.scheduled and state is _RUNNING:
                 self._schedule()
             return True
@@ -179,19 +193,27 @@ class Cell:
                 return
             actor = self.actor
             handled = 0
+            popleft = mailbox.popleft
             while mailbox and handled < THROUGHPUT:
-                message, sender, reply = mailbox.popleft()
+                message = popleft()
+                sender = popleft()
                 handled += 1
-                if type(message) is Tick:
-                    message = message.open()
-                    if message is STALE:
+                reply = None
+                cls = type(message)
+                if cls in _WRAPPED:  # one check on the common path
+                    if cls is _Ask:
+                        reply = message.reply
+                        message = message.message
+                    elif cls is Tick:
+                        message = message.open()
+                        if message is STALE:
+                            continue
+                    else:
+                        try:
+                            await message.run(self)
+                        except Exception:
+                            _log.exception("runtime work in the turn of %s failed", self.pid)
                         continue
-                elif type(message) is Turn:
-                    try:
-                        await message.run(self)
-                    except Exception:
-                        _log.exception("runtime work in the turn of %s failed", self.pid)
-                    continue
                 ctx.message = message
                 ctx.sender = sender
                 ctx._reply = reply
@@ -366,7 +388,12 @@ class Cell:
         self.mailbox = None
         if not mailbox:
             return
-        for message, sender, reply in mailbox:
+        items = iter(mailbox)
+        for message, sender in zip(items, items, strict=True):
+            reply = None
+            if type(message) is _Ask:
+                reply = message.reply
+                message = message.message
             self.system._undeliverable(message, sender, self.pid, reason, reply)
 
     def request_stop(self) -> None:
@@ -437,6 +464,9 @@ class Cell:
             self.system._passivate(self)
         else:
             self.system._deadlines.add(due, passivation)
+
+
+_WRAPPED = frozenset({_Ask, Tick, Turn})
 
 
 @final
