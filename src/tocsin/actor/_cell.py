@@ -23,7 +23,8 @@ from typing import TYPE_CHECKING, Any, final
 
 from ..errors import ActorSuspendedError, DeadActorError
 from ..scheduling._heap import Deadline
-from ..scheduling._timers import STALE, Tick
+from ..scheduling._scheduler import ScheduleRecord
+from ..scheduling._timers import STALE
 from ._actor import Actor
 from ._context import ReceiveContext
 from ._events import (
@@ -48,7 +49,6 @@ __all__ = ["THROUGHPUT", "Cell", "CellState"]
 THROUGHPUT = 256
 
 _log = logging.getLogger("tocsin.actor")
-
 
 
 @final
@@ -204,7 +204,7 @@ class Cell:
                     if cls is _Ask:
                         reply = message.reply
                         message = message.message
-                    elif cls is Tick:
+                    elif cls is ScheduleRecord:
                         message = message.open()
                         if message is STALE:
                             continue
@@ -466,7 +466,7 @@ class Cell:
             self.system._deadlines.add(due, passivation)
 
 
-_WRAPPED = frozenset({_Ask, Tick, Turn})
+_WRAPPED = frozenset({_Ask, ScheduleRecord, Turn})
 
 
 @final

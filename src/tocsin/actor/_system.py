@@ -26,8 +26,7 @@ from ..errors import (
 from ..scheduling._cron import local_zone_name, zone
 from ..scheduling._deadlines import DeadlineService
 from ..scheduling._info import ScheduleInfo, SchedulerMetrics
-from ..scheduling._scheduler import Scheduler
-from ..scheduling._timers import Tick
+from ..scheduling._scheduler import Scheduler, ScheduleRecord
 from ..scheduling._validate import to_seconds
 from ._actor import Actor
 from ._cell import Cell, CellState
@@ -388,7 +387,8 @@ class ActorSystem:
         Raises:
             ScheduleNotFoundError: no schedule holds ``reference``.
         """
-        self._check_running()
+        if not self._running:
+            self._check_running()
         self._scheduler.cancel(reference)
 
     async def pause_schedule(self, reference: str) -> None:
@@ -437,10 +437,10 @@ class ActorSystem:
         reason: DeadLetterReason,
         reply: asyncio.Future[Any] | None,
     ) -> None:
-        if type(message) is Tick:
+        if type(message) is ScheduleRecord:
             if self._scheduler is None or not self._scheduler.tick_undeliverable(message):
                 return  # a stale tick: cancelled, not lost
-            message = message.record.message
+            message = message.message
         if reply is not None and not reply.done():
             if reason is DeadLetterReason.SUSPENDED:
                 reply.set_exception(ActorSuspendedError(f"{target} is suspended"))

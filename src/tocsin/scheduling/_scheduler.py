@@ -25,7 +25,7 @@ from ..errors import (
 from ._cron import CronState
 from ._heap import Deadline
 from ._info import ScheduleInfo, ScheduleKind, SchedulerMetrics
-from ._timers import Tick
+from ._timers import STALE
 from ._validate import to_seconds
 
 if TYPE_CHECKING:
@@ -79,7 +79,8 @@ class ScheduleRecord(Deadline):
         created_at: float,
         delay: float | None = None,
     ) -> None:
-        super().__init__()
+        self._heap_key = None  # Deadline state, set here: this runs once per schedule
+        self._heap_deadline = 0.0
         self.scheduler = scheduler
         self.reference = reference
         self.message = message
@@ -97,6 +98,20 @@ class ScheduleRecord(Deadline):
         # Its last tick is on its way: retire it when that tick is opened or rejected
         # (a one-shot once fired; a cron schedule past its last fire time).
         self.final = False
+
+    def open(self) -> Any:
+        """This record, taken from a mailbox as a tick: the message, or ``STALE``.
+
+        The record itself is what travels through the mailbox (no wrapper per tick): a
+        cancelled or replaced schedule is ``dead``, so a tick still queued is dropped here;
+        a schedule's last tick retires it (Akka ``TimerSchedulerImpl.interceptTimerMsg``).
+        """
+        if self.dead:
+            self.scheduler.ticks_discarded += 1
+            return STALE
+        if self.final:
+            self.scheduler._retire(self)
+        return self.message
 
     @property
     def kind(self) -> ScheduleKind:
@@ -117,7 +132,7 @@ class ScheduleRecord(Deadline):
             self.final = True
             self.due = math.inf
         # A rejected tick is dead-lettered and counted by tick_undeliverable.
-        delivered = self.target._target._deliver(Tick(self), self.sender, None)
+        delivered = self.target._target._deliver(self, self.sender, None)
         if delivered:
             self.ticks += 1
             scheduler.ticks_delivered += 1
@@ -145,6 +160,7 @@ class Scheduler:
     def __init__(self, system: ActorSystem) -> None:
         self._system = system
         self._deadlines = system._deadlines
+        self._heap = system._deadlines.heap
         self._refs: dict[str, ScheduleRecord] = {}
         self._ids = itertools.count(1)
         self._lateness = [0.0] * LATENESS_WINDOW
@@ -168,8 +184,14 @@ class Scheduler:
         cron: CronState | None,
     ) -> ScheduleRecord:
         system = self._system
-        system._check_running()
-        target = _check_pid(pid)
+        if not system._running:
+            system._check_running()
+        try:
+            target = pid._target  # duck-typed: a PID, local or durable
+        except AttributeError:
+            raise TypeError(
+                f"`pid` must be a PID (from spawn, actor_of or durable), got {pid!r}"
+            ) from None
         if owner is not None and owner.state >= 3:  # CellState.STOPPING
             raise DeadActorError(
                 f"cannot schedule through the context of {owner.pid}: it has stopped "
@@ -270,7 +292,16 @@ class Scheduler:
         return record
 
     def cancel(self, reference: str) -> None:
-        self._retire(self._get(reference))
+        # _retire inlined: cancel is as hot as create in timeout-style use.
+        record = self._refs.pop(reference, None)
+        if record is None:
+            self._get(reference)  # raises ScheduleNotFoundError (or not running)
+            return
+        record.dead = True
+        self._heap.cancel(record)
+        owner = record.owner
+        if owner is not None and owner.owned is not None:
+            owner.owned.discard(record)
 
     def pause(self, reference: str) -> None:
         record = self._get(reference)
@@ -317,9 +348,8 @@ class Scheduler:
                 self._retire(record)
         owner.owned = None
 
-    def tick_undeliverable(self, tick: Tick) -> bool:
+    def tick_undeliverable(self, record: ScheduleRecord) -> bool:
         """A queued tick was rejected (target stopped/suspended); False if it was stale."""
-        record = tick.record
         if record.dead:
             self.ticks_discarded += 1
             return False
@@ -360,7 +390,7 @@ class Scheduler:
             # the tick is opened (retiring it now would make that very tick stale).
             record.final = True
             record.due = math.inf
-        delivered = record.target._target._deliver(Tick(record), record.sender, None)
+        delivered = record.target._target._deliver(record, record.sender, None)
         if delivered:
             record.ticks += 1
             self.ticks_delivered += 1
@@ -435,14 +465,6 @@ class Scheduler:
             lateness_p99=_quantile(samples, 0.99),
             lateness_max=samples[-1] if samples else 0.0,
         )
-
-
-def _check_pid(pid: Any) -> Any:
-    from ..actor._pid import PID
-
-    if not isinstance(pid, PID):
-        raise TypeError(f"`pid` must be a PID (from spawn or actor_of), got {pid!r}")
-    return pid._target
 
 
 _MAX_UTC = datetime.max.replace(tzinfo=UTC)

@@ -11,6 +11,8 @@ from ..errors import InvalidIntervalError
 
 __all__ = ["to_seconds"]
 
+_INF = math.inf
+
 
 def to_seconds(value: Any, name: str) -> float:
     """``value`` as positive finite seconds, or :class:`InvalidIntervalError` naming ``name``.
@@ -18,6 +20,8 @@ def to_seconds(value: Any, name: str) -> float:
     Accepts ``int``/``float`` and ``datetime.timedelta``; rejects 0, negatives, NaN,
     infinities, ``bool``, strings and ``None``.
     """
+    if type(value) is float and 0.0 < value < _INF:
+        return value  # the common case, checked in one comparison chain (NaN fails it)
     if isinstance(value, timedelta):
         seconds = value.total_seconds()
     elif isinstance(value, bool) or not isinstance(value, int | float):
