@@ -194,3 +194,31 @@ async def test_scheduling_calls_raise_not_started_after_stop() -> None:
         pass
     else:  # pragma: no cover
         raise AssertionError("expected ActorSystemNotStartedError")
+
+
+async def test_scheduling_from_post_stop_during_a_restart_raises_dead_actor_error() -> None:
+    from tocsin import ActorRestarted, ActorSystem, DeadActorError, ManualClock
+    from tocsin.actor import Actor
+
+    errors: list[BaseException] = []
+
+    class Crashy(Actor):
+        async def receive(self, ctx: ReceiveContext) -> None:
+            raise RuntimeError("boom")
+
+        async def post_stop(self, ctx: ReceiveContext) -> None:
+            try:
+                await ctx.schedule_once("late", ctx.self, 1.0)
+            except DeadActorError as exc:
+                errors.append(exc)
+
+    clock = ManualClock()
+    async with ActorSystem(clock=clock) as system:
+        restarted: list[object] = []
+        system.events.subscribe(restarted.append, ActorRestarted)
+        pid = await system.spawn(Crashy)
+        pid.tell("go")
+        await clock.advance(0)
+        assert len(restarted) == 1
+        assert len(errors) == 1
+        assert system.list_schedules() == []

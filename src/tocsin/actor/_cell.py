@@ -87,6 +87,7 @@ class Cell:
         "children",
         "ctx",
         "factory",
+        "in_post_stop",
         "last_active",
         "mailbox",
         "owned",
@@ -116,6 +117,7 @@ class Cell:
         self.system = system
         self.pid = PID(system.address, path, system._next_uid(), self)
         self.factory = factory
+        self.in_post_stop = False
         self.parent = parent
         self.supervisor = supervisor
         self.passivate_after = passivate_after
@@ -336,10 +338,13 @@ class Cell:
     async def _restart(self, error: BaseException) -> None:
         while True:
             await self._stop_children()
+            self.in_post_stop = True  # scheduling from post_stop raises, restart or not
             try:
                 await self.actor.post_stop(self.ctx)
             except Exception:
                 _log.exception("post_stop of %s failed during restart", self.pid)
+            finally:
+                self.in_post_stop = False
             try:
                 self.actor = self._make_actor()
             except Exception:

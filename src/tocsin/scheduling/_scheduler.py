@@ -192,7 +192,7 @@ class Scheduler:
             raise TypeError(
                 f"`pid` must be a PID (from spawn, actor_of or durable), got {pid!r}"
             ) from None
-        if owner is not None and owner.state >= 3:  # CellState.STOPPING
+        if owner is not None and (owner.state >= 3 or owner.in_post_stop):  # 3: STOPPING
             raise DeadActorError(
                 f"cannot schedule through the context of {owner.pid}: it has stopped "
                 f"(scheduling from post_stop is not allowed)"
