@@ -33,11 +33,6 @@ def pytest_pyfunc_call(pyfuncitem: pytest.Function) -> bool | None:
     return True
 
 
-@pytest.fixture
-def anyio_backend() -> Iterator[str]:  # pragma: no cover - for users of anyio-style tests
-    yield "asyncio"
-
-
 # --- PostgreSQL: one throwaway server per session (tests/integration/pg.py) --------------
 
 
