@@ -4,6 +4,7 @@
 from __future__ import annotations
 
 import asyncio
+import logging
 import sys
 from typing import Any
 
@@ -90,10 +91,29 @@ class Tick(Actor):
         say("cron", f"cron tick ({ctx.message})")
 
 
+class _SayHandler(logging.Handler):
+    """Shows tocsin's own log lines (a failed task's warning) in the tour's format."""
+
+    def emit(self, record: logging.LogRecord) -> None:
+        say("log", f"{record.levelname.lower()}: {record.getMessage()}")
+
+
 async def run_demo(store: str) -> None:
     """Run the tour against the given durable store URL."""
     global _t0
     _t0 = _clock.monotonic()
+    logger = logging.getLogger("tocsin")
+    handler = _SayHandler(logging.WARNING)
+    logger.addHandler(handler)
+    logger.propagate = False
+    try:
+        await _tour(store)
+    finally:
+        logger.removeHandler(handler)
+        logger.propagate = True
+
+
+async def _tour(store: str) -> None:
     async with ActorSystem("demo", store=store) as system:
         system.events.subscribe(
             lambda e: say("events", f"{type(e).__name__}: {_describe(e)}"),
