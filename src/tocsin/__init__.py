@@ -112,3 +112,11 @@ __all__ = [
     "TaskTimeoutError",
     "TocsinError",
 ]
+
+# Public objects report the path users import them from (``tocsin.PID``, not
+# ``tocsin.actor._pid.PID``) in reprs, tracebacks and docs, as httpx and trio do.
+for _name in __all__:
+    _obj = globals()[_name]
+    if isinstance(_obj, type) and _obj.__module__.startswith("tocsin."):
+        _obj.__module__ = "tocsin"
+del _name, _obj

@@ -22,7 +22,6 @@ from collections.abc import Callable
 from typing import TYPE_CHECKING, Any, final
 
 from ..errors import ActorSuspendedError, DeadActorError
-from ..scheduling._heap import Deadline
 from ..scheduling._scheduler import ScheduleRecord
 from ..scheduling._timers import STALE
 from ._actor import Actor
@@ -36,6 +35,7 @@ from ._events import (
     DeadLetterReason,
 )
 from ._messages import Turn
+from ._passivation import Passivation
 from ._pid import PID
 from ._supervision import Directive, Supervisor
 
@@ -133,7 +133,7 @@ class Cell:
         self.sysq: list[tuple[Cell, BaseException]] | None = None
         self.restarts: list[float] | None = None
         self.owned: set[ScheduleRecord] | None = None
-        self.passivation: _Passivation | None = None
+        self.passivation: Passivation | None = None
         self.last_active = 0.0
         self.unanswered: set[asyncio.Future[Any]] | None = None
         self._stopped: asyncio.Future[None] | None = None
@@ -281,7 +281,7 @@ class Cell:
                 system.events.publish(ActorStarted(self.pid))
                 if self.passivate_after is not None:
                     self.last_active = system.clock.monotonic()
-                    self.passivation = _Passivation(self)
+                    self.passivation = Passivation(self)
                     system._deadlines.add(self.last_active + self.passivate_after, self.passivation)
         finally:
             self.task = None
@@ -454,35 +454,5 @@ class Cell:
             )
             reply.set_exception(error)
 
-    # -- passivation -------------------------------------------------------------------
-
-    def check_passivation(self, now: float) -> None:
-        after = self.passivate_after
-        passivation = self.passivation
-        if after is None or passivation is None or self.state >= _STOPPING:
-            return
-        if self.scheduled or self.state is _SUSPENDED:
-            self.system._deadlines.add(now + after, passivation)
-            return
-        due = self.last_active + after
-        if now >= due:
-            self.system._passivate(self)
-        else:
-            self.system._deadlines.add(due, passivation)
-
 
 _WRAPPED = frozenset({_Ask, ScheduleRecord, Turn})
-
-
-@final
-class _Passivation(Deadline):
-    """One actor's idle deadline in the shared heap."""
-
-    __slots__ = ("cell",)
-
-    def __init__(self, cell: Cell) -> None:
-        super().__init__()
-        self.cell = cell
-
-    def fire(self, now: float, deadline: float) -> None:
-        self.cell.check_passivation(now)

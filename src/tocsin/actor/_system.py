@@ -23,9 +23,9 @@ from ..errors import (
     ActorSystemNotStartedError,
     DeadActorError,
 )
+from ..scheduling._api import SchedulingCalls
 from ..scheduling._cron import local_zone_name, zone
 from ..scheduling._deadlines import DeadlineService
-from ..scheduling._info import ScheduleInfo, SchedulerMetrics
 from ..scheduling._scheduler import Scheduler, ScheduleRecord
 from ..scheduling._validate import to_seconds
 from ._actor import Actor
@@ -45,7 +45,7 @@ Seconds = float | int | timedelta
 
 
 @final
-class ActorSystem:
+class ActorSystem(SchedulingCalls):
     """A set of actors sharing one clock, one deadline heap, one scheduler and one event stream.
 
     Use ``async with ActorSystem() as system:`` or ``await system.start()`` /
@@ -306,111 +306,6 @@ class ActorSystem:
     def dead_letters(self) -> int:
         """How many dead letters were published."""
         return self.events.count(DeadLetter)
-
-    # -- scheduling --------------------------------------------------------------------
-
-    async def schedule(
-        self,
-        message: Any,
-        pid: PID,
-        interval: Seconds,
-        *,
-        reference: str | None = None,
-        sender: Any = None,
-        replace: bool = False,
-    ) -> str:
-        """Deliver ``message`` to ``pid`` every ``interval``, first one interval from now.
-
-        Fixed rate without drift: tick *n* is due at ``start + n * interval``; after a
-        stall the overdue ticks are coalesced into one delivery. Returns the reference.
-
-        Raises:
-            InvalidIntervalError, ScheduleAlreadyExistsError, DeadActorError,
-            ActorSystemNotStartedError.
-        """
-        self._check_running()
-        return self._scheduler.schedule(
-            message, pid, interval, reference=reference, sender=sender, replace=replace, owner=None
-        )
-
-    async def schedule_once(
-        self,
-        message: Any,
-        pid: PID,
-        delay: Seconds,
-        *,
-        reference: str | None = None,
-        sender: Any = None,
-        replace: bool = False,
-    ) -> str:
-        """Deliver ``message`` to ``pid`` once, ``delay`` from now. Returns the reference."""
-        self._check_running()
-        return self._scheduler.schedule_once(
-            message, pid, delay, reference=reference, sender=sender, replace=replace, owner=None
-        )
-
-    async def schedule_cron(
-        self,
-        message: Any,
-        pid: PID,
-        expression: str,
-        *,
-        reference: str | None = None,
-        sender: Any = None,
-        timezone: str | None = None,
-        replace: bool = False,
-    ) -> str:
-        """Deliver ``message`` at each fire time of a Quartz cron ``expression``.
-
-        Evaluated in ``timezone`` (IANA name), default the system's zone. A cron schedule
-        whose last fire time has passed is removed after delivering it.
-
-        Raises:
-            InvalidCronExpressionError: malformed, or no fire time after now.
-            InvalidTimezoneError: unknown zone.
-        """
-        self._check_running()
-        return self._scheduler.schedule_cron(
-            message,
-            pid,
-            expression,
-            reference=reference,
-            sender=sender,
-            timezone=timezone,
-            replace=replace,
-            owner=None,
-        )
-
-    async def cancel_schedule(self, reference: str) -> None:
-        """Cancel a schedule; once this returns, none of its ticks reaches ``receive``.
-
-        Raises:
-            ScheduleNotFoundError: no schedule holds ``reference``.
-        """
-        if not self._running:
-            self._check_running()
-        self._scheduler.cancel(reference)
-
-    async def pause_schedule(self, reference: str) -> None:
-        """Stop firing until resumed (pausing a paused schedule is a no-op)."""
-        self._check_running()
-        self._scheduler.pause(reference)
-
-    async def resume_schedule(self, reference: str) -> None:
-        """Fire again: a one-shot keeps the delay it had left, a repeating schedule fires
-        one full interval from now, a cron schedule at its next time after now."""
-        self._check_running()
-        self._scheduler.resume(reference)
-
-    def list_schedules(self) -> list[ScheduleInfo]:
-        """A snapshot of every live schedule."""
-        self._check_running()
-        return self._scheduler.list()
-
-    def scheduler_metrics(self) -> SchedulerMetrics:
-        """Scheduler counters and fire lateness."""
-        self._check_running()
-        return self._scheduler.metrics()
 
     # -- internals used by cells -------------------------------------------------------
 

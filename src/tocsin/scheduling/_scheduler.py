@@ -14,7 +14,6 @@ from __future__ import annotations
 
 import itertools
 import math
-from datetime import UTC, datetime
 from typing import TYPE_CHECKING, Any, final
 
 from ..errors import (
@@ -25,6 +24,7 @@ from ..errors import (
 from ._cron import CronState
 from ._heap import Deadline
 from ._info import ScheduleInfo, ScheduleKind, SchedulerMetrics
+from ._introspect import schedule_info, scheduler_metrics
 from ._timers import STALE
 from ._validate import to_seconds
 
@@ -426,63 +426,8 @@ class Scheduler:
     def list(self) -> list[ScheduleInfo]:
         clock = self._system.clock
         now, wall = clock.monotonic(), clock.wall()
-        return [self._info(record, now, wall) for record in self._refs.values()]
-
-    def _info(self, record: ScheduleRecord, now: float, wall: float) -> ScheduleInfo:
-        cron = record.cron
-        if record.paused or not record.armed:
-            next_fire = None
-        elif cron is not None:
-            next_fire = _utc(cron.next_wall)
-        else:
-            next_fire = _utc(wall + (record.due - now))
-        owner = record.owner
-        sender = record.sender
-        return ScheduleInfo(
-            reference=record.reference,
-            target=record.target.path,
-            kind=record.kind,
-            interval=record.interval if record.interval is not None else record.delay,
-            cron=cron.text if cron is not None else None,
-            timezone=cron.zone_name if cron is not None else None,
-            next_fire_at=next_fire,
-            paused=record.paused,
-            owner=owner.pid.path if owner is not None else None,
-            sender=getattr(sender, "path", None),
-            ticks=record.ticks,
-            created_at=_utc(record.created_at),
-        )
+        return [schedule_info(record, now, wall) for record in self._refs.values()]
 
     def metrics(self) -> SchedulerMetrics:
         n = min(self._fired, LATENESS_WINDOW)
-        samples = sorted(self._lateness[:n])
-        return SchedulerMetrics(
-            ticks_delivered=self.ticks_delivered,
-            ticks_dead_lettered=self.ticks_dead_lettered,
-            ticks_discarded=self.ticks_discarded,
-            live_schedules=len(self._refs),
-            lateness_p50=_quantile(samples, 0.50),
-            lateness_p99=_quantile(samples, 0.99),
-            lateness_max=samples[-1] if samples else 0.0,
-        )
-
-
-_MAX_UTC = datetime.max.replace(tzinfo=UTC)
-_MIN_UTC = datetime.min.replace(tzinfo=UTC)
-
-
-def _utc(epoch: float) -> datetime:
-    """``epoch`` as an aware UTC datetime, clamped to the datetime range.
-
-    Delays have no upper bound beyond being finite, so a fire time may lie past year 9999.
-    """
-    try:
-        return datetime.fromtimestamp(epoch, tz=UTC)
-    except (OverflowError, ValueError, OSError):
-        return _MAX_UTC if epoch > 0 else _MIN_UTC
-
-
-def _quantile(samples: list[float], q: float) -> float:
-    if not samples:
-        return 0.0
-    return samples[min(len(samples) - 1, int(q * len(samples)))]
+        return scheduler_metrics(self, sorted(self._lateness[:n]))

@@ -1,0 +1,75 @@
+# SPDX-License-Identifier: Apache-2.0
+"""Snapshots of the scheduler's state: :class:`ScheduleInfo` and :class:`SchedulerMetrics`."""
+
+from __future__ import annotations
+
+from datetime import UTC, datetime
+from typing import TYPE_CHECKING
+
+from ._info import ScheduleInfo, SchedulerMetrics
+
+if TYPE_CHECKING:
+    from ._scheduler import Scheduler, ScheduleRecord
+
+__all__ = ["schedule_info", "scheduler_metrics", "utc"]
+
+
+def schedule_info(record: ScheduleRecord, now: float, wall: float) -> ScheduleInfo:
+    """A frozen snapshot of one record, with times converted from monotonic to UTC."""
+    cron = record.cron
+    if record.paused or not record.armed:
+        next_fire = None
+    elif cron is not None:
+        next_fire = utc(cron.next_wall)
+    else:
+        next_fire = utc(wall + (record.due - now))
+    owner = record.owner
+    sender = record.sender
+    return ScheduleInfo(
+        reference=record.reference,
+        target=record.target.path,
+        kind=record.kind,
+        interval=record.interval if record.interval is not None else record.delay,
+        cron=cron.text if cron is not None else None,
+        timezone=cron.zone_name if cron is not None else None,
+        next_fire_at=next_fire,
+        paused=record.paused,
+        owner=owner.pid.path if owner is not None else None,
+        sender=getattr(sender, "path", None),
+        ticks=record.ticks,
+        created_at=utc(record.created_at),
+    )
+
+
+def scheduler_metrics(scheduler: Scheduler, samples: list[float]) -> SchedulerMetrics:
+    """Counters of ``scheduler`` and quantiles of the sorted lateness ``samples``."""
+    return SchedulerMetrics(
+        ticks_delivered=scheduler.ticks_delivered,
+        ticks_dead_lettered=scheduler.ticks_dead_lettered,
+        ticks_discarded=scheduler.ticks_discarded,
+        live_schedules=len(scheduler),
+        lateness_p50=_quantile(samples, 0.50),
+        lateness_p99=_quantile(samples, 0.99),
+        lateness_max=samples[-1] if samples else 0.0,
+    )
+
+
+_MAX_UTC = datetime.max.replace(tzinfo=UTC)
+_MIN_UTC = datetime.min.replace(tzinfo=UTC)
+
+
+def utc(epoch: float) -> datetime:
+    """``epoch`` as an aware UTC datetime, clamped to the datetime range.
+
+    Delays have no upper bound beyond being finite, so a fire time may lie past year 9999.
+    """
+    try:
+        return datetime.fromtimestamp(epoch, tz=UTC)
+    except (OverflowError, ValueError, OSError):
+        return _MAX_UTC if epoch > 0 else _MIN_UTC
+
+
+def _quantile(samples: list[float], q: float) -> float:
+    if not samples:
+        return 0.0
+    return samples[min(len(samples) - 1, int(q * len(samples)))]
