@@ -8,6 +8,7 @@ payload outside the codec-safe set ``CodecError``, a bad ``max_retries`` ``Value
 
 from __future__ import annotations
 
+import itertools
 import os
 from collections.abc import Callable
 from datetime import datetime, timedelta
@@ -25,6 +26,8 @@ if TYPE_CHECKING:
 __all__ = ["add_task", "cancel_task", "discard_parked", "list_tasks", "retry_parked"]
 
 Method = str | Callable[..., Any]
+
+_SEQUENCE = itertools.count()
 
 
 def _method_name(method: Method) -> str:
@@ -44,9 +47,13 @@ def _check_retries(max_retries: Any) -> int:
 
 def _check_id(task_id: Any, now: float) -> str:
     if task_id is None:
-        # Time-ordered (like UUIDv7: milliseconds, then 64 random bits): new rows land at
-        # the right edge of the primary-key B-tree instead of on random pages.
-        return f"{max(0, int(now * 1000)):012x}{os.urandom(8).hex()}"
+        # Time-ordered, like UUIDv7: milliseconds, a counter, then random bits. New rows
+        # land at the right edge of the primary-key B-tree instead of on random pages, and
+        # tasks due at the same time run in the order they were made (the stores order by
+        # (due, id)), so `queue` is FIFO even when the clock did not move in between.
+        return (
+            f"{max(0, int(now * 1000)):012x}{next(_SEQUENCE) & 0xFFFFFFFF:08x}{os.urandom(6).hex()}"
+        )
     if not isinstance(task_id, str) or not task_id:
         raise TypeError(f"`id` must be a non-empty str or None, got {task_id!r}")
     return task_id
