@@ -28,4 +28,4 @@ async def test_queued_tasks_run_first_in_first_out_when_the_clock_does_not_move(
         pid = await system.durable(Fifo, "f-1")
         await pid.ask(Call("enqueue", 50))
         await clock.advance(1)
-        assert RUNS == list(range(50))
+        assert list(range(50)) == RUNS
