@@ -59,6 +59,11 @@ class Clock(ABC):
     time base.
     """
 
+    #: Whether this clock calls the :meth:`on_wall_jump` listeners itself. When it does
+    #: not (a real clock cannot see an NTP step), each actor system polls the offset
+    #: between wall and monotonic time and reports jumps (``scheduling/_wallwatch.py``).
+    reports_wall_jumps = False
+
     def __init__(self) -> None:
         self._wall_listeners: list[Callable[[float], None]] = []
 
@@ -92,6 +97,11 @@ class Clock(ABC):
                 self._wall_listeners.remove(listener)
 
         return unsubscribe
+
+    def _report_wall_jump(self, seconds: float) -> None:
+        """Tell every :meth:`on_wall_jump` listener that wall time moved by ``seconds``."""
+        for listener in list(self._wall_listeners):
+            listener(seconds)
 
     def _attach(self, tracker: _ActivityTracker) -> None:
         """Called by an actor system that uses this clock (no-op except for ManualClock)."""
@@ -180,6 +190,7 @@ class ManualClock(Clock):
 
     def __init__(self, wall: float | datetime | None = None, *, autojump: bool = False) -> None:
         super().__init__()
+        self.reports_wall_jumps = True  # set_wall/jump_wall notify at once
         self._now = 0.0
         if wall is None:
             wall = self.real_wall()
@@ -257,8 +268,7 @@ class ManualClock(Clock):
         if seconds != seconds or seconds in (float("inf"), float("-inf")):
             raise ValueError(f"`seconds` must be finite, got {seconds!r}")
         self._wall_at_zero += seconds
-        for listener in list(self._wall_listeners):
-            listener(seconds)
+        self._report_wall_jump(seconds)
 
     def next_deadline(self) -> float | None:
         """The earliest pending deadline, or ``None`` when nothing is pending."""

@@ -28,6 +28,7 @@ from ..scheduling._cron import local_zone_name, zone
 from ..scheduling._deadlines import DeadlineService
 from ..scheduling._scheduler import Scheduler, ScheduleRecord
 from ..scheduling._validate import to_seconds
+from ..scheduling._wallwatch import WallWatch
 from ._actor import Actor
 from ._cell import Cell, CellState
 from ._events import ActorPassivated, DeadLetter, DeadLetterReason, EventStream
@@ -112,6 +113,8 @@ class ActorSystem(SchedulingCalls):
         self._loop = asyncio.get_running_loop()
         self._deadlines = DeadlineService(self.clock)
         self._scheduler = Scheduler(self)
+        if not self.clock.reports_wall_jumps:
+            WallWatch(self.clock, self._deadlines).start()
         self.clock._attach(self._tracker)
         self._running = True
         if self._store_spec is not None:
