@@ -27,6 +27,8 @@ MAX_FIRES_PER_TURN = 4096
 
 _log = logging.getLogger("tocsin.scheduling")
 
+_FIRING = float("-inf")
+
 
 @final
 class DeadlineService:
@@ -84,27 +86,31 @@ class DeadlineService:
 
     def _on_timer(self) -> None:
         self._handle = None
-        self._armed_at = None
-        now = self._clock.monotonic()
-        heap = self._heap
-        batch: list[tuple[float, Deadline]] = []
-        while len(batch) < MAX_FIRES_PER_TURN:
-            due = heap.pop_due(now)
-            if due is None:
-                break
-            batch.append(due)
-        for deadline, item in batch:
-            try:
-                item.fire(now, deadline)
-            except Exception:  # a broken item must not stop the others
-                _log.exception("deadline callback %r failed", item)
+        # While the batch fires, items re-arm themselves (a repeating schedule, once per
+        # tick): with the timer marked as armed at -inf, `add` only pushes, and the timer
+        # is armed once, after the batch, instead of once per item re-armed.
+        self._armed_at = _FIRING
+        try:
+            now = self._clock.monotonic()
+            heap = self._heap
+            batch: list[tuple[float, Deadline]] = []
+            while len(batch) < MAX_FIRES_PER_TURN:
+                due = heap.pop_due(now)
+                if due is None:
+                    break
+                batch.append(due)
+            for deadline, item in batch:
+                try:
+                    item.fire(now, deadline)
+                except Exception:  # a broken item must not stop the others
+                    _log.exception("deadline callback %r failed", item)
+        finally:
+            self._armed_at = None
         if not self._running:
             return
         nxt = heap.next_deadline()
         if nxt is not None:
-            armed_at = self.armed_at()  # a fired item may have armed an earlier deadline
-            if armed_at is None or nxt < armed_at:
-                self._arm(nxt)
+            self._arm(nxt)
 
     def armed_at(self) -> float | None:
         """The deadline the clock timer is armed for, or ``None``."""
