@@ -6,15 +6,15 @@ heap rebuilt once they are many), trio's ``Deadlines`` (lazy deletion), and the 
 keys measured in ``../shared/bench-baselines.md``.
 
 The heap holds plain ``int`` keys: the deadline's IEEE-754 bits (which order like the
-floats themselves) shifted left, with a push sequence number in the low bits. A dict maps
-each live key to its :class:`Deadline` item, and the item keeps its exact float deadline.
+floats themselves) shifted left, then a push sequence number and the item's slot in a
+table of items. The item keeps its exact float deadline and its current key.
 Why not ``(deadline, seq, item)`` tuples: a tuple holding an object is tracked by the
 cyclic garbage collector, and a heap of 100,000 re-armed schedules then spent most of its
 CPU in full collections (bench/scheduler.py); ints are not tracked, compare in C, and
 take less memory (one int of ~44 bytes against a 64-byte tuple, a float and an int).
 
-Cancelling drops the key from the dict (O(1)) and leaves the int in the heap as a dead
-key; dead heads are popped when they reach the top, or all dropped at once by
+Cancelling frees the item's slot (O(1)) and leaves the int in the heap as a dead key;
+dead heads are popped when they reach the top, or all dropped at once by
 :meth:`DeadlineHeap.compact` when they outnumber the live ones.
 """
 
@@ -32,20 +32,22 @@ COMPACT_MIN_SIZE = 100
 #: Compact once dead keys are more than this fraction of the heap (asyncio: 0.5).
 COMPACT_DEAD_RATIO = 0.5
 
-#: Low bits of a key holding the push sequence number (ties keep push order).
-_SEQ_BITS = 40
-_SEQ_MASK = (1 << _SEQ_BITS) - 1
+#: A key is ``deadline bits << 64 | seq << 32 | slot``: the push sequence number keeps
+#: items due at the same time in push order, and the slot indexes the item table.
+_SLOT_BITS = 32
+_SLOT_MASK = (1 << _SLOT_BITS) - 1
+_SEQ_MASK = (1 << 32) - 1
 _MAGNITUDE = (1 << 63) - 1
 _pack_double = struct.Struct("<d").pack
 
 
-def _key(deadline: float, seq: int) -> int:
+def _key(deadline: float, seq: int, slot: int) -> int:
     """An int ordering like ``(deadline, seq)``: IEEE-754 bits are monotonic in the value
     for non-negative floats; negative ones are mirrored below zero."""
     bits = int.from_bytes(_pack_double(deadline), "little", signed=True)
     if bits < 0:
         bits = -(bits & _MAGNITUDE)
-    return (bits << _SEQ_BITS) | (seq & _SEQ_MASK)
+    return (bits << 64) | ((seq & _SEQ_MASK) << _SLOT_BITS) | slot
 
 
 class Deadline:
@@ -77,18 +79,24 @@ class DeadlineHeap:
 
     ``len(heap)`` counts live items only; ``heap.size`` counts keys, dead ones included.
     Items due at the same deadline come out in push order.
+
+    The item behind a key is found in a table by the key's slot bits (a list slot costs
+    8 bytes where a dict entry costs ~45); a key is live iff the item in its slot still
+    carries it. A cancelled item's slot is reused at once: its dead key no longer matches.
     """
 
-    __slots__ = ("_dead", "_heap", "_live", "_seq")
+    __slots__ = ("_dead", "_free", "_heap", "_items", "_live", "_seq")
 
     def __init__(self) -> None:
         self._heap: list[int] = []
-        self._live: dict[int, Deadline] = {}
+        self._items: list[Deadline | None] = []
+        self._free: list[int] = []
+        self._live = 0
         self._seq = itertools.count()
         self._dead = 0
 
     def __len__(self) -> int:
-        return len(self._live)
+        return self._live
 
     @property
     def size(self) -> int:
@@ -106,14 +114,20 @@ class DeadlineHeap:
         Re-arming leaves a dead key behind, so it compacts past the thresholds too: an
         item re-armed over and over (a busy actor's idle deadline) must not grow the heap.
         """
-        live = self._live
         old = item._heap_key
         if old is not None:
-            del live[old]
-        key = _key(deadline, next(self._seq))
+            slot = old & _SLOT_MASK  # the item keeps its slot; the old key goes stale
+        elif self._free:
+            slot = self._free.pop()
+            self._items[slot] = item
+            self._live += 1
+        else:
+            slot = len(self._items)
+            self._items.append(item)
+            self._live += 1
+        key = _key(deadline, next(self._seq), slot)
         item._heap_key = key
         item._heap_deadline = deadline
-        live[key] = item
         heapq.heappush(self._heap, key)
         if old is not None:
             self._dead += 1
@@ -125,7 +139,10 @@ class DeadlineHeap:
         if key is None:
             return False
         item._heap_key = None
-        del self._live[key]
+        slot = key & _SLOT_MASK
+        self._items[slot] = None
+        self._free.append(slot)
+        self._live -= 1
         self._dead += 1
         self._compact_if_mostly_dead()
         return True
@@ -137,23 +154,31 @@ class DeadlineHeap:
 
     def clear(self) -> None:
         """Disarm every item and empty the heap (a later ``cancel`` of one is a no-op)."""
-        for item in self._live.values():
-            item._heap_key = None
-        self._live = {}
+        for item in self._items:
+            if item is not None:
+                item._heap_key = None
+        self._items = []
+        self._free = []
         self._heap = []
+        self._live = 0
         self._dead = 0
 
     def compact(self) -> None:
         """Drop every dead key and re-heapify (O(live))."""
-        self._heap = list(self._live)
+        keys = [item._heap_key for item in self._items if item is not None]
+        self._heap = keys  # type: ignore[assignment]  # live items always carry a key
         heapq.heapify(self._heap)
         self._dead = 0
 
+    def _item(self, key: int) -> Deadline | None:
+        item = self._items[key & _SLOT_MASK]
+        return item if item is not None and item._heap_key == key else None
+
     def next_deadline(self) -> float | None:
         """The earliest live deadline, or ``None``."""
-        heap, live = self._heap, self._live
+        heap = self._heap
         while heap:
-            item = live.get(heap[0])
+            item = self._item(heap[0])
             if item is not None:
                 return item._heap_deadline
             heapq.heappop(heap)
@@ -162,10 +187,10 @@ class DeadlineHeap:
 
     def pop_due(self, now: float) -> tuple[float, Deadline] | None:
         """Remove and return ``(deadline, item)`` for the earliest live item due at ``now``."""
-        heap, live = self._heap, self._live
+        heap = self._heap
         while heap:
             key = heap[0]
-            item = live.get(key)
+            item = self._item(key)
             if item is None:
                 heapq.heappop(heap)
                 self._dead -= 1
@@ -174,7 +199,10 @@ class DeadlineHeap:
             if deadline > now:
                 return None
             heapq.heappop(heap)
-            del live[key]
             item._heap_key = None
+            slot = key & _SLOT_MASK
+            self._items[slot] = None
+            self._free.append(slot)
+            self._live -= 1
             return deadline, item
         return None

@@ -53,14 +53,12 @@ class ScheduleRecord(Deadline):
         "cron",
         "dead",
         "delay",
-        "due",
         "final",
         "interval",
         "message",
         "owner",
         "paused",
         "reference",
-        "scheduler",
         "sender",
         "target",
         "ticks",
@@ -68,7 +66,6 @@ class ScheduleRecord(Deadline):
 
     def __init__(
         self,
-        scheduler: Scheduler,
         reference: str,
         message: Any,
         target: PID,
@@ -81,7 +78,6 @@ class ScheduleRecord(Deadline):
     ) -> None:
         self._heap_key = None  # Deadline state, set here: this runs once per schedule
         self._heap_deadline = 0.0
-        self.scheduler = scheduler
         self.reference = reference
         self.message = message
         self.target = target
@@ -91,13 +87,29 @@ class ScheduleRecord(Deadline):
         self.cron = cron
         self.owner = owner
         self.created_at = created_at
-        self.due = 0.0  # for a paused one-shot: the delay it had left
         self.ticks = 0
         self.paused = False
         self.dead = False
         # Its last tick is on its way: retire it when that tick is opened or rejected
         # (a one-shot once fired; a cron schedule past its last fire time).
         self.final = False
+
+    # Two slots fewer per schedule (a system may hold a million): the scheduler is
+    # reached through the target, and `due` is the heap's own copy of the deadline,
+    # which also keeps a paused one-shot's remaining delay while it is disarmed.
+    @property
+    def scheduler(self) -> Scheduler:
+        scheduler: Scheduler = self.target._target.system._scheduler
+        return scheduler
+
+    @property
+    def due(self) -> float:
+        """The armed monotonic deadline (while paused: a one-shot's delay left)."""
+        return self._heap_deadline
+
+    @due.setter
+    def due(self, value: float) -> None:
+        self._heap_deadline = value
 
     def open(self) -> Any:
         """This record, taken from a mailbox as a tick: the message, or ``STALE``.
@@ -218,7 +230,7 @@ class Scheduler:
         if sender is None:
             sender = owner.pid if owner is not None else system._no_sender
         record = ScheduleRecord(
-            self, reference, message, pid, sender, interval, cron, owner, system.clock.wall()
+            reference, message, pid, sender, interval, cron, owner, system.clock.wall()
         )
         refs[reference] = record
         if owner is not None:
