@@ -19,9 +19,7 @@ class Recorder(Actor):
             self.seen.append(ctx.system.clock.wall())
 
 
-async def test_an_unreported_forward_step_fires_the_skipped_tick_once_within_the_check() -> (
-    None
-):
+async def test_an_unreported_forward_step_fires_the_skipped_tick_once_within_the_check() -> None:
     clock = ManualClock(wall=datetime(2026, 1, 1, 11, 0, tzinfo=UTC))
     clock.reports_wall_jumps = False  # behave like a real clock: steps go unannounced
     async with ActorSystem(clock=clock, timezone="UTC") as system:
