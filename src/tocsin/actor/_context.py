@@ -8,12 +8,13 @@ from collections.abc import Callable
 from datetime import timedelta
 from typing import TYPE_CHECKING, Any, final
 
+from ..scheduling._api import SchedulingCalls
 from ._events import DeadLetter, DeadLetterReason
 from ._pid import PID, NoSender
 from ._supervision import Supervisor
 
 if TYPE_CHECKING:
-    from ..scheduling import ScheduleInfo
+    from ..scheduling._scheduler import Scheduler
     from ._actor import Actor
     from ._cell import Cell
     from ._supervision import Directive
@@ -25,7 +26,7 @@ Seconds = float | int | timedelta
 
 
 @final
-class ReceiveContext:
+class ReceiveContext(SchedulingCalls):
     """The actor's view of the current message and of its system.
 
     One context object lives as long as the actor; ``message`` and ``sender`` change with
@@ -103,85 +104,13 @@ class ReceiveContext:
         """
         self._cell.system._request_stop(pid)
 
-    # -- scheduling: same calls as on ActorSystem, owned by this actor -----------------
+    # -- scheduling: the calls of SchedulingCalls, owned by this actor -----------------
 
-    async def schedule(
-        self,
-        message: Any,
-        pid: PID,
-        interval: Seconds,
-        *,
-        reference: str | None = None,
-        sender: Any = None,
-        replace: bool = False,
-    ) -> str:
-        """Deliver ``message`` to ``pid`` every ``interval``; owned by this actor."""
-        return self._cell.system._scheduler.schedule(
-            message,
-            pid,
-            interval,
-            reference=reference,
-            sender=sender,
-            replace=replace,
-            owner=self._cell,
-        )
+    def _live_scheduler(self) -> Scheduler:
+        system = self._cell.system
+        if not system._running:
+            system._check_running()
+        return system._scheduler
 
-    async def schedule_once(
-        self,
-        message: Any,
-        pid: PID,
-        delay: Seconds,
-        *,
-        reference: str | None = None,
-        sender: Any = None,
-        replace: bool = False,
-    ) -> str:
-        """Deliver ``message`` to ``pid`` once after ``delay``; owned by this actor."""
-        return self._cell.system._scheduler.schedule_once(
-            message,
-            pid,
-            delay,
-            reference=reference,
-            sender=sender,
-            replace=replace,
-            owner=self._cell,
-        )
-
-    async def schedule_cron(
-        self,
-        message: Any,
-        pid: PID,
-        expression: str,
-        *,
-        reference: str | None = None,
-        sender: Any = None,
-        timezone: str | None = None,
-        replace: bool = False,
-    ) -> str:
-        """Deliver ``message`` at each fire time of a Quartz cron ``expression``."""
-        return self._cell.system._scheduler.schedule_cron(
-            message,
-            pid,
-            expression,
-            reference=reference,
-            sender=sender,
-            timezone=timezone,
-            replace=replace,
-            owner=self._cell,
-        )
-
-    async def cancel_schedule(self, reference: str) -> None:
-        """Cancel any schedule of the system by reference."""
-        await self._cell.system.cancel_schedule(reference)
-
-    async def pause_schedule(self, reference: str) -> None:
-        """Pause any schedule of the system by reference."""
-        await self._cell.system.pause_schedule(reference)
-
-    async def resume_schedule(self, reference: str) -> None:
-        """Resume any schedule of the system by reference."""
-        await self._cell.system.resume_schedule(reference)
-
-    def list_schedules(self) -> list[ScheduleInfo]:
-        """Every live schedule of the system (not only this actor's)."""
-        return self._cell.system.list_schedules()
+    def _schedule_owner(self) -> Cell:
+        return self._cell

@@ -153,6 +153,14 @@ class ActorSystem(SchedulingCalls):
     ) -> None:
         await self.stop()
 
+    def _live_scheduler(self) -> Scheduler:
+        if not self._running:
+            self._check_running()
+        return self._scheduler
+
+    def _schedule_owner(self) -> Cell | None:
+        return None
+
     def _check_running(self) -> None:
         if not self._running:
             raise ActorSystemNotStartedError(

@@ -37,7 +37,8 @@ def _require_aware(moment: datetime, name: str) -> None:
     if moment.tzinfo is None or moment.utcoffset() is None:
         raise ValueError(
             f"`{name}` must be an aware datetime (with tzinfo), got naive {moment.isoformat()}; "
-            f"attach a zone, e.g. datetime.now(timezone.utc) or dt.replace(tzinfo=ZoneInfo(...))"
+            "attach a zone, e.g. datetime(..., tzinfo=timezone.utc) or "
+            "dt.replace(tzinfo=ZoneInfo(...))"
         )
 
 

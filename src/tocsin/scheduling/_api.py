@@ -14,6 +14,7 @@ from typing import TYPE_CHECKING, Any
 from ._info import ScheduleInfo, SchedulerMetrics
 
 if TYPE_CHECKING:
+    from ..actor._cell import Cell
     from ..actor._pid import PID
     from ._scheduler import Scheduler
 
@@ -23,11 +24,19 @@ Seconds = float | int | timedelta
 
 
 class SchedulingCalls:
-    """Scheduling API of a system; ``ActorSystem`` provides the attributes used here."""
+    """The scheduling calls, shared by ``ActorSystem`` and ``ReceiveContext``.
 
-    _running: bool
-    _scheduler: Scheduler
-    _check_running: Callable[[], None]
+    Through a system a schedule belongs to the system only; through a context it is also
+    owned by the actor (cancelled when that actor fully stops) and its default sender is
+    that actor. Each host says which with two hooks.
+    """
+
+    __slots__ = ()
+
+    _live_scheduler: Callable[[], Scheduler]
+    """The scheduler, or ActorSystemNotStartedError if the system is not running."""
+    _schedule_owner: Callable[[], Cell | None]
+    """The actor that owns schedules made here (None through the system)."""
 
     async def schedule(
         self,
@@ -48,9 +57,14 @@ class SchedulingCalls:
             InvalidIntervalError, ScheduleAlreadyExistsError, DeadActorError,
             ActorSystemNotStartedError.
         """
-        self._check_running()
-        return self._scheduler.schedule(
-            message, pid, interval, reference=reference, sender=sender, replace=replace, owner=None
+        return self._live_scheduler().schedule(
+            message,
+            pid,
+            interval,
+            reference=reference,
+            sender=sender,
+            replace=replace,
+            owner=self._schedule_owner(),
         )
 
     async def schedule_once(
@@ -64,9 +78,14 @@ class SchedulingCalls:
         replace: bool = False,
     ) -> str:
         """Deliver ``message`` to ``pid`` once, ``delay`` from now. Returns the reference."""
-        self._check_running()
-        return self._scheduler.schedule_once(
-            message, pid, delay, reference=reference, sender=sender, replace=replace, owner=None
+        return self._live_scheduler().schedule_once(
+            message,
+            pid,
+            delay,
+            reference=reference,
+            sender=sender,
+            replace=replace,
+            owner=self._schedule_owner(),
         )
 
     async def schedule_cron(
@@ -89,8 +108,7 @@ class SchedulingCalls:
             InvalidCronExpressionError: malformed, or no fire time after now.
             InvalidTimezoneError: unknown zone.
         """
-        self._check_running()
-        return self._scheduler.schedule_cron(
+        return self._live_scheduler().schedule_cron(
             message,
             pid,
             expression,
@@ -98,7 +116,7 @@ class SchedulingCalls:
             sender=sender,
             timezone=timezone,
             replace=replace,
-            owner=None,
+            owner=self._schedule_owner(),
         )
 
     async def cancel_schedule(self, reference: str) -> None:
@@ -107,27 +125,21 @@ class SchedulingCalls:
         Raises:
             ScheduleNotFoundError: no schedule holds ``reference``.
         """
-        if not self._running:
-            self._check_running()
-        self._scheduler.cancel(reference)
+        self._live_scheduler().cancel(reference)
 
     async def pause_schedule(self, reference: str) -> None:
         """Stop firing until resumed (pausing a paused schedule is a no-op)."""
-        self._check_running()
-        self._scheduler.pause(reference)
+        self._live_scheduler().pause(reference)
 
     async def resume_schedule(self, reference: str) -> None:
         """Fire again: a one-shot keeps the delay it had left, a repeating schedule fires
         one full interval from now, a cron schedule at its next time after now."""
-        self._check_running()
-        self._scheduler.resume(reference)
+        self._live_scheduler().resume(reference)
 
     def list_schedules(self) -> list[ScheduleInfo]:
         """A snapshot of every live schedule."""
-        self._check_running()
-        return self._scheduler.list()
+        return self._live_scheduler().list()
 
     def scheduler_metrics(self) -> SchedulerMetrics:
         """Scheduler counters and fire lateness."""
-        self._check_running()
-        return self._scheduler.metrics()
+        return self._live_scheduler().metrics()

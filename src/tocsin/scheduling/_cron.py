@@ -88,7 +88,7 @@ def zone(name: str) -> ZoneInfo:
 def local_zone_name() -> str:
     """The IANA name of this machine's zone (``TZ``, then ``/etc/localtime``), else ``UTC``.
 
-    A fixed UTC offset (what ``datetime.now().astimezone()`` gives) would not follow DST,
+    A fixed UTC offset (what ``astimezone()`` on a naive local time gives) would not follow DST,
     so only a named zone will do.
     """
     tz = os.environ.get("TZ", "").lstrip(":")

@@ -23,6 +23,7 @@ from __future__ import annotations
 import heapq
 import itertools
 import struct
+from abc import ABC, abstractmethod
 from typing import final
 
 __all__ = ["COMPACT_DEAD_RATIO", "COMPACT_MIN_SIZE", "Deadline", "DeadlineHeap"]
@@ -50,7 +51,7 @@ def _key(deadline: float, seq: int, slot: int) -> int:
     return (bits << 64) | ((seq & _SEQ_MASK) << _SLOT_BITS) | slot
 
 
-class Deadline:
+class Deadline(ABC):
     """Base class of anything that lives in a :class:`DeadlineHeap`.
 
     Subclasses implement :meth:`fire`. ``__slots__`` keep each pending deadline small:
@@ -68,9 +69,9 @@ class Deadline:
         """Whether this item is pending in a heap."""
         return self._heap_key is not None
 
+    @abstractmethod
     def fire(self, now: float, deadline: float) -> None:
         """Called once the deadline is reached; ``now - deadline`` is the lateness."""
-        raise NotImplementedError  # pragma: no cover - abstract
 
 
 @final
