@@ -26,8 +26,8 @@ from urllib.parse import urlsplit, urlunsplit
 import msgspec
 
 from ..errors import StoreError
+from . import _queries as q
 from ._protocols import (
-    DeleteState,
     DeleteTask,
     DueActor,
     Op,
@@ -49,29 +49,15 @@ __all__ = ["PostgresStore"]
 SCHEMA_LOCK_KEY: Final = 0x746F6373696E
 _SCHEMA_NAME: Final = re.compile(r"[a-z_][a-z0-9_]{0,62}")
 
-_COLUMNS: Final = (
-    "kind, identity, id, name, payload, due, every, attempts, max_retries, created_at, "
-    "state, last_error, timeout"
-)
-_SELECT_TASKS: Final = f"SELECT {_COLUMNS} FROM tocsin_tasks"
-_ORDER: Final = " ORDER BY due, id, kind, identity"
-_WRITES: Final[dict[type, str]] = {
-    UpsertTask: (
-        f"INSERT INTO tocsin_tasks ({_COLUMNS}) "
-        "VALUES ($1, $2, $3, $4, $5, $6, $7, $8, $9, $10, $11, $12, $13) "
-        "ON CONFLICT (kind, identity, id) DO UPDATE SET name = excluded.name, "
-        "payload = excluded.payload, due = excluded.due, every = excluded.every, "
-        "attempts = excluded.attempts, max_retries = excluded.max_retries, "
-        "created_at = excluded.created_at, state = excluded.state, "
-        "last_error = excluded.last_error, timeout = excluded.timeout"
-    ),
-    DeleteTask: "DELETE FROM tocsin_tasks WHERE kind = $1 AND identity = $2 AND id = $3",
-    PutState: (
-        "INSERT INTO tocsin_state (kind, identity, key, value) VALUES ($1, $2, $3, $4) "
-        "ON CONFLICT (kind, identity, key) DO UPDATE SET value = excluded.value"
-    ),
-    DeleteState: "DELETE FROM tocsin_state WHERE kind = $1 AND identity = $2 AND key = $3",
-}
+
+# The shared SQL, numbered for asyncpg once.
+_WRITES: Final = {cls: q.numbered(sql) for cls, sql in q.WRITES.items()}
+_GET_STATE: Final = q.numbered(q.GET_STATE)
+_GET_TASK: Final = q.numbered(q.GET_TASK)
+_FIND_TASKS: Final = q.numbered(q.FIND_TASKS)
+_DUE_TASKS: Final = q.numbered(q.DUE_TASKS)
+_NEXT_DUE: Final = q.numbered(q.NEXT_DUE)
+_DUE_ACTORS: Final = q.numbered(q.DUE_ACTORS)
 
 
 def _params(op: Op) -> tuple[Any, ...]:
@@ -203,8 +189,7 @@ class PostgresStore:
 
     async def get_state(self, kind: str, identity: str, key: str) -> bytes | None:
         """The value of ``storage[key]``, or ``None``."""
-        sql = "SELECT value FROM tocsin_state WHERE kind = $1 AND identity = $2 AND key = $3"
-        rows = await self._fetch(sql, kind, identity, key)
+        rows = await self._fetch(_GET_STATE, kind, identity, key)
         return bytes(rows[0][0]) if rows else None
 
     async def list_state(
@@ -221,8 +206,7 @@ class PostgresStore:
 
     async def get_task(self, kind: str, identity: str, task_id: str) -> TaskRow | None:
         """One task by primary key, or ``None``."""
-        sql = f"{_SELECT_TASKS} WHERE kind = $1 AND identity = $2 AND id = $3"
-        rows = await self._fetch(sql, kind, identity, task_id)
+        rows = await self._fetch(_GET_TASK, kind, identity, task_id)
         return _row(rows[0]) if rows else None
 
     async def list_tasks(
@@ -232,37 +216,21 @@ class PostgresStore:
         state: TaskState | None = None,
     ) -> list[TaskRow]:
         """Tasks matching the filters, ordered by ``(due, id, kind, identity)``."""
-        where: list[str] = []
-        args: list[str] = []
-        for column, value in (("kind", kind), ("identity", identity), ("state", state)):
-            if value is not None:
-                args.append(value)
-                where.append(f"{column} = ${len(args)}")
-        sql = _SELECT_TASKS + (" WHERE " + " AND ".join(where) if where else "") + _ORDER
-        return [_row(r) for r in await self._fetch(sql, *args)]
+        sql, args = q.list_tasks(kind, identity, state)
+        return [_row(r) for r in await self._fetch(q.numbered(sql), *args)]
 
     async def find_tasks(self, task_id: str) -> list[TaskRow]:
         """Every task with this id, across actors, ordered like :meth:`list_tasks`."""
-        return [
-            _row(r) for r in await self._fetch(f"{_SELECT_TASKS} WHERE id = $1{_ORDER}", task_id)
-        ]
+        return [_row(r) for r in await self._fetch(_FIND_TASKS, task_id)]
 
     async def due_tasks(self, kind: str, identity: str, before: float, limit: int) -> list[TaskRow]:
         """This actor's pending tasks due at or before ``before``, by ``(due, id)``."""
-        sql = (
-            f"{_SELECT_TASKS} WHERE kind = $1 AND identity = $2 AND state = 'pending' "
-            f"AND due <= $3{_ORDER} LIMIT $4"
-        )
-        rows = await self._fetch(sql, kind, identity, float(before), max(limit, 0))
+        rows = await self._fetch(_DUE_TASKS, kind, identity, float(before), max(limit, 0))
         return [_row(r) for r in rows]
 
     async def next_due(self, kind: str, identity: str) -> float | None:
         """The earliest ``due`` among this actor's pending tasks, or ``None``."""
-        sql = (
-            "SELECT MIN(due) FROM tocsin_tasks "
-            "WHERE kind = $1 AND identity = $2 AND state = 'pending'"
-        )
-        rows = await self._fetch(sql, kind, identity)
+        rows = await self._fetch(_NEXT_DUE, kind, identity)
         value = rows[0][0]
         return None if value is None else float(value)
 
@@ -271,12 +239,7 @@ class PostgresStore:
 
         Ties are broken by ``(kind, identity)``; at most ``limit`` actors.
         """
-        sql = (
-            "SELECT kind, identity, MIN(due) AS first FROM tocsin_tasks "
-            "WHERE state = 'pending' AND due <= $1 GROUP BY kind, identity "
-            "ORDER BY first, kind, identity LIMIT $2"
-        )
-        rows = await self._fetch(sql, float(before), max(limit, 0))
+        rows = await self._fetch(_DUE_ACTORS, float(before), max(limit, 0))
         return [DueActor(row[0], row[1], float(row[2])) for row in rows]
 
     # --- plumbing --------------------------------------------------------------------------

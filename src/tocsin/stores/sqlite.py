@@ -42,8 +42,8 @@ from typing import Any, Final, Literal, TypeVar, final
 import msgspec
 
 from ..errors import StoreError
+from . import _queries as q
 from ._protocols import (
-    DeleteState,
     DeleteTask,
     DueActor,
     Op,
@@ -62,33 +62,10 @@ T = TypeVar("T")
 #: an application can share one file) before failing with "database is locked".
 BUSY_TIMEOUT_MS: Final = 5_000
 
-_COLUMNS: Final = (
-    "kind, identity, id, name, payload, due, every, attempts, max_retries, created_at, "
-    "state, last_error, timeout"
-)
-_SELECT_TASKS: Final = f"SELECT {_COLUMNS} FROM tocsin_tasks"
-_ORDER: Final = " ORDER BY due, id, kind, identity"
-_WRITES: Final[dict[type, str]] = {
-    UpsertTask: (
-        f"INSERT INTO tocsin_tasks ({_COLUMNS}) VALUES (?, ?, ?, ?, ?, ?, ?, ?, ?, ?, ?, ?, ?) "
-        "ON CONFLICT (kind, identity, id) DO UPDATE SET name = excluded.name, "
-        "payload = excluded.payload, due = excluded.due, every = excluded.every, "
-        "attempts = excluded.attempts, max_retries = excluded.max_retries, "
-        "created_at = excluded.created_at, state = excluded.state, "
-        "last_error = excluded.last_error, timeout = excluded.timeout"
-    ),
-    DeleteTask: "DELETE FROM tocsin_tasks WHERE kind = ? AND identity = ? AND id = ?",
-    PutState: (
-        "INSERT INTO tocsin_state (kind, identity, key, value) VALUES (?, ?, ?, ?) "
-        "ON CONFLICT (kind, identity, key) DO UPDATE SET value = excluded.value"
-    ),
-    DeleteState: "DELETE FROM tocsin_state WHERE kind = ? AND identity = ? AND key = ?",
-}
-
 
 def _params(op: Op) -> tuple[Any, ...]:
     if isinstance(op, UpsertTask):
-        # TaskRow's field order is _COLUMNS' order (a contract test pins it).
+        # TaskRow's field order is q.COLUMNS' order (a contract test pins it).
         return msgspec.structs.astuple(op.row)
     if isinstance(op, DeleteTask):
         return (op.kind, op.identity, op.id)
@@ -213,14 +190,13 @@ class SQLiteStore:
 
         def write(conn: sqlite3.Connection) -> None:
             for cls, group in itertools.groupby(batch, type):
-                conn.executemany(_WRITES[cls], [_params(op) for op in group])
+                conn.executemany(q.WRITES[cls], [_params(op) for op in group])
 
         await self._call(write, write=True, what="apply")
 
     async def get_state(self, kind: str, identity: str, key: str) -> bytes | None:
         """The value of ``storage[key]``, or ``None``."""
-        sql = "SELECT value FROM tocsin_state WHERE kind = ? AND identity = ? AND key = ?"
-        rows = await self._read(sql, (kind, identity, key))
+        rows = await self._read(q.GET_STATE, (kind, identity, key))
         return bytes(rows[0][0]) if rows else None
 
     async def list_state(
@@ -238,8 +214,7 @@ class SQLiteStore:
 
     async def get_task(self, kind: str, identity: str, task_id: str) -> TaskRow | None:
         """One task by primary key, or ``None``."""
-        sql = f"{_SELECT_TASKS} WHERE kind = ? AND identity = ? AND id = ?"
-        rows = await self._read(sql, (kind, identity, task_id))
+        rows = await self._read(q.GET_TASK, (kind, identity, task_id))
         return _row(rows[0]) if rows else None
 
     async def list_tasks(
@@ -249,35 +224,23 @@ class SQLiteStore:
         state: TaskState | None = None,
     ) -> list[TaskRow]:
         """Tasks matching the filters, ordered by ``(due, id, kind, identity)``."""
-        where, args = [], []
-        for column, value in (("kind", kind), ("identity", identity), ("state", state)):
-            if value is not None:
-                where.append(f"{column} = ?")
-                args.append(value)
-        sql = _SELECT_TASKS + (" WHERE " + " AND ".join(where) if where else "") + _ORDER
+        sql, args = q.list_tasks(kind, identity, state)
         return [_row(r) for r in await self._read(sql, tuple(args))]
 
     async def find_tasks(self, task_id: str) -> list[TaskRow]:
         """Every task with this id, across actors, ordered like :meth:`list_tasks`."""
-        rows = await self._read(f"{_SELECT_TASKS} WHERE id = ?{_ORDER}", (task_id,))
+        rows = await self._read(q.FIND_TASKS, (task_id,))
         return [_row(r) for r in rows]
 
     async def due_tasks(self, kind: str, identity: str, before: float, limit: int) -> list[TaskRow]:
         """This actor's pending tasks due at or before ``before``, by ``(due, id)``."""
-        sql = (
-            f"{_SELECT_TASKS} WHERE kind = ? AND identity = ? AND state = 'pending' "
-            f"AND due <= ?{_ORDER} LIMIT ?"
-        )
-        rows = await self._read(sql, (kind, identity, float(before), max(limit, 0)))
+        args = (kind, identity, float(before), max(limit, 0))
+        rows = await self._read(q.DUE_TASKS, args)
         return [_row(r) for r in rows]
 
     async def next_due(self, kind: str, identity: str) -> float | None:
         """The earliest ``due`` among this actor's pending tasks, or ``None``."""
-        sql = (
-            "SELECT MIN(due) FROM tocsin_tasks "
-            "WHERE kind = ? AND identity = ? AND state = 'pending'"
-        )
-        rows = await self._read(sql, (kind, identity))
+        rows = await self._read(q.NEXT_DUE, (kind, identity))
         value = rows[0][0]
         return None if value is None else float(value)
 
@@ -286,12 +249,7 @@ class SQLiteStore:
 
         Ties are broken by ``(kind, identity)``; at most ``limit`` actors.
         """
-        sql = (
-            "SELECT kind, identity, MIN(due) AS first FROM tocsin_tasks "
-            "WHERE state = 'pending' AND due <= ? GROUP BY kind, identity "
-            "ORDER BY first, kind, identity LIMIT ?"
-        )
-        rows = await self._read(sql, (before, max(limit, 0)))
+        rows = await self._read(q.DUE_ACTORS, (before, max(limit, 0)))
         return [DueActor(kind, identity, float(due)) for kind, identity, due in rows]
 
     # --- plumbing --------------------------------------------------------------------------

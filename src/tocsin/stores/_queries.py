@@ -1,0 +1,91 @@
+# SPDX-License-Identifier: Apache-2.0
+"""The SQL both database stores share, written once with ``?`` placeholders.
+
+SQLite takes them as they are; :func:`numbered` turns them into asyncpg's ``$1, $2, ...``
+once, at import. Only what really differs between the two engines stays in each store
+(prefix matching in ``list_state``, connection handling, error mapping).
+"""
+
+from __future__ import annotations
+
+import itertools
+import re
+from typing import Final
+
+from ._protocols import DeleteState, DeleteTask, PutState, UpsertTask
+
+__all__ = [
+    "COLUMNS",
+    "DUE_ACTORS",
+    "DUE_TASKS",
+    "FIND_TASKS",
+    "GET_STATE",
+    "GET_TASK",
+    "NEXT_DUE",
+    "WRITES",
+    "list_tasks",
+    "numbered",
+]
+
+#: TaskRow's field order (a contract test pins it): rows map to TaskRow positionally.
+COLUMNS: Final = (
+    "kind, identity, id, name, payload, due, every, attempts, max_retries, created_at, "
+    "state, last_error, timeout"
+)
+_SELECT_TASKS: Final = f"SELECT {COLUMNS} FROM tocsin_tasks"
+_ORDER: Final = " ORDER BY due, id, kind, identity"
+
+WRITES: Final[dict[type, str]] = {
+    UpsertTask: (
+        f"INSERT INTO tocsin_tasks ({COLUMNS}) VALUES (?, ?, ?, ?, ?, ?, ?, ?, ?, ?, ?, ?, ?) "
+        "ON CONFLICT (kind, identity, id) DO UPDATE SET name = excluded.name, "
+        "payload = excluded.payload, due = excluded.due, every = excluded.every, "
+        "attempts = excluded.attempts, max_retries = excluded.max_retries, "
+        "created_at = excluded.created_at, state = excluded.state, "
+        "last_error = excluded.last_error, timeout = excluded.timeout"
+    ),
+    DeleteTask: "DELETE FROM tocsin_tasks WHERE kind = ? AND identity = ? AND id = ?",
+    PutState: (
+        "INSERT INTO tocsin_state (kind, identity, key, value) VALUES (?, ?, ?, ?) "
+        "ON CONFLICT (kind, identity, key) DO UPDATE SET value = excluded.value"
+    ),
+    DeleteState: "DELETE FROM tocsin_state WHERE kind = ? AND identity = ? AND key = ?",
+}
+
+GET_STATE: Final = "SELECT value FROM tocsin_state WHERE kind = ? AND identity = ? AND key = ?"
+GET_TASK: Final = f"{_SELECT_TASKS} WHERE kind = ? AND identity = ? AND id = ?"
+FIND_TASKS: Final = f"{_SELECT_TASKS} WHERE id = ?{_ORDER}"
+#: Parameters: kind, identity, before, limit.
+DUE_TASKS: Final = (
+    f"{_SELECT_TASKS} WHERE kind = ? AND identity = ? AND state = 'pending' "
+    f"AND due <= ?{_ORDER} LIMIT ?"
+)
+NEXT_DUE: Final = (
+    "SELECT MIN(due) FROM tocsin_tasks WHERE kind = ? AND identity = ? AND state = 'pending'"
+)
+#: Parameters: before, limit.
+DUE_ACTORS: Final = (
+    "SELECT kind, identity, MIN(due) AS first FROM tocsin_tasks "
+    "WHERE state = 'pending' AND due <= ? GROUP BY kind, identity "
+    "ORDER BY first, kind, identity LIMIT ?"
+)
+
+
+def list_tasks(kind: str | None, identity: str | None, state: str | None) -> tuple[str, list[str]]:
+    """The ``list_tasks`` query for the given filters, and its arguments."""
+    where: list[str] = []
+    args: list[str] = []
+    for column, value in (("kind", kind), ("identity", identity), ("state", state)):
+        if value is not None:
+            where.append(f"{column} = ?")
+            args.append(value)
+    return _SELECT_TASKS + (" WHERE " + " AND ".join(where) if where else "") + _ORDER, args
+
+
+_PLACEHOLDER = re.compile(r"\?")
+
+
+def numbered(sql: str) -> str:
+    """``?`` placeholders as PostgreSQL's ``$1, $2, ...`` (none of our SQL has a literal ``?``)."""
+    count = itertools.count(1)
+    return _PLACEHOLDER.sub(lambda _: f"${next(count)}", sql)
