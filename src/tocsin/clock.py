@@ -28,7 +28,12 @@ from collections.abc import Callable
 from datetime import UTC, datetime
 from typing import Protocol, final
 
-__all__ = ["Clock", "ManualClock", "SystemClock", "TimerHandle"]
+__all__ = ["WALL_TOLERANCE", "Clock", "ManualClock", "SystemClock", "TimerHandle"]
+
+#: Seconds by which a wall-clock instant counts as reached early. Wall times are armed as
+#: monotonic deadlines through floats of epoch size (ulp ~2e-7 s), so a deadline can fire
+#: a hair before its wall time; without this slack it would re-arm for that hair, forever.
+WALL_TOLERANCE = 0.001
 
 
 class TimerHandle(Protocol):

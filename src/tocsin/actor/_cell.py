@@ -439,20 +439,20 @@ class Cell:
         self._reject_mailbox(DeadLetterReason.STOPPED)
         if self.unanswered:
             for reply in list(self.unanswered):
-                self.fail_reply(reply, DeadLetterReason.STOPPED)
+                fail_reply(reply, self.pid, DeadLetterReason.STOPPED)
         system._cell_stopped(self)
         system.events.publish(ActorStopped(self.pid))
         if self._stopped is not None and not self._stopped.done():
             self._stopped.set_result(None)
 
-    def fail_reply(self, reply: asyncio.Future[Any], reason: DeadLetterReason) -> None:
-        if not reply.done():
-            error = (
-                ActorSuspendedError(f"{self.pid} is suspended")
-                if reason is DeadLetterReason.SUSPENDED
-                else DeadActorError(f"{self.pid} is stopped")
-            )
-            reply.set_exception(error)
+
+def fail_reply(reply: asyncio.Future[Any], target: PID | None, reason: DeadLetterReason) -> None:
+    """Fail an ask that cannot be answered: its target is suspended or stopped."""
+    if not reply.done():
+        if reason is DeadLetterReason.SUSPENDED:
+            reply.set_exception(ActorSuspendedError(f"{target} is suspended"))
+        else:
+            reply.set_exception(DeadActorError(f"{target} is stopped"))
 
 
 _WRAPPED = frozenset({_Ask, ScheduleRecord, Turn})

@@ -19,7 +19,6 @@ from ..clock import Clock, SystemClock
 from ..errors import (
     ActorNameTakenError,
     ActorNotFoundError,
-    ActorSuspendedError,
     ActorSystemNotStartedError,
     DeadActorError,
 )
@@ -30,7 +29,7 @@ from ..scheduling._scheduler import Scheduler, ScheduleRecord
 from ..scheduling._validate import to_seconds
 from ..scheduling._wallwatch import WallWatch
 from ._actor import Actor
-from ._cell import Cell, CellState
+from ._cell import Cell, CellState, fail_reply
 from ._events import ActorPassivated, DeadLetter, DeadLetterReason, EventStream
 from ._pid import PID, NoSender
 from ._supervision import DEFAULT_SUPERVISOR, Directive, Supervisor
@@ -347,11 +346,8 @@ class ActorSystem(SchedulingCalls):
             if self._scheduler is None or not self._scheduler.tick_undeliverable(message):
                 return  # a stale tick: cancelled, not lost
             message = message.message
-        if reply is not None and not reply.done():
-            if reason is DeadLetterReason.SUSPENDED:
-                reply.set_exception(ActorSuspendedError(f"{target} is suspended"))
-            else:
-                reply.set_exception(DeadActorError(f"{target} is stopped"))
+        if reply is not None:
+            fail_reply(reply, target, reason)
         self._dead_letter(DeadLetter(message, sender, target, reason))
 
     def _dead_letter(self, letter: DeadLetter) -> None:

@@ -23,7 +23,8 @@ from ..scheduling._heap import Deadline
 from ..stores import DeleteState, Op, PutState, Store
 from ._storage import MISSING, Storage
 
-#: Mirrors tocsin.durable._runtime.LOOKAHEAD (imported lazily there: no import cycle).
+#: Seconds ahead the store is polled for identities with due tasks; a passivated
+#: identity keeps its alarm in memory only when it is due within this window.
 LOOKAHEAD = 300.0
 
 if TYPE_CHECKING:

@@ -23,12 +23,12 @@ from collections.abc import Callable
 from typing import TYPE_CHECKING, Any, final
 
 from ..actor._cell import Cell, CellState
-from ..errors import ActorSystemNotStartedError, TaskTimeoutError
+from ..clock import WALL_TOLERANCE
+from ..errors import TaskTimeoutError
 from ..scheduling._heap import Deadline
 from ..stores import DeleteTask, Op, Store, TaskRow, UpsertTask, resolve_store
-from . import _handle as _handle_module
 from ._codec import decode
-from ._handle import DurableHandle
+from ._handle import LOOKAHEAD, DurableHandle
 from ._records import TaskParked, record_from_row
 
 if TYPE_CHECKING:
@@ -43,15 +43,10 @@ __all__ = [
 ]
 
 #: Seconds ahead the store is polled for identities with due tasks.
-LOOKAHEAD = _handle_module.LOOKAHEAD
 #: Activations running their first start at once (recovery after downtime).
 ACTIVATION_CONCURRENCY = 64
 #: Task completions committed together during one drain.
 COMPLETION_BATCH = 100
-#: Tasks due this close after the start of a drain run in it. Wall and monotonic time
-#: are converted through floats of epoch size (ulp ~2e-7 s): without a tolerance an alarm
-#: could ring a hair before its task is due and re-arm for that hair, forever.
-DUE_TOLERANCE = 0.001
 #: Most tasks one drain turn runs; more due tasks run in the next turn, so the actor's
 #: other messages are not held up behind a long backlog.
 DRAIN_LIMIT = 1000
@@ -132,9 +127,6 @@ class DurableRuntime:
         if isinstance(target, DurableHandle):
             target.cell_stopped(cell)
 
-    def arm_after_commit(self, handle: DurableHandle, due: float) -> None:
-        handle.arm(due)  # an early alarm is harmless: the drain re-reads the store
-
     # -- polling -----------------------------------------------------------------------
 
     async def poll(self) -> None:
@@ -178,7 +170,7 @@ class DurableRuntime:
         start = actor.now().timestamp()
         store = self.store
         rows = await store.due_tasks(
-            handle.kind, handle.identity, start + DUE_TOLERANCE, DRAIN_LIMIT
+            handle.kind, handle.identity, start + WALL_TOLERANCE, DRAIN_LIMIT
         )
         handle.touched.clear()
         ops: list[Op] = []
@@ -274,10 +266,6 @@ class DurableRuntime:
         return UpsertTask(
             _replace(row, due=now + decision.delay, attempts=attempts, last_error=repr(error))
         )
-
-    def check_running(self) -> None:
-        if not self.system.running:
-            raise ActorSystemNotStartedError(f"actor system {self.system.name!r} is not running")
 
 
 def _replace(row: TaskRow, **changes: Any) -> TaskRow:

@@ -16,6 +16,7 @@ import itertools
 import math
 from typing import TYPE_CHECKING, Any, final
 
+from ..clock import WALL_TOLERANCE
 from ..errors import (
     DeadActorError,
     ScheduleAlreadyExistsError,
@@ -195,9 +196,9 @@ class Scheduler:
         interval: float | None,
         cron: CronState | None,
     ) -> ScheduleRecord:
+        # Every call comes through SchedulingCalls._live_scheduler, which checked that the
+        # system is running.
         system = self._system
-        if not system._running:
-            system._check_running()
         try:
             target = pid._target  # duck-typed: a PID, local or durable
         except AttributeError:
@@ -286,7 +287,6 @@ class Scheduler:
         replace: bool,
         owner: Cell | None,
     ) -> str:
-        self._system._check_running()
         clock = self._system.clock
         zone_name = timezone if timezone is not None else self._system.timezone
         state = CronState.create(expression, zone_name, clock.wall())
@@ -297,7 +297,6 @@ class Scheduler:
     # -- managing ----------------------------------------------------------------------
 
     def _get(self, reference: str) -> ScheduleRecord:
-        self._system._check_running()
         record = self._refs.get(reference)
         if record is None:
             raise ScheduleNotFoundError(f"no schedule with reference {reference!r}")
@@ -307,7 +306,7 @@ class Scheduler:
         # _retire inlined: cancel is as hot as create in timeout-style use.
         record = self._refs.pop(reference, None)
         if record is None:
-            self._get(reference)  # raises ScheduleNotFoundError (or not running)
+            self._get(reference)  # raises ScheduleNotFoundError
             return
         record.dead = True
         self._heap.cancel(record)
@@ -391,7 +390,7 @@ class Scheduler:
 
     def _fire_cron(self, record: ScheduleRecord, state: CronState, now: float) -> None:
         wall = self._system.clock.wall()
-        if wall + 0.001 < state.next_wall:  # float slack: epoch-size floats (ulp ~2e-7 s)
+        if wall + WALL_TOLERANCE < state.next_wall:
             # Wall time went back since this was armed: not due yet in wall terms.
             record.due = now + (state.next_wall - wall)
             self._deadlines.add(record.due, record)
