@@ -7,15 +7,14 @@ import asyncio
 from typing import Any
 
 import pytest
+from actor_support import new_system
 
 from tocsin import (
     Actor,
     ActorNameTakenError,
     ActorNotFoundError,
     ActorStopped,
-    ActorSystem,
     DeadActorError,
-    ManualClock,
     ReceiveContext,
 )
 
@@ -40,11 +39,6 @@ class Spawner(Actor):
                 ctx.stop(pid)
             case "parent":
                 ctx.respond(ctx.parent)
-
-
-def new_system() -> tuple[ActorSystem, ManualClock]:
-    clock = ManualClock(wall=0)
-    return ActorSystem("test", clock=clock), clock
 
 
 async def test_child_paths_nest_under_the_parent() -> None:

@@ -9,9 +9,9 @@ import logging
 from typing import Any
 
 import pytest
+from actor_support import Echo, new_system
 
 from tocsin import (
-    Actor,
     ActorRestarted,
     ActorStarted,
     ActorStopped,
@@ -19,21 +19,8 @@ from tocsin import (
     DeadLetter,
     DeadLetterReason,
     ManualClock,
-    ReceiveContext,
     Subscription,
 )
-
-
-class Echo(Actor):
-    async def receive(self, ctx: ReceiveContext) -> None:
-        if ctx.message == "fail":
-            raise RuntimeError("fail")
-        ctx.respond(ctx.message)
-
-
-def new_system() -> tuple[ActorSystem, ManualClock]:
-    clock = ManualClock(wall=0)
-    return ActorSystem("test", clock=clock), clock
 
 
 async def test_subscribe_without_types_receives_every_event() -> None:

@@ -7,6 +7,7 @@ import asyncio
 from typing import Any
 
 import pytest
+from actor_support import Echo
 
 from tocsin import (
     PID,
@@ -25,11 +26,6 @@ from tocsin import (
     NoSender,
     ReceiveContext,
 )
-
-
-class Echo(Actor):
-    async def receive(self, ctx: ReceiveContext) -> None:
-        ctx.respond(ctx.message)
 
 
 class Recorder(Actor):

@@ -8,30 +8,17 @@ from datetime import timedelta
 from typing import Any
 
 import pytest
+from actor_support import Echo, new_system
 
 from tocsin import (
     Actor,
     ActorPassivated,
     ActorStopped,
-    ActorSystem,
     DeadActorError,
     Directive,
     InvalidIntervalError,
-    ManualClock,
     ReceiveContext,
 )
-
-
-class Echo(Actor):
-    async def receive(self, ctx: ReceiveContext) -> None:
-        if ctx.message == "fail":
-            raise RuntimeError("fail")
-        ctx.respond(ctx.message)
-
-
-def new_system() -> tuple[ActorSystem, ManualClock]:
-    clock = ManualClock(wall=0)
-    return ActorSystem("test", clock=clock), clock
 
 
 async def test_idle_actor_is_passivated_then_stopped() -> None:

@@ -7,6 +7,7 @@ import logging
 from typing import Any
 
 import pytest
+from actor_support import new_system
 
 from tocsin import (
     Actor,
@@ -16,12 +17,10 @@ from tocsin import (
     ActorStopped,
     ActorSuspended,
     ActorSuspendedError,
-    ActorSystem,
     DeadActorError,
     DeadLetter,
     DeadLetterReason,
     Directive,
-    ManualClock,
     ReceiveContext,
     Supervisor,
 )
@@ -48,11 +47,6 @@ class Counter(Actor):
             ctx.respond(self.count)
             return
         self.count += 1
-
-
-def new_system() -> tuple[ActorSystem, ManualClock]:
-    clock = ManualClock(wall=0)
-    return ActorSystem("test", clock=clock), clock
 
 
 # -- restart -----------------------------------------------------------------------------

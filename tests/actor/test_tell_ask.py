@@ -8,25 +8,19 @@ from datetime import timedelta
 from typing import Any
 
 import pytest
+from actor_support import Echo, new_system
 
 from tocsin import (
     Actor,
-    ActorSystem,
     AskTimeoutError,
     DeadActorError,
     DeadLetter,
     DeadLetterReason,
     Directive,
-    ManualClock,
     ReceiveContext,
     TocsinError,
 )
 from tocsin.actor._cell import THROUGHPUT
-
-
-class Echo(Actor):
-    async def receive(self, ctx: ReceiveContext) -> None:
-        ctx.respond(ctx.message)
 
 
 class Silent(Actor):
@@ -51,11 +45,6 @@ def gated(gate: asyncio.Event) -> Gated:
     actor = Gated()
     actor.gate = gate
     return actor
-
-
-def new_system() -> tuple[ActorSystem, ManualClock]:
-    clock = ManualClock(wall=0)
-    return ActorSystem("test", clock=clock), clock
 
 
 async def test_tell_returns_before_the_message_is_handled() -> None:
