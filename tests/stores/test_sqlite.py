@@ -1,5 +1,6 @@
 # SPDX-License-Identifier: Apache-2.0
-"""SQLite specifics: WAL, synchronous, one worker thread, group commit, open errors."""
+"""SQLite specifics: WAL, synchronous, the worker thread and group commit, the loop-side
+connection for small calls and its fallbacks, checkpoints, open errors."""
 
 from __future__ import annotations
 
@@ -11,8 +12,10 @@ from pathlib import Path
 import pytest
 
 from tocsin.errors import StoreError
-from tocsin.stores import PutState
-from tocsin.stores.sqlite import SQLiteStore
+from tocsin.stores import DeleteState, PutState
+from tocsin.stores import sqlite as sqlite_module
+from tocsin.stores._sqlite_inline import is_busy
+from tocsin.stores.sqlite import INLINE_MAX_OPS, SQLiteStore
 
 
 async def test_file_is_in_wal_mode_with_the_schema(tmp_path: Path) -> None:
@@ -69,15 +72,131 @@ async def test_all_work_runs_on_one_thread_that_stops_on_close(tmp_path: Path) -
     assert not any(t.is_alive() for t in workers)
 
 
-async def test_concurrent_applies_share_commits(tmp_path: Path) -> None:
-    store = SQLiteStore(tmp_path / "t.db")
+async def test_concurrent_applies_on_the_worker_share_commits(tmp_path: Path) -> None:
+    # At FULL every write goes to the worker thread (an fsync must not block the loop);
+    # the ones that queue up while it commits are committed together.
+    store = SQLiteStore(tmp_path / "t.db", synchronous="FULL")
     await store.open()
     try:
         await asyncio.gather(*(store.apply([PutState("A", "1", f"k{i}", b"")]) for i in range(300)))
         assert len(await store.list_state("A", "1")) == 300
-        assert 1 <= store.commits <= 300  # grouped commits (typically a handful)
+        assert store._worker is not None
+        assert store._worker.commits == store.commits
+        assert 1 <= store.commits < 300  # grouped: the first commit alone lets others queue
     finally:
         await store.close()
+
+
+async def _open(path: Path, **kwargs: object) -> SQLiteStore:
+    store = SQLiteStore(path, **kwargs)  # type: ignore[arg-type]
+    await store.open()
+    return store
+
+
+async def test_small_calls_run_on_the_loop_thread_at_normal(tmp_path: Path) -> None:
+    store = await _open(tmp_path / "t.db")
+    try:
+        assert store._worker is not None
+        assert store._inline is not None
+        await store.apply([PutState("A", "1", "k", b"v"), PutState("A", "1", "j", b"w")])
+        assert await store.get_state("A", "1", "k") == b"v"
+        await store.apply([DeleteState("A", "1", "k")])
+        assert await store.get_state("A", "1", "k") is None
+        assert (store._inline.commits, store._worker.commits) == (2, 0)
+        assert store.commits == 2
+    finally:
+        await store.close()
+
+
+async def test_large_batches_and_full_sync_writes_go_to_the_worker(tmp_path: Path) -> None:
+    store = await _open(tmp_path / "t.db")
+    try:
+        assert store._worker is not None
+        assert store._inline is not None
+        big = [PutState("A", "1", f"k{i}", b"") for i in range(INLINE_MAX_OPS + 1)]
+        await store.apply(big)
+        assert (store._inline.commits, store._worker.commits) == (0, 1)
+        assert len(await store.list_state("A", "1")) == INLINE_MAX_OPS + 1
+    finally:
+        await store.close()
+    full = await _open(tmp_path / "f.db", synchronous="FULL")
+    try:
+        assert full._worker is not None
+        assert full._inline is not None
+        await full.apply([PutState("A", "1", "k", b"v")])
+        assert (full._inline.commits, full._worker.commits) == (0, 1)
+        assert await full.get_state("A", "1", "k") == b"v"  # reads stay inline
+    finally:
+        await full.close()
+
+
+async def test_a_locked_database_sends_the_write_to_the_worker_which_waits(
+    tmp_path: Path,
+) -> None:
+    store = await _open(tmp_path / "t.db")
+    other = sqlite3.connect(tmp_path / "t.db", isolation_level=None)
+    try:
+        assert store._worker is not None
+        assert store._inline is not None
+        other.execute("BEGIN IMMEDIATE")  # another process holding the write lock
+        other.execute("INSERT INTO tocsin_state VALUES ('A', '1', 'other', x'00')")
+        write = asyncio.ensure_future(store.apply([PutState("A", "1", "k", b"v")]))
+        for _ in range(5):
+            await asyncio.sleep(0)  # the loop stays free while the worker waits
+        assert not write.done()
+        assert store._inline.commits == 0
+        # Reads never wait for a writer in WAL mode: the loop-side read sees the last commit.
+        assert await store.get_state("A", "1", "k") is None
+        other.execute("COMMIT")
+        await write  # the worker's busy handler retries until the lock is free
+        assert (store._inline.commits, store._worker.commits) == (0, 1)
+        assert [k for k, _ in await store.list_state("A", "1")] == ["k", "other"]
+    finally:
+        other.close()
+        await store.close()
+
+
+async def test_a_failing_inline_write_rolls_back_and_raises_store_error(tmp_path: Path) -> None:
+    store = await _open(tmp_path / "t.db")
+    try:
+        assert store._inline is not None
+        store._inline.conn.execute("DROP TABLE tocsin_state")
+        with pytest.raises(StoreError, match="apply failed: no such table"):
+            await store.apply([PutState("A", "1", "k", b"v")])
+        assert not store._inline.conn.in_transaction
+    finally:
+        await store.close()
+
+
+async def test_loop_side_commits_are_checkpointed_by_the_worker(
+    tmp_path: Path, monkeypatch: pytest.MonkeyPatch
+) -> None:
+    monkeypatch.setattr(sqlite_module, "CHECKPOINT_EVERY", 3)
+    store = await _open(tmp_path / "t.db")
+    try:
+        for i in range(3):
+            await store.apply([PutState("A", "1", f"k{i}", b"v")])
+        assert store._checkpoint is not None
+        [(busy, frames, done)] = await asyncio.wrap_future(store._checkpoint)
+        assert busy == 0
+        assert frames > 0
+        assert done == frames
+        assert store._since_checkpoint == 0
+    finally:
+        await store.close()
+
+
+def test_is_busy_reads_the_primary_result_code() -> None:
+    busy = sqlite3.OperationalError("database is locked")
+    busy.sqlite_errorcode = 5  # type: ignore[attr-defined]
+    snapshot = sqlite3.OperationalError("snapshot")
+    snapshot.sqlite_errorcode = 517  # type: ignore[attr-defined]  # SQLITE_BUSY_SNAPSHOT
+    other = sqlite3.OperationalError("no such table")
+    other.sqlite_errorcode = 1  # type: ignore[attr-defined]
+    assert is_busy(busy)
+    assert is_busy(snapshot)
+    assert not is_busy(other)
+    assert not is_busy(sqlite3.OperationalError("no code"))
 
 
 async def test_open_fails_with_store_error_when_the_directory_is_missing(tmp_path: Path) -> None:

@@ -29,6 +29,7 @@ LOOKAHEAD = 300.0
 
 if TYPE_CHECKING:
     from ._actor import DurableActor
+    from ._run import Budget
     from ._runtime import DurableRuntime
 
 __all__ = ["DurableHandle"]
@@ -63,6 +64,8 @@ class DurableHandle:
         self.alarm_due: float | None = None  # wall epoch the alarm is armed for
         self.drain_queued = False
         self.running_id: str | None = None
+        #: The budget of the task run suspended in this actor's turn, if any.
+        self.budget: Budget | None = None
         self.touched: set[str] = set()
         self.tx: list[Op] | None = None
         self.storage = Storage(self)

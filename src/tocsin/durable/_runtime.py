@@ -17,19 +17,17 @@ downtime with many overdue identities is not a stampede.
 from __future__ import annotations
 
 import asyncio
-import inspect
 import logging
 from collections.abc import Callable
 from typing import TYPE_CHECKING, Any, final
 
 from ..actor._cell import Cell, CellState
 from ..clock import WALL_TOLERANCE
-from ..errors import TaskTimeoutError
 from ..scheduling._heap import Deadline
 from ..stores import DeleteTask, Op, Store, TaskRow, UpsertTask, resolve_store
-from ._codec import decode
 from ._handle import LOOKAHEAD, DurableHandle
 from ._records import TaskParked, record_from_row
+from ._run import INTERRUPTED, run_task
 
 if TYPE_CHECKING:
     from ..actor._system import ActorSystem
@@ -89,6 +87,14 @@ class DurableRuntime:
         self.system._deadlines.remove(self._poll)
         if self._poll_task is not None:
             await asyncio.wait({self._poll_task})
+        for handle in self.handles.values():
+            # A task run suspended in a turn would hold the stop up until its budget runs
+            # out (15 minutes by default). Cut it short instead: it is not completed, so
+            # at-least-once delivery runs it again on the next start. The stop is
+            # requested first, so that no later turn starts the task again.
+            if handle.budget is not None:
+                handle.request_stop()
+                handle.budget.interrupt()
         await asyncio.gather(*(h.stop() for h in list(self.handles.values())))
 
     async def close(self) -> None:
@@ -175,6 +181,7 @@ class DurableRuntime:
         handle.touched.clear()
         ops: list[Op] = []
         parked: list[tuple[TaskRow, BaseException]] = []
+        interrupted = False
         for row in rows:
             if cell.state is not CellState.RUNNING:
                 break
@@ -182,9 +189,12 @@ class DurableRuntime:
                 continue  # replaced or cancelled by an earlier task of this drain
             handle.running_id = row.id
             try:
-                error = await self._run(cell, actor, row)
+                error = await run_task(self.system, cell, actor, row, handle)
             finally:
                 handle.running_id = None
+            if error is INTERRUPTED:
+                interrupted = True
+                break  # the system is stopping: this task stays pending, untouched
             actor = cell.actor  # type: ignore[assignment]
             if row.id in handle.touched:
                 continue  # the task rescheduled or cancelled itself: that write stands
@@ -192,54 +202,19 @@ class DurableRuntime:
             if len(ops) >= COMPLETION_BATCH:
                 await store.apply(ops)
                 ops = []
+                # A store call may complete without suspending (the SQLite store's small
+                # commits run on the loop thread, the memory store's always): yield once
+                # per batch so a long drain does not hold up the rest of the loop.
+                await asyncio.sleep(0)
         if ops:
             await store.apply(ops)
         for row, exc in parked:
             parked_row = await store.get_task(row.kind, row.identity, row.id)
             if parked_row is not None:
                 self.system.events.publish(TaskParked(handle.pid, record_from_row(parked_row), exc))
+        if interrupted:
+            return  # no alarm: the system is stopping, and its start re-arms from the store
         handle.rearm(await store.next_due(handle.kind, handle.identity))
-
-    async def _run(self, cell: Cell, actor: DurableActor, row: TaskRow) -> BaseException | None:
-        """Run one task under its time budget; return its error, or None on success."""
-        try:
-            payload = decode(row.payload)
-            method = getattr(type(actor), row.name, None)
-            if method is None or not callable(method):
-                call: Any = actor.on_task(row.name, payload, cell.ctx)
-            else:
-                call = getattr(actor, row.name)(payload)
-        except Exception as exc:
-            # A sync method (or an undecodable payload) fails here, not in the awaited
-            # task: it must count as a failed run too, or it would abort the whole drain
-            # (losing the completions of the tasks before it and the alarm re-arm).
-            return exc
-        if not inspect.isawaitable(call):
-            return None
-        # The run is awaited in this turn under a budget kept on the shared heap (so a
-        # ManualClock drives it), the way asyncio.timeout works: on expiry the turn's task
-        # is cancelled, and that one cancellation is taken back here. Catching
-        # CancelledError is right only for our own cancel; any other is re-raised.
-        task = asyncio.current_task()
-        assert task is not None
-        budget = row.timeout if row.timeout is not None else actor.task_timeout
-        timer = _Budget(task)
-        deadlines = self.system._deadlines
-        deadlines.add(self.system.clock.monotonic() + budget, timer)
-        try:
-            await call
-        except asyncio.CancelledError:
-            if timer.expired and task.uncancel() == 0:
-                timer.expired = False
-                return TaskTimeoutError(f"task {row.id!r} ({row.name}) exceeded {budget} s")
-            raise
-        except Exception as exc:
-            return exc
-        finally:
-            deadlines.remove(timer)
-            if timer.expired:  # expired as the run finished: withdraw the late cancel
-                task.uncancel()
-        return None
 
     def _completion(
         self,
@@ -272,23 +247,6 @@ def _replace(row: TaskRow, **changes: Any) -> TaskRow:
     fields = {name: getattr(row, name) for name in row.__struct_fields__}
     fields.update(changes)
     return TaskRow(**fields)
-
-
-@final
-class _Budget(Deadline):
-    """A task run's time budget: cancels the run when it expires."""
-
-    __slots__ = ("expired", "task")
-
-    def __init__(self, task: asyncio.Task[Any]) -> None:
-        super().__init__()
-        self.task = task
-        self.expired = False
-
-    def fire(self, now: float, deadline: float) -> None:
-        if not self.task.done():
-            self.expired = True
-            self.task.cancel()
 
 
 @final

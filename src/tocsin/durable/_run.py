@@ -1,0 +1,150 @@
+# SPDX-License-Identifier: Apache-2.0
+"""Running one durable task: dispatch, and the time budget of a run that suspends.
+
+The budget is a deadline on the system's shared heap (so a ``ManualClock`` drives it),
+working the way ``asyncio.timeout`` does: on expiry the turn's task is cancelled, and that
+one cancellation is taken back where the run is awaited.
+
+A budget only matters while the run is suspended: synchronous code cannot be interrupted
+by a cancellation anyway. So an ``async def`` body is first stepped by hand, once; if it
+finishes without suspending (common: it only touches memory, or a store whose small calls
+complete at once), no deadline is pushed and cancelled for it. If it suspends, the budget
+is armed (counted from the start of the run) and the rest of the body is awaited through
+:func:`_resume`, which passes every suspension and every ``throw`` through unchanged, as
+``await`` itself would.
+"""
+
+from __future__ import annotations
+
+import asyncio
+import inspect
+import types
+from collections.abc import Generator
+from typing import TYPE_CHECKING, Any, Final, final
+
+from ..errors import TaskTimeoutError
+from ..scheduling._heap import Deadline
+from ..stores import TaskRow
+from ._codec import decode
+
+if TYPE_CHECKING:
+    from ..actor._cell import Cell
+    from ..actor._system import ActorSystem
+    from ._actor import DurableActor
+    from ._handle import DurableHandle
+
+__all__ = ["INTERRUPTED", "Budget", "run_task"]
+
+
+class _Interrupted(Exception):
+    """The run was cut short by ``system.stop()``: neither a success nor a failure."""
+
+
+#: What :func:`run_task` returns for a run cut short by the system stopping. The task is
+#: not completed and no attempt is recorded; it runs again on the next start (at least
+#: once), so a stop never waits out a hung task's budget.
+INTERRUPTED: Final = _Interrupted("interrupted by system stop")
+
+
+async def run_task(
+    system: ActorSystem, cell: Cell, actor: DurableActor, row: TaskRow, handle: DurableHandle
+) -> BaseException | None:
+    """Run one task under its time budget; return its error, ``None`` on success, or
+    :data:`INTERRUPTED`. While the run is suspended, ``handle.budget`` is its budget."""
+    try:
+        payload = decode(row.payload)
+        method = getattr(type(actor), row.name, None)
+        if method is None or not callable(method):
+            call: Any = actor.on_task(row.name, payload, cell.ctx)
+        else:
+            call = getattr(actor, row.name)(payload)
+    except Exception as exc:
+        # A sync method (or an undecodable payload) fails here, not in the awaited
+        # task: it must count as a failed run too, or it would abort the whole drain
+        # (losing the completions of the tasks before it and the alarm re-arm).
+        return exc
+    if not inspect.isawaitable(call):
+        return None
+    started = system.clock.monotonic()
+    rest: Any = call
+    if type(call) is types.CoroutineType:
+        try:
+            first = call.send(None)
+        except StopIteration:
+            return None  # finished without suspending: nothing to time
+        except Exception as exc:
+            return exc
+        rest = _resume(call, first)
+    task = asyncio.current_task()
+    assert task is not None
+    budget = row.timeout if row.timeout is not None else actor.task_timeout
+    timer = Budget(task)
+    deadlines = system._deadlines
+    deadlines.add(started + budget, timer)
+    handle.budget = timer
+    try:
+        await rest
+    except asyncio.CancelledError:
+        # Catching CancelledError is right only for our own cancel; any other re-raises.
+        if timer.cause is not None and task.uncancel() == 0:
+            cause, timer.cause = timer.cause, None
+            if cause == "stop":
+                return INTERRUPTED
+            return TaskTimeoutError(f"task {row.id!r} ({row.name}) exceeded {budget} s")
+        raise
+    except Exception as exc:
+        return exc
+    finally:
+        handle.budget = None
+        deadlines.remove(timer)
+        if timer.cause is not None:  # fired as the run finished: withdraw the late cancel
+            task.uncancel()
+    return None
+
+
+@types.coroutine
+def _resume(coro: types.CoroutineType[Any, Any, Any], first: Any) -> Generator[Any, Any, Any]:
+    """Await ``coro`` from its first suspension on (it already yielded ``first``): what
+    ``yield from`` does, for a coroutine whose first step was taken by hand."""
+    pending = first
+    while True:
+        try:
+            sent = yield pending
+        except GeneratorExit:
+            coro.close()
+            raise
+        except BaseException as exc:  # a cancellation (or any throw) goes to the body
+            try:
+                pending = coro.throw(exc)
+            except StopIteration as stop:
+                return stop.value
+        else:
+            try:
+                pending = coro.send(sent)
+            except StopIteration as stop:
+                return stop.value
+
+
+@final
+class Budget(Deadline):
+    """A suspended run's time budget: cancels the run when it expires, or when the system
+    stops (:meth:`interrupt`)."""
+
+    __slots__ = ("cause", "task")
+
+    def __init__(self, task: asyncio.Task[Any]) -> None:
+        super().__init__()
+        self.task = task
+        #: Why this budget cancelled the run: "timeout", "stop", or None (it did not).
+        self.cause: str | None = None
+
+    def fire(self, now: float, deadline: float) -> None:
+        self._cancel("timeout")
+
+    def interrupt(self) -> None:
+        self._cancel("stop")
+
+    def _cancel(self, cause: str) -> None:
+        if self.cause is None and not self.task.done():
+            self.cause = cause
+            self.task.cancel()
