@@ -27,7 +27,8 @@ async def test_file_is_in_wal_mode_with_the_schema(tmp_path: Path) -> None:
         assert conn.execute("PRAGMA user_version").fetchone()[0] == 1
         tables = {r[0] for r in conn.execute("SELECT name FROM sqlite_master")}
     conn.close()
-    assert {"tocsin_tasks", "tocsin_state", "tocsin_tasks_state_due"} <= tables
+    assert {"tocsin_tasks", "tocsin_state", "tocsin_tasks_actor_state_due"} <= tables
+    assert "tocsin_tasks_state_due" not in tables  # dropped: see the schema's comment
 
 
 @pytest.mark.parametrize(("sync", "level"), [("NORMAL", 1), ("FULL", 2)])
@@ -168,20 +169,33 @@ async def test_a_failing_inline_write_rolls_back_and_raises_store_error(tmp_path
         await store.close()
 
 
-async def test_loop_side_commits_are_checkpointed_by_the_worker(
+async def test_a_growing_wal_is_checkpointed_and_truncated_by_the_worker(
     tmp_path: Path, monkeypatch: pytest.MonkeyPatch
 ) -> None:
-    monkeypatch.setattr(sqlite_module, "CHECKPOINT_EVERY", 3)
+    monkeypatch.setattr(sqlite_module, "CHECKPOINT_CHECK_EVERY", 3)
+    monkeypatch.setattr(sqlite_module, "CHECKPOINT_WAL_BYTES", 1)
     store = await _open(tmp_path / "t.db")
     try:
-        for i in range(3):
+        for i in range(2):
             await store.apply([PutState("A", "1", f"k{i}", b"v")])
+        assert store._checkpoint is None  # the WAL is looked at every third commit
+        await store.apply([PutState("A", "1", "k2", b"v")])
         assert store._checkpoint is not None
         [(busy, frames, done)] = await asyncio.wrap_future(store._checkpoint)
         assert busy == 0
-        assert frames > 0
-        assert done == frames
-        assert store._since_checkpoint == 0
+        assert frames == done == 0  # TRUNCATE: everything copied, the WAL emptied
+        assert (tmp_path / "t.db-wal").stat().st_size == 0
+        assert len(await store.list_state("A", "1")) == 3
+    finally:
+        await store.close()
+
+
+async def test_a_small_wal_is_left_to_grow(tmp_path: Path, monkeypatch: pytest.MonkeyPatch) -> None:
+    monkeypatch.setattr(sqlite_module, "CHECKPOINT_CHECK_EVERY", 1)
+    store = await _open(tmp_path / "t.db")
+    try:
+        await store.apply([PutState("A", "1", "k", b"v")])
+        assert store._checkpoint is None  # far below CHECKPOINT_WAL_BYTES
     finally:
         await store.close()
 

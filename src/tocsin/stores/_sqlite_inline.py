@@ -46,7 +46,7 @@ class Inline:
 
     __slots__ = ("commits", "conn")
 
-    def __init__(self, path: str) -> None:
+    def __init__(self, path: str, cache_kib: int) -> None:
         # check_same_thread=False: the store may be opened in one task and used from
         # another loop in the same thread (asyncio.run twice); it is never used from two
         # threads at once.
@@ -56,6 +56,7 @@ class Inline:
             conn.execute("PRAGMA wal_autocheckpoint = 0")
             # Inline writes only happen at NORMAL (see the module docstring).
             conn.execute("PRAGMA synchronous = NORMAL")
+            conn.execute(f"PRAGMA cache_size = {cache_kib}")
         except BaseException:
             conn.close()
             raise
