@@ -81,6 +81,10 @@ class DurableActor(Actor):
         return self._handle.system.clock.wall_datetime()
 
     def _now(self) -> float:
+        if type(self).now is DurableActor.now:
+            # Not overridden: the clock's float, without a datetime built and taken apart
+            # again on every queue/schedule (~1.5 µs).
+            return self._handle.system.clock.wall()
         return self.now().timestamp()
 
     # -- tasks -------------------------------------------------------------------------

@@ -173,7 +173,7 @@ class DurableRuntime:
         assert isinstance(handle, DurableHandle)
         handle.drain_queued = False
         actor: DurableActor = cell.actor  # type: ignore[assignment]
-        start = actor.now().timestamp()
+        start = actor._now()
         store = self.store
         rows = await store.due_tasks(
             handle.kind, handle.identity, start + WALL_TOLERANCE, DRAIN_LIMIT
@@ -232,7 +232,7 @@ class DurableRuntime:
         _log.warning("durable task %s/%s/%s failed: %r", row.kind, row.identity, row.id, error)
         attempts = row.attempts + 1
         decision = actor.retry_policy.decide(error, attempts, row.max_retries)
-        now = actor.now().timestamp()
+        now = actor._now()
         if decision is None:
             parked.append((row, error))
             return UpsertTask(

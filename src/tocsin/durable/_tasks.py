@@ -56,7 +56,8 @@ def _check_id(task_id: Any, now: float) -> str:
         # tasks due at the same time run in the order they were made (the stores order by
         # (due, id)), so `queue` is FIFO even when the clock did not move in between.
         return (
-            f"{max(0, int(now * 1000)):012x}{next(_SEQUENCE) & 0xFFFFFFFF:08x}{os.urandom(6).hex()}"
+            f"{max(0, int(now * 1000)):012x}{next(_SEQUENCE) & 0xFFFFFFFF:08x}"
+            f"{_RANDOM.getrandbits(48):012x}"
         )
     if not isinstance(task_id, str) or not task_id:
         raise TypeError(f"`id` must be a non-empty str or None, got {task_id!r}")
