@@ -87,6 +87,20 @@ def rss_bytes() -> int:
     return int(psutil.Process().memory_info().rss)
 
 
+def steal_jiffies() -> tuple[int, int]:
+    """(steal, total) CPU jiffies of the whole machine from /proc/stat, or (0, 0).
+
+    Steal is time the hypervisor ran something else while this VM wanted a CPU: a
+    latency tail that no code in this process can cause or cure, so benches report it.
+    """
+    try:
+        with open("/proc/stat") as f:
+            fields = [int(x) for x in f.readline().split()[1:]]
+    except (OSError, ValueError):
+        return 0, 0
+    return (fields[7] if len(fields) > 7 else 0), sum(fields)
+
+
 def percentile(sorted_values: Sequence[float], q: float) -> float:
     """Nearest-rank percentile of already sorted values (nan when empty)."""
     if not sorted_values:

@@ -55,7 +55,18 @@ from array import array
 from datetime import UTC, datetime, timedelta
 from typing import Any
 
-from _common import Config, Runs, fmt, lateness_ms, median_row, ratio, rss_bytes, run_main, table
+from _common import (
+    Config,
+    Runs,
+    fmt,
+    lateness_ms,
+    median_row,
+    ratio,
+    rss_bytes,
+    run_main,
+    steal_jiffies,
+    table,
+)
 
 from tocsin import Actor, ActorSystem
 
@@ -87,9 +98,11 @@ class _LatenessSink(Actor):
     async def receive(self, ctx: Any) -> None:
         state = self.state
         now = monotonic()
-        state.lateness.append(now - ctx.message)
+        j = state.received
+        state.lateness[j] = now - ctx.message
+        state.received = j + 1
         state.last = now
-        if len(state.lateness) == state.expected:
+        if j + 1 == state.expected:
             state.done.set_result(None)
 
 
@@ -97,7 +110,8 @@ class _FireState:
     def __init__(self, expected: int, done: asyncio.Future[None]) -> None:
         self.expected = expected
         self.done = done
-        self.lateness = array("d")
+        self.lateness = array("d", bytes(8 * expected))  # preallocated: see _TickState
+        self.received = 0
         self.last = math.nan
 
 
@@ -111,15 +125,25 @@ class _TickSink(Actor):
         state = self.state
         i = ctx.message
         k = state.counts[i] = state.counts[i] + 1
-        state.lateness.append(monotonic() - (state.first[i] + (k - 1) * state.interval))
+        late = monotonic() - (state.first[i] + (k - 1) * state.interval)
+        j = state.received
+        if j < len(state.lateness):
+            state.lateness[j] = late
+        else:
+            state.lateness.append(late)
+        state.received = j + 1
 
 
 class _TickState:
-    def __init__(self, n: int, interval: float) -> None:
+    def __init__(self, n: int, interval: float, capacity: int = 0) -> None:
         self.interval = interval
         self.counts = [0] * n
         self.first = [0.0] * n  # deadline of the first tick
-        self.lateness = array("d")
+        # Preallocated: growing a multi-megabyte array while ticks arrive reallocates and
+        # copies it (and faults in fresh pages) inside some tick's `receive`, a pause of
+        # several milliseconds that the benchmark would then blame on the scheduler.
+        self.lateness = array("d", bytes(8 * capacity))
+        self.received = 0
 
 
 def _delays(n: int, span: float, start: float = 0.0, seed: int = 42) -> list[float]:
@@ -366,11 +390,11 @@ async def _fire(system_name: str, n: int, window: float) -> dict[str, Any]:
         "create_s": create_s,
         "margin_s": margin,
         "setup_overran": created > start,
-        "received": len(state.lateness),
+        "received": state.received,
         "complete": complete,
         "fire_all_s": state.last - start,
     }
-    result.update(lateness_ms(state.lateness))
+    result.update(lateness_ms(state.lateness[: state.received]))
     return result
 
 
@@ -382,7 +406,8 @@ async def _repeating(
 ) -> dict[str, Any]:
     loop = asyncio.get_running_loop()
     refs = [f"r{i}" for i in range(n)]
-    state = _TickState(n, interval)
+    # Every tick of the run fits: creation (1 interval), the wait, the measured window.
+    state = _TickState(n, interval, int(n * (duration / interval + 4)))
     async with ActorSystem() as system:
         pid = await system.spawn(lambda: _TickSink(state))
         handles: dict[str, Any] = {}
@@ -408,9 +433,11 @@ async def _repeating(
         created = loop.time()
         # Measure from the first full second of ticks, for `duration` seconds.
         await asyncio.sleep(max(0.0, begin + interval - loop.time()))
-        index0, cpu0, t0 = len(state.lateness), time.process_time(), loop.time()
+        index0, cpu0, t0 = state.received, time.process_time(), loop.time()
+        steal0 = steal_jiffies()
         await asyncio.sleep(duration)
-        index1, cpu1, t1 = len(state.lateness), time.process_time(), loop.time()
+        index1, cpu1, t1 = state.received, time.process_time(), loop.time()
+        steal1 = steal_jiffies()
         metrics = system.scheduler_metrics() if system_name == "tocsin" else None
         for handle in handles.values():
             handle.cancel()
@@ -423,6 +450,8 @@ async def _repeating(
         "ticks_per_s": (index1 - index0) / (t1 - t0),
         "cpu_s": cpu1 - cpu0,
         "cpu_pct": (cpu1 - cpu0) / (t1 - t0) * 100,
+        # The machine's CPU time stolen by the hypervisor during the window (% of all).
+        "steal_pct": (steal1[0] - steal0[0]) / max(1, steal1[1] - steal0[1]) * 100,
     }
     result.update(lateness_ms(window))
     if metrics is not None:
@@ -657,7 +686,7 @@ def report(args: argparse.Namespace, runs: Runs) -> dict[str, Any]:
         rows.append(
             [system, _cell(row, "ticks_per_s", 0), _cell(row, "cpu_s"), _cell(row, "cpu_pct", 1)]
             + [_cell(row, k) for k in ("late_p50_ms", "late_p99_ms", "late_max_ms")]
-            + [_cell(row, "timer_late_p99_ms")]
+            + [_cell(row, "timer_late_p99_ms"), _cell(row, "steal_pct", 1)]
         )
     print(
         table(
@@ -670,6 +699,7 @@ def report(args: argparse.Namespace, runs: Runs) -> dict[str, Any]:
                 "late p99 ms",
                 "late max ms",
                 "timer-level p99 ms (tocsin metrics)",
+                "VM steal %",
             ],
             rows,
         )

@@ -40,12 +40,15 @@ _SLOT_MASK = (1 << _SLOT_BITS) - 1
 _SEQ_MASK = (1 << 32) - 1
 _MAGNITUDE = (1 << 63) - 1
 _pack_double = struct.Struct("<d").pack
+# Struct.unpack rather than int.from_bytes: no keyword arguments to parse, ~0.25 µs less
+# per key on the push path of every schedule and every re-armed tick.
+_unpack_int64 = struct.Struct("<q").unpack
 
 
 def _key(deadline: float, seq: int, slot: int) -> int:
     """An int ordering like ``(deadline, seq)``: IEEE-754 bits are monotonic in the value
     for non-negative floats; negative ones are mirrored below zero."""
-    bits = int.from_bytes(_pack_double(deadline), "little", signed=True)
+    (bits,) = _unpack_int64(_pack_double(deadline))
     if bits < 0:
         bits = -(bits & _MAGNITUDE)
     return (bits << 64) | ((seq & _SEQ_MASK) << _SLOT_BITS) | slot
