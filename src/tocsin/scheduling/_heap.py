@@ -48,7 +48,7 @@ _unpack_int64 = struct.Struct("<q").unpack
 def _key(deadline: float, seq: int, slot: int) -> int:
     """An int ordering like ``(deadline, seq)``: IEEE-754 bits are monotonic in the value
     for non-negative floats; negative ones are mirrored below zero."""
-    (bits,) = _unpack_int64(_pack_double(deadline))
+    bits: int = _unpack_int64(_pack_double(deadline))[0]
     if bits < 0:
         bits = -(bits & _MAGNITUDE)
     return (bits << 64) | ((seq & _SEQ_MASK) << _SLOT_BITS) | slot
