@@ -131,8 +131,9 @@ async def test_large_batches_and_full_sync_writes_go_to_the_worker(tmp_path: Pat
         await full.close()
 
 
+@pytest.mark.parametrize("ops", [1, 2], ids=["one statement", "a transaction"])
 async def test_a_locked_database_sends_the_write_to_the_worker_which_waits(
-    tmp_path: Path,
+    tmp_path: Path, ops: int
 ) -> None:
     store = await _open(tmp_path / "t.db")
     other = sqlite3.connect(tmp_path / "t.db", isolation_level=None)
@@ -141,7 +142,8 @@ async def test_a_locked_database_sends_the_write_to_the_worker_which_waits(
         assert store._inline is not None
         other.execute("BEGIN IMMEDIATE")  # another process holding the write lock
         other.execute("INSERT INTO tocsin_state VALUES ('A', '1', 'other', x'00')")
-        write = asyncio.ensure_future(store.apply([PutState("A", "1", "k", b"v")]))
+        batch = [PutState("A", "1", "k", b"v"), PutState("A", "1", "k2", b"w")][:ops]
+        write = asyncio.ensure_future(store.apply(batch))
         for _ in range(5):
             await asyncio.sleep(0)  # the loop stays free while the worker waits
         assert not write.done()
@@ -151,7 +153,8 @@ async def test_a_locked_database_sends_the_write_to_the_worker_which_waits(
         other.execute("COMMIT")
         await write  # the worker's busy handler retries until the lock is free
         assert (store._inline.commits, store._worker.commits) == (0, 1)
-        assert [k for k, _ in await store.list_state("A", "1")] == ["k", "other"]
+        expected = ["k", "k2", "other"] if ops == 2 else ["k", "other"]
+        assert [k for k, _ in await store.list_state("A", "1")] == expected
     finally:
         other.close()
         await store.close()

@@ -73,6 +73,19 @@ class Inline:
                 return None
             raise
 
+    def write_one(self, sql: str, params: tuple[Any, ...]) -> bool:
+        """Run one write statement as its own transaction (SQLite's autocommit: atomic,
+        and one call instead of BEGIN, the statement and COMMIT). ``False`` (nothing
+        written) if the database was locked; any other error propagates."""
+        try:
+            self.conn.execute(sql, params)
+        except sqlite3.Error as exc:
+            if is_busy(exc):
+                return False
+            raise
+        self.commits += 1
+        return True
+
     def write(self, fn: Callable[[sqlite3.Connection], None]) -> bool:
         """Run ``fn`` in one write transaction and commit it. ``False`` (nothing written)
         if the database was locked; any other error rolls back and propagates."""

@@ -217,7 +217,11 @@ class SQLiteStore:
         inline = self._inline
         if inline is not None and self._inline_writes and len(batch) <= INLINE_MAX_OPS:
             with _map_errors("apply", self.path):
-                done = inline.write(write)
+                if len(batch) == 1:
+                    op = batch[0]
+                    done = inline.write_one(q.WRITES[type(op)], _params(op))
+                else:
+                    done = inline.write(write)
             if done:
                 self._committed_inline()
                 return
