@@ -424,11 +424,16 @@ async def _repeating(
         for b in range(batches):
             await asyncio.sleep(max(0.0, begin + b * interval / batches - loop.time()))
             for i in range(b * n // batches, (b + 1) * n // batches):
-                first = loop.time() + interval
-                state.first[i] = first
                 if system_name == "tocsin":
                     await system.schedule(i, pid, interval, reference=refs[i])
+                    # The schedule's own first deadline, read back from its record: a
+                    # `loop.time()` taken before the call would be off by any pause in
+                    # between (a GC pass of ~20 ms during creation made one schedule
+                    # look 20 ms late on every tick of the run).
+                    state.first[i] = system._scheduler._refs[refs[i]].due  # type: ignore[union-attr]
                 else:
+                    first = loop.time() + interval
+                    state.first[i] = first
                     handles[refs[i]] = call_at(first, raw_fire, i, first)
         created = loop.time()
         # Measure from the first full second of ticks, for `duration` seconds.
