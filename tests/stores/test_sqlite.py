@@ -223,3 +223,26 @@ async def test_open_fails_with_store_error_when_the_directory_is_missing(tmp_pat
     with pytest.raises(StoreError, match="not open"):
         await store.get_state("A", "1", "k")
     await store.close()  # still idempotent
+
+
+async def test_two_stores_on_one_file_write_concurrently_without_losing_a_write(
+    tmp_path: Path,
+) -> None:
+    # Two stores on one file behave like two processes (an application and `tocsin
+    # tasks`): each one's loop-side connection finds the other's write lock now and then
+    # and hands that write to its worker thread, which waits for the lock.
+    one = await _open(tmp_path / "t.db")
+    two = await _open(tmp_path / "t.db")
+    try:
+        big = [PutState("B", "1", f"big{i}", b"") for i in range(INLINE_MAX_OPS + 1)]
+        writes = [one.apply(big), two.apply(big)]  # worker-thread commits, holding the lock
+        for i in range(200):
+            store = one if i % 2 else two
+            writes.append(store.apply([PutState("A", "1", f"k{i}", b"v")]))
+        await asyncio.gather(*writes)
+        keys = [k for k, _ in await one.list_state("A", "1")]
+        assert sorted(keys) == sorted(f"k{i}" for i in range(200))
+        assert len(await two.list_state("B", "1")) == INLINE_MAX_OPS + 1
+    finally:
+        await one.close()
+        await two.close()
