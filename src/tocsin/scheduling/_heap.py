@@ -45,15 +45,6 @@ _pack_double = struct.Struct("<d").pack
 _unpack_int64 = struct.Struct("<q").unpack
 
 
-def _key(deadline: float, seq: int, slot: int) -> int:
-    """An int ordering like ``(deadline, seq)``: IEEE-754 bits are monotonic in the value
-    for non-negative floats; negative ones are mirrored below zero."""
-    bits: int = _unpack_int64(_pack_double(deadline))[0]
-    if bits < 0:
-        bits = -(bits & _MAGNITUDE)
-    return (bits << 64) | ((seq & _SEQ_MASK) << _SLOT_BITS) | slot
-
-
 class Deadline(ABC):
     """Base class of anything that lives in a :class:`DeadlineHeap`.
 
@@ -129,7 +120,13 @@ class DeadlineHeap:
             slot = len(self._items)
             self._items.append(item)
             self._live += 1
-        key = _key(deadline, next(self._seq), slot)
+        # The key orders like (deadline, seq): IEEE-754 bits are monotonic in the value for
+        # non-negative floats; negative ones are mirrored below zero. Computed inline: this
+        # runs once per schedule created and once per tick re-armed.
+        bits: int = _unpack_int64(_pack_double(deadline))[0]
+        if bits < 0:
+            bits = -(bits & _MAGNITUDE)
+        key = (bits << 64) | ((next(self._seq) & _SEQ_MASK) << _SLOT_BITS) | slot
         item._heap_key = key
         item._heap_deadline = deadline
         heapq.heappush(self._heap, key)

@@ -38,6 +38,7 @@ __all__ = ["LATENESS_WINDOW", "ScheduleRecord", "Scheduler"]
 
 #: Lateness samples kept for the p50/p99 metrics (a ring buffer; a power of two).
 LATENESS_WINDOW = 4096
+_LATENESS_MASK = LATENESS_WINDOW - 1
 
 _ONCE = ScheduleKind.ONCE
 _INTERVAL = ScheduleKind.INTERVAL
@@ -133,8 +134,14 @@ class ScheduleRecord(Deadline):
         return _ONCE if self.interval is None else _INTERVAL
 
     def fire(self, now: float, deadline: float) -> None:
-        scheduler = self.scheduler
-        scheduler._record_lateness(now - deadline)
+        # The hot path of every tick: attributes are read once, the lateness sample goes
+        # straight into the scheduler's ring buffer, and the re-arm's push records the
+        # new `due` itself.
+        target = self.target._target
+        scheduler: Scheduler = target.system._scheduler
+        fired = scheduler._fired
+        scheduler._lateness[fired & _LATENESS_MASK] = now - deadline
+        scheduler._fired = fired + 1
         cron = self.cron
         if cron is not None:
             scheduler._fire_cron(self, cron, now)
@@ -145,13 +152,13 @@ class ScheduleRecord(Deadline):
             self.final = True
             self.due = math.inf
         # A rejected tick is dead-lettered and counted by tick_undeliverable.
-        delivered = self.target._target._deliver(self, self.sender, None)
+        delivered = target._deliver(self, self.sender, None)
         if delivered:
             self.ticks += 1
             scheduler.ticks_delivered += 1
         if interval is None:
             return
-        if not delivered and not self.target._target._alive():
+        if not delivered and not target._alive():
             scheduler._retire(self)  # target fully stopped: drop after this tick
             return
         # Fixed rate without drift: the next grid point strictly after now. After a stall
@@ -159,7 +166,6 @@ class ScheduleRecord(Deadline):
         due = deadline + interval
         if due <= now:
             due = deadline + (math.floor((now - deadline) / interval) + 1) * interval
-        self.due = due
         scheduler._deadlines.add(due, self)
 
 
@@ -195,6 +201,7 @@ class Scheduler:
         owner: Cell | None,
         interval: float | None,
         cron: CronState | None,
+        delay: float | None = None,
     ) -> ScheduleRecord:
         # Every call comes through SchedulingCalls._live_scheduler, which checked that the
         # system is running.
@@ -231,7 +238,7 @@ class Scheduler:
         if sender is None:
             sender = owner.pid if owner is not None else system._no_sender
         record = ScheduleRecord(
-            reference, message, pid, sender, interval, cron, owner, system.clock.wall()
+            reference, message, pid, sender, interval, cron, owner, system.clock.wall(), delay
         )
         refs[reference] = record
         if owner is not None:
@@ -253,8 +260,8 @@ class Scheduler:
     ) -> str:
         seconds = to_seconds(interval, "interval")
         record = self._register(message, pid, reference, sender, replace, owner, seconds, None)
-        record.due = self._system.clock.monotonic() + seconds
-        self._deadlines.add(record.due, record)
+        # The push records the deadline as the record's `due` (no property call here).
+        self._deadlines.add(self._system.clock.monotonic() + seconds, record)
         return record.reference
 
     def schedule_once(
@@ -269,10 +276,11 @@ class Scheduler:
         owner: Cell | None,
     ) -> str:
         seconds = to_seconds(delay, "delay")
-        record = self._register(message, pid, reference, sender, replace, owner, None, None)
-        record.delay = seconds
-        record.due = self._system.clock.monotonic() + seconds
-        self._deadlines.add(record.due, record)
+        record = self._register(
+            message, pid, reference, sender, replace, owner, None, None, seconds
+        )
+        # The push records the deadline as the record's `due` (no property call here).
+        self._deadlines.add(self._system.clock.monotonic() + seconds, record)
         return record.reference
 
     def schedule_cron(
@@ -426,10 +434,6 @@ class Scheduler:
             self._deadlines.add(record.due, record)
 
     # -- introspection -----------------------------------------------------------------
-
-    def _record_lateness(self, lateness: float) -> None:
-        self._lateness[self._fired & (LATENESS_WINDOW - 1)] = lateness
-        self._fired += 1
 
     def __len__(self) -> int:
         return len(self._refs)
