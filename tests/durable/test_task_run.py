@@ -15,6 +15,7 @@ from durable_support import Backend
 
 from tocsin import ActorSystem, ManualClock
 from tocsin.durable import Call, DurableActor, TaskParked, TaskTimeoutError, _run
+from tocsin.durable._runtime import COMPLETION_BATCH
 
 T0 = 1_700_000_000.0
 SEEN: list[Any] = []
@@ -178,3 +179,49 @@ async def test_stopping_the_system_cancels_a_suspended_run_without_failing_it(
         await clock.advance(0)
         await _until(lambda: ("hang", 1) in SEEN)
         assert again.running
+
+
+class Racer(DurableActor):
+    """Asks the system to stop from its last task of a completion batch: the stop then
+    begins while the drain is between two tasks (at its per-batch yield)."""
+
+    kind = "TaskRunRacer"
+    task_timeout = 10.0
+
+    async def quick(self, i: int) -> None:
+        if i == COMPLETION_BATCH - 1:
+            STOPS.append(asyncio.get_running_loop().create_task(self._handle.system.stop()))
+
+    async def hang(self, payload: Any) -> None:
+        SEEN.append(("hang", payload))
+        await asyncio.Event().wait()
+
+    async def add(self, n: int) -> None:
+        for i in range(n):
+            await self.queue("quick", i)
+        await self.queue("hang", 1)
+
+
+STOPS: list[asyncio.Task[None]] = []
+
+
+async def test_a_stop_between_two_tasks_of_a_drain_starts_no_further_task(
+    persistent_backend: Backend,
+) -> None:
+    STOPS.clear()
+    clock = ManualClock(wall=T0)
+    system = ActorSystem("task-run", clock=clock, store=persistent_backend.make())
+    await system.start()
+    pid = await system.durable(Racer, "r")
+    await pid.ask(Call("add", COMPLETION_BATCH))
+    await clock.advance(0)
+    await _until(lambda: bool(STOPS))
+    await STOPS[0]  # returns without the clock moving: no budget is waited out
+    assert ("hang", 1) not in SEEN
+    store = persistent_backend.make()
+    await store.open()
+    try:
+        [row] = await store.list_tasks()
+        assert (row.name, row.state, row.attempts, row.last_error) == ("hang", "pending", 0, None)
+    finally:
+        await store.close()

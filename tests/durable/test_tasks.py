@@ -5,6 +5,7 @@ from __future__ import annotations
 
 import asyncio
 import math
+import os
 from collections.abc import AsyncIterator
 from contextlib import asynccontextmanager
 from datetime import UTC, datetime, timedelta
@@ -294,6 +295,29 @@ async def test_generated_task_ids_are_unique(backend: Backend) -> None:
         ids = [await pid.ask(Call("add", {"call": "schedule", "delay": 5})) for _ in range(20)]
         assert len(set(ids)) == 20
         assert {r.id for r in await pid.ask(Call("tasks"))} == set(ids)
+
+
+def test_a_forked_child_makes_other_task_ids_than_its_parent() -> None:
+    # The id's random part comes from a PRNG: a child inheriting its state would repeat
+    # the parent's ids (and an upsert would overwrite one task with the other).
+    from tocsin.durable._tasks import _check_id
+
+    now = 1_700_000_000.0
+    read, write = os.pipe()
+    child = os.fork()
+    if child == 0:  # pragma: no cover - the child process
+        os.close(read)
+        os.write(write, " ".join(_check_id(None, now) for _ in range(3)).encode())
+        os._exit(0)
+    os.close(write)
+    parent_ids = [_check_id(None, now) for _ in range(3)]
+    with os.fdopen(read, "rb") as pipe:
+        child_ids = pipe.read().decode().split()
+    os.waitpid(child, 0)
+    assert len(child_ids) == 3
+    # Same millisecond and counter positions; only the random part can tell them apart.
+    assert [i[:20] for i in child_ids] == [i[:20] for i in parent_ids]
+    assert set(child_ids).isdisjoint(parent_ids)
 
 
 async def test_scheduling_with_an_existing_id_replaces_the_task(backend: Backend) -> None:

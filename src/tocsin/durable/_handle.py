@@ -73,7 +73,7 @@ class DurableHandle:
     # -- the PID's target --------------------------------------------------------------
 
     def _deliver(self, message: Any, sender: Any, reply: asyncio.Future[Any] | None) -> bool:
-        if not self.system.running:
+        if not self.system.running or self.runtime.stopping:
             self.system._undeliverable(message, sender, self.pid, DeadLetterReason.STOPPED, reply)
             return False
         cell = self.cell
@@ -144,7 +144,7 @@ class DurableHandle:
         if self.cell is cell:
             self.cell = None
             self.drain_queued = False
-            if self.pending and self.system.running:
+            if self.pending and self.system.running and not self.runtime.stopping:
                 self.activate()
                 return
             # Passivated: an alarm beyond the look-ahead goes back to living in the store
@@ -173,7 +173,7 @@ class DurableHandle:
     def ring(self) -> None:
         """The alarm fired: run the due tasks inside the actor's turn (activating it)."""
         self.alarm_due = None
-        if self.drain_queued or not self.system.running:
+        if self.drain_queued or not self.system.running or self.runtime.stopping:
             return
         self.drain_queued = True
         if not self._deliver(Turn(self.runtime.drain), None, None):

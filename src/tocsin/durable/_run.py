@@ -75,6 +75,11 @@ async def run_task(
         except Exception as exc:
             return exc
         rest = _resume(call, first)
+    if handle.runtime.stopping:
+        # The system began stopping while the first step ran: do not wait for the rest.
+        if type(rest) is types.CoroutineType:
+            rest.close()  # runs the body's `finally` blocks
+        return INTERRUPTED
     task = asyncio.current_task()
     assert task is not None
     budget = row.timeout if row.timeout is not None else actor.task_timeout
@@ -108,21 +113,23 @@ def _resume(coro: types.CoroutineType[Any, Any, Any], first: Any) -> Generator[A
     ``yield from`` does, for a coroutine whose first step was taken by hand."""
     pending = first
     while True:
+        thrown: BaseException | None = None
         try:
             sent = yield pending
         except GeneratorExit:
             coro.close()
             raise
         except BaseException as exc:  # a cancellation (or any throw) goes to the body
-            try:
-                pending = coro.throw(exc)
-            except StopIteration as stop:
-                return stop.value
-        else:
-            try:
-                pending = coro.send(sent)
-            except StopIteration as stop:
-                return stop.value
+            thrown = exc
+        # Thrown outside the `except` block: inside it, the exception would still be
+        # "being handled" while the body runs, leaking into its sys.exc_info() and into
+        # the __context__ of its later exceptions, which a native await does not do.
+        try:
+            pending = coro.send(sent) if thrown is None else coro.throw(thrown)
+        except StopIteration as stop:
+            return stop.value
+        finally:
+            thrown = None
 
 
 @final

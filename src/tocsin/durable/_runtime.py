@@ -71,6 +71,9 @@ class DurableRuntime:
         self._poll_task: asyncio.Task[None] | None = None
         self._unknown_kinds: set[str] = set()
         self._unsubscribe_wall: Callable[[], None] | None = None
+        #: Set when the system starts stopping: no drain starts a task, no alarm rings,
+        #: no identity is activated from then on.
+        self.stopping = False
 
     async def start(self) -> None:
         await self.store.open()
@@ -81,20 +84,24 @@ class DurableRuntime:
         await self.poll()  # recovery: every identity with work due soon gets its alarm
 
     async def before_stop(self) -> None:
+        # First, synchronously: from here on no drain starts another task (a drain paused
+        # between two tasks would otherwise start one after this point), no alarm rings
+        # and nothing is activated.
+        self.stopping = True
         if self._unsubscribe_wall is not None:
             self._unsubscribe_wall()
             self._unsubscribe_wall = None
         self.system._deadlines.remove(self._poll)
-        if self._poll_task is not None:
-            await asyncio.wait({self._poll_task})
         for handle in self.handles.values():
+            handle.rearm(None)
+            handle.request_stop()
             # A task run suspended in a turn would hold the stop up until its budget runs
             # out (15 minutes by default). Cut it short instead: it is not completed, so
-            # at-least-once delivery runs it again on the next start. The stop is
-            # requested first, so that no later turn starts the task again.
+            # at-least-once delivery runs it again on the next start.
             if handle.budget is not None:
-                handle.request_stop()
                 handle.budget.interrupt()
+        if self._poll_task is not None:
+            await asyncio.wait({self._poll_task})
         await asyncio.gather(*(h.stop() for h in list(self.handles.values())))
 
     async def close(self) -> None:
@@ -183,6 +190,9 @@ class DurableRuntime:
         parked: list[tuple[TaskRow, BaseException]] = []
         interrupted = False
         for row in rows:
+            if self.stopping:
+                interrupted = True
+                break
             if cell.state is not CellState.RUNNING:
                 break
             if row.id in handle.touched:
@@ -212,7 +222,7 @@ class DurableRuntime:
             parked_row = await store.get_task(row.kind, row.identity, row.id)
             if parked_row is not None:
                 self.system.events.publish(TaskParked(handle.pid, record_from_row(parked_row), exc))
-        if interrupted:
+        if interrupted or self.stopping:
             return  # no alarm: the system is stopping, and its start re-arms from the store
         handle.rearm(await store.next_due(handle.kind, handle.identity))
 

@@ -32,6 +32,9 @@ _SEQUENCE = itertools.count()
 # Ids need to be unique, not secret: a PRNG seeded once from the OS costs ~0.1 µs a call,
 # where os.urandom is a system call (10 µs each on this VM, bench/durable.py profile).
 _RANDOM = random.Random(os.urandom(16))
+# A forked child inherits the PRNG's state: reseed it, or parent and child would make the
+# same ids (and an upsert by id would silently overwrite one task with the other).
+os.register_at_fork(after_in_child=lambda: _RANDOM.seed(os.urandom(16)))
 
 
 def _method_name(method: Method) -> str:

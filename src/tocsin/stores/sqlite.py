@@ -367,18 +367,39 @@ class SQLiteStore:
 
 
 def _checkpoint(conn: sqlite3.Connection) -> list[Any]:
-    """Copy the WAL into the database and reset it, blocking writers only briefly.
+    """Copy the WAL into the database and reset it, never making writers wait.
 
     A PASSIVE checkpoint alone never blocks writers, so a writer faster than it keeps
     appending and the WAL is never reset: it reached 1.8 GB after 100,000 one-row commits
-    in ``bench/durable.py``, and every read then searches a huge WAL index. A TRUNCATE
-    checkpoint alone resets it, but makes writers wait for the whole copy (the loop-side
-    connection finds the database locked and sends its writes here, at the price of a
-    thread hand-off each). So: PASSIVE first (the bulk of the copy, writers unaffected),
-    then TRUNCATE for the few frames appended meanwhile.
+    in ``bench/durable.py``, and every read then searches a huge WAL index. So after the
+    PASSIVE copy (the bulk of the work, writers unaffected), a TRUNCATE resets the WAL,
+    but only if the copy was complete, and without waiting (``busy_timeout = 0``): a
+    TRUNCATE that waited for another connection's read snapshot held the write lock for
+    the whole busy timeout, and every write queued behind it (5 s stalls). If it cannot
+    run now, the next check tries again.
+
+    After a reset, the first commit rewrites the WAL header and syncs it. That commit is
+    made here, on the worker (a write of ``user_version`` with its own value), so that
+    the loop-side connection, which never syncs, does not inherit it.
     """
-    conn.execute("PRAGMA wal_checkpoint(PASSIVE)").fetchall()
-    return conn.execute("PRAGMA wal_checkpoint(TRUNCATE)").fetchall()
+    conn.execute("PRAGMA busy_timeout = 0")
+    try:
+        [(busy, frames, copied)] = conn.execute("PRAGMA wal_checkpoint(PASSIVE)").fetchall()
+        if busy or frames != copied:
+            return [(busy, frames, copied)]
+        result = conn.execute("PRAGMA wal_checkpoint(TRUNCATE)").fetchall()
+        if result[0][0] == 0:
+            try:
+                conn.execute("BEGIN IMMEDIATE")
+                (version,) = conn.execute("PRAGMA user_version").fetchone()
+                conn.execute(f"PRAGMA user_version = {int(version)}")
+                conn.execute("COMMIT")
+            except sqlite3.OperationalError:
+                if conn.in_transaction:
+                    conn.execute("ROLLBACK")  # locked: a loop-side write came first
+        return result
+    finally:
+        conn.execute(f"PRAGMA busy_timeout = {BUSY_TIMEOUT_MS}")
 
 
 def _row(r: Any) -> TaskRow:
