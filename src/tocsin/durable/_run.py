@@ -29,7 +29,6 @@ from ._codec import decode
 
 if TYPE_CHECKING:
     from ..actor._cell import Cell
-    from ..actor._system import ActorSystem
     from ._actor import DurableActor
     from ._handle import DurableHandle
 
@@ -47,7 +46,7 @@ INTERRUPTED: Final = _Interrupted("interrupted by system stop")
 
 
 async def run_task(
-    system: ActorSystem, cell: Cell, actor: DurableActor, row: TaskRow, handle: DurableHandle
+    cell: Cell, actor: DurableActor, row: TaskRow, handle: DurableHandle
 ) -> BaseException | None:
     """Run one task under its time budget; return its error, ``None`` on success, or
     :data:`INTERRUPTED`. While the run is suspended, ``handle.budget`` is its budget."""
@@ -65,6 +64,7 @@ async def run_task(
         return exc
     if not inspect.isawaitable(call):
         return None
+    system = handle.system
     started = system.clock.monotonic()
     rest: Any = call
     if type(call) is types.CoroutineType:

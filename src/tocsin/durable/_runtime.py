@@ -188,22 +188,19 @@ class DurableRuntime:
         handle.touched.clear()
         ops: list[Op] = []
         parked: list[tuple[TaskRow, BaseException]] = []
-        interrupted = False
         for row in rows:
             if self.stopping:
-                interrupted = True
-                break
+                break  # no task starts once the system is stopping
             if cell.state is not CellState.RUNNING:
                 break
             if row.id in handle.touched:
                 continue  # replaced or cancelled by an earlier task of this drain
             handle.running_id = row.id
             try:
-                error = await run_task(self.system, cell, actor, row, handle)
+                error = await run_task(cell, actor, row, handle)
             finally:
                 handle.running_id = None
             if error is INTERRUPTED:
-                interrupted = True
                 break  # the system is stopping: this task stays pending, untouched
             actor = cell.actor  # type: ignore[assignment]
             if row.id in handle.touched:
@@ -222,7 +219,7 @@ class DurableRuntime:
             parked_row = await store.get_task(row.kind, row.identity, row.id)
             if parked_row is not None:
                 self.system.events.publish(TaskParked(handle.pid, record_from_row(parked_row), exc))
-        if interrupted or self.stopping:
+        if self.stopping:
             return  # no alarm: the system is stopping, and its start re-arms from the store
         handle.rearm(await store.next_due(handle.kind, handle.identity))
 

@@ -26,6 +26,8 @@ import sqlite3
 from collections.abc import Callable
 from typing import Any, Final, final
 
+from ._sqlite_thread import transaction
+
 __all__ = ["Inline", "is_busy"]
 
 #: SQLite's primary result codes for "someone else holds the lock" (the low byte of an
@@ -87,23 +89,13 @@ class Inline:
         return True
 
     def write(self, fn: Callable[[sqlite3.Connection], None]) -> bool:
-        """Run ``fn`` in one write transaction and commit it. ``False`` (nothing written)
-        if the database was locked; any other error rolls back and propagates."""
-        conn = self.conn
+        """Run ``fn`` in one write transaction and commit it. ``False`` (nothing written,
+        rolled back) if the database was locked; any other error propagates."""
         try:
-            conn.execute("BEGIN IMMEDIATE")
+            transaction(self.conn, fn)
         except sqlite3.Error as exc:
             if is_busy(exc):
-                return False
-            raise
-        try:
-            fn(conn)
-            conn.execute("COMMIT")
-        except BaseException as exc:
-            if conn.in_transaction:
-                conn.execute("ROLLBACK")
-            if isinstance(exc, sqlite3.Error) and is_busy(exc):
-                return False  # rolled back: the worker thread will write it instead
+                return False  # the worker thread will write it instead
             raise
         self.commits += 1
         return True

@@ -20,7 +20,7 @@ import threading
 from collections.abc import Callable
 from typing import Any, Final, final
 
-__all__ = ["Job", "Worker"]
+__all__ = ["Job", "Worker", "transaction"]
 
 
 @final
@@ -36,6 +36,22 @@ class Job:
 
 
 _STOP: Final = Job(lambda conn: None, write=False)
+
+
+def transaction(conn: sqlite3.Connection, fn: Callable[[sqlite3.Connection], Any]) -> None:
+    """``BEGIN IMMEDIATE``, ``fn(conn)``, ``COMMIT``; on any error, roll back and re-raise.
+
+    The one transaction shape of both the worker (a group of one) and the loop-side
+    connection. A failed ``BEGIN`` leaves nothing to roll back.
+    """
+    conn.execute("BEGIN IMMEDIATE")
+    try:
+        fn(conn)
+        conn.execute("COMMIT")
+    except BaseException:
+        if conn.in_transaction:
+            conn.execute("ROLLBACK")
+        raise
 
 
 @final
@@ -149,15 +165,11 @@ class Worker:
         """A group of one (the common case when writes do not overlap): no savepoint is
         needed to isolate it from others, which saves two statements per commit."""
         try:
-            conn.execute("BEGIN IMMEDIATE")
-            job.fn(conn)
-            conn.execute("COMMIT")
-            self.commits += 1
+            transaction(conn, job.fn)
         except BaseException as exc:
-            if conn.in_transaction:
-                conn.execute("ROLLBACK")
             job.future.set_exception(exc)
             return
+        self.commits += 1
         job.future.set_result(None)
 
 

@@ -38,6 +38,7 @@ from __future__ import annotations
 
 import asyncio
 import concurrent.futures
+import contextlib
 import itertools
 import logging
 import os
@@ -60,7 +61,7 @@ from ._protocols import (
     UpsertTask,
 )
 from ._sqlite_inline import Inline
-from ._sqlite_thread import Worker
+from ._sqlite_thread import Worker, transaction
 from ._validate import validate_ops
 
 __all__ = [
@@ -389,17 +390,17 @@ def _checkpoint(conn: sqlite3.Connection) -> list[Any]:
             return [(busy, frames, copied)]
         result = conn.execute("PRAGMA wal_checkpoint(TRUNCATE)").fetchall()
         if result[0][0] == 0:
-            try:
-                conn.execute("BEGIN IMMEDIATE")
-                (version,) = conn.execute("PRAGMA user_version").fetchone()
-                conn.execute(f"PRAGMA user_version = {int(version)}")
-                conn.execute("COMMIT")
-            except sqlite3.OperationalError:
-                if conn.in_transaction:
-                    conn.execute("ROLLBACK")  # locked: a loop-side write came first
+            # Locked: a loop-side write came first and made that commit itself.
+            with contextlib.suppress(sqlite3.OperationalError):
+                transaction(conn, _rewrite_user_version)
         return result
     finally:
         conn.execute(f"PRAGMA busy_timeout = {BUSY_TIMEOUT_MS}")
+
+
+def _rewrite_user_version(conn: sqlite3.Connection) -> None:
+    (version,) = conn.execute("PRAGMA user_version").fetchone()
+    conn.execute(f"PRAGMA user_version = {int(version)}")
 
 
 def _row(r: Any) -> TaskRow:
