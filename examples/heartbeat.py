@@ -8,7 +8,7 @@ Run: python examples/heartbeat.py
 import asyncio
 from datetime import UTC, datetime
 
-from tocsin import Actor, ActorSystem, Directive, ManualClock, ReceiveContext
+from tocsin import PID, Actor, ActorSystem, Directive, ManualClock, ReceiveContext
 
 
 class Monitor(Actor):
@@ -22,7 +22,7 @@ class Monitor(Actor):
 class Worker(Actor):
     """Sends a heartbeat to the monitor every 2 s; crashes on "crash"."""
 
-    def __init__(self, monitor):  # type: ignore[no-untyped-def]
+    def __init__(self, monitor: PID) -> None:
         self.monitor = monitor
 
     async def pre_start(self, ctx: ReceiveContext) -> None:

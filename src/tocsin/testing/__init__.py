@@ -4,6 +4,13 @@
 * :class:`ManualClock`: time that moves only when the test says so.
 * :class:`MemoryStore`: an in-memory durable store, with ``reset()``.
 * :func:`capture_events`: record the events a system publishes while a block runs.
+* :class:`SystemMonitor`, :class:`Crash`: record a test's crashes and dead letters and fail
+  on those it did not declare.
+
+The pytest plugin (``tocsin.testing._plugin``, registered through the ``pytest11`` entry
+point, so installing tocsin is enough) builds on these: fixtures ``tocsin_clock``,
+``tocsin_system`` and ``tocsin_monitor``, and plain ``async def`` tests. See
+``docs/testing.md``. This package never imports pytest; only the plugin module does.
 """
 
 from __future__ import annotations
@@ -12,11 +19,12 @@ from collections.abc import Iterator
 from contextlib import contextmanager
 from typing import Any
 
-from .actor import ActorSystem
-from .clock import ManualClock
-from .stores import MemoryStore
+from ..actor import ActorSystem
+from ..clock import ManualClock
+from ..stores import MemoryStore
+from ._monitor import Crash, SystemMonitor
 
-__all__ = ["ManualClock", "MemoryStore", "capture_events"]
+__all__ = ["Crash", "ManualClock", "MemoryStore", "SystemMonitor", "capture_events"]
 
 
 @contextmanager

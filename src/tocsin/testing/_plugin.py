@@ -1,0 +1,367 @@
+# SPDX-License-Identifier: Apache-2.0
+"""The pytest plugin: ``tocsin_clock``, ``tocsin_system``, ``tocsin_monitor``, async tests.
+
+Registered through the ``pytest11`` entry point (name ``tocsin``), so installing tocsin is
+enough; ``-p no:tocsin`` turns it off. The user guide is ``docs/testing.md``.
+
+Which async tests this plugin runs. A plain ``async def`` test runs on a fresh event loop
+of its own (an :class:`asyncio.Runner`, closed after the test). The plugin never runs a
+test another async plugin owns, so it coexists with them:
+
+* a test marked ``asyncio`` belongs to pytest-asyncio when pytest-asyncio is active (in
+  its auto mode it marks every async test, so it owns them all); with pytest-asyncio
+  absent or disabled, the plugin runs it, so such suites work without pytest-asyncio;
+* a test marked ``trio`` or ``anyio``, or using the ``anyio_backend`` fixture, belongs
+  to pytest-trio / anyio.
+
+Which loop the fixtures use. ``tocsin_system`` is started on the loop the test runs on:
+the plugin's own runner for its tests, pytest-asyncio's loop (of the test's loop scope)
+for a pytest-asyncio test. The fixtures themselves are synchronous, so they work in both
+worlds; pytest-asyncio async fixtures may use ``tocsin_system`` when their loop scope is
+the test's.
+
+Prior art: trio's pytest plugin (``autojump_clock`` fixture), pytest-asyncio's runner per
+loop scope, pykka's ``conftest`` runtimes.
+"""
+
+from __future__ import annotations
+
+import asyncio
+import inspect
+from collections.abc import Callable, Coroutine, Generator, Iterator
+from dataclasses import dataclass, field
+from datetime import UTC, datetime
+from typing import Any, final
+
+import pytest
+
+from ..actor import ActorSystem, DeadLetterReason
+from ..clock import ManualClock
+from ..stores import MemoryStore
+from ._monitor import SystemMonitor, _report
+
+#: The instant ``tocsin_clock`` starts at, unless ``@pytest.mark.tocsin(wall=...)`` says
+#: otherwise: fixed, so cron fire times and printed timestamps are the same on every run.
+FIXED_WALL = datetime(2030, 1, 1, tzinfo=UTC)
+#: The zone ``tocsin_system`` evaluates cron in by default: fixed for the same reason
+#: (the machine's zone would make a cron test pass in Paris and fail in CI).
+DEFAULT_TIMEZONE = "UTC"
+#: Markers by which other plugins claim a test; the plugin never runs those tests.
+FOREIGN_MARKERS = ("trio", "anyio")
+#: Keyword arguments ``@pytest.mark.tocsin(...)`` accepts.
+MARKER_OPTIONS = ("wall", "autojump", "timezone", "allow_crashes", "allow_dead_letters")
+
+_MARKER_HELP = (
+    "tocsin(wall=None, autojump=False, timezone='UTC', allow_crashes=False, "
+    "allow_dead_letters=False): options of the tocsin_clock / tocsin_system fixtures. "
+    "allow_crashes: True or exception class(es); allow_dead_letters: True or a "
+    "DeadLetterReason. See docs/testing.md."
+)
+
+
+@final
+@dataclass(slots=True)
+class _Session:
+    """What one test's ``tocsin_system`` left for the hooks (on the item's stash)."""
+
+    system: ActorSystem
+    clock: ManualClock
+    monitor: SystemMonitor
+    run: Callable[[Coroutine[Any, Any, Any]], Any]
+    verdict: str = "pending"  # "pending" | "passed" | "failed" (by the call-phase check)
+
+
+@final
+@dataclass(frozen=True, slots=True)
+class _Options:
+    wall: datetime | float = FIXED_WALL
+    autojump: bool = False
+    timezone: str = DEFAULT_TIMEZONE
+    allow_crashes: tuple[type[BaseException], ...] | None = None  # None: not allowed
+    allow_dead_letters: tuple[DeadLetterReason | None, ...] = field(default=())
+
+
+_SESSION = pytest.StashKey[_Session]()
+_RUNNER = pytest.StashKey[asyncio.Runner]()
+
+
+# -- configuration -----------------------------------------------------------------------
+
+
+def pytest_addoption(parser: pytest.Parser) -> None:
+    parser.addini(
+        "tocsin_async_timeout",
+        "Real seconds an async test run by the tocsin plugin may take before it fails "
+        "(a hang guard, not a speed test; 0 = no limit).",
+        default="0",
+    )
+
+
+def pytest_configure(config: pytest.Config) -> None:
+    config.addinivalue_line("markers", _MARKER_HELP)
+    if not config.pluginmanager.hasplugin("asyncio"):
+        # Suites written for pytest-asyncio keep working (and pass --strict-markers)
+        # when it is not installed: the plugin runs their tests itself.
+        config.addinivalue_line(
+            "markers", "asyncio: run by the tocsin plugin (pytest-asyncio is not active)"
+        )
+
+
+def _options(item: pytest.Item) -> _Options:
+    """The merged ``tocsin`` markers of ``item`` (the closest marker wins per keyword)."""
+    given: dict[str, Any] = {}
+    for marker in item.iter_markers("tocsin"):
+        if marker.args:
+            raise pytest.UsageError(
+                f"{item.nodeid}: @pytest.mark.tocsin takes keyword arguments only "
+                f"({', '.join(MARKER_OPTIONS)}), got positional {marker.args!r}"
+            )
+        for key, value in marker.kwargs.items():
+            if key not in MARKER_OPTIONS:
+                raise pytest.UsageError(
+                    f"{item.nodeid}: @pytest.mark.tocsin got unknown option {key!r}; "
+                    f"allowed: {', '.join(MARKER_OPTIONS)}"
+                )
+            given.setdefault(key, value)
+    crashes = given.get("allow_crashes", False)
+    if crashes is True:
+        allowed: tuple[type[BaseException], ...] | None = ()
+    elif crashes is False:
+        allowed = None
+    else:
+        allowed = crashes if isinstance(crashes, tuple) else (crashes,)
+        for t in allowed:
+            if not (isinstance(t, type) and issubclass(t, BaseException)):
+                raise pytest.UsageError(
+                    f"{item.nodeid}: allow_crashes must be True or exception class(es), "
+                    f"got {crashes!r}"
+                )
+    letters = given.get("allow_dead_letters", False)
+    if letters is True:
+        reasons: tuple[DeadLetterReason | None, ...] = (None,)
+    elif letters is False:
+        reasons = ()
+    elif isinstance(letters, DeadLetterReason):
+        reasons = (letters,)
+    else:
+        raise pytest.UsageError(
+            f"{item.nodeid}: allow_dead_letters must be True, False or a DeadLetterReason, "
+            f"got {letters!r}"
+        )
+    return _Options(
+        wall=given.get("wall", FIXED_WALL),
+        autojump=bool(given.get("autojump", False)),
+        timezone=given.get("timezone", DEFAULT_TIMEZONE),
+        allow_crashes=allowed,
+        allow_dead_letters=reasons,
+    )
+
+
+# -- which tests are ours ----------------------------------------------------------------
+
+
+def _asyncio_plugin_owns(item: pytest.Item) -> bool:
+    return item.get_closest_marker("asyncio") is not None and item.config.pluginmanager.hasplugin(
+        "asyncio"
+    )
+
+
+def _is_ours(item: pytest.Item) -> bool:
+    """Whether the plugin runs this test: a coroutine function no other plugin claims."""
+    if not isinstance(item, pytest.Function) or not inspect.iscoroutinefunction(item.obj):
+        return False
+    if any(item.get_closest_marker(name) is not None for name in FOREIGN_MARKERS):
+        return False
+    if "anyio_backend" in item.fixturenames:
+        return False
+    return not _asyncio_plugin_owns(item)
+
+
+@pytest.hookimpl(tryfirst=True)
+def pytest_pyfunc_call(pyfuncitem: pytest.Function) -> bool | None:
+    """Run a plain ``async def`` test on the item's runner (or a fresh one)."""
+    if not _is_ours(pyfuncitem):
+        return None
+    func = pyfuncitem.obj
+    # The same selection pytest's own pyfunc_call makes: the test's arguments only.
+    kwargs = {name: pyfuncitem.funcargs[name] for name in pyfuncitem._fixtureinfo.argnames}
+    limit = float(pyfuncitem.config.getini("tocsin_async_timeout") or 0)
+
+    async def body() -> None:
+        if limit <= 0:
+            await func(**kwargs)
+            return
+        timeout = asyncio.timeout(limit)
+        try:
+            async with timeout:
+                await func(**kwargs)
+        except TimeoutError:
+            if timeout.expired():
+                pytest.fail(
+                    f"{pyfuncitem.nodeid} did not finish within {limit:g} real seconds "
+                    f"(ini option tocsin_async_timeout); a hang, or an await on a "
+                    f"ManualClock deadline nobody advances (see docs/testing.md)"
+                )
+            raise
+
+    runner = pyfuncitem.stash.get(_RUNNER, None)
+    if runner is not None:
+        runner.run(body())
+    else:
+        with asyncio.Runner() as fresh:
+            fresh.run(body())
+    return True
+
+
+# -- fixtures ----------------------------------------------------------------------------
+
+
+@pytest.fixture
+def _tocsin_runner(request: pytest.FixtureRequest) -> Iterator[asyncio.Runner]:
+    """The event loop of one test the plugin runs, shared with its tocsin fixtures."""
+    with asyncio.Runner() as runner:
+        request.node.stash[_RUNNER] = runner
+        try:
+            yield runner
+        finally:
+            del request.node.stash[_RUNNER]
+
+
+@pytest.fixture
+def tocsin_clock(request: pytest.FixtureRequest) -> ManualClock:
+    """A :class:`~tocsin.ManualClock` at a fixed instant (2030-01-01T00:00:00Z).
+
+    ``@pytest.mark.tocsin(wall=..., autojump=True)`` changes the instant or turns autojump
+    on. Monotonic time starts at 0.
+    """
+    options = _options(request.node)
+    return ManualClock(wall=options.wall, autojump=options.autojump)
+
+
+@pytest.fixture
+def tocsin_system(
+    request: pytest.FixtureRequest, tocsin_clock: ManualClock
+) -> Iterator[ActorSystem]:
+    """A started :class:`~tocsin.ActorSystem` on ``tocsin_clock`` with a memory store.
+
+    Cron defaults to UTC (``@pytest.mark.tocsin(timezone=...)``). After the test body it
+    settles the clock and fails the test on any crash or dead letter the test did not
+    declare (``tocsin_monitor``, or ``@pytest.mark.tocsin(allow_crashes=...,
+    allow_dead_letters=...)``); then it stops the system, and a crash or dead letter
+    caused by the stop is an error of the teardown.
+    """
+    item = request.node
+    options = _options(item)
+    run = _runner_for(request)
+    system = ActorSystem(clock=tocsin_clock, store=MemoryStore(), timezone=options.timezone)
+    monitor = SystemMonitor(system)
+    if options.allow_crashes is not None:
+        monitor.allow_crashes(*options.allow_crashes)
+    for reason in options.allow_dead_letters:
+        monitor.allow_dead_letters(reason=reason)
+    monitor.start()
+    session = _Session(system, tocsin_clock, monitor, run)
+    try:
+        run(system.start())
+        item.stash[_SESSION] = session
+        yield system
+    finally:
+        try:
+            run(_wind_down(system, tocsin_clock))
+        finally:
+            monitor.close()
+            if _SESSION in item.stash:
+                del item.stash[_SESSION]
+    found = monitor.problems()
+    if not found:
+        return
+    if session.verdict == "passed":  # only what the stop itself caused is new here
+        pytest.fail("while stopping tocsin_system: " + _report(found), pytrace=False)
+    elif session.verdict == "pending":  # the test failed first: show them with its failure
+        item.add_report_section("teardown", "tocsin", _report(found))
+
+
+@pytest.fixture
+def tocsin_monitor(request: pytest.FixtureRequest, tocsin_system: ActorSystem) -> SystemMonitor:
+    """The :class:`~tocsin.testing.SystemMonitor` of ``tocsin_system``.
+
+    ``allow_crashes(*types)``, ``expect_crashes(*types, count=None)``,
+    ``allow_dead_letters(reason=None)``, ``expect_dead_letters(count=None, reason=None)``,
+    ``take_crashes()``, ``take_dead_letters()``, and the ``crashes`` / ``dead_letters``
+    recorded so far.
+    """
+    session: _Session = request.node.stash[_SESSION]
+    return session.monitor
+
+
+def _runner_for(request: pytest.FixtureRequest) -> Callable[[Coroutine[Any, Any, Any]], Any]:
+    """How to run a coroutine on the loop this test runs on."""
+    item = request.node
+    if isinstance(item, pytest.Function) and _asyncio_plugin_owns(item):
+        scope = _asyncio_loop_scope(item)
+        loop: asyncio.AbstractEventLoop = request.getfixturevalue(f"_tocsin_asyncio_loop_{scope}")
+        return loop.run_until_complete
+    runner: asyncio.Runner = request.getfixturevalue("_tocsin_runner")
+    return runner.run
+
+
+async def _wind_down(system: ActorSystem, clock: ManualClock) -> None:
+    if isinstance(clock, ManualClock):
+        await clock.settle()
+        clock.autojump = False
+    await system.stop()
+
+
+@pytest.hookimpl(wrapper=True)
+def pytest_runtest_call(item: pytest.Item) -> Generator[None, object, object]:
+    """After a passing test body: settle, then fail the test on unseen crashes/dead letters."""
+    result = yield
+    session = item.stash.get(_SESSION, None)
+    if session is None:
+        return result
+    if isinstance(session.clock, ManualClock) and session.system.running:
+        session.run(session.clock.settle())
+    found = session.monitor.problems()
+    session.verdict = "failed" if found else "passed"
+    if found:
+        pytest.fail(_report(found), pytrace=False)
+    return result
+
+
+# -- pytest-asyncio: a fixture per loop scope that reports its running loop ---------------
+
+
+def _asyncio_loop_scope(item: pytest.Function) -> str:
+    """The loop scope pytest-asyncio runs ``item`` in (its marker, else its ini default)."""
+    marker = item.get_closest_marker("asyncio")
+    scope = None
+    if marker is not None:
+        scope = marker.kwargs.get("loop_scope") or marker.kwargs.get("scope")
+    if scope is None:
+        try:
+            scope = item.config.getini("asyncio_default_test_loop_scope") or None
+        except ValueError:  # an older pytest-asyncio without this option
+            scope = None
+    return str(scope or "function")
+
+
+def _define_asyncio_loop_fixtures() -> None:
+    try:
+        import pytest_asyncio
+    except ImportError:
+        return
+
+    for scope in ("function", "class", "module", "package", "session"):
+
+        async def running_loop() -> asyncio.AbstractEventLoop:
+            return asyncio.get_running_loop()
+
+        name = f"_tocsin_asyncio_loop_{scope}"
+        try:
+            fixture = pytest_asyncio.fixture(loop_scope=scope, name=name)(running_loop)
+        except TypeError:  # pytest-asyncio < 0.24: no loop_scope, the event_loop fixture
+            fixture = pytest_asyncio.fixture(name=name)(running_loop)
+        globals()[name] = fixture
+
+
+_define_asyncio_loop_fixtures()

@@ -1,0 +1,365 @@
+# SPDX-License-Identifier: Apache-2.0
+"""The pytest plugin, seen as a user sees it: test files run through it in a subprocess.
+
+Each test writes a user's test file with ``pytester`` and runs pytest on it in a fresh
+interpreter, where the plugin is loaded the way users get it: through the ``pytest11``
+entry point of the installed package (nothing in these files imports it). ``-p no:asyncio``
+runs without pytest-asyncio; the coexistence tests run with it.
+"""
+
+from __future__ import annotations
+
+import textwrap
+
+import pytest
+
+pytest_plugins = ["pytester"]
+
+NO_ASYNCIO = ("-p", "no:asyncio")
+
+COMMON = """
+    import asyncio
+    from datetime import UTC, datetime
+
+    import pytest
+
+    from tocsin import (
+        Actor, ActorSystem, AskTimeoutError, DeadLetterReason, Directive, ReceiveContext,
+    )
+
+
+    class Echo(Actor):
+        async def receive(self, ctx: ReceiveContext) -> None:
+            if ctx.message == "boom":
+                raise ValueError("boom")
+            if ctx.message == "silent":
+                return
+            if ctx.message == "loop":
+                ctx.respond(id(asyncio.get_running_loop()))
+                return
+            ctx.respond(ctx.message)
+"""
+
+
+def write(pytester: pytest.Pytester, body: str, name: str = "test_user") -> None:
+    source = textwrap.dedent(COMMON) + textwrap.dedent(body)
+    pytester.makepyfile(**{name: source})
+
+
+def test_plain_async_tests_and_the_fixtures_work_without_pytest_asyncio(
+    pytester: pytest.Pytester,
+) -> None:
+    write(
+        pytester,
+        """
+        SYSTEMS = []
+
+        async def test_plain_async_test_runs_on_a_loop():
+            assert asyncio.get_running_loop().is_running()
+
+        @pytest.mark.asyncio
+        async def test_asyncio_marked_test_runs_too_without_pytest_asyncio():
+            await asyncio.sleep(0)
+
+        def test_clock_starts_at_the_fixed_instant(tocsin_clock):
+            assert tocsin_clock.wall_datetime() == datetime(2030, 1, 1, tzinfo=UTC)
+            assert tocsin_clock.monotonic() == 0 and not tocsin_clock.autojump
+
+        @pytest.mark.tocsin(wall=datetime(2026, 3, 29, tzinfo=UTC), autojump=True)
+        def test_marker_sets_instant_and_autojump(tocsin_clock):
+            assert tocsin_clock.wall_datetime() == datetime(2026, 3, 29, tzinfo=UTC)
+            assert tocsin_clock.autojump
+
+        async def test_system_is_started_on_the_clock_and_the_test_loop(
+            tocsin_system, tocsin_clock
+        ):
+            SYSTEMS.append(tocsin_system)
+            assert tocsin_system.running and tocsin_system.clock is tocsin_clock
+            assert tocsin_system.timezone == "UTC"
+            pid = await tocsin_system.spawn(Echo, "echo")
+            assert await pid.ask("hi") == "hi"
+            assert await pid.ask("loop") == id(asyncio.get_running_loop())
+            await tocsin_system.schedule_once("silent", pid, 60)
+            await tocsin_clock.advance(60)
+
+        def test_the_system_was_stopped_after_its_test():
+            assert len(SYSTEMS) == 1 and not SYSTEMS[0].running
+
+        @pytest.mark.tocsin(autojump=True)
+        async def test_ask_timeout_is_on_the_manual_clock(tocsin_system, tocsin_clock):
+            pid = await tocsin_system.spawn(Echo)
+            with pytest.raises(AskTimeoutError):
+                await pid.ask("silent", timeout=30)
+            assert tocsin_clock.monotonic() == 30
+
+        async def test_ask_timeout_reached_by_advance(tocsin_system, tocsin_clock):
+            pid = await tocsin_system.spawn(Echo)
+            ask = asyncio.ensure_future(pid.ask("silent", timeout=30))
+            await tocsin_clock.advance(30)
+            with pytest.raises(AskTimeoutError):
+                await ask
+
+        async def test_memory_store_takes_durable_actors(tocsin_system):
+            from tocsin import DurableActor
+
+            class Note(DurableActor):
+                kind = "plugin-note"
+
+                async def receive(self, ctx):
+                    await self.storage.put("n", ctx.message)
+                    ctx.respond(await self.storage.get("n"))
+
+            pid = await tocsin_system.durable(Note, "a")
+            assert await pid.ask(7) == 7
+        """,
+    )
+    result = pytester.runpytest_subprocess(*NO_ASYNCIO)
+    result.assert_outcomes(passed=9)
+
+
+def test_an_unseen_crash_or_dead_letter_fails_the_test(pytester: pytest.Pytester) -> None:
+    write(
+        pytester,
+        """
+        async def test_restarted_crash(tocsin_system):
+            pid = await tocsin_system.spawn(Echo, "restarts")
+            pid.tell("boom")        # handled after the body: the plugin settles first
+
+        async def test_resumed_crash(tocsin_system, tocsin_clock):
+            pid = await tocsin_system.spawn(Echo, "resumes", supervisor=Directive.RESUME)
+            pid.tell("boom")
+            await tocsin_clock.advance(0)
+            assert await pid.ask("still here") == "still here"
+
+        async def test_crash_seen_by_an_asker_still_counts(tocsin_system):
+            pid = await tocsin_system.spawn(Echo, "asked")
+            with pytest.raises(ValueError):
+                await pid.ask("boom")
+
+        async def test_dead_letter(tocsin_system):
+            pid = await tocsin_system.spawn(Echo, "gone")
+            await tocsin_system.stop_actor(pid)
+            pid.tell("late")
+        """,
+    )
+    result = pytester.runpytest_subprocess(*NO_ASYNCIO)
+    result.assert_outcomes(failed=4)
+    result.stdout.fnmatch_lines(
+        [
+            "*_ test_restarted_crash _*",
+            "- unexpected crash: ValueError: boom in tocsin/user/restarts (*",
+            '*raise ValueError("boom")',
+            "Declare what the test causes on purpose: tocsin_monitor.expect_crashes*",
+            "*_ test_resumed_crash _*",
+            "- unexpected crash: ValueError: boom in tocsin/user/resumes (*",
+            "*_ test_crash_seen_by_an_asker_still_counts _*",
+            "- unexpected crash: ValueError: boom in tocsin/user/asked (*",
+            "*_ test_dead_letter _*",
+            "- unexpected dead letter: 'late' to tocsin/user/gone (stopped), sender NoSender",
+        ]
+    )
+
+
+def test_opt_outs_markers_and_monitor_methods(pytester: pytest.Pytester) -> None:
+    write(
+        pytester,
+        """
+        @pytest.mark.tocsin(allow_crashes=ValueError, allow_dead_letters=True)
+        async def test_marker_allows_both(tocsin_system, tocsin_clock):
+            pid = await tocsin_system.spawn(Echo)
+            pid.tell("boom")
+            await tocsin_clock.advance(0)
+            await tocsin_system.stop_actor(pid)
+            pid.tell("late")
+
+        pytestmark_like = pytest.mark.tocsin(allow_crashes=True)
+
+        @pytestmark_like
+        async def test_marker_allows_any_crash(tocsin_system):
+            (await tocsin_system.spawn(Echo)).tell("boom")
+
+        @pytest.mark.tocsin(allow_crashes=KeyError)
+        async def test_marker_for_another_type_does_not_allow(tocsin_system):
+            (await tocsin_system.spawn(Echo)).tell("boom")
+
+        @pytest.mark.tocsin(allow_dead_letters=DeadLetterReason.SUSPENDED)
+        async def test_marker_for_another_reason_does_not_allow(tocsin_system):
+            pid = await tocsin_system.spawn(Echo)
+            await tocsin_system.stop_actor(pid)
+            pid.tell("late")
+
+        async def test_expectations_met(tocsin_system, tocsin_monitor, tocsin_clock):
+            tocsin_monitor.expect_crashes(ValueError, count=2)
+            tocsin_monitor.expect_dead_letters(1, reason=DeadLetterReason.STOPPED)
+            pid = await tocsin_system.spawn(Echo)
+            pid.tell("boom")
+            pid.tell("boom")
+            await tocsin_clock.advance(0)
+            await tocsin_system.stop_actor(pid)
+            pid.tell("late")
+
+        async def test_take_consumes(tocsin_system, tocsin_monitor):
+            pid = await tocsin_system.spawn(Echo)
+            with pytest.raises(ValueError):
+                await pid.ask("boom")
+            [crash] = tocsin_monitor.take_crashes()
+            assert crash.pid == pid and str(crash.error) == "boom"
+            await tocsin_system.stop_actor(pid)
+            pid.tell("late")
+            [letter] = tocsin_monitor.take_dead_letters()
+            assert letter.message == "late"
+            assert tocsin_monitor.take_dead_letters() == []
+            assert len(tocsin_monitor.crashes) == 1
+
+        async def test_allow_methods(tocsin_system, tocsin_monitor, tocsin_clock):
+            tocsin_monitor.allow_crashes(ArithmeticError, ValueError)
+            tocsin_monitor.allow_dead_letters()
+            pid = await tocsin_system.spawn(Echo)
+            pid.tell("boom")
+            await tocsin_clock.advance(0)
+            await tocsin_system.stop_actor(pid)
+            pid.tell("late")
+
+        async def test_expectation_not_met(tocsin_system, tocsin_monitor):
+            tocsin_monitor.expect_crashes(ValueError)
+
+        async def test_expectation_count_wrong(tocsin_system, tocsin_monitor, tocsin_clock):
+            tocsin_monitor.expect_crashes(count=2)
+            (await tocsin_system.spawn(Echo)).tell("boom")
+        """,
+    )
+    result = pytester.runpytest_subprocess(*NO_ASYNCIO)
+    result.assert_outcomes(passed=5, failed=4)
+    result.stdout.fnmatch_lines(
+        [
+            "*_ test_marker_for_another_type_does_not_allow _*",
+            "- unexpected crash: ValueError: boom*",
+            "*_ test_marker_for_another_reason_does_not_allow _*",
+            "- unexpected dead letter: 'late'*",
+            "*_ test_expectation_not_met _*",
+            "- expected at least one crash (ValueError), got none",
+            "*_ test_expectation_count_wrong _*",
+            "- expected 2 crash(s) (any type), got 1",
+        ]
+    )
+
+
+def test_trouble_while_stopping_is_a_teardown_error_and_a_failing_test_shows_its_crashes(
+    pytester: pytest.Pytester,
+) -> None:
+    write(
+        pytester,
+        """
+        class BadStop(Actor):
+            async def receive(self, ctx):
+                pass
+
+            async def post_stop(self, ctx):
+                raise RuntimeError("post_stop broke")
+
+        async def test_post_stop_fails_at_teardown(tocsin_system):
+            await tocsin_system.spawn(BadStop, "bad")
+
+        async def test_own_failure(tocsin_system, tocsin_clock):
+            (await tocsin_system.spawn(Echo, "crashy")).tell("boom")
+            await tocsin_clock.advance(0)
+            assert False, "the test's own failure"
+        """,
+    )
+    result = pytester.runpytest_subprocess(*NO_ASYNCIO)
+    result.assert_outcomes(passed=1, errors=1, failed=1)
+    result.stdout.fnmatch_lines(
+        [
+            "*ERROR at teardown of test_post_stop_fails_at_teardown*",
+            "while stopping tocsin_system: 1 problem(s)*",
+            "- unexpected crash: RuntimeError: post_stop broke*",
+            "*_ test_own_failure _*",
+            "E       AssertionError: the test's own failure",
+            "*Captured tocsin teardown*",
+            "- unexpected crash: ValueError: boom in tocsin/user/crashy*",
+        ]
+    )
+
+
+def test_marker_misuse_is_a_usage_error_naming_the_options(pytester: pytest.Pytester) -> None:
+    write(
+        pytester,
+        """
+        @pytest.mark.tocsin(allow_crash=True)
+        def test_typo(tocsin_clock):
+            pass
+        """,
+    )
+    result = pytester.runpytest_subprocess(*NO_ASYNCIO)
+    assert result.ret != 0
+    result.stdout.fnmatch_lines(
+        ["*unknown option 'allow_crash'; allowed: wall, autojump, timezone, allow_crashes*"]
+    )
+
+
+def test_hang_guard_fails_an_async_test_that_never_finishes(pytester: pytest.Pytester) -> None:
+    pytester.makeini("[pytest]\ntocsin_async_timeout = 0.2\n")
+    write(
+        pytester,
+        """
+        async def test_waits_forever():
+            await asyncio.Event().wait()
+        """,
+    )
+    result = pytester.runpytest_subprocess(*NO_ASYNCIO)
+    result.assert_outcomes(failed=1)
+    result.stdout.fnmatch_lines(["*did not finish within 0.2 real seconds (ini option*"])
+
+
+ASYNCIO_FILE = """
+    import os
+
+    import pytest_asyncio
+
+    def ran(name):
+        with open(os.environ["TOCSIN_RUNLOG"], "a") as f:
+            f.write(name + "\\n")
+
+    @pytest_asyncio.fixture
+    async def echo(tocsin_system):
+        return await tocsin_system.spawn(Echo, "echo")
+
+    @pytest.mark.asyncio
+    async def test_marked(tocsin_system, echo):
+        ran("marked")
+        assert await echo.ask("loop") == id(asyncio.get_running_loop())
+
+    @pytest.mark.asyncio(loop_scope="module")
+    async def test_marked_module_loop(tocsin_system):
+        ran("module")
+        pid = await tocsin_system.spawn(Echo)
+        assert await pid.ask("loop") == id(asyncio.get_running_loop())
+
+    async def test_unmarked(tocsin_system):
+        ran("unmarked")
+        pid = await tocsin_system.spawn(Echo)
+        assert await pid.ask("loop") == id(asyncio.get_running_loop())
+
+    @pytest.mark.asyncio
+    async def test_marked_crash_still_fails(tocsin_system):
+        ran("crash")
+        (await tocsin_system.spawn(Echo, "crashy")).tell("boom")
+"""
+
+
+@pytest.mark.parametrize("mode", ["strict", "auto"])
+def test_coexists_with_pytest_asyncio_each_test_runs_once_on_its_loop(
+    pytester: pytest.Pytester, monkeypatch: pytest.MonkeyPatch, mode: str
+) -> None:
+    pytest.importorskip("pytest_asyncio")  # a dev dependency: present in `make test`
+    log = pytester.path / "runs.log"
+    monkeypatch.setenv("TOCSIN_RUNLOG", str(log))
+    pytester.makeini(
+        f"[pytest]\nasyncio_mode = {mode}\nasyncio_default_fixture_loop_scope = function\n"
+    )
+    write(pytester, ASYNCIO_FILE)
+    result = pytester.runpytest_subprocess()
+    result.assert_outcomes(passed=3, failed=1)
+    result.stdout.fnmatch_lines(["- unexpected crash: ValueError: boom in tocsin/user/crashy*"])
+    assert sorted(log.read_text().split()) == ["crash", "marked", "module", "unmarked"]
+    # In strict mode the unmarked test is the plugin's; in auto mode pytest-asyncio's.
