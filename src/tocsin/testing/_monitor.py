@@ -370,7 +370,7 @@ def _types_label(types: tuple[type[BaseException], ...]) -> str:
 
 
 def _reason_label(reason: _Reason | None) -> str:
-    return f"reason {reason.value}" if reason is not None else "any reason"
+    return f"reason {_Reason(reason).value}" if reason is not None else "any reason"
 
 
 def _take(entries: list[_Entry]) -> list[_Entry]:

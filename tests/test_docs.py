@@ -1,0 +1,37 @@
+# SPDX-License-Identifier: Apache-2.0
+"""The docs a newcomer reads first stay true: shown code is the example file it names, no
+MkDocs include is left unrendered, and every repository path a page names exists."""
+
+from __future__ import annotations
+
+import re
+from pathlib import Path
+
+import pytest
+
+ROOT = Path(__file__).resolve().parent.parent
+PAGES = sorted((ROOT / "docs").glob("*.md")) + [ROOT / "README.md"]
+#: A link to an example, a colon, then the fenced block that must be that file.
+SHOWN = re.compile(r"\[`(examples/[\w./-]+\.py)`\]\([^)]*\):\n\n```python\n(.*?)```", re.DOTALL)
+#: Repository paths a page may name.
+PATH = re.compile(r"\b((?:tests|examples|bench|src)/[\w./-]+\.(?:py|md|sql|tsv))")
+
+
+@pytest.mark.parametrize("page", PAGES, ids=lambda p: p.name)
+def test_no_unrendered_include(page: Path) -> None:
+    assert "--8<--" not in page.read_text(), f"{page.name} has an MkDocs include; show the code"
+
+
+@pytest.mark.parametrize("page", PAGES, ids=lambda p: p.name)
+def test_every_named_repository_path_exists(page: Path) -> None:
+    missing = [p for p in PATH.findall(page.read_text()) if not (ROOT / p).exists()]
+    assert not missing, f"{page.name} names files that do not exist: {missing}"
+
+
+def test_shown_examples_are_the_files_they_name() -> None:
+    shown = [(page, m) for page in PAGES for m in SHOWN.finditer(page.read_text())]
+    assert any(page.name == "getting-started.md" for page, _ in shown)
+    assert any(page.name == "testing.md" for page, _ in shown)
+    for page, match in shown:
+        path, code = match.group(1), match.group(2)
+        assert code == (ROOT / path).read_text(), f"{page.name}: the block under {path} differs"
