@@ -10,7 +10,7 @@ from pathlib import Path
 import pytest
 
 ROOT = Path(__file__).resolve().parent.parent
-PAGES = sorted((ROOT / "docs").glob("*.md")) + [ROOT / "README.md"]
+PAGES = [*sorted((ROOT / "docs").glob("*.md")), ROOT / "README.md"]
 #: A link to an example, a colon, then the fenced block that must be that file.
 SHOWN = re.compile(r"\[`(examples/[\w./-]+\.py)`\]\([^)]*\):\n\n```python\n(.*?)```", re.DOTALL)
 #: Repository paths a page may name.

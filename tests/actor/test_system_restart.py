@@ -43,13 +43,15 @@ async def test_restarted_system_has_no_actors_or_schedules_and_old_pids_stay_dea
         old = await system.spawn(Echo, "echo")
         await system.schedule("tick", old, 5, reference="tick")
     async with system:
-        assert system.running and system.list_schedules() == []
+        assert system.running
+        assert system.list_schedules() == []
         with pytest.raises(DeadActorError):
             await old.ask("hi")
         old.tell("late")
         assert [letter.message for letter in letters] == ["hi", "late"]  # subscription kept
         new = await system.spawn(Echo, "echo")  # the name is free again
-        assert new != old and await new.ask("hi") == "hi"
+        assert new != old
+        assert await new.ask("hi") == "hi"
         await tocsin_clock.advance(10)  # the old schedule does not come back
     assert not system.running
 

@@ -35,7 +35,9 @@ async def test_one_error_seen_as_log_record_and_event_is_one_crash_naming_the_ac
             pid.tell("boom")
             await tocsin_clock.advance(0)
     [crash] = monitor.crashes
-    assert isinstance(crash, Crash) and crash.pid == pid and str(crash.error) == "boom"
+    assert isinstance(crash, Crash)
+    assert crash.pid == pid
+    assert str(crash.error) == "boom"
     assert "ValueError: boom in tocsin/user/fails" in crash.describe()
     with pytest.raises(AssertionError, match="unexpected crash: ValueError: boom"):
         monitor.check()
@@ -110,5 +112,5 @@ def test_bad_arguments_are_refused_at_the_call(tocsin_clock: ManualClock) -> Non
         monitor.expect_dead_letters(True)
     with pytest.raises(TypeError, match="crash types must be exception classes, got 'x'"):
         monitor.allow_crashes("x")  # type: ignore[arg-type]
-    with pytest.raises(ValueError, match="`reason` must be one of DeadLetterReason.STOPPED"):
+    with pytest.raises(ValueError, match=r"`reason` must be one of DeadLetterReason\.STOPPED"):
         monitor.allow_dead_letters(reason="gone")  # type: ignore[arg-type]
