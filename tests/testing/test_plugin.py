@@ -297,6 +297,27 @@ def test_marker_misuse_is_a_usage_error_naming_the_options(pytester: pytest.Pyte
     )
 
 
+def test_an_async_fixture_in_a_plugin_run_test_is_refused_with_a_hint(
+    pytester: pytest.Pytester,
+) -> None:
+    write(
+        pytester,
+        """
+        @pytest.fixture
+        async def echo(tocsin_system):
+            return await tocsin_system.spawn(Echo)
+
+        async def test_uses_it(echo):
+            pass
+        """,
+    )
+    result = pytester.runpytest_subprocess(*NO_ASYNCIO)
+    result.assert_outcomes(errors=1)
+    result.stdout.fnmatch_lines(
+        ["*uses the async fixture 'echo'*: set it up inside the test, or install pytest-asyncio*"]
+    )
+
+
 def test_hang_guard_fails_an_async_test_that_never_finishes(pytester: pytest.Pytester) -> None:
     pytester.makeini("[pytest]\ntocsin_async_timeout = 0.2\n")
     write(
@@ -344,6 +365,9 @@ ASYNCIO_FILE = """
     async def test_marked_crash_still_fails(tocsin_system):
         ran("crash")
         (await tocsin_system.spawn(Echo, "crashy")).tell("boom")
+
+    async def test_unmarked_with_an_async_fixture(echo):
+        ran("unmarked-async-fixture")
 """
 
 
@@ -359,7 +383,14 @@ def test_coexists_with_pytest_asyncio_each_test_runs_once_on_its_loop(
     )
     write(pytester, ASYNCIO_FILE)
     result = pytester.runpytest_subprocess()
-    result.assert_outcomes(passed=3, failed=1)
+    runs = sorted(log.read_text().split())
+    if mode == "strict":  # unmarked tests are the plugin's, which runs no async fixture
+        result.assert_outcomes(passed=3, failed=1, errors=1)
+        result.stdout.fnmatch_lines(
+            ["*uses the async fixture 'echo', but the tocsin plugin runs async tests*"]
+        )
+        assert runs == ["crash", "marked", "module", "unmarked"]
+    else:  # auto: every async test is pytest-asyncio's
+        result.assert_outcomes(passed=4, failed=1)
+        assert runs == ["crash", "marked", "module", "unmarked", "unmarked-async-fixture"]
     result.stdout.fnmatch_lines(["- unexpected crash: ValueError: boom in tocsin/user/crashy*"])
-    assert sorted(log.read_text().split()) == ["crash", "marked", "module", "unmarked"]
-    # In strict mode the unmarked test is the plugin's; in auto mode pytest-asyncio's.

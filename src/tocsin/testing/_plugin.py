@@ -178,6 +178,30 @@ def _is_ours(item: pytest.Item) -> bool:
 
 
 @pytest.hookimpl(tryfirst=True)
+def pytest_runtest_setup(item: pytest.Item) -> None:
+    """Refuse an async fixture in a test the plugin runs: it would live on another loop."""
+    if not _is_ours(item):
+        return
+    assert isinstance(item, pytest.Function)
+    for name, defs in item._fixtureinfo.name2fixturedefs.items():
+        func = defs[-1].func
+        if inspect.iscoroutinefunction(func) or inspect.isasyncgenfunction(func):
+            hint = (
+                "mark the test @pytest.mark.asyncio (or use asyncio_mode = auto) so "
+                "pytest-asyncio runs both on one loop"
+                if item.config.pluginmanager.hasplugin("asyncio")
+                else "set it up inside the test, or install pytest-asyncio and mark the "
+                "test @pytest.mark.asyncio"
+            )
+            pytest.fail(
+                f"{item.nodeid} uses the async fixture {name!r}, but the tocsin plugin runs "
+                f"async tests, not async fixtures (they would run on another event loop): "
+                f"{hint}",
+                pytrace=False,
+            )
+
+
+@pytest.hookimpl(tryfirst=True)
 def pytest_pyfunc_call(pyfuncitem: pytest.Function) -> bool | None:
     """Run a plain ``async def`` test on the item's runner (or a fresh one)."""
     if not _is_ours(pyfuncitem):
