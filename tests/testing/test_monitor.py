@@ -114,3 +114,17 @@ def test_bad_arguments_are_refused_at_the_call(tocsin_clock: ManualClock) -> Non
         monitor.allow_crashes("x")  # type: ignore[arg-type]
     with pytest.raises(ValueError, match=r"`reason` must be one of DeadLetterReason\.STOPPED"):
         monitor.allow_dead_letters(reason="gone")  # type: ignore[arg-type]
+
+
+async def test_a_level_the_user_sets_during_the_test_still_shows_the_failure_records(
+    tocsin_clock: ManualClock, caplog: pytest.LogCaptureFixture
+) -> None:
+    system = ActorSystem(clock=tocsin_clock)
+    with SystemMonitor(system) as monitor:
+        caplog.set_level(logging.DEBUG)  # on the root logger, after the monitor started
+        async with system:
+            pid = await system.spawn(Fails, supervisor=Directive.RESUME)
+            pid.tell("boom")
+            await tocsin_clock.advance(0)
+    assert len(monitor.take_crashes()) == 1
+    assert any(r.name == "tocsin.actor" and r.exc_info for r in caplog.records)

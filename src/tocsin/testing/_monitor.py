@@ -122,8 +122,7 @@ class SystemMonitor:
         self._subscriptions: list[Any] = []
         self._actor_logger = logging.getLogger(ACTOR_LOGGER)
         self._root_logger = logging.getLogger(ROOT_LOGGER)
-        self._saved_level: int | None = None
-        self._floor = logging.NOTSET
+        self._saved_level: int | None = None  # the logger's own level, when we lowered it
         self._filter = _RecordFilter(self)
         self._handler = _RecordHandler(self)
         self._open = False
@@ -142,9 +141,8 @@ class SystemMonitor:
         ]
         logger = self._actor_logger
         # Records below the level the user configured are recorded, then hidden again.
-        self._floor = logger.getEffectiveLevel()
-        self._saved_level = logger.level
-        if self._floor > logging.DEBUG:
+        if logger.getEffectiveLevel() > logging.DEBUG:
+            self._saved_level = logger.level
             logger.setLevel(logging.DEBUG)
         logger.addFilter(self._filter)
         self._root_logger.addHandler(self._handler)
@@ -157,9 +155,12 @@ class SystemMonitor:
         for sub in self._subscriptions:
             sub.cancel()
         self._subscriptions = []
-        self._actor_logger.removeFilter(self._filter)
+        logger = self._actor_logger
+        logger.removeFilter(self._filter)
         if self._saved_level is not None:
-            self._actor_logger.setLevel(self._saved_level)
+            if logger.level == logging.DEBUG:  # still ours: someone else's level stays
+                logger.setLevel(self._saved_level)
+            self._saved_level = None
         self._root_logger.removeHandler(self._handler)
 
     def __enter__(self) -> SystemMonitor:
@@ -173,6 +174,22 @@ class SystemMonitor:
         tb: TracebackType | None,
     ) -> None:
         self.close()
+
+    def _floor(self) -> int:
+        """The level below which a ``tocsin.actor`` record would not exist without us.
+
+        Read at each record, so a level set during the test (``caplog.set_level(DEBUG)``
+        on the root logger, say) is honoured. A level set on ``tocsin.actor`` itself
+        replaces ours and is honoured as is; only DEBUG, set there explicitly while the
+        monitor runs, cannot be told from ours (the records stay hidden).
+        """
+        logger = self._actor_logger
+        if self._saved_level is None or logger.level != logging.DEBUG:
+            return logging.NOTSET  # we changed nothing, or someone replaced our level
+        if self._saved_level != logging.NOTSET:
+            return self._saved_level
+        parent = logger.parent
+        return parent.getEffectiveLevel() if parent is not None else logging.WARNING
 
     def _on_letter(self, letter: DeadLetter) -> None:
         self._state.letters.append(_Entry(letter))
@@ -316,7 +333,7 @@ class _RecordFilter(logging.Filter):
 
     def filter(self, record: logging.LogRecord) -> bool:
         self._monitor._on_record(record)
-        return record.levelno >= self._monitor._floor
+        return record.levelno >= self._monitor._floor()
 
 
 @final
