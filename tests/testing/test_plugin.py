@@ -117,6 +117,46 @@ def test_plain_async_tests_and_the_fixtures_work_without_pytest_asyncio(
     result.assert_outcomes(passed=9)
 
 
+def test_overriding_tocsin_store_runs_the_same_test_on_each_store(
+    pytester: pytest.Pytester,
+) -> None:
+    pytester.makeconftest(
+        """
+        import pytest
+
+        @pytest.fixture(params=["memory", "sqlite"])
+        def tocsin_store(request, tmp_path):
+            if request.param == "sqlite":
+                return f"sqlite:///{tmp_path}/t.db"
+            from tocsin.testing import MemoryStore
+            return MemoryStore()
+        """
+    )
+    write(
+        pytester,
+        """
+        from tocsin import DurableActor
+
+        class Note(DurableActor):
+            kind = "plugin-store-note"
+
+            async def receive(self, ctx):
+                ctx.respond(await self.storage.get("n", None))
+                await self.storage.put("n", ctx.message)
+
+        async def test_state_survives_passivation(tocsin_system, tocsin_clock, tocsin_store):
+            pid = await tocsin_system.durable(Note, "a", passivate_after=10)
+            assert await pid.ask(1) is None
+            await tocsin_clock.advance(11)  # passivated; the next message activates it
+            assert await pid.ask(2) == 1
+            assert isinstance(tocsin_store, str) == ("sqlite" in str(tocsin_store))
+        """,
+    )
+    result = pytester.runpytest_subprocess(*NO_ASYNCIO, "-v")
+    result.assert_outcomes(passed=2)
+    result.stdout.fnmatch_lines(["*test_state_survives_passivation?memory? PASSED*"])
+
+
 def test_an_unseen_crash_or_dead_letter_fails_the_test(pytester: pytest.Pytester) -> None:
     write(
         pytester,

@@ -37,7 +37,7 @@ import pytest
 
 from ..actor import ActorSystem, DeadLetterReason
 from ..clock import ManualClock
-from ..stores import MemoryStore
+from ..stores import MemoryStore, Store
 from ._monitor import SystemMonitor, _report
 
 #: The instant ``tocsin_clock`` starts at, unless ``@pytest.mark.tocsin(wall=...)`` says
@@ -263,10 +263,20 @@ def tocsin_clock(request: pytest.FixtureRequest) -> ManualClock:
 
 
 @pytest.fixture
+def tocsin_store() -> Store | str:
+    """The store ``tocsin_system`` uses: a fresh :class:`~tocsin.testing.MemoryStore`.
+
+    Override it (in a conftest, or parametrize it) to run the same tests on SQLite or
+    PostgreSQL: return a store URL (``f"sqlite:///{tmp_path}/t.db"``) or a store object.
+    """
+    return MemoryStore()
+
+
+@pytest.fixture
 def tocsin_system(
-    request: pytest.FixtureRequest, tocsin_clock: ManualClock
+    request: pytest.FixtureRequest, tocsin_clock: ManualClock, tocsin_store: Store | str
 ) -> Iterator[ActorSystem]:
-    """A started :class:`~tocsin.ActorSystem` on ``tocsin_clock`` with a memory store.
+    """A started :class:`~tocsin.ActorSystem` on ``tocsin_clock`` and ``tocsin_store``.
 
     Cron defaults to UTC (``@pytest.mark.tocsin(timezone=...)``). After the test body it
     settles the clock and fails the test on any crash or dead letter the test did not
@@ -277,7 +287,7 @@ def tocsin_system(
     item = request.node
     options = _options(item)
     run = _runner_for(request)
-    system = ActorSystem(clock=tocsin_clock, store=MemoryStore(), timezone=options.timezone)
+    system = ActorSystem(clock=tocsin_clock, store=tocsin_store, timezone=options.timezone)
     monitor = SystemMonitor(system)
     if options.allow_crashes is not None:
         monitor.allow_crashes(*options.allow_crashes)
