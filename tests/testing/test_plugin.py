@@ -358,6 +358,35 @@ def test_an_async_fixture_in_a_plugin_run_test_is_refused_with_a_hint(
     )
 
 
+def test_async_hypothesis_tests_run_each_example_on_the_loop(pytester: pytest.Pytester) -> None:
+    write(
+        pytester,
+        """
+        from hypothesis import given, settings, strategies as st
+
+        EXAMPLES = []
+
+        @settings(max_examples=20, database=None)
+        @given(st.integers(min_value=0, max_value=10**6))
+        async def test_property_holds(n):
+            await asyncio.sleep(0)
+            EXAMPLES.append(n)
+
+        def test_examples_ran():
+            assert len(EXAMPLES) >= 1
+
+        @settings(max_examples=50, database=None)
+        @given(st.integers(min_value=0, max_value=100))
+        async def test_property_fails(n):
+            await asyncio.sleep(0)
+            assert n < 50
+        """,
+    )
+    result = pytester.runpytest_subprocess(*NO_ASYNCIO)
+    result.assert_outcomes(passed=2, failed=1)
+    result.stdout.fnmatch_lines(["*test_property_fails(", "*n=50,"])
+
+
 def test_hang_guard_fails_an_async_test_that_never_finishes(pytester: pytest.Pytester) -> None:
     pytester.makeini("[pytest]\ntocsin_async_timeout = 0.2\n")
     write(

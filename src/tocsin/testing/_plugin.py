@@ -27,6 +27,8 @@ loop scope, pykka's ``conftest`` runtimes.
 from __future__ import annotations
 
 import asyncio
+import contextlib
+import functools
 import inspect
 from collections.abc import Callable, Coroutine, Generator, Iterator
 from dataclasses import dataclass, field
@@ -166,9 +168,18 @@ def _asyncio_plugin_owns(item: pytest.Item) -> bool:
     )
 
 
+def _hypothesis_inner(func: Any) -> Any:
+    """The ``async def`` body of a Hypothesis ``@given`` test, else ``None``."""
+    inner = getattr(getattr(func, "hypothesis", None), "inner_test", None)
+    return inner if inspect.iscoroutinefunction(inner) else None
+
+
 def _is_ours(item: pytest.Item) -> bool:
     """Whether the plugin runs this test: a coroutine function no other plugin claims."""
-    if not isinstance(item, pytest.Function) or not inspect.iscoroutinefunction(item.obj):
+    if not isinstance(item, pytest.Function):
+        return False
+    func = item.obj
+    if not (inspect.iscoroutinefunction(func) or _hypothesis_inner(func) is not None):
         return False
     if any(item.get_closest_marker(name) is not None for name in FOREIGN_MARKERS):
         return False
@@ -203,7 +214,10 @@ def pytest_runtest_setup(item: pytest.Item) -> None:
 
 @pytest.hookimpl(tryfirst=True)
 def pytest_pyfunc_call(pyfuncitem: pytest.Function) -> bool | None:
-    """Run a plain ``async def`` test on the item's runner (or a fresh one)."""
+    """Run a plain ``async def`` test on the item's runner (or a fresh one).
+
+    A Hypothesis ``@given`` test runs each example on that loop, one after another.
+    """
     if not _is_ours(pyfuncitem):
         return None
     func = pyfuncitem.obj
@@ -211,14 +225,14 @@ def pytest_pyfunc_call(pyfuncitem: pytest.Function) -> bool | None:
     kwargs = {name: pyfuncitem.funcargs[name] for name in pyfuncitem._fixtureinfo.argnames}
     limit = float(pyfuncitem.config.getini("tocsin_async_timeout") or 0)
 
-    async def body() -> None:
+    async def guarded(coro: Coroutine[Any, Any, Any]) -> None:
         if limit <= 0:
-            await func(**kwargs)
+            await coro
             return
         timeout = asyncio.timeout(limit)
         try:
             async with timeout:
-                await func(**kwargs)
+                await coro
         except TimeoutError:
             if timeout.expired():
                 pytest.fail(
@@ -228,12 +242,26 @@ def pytest_pyfunc_call(pyfuncitem: pytest.Function) -> bool | None:
                 )
             raise
 
-    runner = pyfuncitem.stash.get(_RUNNER, None)
-    if runner is not None:
-        runner.run(body())
-    else:
-        with asyncio.Runner() as fresh:
-            fresh.run(body())
+    with contextlib.ExitStack() as stack:
+        runner = pyfuncitem.stash.get(_RUNNER, None)
+        if runner is None:
+            runner = stack.enter_context(asyncio.Runner())
+        inner = _hypothesis_inner(func)
+        if inner is None:
+            runner.run(guarded(func(**kwargs)))
+            return True
+
+        @functools.wraps(inner)  # Hypothesis names the falsifying example after it
+        def run_example(*args: Any, **example_kwargs: Any) -> None:
+            runner.run(guarded(inner(*args, **example_kwargs)))
+
+        # Hypothesis calls inner_test once per example; pytest-asyncio swaps it the same way.
+        hypothesis = func.hypothesis
+        hypothesis.inner_test = run_example
+        try:
+            func(**kwargs)
+        finally:
+            hypothesis.inner_test = inner
     return True
 
 
