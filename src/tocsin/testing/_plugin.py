@@ -1,5 +1,5 @@
 # SPDX-License-Identifier: Apache-2.0
-"""The pytest plugin: ``tocsin_clock``, ``tocsin_system``, ``tocsin_monitor``, async tests.
+"""The pytest plugin: fixtures ``tocsin_clock``/``_store``/``_system``/``_monitor``, async tests.
 
 Registered through the ``pytest11`` entry point (name ``tocsin``), so installing tocsin is
 enough; ``-p no:tocsin`` turns it off. The user guide is ``docs/testing.md``.
@@ -18,7 +18,12 @@ Which loop the fixtures use. ``tocsin_system`` is started on the loop the test r
 the plugin's own runner for its tests, pytest-asyncio's loop (of the test's loop scope)
 for a pytest-asyncio test. The fixtures themselves are synchronous, so they work in both
 worlds; pytest-asyncio async fixtures may use ``tocsin_system`` when their loop scope is
-the test's.
+the test's. Rejected: ``async def`` fixtures, which would need pytest-asyncio (or a second
+async-fixture runner in this plugin, fighting pytest-asyncio's over the same fixtures).
+
+Where the verdict is given. The crash/dead-letter check runs right after the test body
+(``pytest_runtest_call``), so it fails the *test*, not its teardown; the stop comes later,
+in the fixture's teardown, where only what the stop itself caused is reported.
 
 Prior art: trio's pytest plugin (``autojump_clock`` fixture), pytest-asyncio's runner per
 loop scope, pykka's ``conftest`` runtimes.
