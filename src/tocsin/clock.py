@@ -66,7 +66,7 @@ class Clock(ABC):
 
     #: Whether this clock calls the :meth:`on_wall_jump` listeners itself. When it does
     #: not (a real clock cannot see an NTP step), each actor system polls the offset
-    #: between wall and monotonic time and reports jumps (``scheduling/_wallwatch.py``).
+    #: between wall and monotonic time and reports jumps (``_deadlines/_wallwatch.py``).
     reports_wall_jumps = False
 
     def __init__(self) -> None:

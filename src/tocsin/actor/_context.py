@@ -5,7 +5,6 @@ from __future__ import annotations
 
 import asyncio
 from collections.abc import Callable
-from datetime import timedelta
 from typing import TYPE_CHECKING, Any, final
 
 from ..scheduling._api import SchedulingCalls
@@ -22,7 +21,7 @@ if TYPE_CHECKING:
 
 __all__ = ["ReceiveContext"]
 
-Seconds = float | int | timedelta
+from .._deadlines import Seconds
 
 
 @final

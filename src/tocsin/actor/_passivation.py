@@ -12,7 +12,7 @@ from __future__ import annotations
 
 from typing import TYPE_CHECKING, final
 
-from ..scheduling._heap import Deadline
+from .._deadlines import Deadline
 
 if TYPE_CHECKING:
     from ._cell import Cell

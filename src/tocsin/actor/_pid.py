@@ -12,8 +12,8 @@ import math
 from datetime import timedelta
 from typing import TYPE_CHECKING, Any, Protocol, final
 
+from .._deadlines import Deadline
 from ..errors import ActorSystemNotStartedError, AskTimeoutError
-from ..scheduling._heap import Deadline
 
 if TYPE_CHECKING:
     from ._system import ActorSystem

@@ -11,10 +11,10 @@ from __future__ import annotations
 import asyncio
 import itertools
 from collections.abc import Callable
-from datetime import timedelta
 from types import TracebackType
 from typing import TYPE_CHECKING, Any, final
 
+from .._deadlines import DeadlineService, WallWatch, to_seconds
 from ..clock import Clock, SystemClock
 from ..errors import (
     ActorNameTakenError,
@@ -24,10 +24,7 @@ from ..errors import (
 )
 from ..scheduling._api import SchedulingCalls
 from ..scheduling._cron import local_zone_name, zone
-from ..scheduling._deadlines import DeadlineService
 from ..scheduling._scheduler import Scheduler, ScheduleRecord
-from ..scheduling._validate import to_seconds
-from ..scheduling._wallwatch import WallWatch
 from ._actor import Actor
 from ._cell import Cell, CellState, fail_reply
 from ._events import ActorPassivated, DeadLetter, DeadLetterReason, EventStream
@@ -41,7 +38,7 @@ if TYPE_CHECKING:
 
 __all__ = ["ActorSystem"]
 
-Seconds = float | int | timedelta
+from .._deadlines import Seconds
 
 
 @final

@@ -5,12 +5,12 @@ from __future__ import annotations
 
 from collections.abc import AsyncIterator, Callable
 from contextlib import asynccontextmanager
-from datetime import datetime, timedelta
+from datetime import datetime
 from typing import TYPE_CHECKING, Any
 
+from .._deadlines import Seconds, to_seconds
 from ..actor._actor import Actor
 from ..actor._supervision import Supervisor
-from ..scheduling._validate import to_seconds
 from . import _tasks
 from ._records import Call, TaskRecord
 from ._retry import RetryPolicy
@@ -24,7 +24,7 @@ __all__ = ["DurableActor", "registered_kind"]
 
 _KINDS: dict[str, type[DurableActor]] = {}
 
-Seconds = float | int | timedelta
+
 Method = str | Callable[..., Any]
 
 

@@ -14,12 +14,12 @@ import logging
 from collections.abc import Sequence
 from typing import TYPE_CHECKING, Any, final
 
+from .._deadlines import Deadline
 from ..actor._cell import Cell, CellState
 from ..actor._events import DeadLetterReason
 from ..actor._messages import Turn
 from ..actor._pid import PID
 from ..actor._supervision import DEFAULT_SUPERVISOR
-from ..scheduling._heap import Deadline
 from ..stores import DeleteState, Op, PutState, Store
 from ._storage import MISSING, Storage
 

@@ -7,7 +7,7 @@ from dataclasses import dataclass
 from datetime import UTC, datetime
 from typing import TYPE_CHECKING, Any, Literal
 
-from ._codec import decode
+from .._codec import decode
 
 if TYPE_CHECKING:
     from ..actor._pid import PID

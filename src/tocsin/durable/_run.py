@@ -22,10 +22,10 @@ import types
 from collections.abc import Generator
 from typing import TYPE_CHECKING, Any, Final, final
 
+from .._codec import decode
+from .._deadlines import Deadline
 from ..errors import TaskTimeoutError
-from ..scheduling._heap import Deadline
 from ..stores import TaskRow
-from ._codec import decode
 
 if TYPE_CHECKING:
     from ..actor._cell import Cell

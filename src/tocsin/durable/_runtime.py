@@ -21,9 +21,9 @@ import logging
 from collections.abc import Callable
 from typing import TYPE_CHECKING, Any, final
 
+from .._deadlines import Deadline
 from ..actor._cell import Cell, CellState
 from ..clock import WALL_TOLERANCE
-from ..scheduling._heap import Deadline
 from ..stores import DeleteTask, Op, Store, TaskRow, UpsertTask, resolve_store
 from ._handle import LOOKAHEAD, DurableHandle
 from ._records import TaskParked, record_from_row

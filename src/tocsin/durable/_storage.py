@@ -5,8 +5,8 @@ from __future__ import annotations
 
 from typing import TYPE_CHECKING, Any, final
 
+from .._codec import decode, encode
 from ..stores import DeleteState, PutState
-from ._codec import decode, encode
 
 if TYPE_CHECKING:
     from ._handle import DurableHandle

@@ -15,10 +15,10 @@ from collections.abc import Callable
 from datetime import datetime, timedelta
 from typing import TYPE_CHECKING, Any
 
+from .._codec import encode
+from .._deadlines import to_seconds
 from ..errors import InvalidIntervalError, TaskNotFoundError
-from ..scheduling._validate import to_seconds
 from ..stores import DeleteTask, TaskRow, UpsertTask
-from ._codec import encode
 from ._records import TaskRecord, record_from_row
 
 if TYPE_CHECKING:

@@ -8,7 +8,6 @@ The same calls on :class:`~tocsin.ReceiveContext` make the schedule owned by the
 from __future__ import annotations
 
 from collections.abc import Callable
-from datetime import timedelta
 from typing import TYPE_CHECKING, Any
 
 from ._info import ScheduleInfo, SchedulerMetrics
@@ -20,7 +19,7 @@ if TYPE_CHECKING:
 
 __all__ = ["SchedulingCalls"]
 
-Seconds = float | int | timedelta
+from .._deadlines import Seconds
 
 
 class SchedulingCalls:

@@ -5,7 +5,7 @@ Prior art: GoAkt ``actor/scheduler.go`` (the API, references, pause/resume), Akk
 ``TimerScheduler`` (keyed timers, stale ticks discarded), the asyncio/trio deadline heaps.
 
 Every schedule is a :class:`ScheduleRecord` armed in the system's
-:class:`~tocsin.scheduling._deadlines.DeadlineService`. Nothing here reads the clock on
+:class:`~tocsin._deadlines.DeadlineService`. Nothing here reads the clock on
 the message path: a clock read happens when a schedule is made, paused, resumed, and when
 the shared timer fires.
 """
@@ -16,6 +16,7 @@ import itertools
 import math
 from typing import TYPE_CHECKING, Any, final
 
+from .._deadlines import Deadline, to_seconds
 from ..clock import WALL_TOLERANCE
 from ..errors import (
     DeadActorError,
@@ -23,11 +24,9 @@ from ..errors import (
     ScheduleNotFoundError,
 )
 from ._cron import CronState
-from ._heap import Deadline
 from ._info import ScheduleInfo, ScheduleKind, SchedulerMetrics
 from ._introspect import schedule_info, scheduler_metrics
 from ._timers import STALE
-from ._validate import to_seconds
 
 if TYPE_CHECKING:
     from ..actor._cell import Cell

@@ -1,5 +1,7 @@
 # SPDX-License-Identifier: Apache-2.0
-"""Argument checks shared by the scheduling calls and durable tasks."""
+"""The one validator of durations: schedules, delays, ask timeouts, supervisor windows,
+passivation and durable task budgets all go through :func:`to_seconds`, so every bad
+duration raises the same :class:`~tocsin.InvalidIntervalError` (a ``ValueError``)."""
 
 from __future__ import annotations
 
@@ -9,7 +11,10 @@ from typing import Any
 
 from ..errors import InvalidIntervalError
 
-__all__ = ["to_seconds"]
+__all__ = ["Seconds", "to_seconds"]
+
+#: A duration as the public API accepts it: seconds (int or float) or a timedelta.
+Seconds = float | int | timedelta
 
 _INF = math.inf
 

@@ -58,7 +58,7 @@ from typing import Any, Final
 
 import msgspec
 
-from ..errors import CodecError
+from .errors import CodecError
 
 __all__ = ["ALLOWED_TYPES", "MAX_DEPTH", "decode", "encode"]
 
