@@ -78,13 +78,13 @@ class DurableActor(Actor):
 
         Override it, or give the system a ``ManualClock``, to control time in tests.
         """
-        return self._handle.system.clock.wall_datetime()
+        return self._handle.runtime.clock.wall_datetime()
 
     def _now(self) -> float:
         if type(self).now is DurableActor.now:
             # Not overridden: the clock's float, without a datetime built and taken apart
             # again on every queue/schedule (~1.5 µs).
-            return self._handle.system.clock.wall()
+            return self._handle.runtime.clock.wall()
         return self.now().timestamp()
 
     # -- tasks -------------------------------------------------------------------------
@@ -217,7 +217,7 @@ class DurableActor(Actor):
             raise
         ops, handle.tx = handle.tx, None
         if ops:
-            await handle.store.apply(ops)
+            await handle.commit(ops)
 
     # -- hooks -------------------------------------------------------------------------
 

@@ -26,6 +26,7 @@ from .._codec import decode
 from .._deadlines import Deadline
 from ..errors import TaskTimeoutError
 from ..stores import TaskRow
+from ._records import running_record
 
 if TYPE_CHECKING:
     from ..actor._cell import Cell
@@ -49,12 +50,19 @@ async def run_task(
     cell: Cell, actor: DurableActor, row: TaskRow, handle: DurableHandle
 ) -> BaseException | None:
     """Run one task under its time budget; return its error, ``None`` on success, or
-    :data:`INTERRUPTED`. While the run is suspended, ``handle.budget`` is its budget."""
+    :data:`INTERRUPTED`. While the run is suspended, ``handle.budget`` is its budget.
+
+    The run sees a clean context (the cell cleared it for this turn): ``ctx.message`` is
+    the task as a :class:`~tocsin.TaskRecord`, ``ctx.sender`` is ``NoSender``, and no
+    ask is pending, so ``ctx.respond`` cannot answer someone else's ask.
+    """
+    ctx = cell.ctx
     try:
         payload = decode(row.payload)
+        ctx.message = running_record(row, payload)
         method = getattr(type(actor), row.name, None)
         if method is None or not callable(method):
-            call: Any = actor.on_task(row.name, payload, cell.ctx)
+            call: Any = actor.on_task(row.name, payload, ctx)
         else:
             call = getattr(actor, row.name)(payload)
     except Exception as exc:
@@ -64,8 +72,8 @@ async def run_task(
         return exc
     if not inspect.isawaitable(call):
         return None
-    system = handle.system
-    started = system.clock.monotonic()
+    runtime = handle.runtime
+    started = runtime.clock.monotonic()
     rest: Any = call
     if type(call) is types.CoroutineType:
         try:
@@ -75,7 +83,7 @@ async def run_task(
         except Exception as exc:
             return exc
         rest = _resume(call, first)
-    if handle.runtime.stopping:
+    if handle.durable.stopping:
         # The system began stopping while the first step ran: do not wait for the rest.
         if type(rest) is types.CoroutineType:
             rest.close()  # runs the body's `finally` blocks
@@ -84,7 +92,7 @@ async def run_task(
     assert task is not None
     budget = row.timeout if row.timeout is not None else actor.task_timeout
     timer = Budget(task)
-    deadlines = system._deadlines
+    deadlines = runtime.deadlines
     deadlines.add(started + budget, timer)
     handle.budget = timer
     try:

@@ -1,0 +1,417 @@
+# SPDX-License-Identifier: Apache-2.0
+"""Runtime: the shared services of one started system, handed to whatever needs them.
+
+``ActorSystem.start()`` makes one :class:`Runtime` (loop, deadlines, clock, events,
+activity counter, actor registry) and passes it down: cells, contexts, PIDs, the
+scheduler and the durable runtime all hold it. Nothing reaches into the facade's private
+attributes. A stopped system's runtime is left behind (``running`` False), so a PID kept
+from an earlier start fails cleanly instead of reaching the new one.
+
+The layers above plug in through three hooks, none of which names them:
+
+* ``schedules``: the :class:`~tocsin.actor._scheduling.ScheduleService` behind the
+  scheduling calls (set by the facade to the scheduler).
+* ``stop_listeners``: called with each cell once it has fully stopped (the scheduler
+  cancels what the cell owned; the durable runtime forgets the activation).
+* ``resolvers``: :class:`~tocsin.actor._target.TargetResolver` callables that find the
+  target of a PID whose address is another node (the remote layer).
+
+It also tells a :class:`~tocsin.ManualClock` whether the system is busy (``is_idle``,
+``progress``, ``wait_idle``), since that is what ``clock.advance`` waits for.
+"""
+
+from __future__ import annotations
+
+import asyncio
+import itertools
+from collections.abc import Callable
+from typing import TYPE_CHECKING, Any, final
+
+from .._codec import Extension
+from .._deadlines import Deadline, DeadlineService
+from ..clock import Clock
+from ..errors import (
+    ActorNameTakenError,
+    ActorNotFoundError,
+    ActorStartError,
+    ActorSystemNotStartedError,
+    CodecError,
+    DeadActorError,
+    RemotingDisabledError,
+    WrongEventLoopError,
+)
+from ._events import ActorPassivated, DeadLetter, DeadLetterReason, EventStream
+from ._mailbox import ITEM_TYPES, STALE
+from ._pid import PID, parse_pid
+from ._reply import fail_reply
+from ._supervision import DEFAULT_SUPERVISOR, Directive, Supervisor
+from ._target import SendTarget
+
+if TYPE_CHECKING:
+    from ._actor import Actor
+    from ._cell import Cell
+    from ._reply import Reply
+    from ._scheduling import ScheduleService
+    from ._target import TargetResolver
+
+__all__ = ["PID_EXTENSION_CODE", "Runtime"]
+
+#: The codec extension code of a PID (its wire string).
+PID_EXTENSION_CODE = 16
+
+_get_running_loop = asyncio._get_running_loop
+
+
+@final
+class Runtime:
+    """The services one started system shares (internal; made by ``ActorSystem.start``)."""
+
+    __slots__ = (
+        "address",
+        "busy",
+        "clock",
+        "deadlines",
+        "events",
+        "facade",
+        "idle_waiters",
+        "loop",
+        "name",
+        "names",
+        "progress",
+        "registry",
+        "resolvers",
+        "running",
+        "schedules",
+        "stop_listeners",
+        "stopping",
+        "top",
+        "turns",
+    )
+
+    def __init__(
+        self,
+        *,
+        name: str,
+        address: str,
+        clock: Clock,
+        events: EventStream,
+        loop: asyncio.AbstractEventLoop,
+        deadlines: DeadlineService,
+        facade: Any,
+    ) -> None:
+        self.name = name
+        self.address = address
+        self.clock = clock
+        self.events = events
+        self.loop = loop
+        self.deadlines = deadlines
+        #: The ActorSystem this runtime serves (what ``ctx.system`` returns).
+        self.facade = facade
+        self.top: dict[str, Cell] = {}
+        self.registry: dict[str, Cell] = {}
+        self.names = itertools.count(1)
+        #: Units of work in flight (drains, starts, tracked tasks): the activity counter.
+        self.busy = 0
+        #: Messages handled so far (``ManualClock.settle`` watches it move).
+        self.progress = 0
+        self.idle_waiters: list[asyncio.Future[None]] = []
+        self.running = True
+        #: Set once ``stop()`` began: nothing new is spawned.
+        self.stopping = False
+        self.schedules: ScheduleService | None = None
+        self.stop_listeners: list[Callable[[Cell], None]] = []
+        self.resolvers: list[TargetResolver] = []
+        #: The task running each cell's turn (to tell "called from inside an actor").
+        self.turns: dict[asyncio.Task[Any], Cell] = {}
+
+    # -- checks ------------------------------------------------------------------------
+
+    def check(self, what: str) -> None:
+        """Raise unless the system runs and this is its event loop.
+
+        Raises:
+            ActorSystemNotStartedError: the system is not running.
+            WrongEventLoopError: the caller runs on another loop (or on none).
+        """
+        if not self.running:
+            raise ActorSystemNotStartedError(
+                f"cannot {what}: actor system {self.name!r} is not running; call "
+                f"`await system.start()` or use `async with ActorSystem(...)`"
+            )
+        loop = _get_running_loop()
+        if loop is not self.loop:
+            raise self.wrong_loop(what, loop)
+
+    def wrong_loop(self, what: str, loop: asyncio.AbstractEventLoop | None) -> WrongEventLoopError:
+        here = "no running event loop (another thread?)" if loop is None else f"event loop {loop!r}"
+        return WrongEventLoopError(
+            f"cannot {what} from {here}: actor system {self.name!r} runs on event loop "
+            f"{self.loop!r}; call it from that loop, or use pid.tell_threadsafe(...) / "
+            f"loop.call_soon_threadsafe(...) from another thread"
+        )
+
+    def current_turn(self) -> Cell | None:
+        """The cell whose turn the current task is running, if any."""
+        task = asyncio.current_task()
+        return None if task is None else self.turns.get(task)
+
+    # -- activity (what a ManualClock waits for) ---------------------------------------
+
+    def busy_done(self) -> None:
+        self.busy -= 1
+        if self.busy == 0 and self.idle_waiters:
+            waiters, self.idle_waiters = self.idle_waiters, []
+            for waiter in waiters:
+                if not waiter.done():
+                    waiter.set_result(None)
+
+    def track_task(self, task: asyncio.Task[Any]) -> None:
+        """Count ``task`` as activity until it is done."""
+        self.busy += 1
+        task.add_done_callback(lambda _: self.busy_done())
+
+    def is_idle(self) -> bool:
+        return self.busy == 0
+
+    async def wait_idle(self) -> None:
+        if self.busy == 0:
+            return
+        waiter = self.loop.create_future()
+        self.idle_waiters.append(waiter)
+        await waiter
+
+    async def sleep(self, seconds: float) -> None:
+        """Sleep on the system's clock (a ``ManualClock`` drives it)."""
+        future: asyncio.Future[None] = self.loop.create_future()
+        wake = _Wake(future)
+        self.deadlines.add(self.clock.monotonic() + seconds, wake)
+        try:
+            await future
+        finally:
+            self.deadlines.remove(wake)
+
+    # -- undeliverable -----------------------------------------------------------------
+
+    def undeliverable(
+        self,
+        message: Any,
+        sender: Any,
+        target: PID | None,
+        reason: DeadLetterReason,
+        reply: Reply | None,
+    ) -> None:
+        """A message could not be delivered: fail its ask, publish a dead letter."""
+        if type(message) in ITEM_TYPES:
+            message = message.rejected()
+            if message is STALE:
+                return  # e.g. a cancelled schedule's tick: not lost, just withdrawn
+        if reply is not None:
+            fail_reply(reply, target, reason)
+        self.events.publish(DeadLetter(message, sender, target, reason))
+
+    def dead_letter(self, letter: DeadLetter) -> None:
+        self.events.publish(letter)
+
+    # -- actors ------------------------------------------------------------------------
+
+    async def spawn(
+        self,
+        factory: Callable[[], Actor],
+        name: str | None,
+        *,
+        parent: Cell | None,
+        supervisor: Supervisor | Directive | None,
+        passivate_after: float | None,
+    ) -> PID:
+        """Create a cell, run its first start, return its PID (see ``ActorSystem.spawn``)."""
+        from ._cell import Cell, CellState
+
+        self.check("spawn")
+        if self.stopping:
+            raise ActorSystemNotStartedError(
+                f"cannot spawn: actor system {self.name!r} is stopping"
+            )
+        if not callable(factory):
+            raise TypeError(f"`factory` must be an Actor subclass or a callable, got {factory!r}")
+        if name is None:
+            name = f"${next(self.names)}"
+        elif not isinstance(name, str) or not name or "/" in name or name.startswith("$"):
+            raise ValueError(
+                f"`name` must be a non-empty str without '/' and not starting with '$', "
+                f"got {name!r}"
+            )
+        if supervisor is None:
+            supervisor = DEFAULT_SUPERVISOR
+        elif isinstance(supervisor, Directive):
+            supervisor = Supervisor(supervisor)
+        elif not isinstance(supervisor, Supervisor):
+            raise TypeError(f"`supervisor` must be a Supervisor or a Directive, got {supervisor!r}")
+        if parent is not None:
+            if parent.state >= CellState.STOPPING:
+                raise DeadActorError(f"cannot spawn a child of {parent.pid}: it is stopping")
+            siblings, path = parent.children, f"{parent.pid.path}/{name}"
+        else:
+            siblings, path = self.top, f"/user/{name}"
+        if name in siblings:
+            raise ActorNameTakenError(f"an actor named {name!r} already exists at {path}")
+        cell = Cell(self, path, factory, parent, supervisor, passivate_after)
+        siblings[name] = cell
+        self.registry[path] = cell
+        error = await cell.first_start()
+        if error is not None:
+            raise ActorStartError(
+                f"actor {path} did not start: its pre_start raised {error!r} and its "
+                f"supervisor did not bring it up"
+            ) from error
+        return cell.pid
+
+    def cell_stopped(self, cell: Cell) -> None:
+        """A cell has fully stopped: forget it, tell the listeners."""
+        name = cell.pid.name
+        siblings = cell.parent.children if cell.parent is not None else self.top
+        if siblings.get(name) is cell:
+            del siblings[name]
+        if self.registry.get(cell.pid.path) is cell:
+            del self.registry[cell.pid.path]
+        for listener in self.stop_listeners:
+            listener(cell)
+
+    def passivate(self, cell: Cell) -> None:
+        self.events.publish(ActorPassivated(cell.pid))
+        cell.request_stop()
+
+    # -- lookup ------------------------------------------------------------------------
+
+    def add_resolver(self, resolver: TargetResolver) -> Callable[[], None]:
+        """Register a resolver for PIDs of other nodes; returns its unregister function."""
+        self.resolvers.append(resolver)
+
+        def remove() -> None:
+            if resolver in self.resolvers:
+                self.resolvers.remove(resolver)
+
+        return remove
+
+    def local_pid(self, path: str) -> PID:
+        """The PID of the live actor at ``path``, or ActorNotFoundError."""
+        from ._cell import CellState
+
+        cell = self.registry.get(path)
+        if cell is None or cell.state >= CellState.STOPPING:
+            raise ActorNotFoundError(f"no live actor at {path!r}")
+        return cell.pid
+
+    def pid_from_wire(self, text: str) -> PID:
+        """A PID read from the codec (``pid.wire``): never raises for a gone actor.
+
+        This node's actor of that incarnation, if it still lives; else a PID whose sends
+        are dead letters. Another node's: through the resolvers; without one, a PID
+        whose sends raise ``RemotingDisabledError``.
+
+        Raises:
+            ValueError: not a PID string.
+        """
+        address, path, incarnation = parse_pid(text)
+        inc = 0 if incarnation is None else incarnation
+        if address == self.address:
+            cell = self.registry.get(path)
+            if cell is not None and (incarnation is None or cell.pid.incarnation == inc):
+                return cell.pid
+            return PID(address, path, inc, _Gone(self, False))
+        for resolver in self.resolvers:
+            found = resolver(address, path, incarnation)
+            if found is not None:
+                return found
+        return PID(address, path, inc, _Gone(self, True))
+
+    def codec_extension(self) -> Extension:
+        """The codec extension for PIDs of this runtime: a PID as its wire string."""
+        return Extension(PID_EXTENSION_CODE, PID, _pid_to_wire, self._pid_from_codec)
+
+    def _pid_from_codec(self, value: object) -> PID:
+        if not isinstance(value, str):
+            raise CodecError(f"cannot decode a PID from {type(value)!r}")
+        try:
+            return self.pid_from_wire(value)
+        except ValueError as exc:
+            raise CodecError(f"cannot decode a PID: {exc}") from None
+
+    def pid_of(self, text: str) -> PID:
+        """A PID from a name (``"a"``), a path (``"/user/a"``) or a PID string.
+
+        A PID string of this node resolves through the registry; one of another node
+        through the registered resolvers (the remote layer).
+
+        Raises:
+            ActorNotFoundError: no live actor there (this node).
+            RemotingDisabledError: another node's address, and no resolver serves it.
+            ValueError: not a name, path or PID string.
+        """
+        if not text.startswith("tocsin:"):
+            return self.local_pid(text if text.startswith("/") else f"/user/{text}")
+        address, path, incarnation = parse_pid(text)
+        if address == self.address:
+            pid = self.local_pid(path)
+            if incarnation is not None and pid.incarnation != incarnation:
+                raise ActorNotFoundError(f"no live actor {text!r} (that incarnation stopped)")
+            return pid
+        for resolver in self.resolvers:
+            found = resolver(address, path, incarnation)
+            if found is not None:
+                return found
+        raise RemotingDisabledError(
+            f"{text!r} names an actor on node {address!r}, and this system "
+            f"({self.address!r}) was started without remoting to reach it"
+        )
+
+
+def _pid_to_wire(pid: PID) -> str:
+    return pid.wire
+
+
+@final
+class _Gone(SendTarget):
+    """The target of a PID read from the codec whose actor is not (or not yet) reachable:
+    a local actor that stopped, or another node's actor without remoting."""
+
+    __slots__ = ("remote", "runtime")
+
+    def __init__(self, runtime: Runtime, remote: bool) -> None:
+        self.runtime = runtime
+        self.remote = remote
+
+    def deliver(self, message: Any, sender: Any, reply: Reply | None) -> bool:
+        if self.remote:
+            raise RemotingDisabledError(
+                f"cannot send to an actor of another node: system {self.runtime.name!r} "
+                f"was started without remoting"
+            )
+        self.runtime.undeliverable(message, sender, None, DeadLetterReason.STOPPED, reply)
+        return False
+
+    def alive(self) -> bool:
+        return False
+
+    async def stop(self) -> None:
+        return None
+
+    def request_stop(self) -> None:
+        return None
+
+    def reinstate(self) -> None:
+        return None
+
+
+@final
+class _Wake(Deadline):
+    """Wakes :meth:`Runtime.sleep`."""
+
+    __slots__ = ("future",)
+
+    def __init__(self, future: asyncio.Future[None]) -> None:
+        super().__init__()
+        self.future = future
+
+    def fire(self, now: float, deadline: float) -> None:
+        if not self.future.done():
+            self.future.set_result(None)
