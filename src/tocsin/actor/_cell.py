@@ -14,21 +14,20 @@ Prior art: pykka's ``_actor_loop_setup/running/teardown``, Proto.Actor's mailbox
 from __future__ import annotations
 
 import asyncio
-import enum
 import logging
 from collections import deque
 from collections.abc import Callable
 from typing import TYPE_CHECKING, Any, final
 
 from ..errors import DeadActorError
-from . import _supervising
+from . import _lifecycle, _supervising
 from ._actor import Actor
 from ._context import ReceiveContext
-from ._events import ActorReinstated, ActorStarted, ActorStopped, ActorSuspended, DeadLetterReason
+from ._events import ActorReinstated, ActorSuspended, DeadLetterReason
 from ._mailbox import ITEM_TYPES, STALE, Ask, Mailbox, RuntimeItem
 from ._passivation import Passivation
 from ._pid import PID, NoSender, new_incarnation
-from ._reply import fail_reply
+from ._state import CellState
 from ._target import SendTarget
 
 if TYPE_CHECKING:
@@ -43,16 +42,6 @@ THROUGHPUT = 256
 
 _log = logging.getLogger("tocsin.actor")
 _get_running_loop = asyncio._get_running_loop
-
-
-class CellState(enum.IntEnum):
-    """Where an incarnation is in its life; ordered, so ``>= STOPPING`` means "gone"."""
-
-    STARTING = 0
-    RUNNING = 1
-    SUSPENDED = 2
-    STOPPING = 3
-    STOPPED = 4
 
 
 _STARTING = CellState.STARTING
@@ -298,48 +287,8 @@ class Cell(SendTarget):
         return actor
 
     async def first_start(self) -> BaseException | None:
-        """Run the first ``pre_start`` (in the spawner's coroutine) and open the mailbox.
-
-        Returns ``None`` once the actor is up, or, when ``pre_start`` failed and the
-        supervisor did not bring the actor up, the last error, after the actor has fully
-        stopped (so its name is free again).
-        """
-        self.draining = True  # deliveries meanwhile only enqueue
-        # The spawner's task runs this actor's turn for now, so that a stop called from
-        # `pre_start` returns at once (as from `receive`) instead of awaiting itself.
-        task = self.task = asyncio.current_task()
-        runtime = self.runtime
-        if task is not None:
-            runtime.turns[task] = self
-        runtime.busy += 1
-        error: BaseException | None = None
-        try:
-            try:
-                await self.actor.pre_start(self.ctx)
-            except Exception as exc:
-                if self.state is _STARTING:
-                    self.state = _RUNNING
-                error = await _supervising.failed(self, exc)
-            if self.state is _STARTING:
-                self.state = _RUNNING
-            if self.state is not _STOPPING and self.state is not _STOPPED:
-                error = None  # up: pre_start succeeded, or a restart did, or resumed
-                runtime.events.publish(ActorStarted(self.pid))
-                if self.passivate_after is not None:
-                    self.last_active = runtime.clock.monotonic()
-                    self.passivation = Passivation(self)
-                    runtime.deadlines.add(self.last_active + self.passivate_after, self.passivation)
-        finally:
-            if task is not None and runtime.turns.get(task) is self:
-                del runtime.turns[task]
-            self.task = None
-            self.draining = False
-            runtime.busy_done()
-        if self.state is _STOPPING or (self.mailbox and self.state is _RUNNING):
-            self._wake()
-        if error is not None:
-            await self.stop()
-        return error
+        """Run the first ``pre_start`` (see ``_lifecycle.first_start``)."""
+        return await _lifecycle.first_start(self)
 
     def suspend(self, error: BaseException) -> None:
         self.state = _SUSPENDED
@@ -363,36 +312,11 @@ class Cell(SendTarget):
             self._wake()
 
     async def pause(self, seconds: float) -> None:
-        """Wait ``seconds`` on the system clock inside the turn (a restart's backoff);
-        a stop request ends the wait at once."""
-        waiter: asyncio.Future[None] = self.runtime.loop.create_future()
-        self.pausing = waiter
-        sleeper = asyncio.ensure_future(self.runtime.sleep(seconds))
-
-        def wake(_: object) -> None:
-            if not waiter.done():
-                waiter.set_result(None)
-
-        sleeper.add_done_callback(wake)
-        try:
-            await waiter
-        finally:
-            self.pausing = None
-            sleeper.cancel()
+        """Wait on the system clock inside the turn; a stop request ends the wait."""
+        await _lifecycle.pause(self, seconds)
 
     def _reject_mailbox(self, reason: DeadLetterReason) -> None:
-        mailbox = self.mailbox
-        self.mailbox = None
-        if not mailbox:
-            return
-        items = iter(mailbox)
-        undeliverable = self.runtime.undeliverable
-        for message, sender in zip(items, items, strict=True):
-            reply = None
-            if type(message) is Ask:
-                reply = message.reply
-                message = message.message
-            undeliverable(message, sender, self.pid, reason, reply)
+        _lifecycle.reject_mailbox(self, reason)
 
     def request_stop(self) -> None:
         """Begin stopping after the current message; never waits."""
@@ -418,49 +342,12 @@ class Cell(SendTarget):
         await asyncio.shield(stopped)
 
     def interrupt(self) -> bool:
-        """Cancel the handler this actor is running (the stop's grace ran out).
-
-        Only a turn in its own drain task is cancelled, and not while it is already
-        finishing its stop (``post_stop`` still runs). Returns whether it cancelled.
-        """
-        task = self.task
-        if (
-            task is None
-            or self.finishing
-            or self.interrupted
-            or self.runtime.turns.get(task) is not self
-        ):
-            return False
-        if task is asyncio.current_task():
-            return False
-        self.interrupted = True
-        task.cancel()
-        return True
+        """Cancel the handler this actor is running (the stop's grace ran out)."""
+        return _lifecycle.interrupt(self)
 
     async def stop_children(self) -> None:
         if self.children:
             await asyncio.gather(*(child.stop() for child in list(self.children.values())))
 
     async def _finish_stop(self) -> None:
-        runtime = self.runtime
-        self.finishing = True
-        if self.passivation is not None:
-            runtime.deadlines.remove(self.passivation)
-        await self.stop_children()
-        if not self.post_stop_done:
-            self.in_post_stop = True
-            try:
-                await self.actor.post_stop(self.ctx)
-            except Exception:
-                _log.exception("post_stop of %s failed", self.pid)
-            finally:
-                self.in_post_stop = False
-        self.state = _STOPPED
-        self._reject_mailbox(DeadLetterReason.STOPPED)
-        if self.unanswered:
-            for reply in list(self.unanswered):
-                fail_reply(reply, self.pid, DeadLetterReason.STOPPED)
-        runtime.cell_stopped(self)
-        runtime.events.publish(ActorStopped(self.pid))
-        if self._stopped is not None and not self._stopped.done():
-            self._stopped.set_result(None)
+        await _lifecycle.finish_stop(self)

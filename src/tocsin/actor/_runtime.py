@@ -32,20 +32,17 @@ from .._deadlines import Deadline, DeadlineService
 from ..clock import Clock
 from ..errors import (
     ActorNameTakenError,
-    ActorNotFoundError,
     ActorStartError,
     ActorSystemNotStartedError,
-    CodecError,
     DeadActorError,
-    RemotingDisabledError,
     WrongEventLoopError,
 )
+from . import _lookup
 from ._events import ActorPassivated, DeadLetter, DeadLetterReason, EventStream
 from ._mailbox import ITEM_TYPES, STALE
-from ._pid import PID, parse_pid
+from ._pid import PID
 from ._reply import fail_reply
 from ._supervision import DEFAULT_SUPERVISOR, Directive, Supervisor
-from ._target import SendTarget
 
 if TYPE_CHECKING:
     from ._actor import Actor
@@ -54,10 +51,7 @@ if TYPE_CHECKING:
     from ._scheduling import ScheduleService
     from ._target import TargetResolver
 
-__all__ = ["PID_EXTENSION_CODE", "Runtime"]
-
-#: The codec extension code of a PID (its wire string).
-PID_EXTENSION_CODE = 16
+__all__ = ["Runtime"]
 
 _get_running_loop = asyncio._get_running_loop
 
@@ -280,7 +274,7 @@ class Runtime:
         self.events.publish(ActorPassivated(cell.pid))
         cell.request_stop()
 
-    # -- lookup ------------------------------------------------------------------------
+    # -- lookup (``_lookup.py``) --------------------------------------------------------
 
     def add_resolver(self, resolver: TargetResolver) -> Callable[[], None]:
         """Register a resolver for PIDs of other nodes; returns its unregister function."""
@@ -292,114 +286,17 @@ class Runtime:
 
         return remove
 
-    def local_pid(self, path: str) -> PID:
-        """The PID of the live actor at ``path``, or ActorNotFoundError."""
-        from ._cell import CellState
-
-        cell = self.registry.get(path)
-        if cell is None or cell.state >= CellState.STOPPING:
-            raise ActorNotFoundError(f"no live actor at {path!r}")
-        return cell.pid
+    def pid_of(self, text: str) -> PID:
+        """A PID from a name, a path or a PID string (see ``_lookup.pid_of``)."""
+        return _lookup.pid_of(self, text)
 
     def pid_from_wire(self, text: str) -> PID:
-        """A PID read from the codec (``pid.wire``): never raises for a gone actor.
-
-        This node's actor of that incarnation, if it still lives; else a PID whose sends
-        are dead letters. Another node's: through the resolvers; without one, a PID
-        whose sends raise ``RemotingDisabledError``.
-
-        Raises:
-            ValueError: not a PID string.
-        """
-        address, path, incarnation = parse_pid(text)
-        inc = 0 if incarnation is None else incarnation
-        if address == self.address:
-            cell = self.registry.get(path)
-            if cell is not None and (incarnation is None or cell.pid.incarnation == inc):
-                return cell.pid
-            return PID(address, path, inc, _Gone(self, False))
-        for resolver in self.resolvers:
-            found = resolver(address, path, incarnation)
-            if found is not None:
-                return found
-        return PID(address, path, inc, _Gone(self, True))
+        """A PID read from the codec; never raises for a gone actor (``_lookup``)."""
+        return _lookup.pid_from_wire(self, text)
 
     def codec_extension(self) -> Extension:
         """The codec extension for PIDs of this runtime: a PID as its wire string."""
-        return Extension(PID_EXTENSION_CODE, PID, _pid_to_wire, self._pid_from_codec)
-
-    def _pid_from_codec(self, value: object) -> PID:
-        if not isinstance(value, str):
-            raise CodecError(f"cannot decode a PID from {type(value)!r}")
-        try:
-            return self.pid_from_wire(value)
-        except ValueError as exc:
-            raise CodecError(f"cannot decode a PID: {exc}") from None
-
-    def pid_of(self, text: str) -> PID:
-        """A PID from a name (``"a"``), a path (``"/user/a"``) or a PID string.
-
-        A PID string of this node resolves through the registry; one of another node
-        through the registered resolvers (the remote layer).
-
-        Raises:
-            ActorNotFoundError: no live actor there (this node).
-            RemotingDisabledError: another node's address, and no resolver serves it.
-            ValueError: not a name, path or PID string.
-        """
-        if not text.startswith("tocsin:"):
-            return self.local_pid(text if text.startswith("/") else f"/user/{text}")
-        address, path, incarnation = parse_pid(text)
-        if address == self.address:
-            pid = self.local_pid(path)
-            if incarnation is not None and pid.incarnation != incarnation:
-                raise ActorNotFoundError(f"no live actor {text!r} (that incarnation stopped)")
-            return pid
-        for resolver in self.resolvers:
-            found = resolver(address, path, incarnation)
-            if found is not None:
-                return found
-        raise RemotingDisabledError(
-            f"{text!r} names an actor on node {address!r}, and this system "
-            f"({self.address!r}) was started without remoting to reach it"
-        )
-
-
-def _pid_to_wire(pid: PID) -> str:
-    return pid.wire
-
-
-@final
-class _Gone(SendTarget):
-    """The target of a PID read from the codec whose actor is not (or not yet) reachable:
-    a local actor that stopped, or another node's actor without remoting."""
-
-    __slots__ = ("remote", "runtime")
-
-    def __init__(self, runtime: Runtime, remote: bool) -> None:
-        self.runtime = runtime
-        self.remote = remote
-
-    def deliver(self, message: Any, sender: Any, reply: Reply | None) -> bool:
-        if self.remote:
-            raise RemotingDisabledError(
-                f"cannot send to an actor of another node: system {self.runtime.name!r} "
-                f"was started without remoting"
-            )
-        self.runtime.undeliverable(message, sender, None, DeadLetterReason.STOPPED, reply)
-        return False
-
-    def alive(self) -> bool:
-        return False
-
-    async def stop(self) -> None:
-        return None
-
-    def request_stop(self) -> None:
-        return None
-
-    def reinstate(self) -> None:
-        return None
+        return _lookup.pid_extension(self)
 
 
 @final
