@@ -342,7 +342,9 @@ class ManualClock(Clock):
         try:
             loop = asyncio.get_running_loop()
         except RuntimeError:
-            return  # started by the first call_at/_attach made inside a running loop
+            # Not inside a running loop (autojump set at construction): the next _attach,
+            # made by a system starting on its loop, starts it. call_at never does.
+            return
         self._wake = asyncio.Event()
         self._autojump_task = loop.create_task(self._autojump_loop())
 

@@ -15,6 +15,8 @@ from collections.abc import Callable
 from datetime import datetime, timedelta
 from typing import TYPE_CHECKING, Any
 
+import msgspec
+
 from .._codec import encode
 from .._deadlines import to_seconds
 from ..errors import InvalidIntervalError, TaskNotFoundError
@@ -159,21 +161,7 @@ async def _parked(handle: DurableHandle, task_id: str) -> TaskRow:
 async def retry_parked(handle: DurableHandle, task_id: str, now: float) -> None:
     """Make a parked task pending again, due now, with its attempt count reset."""
     row = await _parked(handle, task_id)
-    fresh = TaskRow(
-        kind=row.kind,
-        identity=row.identity,
-        id=row.id,
-        name=row.name,
-        payload=row.payload,
-        due=now,
-        every=row.every,
-        attempts=0,
-        max_retries=row.max_retries,
-        created_at=row.created_at,
-        state="pending",
-        last_error=row.last_error,
-        timeout=row.timeout,
-    )
+    fresh = msgspec.structs.replace(row, due=now, attempts=0, state="pending")
     await handle.write([UpsertTask(fresh)])
     handle.touched.add(task_id)
     handle.arm(now)

@@ -60,7 +60,7 @@ from ._protocols import (
     TaskState,
     UpsertTask,
 )
-from ._sqlite_inline import Inline
+from ._sqlite_inline import LoopConnection
 from ._sqlite_thread import Worker, transaction
 from ._validate import validate_ops
 
@@ -150,7 +150,7 @@ class SQLiteStore:
         self.synchronous = synchronous
         self.url = "sqlite://:memory:" if self.path == ":memory:" else f"sqlite:///{self.path}"
         self._worker: Worker | None = None
-        self._inline: Inline | None = None
+        self._inline: LoopConnection | None = None
         self._inline_writes = False
         self._checkpoint: concurrent.futures.Future[Any] | None = None
         self._since_checkpoint = 0
@@ -181,7 +181,7 @@ class SQLiteStore:
                 await asyncio.wrap_future(worker.ready)
                 # After the worker created the schema and set WAL mode (persistent in the
                 # file), so the loop-side connection finds both.
-                inline = None if self.path == ":memory:" else Inline(self.path, CACHE_KIB)
+                inline = None if self.path == ":memory:" else LoopConnection(self.path, CACHE_KIB)
             except _DB_ERRORS as exc:
                 raise _store_error("open", self.path, exc) from exc
         except BaseException:
@@ -390,7 +390,9 @@ def _checkpoint(conn: sqlite3.Connection) -> list[Any]:
             return [(busy, frames, copied)]
         result = conn.execute("PRAGMA wal_checkpoint(TRUNCATE)").fetchall()
         if result[0][0] == 0:
-            # Locked: a loop-side write came first and made that commit itself.
+            # Not busy: the WAL was reset. Make the first commit after the reset here, on
+            # the worker; if a loop-side write got there first, this one finds the lock
+            # and is skipped (that write already made the commit).
             with contextlib.suppress(sqlite3.OperationalError):
                 transaction(conn, _rewrite_user_version)
         return result
