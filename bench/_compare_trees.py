@@ -159,10 +159,11 @@ def main() -> int:
     parser.add_argument("--before", type=Path, required=True)
     parser.add_argument("--after", type=Path, required=True)
     parser.add_argument("--repeats", type=int, default=5)
-    parser.add_argument("--only", default=None)
+    parser.add_argument("--only", default=None, help="comma-separated parts of path names")
     args = parser.parse_args()
     trees = {"before": args.before.resolve(), "after": args.after.resolve()}
-    cases = [c for c in CASES if args.only is None or args.only in c[1]]
+    wanted = None if args.only is None else args.only.split(",")
+    cases = [c for c in CASES if wanted is None or any(w in c[1] for w in wanted)]
     # One run per (script, params) gives every metric of that run (create and cancel).
     runs: dict[tuple[str, str], dict[str, list[dict[str, Any] | None]]] = {}
     for rep in range(args.repeats):
