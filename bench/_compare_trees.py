@@ -18,6 +18,7 @@ from __future__ import annotations
 import argparse
 import json
 import os
+import resource
 import statistics
 import subprocess
 import sys
@@ -135,6 +136,7 @@ CASES: list[tuple[str, str, dict[str, Any], str, bool]] = [
 
 def _child(tree: Path, script: str, params: dict[str, Any], rep: int) -> dict[str, Any] | None:
     env = {**os.environ, "PYTHONPATH": str(tree / "src")}
+    before = resource.getrusage(resource.RUSAGE_CHILDREN)
     command = [
         sys.executable,
         str(tree / "bench" / f"{script}.py"),
@@ -144,6 +146,8 @@ def _child(tree: Path, script: str, params: dict[str, Any], rep: int) -> dict[st
     proc = subprocess.run(
         command, capture_output=True, text=True, env=env, timeout=900, check=False
     )
+    after = resource.getrusage(resource.RUSAGE_CHILDREN)
+    cpu = (after.ru_utime - before.ru_utime) + (after.ru_stime - before.ru_stime)
     lines = [line for line in proc.stdout.splitlines() if line.startswith("{")]
     if proc.returncode != 0 or not lines:
         print(
@@ -151,7 +155,9 @@ def _child(tree: Path, script: str, params: dict[str, Any], rep: int) -> dict[st
             file=sys.stderr,
         )
         return None
-    return dict(json.loads(lines[-1]))
+    # The child's whole CPU time (imports and setup included, the same in both trees):
+    # on a shared machine it varies far less than wall-clock rates do.
+    return {**json.loads(lines[-1]), "child_cpu_s": cpu}
 
 
 def main() -> int:
@@ -193,6 +199,13 @@ def main() -> int:
         cells = {n: f"{med[n]:.4g} ({min(v):.4g}-{max(v):.4g})" for n, v in vals.items()}
         print(
             f"| {label} | {metric} ({'lower' if lower else 'higher'} is better) | {cells['before']} | {cells['after']} | {change:.3f} ({slower:+.1%} time) |"
+        )
+        cpu = {n: [r["child_cpu_s"] for r in slot[n] if r] for n in slot}
+        cpu_change = statistics.median(cpu["after"]) / statistics.median(cpu["before"])
+        print(
+            f"| {label} | child CPU s (lower is better) | "
+            f"{statistics.median(cpu['before']):.3f} | {statistics.median(cpu['after']):.3f} | "
+            f"{cpu_change:.3f} |"
         )
         summary.append(
             {

@@ -160,7 +160,7 @@ async def test_a_resolver_routes_other_nodes_pids_and_replies_come_back_by_corre
         await asyncio.sleep(0)
         (_, _, correlation) = target.sent[1]
         assert correlation is not None
-        target.pending[correlation].resolve("answer")  # the reply frame came back
+        target.pending[correlation].set_result("answer")  # the reply frame came back
         assert await asking == "answer"
         late = asyncio.ensure_future(pid.ask("again", timeout=5))
         await clock.advance(5)
@@ -169,3 +169,42 @@ async def test_a_resolver_routes_other_nodes_pids_and_replies_come_back_by_corre
         remove()
         with pytest.raises(RemotingDisabledError):
             await system.actor_of("tocsin://other@h:1/user/x")
+
+
+class _CorrelatedReply:
+    """An incoming remote ask's reply: no future here, a correlation id to answer."""
+
+    def __init__(self, correlation: int, frames: list[tuple[int, str, Any]]) -> None:
+        self.correlation = correlation
+        self.frames = frames
+        self._done = False
+        self._callbacks: list[Any] = []
+
+    def done(self) -> bool:
+        return self._done
+
+    def set_result(self, result: Any, /) -> None:
+        self._finish(("ok", result))
+
+    def set_exception(self, exception: Any, /) -> None:
+        self._finish(("error", type(exception).__name__))
+
+    def add_done_callback(self, fn: Any, /) -> None:
+        self._callbacks.append(fn)
+
+    def _finish(self, outcome: tuple[str, Any]) -> None:
+        self._done = True
+        self.frames.append((self.correlation, *outcome))
+        for fn in self._callbacks:
+            fn(self)
+
+
+async def test_an_incoming_ask_with_a_correlation_reply_is_answered_or_failed() -> None:
+    system, clock = new_system()
+    async with system:
+        pid = await system.spawn(Echo, "echo")
+        frames: list[tuple[int, str, Any]] = []
+        pid._target.deliver("ping", None, _CorrelatedReply(7, frames))
+        pid._target.deliver("fail", None, _CorrelatedReply(8, frames))
+        await clock.advance(0)
+        assert frames == [(7, "ok", "ping"), (8, "error", "RuntimeError")]

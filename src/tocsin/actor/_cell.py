@@ -24,7 +24,7 @@ from . import _lifecycle, _supervising
 from ._actor import Actor
 from ._context import ReceiveContext
 from ._events import ActorReinstated, ActorSuspended, DeadLetterReason
-from ._mailbox import ITEM_TYPES, STALE, Ask, Mailbox, RuntimeItem
+from ._mailbox import ITEM_TYPES, STALE, TURN_TYPES, Ask, Mailbox
 from ._passivation import Passivation
 from ._pid import PID, NoSender, new_incarnation
 from ._state import CellState
@@ -58,6 +58,7 @@ class Cell(SendTarget):
     __slots__ = (
         "_stopped",
         "actor",
+        "borrowed",
         "children",
         "ctx",
         "draining",
@@ -118,6 +119,8 @@ class Cell(SendTarget):
         self.last_active = 0.0
         self.unanswered: set[Reply] | None = None
         self.interrupted = False
+        #: The turn runs in the spawner's task (first ``pre_start``), not its own.
+        self.borrowed = False
         self.finishing = False
         self.pausing: asyncio.Future[None] | None = None
         self._stopped: asyncio.Future[None] | None = None
@@ -164,8 +167,7 @@ class Cell(SendTarget):
         runtime = self.runtime
         self.draining = True
         runtime.busy += 1
-        task = self.task = runtime.loop.create_task(self._run())
-        runtime.turns[task] = self
+        self.task = runtime.loop.create_task(self._run())
 
     async def _run(self) -> None:
         task = self.task
@@ -180,8 +182,6 @@ class Cell(SendTarget):
             if self.state is _STOPPING:
                 await self._finish_stop()
         finally:
-            if task is not None:
-                self.runtime.turns.pop(task, None)
             self.task = None
             self._idle()
 
@@ -217,7 +217,7 @@ class Cell(SendTarget):
                     if cls is Ask:
                         reply = message.reply
                         message = message.message
-                    elif isinstance(message, RuntimeItem):
+                    elif cls not in TURN_TYPES:  # a RuntimeItem (a tick, ...)
                         message = message.open()
                         if message is STALE:
                             continue
@@ -240,8 +240,8 @@ class Cell(SendTarget):
                 try:
                     await actor.receive(ctx)
                 except Exception as exc:
-                    if reply is not None:
-                        reply.fail(exc)
+                    if reply is not None and not reply.done():
+                        reply.set_exception(exc)
                     ctx._reply = None
                     await _supervising.failed(self, exc)
                     actor = self.actor
@@ -266,14 +266,14 @@ class Cell(SendTarget):
         if held is None:
             held = self.unanswered = set()
         held.add(reply)
-        reply.add_done_callback(held.discard)
+        reply.add_done_callback(held.discard)  # called with the reply itself
 
     def _fail_current(self) -> None:
         """The turn was cut short by the stop's grace: fail the ask it was handling."""
         reply = self.ctx._reply
         self.ctx._reply = None
-        if reply is not None:
-            reply.fail(DeadActorError(f"{self.pid} was stopped while handling this ask"))
+        if reply is not None and not reply.done():
+            reply.set_exception(DeadActorError(f"{self.pid} was stopped while handling this ask"))
 
     # -- lifecycle ---------------------------------------------------------------------
 

@@ -3,6 +3,7 @@
 
 from __future__ import annotations
 
+import asyncio
 from collections.abc import Callable
 from typing import TYPE_CHECKING, Any, final
 
@@ -18,6 +19,8 @@ if TYPE_CHECKING:
     from ._supervision import Directive, Supervisor
 
 __all__ = ["ReceiveContext"]
+
+_get_running_loop = asyncio._get_running_loop
 
 
 @final
@@ -73,7 +76,8 @@ class ReceiveContext(SchedulingCalls):
         """
         reply = self._reply
         if reply is not None:
-            reply.resolve(value)
+            if not reply.done():
+                reply.set_result(value)
             return
         sender = self.sender
         if isinstance(sender, PID):
@@ -118,7 +122,8 @@ class ReceiveContext(SchedulingCalls):
 
     def _live_scheduler(self) -> ScheduleService:
         runtime = self._cell.runtime
-        runtime.check("schedule")
+        if not runtime.running or _get_running_loop() is not runtime.loop:
+            runtime.check("schedule")  # raises the right error
         schedules = runtime.schedules
         assert schedules is not None  # installed by start() before any actor exists
         return schedules

@@ -41,11 +41,10 @@ async def first_start(cell: Cell) -> BaseException | None:
     """
     cell.draining = True  # deliveries meanwhile only enqueue
     # The spawner's task runs this actor's turn for now, so that a stop called from
-    # `pre_start` returns at once (as from `receive`) instead of awaiting itcell.
-    task = cell.task = asyncio.current_task()
+    # `pre_start` returns at once (as from `receive`) instead of awaiting itself.
+    cell.task = asyncio.current_task()
     runtime = cell.runtime
-    if task is not None:
-        runtime.turns[task] = cell
+    cell.borrowed = True  # the task is the spawner's: the grace never cancels it
     runtime.busy += 1
     error: BaseException | None = None
     try:
@@ -65,8 +64,7 @@ async def first_start(cell: Cell) -> BaseException | None:
                 cell.passivation = Passivation(cell)
                 runtime.deadlines.add(cell.last_active + cell.passivate_after, cell.passivation)
     finally:
-        if task is not None and runtime.turns.get(task) is cell:
-            del runtime.turns[task]
+        cell.borrowed = False
         cell.task = None
         cell.draining = False
         runtime.busy_done()
@@ -118,12 +116,7 @@ def interrupt(cell: Cell) -> bool:
     finishing its stop (``post_stop`` still runs). Returns whether it cancelled.
     """
     task = cell.task
-    if (
-        task is None
-        or cell.finishing
-        or cell.interrupted
-        or cell.runtime.turns.get(task) is not cell
-    ):
+    if task is None or cell.finishing or cell.interrupted or cell.borrowed:
         return False
     if task is asyncio.current_task():
         return False

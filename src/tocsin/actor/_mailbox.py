@@ -31,7 +31,7 @@ if TYPE_CHECKING:
     from ._cell import Cell
     from ._reply import Reply
 
-__all__ = ["ITEM_TYPES", "STALE", "Ask", "Mailbox", "RuntimeItem", "Turn"]
+__all__ = ["ITEM_TYPES", "STALE", "TURN_TYPES", "Ask", "Mailbox", "RuntimeItem", "Turn"]
 
 #: A mailbox: message, sender, message, sender, ...
 Mailbox = deque[Any]
@@ -50,6 +50,8 @@ STALE: Any = _Stale()
 
 #: Every item type (Ask, Turn and RuntimeItem subclasses): the cell's one type test.
 ITEM_TYPES: set[type] = set()
+#: The Turn subclasses (an exact-type set test: ``isinstance`` on an ABC costs ~0.3 µs).
+TURN_TYPES: set[type] = set()
 
 
 @final
@@ -61,6 +63,9 @@ class Ask:
     def __init__(self, message: Any, reply: Reply) -> None:
         self.message = message
         self.reply = reply
+
+    def rejected(self) -> Any:
+        return self.message
 
 
 class RuntimeItem(ABC):
@@ -91,6 +96,7 @@ class Turn(ABC):
     def __init_subclass__(cls, **kwargs: Any) -> None:
         super().__init_subclass__(**kwargs)
         ITEM_TYPES.add(cls)
+        TURN_TYPES.add(cls)
 
     @abstractmethod
     async def run(self, cell: Cell) -> None:

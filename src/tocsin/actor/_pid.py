@@ -33,7 +33,6 @@ from typing import TYPE_CHECKING, Any, NamedTuple, final
 
 from .._deadlines import Deadline, Seconds, to_seconds
 from ..errors import AskTimeoutError
-from ._reply import FutureReply
 
 if TYPE_CHECKING:
     from ._target import SendTarget
@@ -228,7 +227,7 @@ class PID:
         if timeout is not None:
             timeout = to_seconds(timeout, "timeout")
         future: asyncio.Future[Any] = runtime.loop.create_future()
-        self._target.deliver(message, NoSender, FutureReply(future))
+        self._target.deliver(message, NoSender, future)
         if future.done() or timeout is None:
             return await future
         timer = _AskTimeout(future, self, timeout)

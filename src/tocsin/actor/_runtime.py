@@ -79,7 +79,6 @@ class Runtime:
         "stop_listeners",
         "stopping",
         "top",
-        "turns",
     )
 
     def __init__(
@@ -115,8 +114,6 @@ class Runtime:
         self.schedules: ScheduleService | None = None
         self.stop_listeners: list[Callable[[Cell], None]] = []
         self.resolvers: list[TargetResolver] = []
-        #: The task running each cell's turn (to tell "called from inside an actor").
-        self.turns: dict[asyncio.Task[Any], Cell] = {}
 
     # -- checks ------------------------------------------------------------------------
 
@@ -127,7 +124,9 @@ class Runtime:
             ActorSystemNotStartedError: the system is not running.
             WrongEventLoopError: the caller runs on another loop (or on none).
         """
-        if not self.running:
+        if not self.running and not getattr(self.facade, "running", False):
+            # (A runtime of an earlier start whose system runs again: a PID kept from
+            # then is a stopped actor's, and its send fails as such, not as "not running".)
             raise ActorSystemNotStartedError(
                 f"cannot {what}: actor system {self.name!r} is not running; call "
                 f"`await system.start()` or use `async with ActorSystem(...)`"
@@ -146,8 +145,15 @@ class Runtime:
 
     def current_turn(self) -> Cell | None:
         """The cell whose turn the current task is running, if any."""
+        # A scan, not a map kept on every wake: this runs once per stop(), waking an
+        # actor runs a million times a second.
         task = asyncio.current_task()
-        return None if task is None else self.turns.get(task)
+        if task is None:
+            return None
+        for cell in self.registry.values():
+            if cell.task is task:
+                return cell
+        return None
 
     # -- activity (what a ManualClock waits for) ---------------------------------------
 

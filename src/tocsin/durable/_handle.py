@@ -11,7 +11,7 @@ from __future__ import annotations
 
 import asyncio
 import logging
-from collections.abc import Sequence
+from collections.abc import Awaitable, Sequence
 from typing import TYPE_CHECKING, Any, final
 
 from .._deadlines import Deadline
@@ -202,11 +202,12 @@ class DurableHandle(SendTarget):
         else:
             await self.commit(ops)
 
-    async def commit(self, ops: Sequence[Op]) -> None:
+    def commit(self, ops: Sequence[Op]) -> Awaitable[None]:
         """The one write path of this identity: task writes, completions and
         ``transaction()`` commits all end here, so a fencing epoch (cluster ownership)
-        can later be checked in one place."""
-        await self.store.apply(ops)
+        can later be checked in one place. Returns the store's awaitable itself (no
+        coroutine frame of its own on the path of every write)."""
+        return self.store.apply(ops)
 
     def buffered_state(self, key: str) -> Any:
         """A buffered value (bytes), ``None`` for a buffered delete, else MISSING."""
