@@ -132,25 +132,23 @@ class Cell(SendTarget):
         """Enqueue a message; return False (and dead-letter it) if the actor cannot take it."""
         state = self.state
         if state <= _RUNNING:
-            if not self.draining and state is _RUNNING:
+            wake = not self.draining and state is _RUNNING
+            if wake:
                 loop = _get_running_loop()
                 if loop is not self.runtime.loop:  # checked only when waking the actor
                     raise self.runtime.wrong_loop(f"send to {self.pid}", loop)
-                self._enqueue(message, sender, reply)
+            # Inlined (not a method): this is the path of every message.
+            mailbox = self.mailbox
+            if mailbox is None:
+                mailbox = self.mailbox = deque()
+            mailbox.append(message if reply is None else Ask(message, reply))
+            mailbox.append(sender)
+            if wake:
                 self._wake()
-            else:
-                self._enqueue(message, sender, reply)
             return True
         reason = DeadLetterReason.SUSPENDED if state is _SUSPENDED else DeadLetterReason.STOPPED
         self.runtime.undeliverable(message, sender, self.pid, reason, reply)
         return False
-
-    def _enqueue(self, message: Any, sender: Any, reply: Reply | None) -> None:
-        mailbox = self.mailbox
-        if mailbox is None:
-            mailbox = self.mailbox = deque()
-        mailbox.append(message if reply is None else Ask(message, reply))
-        mailbox.append(sender)
 
     def alive(self) -> bool:
         return self.state < _STOPPING

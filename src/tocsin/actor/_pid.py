@@ -51,6 +51,9 @@ __all__ = [
 #: Seconds an ``ask`` waits when no ``timeout`` is given.
 DEFAULT_ASK_TIMEOUT = 5.0
 
+_get_running_loop = asyncio._get_running_loop
+_INF = float("inf")
+
 #: The scheme of every node address.
 SCHEME = "tocsin://"
 
@@ -223,8 +226,9 @@ class PID:
                 a timedelta or None (also a ``ValueError``).
         """
         runtime = self._target.runtime
-        runtime.check(f"ask {self}")
-        if timeout is not None:
+        if not runtime.running or _get_running_loop() is not runtime.loop:
+            runtime.check(f"ask {self}")  # raises the right error
+        if timeout is not None and not (type(timeout) is float and 0.0 < timeout < _INF):
             timeout = to_seconds(timeout, "timeout")
         future: asyncio.Future[Any] = runtime.loop.create_future()
         self._target.deliver(message, NoSender, future)
