@@ -14,6 +14,7 @@ from __future__ import annotations
 
 import asyncio
 import logging
+import threading
 from collections.abc import Callable
 from types import TracebackType
 from typing import TYPE_CHECKING, final
@@ -42,7 +43,7 @@ __all__ = ["DEFAULT_STOP_TIMEOUT", "ActorSystem"]
 DEFAULT_STOP_TIMEOUT = 10.0
 
 _log = logging.getLogger("tocsin.actor")
-_get_running_loop = asyncio._get_running_loop
+_ident = threading.get_ident
 
 
 @final
@@ -230,7 +231,7 @@ class ActorSystem(SchedulingCalls):
     def _live_scheduler(self) -> ScheduleService:
         # Inlined checks: this runs on every schedule and cancel (~3 µs each).
         runtime = self._runtime
-        if runtime is None or not runtime.running or _get_running_loop() is not runtime.loop:
+        if runtime is None or not runtime.running or runtime.loop_thread._thread_id != _ident():
             runtime = self._live("schedule")  # raises the right error
         schedules = runtime.schedules
         assert schedules is not None

@@ -15,6 +15,7 @@ from __future__ import annotations
 
 import asyncio
 import logging
+import threading
 from collections import deque
 from collections.abc import Callable
 from typing import TYPE_CHECKING, Any, final
@@ -42,6 +43,7 @@ THROUGHPUT = 256
 
 _log = logging.getLogger("tocsin.actor")
 _get_running_loop = asyncio._get_running_loop
+_ident = threading.get_ident
 
 
 _STARTING = CellState.STARTING
@@ -132,18 +134,19 @@ class Cell(SendTarget):
         """Enqueue a message; return False (and dead-letter it) if the actor cannot take it."""
         state = self.state
         if state <= _RUNNING:
-            wake = not self.draining and state is _RUNNING
-            if wake:
-                loop = _get_running_loop()
-                if loop is not self.runtime.loop:  # checked only when waking the actor
-                    raise self.runtime.wrong_loop(f"send to {self.pid}", loop)
-            # Inlined (not a method): this is the path of every message.
             mailbox = self.mailbox
             if mailbox is None:
                 mailbox = self.mailbox = deque()
             mailbox.append(message if reply is None else Ask(message, reply))
             mailbox.append(sender)
-            if wake:
+            if not self.draining and state is _RUNNING:
+                if self.runtime.loop_thread._thread_id != _ident():
+                    # Checked only when waking the actor (that creates a task on the loop).
+                    loop = _get_running_loop()
+                    if loop is not self.runtime.loop:
+                        mailbox.pop()  # not sent after all: take it back
+                        mailbox.pop()
+                        raise self.runtime.wrong_loop(f"send to {self.pid}", loop)
                 self._wake()
             return True
         reason = DeadLetterReason.SUSPENDED if state is _SUSPENDED else DeadLetterReason.STOPPED

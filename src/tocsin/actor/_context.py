@@ -3,7 +3,7 @@
 
 from __future__ import annotations
 
-import asyncio
+import threading
 from collections.abc import Callable
 from typing import TYPE_CHECKING, Any, final
 
@@ -20,7 +20,7 @@ if TYPE_CHECKING:
 
 __all__ = ["ReceiveContext"]
 
-_get_running_loop = asyncio._get_running_loop
+_ident = threading.get_ident
 
 
 @final
@@ -122,7 +122,7 @@ class ReceiveContext(SchedulingCalls):
 
     def _live_scheduler(self) -> ScheduleService:
         runtime = self._cell.runtime
-        if not runtime.running or _get_running_loop() is not runtime.loop:
+        if not runtime.running or runtime.loop_thread._thread_id != _ident():
             runtime.check("schedule")  # raises the right error
         schedules = runtime.schedules
         assert schedules is not None  # installed by start() before any actor exists

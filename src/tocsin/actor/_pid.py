@@ -29,6 +29,7 @@ import asyncio
 import itertools
 import os
 import re
+import threading
 from typing import TYPE_CHECKING, Any, NamedTuple, final
 
 from .._deadlines import Deadline, Seconds, to_seconds
@@ -51,7 +52,7 @@ __all__ = [
 #: Seconds an ``ask`` waits when no ``timeout`` is given.
 DEFAULT_ASK_TIMEOUT = 5.0
 
-_get_running_loop = asyncio._get_running_loop
+_ident = threading.get_ident
 _INF = float("inf")
 
 #: The scheme of every node address.
@@ -226,7 +227,7 @@ class PID:
                 a timedelta or None (also a ``ValueError``).
         """
         runtime = self._target.runtime
-        if not runtime.running or _get_running_loop() is not runtime.loop:
+        if not runtime.running or runtime.loop_thread._thread_id != _ident():
             runtime.check(f"ask {self}")  # raises the right error
         if timeout is not None and not (type(timeout) is float and 0.0 < timeout < _INF):
             timeout = to_seconds(timeout, "timeout")

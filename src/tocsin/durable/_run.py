@@ -12,6 +12,14 @@ complete at once), no deadline is pushed and cancelled for it. If it suspends, t
 is armed (counted from the start of the run) and the rest of the body is awaited through
 :func:`_resume`, which passes every suspension and every ``throw`` through unchanged, as
 ``await`` itself would.
+
+Why keep this trampoline rather than a plain ``await`` under an always-armed budget
+(issue 9 asked for the figure): on ``bench/durable.py`` run/preloaded (10,000 async
+tasks, 1 identity), side by side with the plain-await variant in one run
+(``bench/_compare_trees.py``, 5 interleaved repetitions, load 4-6 on the 2-core VM),
+the trampoline ran 79.5k tasks/s against 53.9k (median), child CPU 0.438 s against
+0.468 s; on the e2e paths it saved 1-11% CPU. The saving is the heap push and cancel of
+a budget deadline per run, which most runs (no suspension) do not need.
 """
 
 from __future__ import annotations
