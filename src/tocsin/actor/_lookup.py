@@ -38,11 +38,21 @@ def pid_extension(runtime: Runtime) -> Extension:
 
 
 def local_pid(runtime: Runtime, path: str) -> PID:
-    """The PID of the live actor at ``path``, or ActorNotFoundError."""
+    """The PID of the live actor at ``path`` on this node, or ActorNotFoundError.
+
+    Paths no cell holds are offered to the runtime's ``path_resolvers`` (the durable
+    runtime answers ``/durable/<kind>/<identity>`` with the identity's stable PID, which
+    activates it on the first message): this is also how a remote layer delivers an
+    incoming message to a passivated durable identity.
+    """
     cell = runtime.registry.get(path)
-    if cell is None or cell.state >= CellState.STOPPING:
-        raise ActorNotFoundError(f"no live actor at {path!r}")
-    return cell.pid
+    if cell is not None and cell.state < CellState.STOPPING:
+        return cell.pid
+    for resolver in runtime.path_resolvers:
+        found = resolver(path)
+        if found is not None:
+            return found
+    raise ActorNotFoundError(f"no live actor at {path!r}")
 
 
 def pid_of(runtime: Runtime, text: str) -> PID:
@@ -87,9 +97,12 @@ def pid_from_wire(runtime: Runtime, text: str) -> PID:
     address, path, incarnation = parse_pid(text)
     inc = 0 if incarnation is None else incarnation
     if address == runtime.address:
-        cell = runtime.registry.get(path)
-        if cell is not None and (incarnation is None or cell.pid.incarnation == inc):
-            return cell.pid
+        try:
+            pid = local_pid(runtime, path)
+        except ActorNotFoundError:
+            return PID(address, path, inc, _Gone(runtime, False))
+        if incarnation is None or pid.incarnation == inc:
+            return pid
         return PID(address, path, inc, _Gone(runtime, False))
     for resolver in runtime.resolvers:
         found = resolver(address, path, incarnation)

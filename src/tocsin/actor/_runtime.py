@@ -73,6 +73,7 @@ class Runtime:
         "loop_thread",
         "name",
         "names",
+        "path_resolvers",
         "progress",
         "registry",
         "resolvers",
@@ -121,6 +122,8 @@ class Runtime:
         self.schedules: ScheduleService | None = None
         self.stop_listeners: list[Callable[[Cell], None]] = []
         self.resolvers: list[TargetResolver] = []
+        #: ``path -> PID | None`` for local paths no cell holds (durable identities).
+        self.path_resolvers: list[Callable[[str], PID | None]] = []
 
     # -- checks ------------------------------------------------------------------------
 

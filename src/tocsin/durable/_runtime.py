@@ -83,6 +83,7 @@ class DurableRuntime:
             # would wait for its old monotonic deadline.
             self._unsubscribe_wall = runtime.clock.on_wall_jump(self._wall_jumped)
             runtime.stop_listeners.append(self.cell_stopped)
+            runtime.path_resolvers.append(self.pid_for_path)
             await self.poll()  # recovery: every identity with work due soon gets its alarm
         except BaseException:
             await self._release()
@@ -95,6 +96,8 @@ class DurableRuntime:
             self._unsubscribe_wall = None
         if self.cell_stopped in runtime.stop_listeners:
             runtime.stop_listeners.remove(self.cell_stopped)
+        if self.pid_for_path in runtime.path_resolvers:
+            runtime.path_resolvers.remove(self.pid_for_path)
         runtime.deadlines.remove(self._poll)
         await self.store.close()
 
@@ -148,6 +151,23 @@ class DurableRuntime:
         elif passivate_after is not None:
             handle.passivate_after = passivate_after
         return handle
+
+    def pid_for_path(self, path: str) -> PID | None:
+        """``/durable/<kind>/<identity>`` -> the identity's stable PID (activated by its
+        first message), if a class of that kind is imported; else None."""
+        from ._actor import registered_kind
+
+        prefix, _, rest = path.partition("/durable/")
+        kind, _, identity = rest.partition("/")
+        if prefix or not kind or not identity:
+            return None
+        handle = self.handles.get((kind, identity))
+        if handle is not None:
+            return handle.pid
+        cls = self.kinds.get(kind) or registered_kind(kind)
+        if cls is None:
+            return None
+        return self.handle(cls, identity, cls.passivate_after).pid
 
     async def pid_of(
         self, cls: type[DurableActor], identity: str, passivate_after: float | None
