@@ -195,7 +195,8 @@ def test_an_unseen_crash_or_dead_letter_fails_the_test(pytester: pytest.Pytester
             "*_ test_crash_seen_by_an_asker_still_counts _*",
             "- unexpected crash: ValueError: boom in tocsin://tocsin/user/asked (*",
             "*_ test_dead_letter _*",
-            "- unexpected dead letter: 'late' to tocsin://tocsin/user/gone (stopped), sender NoSender",
+            "- unexpected dead letter: 'late' to tocsin://tocsin/user/gone (stopped), "
+            "sender NoSender",
         ]
     )
 
@@ -464,4 +465,6 @@ def test_coexists_with_pytest_asyncio_each_test_runs_once_on_its_loop(
     else:  # auto: every async test is pytest-asyncio's
         result.assert_outcomes(passed=4, failed=1)
         assert runs == ["crash", "marked", "module", "unmarked", "unmarked-async-fixture"]
-    result.stdout.fnmatch_lines(["- unexpected crash: ValueError: boom in tocsin://tocsin/user/crashy*"])
+    result.stdout.fnmatch_lines(
+        ["- unexpected crash: ValueError: boom in tocsin://tocsin/user/crashy*"]
+    )
