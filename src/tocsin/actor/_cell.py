@@ -20,11 +20,10 @@ from collections import deque
 from collections.abc import Callable
 from typing import TYPE_CHECKING, Any, final
 
-from ..errors import DeadActorError
 from . import _lifecycle, _supervising
 from ._actor import Actor
 from ._context import ReceiveContext
-from ._events import ActorReinstated, ActorSuspended, DeadLetterReason
+from ._events import ActorReinstated, DeadLetterReason
 from ._mailbox import ITEM_TYPES, STALE, TURN_TYPES, Ask, Mailbox
 from ._passivation import Passivation
 from ._pid import PID, NoSender, new_incarnation
@@ -147,7 +146,7 @@ class Cell(SendTarget):
                         mailbox.pop()  # not sent after all: take it back
                         mailbox.pop()
                         raise self.runtime.wrong_loop(f"send to {self.pid}", loop)
-                self._wake()
+                self.wake()
             return True
         reason = DeadLetterReason.SUSPENDED if state is _SUSPENDED else DeadLetterReason.STOPPED
         self.runtime.undeliverable(message, sender, self.pid, reason, reply)
@@ -164,7 +163,7 @@ class Cell(SendTarget):
         context? (Not once it is stopping, nor from ``post_stop``.)"""
         return self.state < _STOPPING and not self.in_post_stop
 
-    def _wake(self) -> None:
+    def wake(self) -> None:
         runtime = self.runtime
         self.draining = True
         runtime.busy += 1
@@ -179,7 +178,7 @@ class Cell(SendTarget):
                 # Only the stop's grace cancels a turn (interrupt); anything else re-raises.
                 if not self.interrupted or task is None or task.uncancel() > 0:
                     raise
-                self._fail_current()
+                _lifecycle.fail_current(self)
             if self.state is _STOPPING:
                 await self._finish_stop()
         finally:
@@ -194,7 +193,7 @@ class Cell(SendTarget):
         runtime.busy_done()
         # A message may have arrived while the stop or a restart was being finished.
         if self.mailbox and self.state is _RUNNING:
-            self._wake()
+            self.wake()
 
     async def _drain(self) -> None:
         ctx = self.ctx
@@ -248,7 +247,7 @@ class Cell(SendTarget):
                     actor = self.actor
                 else:
                     if reply is not None and not reply.done():
-                        self._hold(reply)
+                        _lifecycle.hold_unanswered(self, reply)
                 if self.state is not _RUNNING or self.sysq:
                     break
             ctx.message = None
@@ -256,25 +255,6 @@ class Cell(SendTarget):
             runtime.progress += handled
             if mailbox and self.state is _RUNNING:
                 await asyncio.sleep(0)  # fairness: let other actors and I/O run
-
-    def _hold(self, reply: Reply) -> None:
-        """Remember an ask handled without an answer, so the stop can still answer it.
-
-        Without this, an ask with ``timeout=None`` whose handler did not call
-        ``respond`` would hang forever, even across ``system.stop()``.
-        """
-        held = self.unanswered
-        if held is None:
-            held = self.unanswered = set()
-        held.add(reply)
-        reply.add_done_callback(held.discard)  # called with the reply itself
-
-    def _fail_current(self) -> None:
-        """The turn was cut short by the stop's grace: fail the ask it was handling."""
-        reply = self.ctx._reply
-        self.ctx._reply = None
-        if reply is not None and not reply.done():
-            reply.set_exception(DeadActorError(f"{self.pid} was stopped while handling this ask"))
 
     # -- lifecycle ---------------------------------------------------------------------
 
@@ -291,33 +271,17 @@ class Cell(SendTarget):
         """Run the first ``pre_start`` (see ``_lifecycle.first_start``)."""
         return await _lifecycle.first_start(self)
 
-    def suspend(self, error: BaseException) -> None:
-        self.state = _SUSPENDED
-        self._reject_mailbox(DeadLetterReason.SUSPENDED)
-        self.runtime.events.publish(ActorSuspended(self.pid, error))
-
     def reinstate(self) -> None:
         """Reopen the mailbox of a suspended actor (no-op otherwise)."""
         if self.state is _SUSPENDED:
             self.state = _RUNNING
             self.runtime.events.publish(ActorReinstated(self.pid))
             if self.mailbox and not self.draining:
-                self._wake()
-
-    def escalate(self, child: Cell, error: BaseException) -> None:
-        """A child escalated ``error``: handle it in this actor's next turn."""
-        if self.sysq is None:
-            self.sysq = []
-        self.sysq.append((child, error))
-        if not self.draining and self.state is _RUNNING:
-            self._wake()
+                self.wake()
 
     async def pause(self, seconds: float) -> None:
         """Wait on the system clock inside the turn; a stop request ends the wait."""
         await _lifecycle.pause(self, seconds)
-
-    def _reject_mailbox(self, reason: DeadLetterReason) -> None:
-        _lifecycle.reject_mailbox(self, reason)
 
     def request_stop(self) -> None:
         """Begin stopping after the current message; never waits."""
@@ -328,7 +292,7 @@ class Cell(SendTarget):
         if self.pausing is not None and not self.pausing.done():
             self.pausing.set_result(None)
         if state is not _STARTING and not self.draining:
-            self._wake()
+            self.wake()
 
     async def stop(self) -> None:
         """Stop and return once fully stopped (at once when called from this actor's turn)."""

@@ -12,6 +12,7 @@ import asyncio
 import logging
 from typing import TYPE_CHECKING
 
+from ..errors import DeadActorError
 from . import _supervising
 from ._events import ActorStarted, ActorStopped, DeadLetterReason
 from ._mailbox import Ask
@@ -21,8 +22,17 @@ from ._state import CellState
 
 if TYPE_CHECKING:
     from ._cell import Cell
+    from ._reply import Reply
 
-__all__ = ["finish_stop", "first_start", "interrupt", "pause", "reject_mailbox"]
+__all__ = [
+    "fail_current",
+    "finish_stop",
+    "first_start",
+    "hold_unanswered",
+    "interrupt",
+    "pause",
+    "reject_mailbox",
+]
 
 _log = logging.getLogger("tocsin.actor")
 
@@ -69,7 +79,7 @@ async def first_start(cell: Cell) -> BaseException | None:
         cell.draining = False
         runtime.busy_done()
     if cell.state is _STOPPING or (cell.mailbox and cell.state is _RUNNING):
-        cell._wake()
+        cell.wake()
     if error is not None:
         await cell.stop()
     return error
@@ -140,7 +150,7 @@ async def finish_stop(cell: Cell) -> None:
         finally:
             cell.in_post_stop = False
     cell.state = _STOPPED
-    cell._reject_mailbox(DeadLetterReason.STOPPED)
+    reject_mailbox(cell, DeadLetterReason.STOPPED)
     if cell.unanswered:
         for reply in list(cell.unanswered):
             fail_reply(reply, cell.pid, DeadLetterReason.STOPPED)
@@ -148,3 +158,24 @@ async def finish_stop(cell: Cell) -> None:
     runtime.events.publish(ActorStopped(cell.pid))
     if cell._stopped is not None and not cell._stopped.done():
         cell._stopped.set_result(None)
+
+
+def hold_unanswered(cell: Cell, reply: Reply) -> None:
+    """Remember an ask handled without an answer, so the stop can still answer it.
+
+    Without this, an ask with ``timeout=None`` whose handler did not call
+    ``respond`` would hang forever, even across ``system.stop()``.
+    """
+    held = cell.unanswered
+    if held is None:
+        held = cell.unanswered = set()
+    held.add(reply)
+    reply.add_done_callback(held.discard)  # called with the reply itself
+
+
+def fail_current(cell: Cell) -> None:
+    """The turn was cut short by the stop's grace: fail the ask it was handling."""
+    reply = cell.ctx._reply
+    cell.ctx._reply = None
+    if reply is not None and not reply.done():
+        reply.set_exception(DeadActorError(f"{cell.pid} was stopped while handling this ask"))

@@ -21,13 +21,15 @@ import asyncio
 import logging
 from typing import TYPE_CHECKING
 
-from ._events import ActorRestarted
+from . import _lifecycle
+from ._events import ActorRestarted, ActorSuspended, DeadLetterReason
+from ._state import CellState
 from ._supervision import Directive
 
 if TYPE_CHECKING:
     from ._cell import Cell
 
-__all__ = ["apply", "decide", "failed", "process_escalations", "restart"]
+__all__ = ["apply", "decide", "escalate", "failed", "process_escalations", "restart", "suspend"]
 
 _log = logging.getLogger("tocsin.actor")
 
@@ -77,9 +79,9 @@ def apply(cell: Cell, directive: Directive, error: BaseException) -> None:
     if directive is Directive.RESUME:
         return
     if directive is Directive.SUSPEND:
-        cell.suspend(error)
+        suspend(cell, error)
     elif directive is Directive.ESCALATE and cell.parent is not None:
-        cell.parent.escalate(cell, error)
+        escalate(cell.parent, cell, error)
     else:  # STOP, or ESCALATE from a top-level actor
         cell.request_stop()
 
@@ -149,3 +151,19 @@ async def process_escalations(cell: Cell) -> None:
             await restart(cell, error)  # stops children, the failed one included
         else:
             apply(cell, directive, error)
+
+
+def suspend(cell: Cell, error: BaseException) -> None:
+    """SUSPEND: close the mailbox (queued messages become dead letters) until reinstated."""
+    cell.state = CellState.SUSPENDED
+    _lifecycle.reject_mailbox(cell, DeadLetterReason.SUSPENDED)
+    cell.runtime.events.publish(ActorSuspended(cell.pid, error))
+
+
+def escalate(cell: Cell, child: Cell, error: BaseException) -> None:
+    """A child escalated ``error``: handle it in this actor's next turn."""
+    if cell.sysq is None:
+        cell.sysq = []
+    cell.sysq.append((child, error))
+    if not cell.draining and cell.state is CellState.RUNNING:
+        cell.wake()
