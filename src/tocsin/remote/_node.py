@@ -1,0 +1,568 @@
+# SPDX-License-Identifier: Apache-2.0
+"""A node's remoting: the listener, one endpoint per peer, dispatch, heartbeats, counters.
+
+:class:`RemoteNode` knows nothing of actors. It moves envelopes between nodes and hands
+what arrives to a :class:`Host` (the actor system implements it): deliver a tell, deliver an
+ask with a :class:`RemoteReply`, resolve a path, report a message that never left. So the
+transport is tested on its own, and the system glue stays small.
+
+Every timer (handshake timeout, heartbeats, reconnect backoff) goes through the node's
+:class:`~tocsin.Clock`; nothing here reads time on the message path (a connection's
+liveness is "frames received since the last heartbeat tick", a counter).
+"""
+
+from __future__ import annotations
+
+import asyncio
+import contextlib
+import itertools
+import logging
+import os
+import ssl
+from collections.abc import Callable
+from dataclasses import dataclass
+from typing import Any, Final, Protocol, final
+
+import msgspec
+
+from ..clock import Clock, SystemClock
+from ..errors import (
+    ActorNotFoundError,
+    ActorSuspendedError,
+    CodecError,
+    DeadActorError,
+    NodeUnreachableError,
+    RemoteActorError,
+)
+from ._address import NodeAddress, parse_system_address
+from ._config import Remoting
+from ._connection import Connection
+from ._endpoint import Endpoint
+from ._envelopes import Ask, Envelope, Fail, Found, Lookup, Reply, Tell, encoder
+from ._messages import WireCodec
+
+__all__ = ["Host", "RemoteMetrics", "RemoteNode", "RemoteReply"]
+
+log = logging.getLogger("tocsin.remote")
+
+#: Heartbeat ticks without a frame received after which a connection is closed as lost.
+SILENT_TICKS: Final = 3
+
+
+class Host(Protocol):
+    """What a :class:`RemoteNode` needs from the actor system that owns it."""
+
+    def deliver_tell(self, path: str, incarnation: str, sender: str, message: object) -> None:
+        """A tell arrived for the local actor ``path`` (dead-letter it if absent)."""
+
+    def deliver_ask(
+        self, path: str, incarnation: str, sender: str, message: object, reply: RemoteReply
+    ) -> None:
+        """An ask arrived; answer through ``reply`` (exactly once, or not at all)."""
+
+    def resolve(self, path: str) -> str:
+        """``str(pid)`` of the local actor at ``path``, or ``""`` when there is none."""
+
+    def undelivered(self, info: object) -> None:
+        """A tell queued for a peer never left this node (the dial failed): ``info`` is
+        what the sender passed; make it a dead letter with reason ``unreachable``."""
+
+
+@final
+@dataclass(frozen=True, slots=True)
+class RemoteMetrics:
+    """Counters of one node's remoting since it started (a snapshot).
+
+    Attributes:
+        frames_in, frames_out: frames received / written (heartbeats included).
+        bytes_in, bytes_out: bytes received / written (handshakes and prefixes included).
+        connections: connections open now (both directions).
+        reconnects: connections re-established to a peer that had been up before.
+        auth_failures: connections refused for a failed or unfinished handshake.
+        protocol_errors: connections closed for a bad frame (length, encoding, order).
+        undecodable: frames whose message could not be decoded here (unknown message
+            class, fields that do not fit); the connection stays open.
+    """
+
+    frames_in: int
+    frames_out: int
+    bytes_in: int
+    bytes_out: int
+    connections: int
+    reconnects: int
+    auth_failures: int
+    protocol_errors: int
+    undecodable: int
+
+
+class _Counters:
+    __slots__ = (
+        "auth_failures",
+        "bytes_in",
+        "bytes_out",
+        "frames_in",
+        "frames_out",
+        "protocol_errors",
+        "reconnects",
+        "undecodable",
+    )
+
+    def __init__(self) -> None:
+        self.frames_in = self.frames_out = self.bytes_in = self.bytes_out = 0
+        self.reconnects = self.auth_failures = self.protocol_errors = self.undecodable = 0
+
+
+@final
+class RemoteReply:
+    """The way back for one remote ask: answer it once with :meth:`respond` or
+    :meth:`fail`. Later calls, or calls after the connection is gone, do nothing."""
+
+    __slots__ = ("_conn", "_corr", "_node")
+
+    def __init__(self, node: RemoteNode, conn: Connection, corr: int) -> None:
+        self._node = node
+        self._conn: Connection | None = conn
+        self._corr = corr
+
+    @property
+    def done(self) -> bool:
+        return self._conn is None
+
+    def respond(self, value: object) -> None:
+        conn, self._conn = self._conn, None
+        if conn is None:
+            return
+        try:
+            payload = self._node.codec.encode(value, name="reply")
+        except CodecError as exc:
+            conn.send(self._node.encode(Fail(self._corr, "codec", "CodecError", str(exc))))
+            return
+        conn.send(self._node.encode(Reply(self._corr, msgspec.Raw(payload))))
+
+    def fail(self, error: BaseException) -> None:
+        conn, self._conn = self._conn, None
+        if conn is None:
+            return
+        kind = "error"
+        if isinstance(error, ActorSuspendedError):
+            kind = "suspended"
+        elif isinstance(error, DeadActorError):
+            kind = "stopped"
+        elif isinstance(error, ActorNotFoundError):
+            kind = "not_found"
+        text = str(error)
+        conn.send(self._node.encode(Fail(self._corr, kind, type(error).__name__, text)))
+
+
+class RemoteNode:
+    """The remoting of one actor system. Made by the system at ``start()``.
+
+    Args:
+        config: the validated :class:`Remoting`.
+        system_name: the owning system's name (it appears in the node's address).
+        host: the actor system side (:class:`Host`).
+        codec: encodes and decodes messages (registered classes, PIDs).
+        clock: every timer of the transport goes through it.
+    """
+
+    def __init__(
+        self,
+        config: Remoting,
+        system_name: str,
+        host: Host,
+        codec: WireCodec,
+        clock: Clock | None = None,
+    ) -> None:
+        self.config = config
+        self.system_name = system_name
+        self.host = host
+        self.codec = codec
+        self.clock = clock if clock is not None else SystemClock()
+        self.counters = _Counters()
+        self.node_address: NodeAddress = config.dial_address
+        self.address = ""
+        self.stopping = False
+        self._encode = encoder().encode
+        self._corr = itertools.count(1)
+        self._endpoints: dict[NodeAddress, Endpoint] = {}
+        self._connections: set[Connection] = set()
+        self._server: asyncio.AbstractServer | None = None
+        self._heartbeat: Any = None
+        self._logged: set[str] = set()
+        self._server_ssl, self._client_ssl = _ssl_contexts(config)
+
+    # -- lifecycle ----------------------------------------------------------------------
+
+    async def start(self) -> str:
+        """Listen; returns the system address (``tocsin://name@host:port``, real port).
+
+        Raises:
+            OSError: the listen address cannot be bound.
+        """
+        loop = asyncio.get_running_loop()
+        listen = self.config.listen_address
+
+        def factory() -> Connection:
+            return Connection(self, dialer=False, host="?")
+
+        if listen.kind == "unix":
+            self._server = await loop.create_unix_server(factory, listen.path, ssl=self._server_ssl)
+        else:
+            self._server = await loop.create_server(
+                factory, listen.host, listen.port, ssl=self._server_ssl
+            )
+            if self.config.advertise_address is None and listen.port == 0:
+                port = self._server.sockets[0].getsockname()[1]
+                self.node_address = NodeAddress("tcp", host=listen.host, port=port)
+        self.address = self.node_address.system_address(self.system_name)
+        self._arm_heartbeat()
+        return self.address
+
+    async def stop(self) -> None:
+        """Close the listener and every connection; pending asks fail, queued tells
+        become dead letters."""
+        self.stopping = True
+        if self._heartbeat is not None:
+            self._heartbeat.cancel()
+            self._heartbeat = None
+        if self._server is not None:
+            self._server.close()
+        for endpoint in list(self._endpoints.values()):
+            await endpoint.close()
+        for conn in list(self._connections):
+            conn.close()
+        if self._server is not None:
+            with contextlib.suppress(Exception):
+                await asyncio.wait_for(self._server.wait_closed(), 1.0)
+            self._server = None
+        listen = self.config.listen_address
+        if listen.kind == "unix":
+            with contextlib.suppress(OSError):
+                os.unlink(listen.path)
+        # Let the transports run their connection_lost callbacks.
+        await asyncio.sleep(0)
+
+    # -- the API the system uses --------------------------------------------------------
+
+    def endpoint(self, address: NodeAddress) -> Endpoint:
+        endpoint = self._endpoints.get(address)
+        if endpoint is None:
+            endpoint = self._endpoints[address] = Endpoint(self, address)
+        return endpoint
+
+    def encode_message(self, message: object) -> bytes:
+        """Encode a message to send, checking it can cross and fits in a frame.
+
+        Raises:
+            CodecError: the message cannot cross the wire, or is larger than ``max_frame``.
+        """
+        payload = self.codec.encode(message)
+        # Envelope overhead is small and bounded by the path and sender strings, checked
+        # again when the frame is built; checking here gives the error at the sending call.
+        if len(payload) > self.config.max_frame - 1024:
+            raise CodecError(
+                f"message is {len(payload)} bytes encoded; the frame cap `max_frame` is "
+                f"{self.config.max_frame} bytes"
+            )
+        return payload
+
+    def tell(
+        self,
+        address: NodeAddress,
+        path: str,
+        incarnation: str,
+        sender: str,
+        payload: bytes,
+        info: object,
+    ) -> bool:
+        """Send an encoded message one way. ``False``: dead-letter it (``unreachable``)."""
+        body = self._encode(Tell(path, incarnation, sender, msgspec.Raw(payload)))
+        return self.endpoint(address).send(body, info)
+
+    def ask(
+        self,
+        address: NodeAddress,
+        path: str,
+        incarnation: str,
+        sender: str,
+        payload: bytes,
+    ) -> asyncio.Future[object]:
+        """Send an encoded request; the future gets the reply value or the failure
+        (:class:`RemoteActorError`, :class:`NodeUnreachableError`, ``DeadActorError``, ...).
+        Cancelling the future forgets the request."""
+        corr = next(self._corr)
+        body = self._encode(Ask(corr, path, incarnation, sender, msgspec.Raw(payload)))
+        return self._request(address, body, corr, f"{address}{path}")
+
+    async def lookup(self, address: NodeAddress, path: str, *, timeout: float) -> str:
+        """``str(pid)`` of the actor at ``path`` on that node, or ``""`` when it has none.
+
+        Raises:
+            NodeUnreachableError: the node cannot be reached.
+            TimeoutError: no answer within ``timeout`` seconds.
+        """
+        corr = next(self._corr)
+        future = self._request(address, self._encode(Lookup(corr, path)), corr, str(address))
+        clock = self.clock
+        timer = clock.call_at(clock.monotonic() + timeout, _cancel(future))
+        try:
+            found = await future
+        except asyncio.CancelledError:
+            if future.cancelled() and not _current_task_cancelling():
+                raise TimeoutError(
+                    f"node {address} did not answer a lookup of {path!r} within {timeout} s"
+                ) from None
+            raise
+        finally:
+            timer.cancel()
+        assert isinstance(found, str)
+        return found
+
+    def _request(
+        self, address: NodeAddress, body: bytes, corr: int, what: str
+    ) -> asyncio.Future[object]:
+        future: asyncio.Future[object] = asyncio.get_running_loop().create_future()
+        endpoint = self.endpoint(address)
+
+        def answer(result: Envelope | BaseException) -> None:
+            if future.done():
+                return
+            if isinstance(result, BaseException):
+                future.set_exception(result)
+            else:
+                self._settle(future, result, what)
+
+        if not endpoint.request(body, corr, answer):
+            future.set_exception(
+                NodeUnreachableError(f"node {address} is unreachable (cannot send to {what})")
+            )
+            return future
+        future.add_done_callback(lambda f: endpoint.forget(corr) if f.cancelled() else None)
+        return future
+
+    def _settle(self, future: asyncio.Future[object], answer: Envelope, what: str) -> None:
+        if type(answer) is Reply:
+            try:
+                future.set_result(self.codec.decode(answer.payload))
+            except CodecError as exc:
+                future.set_exception(exc)
+        elif type(answer) is Found:
+            future.set_result(answer.pid)
+        elif type(answer) is Fail:
+            future.set_exception(_failure(answer, what))
+
+    def metrics(self) -> RemoteMetrics:
+        c = self.counters
+        return RemoteMetrics(
+            frames_in=c.frames_in,
+            frames_out=c.frames_out,
+            bytes_in=c.bytes_in,
+            bytes_out=c.bytes_out,
+            connections=len(self._connections),
+            reconnects=c.reconnects,
+            auth_failures=c.auth_failures,
+            protocol_errors=c.protocol_errors,
+            undecodable=c.undecodable,
+        )
+
+    # -- connections --------------------------------------------------------------------
+
+    async def dial(self, address: NodeAddress) -> Connection:
+        """Connect and authenticate to ``address``.
+
+        Raises:
+            OSError, ConnectionError, TimeoutError: cannot connect, or the handshake failed
+                or did not finish within ``connect_timeout``.
+        """
+        loop = asyncio.get_running_loop()
+        host = address.path if address.kind == "unix" else address.host
+
+        def factory() -> Connection:
+            return Connection(self, dialer=True, host=host)
+
+        connect: Any
+        if address.kind == "unix":
+            connect = loop.create_unix_connection(
+                factory,
+                address.path,
+                ssl=self._client_ssl,
+                server_hostname="tocsin" if self._client_ssl else None,
+            )
+        else:
+            connect = loop.create_connection(
+                factory,
+                address.host,
+                address.port,
+                ssl=self._client_ssl,
+                server_hostname=address.host if self._client_ssl else None,
+            )
+        task = loop.create_task(connect)
+        clock = self.clock
+        timer = clock.call_at(clock.monotonic() + self.config.connect_timeout, _cancel(task))
+        try:
+            _, conn = await task
+        except asyncio.CancelledError:
+            if task.cancelled() and not _current_task_cancelling():
+                raise TimeoutError(f"dialling {address} took over the connect timeout") from None
+            raise
+        finally:
+            timer.cancel()
+        await conn.ready  # the connection's own timer bounds the handshake
+        assert isinstance(conn, Connection)
+        return conn
+
+    def connection_ready(self, conn: Connection) -> bool:
+        """The peer's Hello arrived: attach the connection to its peer's endpoint."""
+        assert conn.peer is not None
+        self._connections.add(conn)
+        try:
+            _, address = _peer_node(conn.peer.address)
+        except ValueError:
+            conn.abort()
+            self.counters.protocol_errors += 1
+            return False
+        if not conn.dialer:
+            conn.host = str(address)
+        self.endpoint(address).adopt(conn)
+        return True
+
+    def connection_lost(self, conn: Connection, exc: Exception | None) -> None:
+        self._connections.discard(conn)
+        if conn.peer is None:
+            return
+        try:
+            _, address = _peer_node(conn.peer.address)
+        except ValueError:
+            return
+        endpoint = self._endpoints.get(address)
+        if endpoint is not None:
+            endpoint.lost(conn)
+        else:
+            pending, conn.pending = conn.pending, {}
+            for callback in pending.values():
+                callback(NodeUnreachableError(f"lost the connection to node {address}"))
+
+    def log_once(self, key: str, text: str) -> None:
+        """Log a connection-level problem once per peer host (counters keep counting)."""
+        if key not in self._logged:
+            self._logged.add(key)
+            log.warning(text)
+
+    # -- inbound ------------------------------------------------------------------------
+
+    def encode(self, envelope: Envelope) -> bytes:
+        return self._encode(envelope)
+
+    def dispatch(self, conn: Connection, envelope: Envelope) -> None:
+        """One envelope from ``conn`` (after its Hello)."""
+        kind = type(envelope)
+        if kind is Tell:
+            assert isinstance(envelope, Tell)
+            try:
+                message = self.codec.decode(envelope.payload)
+            except CodecError as exc:
+                self._undecodable(conn, exc)
+                return
+            self.host.deliver_tell(envelope.path, envelope.incarnation, envelope.sender, message)
+        elif kind is Ask:
+            assert isinstance(envelope, Ask)
+            reply = RemoteReply(self, conn, envelope.corr)
+            try:
+                message = self.codec.decode(envelope.payload)
+            except CodecError as exc:
+                self._undecodable(conn, exc)
+                conn.send(self._encode(Fail(envelope.corr, "codec", "CodecError", str(exc))))
+                return
+            self.host.deliver_ask(
+                envelope.path, envelope.incarnation, envelope.sender, message, reply
+            )
+        elif kind is Reply or kind is Fail or kind is Found:
+            callback = conn.pending.pop(envelope.corr, None)  # type: ignore[union-attr]
+            if callback is not None:
+                callback(envelope)
+        elif kind is Lookup:
+            assert isinstance(envelope, Lookup)
+            conn.send(self._encode(Found(envelope.corr, self.host.resolve(envelope.path))))
+        else:  # a second Hello
+            conn.abort()
+            self.counters.protocol_errors += 1
+
+    def _undecodable(self, conn: Connection, exc: CodecError) -> None:
+        self.counters.undecodable += 1
+        self.log_once(f"undecodable:{conn.host}", f"remoting: from {conn.host}: {exc}")
+
+    # -- heartbeats ---------------------------------------------------------------------
+
+    def _arm_heartbeat(self) -> None:
+        clock = self.clock
+        self._heartbeat = clock.call_at(
+            clock.monotonic() + self.config.heartbeat, self._heartbeat_tick
+        )
+
+    def _heartbeat_tick(self) -> None:
+        self._heartbeat = None
+        if self.stopping:
+            return
+        for conn in list(self._connections):
+            if conn.closed:
+                continue
+            if conn.rx_frames == conn.seen_rx:
+                conn.quiet_ticks += 1
+                if conn.quiet_ticks >= SILENT_TICKS:
+                    self.log_once(f"silent:{conn.host}", f"remoting: {conn.host} went silent")
+                    conn.abort()
+                    continue
+            else:
+                conn.quiet_ticks = 0
+            conn.seen_rx = conn.rx_frames
+            if conn.tx_frames == conn.seen_tx:
+                conn.heartbeat()
+            conn.seen_tx = conn.tx_frames
+        self._arm_heartbeat()
+
+
+def _peer_node(address: str) -> tuple[str, NodeAddress]:
+    return parse_system_address(address)
+
+
+def _cancel(future: asyncio.Future[Any]) -> Callable[[], None]:
+    def cancel() -> None:
+        future.cancel()
+
+    return cancel
+
+
+def _current_task_cancelling() -> bool:
+    task = asyncio.current_task()
+    return task is not None and task.cancelling() > 0
+
+
+def _failure(fail: Fail, what: str) -> BaseException:
+    if fail.kind == "error":
+        return RemoteActorError(fail.type_name, fail.text, target=what)
+    if fail.kind == "suspended":
+        return ActorSuspendedError(fail.text)
+    if fail.kind in ("stopped", "not_found"):
+        return DeadActorError(fail.text)
+    if fail.kind == "codec":
+        return CodecError(fail.text)
+    return RemoteActorError(fail.type_name, fail.text, target=what)
+
+
+def _ssl_contexts(config: Remoting) -> tuple[ssl.SSLContext | None, ssl.SSLContext | None]:
+    """Mutual TLS contexts from the certificate files, or ``(None, None)``.
+
+    Both sides present a certificate and require one that chains to ``tls_ca``. Host
+    names are not checked (nodes are dialled by IP or socket path; the CA is the
+    deployment's own): the CA decides who is a peer.
+    """
+    if not config.tls:
+        return None, None
+    server = ssl.create_default_context(ssl.Purpose.CLIENT_AUTH, cafile=str(config.tls_ca))
+    server.load_cert_chain(str(config.tls_cert), str(config.tls_key))
+    server.verify_mode = ssl.CERT_REQUIRED
+    client = ssl.create_default_context(ssl.Purpose.SERVER_AUTH, cafile=str(config.tls_ca))
+    client.load_cert_chain(str(config.tls_cert), str(config.tls_key))
+    client.check_hostname = False
+    client.verify_mode = ssl.CERT_REQUIRED
+    return server, client
