@@ -21,7 +21,7 @@ from typing import Any, Final, final
 
 import msgspec
 
-from ..durable._codec import decode, encode
+from .._codec import decode, encode
 from ..errors import CodecError
 
 __all__ = ["MESSAGE_CODE", "PID_CODE", "MessageRegistry", "WireCodec", "wire_name"]
