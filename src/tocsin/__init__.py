@@ -50,6 +50,8 @@ from .errors import (
     InvalidIntervalError,
     InvalidStoreURLError,
     InvalidTimezoneError,
+    NodeUnreachableError,
+    RemoteActorError,
     RemotingDisabledError,
     ScheduleAlreadyExistsError,
     ScheduleNotFoundError,
@@ -59,6 +61,7 @@ from .errors import (
     TocsinError,
     WrongEventLoopError,
 )
+from .remote import RemoteMetrics, Remoting
 from .scheduling import ScheduleInfo, ScheduleKind, SchedulerMetrics
 from .system import ActorSystem
 
@@ -96,7 +99,11 @@ __all__ = [
     "InvalidTimezoneError",
     "ManualClock",
     "NoSender",
+    "NodeUnreachableError",
     "ReceiveContext",
+    "RemoteActorError",
+    "RemoteMetrics",
+    "Remoting",
     "RemotingDisabledError",
     "RetryDecision",
     "RetryPolicy",

@@ -132,12 +132,14 @@ def _host_port(text: str, whole: str, param: str) -> tuple[str, int]:
     if text.startswith("["):
         host, sep, rest = text[1:].partition("]")
         if not sep or not rest.startswith(":"):
-            raise ValueError(f"`{param}`: bad IPv6 address in {whole!r}")
+            raise ValueError(f"`{param}` must be {_ALLOWED_ADDRESS}: bad IPv6 address in {whole!r}")
         port_text = rest[1:]
         try:
             ipaddress.IPv6Address(host)
         except ValueError:
-            raise ValueError(f"`{param}`: bad IPv6 address in {whole!r}") from None
+            raise ValueError(
+                f"`{param}` must be {_ALLOWED_ADDRESS}: bad IPv6 address in {whole!r}"
+            ) from None
     else:
         host, sep, port_text = text.rpartition(":")
         if not sep:

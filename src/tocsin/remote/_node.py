@@ -132,12 +132,16 @@ class RemoteReply:
         conn, self._conn = self._conn, None
         if conn is None:
             return
+        node = self._node
         try:
-            payload = self._node.codec.encode(value, name="reply")
+            payload = node.codec.encode(value, name="reply")
+            body = node.encode(Reply(self._corr, msgspec.Raw(payload)))
+            if len(body) > node.config.max_frame:
+                raise _too_big(len(body), node.config.max_frame)
         except CodecError as exc:
-            conn.send(self._node.encode(Fail(self._corr, "codec", "CodecError", str(exc))))
+            conn.send(node.encode(Fail(self._corr, "codec", "CodecError", _clip(str(exc)))))
             return
-        conn.send(self._node.encode(Reply(self._corr, msgspec.Raw(payload))))
+        conn.send(body)
 
     def fail(self, error: BaseException) -> None:
         conn, self._conn = self._conn, None
@@ -150,7 +154,7 @@ class RemoteReply:
             kind = "stopped"
         elif isinstance(error, ActorNotFoundError):
             kind = "not_found"
-        text = str(error)
+        text = _clip(str(error))
         conn.send(self._node.encode(Fail(self._corr, kind, type(error).__name__, text)))
 
 
@@ -257,13 +261,10 @@ class RemoteNode:
             CodecError: the message cannot cross the wire, or is larger than ``max_frame``.
         """
         payload = self.codec.encode(message)
-        # Envelope overhead is small and bounded by the path and sender strings, checked
-        # again when the frame is built; checking here gives the error at the sending call.
-        if len(payload) > self.config.max_frame - 1024:
-            raise CodecError(
-                f"message is {len(payload)} bytes encoded; the frame cap `max_frame` is "
-                f"{self.config.max_frame} bytes"
-            )
+        # The envelope adds the path and sender strings; the whole frame is checked again
+        # when it is built (still inside the sending call).
+        if len(payload) > self.config.max_frame:
+            raise _too_big(len(payload), self.config.max_frame)
         return payload
 
     def tell(
@@ -277,6 +278,8 @@ class RemoteNode:
     ) -> bool:
         """Send an encoded message one way. ``False``: dead-letter it (``unreachable``)."""
         body = self._encode(Tell(path, incarnation, sender, msgspec.Raw(payload)))
+        if len(body) > self.config.max_frame:
+            raise _too_big(len(body), self.config.max_frame)
         return self.endpoint(address).send(body, info)
 
     def ask(
@@ -292,6 +295,8 @@ class RemoteNode:
         Cancelling the future forgets the request."""
         corr = next(self._corr)
         body = self._encode(Ask(corr, path, incarnation, sender, msgspec.Raw(payload)))
+        if len(body) > self.config.max_frame:
+            raise _too_big(len(body), self.config.max_frame)
         return self._request(address, body, corr, f"{address}{path}")
 
     async def lookup(self, address: NodeAddress, path: str, *, timeout: float) -> str:
@@ -523,6 +528,15 @@ class RemoteNode:
 
 def _peer_node(address: str) -> tuple[str, NodeAddress]:
     return parse_system_address(address)
+
+
+def _clip(text: str) -> str:
+    # An exception's text crosses in one frame: keep it well under any frame cap.
+    return text if len(text) <= 4000 else text[:4000] + "…"
+
+
+def _too_big(size: int, cap: int) -> CodecError:
+    return CodecError(f"message is {size} bytes encoded; the frame cap `max_frame` is {cap} bytes")
 
 
 def _cancel(future: asyncio.Future[Any]) -> Callable[[], None]:
