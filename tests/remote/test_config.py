@@ -63,7 +63,7 @@ def test_msgspec_tag_names_a_struct_on_the_wire() -> None:
 
 @pytest.mark.parametrize("bad", [int, dict, "A", A(1), object])
 def test_messages_must_be_struct_or_dataclass_classes(bad: object) -> None:
-    with pytest.raises(TypeError, match="msgspec.Struct subclasses or dataclasses"):
+    with pytest.raises(TypeError, match=r"msgspec\.Struct subclasses or dataclasses"):
         Remoting("tcp://127.0.0.1:0", SECRET, messages=[bad])  # type: ignore[list-item]
 
 

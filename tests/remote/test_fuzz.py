@@ -79,7 +79,8 @@ def authenticate(conn: Connection, transport: FakeTransport) -> None:
     assert nonce_l is not None
     hello = msgspec.msgpack.encode(Hello(PROTOCOL_VERSION, "fuzzer", "tocsin://f@127.0.0.1:8"))
     conn.data_received(hs.dialer_proof(SECRET, nonce_d, nonce_l) + frame(hello))
-    assert conn.peer is not None and not transport.aborted
+    assert conn.peer is not None
+    assert not transport.aborted
 
 
 def run(body: Any) -> None:
@@ -139,6 +140,7 @@ def test_a_dialer_proof_made_with_another_secret_is_refused(other: bytes) -> Non
         nonce_d = hs.new_nonce()
         conn.data_received(hs.dialer_hello(nonce_d))
         nonce_l = bytes(transport.written[8:40])
+        assert host.tells == []
         hello = frame(msgspec.msgpack.encode(Hello(PROTOCOL_VERSION, "x", "tocsin://x@h:1")))
         conn.data_received(hs.dialer_proof(other, nonce_d, nonce_l) + hello)
         assert transport.aborted
@@ -214,6 +216,7 @@ def test_a_frame_before_hello_that_is_not_hello_closes() -> None:
         nonce_l = bytes(transport.written[8:40])
         tell = frame(msgspec.msgpack.encode(Tell("/user/x", "", "", msgspec.Raw(b"\x01"))))
         conn.data_received(hs.dialer_proof(SECRET, nonce_d, nonce_l) + tell)
-        assert transport.aborted and host.tells == []
+        assert transport.aborted
+        assert host.tells == []
 
     run(body)
