@@ -28,14 +28,25 @@ class Note:
     items: tuple[int, ...] = ()
 
 
-@dataclass(frozen=True, order=True)
 class FakePID:
-    """Stands in for the kernel's PID: crosses the wire as its string."""
+    """Stands in for the kernel's PID (a plain class): crosses the wire as its string."""
 
-    text: str
+    __slots__ = ("text",)
+
+    def __init__(self, text: str) -> None:
+        self.text = text
+
+    def __eq__(self, other: object) -> bool:
+        return isinstance(other, FakePID) and other.text == self.text
+
+    def __hash__(self) -> int:
+        return hash(self.text)
 
     def __str__(self) -> str:
         return self.text
+
+    def __repr__(self) -> str:
+        return f"FakePID({self.text!r})"
 
 
 @dataclass

@@ -186,8 +186,8 @@ def test_a_truncated_frame_waits_for_the_rest_and_delivers_once_whole(cut: int) 
     def body() -> None:
         conn, transport, host = listener()
         authenticate(conn, transport)
-        payload = conn.node.codec.encode({"k": list(range(40))})
-        data = frame(msgspec.msgpack.encode(Tell("/user/x", "", "", msgspec.Raw(payload))))
+        name, payload = conn.node.codec.encode({"k": list(range(40))})
+        data = frame(msgspec.msgpack.encode(Tell("/user/x", "", "", name, msgspec.Raw(payload))))
         cut_at = min(cut, len(data) - 1)
         conn.data_received(data[:cut_at])
         assert host.tells == []
@@ -214,7 +214,7 @@ def test_a_frame_before_hello_that_is_not_hello_closes() -> None:
         nonce_d = hs.new_nonce()
         conn.data_received(hs.dialer_hello(nonce_d))
         nonce_l = bytes(transport.written[8:40])
-        tell = frame(msgspec.msgpack.encode(Tell("/user/x", "", "", msgspec.Raw(b"\x01"))))
+        tell = frame(msgspec.msgpack.encode(Tell("/user/x", "", "", "", msgspec.Raw(b"\x01"))))
         conn.data_received(hs.dialer_proof(SECRET, nonce_d, nonce_l) + tell)
         assert transport.aborted
         assert host.tells == []

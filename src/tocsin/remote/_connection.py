@@ -11,9 +11,10 @@ before any of the body is buffered; a zero or oversize length, a body that is no
 envelope, or a first frame that is not :class:`Hello` closes *this* connection (counted,
 logged once per peer host) and nothing else.
 
-Writing never blocks: :meth:`Connection.send` returns ``False`` when the bytes queued on
-this connection (the cork plus the transport's own buffer) would exceed ``max_buffer``;
-the caller turns that into a dead letter.
+Writing never blocks: :meth:`Connection.send` returns ``False`` when the frames queued on
+this connection would exceed ``max_buffer`` (they queue here while the transport's own
+buffer is over its high-water mark: asyncio's ``pause_writing``); the caller turns that
+into a dead letter.
 
 Prior art: msgspec ``examples/asyncio-kv`` (length prefix + msgspec), asyncio's
 ``Protocol`` flow control (``pause_writing``), Proto.Actor's endpoint writer batching.
@@ -23,6 +24,7 @@ from __future__ import annotations
 
 import asyncio
 import logging
+import struct
 from collections.abc import Callable
 from typing import TYPE_CHECKING, Any, Final
 
@@ -39,6 +41,8 @@ __all__ = ["Connection"]
 log = logging.getLogger("tocsin.remote")
 
 _PREFIX: Final = 4
+_pack_prefix: Final = struct.Struct(">I").pack
+_unpack_prefix: Final = struct.Struct(">I").unpack_from
 _HEARTBEAT: Final = msgspec.msgpack.encode(Heartbeat())
 
 # Reading stages.
@@ -79,6 +83,8 @@ class Connection(asyncio.Protocol):
         self._out: list[bytes] = []
         self._out_size = 0
         self._flush_armed = False
+        self._paused = False  # the transport's buffer is over its high-water mark
+        self._loop = asyncio.get_running_loop()
         self._timer: Any = None
 
     # -- asyncio.Protocol ---------------------------------------------------------------
@@ -184,33 +190,37 @@ class Connection(asyncio.Protocol):
         end = len(buf)
         view = memoryview(buf)
         decode = self._decode
+        dispatch = self.node.dispatch
         cap = self._max_frame
-        while end - pos >= _PREFIX:
-            size = int.from_bytes(buf[pos : pos + _PREFIX], "big")
-            if size == 0 or size > cap:
-                self._protocol_error(f"frame length {size} outside 1..{cap}")
-                return -1
-            if end - pos - _PREFIX < size:
-                self._need = _PREFIX + size
-                return pos
-            start = pos + _PREFIX
-            pos = start + size
-            try:
-                envelope = decode(view[start:pos])
-            except (msgspec.DecodeError, msgspec.ValidationError) as exc:
-                self._protocol_error(f"undecodable frame: {exc}")
-                return -1
-            self.rx_frames += 1
-            self._metrics.frames_in += 1
-            if self.peer is None:
-                if not self._on_hello(envelope):
+        first = self.rx_frames
+        try:
+            while end - pos >= _PREFIX:
+                (size,) = _unpack_prefix(buf, pos)
+                if size == 0 or size > cap:
+                    self._protocol_error(f"frame length {size} outside 1..{cap}")
                     return -1
-            elif type(envelope) is not Heartbeat:
-                self.node.dispatch(self, envelope)
-                if self.closed:
+                if end - pos - _PREFIX < size:
+                    self._need = _PREFIX + size
+                    return pos
+                start = pos + _PREFIX
+                pos = start + size
+                try:
+                    envelope = decode(view[start:pos])
+                except (msgspec.DecodeError, msgspec.ValidationError) as exc:
+                    self._protocol_error(f"undecodable frame: {exc}")
                     return -1
-        self._need = _PREFIX
-        return pos
+                self.rx_frames += 1
+                if self.peer is None:
+                    if not self._on_hello(envelope):
+                        return -1
+                elif type(envelope) is not Heartbeat:
+                    dispatch(self, envelope)
+                    if self.closed:
+                        return -1
+            self._need = _PREFIX
+            return pos
+        finally:
+            self._metrics.frames_in += self.rx_frames - first
 
     def _on_hello(self, envelope: Envelope) -> bool:
         if type(envelope) is not Hello:
@@ -244,27 +254,36 @@ class Connection(asyncio.Protocol):
         Never blocks and never raises for the network: a full buffer is the caller's
         dead letter.
         """
-        transport = self._transport
-        if self.closed or transport is None:
+        if self.closed:
             return False
-        size = len(body) + _PREFIX
-        if (
-            not force
-            and self._out_size + size + transport.get_write_buffer_size() > self._max_buffer
-        ):
+        size = len(body)
+        if self._out_size + size > self._max_buffer and not force:
             return False
-        self._out.append(len(body).to_bytes(_PREFIX, "big"))
-        self._out.append(body)
-        self._out_size += size
+        out = self._out
+        out.append(_pack_prefix(size))
+        out.append(body)
+        self._out_size += size + _PREFIX
         self.tx_frames += 1
-        if not self._flush_armed:
+        if not self._flush_armed and not self._paused:
             self._flush_armed = True
-            asyncio.get_running_loop().call_soon(self._flush)
+            self._loop.call_soon(self._flush)
         return True
+
+    # Flow control: while the transport's own buffer is over its high-water mark, frames
+    # stay in ``_out`` (bounded by ``max_buffer``, so the bound covers both buffers but
+    # the transport's small one).
+    def pause_writing(self) -> None:
+        self._paused = True
+
+    def resume_writing(self) -> None:
+        self._paused = False
+        if self._out and not self._flush_armed:
+            self._flush_armed = True
+            self._loop.call_soon(self._flush)
 
     def _flush(self) -> None:
         self._flush_armed = False
-        if self.closed or self._transport is None or not self._out:
+        if self.closed or self._transport is None or not self._out or self._paused:
             return
         data = b"".join(self._out)
         self._metrics.frames_out += len(self._out) // 2

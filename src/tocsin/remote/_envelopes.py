@@ -2,7 +2,7 @@
 """The wire envelopes: one tagged union of msgspec Structs, decoded by one typed decoder.
 
 Every frame after the handshake is one of these, msgpack-encoded as an array (``array_like``:
-no field names on the wire). A message travels inside as ``payload``, already encoded by
+no field names on the wire). A message travels inside as ``(name, payload)``, already encoded by
 :class:`~tocsin.remote._messages.WireCodec` (``msgspec.Raw``: embedded without a copy).
 PIDs travel as their string form; ``""`` means "no sender".
 
@@ -50,6 +50,7 @@ class Tell(msgspec.Struct, tag=1, array_like=True, frozen=True):
     path: str
     incarnation: str
     sender: str
+    name: str  # the registered message's wire name, "" for a codec value
     payload: msgspec.Raw
 
 
@@ -60,6 +61,7 @@ class Ask(msgspec.Struct, tag=2, array_like=True, frozen=True):
     path: str
     incarnation: str
     sender: str
+    name: str
     payload: msgspec.Raw
 
 
@@ -67,6 +69,7 @@ class Reply(msgspec.Struct, tag=3, array_like=True, frozen=True):
     """The value given to ``ctx.respond`` for the :class:`Ask` or :class:`Lookup` ``corr``."""
 
     corr: int
+    name: str
     payload: msgspec.Raw
 
 

@@ -134,8 +134,8 @@ class RemoteReply:
             return
         node = self._node
         try:
-            payload = node.codec.encode(value, name="reply")
-            body = node.encode(Reply(self._corr, msgspec.Raw(payload)))
+            name, payload = node.codec.encode(value, name="reply")
+            body = node.encode(Reply(self._corr, name, msgspec.Raw(payload)))
             if len(body) > node.config.max_frame:
                 raise _too_big(len(body), node.config.max_frame)
         except CodecError as exc:
@@ -187,6 +187,7 @@ class RemoteNode:
         self.address = ""
         self.stopping = False
         self._encode = encoder().encode
+        self._max_frame = config.max_frame
         self._corr = itertools.count(1)
         self._endpoints: dict[NodeAddress, Endpoint] = {}
         self._connections: set[Connection] = set()
@@ -254,50 +255,55 @@ class RemoteNode:
             endpoint = self._endpoints[address] = Endpoint(self, address)
         return endpoint
 
-    def encode_message(self, message: object) -> bytes:
+    def encode_message(self, message: object) -> tuple[str, bytes]:
         """Encode a message to send, checking it can cross and fits in a frame.
 
         Raises:
             CodecError: the message cannot cross the wire, or is larger than ``max_frame``.
         """
-        payload = self.codec.encode(message)
+        name, payload = self.codec.encode(message)
         # The envelope adds the path and sender strings; the whole frame is checked again
         # when it is built (still inside the sending call).
         if len(payload) > self.config.max_frame:
             raise _too_big(len(payload), self.config.max_frame)
-        return payload
+        return name, payload
 
     def tell(
         self,
-        address: NodeAddress,
+        to: Endpoint | NodeAddress,
         path: str,
         incarnation: str,
         sender: str,
-        payload: bytes,
+        message: tuple[str, bytes],
         info: object,
     ) -> bool:
-        """Send an encoded message one way. ``False``: dead-letter it (``unreachable``)."""
-        body = self._encode(Tell(path, incarnation, sender, msgspec.Raw(payload)))
-        if len(body) > self.config.max_frame:
-            raise _too_big(len(body), self.config.max_frame)
-        return self.endpoint(address).send(body, info)
+        """Send a message encoded by :meth:`encode_message` one way. ``False``: dead-letter
+        it (``unreachable``)."""
+        body = self._encode(Tell(path, incarnation, sender, message[0], msgspec.Raw(message[1])))
+        if len(body) > self._max_frame:
+            raise _too_big(len(body), self._max_frame)
+        endpoint = to if isinstance(to, Endpoint) else self.endpoint(to)
+        return endpoint.send(body, info)
 
     def ask(
         self,
-        address: NodeAddress,
+        to: Endpoint | NodeAddress,
         path: str,
         incarnation: str,
         sender: str,
-        payload: bytes,
+        message: tuple[str, bytes],
     ) -> asyncio.Future[object]:
         """Send an encoded request; the future gets the reply value or the failure
         (:class:`RemoteActorError`, :class:`NodeUnreachableError`, ``DeadActorError``, ...).
         Cancelling the future forgets the request."""
         corr = next(self._corr)
-        body = self._encode(Ask(corr, path, incarnation, sender, msgspec.Raw(payload)))
-        if len(body) > self.config.max_frame:
-            raise _too_big(len(body), self.config.max_frame)
-        return self._request(address, body, corr, f"{address}{path}")
+        body = self._encode(
+            Ask(corr, path, incarnation, sender, message[0], msgspec.Raw(message[1]))
+        )
+        if len(body) > self._max_frame:
+            raise _too_big(len(body), self._max_frame)
+        endpoint = to if isinstance(to, Endpoint) else self.endpoint(to)
+        return self._request(endpoint, body, corr, f"{endpoint.address}{path}")
 
     async def lookup(self, address: NodeAddress, path: str, *, timeout: float) -> str:
         """``str(pid)`` of the actor at ``path`` on that node, or ``""`` when it has none.
@@ -307,7 +313,8 @@ class RemoteNode:
             TimeoutError: no answer within ``timeout`` seconds.
         """
         corr = next(self._corr)
-        future = self._request(address, self._encode(Lookup(corr, path)), corr, str(address))
+        body = self._encode(Lookup(corr, path))
+        future = self._request(self.endpoint(address), body, corr, str(address))
         clock = self.clock
         timer = clock.call_at(clock.monotonic() + timeout, _cancel(future))
         try:
@@ -324,10 +331,9 @@ class RemoteNode:
         return found
 
     def _request(
-        self, address: NodeAddress, body: bytes, corr: int, what: str
+        self, endpoint: Endpoint, body: bytes, corr: int, what: str
     ) -> asyncio.Future[object]:
         future: asyncio.Future[object] = asyncio.get_running_loop().create_future()
-        endpoint = self.endpoint(address)
 
         def answer(result: Envelope | BaseException) -> None:
             if future.done():
@@ -339,7 +345,9 @@ class RemoteNode:
 
         if not endpoint.request(body, corr, answer):
             future.set_exception(
-                NodeUnreachableError(f"node {address} is unreachable (cannot send to {what})")
+                NodeUnreachableError(
+                    f"node {endpoint.address} is unreachable (cannot send to {what})"
+                )
             )
             return future
         future.add_done_callback(lambda f: endpoint.forget(corr) if f.cancelled() else None)
@@ -348,7 +356,7 @@ class RemoteNode:
     def _settle(self, future: asyncio.Future[object], answer: Envelope, what: str) -> None:
         if type(answer) is Reply:
             try:
-                future.set_result(self.codec.decode(answer.payload))
+                future.set_result(self.codec.decode(answer.name, answer.payload))
             except CodecError as exc:
                 future.set_exception(exc)
         elif type(answer) is Found:
@@ -464,7 +472,7 @@ class RemoteNode:
         if kind is Tell:
             assert isinstance(envelope, Tell)
             try:
-                message = self.codec.decode(envelope.payload)
+                message = self.codec.decode(envelope.name, envelope.payload)
             except CodecError as exc:
                 self._undecodable(conn, exc)
                 return
@@ -473,7 +481,7 @@ class RemoteNode:
             assert isinstance(envelope, Ask)
             reply = RemoteReply(self, conn, envelope.corr)
             try:
-                message = self.codec.decode(envelope.payload)
+                message = self.codec.decode(envelope.name, envelope.payload)
             except CodecError as exc:
                 self._undecodable(conn, exc)
                 conn.send(self._encode(Fail(envelope.corr, "codec", "CodecError", str(exc))))
