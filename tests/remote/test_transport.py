@@ -321,3 +321,14 @@ async def test_a_silent_peer_is_dropped_after_three_heartbeats() -> None:
 def test_fake_pid_round_trips_through_str() -> None:
     assert str(FakePID("tocsin://a@h:1/user/x")) == "tocsin://a@h:1/user/x"
     assert SECRET
+
+
+async def test_a_peer_dialled_at_another_name_than_it_advertises_is_still_seen_going_down() -> None:
+    async with running(config(), "a") as a:
+        b = make_node(config(), "b")
+        await b.start()
+        other_name = NodeAddress("tcp", host="localhost", port=node_of(b.address).port)
+        assert await a.ask(other_name, "/user/x", "", "", a.encode_message(1)) == 1
+        await b.stop()
+        await eventually(lambda: a.endpoint(other_name).state != "up")
+        assert not a.tell(other_name, "/user/x", "", "", a.encode_message(2), None)

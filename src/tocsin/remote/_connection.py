@@ -34,6 +34,7 @@ from . import _handshake as hs
 from ._envelopes import PROTOCOL_VERSION, Envelope, Heartbeat, Hello, decoder
 
 if TYPE_CHECKING:
+    from ._endpoint import Endpoint
     from ._node import RemoteNode
 
 __all__ = ["Connection"]
@@ -63,6 +64,9 @@ class Connection(asyncio.Protocol):
         self.ready: asyncio.Future[None] = asyncio.get_running_loop().create_future()
         self.closed = False
         self.pending: dict[int, Callable[[Envelope | BaseException], None]] = {}
+        #: Endpoints using this connection (usually one; two when a peer was dialled at
+        #: another address than the one it advertises).
+        self.owners: list[Endpoint] = []
         self.rx_frames = 0
         self.tx_frames = 0
         self.quiet_ticks = 0

@@ -138,18 +138,18 @@ class Endpoint:
                 self._failed(exc)
             return
         self._dial = None
-        if self.state == UP or conn.closed:
-            # The peer's own connection came up first: keep ours as an extra.
-            if not conn.closed and conn not in self.extras and conn is not self.conn:
-                self.extras.append(conn)
-            return
-        self.adopt(conn)
+        if not conn.closed:
+            self.adopt(conn)  # an extra if the peer's own connection came up first
+        elif self.state == CONNECTING:
+            self._failed(ConnectionError(f"connection to {self.address} closed at once"))
 
     def adopt(self, conn: Connection) -> None:
         """Make ``conn`` (dialled here, or the peer's inbound one) the sending connection,
         unless one is up already (then it is kept as an extra, for receiving)."""
         if conn.peer is not None:
             self.peer_system = conn.peer.system
+        if self not in conn.owners:
+            conn.owners.append(self)
         if self.state == UP and self.conn is not None and not self.conn.closed:
             if conn is not self.conn and conn not in self.extras:
                 self.extras.append(conn)
@@ -228,11 +228,8 @@ class Endpoint:
                 self._schedule_retry()
             return
         self._dial = None
-        if self.state == UP:
-            if not conn.closed:
-                self.extras.append(conn)
-            return
-        self.adopt(conn)
+        if not conn.closed:
+            self.adopt(conn)
 
     # -- closing ------------------------------------------------------------------------
 

@@ -441,19 +441,12 @@ class RemoteNode:
 
     def connection_lost(self, conn: Connection, exc: Exception | None) -> None:
         self._connections.discard(conn)
-        if conn.peer is None:
-            return
-        try:
-            _, address = _peer_node(conn.peer.address)
-        except ValueError:
-            return
-        endpoint = self._endpoints.get(address)
-        if endpoint is not None:
+        owners, conn.owners = conn.owners, []
+        for endpoint in owners:
             endpoint.lost(conn)
-        else:
-            pending, conn.pending = conn.pending, {}
-            for callback in pending.values():
-                callback(NodeUnreachableError(f"lost the connection to node {address}"))
+        pending, conn.pending = conn.pending, {}
+        for callback in pending.values():
+            callback(NodeUnreachableError(f"lost the connection to {conn.host}"))
 
     def log_once(self, key: str, text: str) -> None:
         """Log a connection-level problem once per peer host (counters keep counting)."""
