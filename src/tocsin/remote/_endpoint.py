@@ -115,7 +115,7 @@ class Endpoint:
                 break
 
     def _enqueue(self, body: bytes, corr: int, info: Any) -> bool:
-        if self._queued + len(body) > self.node.config.max_buffer:
+        if self.node.stopping or self._queued + len(body) > self.node.config.max_buffer:
             return False
         self._queue.append((body, corr, info))
         self._queued += len(body)
