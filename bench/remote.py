@@ -252,10 +252,56 @@ async def transport_driver(params: dict[str, Any], address: str) -> dict[str, An
         await node.stop()
 
 
+def ray_child(params: dict[str, Any]) -> dict[str, Any]:
+    """Ray actor calls: a Ray actor runs in its own worker process (Ray starts it)."""
+    import ray
+
+    ray.init(num_cpus=2, include_dashboard=False, logging_level="ERROR")
+    try:
+
+        @ray.remote
+        class Counter:
+            def __init__(self) -> None:
+                self.count = 0
+
+            # Ray pickles arguments; a msgspec tagged Struct does not unpickle in the
+            # worker, so Ray gets the same fields as a tuple.
+            def tell(self, msg: tuple[int, str]) -> None:
+                self.count += 1
+
+            def total(self) -> int:
+                return self.count
+
+            def echo(self, msg: tuple[int, str]) -> tuple[int, str]:
+                return msg
+
+        actor = Counter.remote()  # type: ignore[attr-defined]
+        ray.get(actor.total.remote())  # the worker is up
+        if params["test"] == "tell":
+            n = params["n"]
+            started = perf_counter()
+            for _ in range(n):
+                actor.tell.remote((n, "tell"))  # fire and forget (an ObjectRef is dropped)
+            assert ray.get(actor.total.remote()) == n  # actor calls run in order
+            seconds = perf_counter() - started
+            return {"n": n, "seconds": seconds, "msgs_per_s": n / seconds}
+        samples: list[float] = []
+        for i in range(params["warmup"] + params["n"]):
+            started = perf_counter()
+            ray.get(actor.echo.remote((i, "ask")))
+            if i >= params["warmup"]:
+                samples.append(perf_counter() - started)
+        return _ask_stats(samples)
+    finally:
+        ray.shutdown()
+
+
 _DRIVERS: dict[str, Any] = {"floor": floor_driver, "transport": transport_driver}
 
 
 def child(params: dict[str, Any]) -> dict[str, Any]:
+    if params["system"] == "ray":
+        return ray_child(params)
     proc, address = start_peer(params["system"])
     try:
         return asyncio.run(_DRIVERS[params["system"]](params, address))
@@ -277,7 +323,7 @@ def configs(args: argparse.Namespace) -> list[Config]:
         args.tell_n, args.ask_n = 2_000, 200
     out = []
     for system in SYSTEMS:
-        if system not in _DRIVERS:
+        if system not in _DRIVERS and system != "ray":
             continue
         requires = "ray" if system == "ray" else None
         out.append(Config(f"tell/{system}", {"system": system, "test": "tell", "n": args.tell_n}, requires=requires))
@@ -309,7 +355,7 @@ def report(args: argparse.Namespace, runs: Runs) -> dict[str, Any]:
     print("\n### Two processes on loopback (median)\n")
     print(table(["system", "tell msgs/s", "ask p50 µs", "ask p99 µs"], rows))
     ratios: dict[str, float] = {}
-    for system in ("transport", "tocsin"):
+    for system in ("transport", "tocsin", "ray"):
         if f"tell/{system}" in runs:
             ratios[f"tell_{system}_over_floor"] = ratio(runs, f"tell/{system}", "tell/floor", "msgs_per_s")
             ratios[f"ask_p50_{system}_over_floor"] = ratio(runs, f"ask/{system}", "ask/floor", "ask_p50_us")
