@@ -109,7 +109,9 @@ async def transport_peer(spec: dict[str, Any]) -> None:
                 assert self.node is not None
                 address, _ = split_pid_string(sender)
                 node = parse_system_address(address)[1]
-                self.node.tell(node, "/done", "", "", self.node.encode_message(Msg(0, "done")), None)
+                self.node.tell(
+                    node, "/done", "", "", self.node.encode_message(Msg(0, "done")), None
+                )
 
         def deliver_ask(self, path: str, inc: str, sender: str, message: Any, reply: Any) -> None:
             reply.respond(message)
@@ -129,7 +131,34 @@ async def transport_peer(spec: dict[str, Any]) -> None:
     await node.stop()
 
 
-_PEERS: dict[str, Any] = {"floor": floor_peer, "transport": transport_peer}
+async def tocsin_peer(spec: dict[str, Any]) -> None:
+    from tocsin import Actor, ActorSystem, ReceiveContext, Remoting
+
+    class Counter(Actor):
+        """Counts tells; after ``msg.n`` of them tells the sender ``Msg(n, "done")``."""
+
+        def __init__(self) -> None:
+            self.count = 0
+
+        async def receive(self, ctx: ReceiveContext) -> None:
+            self.count += 1
+            if self.count == ctx.message.n:
+                self.count = 0
+                ctx.sender.tell(Msg(ctx.message.n, "done"))
+
+    class Echo(Actor):
+        async def receive(self, ctx: ReceiveContext) -> None:
+            ctx.respond(ctx.message)
+
+    remoting = Remoting("tcp://127.0.0.1:0", SECRET, messages=[Msg])
+    async with ActorSystem("peer", remoting=remoting) as system:
+        await system.spawn(Counter, "counter")
+        await system.spawn(Echo, "echo")
+        _announce(system.address)
+        await _until_stdin_closes()
+
+
+_PEERS: dict[str, Any] = {"floor": floor_peer, "transport": transport_peer, "tocsin": tocsin_peer}
 
 
 def start_peer(system: str) -> tuple[subprocess.Popen[str], str]:
@@ -234,7 +263,9 @@ async def transport_driver(params: dict[str, Any], address: str) -> dict[str, An
             n = params["n"]
             started = perf_counter()
             for i in range(n):
-                if not node.tell(peer, "/user/counter", "", sender, node.encode_message(Msg(n, "tell")), None):
+                if not node.tell(
+                    peer, "/user/counter", "", sender, node.encode_message(Msg(n, "tell")), None
+                ):
                     raise AssertionError("refused")
                 if i % 1000 == 999:
                     await asyncio.sleep(0)
@@ -296,7 +327,45 @@ def ray_child(params: dict[str, Any]) -> dict[str, Any]:
         ray.shutdown()
 
 
-_DRIVERS: dict[str, Any] = {"floor": floor_driver, "transport": transport_driver}
+async def tocsin_driver(params: dict[str, Any], address: str) -> dict[str, Any]:
+    from tocsin import Actor, ActorSystem, ReceiveContext, Remoting
+
+    done: asyncio.Future[None] = asyncio.get_running_loop().create_future()
+
+    class Done(Actor):
+        async def receive(self, ctx: ReceiveContext) -> None:
+            done.set_result(None)
+
+    remoting = Remoting("tcp://127.0.0.1:0", SECRET, messages=[Msg])
+    async with ActorSystem("driver", remoting=remoting) as system:
+        me = await system.spawn(Done, "done")
+        if params["test"] == "tell":
+            counter = await system.actor_of(address + "/user/counter")
+            n = params["n"]
+            tell = counter.tell
+            started = perf_counter()
+            for i in range(n):
+                tell(Msg(n, "tell"), me)
+                if i % 1000 == 999:
+                    await asyncio.sleep(0)
+            await done
+            seconds = perf_counter() - started
+            return {"n": n, "seconds": seconds, "msgs_per_s": n / seconds}
+        echo = await system.actor_of(address + "/user/echo")
+        samples: list[float] = []
+        for i in range(params["warmup"] + params["n"]):
+            started = perf_counter()
+            await echo.ask(Msg(i, "ask"))
+            if i >= params["warmup"]:
+                samples.append(perf_counter() - started)
+        return _ask_stats(samples)
+
+
+_DRIVERS: dict[str, Any] = {
+    "floor": floor_driver,
+    "transport": transport_driver,
+    "tocsin": tocsin_driver,
+}
 
 
 def child(params: dict[str, Any]) -> dict[str, Any]:
@@ -326,7 +395,13 @@ def configs(args: argparse.Namespace) -> list[Config]:
         if system not in _DRIVERS and system != "ray":
             continue
         requires = "ray" if system == "ray" else None
-        out.append(Config(f"tell/{system}", {"system": system, "test": "tell", "n": args.tell_n}, requires=requires))
+        out.append(
+            Config(
+                f"tell/{system}",
+                {"system": system, "test": "tell", "n": args.tell_n},
+                requires=requires,
+            )
+        )
         out.append(
             Config(
                 f"ask/{system}",
@@ -350,15 +425,24 @@ def report(args: argparse.Namespace, runs: Runs) -> dict[str, Any]:
         tell = med.get(f"tell/{system}", {"skipped": "not built"})
         ask = med.get(f"ask/{system}", {"skipped": "not built"})
         rows.append(
-            [system, _cell(tell, "msgs_per_s", 0), _cell(ask, "ask_p50_us", 1), _cell(ask, "ask_p99_us", 1)]
+            [
+                system,
+                _cell(tell, "msgs_per_s", 0),
+                _cell(ask, "ask_p50_us", 1),
+                _cell(ask, "ask_p99_us", 1),
+            ]
         )
     print("\n### Two processes on loopback (median)\n")
     print(table(["system", "tell msgs/s", "ask p50 µs", "ask p99 µs"], rows))
     ratios: dict[str, float] = {}
     for system in ("transport", "tocsin", "ray"):
         if f"tell/{system}" in runs:
-            ratios[f"tell_{system}_over_floor"] = ratio(runs, f"tell/{system}", "tell/floor", "msgs_per_s")
-            ratios[f"ask_p50_{system}_over_floor"] = ratio(runs, f"ask/{system}", "ask/floor", "ask_p50_us")
+            ratios[f"tell_{system}_over_floor"] = ratio(
+                runs, f"tell/{system}", "tell/floor", "msgs_per_s"
+            )
+            ratios[f"ask_p50_{system}_over_floor"] = ratio(
+                runs, f"ask/{system}", "ask/floor", "ask_p50_us"
+            )
     print()
     print(table(["ratio (per-repetition median)", "value"], sorted(ratios.items())))
     return {"ratios": ratios}

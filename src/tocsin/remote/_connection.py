@@ -263,14 +263,23 @@ class Connection(asyncio.Protocol):
         size = len(body)
         if self._out_size + size > self._max_buffer and not force:
             return False
+        self.tx_frames += 1
+        if not self._flush_armed and not self._paused:
+            # The first frame of a loop iteration leaves at once (an ask's round trip
+            # does not wait a turn); the frames that follow it in the same iteration
+            # are corked and leave together at the end of it.
+            self._flush_armed = True
+            self._loop.call_soon(self._flush)
+            assert self._transport is not None
+            frame = _pack_prefix(size) + body
+            self._metrics.frames_out += 1
+            self._metrics.bytes_out += len(frame)
+            self._transport.write(frame)
+            return True
         out = self._out
         out.append(_pack_prefix(size))
         out.append(body)
         self._out_size += size + _PREFIX
-        self.tx_frames += 1
-        if not self._flush_armed and not self._paused:
-            self._flush_armed = True
-            self._loop.call_soon(self._flush)
         return True
 
     # Flow control: while the transport's own buffer is over its high-water mark, frames

@@ -112,7 +112,7 @@ class WireCodec:
             when it names this node, else a remote one); raises ``ValueError`` when bad.
     """
 
-    __slots__ = ("_decoders", "_encoder", "_pid_from_string", "_pid_type", "registry")
+    __slots__ = ("_decoders", "_encoder", "_names", "_pid_from_string", "_pid_type", "registry")
 
     def __init__(
         self,
@@ -121,6 +121,7 @@ class WireCodec:
         pid_from_string: Callable[[str], object],
     ) -> None:
         self.registry = registry
+        self._names = {cls: name for name, cls in registry.classes()}
         self._pid_type = pid_type
         self._pid_from_string = pid_from_string
         self._encoder = msgspec.msgpack.Encoder(enc_hook=self._enc_hook)
@@ -137,9 +138,12 @@ class WireCodec:
                 PID, not a registered message, or a registered message whose fields
                 msgspec cannot encode), a cycle, or nests too deep.
         """
-        known = self.registry.lookup_type(type(value))
-        if known is not None:
-            return known[0], self._encode_registered(value, name)
+        wire = self._names.get(type(value))
+        if wire is not None:
+            try:
+                return wire, self._encoder.encode(value)
+            except (TypeError, ValueError, OverflowError):
+                return wire, self._encode_registered(value, name)  # raises, with context
         return "", encode(value, name=name, extension=self)
 
     def decode(self, name: str, data: bytes | memoryview | msgspec.Raw) -> object:

@@ -297,13 +297,49 @@ class RemoteNode:
         (:class:`RemoteActorError`, :class:`NodeUnreachableError`, ``DeadActorError``, ...).
         Cancelling the future forgets the request."""
         corr = next(self._corr)
+        endpoint = to if isinstance(to, Endpoint) else self.endpoint(to)
+        body = self._ask_body(corr, path, incarnation, sender, message)
+        return self._request(endpoint, body, corr, f"{endpoint.address}{path}")
+
+    def ask_then(
+        self,
+        endpoint: Endpoint,
+        path: str,
+        incarnation: str,
+        sender: str,
+        message: tuple[str, bytes],
+        answer: Callable[[object, BaseException | None], None],
+    ) -> int:
+        """:meth:`ask` without a future: ``answer(value, None)`` or ``answer(None, error)``
+        is called once, synchronously when the reply frame is read (no extra loop turn).
+        Returns the correlation id (for :meth:`Endpoint.forget`), or 0 when the request
+        could not be sent (``answer`` is not called: the node is unreachable)."""
+        corr = next(self._corr)
+        body = self._ask_body(corr, path, incarnation, sender, message)
+        what = f"{endpoint.address}{path}"
+
+        def settle(result: Envelope | BaseException) -> None:
+            if isinstance(result, BaseException):
+                answer(None, result)
+                return
+            try:
+                value = self._outcome(result, what)
+            except Exception as error:
+                answer(None, error)
+            else:
+                answer(value, None)
+
+        return corr if endpoint.request(body, corr, settle) else 0
+
+    def _ask_body(
+        self, corr: int, path: str, incarnation: str, sender: str, message: tuple[str, bytes]
+    ) -> bytes:
         body = self._encode(
             Ask(corr, path, incarnation, sender, message[0], msgspec.Raw(message[1]))
         )
         if len(body) > self._max_frame:
             raise _too_big(len(body), self._max_frame)
-        endpoint = to if isinstance(to, Endpoint) else self.endpoint(to)
-        return self._request(endpoint, body, corr, f"{endpoint.address}{path}")
+        return body
 
     async def lookup(self, address: NodeAddress, path: str, *, timeout: float) -> str:
         """``str(pid)`` of the actor at ``path`` on that node, or ``""`` when it has none.
@@ -354,15 +390,20 @@ class RemoteNode:
         return future
 
     def _settle(self, future: asyncio.Future[object], answer: Envelope, what: str) -> None:
+        try:
+            future.set_result(self._outcome(answer, what))
+        except Exception as exc:
+            future.set_exception(exc)
+
+    def _outcome(self, answer: Envelope, what: str) -> object:
+        """The value an answer frame carries, or raise the failure it reports."""
         if type(answer) is Reply:
-            try:
-                future.set_result(self.codec.decode(answer.name, answer.payload))
-            except CodecError as exc:
-                future.set_exception(exc)
-        elif type(answer) is Found:
-            future.set_result(answer.pid)
-        elif type(answer) is Fail:
-            future.set_exception(_failure(answer, what))
+            return self.codec.decode(answer.name, answer.payload)
+        if type(answer) is Found:
+            return answer.pid
+        if type(answer) is Fail:
+            raise _failure(answer, what)
+        raise CodecError(f"unexpected answer {type(answer).__name__} from {what}")
 
     def metrics(self) -> RemoteMetrics:
         c = self.counters
