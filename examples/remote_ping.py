@@ -59,16 +59,17 @@ async def serve(secret: str) -> None:
 
 async def main() -> None:
     secret = secrets.token_hex(16)
-    other = subprocess.Popen(
-        [sys.executable, __file__, "--serve"],
+    other = await asyncio.create_subprocess_exec(
+        sys.executable,
+        __file__,
+        "--serve",
         stdin=subprocess.PIPE,
         stdout=subprocess.PIPE,
-        text=True,
         env=dict(os.environ, PING_SECRET=secret),
     )
     try:
         assert other.stdout is not None
-        ponger_address = other.stdout.readline().strip()
+        ponger_address = (await other.stdout.readline()).decode().strip()
         async with ActorSystem("ping-node", remoting=remoting(secret)) as system:
             ponger = await system.actor_of(ponger_address)  # asks the hosting node
             print("ask  ->", await ponger.ask(Ping(1), timeout=10))
@@ -87,7 +88,7 @@ async def main() -> None:
     finally:
         assert other.stdin is not None
         other.stdin.close()
-        other.wait(10)
+        await asyncio.wait_for(other.wait(), 10)
 
 
 if __name__ == "__main__":

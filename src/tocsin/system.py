@@ -29,7 +29,9 @@ from .actor._supervision import Directive, Supervisor
 from .clock import Clock, SystemClock
 from .durable._actor import DurableActor
 from .durable._runtime import DurableRuntime
-from .errors import ActorSystemNotStartedError
+from .errors import ActorSystemNotStartedError, RemotingDisabledError
+from .remote import RemoteMetrics, Remoting
+from .remote._service import RemoteService
 from .scheduling._cron import local_zone_name, zone
 from .scheduling._scheduler import Scheduler
 
@@ -68,6 +70,9 @@ class ActorSystem(SchedulingCalls):
             this machine's zone).
         stop_timeout: default grace of :meth:`stop`, in seconds: handlers still running
             after it are cancelled.
+        remoting: a :class:`~tocsin.Remoting` to reach and be reached by other
+            processes and machines (``docs/remoting.md``). The node listens at
+            ``start()``; :attr:`address` then becomes ``tocsin://<name>@<host>:<port>``.
     """
 
     def __init__(
@@ -78,6 +83,7 @@ class ActorSystem(SchedulingCalls):
         store: str | Store | None = None,
         timezone: str | None = None,
         stop_timeout: Seconds = DEFAULT_STOP_TIMEOUT,
+        remoting: Remoting | None = None,
     ) -> None:
         if not isinstance(name, str) or not name or any(c in name for c in "/@#: "):
             raise ValueError(
@@ -85,6 +91,8 @@ class ActorSystem(SchedulingCalls):
             )
         if clock is not None and not isinstance(clock, Clock):
             raise TypeError(f"`clock` must be a tocsin.Clock, got {clock!r}")
+        if remoting is not None and not isinstance(remoting, Remoting):
+            raise TypeError(f"`remoting` must be a tocsin.Remoting or None, got {remoting!r}")
         self.name = name
         #: This node's address: ``tocsin://<name>``; remoting sets a reachable one.
         self.address = local_address(name)
@@ -98,6 +106,8 @@ class ActorSystem(SchedulingCalls):
         self._scheduler: Scheduler | None = None
         self._durable: DurableRuntime | None = None
         self._stopping: asyncio.Task[None] | None = None
+        self._remoting = remoting
+        self._remote: RemoteService | None = None
 
     # -- lifecycle ---------------------------------------------------------------------
 
@@ -120,6 +130,11 @@ class ActorSystem(SchedulingCalls):
             runtime.check("start")
             return
         loop = asyncio.get_running_loop()
+        remote = None
+        if self._remoting is not None:
+            # The node listens first: its address (the real port) is part of every PID.
+            remote = RemoteService(self._remoting, self.name, self.clock)
+            self.address = await remote.start()
         deadlines = DeadlineService(self.clock)
         runtime = Runtime(
             name=self.name,
@@ -137,6 +152,9 @@ class ActorSystem(SchedulingCalls):
         if not self.clock.reports_wall_jumps:
             WallWatch(self.clock, deadlines).start()
         self.clock._attach(runtime)
+        if remote is not None:
+            remote.attach(runtime)
+            self._remote = remote
         try:
             if self._store_spec is not None:
                 durable = DurableRuntime(runtime, self._store_spec)
@@ -144,6 +162,9 @@ class ActorSystem(SchedulingCalls):
                 self._durable = durable
         except BaseException:
             self._teardown(runtime, scheduler, deadlines)
+            if remote is not None:
+                self._remote = None
+                await remote.stop()
             raise
 
     def _teardown(self, runtime: Runtime, scheduler: Scheduler, deadlines: DeadlineService) -> None:
@@ -205,6 +226,10 @@ class ActorSystem(SchedulingCalls):
             if durable is not None:
                 self._durable = None
                 await durable.close()
+            remote, self._remote = self._remote, None
+            if remote is not None:
+                # Last: replies of the actors that just stopped have been sent.
+                await remote.stop()
 
     async def __aenter__(self) -> ActorSystem:
         await self.start()
@@ -287,11 +312,39 @@ class ActorSystem(SchedulingCalls):
         """The PID of a live actor by name (``"ping"``), path (``"/user/a/b"``) or PID
         string (``str(pid)``, ``"tocsin://shop/user/a"``).
 
+        A PID string of another node (with remoting) asks that node, which answers with
+        its live actor at that path.
+
         Raises:
-            ActorNotFoundError: no live actor there.
+            ActorNotFoundError: no live actor there (on whichever node hosts the path).
+            NodeUnreachableError: the string names another node that cannot be reached.
             RemotingDisabledError: the string names another node and remoting is off.
         """
-        return self._live("look up an actor").pid_of(name_or_path)
+        runtime = self._live("look up an actor")
+        remote = self._remote
+        if (
+            remote is not None
+            and isinstance(name_or_path, str)
+            and name_or_path.startswith("tocsin:")
+            and not name_or_path.startswith(runtime.address + "/")
+        ):
+            return await remote.actor_of(name_or_path)
+        return runtime.pid_of(name_or_path)
+
+    def remote_metrics(self) -> RemoteMetrics:
+        """A snapshot of this node's remoting counters (frames, bytes, reconnects, ...).
+
+        Raises:
+            RemotingDisabledError: the system has no ``remoting``.
+            ActorSystemNotStartedError: the system is not running.
+        """
+        if self._remoting is None:
+            raise RemotingDisabledError(
+                f"actor system {self.name!r} was made without `remoting=`: no remote counters"
+            )
+        self._live("read remote metrics")
+        assert self._remote is not None
+        return self._remote.metrics()
 
     async def reinstate(self, pid: PID) -> None:
         """Let a suspended actor take messages again (no-op if it is not suspended)."""

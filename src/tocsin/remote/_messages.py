@@ -28,14 +28,15 @@ from typing import Any, Final, final
 
 import msgspec
 
-from .._codec import decode, encode
+from .._codec import Codec, Extension
 from ..errors import CodecError
 
 __all__ = ["MESSAGE_CODE", "PID_CODE", "MessageRegistry", "WireCodec", "wire_name"]
 
-#: Codec extension codes used on the wire (see ``tocsin._codec.EXTENSION_CODES``).
-PID_CODE: Final = 32
-MESSAGE_CODE: Final = 33
+#: Codec extension codes used on the wire (see ``tocsin._codec.EXTENSION_CODES``): a PID
+#: as the kernel encodes it, and a registered message inside a codec value.
+PID_CODE: Final = 16
+MESSAGE_CODE: Final = 32
 
 
 def wire_name(cls: type) -> str:
@@ -107,18 +108,29 @@ class WireCodec:
 
     Args:
         registry: the node's registered classes.
-        pid_type: the PID class; its instances cross as ``str(pid)``.
+        pid_type: the PID class; its instances cross as their wire string (``pid.wire``).
         pid_from_string: turns a PID string from the peer back into a PID (a local PID
             when it names this node, else a remote one); raises ``ValueError`` when bad.
+        pid_code: the codec extension code of a PID (the kernel's).
     """
 
-    __slots__ = ("_decoders", "_encoder", "_names", "_pid_from_string", "_pid_type", "registry")
+    __slots__ = (
+        "_codec",
+        "_decoders",
+        "_encoder",
+        "_names",
+        "_pid_from_string",
+        "_pid_type",
+        "registry",
+    )
 
     def __init__(
         self,
         registry: MessageRegistry,
         pid_type: type,
         pid_from_string: Callable[[str], object],
+        *,
+        pid_code: int = PID_CODE,
     ) -> None:
         self.registry = registry
         self._names = {cls: name for name, cls in registry.classes()}
@@ -129,6 +141,13 @@ class WireCodec:
             name: msgspec.msgpack.Decoder(cls, dec_hook=self._dec_hook)
             for name, cls in registry.classes()
         }
+        extensions = [Extension(pid_code, pid_type, _pid_wire, self._pid_from_wire)]
+        classes = tuple(cls for _, cls in registry.classes())
+        if classes:
+            extensions.append(
+                Extension(MESSAGE_CODE, classes, self._message_to_wire, self._message_from_wire)
+            )
+        self._codec = Codec(extensions)
 
     def encode(self, value: object, *, name: str = "message") -> tuple[str, bytes]:
         """``(wire name, payload)`` for ``value``; the name is ``""`` for a codec value.
@@ -144,7 +163,10 @@ class WireCodec:
                 return wire, self._encoder.encode(value)
             except (TypeError, ValueError, OverflowError):
                 return wire, self._encode_registered(value, name)  # raises, with context
-        return "", encode(value, name=name, extension=self)
+        try:
+            return "", self._codec.encode(value, name=name)
+        except CodecError as exc:
+            raise CodecError(f"{exc}; remoting also allows {self.registry.describe()}") from None
 
     def decode(self, name: str, data: bytes | memoryview | msgspec.Raw) -> object:
         """The value sent as ``(name, data)``. Never runs code named by the data.
@@ -154,7 +176,7 @@ class WireCodec:
                 this node's class.
         """
         if not name:
-            return decode(data, extension=self)  # type: ignore[arg-type]  # any buffer
+            return self._codec.decode(data)  # type: ignore[arg-type]  # any buffer works
         decoder = self._decoders.get(name)
         if decoder is None:
             raise self._unknown(name)
@@ -176,7 +198,7 @@ class WireCodec:
 
     def _enc_hook(self, value: object) -> object:
         if type(value) is self._pid_type:
-            return str(value)
+            return _pid_wire(value)
         raise TypeError(f"{type(value)!r} is not msgspec-encodable")
 
     def _dec_hook(self, cls: type, value: object) -> object:
@@ -190,30 +212,32 @@ class WireCodec:
             f"node (registered: {', '.join(self.registry.names) or 'none'})"
         )
 
-    # -- the codec's Extension protocol --------------------------------------------------
+    # -- codec extensions (PIDs and registered messages inside codec values) ---------------
 
-    def to_wire(self, value: object) -> tuple[int, str, list[Any]] | None:
-        cls = type(value)
-        if cls is self._pid_type:
-            return PID_CODE, "pid", [str(value)]
-        known = self.registry.lookup_type(cls)
-        if known is None:
-            return None
-        return MESSAGE_CODE, f".{known[0]}", [known[0], self._encode_registered(value, "message")]
+    def _pid_from_wire(self, value: object) -> object:
+        if type(value) is not str:
+            raise CodecError("cannot decode message: a PID is one string")
+        try:
+            return self._pid_from_string(value)
+        except ValueError as exc:
+            raise CodecError(f"cannot decode message: bad PID {value!r}: {exc}") from exc
 
-    def from_wire(self, code: int, items: list[Any]) -> object:
-        if code == PID_CODE:
-            if len(items) != 1 or type(items[0]) is not str:
-                raise CodecError("cannot decode message: a PID is one string")
-            try:
-                return self._pid_from_string(items[0])
-            except ValueError as exc:
-                raise CodecError(f"cannot decode message: bad PID {items[0]!r}: {exc}") from exc
-        if code == MESSAGE_CODE and len(items) == 2 and type(items[1]) is bytes:
-            if type(items[0]) is not str or not items[0]:
-                raise self._unknown(items[0])
-            return self.decode(items[0], items[1])
-        raise CodecError(f"cannot decode message: bad extension code {code}")
+    def _message_to_wire(self, value: object) -> object:
+        known = self.registry.lookup_type(type(value))
+        assert known is not None
+        return [known[0], self._encode_registered(value, "message")]
+
+    def _message_from_wire(self, items: object) -> object:
+        if type(items) is not list or len(items) != 2 or type(items[1]) is not bytes:
+            raise CodecError("cannot decode message: a registered message is [name, bytes]")
+        if type(items[0]) is not str or not items[0]:
+            raise self._unknown(items[0])
+        return self.decode(items[0], items[1])
 
     def __str__(self) -> str:
         return self.registry.describe()
+
+
+def _pid_wire(pid: Any) -> str:
+    wire = getattr(pid, "wire", None)
+    return wire if isinstance(wire, str) else str(pid)

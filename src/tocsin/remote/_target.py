@@ -1,0 +1,186 @@
+# SPDX-License-Identifier: Apache-2.0
+"""The send target behind a remote PID, and the reply path of an ask that came from afar.
+
+:class:`RemoteTarget` is what a PID of another node sends through (the kernel's
+:class:`~tocsin.actor._target.SendTarget`): ``deliver`` encodes the message at once (so a
+value that cannot cross raises :class:`~tocsin.CodecError` at the sending call), then hands
+a frame to the peer's endpoint. A tell the endpoint refuses (peer down, buffer full) is a
+dead letter with reason ``unreachable``; an ask becomes a correlation id whose answer
+resolves the asker's :class:`~tocsin.actor._reply.Reply`, or fails it with
+:class:`~tocsin.NodeUnreachableError` as soon as the connection is known lost.
+
+A schedule's tick (a :class:`~tocsin.actor._mailbox.RuntimeItem`) is opened here, on the
+scheduling node, at the moment it fires: a tick of a cancelled schedule is dropped before
+it is sent, and what is sent is the plain message. Hence the cross-node stale-tick rule:
+once ``cancel_schedule`` returns no further tick is *sent*; one already on the wire may
+still arrive once.
+
+:class:`InboundReply` is the kernel :class:`~tocsin.actor._reply.Reply` of an ask that
+arrived from another node: resolving it sends a reply frame back on the connection the ask
+came in on (the asker's future lives on the other node).
+"""
+
+from __future__ import annotations
+
+from collections.abc import Callable
+from typing import TYPE_CHECKING, Any, final
+
+from ..actor._events import DeadLetter, DeadLetterReason
+from ..actor._mailbox import ITEM_TYPES, STALE
+from ..actor._pid import PID
+from ..actor._reply import Reply
+from ..actor._target import SendTarget
+from ..errors import NodeUnreachableError, TocsinError
+from ._endpoint import Endpoint
+
+if TYPE_CHECKING:
+    from ..actor._runtime import Runtime
+    from ._node import RemoteNode, RemoteReply
+
+__all__ = ["InboundReply", "RemoteTarget"]
+
+_UNREACHABLE = DeadLetterReason.UNREACHABLE
+
+
+@final
+class RemoteTarget(SendTarget):
+    """Sends to one actor path on another node. Made by the remote resolver."""
+
+    __slots__ = (
+        "_last_sender",
+        "_last_wire",
+        "endpoint",
+        "incarnation",
+        "node",
+        "path",
+        "pid",
+        "runtime",
+    )
+
+    def __init__(
+        self,
+        runtime: Runtime,
+        node: RemoteNode,
+        endpoint: Endpoint,
+        path: str,
+        incarnation: int | None,
+    ) -> None:
+        self.runtime = runtime
+        self.node = node
+        self.endpoint = endpoint
+        self.path = path
+        #: Hex incarnation sent with every frame ("": whichever actor holds the path).
+        self.incarnation = "" if not incarnation else format(incarnation, "x")
+        self.pid: PID | None = None  # set by the resolver once the PID exists
+        # The last sender's wire string: an actor usually sends to one peer many times.
+        self._last_sender: Any = None
+        self._last_wire = ""
+
+    def check(self, message: Any) -> None:
+        """Raise :class:`~tocsin.CodecError` if ``message`` cannot cross the wire (the
+        scheduling calls check a message here, at the call, not at its first tick)."""
+        self.node.encode_message(message)
+
+    def deliver(self, message: Any, sender: Any, reply: Reply | None) -> bool:
+        if type(message) in ITEM_TYPES:
+            message = message.open()  # a tick: opened here, at fire time (module docstring)
+            if message is STALE:
+                return True
+        node = self.node
+        encoded = node.encode_message(message)  # CodecError: at the sending call
+        if sender is self._last_sender:
+            sender_text = self._last_wire
+        else:
+            sender_text = sender.wire if type(sender) is PID else ""
+            self._last_sender, self._last_wire = sender, sender_text
+        if reply is None:
+            info = (self, message, sender)  # for a dead letter if a queued frame never leaves
+            if node.tell(self.endpoint, self.path, self.incarnation, sender_text, encoded, info):
+                return True
+            self.undelivered(message, sender)
+            return False
+        corr = node.ask_then(
+            self.endpoint, self.path, self.incarnation, sender_text, encoded, _answer(reply)
+        )
+        if not corr:
+            self.runtime.dead_letter(DeadLetter(message, sender, self.pid, _UNREACHABLE))
+            reply.fail(
+                NodeUnreachableError(
+                    f"cannot ask {self.pid}: node {self.endpoint.address} is unreachable"
+                )
+            )
+            return False
+        endpoint = self.endpoint
+        # The asker stopped waiting (timeout, cancel): stop waiting for the answer frame.
+        reply.add_done_callback(lambda _: endpoint.forget(corr))
+        return True
+
+    def undelivered(self, message: Any, sender: Any) -> None:
+        """A tell that cannot reach the node: a dead letter with reason ``unreachable``."""
+        self.runtime.dead_letter(DeadLetter(message, sender, self.pid, _UNREACHABLE))
+
+    def alive(self) -> bool:
+        # Whether a remote actor lives is the other node's knowledge: a send to one that
+        # stopped is a dead letter *there*. Schedules to it keep firing.
+        return True
+
+    async def stop(self) -> None:
+        raise TocsinError(
+            f"cannot stop {self.pid}: it lives on another node; stop it there (or send it "
+            "a message that makes it stop itself)"
+        )
+
+    def request_stop(self) -> None:
+        raise TocsinError(f"cannot stop {self.pid}: it lives on another node")
+
+    def reinstate(self) -> None:
+        raise TocsinError(f"cannot reinstate {self.pid}: it lives on another node")
+
+
+def _answer(reply: Reply) -> Callable[[object, BaseException | None], None]:
+    """Resolve or fail ``reply`` when the answer frame is read (no extra loop turn)."""
+
+    def answer(value: object, error: BaseException | None) -> None:
+        if error is not None:
+            reply.fail(error)
+        else:
+            reply.resolve(value)
+
+    return answer
+
+
+@final
+class InboundReply(Reply):
+    """The kernel's Reply for an ask that came from another node (see module docstring)."""
+
+    __slots__ = ("_callbacks", "_remote")
+
+    def __init__(self, remote: RemoteReply) -> None:
+        self._remote = remote
+        self._callbacks: list[Callable[[Reply], None]] | None = None
+
+    def done(self) -> bool:
+        return self._remote.done
+
+    def resolve(self, value: Any) -> None:
+        if not self._remote.done:
+            self._remote.respond(value)
+            self._finish()
+
+    def fail(self, error: BaseException) -> None:
+        if not self._remote.done:
+            self._remote.fail(error)
+            self._finish()
+
+    def add_done_callback(self, callback: Callable[[Reply], None]) -> None:
+        if self._remote.done:
+            callback(self)
+        elif self._callbacks is None:
+            self._callbacks = [callback]
+        else:
+            self._callbacks.append(callback)
+
+    def _finish(self) -> None:
+        callbacks, self._callbacks = self._callbacks, None
+        for callback in callbacks or ():
+            callback(self)
