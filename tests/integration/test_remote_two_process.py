@@ -310,6 +310,7 @@ async def test_a_sigkilled_node_fails_asks_promptly_dead_letters_tells_and_comes
                     for d in letters
                 )
             )
+            assert system.remote_metrics().unreachable >= 1
             # A node listens at that address again: the connection comes back.
             second = start_peer("b", f"tcp://127.0.0.1:{port}")
             try:

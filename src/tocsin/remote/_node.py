@@ -82,6 +82,10 @@ class RemoteMetrics:
         protocol_errors: connections closed for a bad frame (length, encoding, order).
         undecodable: frames whose message could not be decoded here (unknown message
             class, fields that do not fit); the connection stays open.
+        unreachable: messages sent from here that became dead letters with reason
+            ``unreachable`` (tells, and asks refused at once).
+        not_found: messages that arrived for an actor this node does not have (or no
+            longer has, in that incarnation): dead letters with reason ``not_found``.
     """
 
     frames_in: int
@@ -93,6 +97,8 @@ class RemoteMetrics:
     auth_failures: int
     protocol_errors: int
     undecodable: int
+    unreachable: int
+    not_found: int
 
 
 class _Counters:
@@ -102,14 +108,17 @@ class _Counters:
         "bytes_out",
         "frames_in",
         "frames_out",
+        "not_found",
         "protocol_errors",
         "reconnects",
         "undecodable",
+        "unreachable",
     )
 
     def __init__(self) -> None:
         self.frames_in = self.frames_out = self.bytes_in = self.bytes_out = 0
         self.reconnects = self.auth_failures = self.protocol_errors = self.undecodable = 0
+        self.unreachable = self.not_found = 0
 
 
 @final
@@ -417,6 +426,8 @@ class RemoteNode:
             auth_failures=c.auth_failures,
             protocol_errors=c.protocol_errors,
             undecodable=c.undecodable,
+            unreachable=c.unreachable,
+            not_found=c.not_found,
         )
 
     # -- connections --------------------------------------------------------------------

@@ -203,5 +203,7 @@ class RemoteService:
 
     def _dead_letter(self, message: object, sender: Any, reason: DeadLetterReason) -> None:
         runtime = self.runtime
+        if reason is _NOT_FOUND:
+            self.node.counters.not_found += 1
         if runtime is not None:
             runtime.dead_letter(DeadLetter(message, sender, None, reason))

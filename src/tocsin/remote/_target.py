@@ -103,6 +103,7 @@ class RemoteTarget(SendTarget):
             self.endpoint, self.path, self.incarnation, sender_text, encoded, _answer(reply)
         )
         if not corr:
+            self.node.counters.unreachable += 1
             self.runtime.dead_letter(DeadLetter(message, sender, self.pid, _UNREACHABLE))
             reply.fail(
                 NodeUnreachableError(
@@ -117,6 +118,7 @@ class RemoteTarget(SendTarget):
 
     def undelivered(self, message: Any, sender: Any) -> None:
         """A tell that cannot reach the node: a dead letter with reason ``unreachable``."""
+        self.node.counters.unreachable += 1
         self.runtime.dead_letter(DeadLetter(message, sender, self.pid, _UNREACHABLE))
 
     def alive(self) -> bool:
