@@ -22,6 +22,7 @@ came in on (the asker's future lives on the other node).
 
 from __future__ import annotations
 
+import asyncio
 from collections.abc import Callable
 from typing import TYPE_CHECKING, Any, final
 
@@ -40,6 +41,7 @@ if TYPE_CHECKING:
 __all__ = ["InboundReply", "RemoteTarget"]
 
 _UNREACHABLE = DeadLetterReason.UNREACHABLE
+_get_running_loop = asyncio._get_running_loop
 
 
 @final
@@ -82,6 +84,10 @@ class RemoteTarget(SendTarget):
         self.node.encode_message(message)
 
     def deliver(self, message: Any, sender: Any, reply: Reply | None) -> bool:
+        runtime = self.runtime
+        if _get_running_loop() is not runtime.loop:
+            # The transport's buffers and timers belong to the system's loop.
+            raise runtime.wrong_loop(f"send to {self.pid}", _get_running_loop())
         if type(message) in ITEM_TYPES:
             message = message.open()  # a tick: opened here, at fire time (module docstring)
             if message is STALE:
