@@ -384,12 +384,15 @@ def child(params: dict[str, Any]) -> dict[str, Any]:
 def add_arguments(parser: argparse.ArgumentParser) -> None:
     parser.add_argument("--tell-n", type=int, default=200_000)
     parser.add_argument("--ask-n", type=int, default=5_000)
+    parser.add_argument(
+        "--ray-n", type=int, default=20_000, help="tells for Ray (about 100x slower per call)"
+    )
     parser.add_argument("--peer", default=None, help=argparse.SUPPRESS)
 
 
 def configs(args: argparse.Namespace) -> list[Config]:
     if args.quick:
-        args.tell_n, args.ask_n = 2_000, 200
+        args.tell_n, args.ask_n, args.ray_n = 2_000, 200, 200
     out = []
     for system in SYSTEMS:
         if system not in _DRIVERS and system != "ray":
@@ -398,14 +401,23 @@ def configs(args: argparse.Namespace) -> list[Config]:
         out.append(
             Config(
                 f"tell/{system}",
-                {"system": system, "test": "tell", "n": args.tell_n},
+                {
+                    "system": system,
+                    "test": "tell",
+                    "n": min(args.tell_n, args.ray_n) if system == "ray" else args.tell_n,
+                },
                 requires=requires,
             )
         )
         out.append(
             Config(
                 f"ask/{system}",
-                {"system": system, "test": "ask", "n": args.ask_n, "warmup": args.ask_n // 10},
+                {
+                    "system": system,
+                    "test": "ask",
+                    "n": min(args.ask_n, args.ray_n) if system == "ray" else args.ask_n,
+                    "warmup": args.ask_n // 10,
+                },
                 requires=requires,
             )
         )
@@ -427,13 +439,14 @@ def report(args: argparse.Namespace, runs: Runs) -> dict[str, Any]:
         rows.append(
             [
                 system,
+                _cell(tell, "n", 0),
                 _cell(tell, "msgs_per_s", 0),
                 _cell(ask, "ask_p50_us", 1),
                 _cell(ask, "ask_p99_us", 1),
             ]
         )
     print("\n### Two processes on loopback (median)\n")
-    print(table(["system", "tell msgs/s", "ask p50 µs", "ask p99 µs"], rows))
+    print(table(["system", "tells", "tell msgs/s", "ask p50 µs", "ask p99 µs"], rows))
     ratios: dict[str, float] = {}
     for system in ("transport", "tocsin", "ray"):
         if f"tell/{system}" in runs:
