@@ -13,7 +13,8 @@ import msgspec
 
 from tocsin.remote import Remoting
 from tocsin.remote._messages import MessageRegistry, WireCodec
-from tocsin.remote._node import RemoteNode, RemoteReply
+from tocsin.remote._node import RemoteNode
+from tocsin.remote._replies import RemoteReply
 
 SECRET = b"0123456789abcdef-test-secret"
 

@@ -11,6 +11,6 @@ decoded, frames envelopes with a 4-byte length prefix, and never pickles. See
 from __future__ import annotations
 
 from ._config import Remoting
-from ._node import RemoteMetrics
+from ._metrics import RemoteMetrics
 
 __all__ = ["RemoteMetrics", "Remoting"]

@@ -26,7 +26,7 @@ import asyncio
 import logging
 import struct
 from collections.abc import Callable
-from typing import TYPE_CHECKING, Any, Final
+from typing import TYPE_CHECKING, Any, Final, final
 
 import msgspec
 
@@ -53,6 +53,7 @@ _AWAIT_DIALER_PROOF: Final = 2  # listener: mac_d
 _FRAMES: Final = 3
 
 
+@final
 class Connection(asyncio.Protocol):
     """One authenticated connection to a peer node. Made by :class:`RemoteNode`."""
 

@@ -31,7 +31,7 @@ import asyncio
 import contextlib
 import random
 from collections.abc import Callable
-from typing import TYPE_CHECKING, Any, Final
+from typing import TYPE_CHECKING, Any, Final, final
 
 from ..errors import NodeUnreachableError
 from ._address import NodeAddress
@@ -55,6 +55,7 @@ DOWN: Final = "down"
 Callback = Callable[[Envelope | BaseException], None]
 
 
+@final
 class Endpoint:
     """The link to one peer node. Made by :class:`RemoteNode`; not thread-safe."""
 

@@ -18,30 +18,24 @@ import contextlib
 import itertools
 import logging
 import os
-import ssl
 from collections.abc import Callable
-from dataclasses import dataclass
 from typing import Any, Final, Protocol, final
 
 import msgspec
 
 from ..clock import Clock, SystemClock
-from ..errors import (
-    ActorNotFoundError,
-    ActorSuspendedError,
-    CodecError,
-    DeadActorError,
-    NodeUnreachableError,
-    RemoteActorError,
-)
+from ..errors import CodecError, NodeUnreachableError
 from ._address import NodeAddress, parse_system_address
 from ._config import Remoting
 from ._connection import Connection
 from ._endpoint import Endpoint
 from ._envelopes import Ask, Envelope, Fail, Found, Lookup, Reply, Tell, encoder
 from ._messages import WireCodec
+from ._metrics import Counters, RemoteMetrics
+from ._replies import RemoteReply, failure, too_big
+from ._tls import ssl_contexts
 
-__all__ = ["Host", "RemoteMetrics", "RemoteNode", "RemoteReply"]
+__all__ = ["SILENT_TICKS", "Host", "RemoteNode"]
 
 log = logging.getLogger("tocsin.remote")
 
@@ -69,104 +63,6 @@ class Host(Protocol):
 
 
 @final
-@dataclass(frozen=True, slots=True)
-class RemoteMetrics:
-    """Counters of one node's remoting since it started (a snapshot).
-
-    Attributes:
-        frames_in, frames_out: frames received / written (heartbeats included).
-        bytes_in, bytes_out: bytes received / written (handshakes and prefixes included).
-        connections: connections open now (both directions).
-        reconnects: connections re-established to a peer that had been up before.
-        auth_failures: connections refused for a failed or unfinished handshake.
-        protocol_errors: connections closed for a bad frame (length, encoding, order).
-        undecodable: frames whose message could not be decoded here (unknown message
-            class, fields that do not fit); the connection stays open.
-        unreachable: messages sent from here that became dead letters with reason
-            ``unreachable`` (tells, and asks refused at once).
-        not_found: messages that arrived for an actor this node does not have (or no
-            longer has, in that incarnation): dead letters with reason ``not_found``.
-    """
-
-    frames_in: int
-    frames_out: int
-    bytes_in: int
-    bytes_out: int
-    connections: int
-    reconnects: int
-    auth_failures: int
-    protocol_errors: int
-    undecodable: int
-    unreachable: int
-    not_found: int
-
-
-class _Counters:
-    __slots__ = (
-        "auth_failures",
-        "bytes_in",
-        "bytes_out",
-        "frames_in",
-        "frames_out",
-        "not_found",
-        "protocol_errors",
-        "reconnects",
-        "undecodable",
-        "unreachable",
-    )
-
-    def __init__(self) -> None:
-        self.frames_in = self.frames_out = self.bytes_in = self.bytes_out = 0
-        self.reconnects = self.auth_failures = self.protocol_errors = self.undecodable = 0
-        self.unreachable = self.not_found = 0
-
-
-@final
-class RemoteReply:
-    """The way back for one remote ask: answer it once with :meth:`respond` or
-    :meth:`fail`. Later calls, or calls after the connection is gone, do nothing."""
-
-    __slots__ = ("_conn", "_corr", "_node")
-
-    def __init__(self, node: RemoteNode, conn: Connection, corr: int) -> None:
-        self._node = node
-        self._conn: Connection | None = conn
-        self._corr = corr
-
-    @property
-    def done(self) -> bool:
-        return self._conn is None
-
-    def respond(self, value: object) -> None:
-        conn, self._conn = self._conn, None
-        if conn is None:
-            return
-        node = self._node
-        try:
-            name, payload = node.codec.encode(value, name="reply")
-            body = node.encode(Reply(self._corr, name, msgspec.Raw(payload)))
-            if len(body) > node.config.max_frame:
-                raise _too_big(len(body), node.config.max_frame)
-        except CodecError as exc:
-            conn.send(node.encode(Fail(self._corr, "codec", "CodecError", _clip(str(exc)))))
-            return
-        conn.send(body)
-
-    def fail(self, error: BaseException) -> None:
-        conn, self._conn = self._conn, None
-        if conn is None:
-            return
-        kind = "error"
-        if isinstance(error, ActorSuspendedError):
-            kind = "suspended"
-        elif isinstance(error, DeadActorError):
-            kind = "stopped"
-        elif isinstance(error, ActorNotFoundError):
-            kind = "not_found"
-        text = _clip(str(error))
-        conn.send(self._node.encode(Fail(self._corr, kind, type(error).__name__, text)))
-
-
 class RemoteNode:
     """The remoting of one actor system. Made by the system at ``start()``.
 
@@ -191,7 +87,7 @@ class RemoteNode:
         self.host = host
         self.codec = codec
         self.clock = clock if clock is not None else SystemClock()
-        self.counters = _Counters()
+        self.counters = Counters()
         self.node_address: NodeAddress = config.dial_address
         self.address = ""
         self.stopping = False
@@ -203,7 +99,7 @@ class RemoteNode:
         self._server: asyncio.AbstractServer | None = None
         self._heartbeat: Any = None
         self._logged: set[str] = set()
-        self._server_ssl, self._client_ssl = _ssl_contexts(config)
+        self._server_ssl, self._client_ssl = ssl_contexts(config)
 
     # -- lifecycle ----------------------------------------------------------------------
 
@@ -274,7 +170,7 @@ class RemoteNode:
         # The envelope adds the path and sender strings; the whole frame is checked again
         # when it is built (still inside the sending call).
         if len(payload) > self.config.max_frame:
-            raise _too_big(len(payload), self.config.max_frame)
+            raise too_big(len(payload), self.config.max_frame)
         return name, payload
 
     def tell(
@@ -290,7 +186,7 @@ class RemoteNode:
         it (``unreachable``)."""
         body = self._encode(Tell(path, incarnation, sender, message[0], msgspec.Raw(message[1])))
         if len(body) > self._max_frame:
-            raise _too_big(len(body), self._max_frame)
+            raise too_big(len(body), self._max_frame)
         endpoint = to if isinstance(to, Endpoint) else self.endpoint(to)
         return endpoint.send(body, info)
 
@@ -347,7 +243,7 @@ class RemoteNode:
             Ask(corr, path, incarnation, sender, message[0], msgspec.Raw(message[1]))
         )
         if len(body) > self._max_frame:
-            raise _too_big(len(body), self._max_frame)
+            raise too_big(len(body), self._max_frame)
         return body
 
     async def lookup(self, address: NodeAddress, path: str, *, timeout: float) -> str:
@@ -411,7 +307,7 @@ class RemoteNode:
         if type(answer) is Found:
             return answer.pid
         if type(answer) is Fail:
-            raise _failure(answer, what)
+            raise failure(answer, what)
         raise CodecError(f"unexpected answer {type(answer).__name__} from {what}")
 
     def metrics(self) -> RemoteMetrics:
@@ -583,15 +479,6 @@ def _peer_node(address: str) -> tuple[str, NodeAddress]:
     return parse_system_address(address)
 
 
-def _clip(text: str) -> str:
-    # An exception's text crosses in one frame: keep it well under any frame cap.
-    return text if len(text) <= 4000 else text[:4000] + "…"
-
-
-def _too_big(size: int, cap: int) -> CodecError:
-    return CodecError(f"message is {size} bytes encoded; the frame cap `max_frame` is {cap} bytes")
-
-
 def _cancel(future: asyncio.Future[Any]) -> Callable[[], None]:
     def cancel() -> None:
         future.cancel()
@@ -602,34 +489,3 @@ def _cancel(future: asyncio.Future[Any]) -> Callable[[], None]:
 def _current_task_cancelling() -> bool:
     task = asyncio.current_task()
     return task is not None and task.cancelling() > 0
-
-
-def _failure(fail: Fail, what: str) -> BaseException:
-    if fail.kind == "error":
-        return RemoteActorError(fail.type_name, fail.text, target=what)
-    if fail.kind == "suspended":
-        return ActorSuspendedError(fail.text)
-    if fail.kind in ("stopped", "not_found"):
-        return DeadActorError(fail.text)
-    if fail.kind == "codec":
-        return CodecError(fail.text)
-    return RemoteActorError(fail.type_name, fail.text, target=what)
-
-
-def _ssl_contexts(config: Remoting) -> tuple[ssl.SSLContext | None, ssl.SSLContext | None]:
-    """Mutual TLS contexts from the certificate files, or ``(None, None)``.
-
-    Both sides present a certificate and require one that chains to ``tls_ca``. Host
-    names are not checked (nodes are dialled by IP or socket path; the CA is the
-    deployment's own): the CA decides who is a peer.
-    """
-    if not config.tls:
-        return None, None
-    server = ssl.create_default_context(ssl.Purpose.CLIENT_AUTH, cafile=str(config.tls_ca))
-    server.load_cert_chain(str(config.tls_cert), str(config.tls_key))
-    server.verify_mode = ssl.CERT_REQUIRED
-    client = ssl.create_default_context(ssl.Purpose.SERVER_AUTH, cafile=str(config.tls_ca))
-    client.load_cert_chain(str(config.tls_cert), str(config.tls_key))
-    client.check_hostname = False
-    client.verify_mode = ssl.CERT_REQUIRED
-    return server, client

@@ -29,7 +29,9 @@ from ..errors import ActorNotFoundError, NodeUnreachableError
 from ._address import parse_system_address
 from ._config import Remoting
 from ._messages import WireCodec
-from ._node import RemoteMetrics, RemoteNode, RemoteReply
+from ._metrics import RemoteMetrics
+from ._node import RemoteNode
+from ._replies import RemoteReply
 from ._target import InboundReply, RemoteTarget
 
 if TYPE_CHECKING:

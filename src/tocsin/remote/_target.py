@@ -36,7 +36,8 @@ from ._endpoint import Endpoint
 
 if TYPE_CHECKING:
     from ..actor._runtime import Runtime
-    from ._node import RemoteNode, RemoteReply
+    from ._node import RemoteNode
+    from ._replies import RemoteReply
 
 __all__ = ["InboundReply", "RemoteTarget"]
 

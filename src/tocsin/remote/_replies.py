@@ -1,0 +1,96 @@
+# SPDX-License-Identifier: Apache-2.0
+"""Answers on the wire: the way back of an inbound ask, and a failure frame as an error.
+
+A handler's exception does not cross the wire (decoding never constructs a class the peer
+names): its type name and text do, and the asking node raises
+:class:`~tocsin.RemoteActorError` with them, or the matching tocsin error for a stopped,
+suspended or absent target.
+"""
+
+from __future__ import annotations
+
+from typing import TYPE_CHECKING, final
+
+import msgspec
+
+from ..errors import (
+    ActorNotFoundError,
+    ActorSuspendedError,
+    CodecError,
+    DeadActorError,
+    RemoteActorError,
+)
+from ._envelopes import Fail, Reply
+
+if TYPE_CHECKING:
+    from ._connection import Connection
+    from ._node import RemoteNode
+
+__all__ = ["RemoteReply", "clip", "failure", "too_big"]
+
+
+@final
+class RemoteReply:
+    """The way back for one remote ask: answer it once with :meth:`respond` or
+    :meth:`fail`. Later calls, or calls after the connection is gone, do nothing."""
+
+    __slots__ = ("_conn", "_corr", "_node")
+
+    def __init__(self, node: RemoteNode, conn: Connection, corr: int) -> None:
+        self._node = node
+        self._conn: Connection | None = conn
+        self._corr = corr
+
+    @property
+    def done(self) -> bool:
+        return self._conn is None
+
+    def respond(self, value: object) -> None:
+        conn, self._conn = self._conn, None
+        if conn is None:
+            return
+        node = self._node
+        try:
+            name, payload = node.codec.encode(value, name="reply")
+            body = node.encode(Reply(self._corr, name, msgspec.Raw(payload)))
+            if len(body) > node.config.max_frame:
+                raise too_big(len(body), node.config.max_frame)
+        except CodecError as exc:
+            conn.send(node.encode(Fail(self._corr, "codec", "CodecError", clip(str(exc)))))
+            return
+        conn.send(body)
+
+    def fail(self, error: BaseException) -> None:
+        conn, self._conn = self._conn, None
+        if conn is None:
+            return
+        kind = "error"
+        if isinstance(error, ActorSuspendedError):
+            kind = "suspended"
+        elif isinstance(error, DeadActorError):
+            kind = "stopped"
+        elif isinstance(error, ActorNotFoundError):
+            kind = "not_found"
+        text = clip(str(error))
+        conn.send(self._node.encode(Fail(self._corr, kind, type(error).__name__, text)))
+
+
+def clip(text: str) -> str:
+    # An exception's text crosses in one frame: keep it well under any frame cap.
+    return text if len(text) <= 4000 else text[:4000] + "…"
+
+
+def too_big(size: int, cap: int) -> CodecError:
+    return CodecError(f"message is {size} bytes encoded; the frame cap `max_frame` is {cap} bytes")
+
+
+def failure(fail: Fail, what: str) -> BaseException:
+    if fail.kind == "error":
+        return RemoteActorError(fail.type_name, fail.text, target=what)
+    if fail.kind == "suspended":
+        return ActorSuspendedError(fail.text)
+    if fail.kind in ("stopped", "not_found"):
+        return DeadActorError(fail.text)
+    if fail.kind == "codec":
+        return CodecError(fail.text)
+    return RemoteActorError(fail.type_name, fail.text, target=what)
