@@ -332,3 +332,31 @@ async def test_a_peer_dialled_at_another_name_than_it_advertises_is_still_seen_g
         await b.stop()
         await eventually(lambda: a.endpoint(other_name).state != "up")
         assert not a.tell(other_name, "/user/x", "", "", a.encode_message(2), None)
+
+
+async def test_requests_whose_asker_gave_up_are_forgotten_at_the_next_heartbeat() -> None:
+    cfg = config(heartbeat=0.05)
+    async with running(cfg, "a") as a, running(cfg, "b") as b:
+        b.host.deliver_ask = lambda *args: None  # type: ignore[method-assign]  # never answers
+        target = a.endpoint(node_of(b.address))
+        answers: list[object] = []
+        waiting = {"asker": True}
+        corr = a.ask_then(
+            target,
+            "/user/x",
+            "",
+            "",
+            a.encode_message(1),
+            lambda value, error: answers.append(error or value),
+            lambda: not waiting["asker"],
+        )
+        assert corr
+        await eventually(lambda: target.state == "up")
+        conn = target.conn
+        assert conn is not None
+        await eventually(lambda: corr in conn.pending)
+        await asyncio.sleep(0.2)
+        assert corr in conn.pending  # still waited for
+        waiting["asker"] = False  # the asker timed out
+        await eventually(lambda: corr not in conn.pending)
+        assert answers == []

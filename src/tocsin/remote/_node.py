@@ -214,27 +214,18 @@ class RemoteNode:
         sender: str,
         message: tuple[str, bytes],
         answer: Callable[[object, BaseException | None], None],
+        gave_up: Callable[[], bool],
     ) -> int:
         """:meth:`ask` without a future: ``answer(value, None)`` or ``answer(None, error)``
         is called once, synchronously when the reply frame is read (no extra loop turn).
-        Returns the correlation id (for :meth:`Endpoint.forget`), or 0 when the request
-        could not be sent (``answer`` is not called: the node is unreachable)."""
+        ``gave_up()`` says whether the asker stopped waiting (timed out): such requests
+        are forgotten at the next heartbeat tick, so nothing is registered per ask for
+        it. Returns the correlation id, or 0 when the request could not be sent
+        (``answer`` is not called: the node is unreachable)."""
         corr = next(self._corr)
         body = self._ask_body(corr, path, incarnation, sender, message)
-        what = f"{endpoint.address}{path}"
-
-        def settle(result: Envelope | BaseException) -> None:
-            if isinstance(result, BaseException):
-                answer(None, result)
-                return
-            try:
-                value = self._outcome(result, what)
-            except Exception as error:
-                answer(None, error)
-            else:
-                answer(value, None)
-
-        return corr if endpoint.request(body, corr, settle) else 0
+        pending = _Pending(self, answer, gave_up, endpoint.address, path)
+        return corr if endpoint.request(body, corr, pending) else 0
 
     def _ask_body(
         self, corr: int, path: str, incarnation: str, sender: str, message: tuple[str, bytes]
@@ -460,6 +451,8 @@ class RemoteNode:
         for conn in list(self._connections):
             if conn.closed:
                 continue
+            if conn.pending:
+                _forget_abandoned(conn.pending)
             if conn.rx_frames == conn.seen_rx:
                 conn.quiet_ticks += 1
                 if conn.quiet_ticks >= SILENT_TICKS:
@@ -473,6 +466,43 @@ class RemoteNode:
                 conn.heartbeat()
             conn.seen_tx = conn.tx_frames
         self._arm_heartbeat()
+
+
+@final
+class _Pending:
+    """A request waiting for its answer frame (see :meth:`RemoteNode.ask_then`)."""
+
+    __slots__ = ("answer", "gave_up", "node", "path", "where")
+
+    def __init__(
+        self,
+        node: RemoteNode,
+        answer: Callable[[object, BaseException | None], None],
+        gave_up: Callable[[], bool],
+        where: NodeAddress,
+        path: str,
+    ) -> None:
+        self.node = node
+        self.answer = answer
+        self.gave_up = gave_up
+        self.where = where
+        self.path = path
+
+    def __call__(self, result: Envelope | BaseException) -> None:
+        if isinstance(result, BaseException):
+            self.answer(None, result)
+            return
+        try:
+            value = self.node._outcome(result, f"{self.where}{self.path}")
+        except Exception as error:
+            self.answer(None, error)
+        else:
+            self.answer(value, None)
+
+
+def _forget_abandoned(pending: dict[int, Callable[[Envelope | BaseException], None]]) -> None:
+    for corr in [c for c, p in pending.items() if isinstance(p, _Pending) and p.gave_up()]:
+        del pending[corr]
 
 
 def _peer_node(address: str) -> tuple[str, NodeAddress]:

@@ -107,7 +107,13 @@ class RemoteTarget(SendTarget):
             self.undelivered(message, sender)
             return False
         corr = node.ask_then(
-            self.endpoint, self.path, self.incarnation, sender_text, encoded, _answer(reply)
+            self.endpoint,
+            self.path,
+            self.incarnation,
+            sender_text,
+            encoded,
+            _answer(reply),
+            reply.done,
         )
         if not corr:
             self.node.counters.unreachable += 1
@@ -118,9 +124,6 @@ class RemoteTarget(SendTarget):
                 )
             )
             return False
-        endpoint = self.endpoint
-        # The asker stopped waiting (timeout, cancel): stop waiting for the answer frame.
-        reply.add_done_callback(lambda _: endpoint.forget(corr))
         return True
 
     def undelivered(self, message: Any, sender: Any) -> None:
