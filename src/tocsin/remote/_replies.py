@@ -9,7 +9,8 @@ suspended or absent target.
 
 from __future__ import annotations
 
-from typing import TYPE_CHECKING, final
+from collections.abc import Callable
+from typing import TYPE_CHECKING, Any, final
 
 import msgspec
 
@@ -31,24 +32,51 @@ __all__ = ["RemoteReply", "clip", "failure", "too_big"]
 
 @final
 class RemoteReply:
-    """The way back for one remote ask: answer it once with :meth:`respond` or
-    :meth:`fail`. Later calls, or calls after the connection is gone, do nothing."""
+    """The way back for one ask that came from another node: answer it once with
+    :meth:`respond` or :meth:`fail`. Later calls, or calls after the connection is gone,
+    do nothing.
 
-    __slots__ = ("_conn", "_corr", "_node")
+    It is also the kernel's ``Reply`` (the four methods of ``asyncio.Future`` the kernel
+    uses: ``done``, ``set_result``, ``set_exception``, ``add_done_callback``), so the ask
+    travels through the receiving actor's mailbox like a local one, with no wrapper.
+    """
+
+    __slots__ = ("_callbacks", "_conn", "_corr", "_node")
 
     def __init__(self, node: RemoteNode, conn: Connection, corr: int) -> None:
         self._node = node
         self._conn: Connection | None = conn
         self._corr = corr
+        self._callbacks: list[Callable[[Any], object]] | None = None
 
-    @property
     def done(self) -> bool:
         return self._conn is None
+
+    def set_result(self, result: Any, /) -> None:
+        self.respond(result)
+
+    def set_exception(self, exception: BaseException | type[BaseException], /) -> None:
+        self.fail(exception() if isinstance(exception, type) else exception)
+
+    def add_done_callback(self, fn: Callable[[Any], object], /) -> None:
+        if self._conn is None:
+            fn(self)
+        elif self._callbacks is None:
+            self._callbacks = [fn]
+        else:
+            self._callbacks.append(fn)
+
+    def _finished(self) -> None:
+        callbacks, self._callbacks = self._callbacks, None
+        for fn in callbacks or ():
+            fn(self)
 
     def respond(self, value: object) -> None:
         conn, self._conn = self._conn, None
         if conn is None:
             return
+        if self._callbacks is not None:
+            self._finished()
         node = self._node
         try:
             name, payload = node.codec.encode(value, name="reply")
@@ -64,6 +92,8 @@ class RemoteReply:
         conn, self._conn = self._conn, None
         if conn is None:
             return
+        if self._callbacks is not None:
+            self._finished()
         kind = "error"
         if isinstance(error, ActorSuspendedError):
             kind = "suspended"

@@ -22,8 +22,8 @@ from __future__ import annotations
 from typing import TYPE_CHECKING, Any, Final, final
 
 from ..actor._events import DeadLetter, DeadLetterReason
+from ..actor._lookup import PID_EXTENSION_CODE
 from ..actor._pid import PID, NoSender, parse_pid
-from ..actor._runtime import PID_EXTENSION_CODE
 from ..clock import Clock
 from ..errors import ActorNotFoundError, NodeUnreachableError
 from ._address import parse_system_address
@@ -32,7 +32,7 @@ from ._messages import WireCodec
 from ._metrics import RemoteMetrics
 from ._node import RemoteNode
 from ._replies import RemoteReply
-from ._target import InboundReply, RemoteTarget
+from ._target import RemoteTarget
 
 if TYPE_CHECKING:
     from ..actor._cell import Cell
@@ -191,7 +191,7 @@ class RemoteService:
             reply.fail(ActorNotFoundError(f"no live actor at {path!r} on {address}"))
             self._dead_letter(message, self._sender(sender), _NOT_FOUND)
             return
-        cell.deliver(message, self._sender(sender), InboundReply(reply))
+        cell.deliver(message, self._sender(sender), reply)
 
     def resolve(self, path: str) -> str:
         cell = self._local(path, "")

@@ -1,5 +1,5 @@
 # SPDX-License-Identifier: Apache-2.0
-"""The send target behind a remote PID, and the reply path of an ask that came from afar.
+"""The send target behind a remote PID.
 
 :class:`RemoteTarget` is what a PID of another node sends through (the kernel's
 :class:`~tocsin.actor._target.SendTarget`): ``deliver`` encodes the message at once (so a
@@ -14,10 +14,6 @@ scheduling node, at the moment it fires: a tick of a cancelled schedule is dropp
 it is sent, and what is sent is the plain message. Hence the cross-node stale-tick rule:
 once ``cancel_schedule`` returns no further tick is *sent*; one already on the wire may
 still arrive once.
-
-:class:`InboundReply` is the kernel :class:`~tocsin.actor._reply.Reply` of an ask that
-arrived from another node: resolving it sends a reply frame back on the connection the ask
-came in on (the asker's future lives on the other node).
 """
 
 from __future__ import annotations
@@ -37,9 +33,8 @@ from ._endpoint import Endpoint
 if TYPE_CHECKING:
     from ..actor._runtime import Runtime
     from ._node import RemoteNode
-    from ._replies import RemoteReply
 
-__all__ = ["InboundReply", "RemoteTarget"]
+__all__ = ["RemoteTarget"]
 
 _UNREACHABLE = DeadLetterReason.UNREACHABLE
 _get_running_loop = asyncio._get_running_loop
@@ -118,11 +113,12 @@ class RemoteTarget(SendTarget):
         if not corr:
             self.node.counters.unreachable += 1
             self.runtime.dead_letter(DeadLetter(message, sender, self.pid, _UNREACHABLE))
-            reply.fail(
-                NodeUnreachableError(
-                    f"cannot ask {self.pid}: node {self.endpoint.address} is unreachable"
+            if not reply.done():
+                reply.set_exception(
+                    NodeUnreachableError(
+                        f"cannot ask {self.pid}: node {self.endpoint.address} is unreachable"
+                    )
                 )
-            )
             return False
         return True
 
@@ -153,46 +149,11 @@ def _answer(reply: Reply) -> Callable[[object, BaseException | None], None]:
     """Resolve or fail ``reply`` when the answer frame is read (no extra loop turn)."""
 
     def answer(value: object, error: BaseException | None) -> None:
+        if reply.done():
+            return  # the asker gave up (timed out) before the answer came
         if error is not None:
-            reply.fail(error)
+            reply.set_exception(error)
         else:
-            reply.resolve(value)
+            reply.set_result(value)
 
     return answer
-
-
-@final
-class InboundReply(Reply):
-    """The kernel's Reply for an ask that came from another node (see module docstring)."""
-
-    __slots__ = ("_callbacks", "_remote")
-
-    def __init__(self, remote: RemoteReply) -> None:
-        self._remote = remote
-        self._callbacks: list[Callable[[Reply], None]] | None = None
-
-    def done(self) -> bool:
-        return self._remote.done
-
-    def resolve(self, value: Any) -> None:
-        if not self._remote.done:
-            self._remote.respond(value)
-            self._finish()
-
-    def fail(self, error: BaseException) -> None:
-        if not self._remote.done:
-            self._remote.fail(error)
-            self._finish()
-
-    def add_done_callback(self, callback: Callable[[Reply], None]) -> None:
-        if self._remote.done:
-            callback(self)
-        elif self._callbacks is None:
-            self._callbacks = [callback]
-        else:
-            self._callbacks.append(callback)
-
-    def _finish(self) -> None:
-        callbacks, self._callbacks = self._callbacks, None
-        for callback in callbacks or ():
-            callback(self)
