@@ -93,7 +93,15 @@ ACTORS = {
 
 
 def remoting(listen: str, secret: str) -> Remoting:
-    return Remoting(listen=listen, secret=secret, messages=MESSAGES)
+    config = Remoting(listen=listen, secret=secret, messages=MESSAGES)
+    tls_dir = os.environ.get("TOCSIN_TLS_DIR")
+    if tls_dir:  # certificates made by the test (tests/remote/test_transport_certs.py)
+        config = config.replace(
+            tls_cert=f"{tls_dir}/ca-node.pem",
+            tls_key=f"{tls_dir}/ca-node.key",
+            tls_ca=f"{tls_dir}/ca.pem",
+        )
+    return config
 
 
 async def main(name: str, listen: str) -> None:

@@ -23,6 +23,7 @@ from pathlib import Path
 from typing import Any
 
 import pytest
+from tests.certs import make_certs
 
 from tocsin import (
     PID,
@@ -72,8 +73,10 @@ class Peer:
         self.proc.wait(10)
 
 
-def start_peer(name: str, listen: str) -> Peer:
+def start_peer(name: str, listen: str, *, tls_dir: Path | None = None) -> Peer:
     env = dict(os.environ, TOCSIN_SECRET=SECRET, PYTHONPATH=os.pathsep.join(sys.path))
+    if tls_dir is not None:
+        env["TOCSIN_TLS_DIR"] = str(tls_dir)
     proc = subprocess.Popen(
         [sys.executable, str(PEER), name, listen],
         stdin=subprocess.PIPE,
@@ -356,7 +359,39 @@ async def test_a_node_with_another_secret_is_refused(peer: Peer) -> None:
     async with ActorSystem("c", remoting=other) as system:
         with pytest.raises(NodeUnreachableError):
             await system.actor_of(peer.pids["echo"])
-        assert system.remote_metrics().auth_failures >= 0
+        # This node dialled: the listener's proof (made with the other secret) failed here.
+        assert system.remote_metrics().auth_failures >= 1
+        assert system.remote_metrics().frames_in == 0
+
+
+async def test_hostile_bytes_close_only_their_connection_to_the_peer_process(peer: Peer) -> None:
+    host, _, port = peer.address.removeprefix("tocsin://b@").rpartition(":")
+    for junk in (b"\x00\x00\x00\x10" * 64, b"GET / HTTP/1.1\r\n\r\n" + b"x" * 100):
+        reader, writer = await asyncio.open_connection(host, int(port))
+        writer.write(junk)
+        await writer.drain()
+        async with asyncio.timeout(WAIT):
+            await reader.read()  # the peer closes this connection
+        writer.close()
+    async with node() as system:
+        echo = await system.actor_of(peer.pids["echo"])
+        assert await echo.ask(Ping(3), timeout=WAIT) == Ping(3)
+
+
+async def test_mutual_tls_between_two_processes(tmp_path: Path) -> None:
+    certs = make_certs(tmp_path)
+    peer = start_peer("t", "tcp://127.0.0.1:0", tls_dir=tmp_path)
+    try:
+        tls = {key: str(value) for key, value in certs.items()}
+        config = remoting("tcp://127.0.0.1:0", SECRET).replace(**tls)
+        async with ActorSystem("a", remoting=config) as system:
+            echo = await system.actor_of(peer.pids["echo"])
+            assert await echo.ask(Ping(4), timeout=WAIT) == Ping(4)
+        async with node("plain") as plain:  # no certificate: refused
+            with pytest.raises(NodeUnreachableError):
+                await plain.actor_of(peer.pids["echo"])
+    finally:
+        peer.stop()
 
 
 # -- without remoting, unix sockets --------------------------------------------------------

@@ -6,12 +6,11 @@ reconnects, wrong secrets, hostile bytes, the frame cap, backpressure, TLS, Unix
 from __future__ import annotations
 
 import asyncio
-import shutil
-import subprocess
 from pathlib import Path
 
 import pytest
 from remote_support import SECRET, FakePID, Note, Ping, config, eventually, make_node, running
+from tests.certs import make_certs
 
 from tocsin import CodecError, DeadActorError, NodeUnreachableError, RemoteActorError
 from tocsin.remote._address import NodeAddress, parse_system_address
@@ -214,63 +213,6 @@ async def test_unix_socket_nodes_talk(tmp_path: Path) -> None:
         await b.host.wait_tells(1)
         assert await b.ask(node_of(a.address), "/user/y", "", "", b.encode_message(5)) == 5
     assert not (tmp_path / "b.sock").exists()
-
-
-def make_certs(directory: Path, name: str = "ca") -> dict[str, Path]:
-    """A throw-away CA and one node certificate signed by it (openssl CLI)."""
-    openssl = shutil.which("openssl")
-    assert openssl, "the openssl command is needed to make test certificates"
-
-    def run(*args: str) -> None:
-        subprocess.run([openssl, *args], cwd=directory, check=True, capture_output=True)
-
-    run(
-        "req",
-        "-x509",
-        "-newkey",
-        "rsa:2048",
-        "-nodes",
-        "-days",
-        "2",
-        "-subj",
-        f"/CN={name}",
-        "-keyout",
-        f"{name}.key",
-        "-out",
-        f"{name}.pem",
-    )
-    run(
-        "req",
-        "-newkey",
-        "rsa:2048",
-        "-nodes",
-        "-subj",
-        "/CN=node",
-        "-keyout",
-        f"{name}-node.key",
-        "-out",
-        f"{name}-node.csr",
-    )
-    run(
-        "x509",
-        "-req",
-        "-in",
-        f"{name}-node.csr",
-        "-CA",
-        f"{name}.pem",
-        "-CAkey",
-        f"{name}.key",
-        "-CAcreateserial",
-        "-days",
-        "2",
-        "-out",
-        f"{name}-node.pem",
-    )
-    return {
-        "tls_cert": directory / f"{name}-node.pem",
-        "tls_key": directory / f"{name}-node.key",
-        "tls_ca": directory / f"{name}.pem",
-    }
 
 
 async def test_mutual_tls_carries_traffic_and_refuses_a_certificate_of_another_ca(
