@@ -29,6 +29,7 @@ from typing import Any, Final, final
 import msgspec
 
 from .._codec import Codec, Extension
+from ..durable._records import CALL_EXTENSION
 from ..errors import CodecError
 
 __all__ = ["MESSAGE_CODE", "PID_CODE", "MessageRegistry", "WireCodec", "wire_name"]
@@ -141,7 +142,8 @@ class WireCodec:
             name: msgspec.msgpack.Decoder(cls, dec_hook=self._dec_hook)
             for name, cls in registry.classes()
         }
-        extensions = [Extension(pid_code, pid_type, _pid_wire, self._pid_from_wire)]
+        # tocsin's own message types cross too: ``Call`` (durable actors' method calls).
+        extensions = [Extension(pid_code, pid_type, _pid_wire, self._pid_from_wire), CALL_EXTENSION]
         classes = tuple(cls for _, cls in registry.classes())
         if classes:
             extensions.append(

@@ -148,24 +148,35 @@ class RemoteService:
 
     # -- Host: what arrives from other nodes ----------------------------------------------
 
-    def _local(self, path: str, incarnation: str) -> Cell | None:
+    def _local(self, path: str, incarnation: str) -> PID | None:
+        """The local PID a frame for ``path`` goes to, or None (a dead letter there).
+
+        A live actor's cell (of the incarnation named, when one is); else whatever the
+        runtime's path resolvers give: a durable identity's stable PID, which activates a
+        passivated identity on delivery (its incarnation is not checked: an identity
+        outlives activations and processes).
+        """
         runtime = self.runtime
         if runtime is None:
             return None
         cell = runtime.registry.get(path)
-        if cell is None or not cell.alive():
-            return None
-        if incarnation and incarnation != self._hex.get(cell):
-            try:
-                if cell.pid.incarnation != int(incarnation, 16):
+        if cell is not None and cell.alive():
+            if incarnation and incarnation != self._hex.get(cell):
+                try:
+                    if cell.pid.incarnation != int(incarnation, 16):
+                        return None
+                except ValueError:
                     return None
-            except ValueError:
-                return None
-            hexes = self._hex
-            if len(hexes) >= PID_CACHE_SIZE:
-                del hexes[next(iter(hexes))]
-            hexes[cell] = incarnation  # parsed once per cell, not per message
-        return cell
+                hexes = self._hex
+                if len(hexes) >= PID_CACHE_SIZE:
+                    del hexes[next(iter(hexes))]
+                hexes[cell] = incarnation  # parsed once per cell, not per message
+            return cell.pid
+        for resolver in runtime.path_resolvers:
+            found = resolver(path)
+            if found is not None:
+                return found
+        return None
 
     def _sender(self, text: str) -> Any:
         if not text:
@@ -176,26 +187,26 @@ class RemoteService:
             return NoSender
 
     def deliver_tell(self, path: str, incarnation: str, sender: str, message: object) -> None:
-        cell = self._local(path, incarnation)
-        if cell is None:
+        pid = self._local(path, incarnation)
+        if pid is None:
             self._dead_letter(message, self._sender(sender), _NOT_FOUND)
             return
-        cell.deliver(message, self._sender(sender), None)
+        pid._target.deliver(message, self._sender(sender), None)
 
     def deliver_ask(
         self, path: str, incarnation: str, sender: str, message: object, reply: RemoteReply
     ) -> None:
-        cell = self._local(path, incarnation)
-        if cell is None:
+        pid = self._local(path, incarnation)
+        if pid is None:
             address = self.node.address
             reply.fail(ActorNotFoundError(f"no live actor at {path!r} on {address}"))
             self._dead_letter(message, self._sender(sender), _NOT_FOUND)
             return
-        cell.deliver(message, self._sender(sender), reply)
+        pid._target.deliver(message, self._sender(sender), reply)
 
     def resolve(self, path: str) -> str:
-        cell = self._local(path, "")
-        return "" if cell is None else cell.pid.wire
+        pid = self._local(path, "")
+        return "" if pid is None else pid.wire
 
     def undelivered(self, info: object) -> None:
         # ``info`` is what RemoteTarget.deliver gave with a frame queued while connecting.
