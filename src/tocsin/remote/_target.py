@@ -19,6 +19,7 @@ still arrive once.
 from __future__ import annotations
 
 import asyncio
+import logging
 from collections.abc import Callable
 from typing import TYPE_CHECKING, Any, final
 
@@ -27,7 +28,7 @@ from ..actor._mailbox import ITEM_TYPES, STALE
 from ..actor._pid import PID
 from ..actor._reply import Reply
 from ..actor._target import SendTarget
-from ..errors import NodeUnreachableError, TocsinError
+from ..errors import CodecError, NodeUnreachableError, TocsinError
 from ._endpoint import Endpoint
 
 if TYPE_CHECKING:
@@ -37,6 +38,7 @@ if TYPE_CHECKING:
 __all__ = ["RemoteTarget"]
 
 _UNREACHABLE = DeadLetterReason.UNREACHABLE
+_log = logging.getLogger("tocsin.remote")
 _get_running_loop = asyncio._get_running_loop
 
 
@@ -84,12 +86,21 @@ class RemoteTarget(SendTarget):
         if _get_running_loop() is not runtime.loop:
             # The transport's buffers and timers belong to the system's loop.
             raise runtime.wrong_loop(f"send to {self.pid}", _get_running_loop())
+        node = self.node
         if type(message) in ITEM_TYPES:
             message = message.open()  # a tick: opened here, at fire time (module docstring)
             if message is STALE:
                 return True
-        node = self.node
-        encoded = node.encode_message(message)  # CodecError: at the sending call
+            try:
+                encoded = node.encode_message(message)
+            except CodecError as error:
+                # Checked at the scheduling call; only a message mutated since then gets
+                # here. A timer callback must not raise: the tick is a dead letter.
+                _log.warning("tick to %s cannot cross the wire any more: %s", self.pid, error)
+                self.undelivered(message, sender)
+                return False
+        else:
+            encoded = node.encode_message(message)  # CodecError: at the sending call
         if sender is self._last_sender:
             sender_text = self._last_wire
         else:
