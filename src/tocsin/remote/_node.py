@@ -19,7 +19,7 @@ import itertools
 import logging
 import os
 from collections.abc import Callable
-from typing import Any, Final, Protocol, final
+from typing import Any, Final, final
 
 import msgspec
 
@@ -30,36 +30,18 @@ from ._config import Remoting
 from ._connection import Connection
 from ._endpoint import Endpoint
 from ._envelopes import Ask, Envelope, Fail, Found, Lookup, Reply, Tell, encoder
+from ._host import Host
 from ._messages import WireCodec
 from ._metrics import Counters, RemoteMetrics
-from ._replies import RemoteReply, failure, too_big
+from ._replies import PendingAsk, RemoteReply, forget_abandoned, outcome, too_big
 from ._tls import ssl_contexts
 
-__all__ = ["SILENT_TICKS", "Host", "RemoteNode"]
+__all__ = ["SILENT_TICKS", "RemoteNode"]
 
 log = logging.getLogger("tocsin.remote")
 
 #: Heartbeat ticks without a frame received after which a connection is closed as lost.
 SILENT_TICKS: Final = 3
-
-
-class Host(Protocol):
-    """What a :class:`RemoteNode` needs from the actor system that owns it."""
-
-    def deliver_tell(self, path: str, incarnation: str, sender: str, message: object) -> None:
-        """A tell arrived for the local actor ``path`` (dead-letter it if absent)."""
-
-    def deliver_ask(
-        self, path: str, incarnation: str, sender: str, message: object, reply: RemoteReply
-    ) -> None:
-        """An ask arrived; answer through ``reply`` (exactly once, or not at all)."""
-
-    def resolve(self, path: str) -> str:
-        """``str(pid)`` of the local actor at ``path``, or ``""`` when there is none."""
-
-    def undelivered(self, info: object) -> None:
-        """A tell queued for a peer never left this node (the dial failed): ``info`` is
-        what the sender passed; make it a dead letter with reason ``unreachable``."""
 
 
 @final
@@ -224,7 +206,7 @@ class RemoteNode:
         (``answer`` is not called: the node is unreachable)."""
         corr = next(self._corr)
         body = self._ask_body(corr, path, incarnation, sender, message)
-        pending = _Pending(self, answer, gave_up, endpoint.address, path)
+        pending = PendingAsk(self.codec, answer, gave_up, f"{endpoint.address}{path}")
         return corr if endpoint.request(body, corr, pending) else 0
 
     def _ask_body(
@@ -287,19 +269,9 @@ class RemoteNode:
 
     def _settle(self, future: asyncio.Future[object], answer: Envelope, what: str) -> None:
         try:
-            future.set_result(self._outcome(answer, what))
+            future.set_result(outcome(self.codec, answer, what))
         except Exception as exc:
             future.set_exception(exc)
-
-    def _outcome(self, answer: Envelope, what: str) -> object:
-        """The value an answer frame carries, or raise the failure it reports."""
-        if type(answer) is Reply:
-            return self.codec.decode(answer.name, answer.payload)
-        if type(answer) is Found:
-            return answer.pid
-        if type(answer) is Fail:
-            raise failure(answer, what)
-        raise CodecError(f"unexpected answer {type(answer).__name__} from {what}")
 
     def metrics(self) -> RemoteMetrics:
         c = self.counters
@@ -452,7 +424,7 @@ class RemoteNode:
             if conn.closed:
                 continue
             if conn.pending:
-                _forget_abandoned(conn.pending)
+                forget_abandoned(conn.pending)
             if conn.rx_frames == conn.seen_rx:
                 conn.quiet_ticks += 1
                 if conn.quiet_ticks >= SILENT_TICKS:
@@ -466,43 +438,6 @@ class RemoteNode:
                 conn.heartbeat()
             conn.seen_tx = conn.tx_frames
         self._arm_heartbeat()
-
-
-@final
-class _Pending:
-    """A request waiting for its answer frame (see :meth:`RemoteNode.ask_then`)."""
-
-    __slots__ = ("answer", "gave_up", "node", "path", "where")
-
-    def __init__(
-        self,
-        node: RemoteNode,
-        answer: Callable[[object, BaseException | None], None],
-        gave_up: Callable[[], bool],
-        where: NodeAddress,
-        path: str,
-    ) -> None:
-        self.node = node
-        self.answer = answer
-        self.gave_up = gave_up
-        self.where = where
-        self.path = path
-
-    def __call__(self, result: Envelope | BaseException) -> None:
-        if isinstance(result, BaseException):
-            self.answer(None, result)
-            return
-        try:
-            value = self.node._outcome(result, f"{self.where}{self.path}")
-        except Exception as error:
-            self.answer(None, error)
-        else:
-            self.answer(value, None)
-
-
-def _forget_abandoned(pending: dict[int, Callable[[Envelope | BaseException], None]]) -> None:
-    for corr in [c for c, p in pending.items() if isinstance(p, _Pending) and p.gave_up()]:
-        del pending[corr]
 
 
 def _peer_node(address: str) -> tuple[str, NodeAddress]:

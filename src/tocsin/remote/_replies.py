@@ -21,13 +21,22 @@ from ..errors import (
     DeadActorError,
     RemoteActorError,
 )
-from ._envelopes import Fail, Reply
+from ._envelopes import Envelope, Fail, Found, Reply
 
 if TYPE_CHECKING:
     from ._connection import Connection
+    from ._messages import WireCodec
     from ._node import RemoteNode
 
-__all__ = ["RemoteReply", "clip", "failure", "too_big"]
+__all__ = [
+    "PendingAsk",
+    "RemoteReply",
+    "clip",
+    "failure",
+    "forget_abandoned",
+    "outcome",
+    "too_big",
+]
 
 
 @final
@@ -124,3 +133,49 @@ def failure(fail: Fail, what: str) -> BaseException:
     if fail.kind == "codec":
         return CodecError(fail.text)
     return RemoteActorError(fail.type_name, fail.text, target=what)
+
+
+def outcome(codec: WireCodec, answer: Envelope, what: str) -> object:
+    """The value an answer frame carries, or raise the failure it reports."""
+    if type(answer) is Reply:
+        return codec.decode(answer.name, answer.payload)
+    if type(answer) is Found:
+        return answer.pid
+    if type(answer) is Fail:
+        raise failure(answer, what)
+    raise CodecError(f"unexpected answer {type(answer).__name__} from {what}")
+
+
+@final
+class PendingAsk:
+    """A request waiting for its answer frame (see ``RemoteNode.ask_then``)."""
+
+    __slots__ = ("answer", "codec", "gave_up", "what")
+
+    def __init__(
+        self,
+        codec: WireCodec,
+        answer: Callable[[object, BaseException | None], None],
+        gave_up: Callable[[], bool],
+        what: str,
+    ) -> None:
+        self.codec = codec
+        self.answer = answer
+        self.gave_up = gave_up
+        self.what = what
+
+    def __call__(self, result: Envelope | BaseException) -> None:
+        if isinstance(result, BaseException):
+            self.answer(None, result)
+            return
+        try:
+            value = outcome(self.codec, result, self.what)
+        except Exception as error:
+            self.answer(None, error)
+        else:
+            self.answer(value, None)
+
+
+def forget_abandoned(pending: dict[int, Callable[[Envelope | BaseException], None]]) -> None:
+    for corr in [c for c, p in pending.items() if isinstance(p, PendingAsk) and p.gave_up()]:
+        del pending[corr]

@@ -7,7 +7,7 @@ Made by ``ActorSystem.start()`` when the system has ``remoting=``. It
   runtime exists, since the node's address is part of every PID;
 * registers a :class:`~tocsin.actor._target.TargetResolver`: a PID string of another node
   becomes a PID whose target is a :class:`~tocsin.remote._target.RemoteTarget`;
-* is the node's :class:`~tocsin.remote._node.Host`: a tell or ask that arrives goes to the
+* is the node's :class:`~tocsin.remote._host.Host`: a tell or ask that arrives goes to the
   local actor at that path (a dead letter ``not_found`` when there is none, or when the
   incarnation named is gone), and ``ctx.sender`` is a usable remote PID;
 * answers ``actor_of(str(pid))`` for another node by asking that node.
