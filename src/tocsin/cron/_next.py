@@ -62,6 +62,15 @@ def _nearest_weekday(target: int, length: int, first: int) -> int:
     return target
 
 
+def _weekday_days(weekdays: int, length: int, first: int) -> int:
+    """The days of a month (bit d = day d) falling on a weekday of ``weekdays`` (SUN=1)."""
+    bits = 0
+    for day in range(1, length + 1):
+        if weekdays >> ((first - 1 + day - 1) % 7 + 1) & 1:
+            bits |= 1 << day
+    return bits
+
+
 @lru_cache(maxsize=2048)
 def day_mask(rule: DayRule, length: int, first: int) -> int:
     """Return the days (bit d = day d) on which ``rule`` fires in a month of this shape.
@@ -78,11 +87,11 @@ def day_mask(rule: DayRule, length: int, first: int) -> int:
     if kind is DayKind.DAYS_OF_MONTH:
         return rule.mask & full
     if kind is DayKind.DAYS_OF_WEEK:
-        bits = 0
-        for day in range(1, length + 1):
-            if rule.mask >> ((first - 1 + day - 1) % 7 + 1) & 1:
-                bits |= 1 << day
-        return bits
+        return _weekday_days(rule.mask, length, first)
+    if kind is DayKind.DAYS_OF_MONTH_OR_WEEK:
+        return (rule.mask & full) | _weekday_days(rule.weekdays, length, first)
+    if kind is DayKind.DAYS_OF_MONTH_AND_WEEK:
+        return rule.mask & full & _weekday_days(rule.weekdays, length, first)
     if kind is DayKind.LAST_DAY or kind is DayKind.LAST_WEEKDAY:
         target = length - rule.value
         if target < 1:

@@ -1,6 +1,9 @@
 # SPDX-License-Identifier: Apache-2.0
 """Text to :class:`~tocsin.cron._fields.CronFields`, or :class:`InvalidCronExpressionError`.
 
+Two dialects, chosen by field count: 6 or 7 fields are Quartz (this module), exactly 5
+are Unix cron (:mod:`tocsin.cron._unix`). Macros read the same in both.
+
 Prior art: ``org.quartz.CronExpression`` 2.3.2 (what is valid, and what the values mean)
 and go-quartz's parser (errors that name the field). The grammar is written out here
 rather than ported: Quartz's parser reads character by character and silently ignores
@@ -23,6 +26,7 @@ from typing import Final, NoReturn, final
 from tocsin.cron._fast import DAY_NAMES as _DAY_NAMES
 from tocsin.cron._fast import MONTH_NAMES as _MONTH_NAMES
 from tocsin.cron._fast import fast_parse
+from tocsin.cron._unix import parse_unix
 from tocsin.cron._fields import (
     FIELD_NAMES,
     MAX_YEAR,
@@ -33,7 +37,7 @@ from tocsin.cron._fields import (
 )
 from tocsin.errors import InvalidCronExpressionError
 
-__all__ = ["MACROS", "parse"]
+__all__ = ["MACROS", "dialect_of", "parse"]
 
 #: Macros and the Quartz expression each stands for.
 MACROS: Final = {
@@ -54,6 +58,11 @@ _DIGITS: Final = re.compile(r"[0-9]+")
 _MAX_DIGITS: Final = 9
 
 _SEC, _MIN, _HOUR, _DOM, _MONTH, _DOW, _YEAR = range(7)
+
+_EXPECTED: Final = (
+    "expected 5 fields (Unix cron: minute hour day-of-month month day-of-week) or 6-7 "
+    "fields (Quartz: seconds minutes hours day-of-month month day-of-week [year])"
+)
 
 
 @final
@@ -107,8 +116,20 @@ def _fail_whole(expression: str, message: str, position: int | None) -> NoReturn
     raise InvalidCronExpressionError(message, expression=expression, position=position)
 
 
+def dialect_of(text: str) -> str:
+    """The dialect a *valid* expression was read in: ``"quartz"``, ``"unix"`` or ``"macro"``.
+
+    A valid expression separates its fields with spaces and tabs only, so ``split()``
+    counts them as the parser did.
+    """
+    stripped = text.strip(" \t")
+    if stripped.startswith("@"):
+        return "macro"
+    return "unix" if len(stripped.split()) == 5 else "quartz"
+
+
 def parse(expression: object) -> CronFields:
-    """Parse a Quartz cron expression (or a macro) into normalized fields.
+    """Parse a Quartz (6-7 fields) or Unix (5 fields) expression, or a macro.
 
     Raises:
         InvalidCronExpressionError: for any input that is not a valid expression,
@@ -138,20 +159,18 @@ def _parse_full(text: str) -> CronFields:
             )
         return parse(quartz)
     tokens = [(m.group(), m.start()) for m in _TOKEN.finditer(text)]
-    if len(tokens) < 6:
-        _fail_whole(
-            text,
-            f"expected 6 or 7 fields (seconds minutes hours day-of-month month "
-            f"day-of-week [year]), got {len(tokens)}: {text!r}",
-            len(text),
-        )
+    if len(tokens) == 5:
+        # The other common dialect, chosen by field count (docs/cron.md, "Two dialects").
+        return parse_unix(text, tokens)
+    if len(tokens) < 5:
+        _fail_whole(text, f"{_EXPECTED}, got {len(tokens)}: {text!r}", len(text))
     if len(tokens) > 7:
         # Quartz ignores every token after the year. Its own test suite writes a
         # trailing "*" there, so that one is tolerated; anything else is a mistake.
         if len(tokens) > 8 or tokens[7][0] != "*":
             _fail_whole(
                 text,
-                f"expected 6 or 7 fields, got {len(tokens)}: the extra field "
+                f"{_EXPECTED}, got {len(tokens)}: the extra field "
                 f"{tokens[7][0]!r} at position {tokens[7][1]} has no meaning",
                 tokens[7][1],
             )
@@ -208,8 +227,18 @@ def _value(field: _Field, text: str) -> int:
         return number
     number = _number(field, text)
     if not spec.low <= number <= spec.high:
-        field.fail(f"{number} is out of range")
+        _out_of_range(field, number)
     return number
+
+
+def _out_of_range(field: _Field, number: int) -> NoReturn:
+    if number == 0 and field.index == _DOW:
+        # The near miss: a Unix weekday (0 = Sunday) in a Quartz expression.
+        field.fail(
+            "0 is out of range: Quartz numbers the days SUN=1 … SAT=7 (0 for Sunday is "
+            "Unix cron, which has five fields and no seconds field)"
+        )
+    field.fail(f"{number} is out of range")
 
 
 def _range_bits(field: _Field, start: int, end: int, step: int) -> int:
@@ -245,7 +274,7 @@ def _parse_element(field: _Field, element: str) -> int:
         # Fast path for the most common element, a plain number (the text is ASCII).
         number = int(element)
         if not spec.low <= number <= spec.high:
-            field.fail(f"{number} is out of range")
+            _out_of_range(field, number)
         return 1 << number
     if not element:
         field.fail("empty list element")
@@ -405,7 +434,10 @@ def _parse_days(dom_field: _Field, dow_field: _Field, *, relaxed: bool) -> DayRu
     if dom is None and dow is None:
         dow_field.fail("'?' may be used in only one of day-of-month and day-of-week")
     if dom is not None and dow is not None:
-        dow_field.fail("day-of-month and day-of-week cannot both be given: put '?' in one of them")
+        dow_field.fail(
+            "day-of-month and day-of-week cannot both be given: put '?' in one of them "
+            "(Unix cron's rule, either day matches, needs five fields, without seconds)"
+        )
     rule = dom if dom is not None else dow
     assert rule is not None  # for mypy: exactly one of them is set here
     if rule.kind is DayKind.DAYS_OF_WEEK and rule.mask == 0b11111110:
