@@ -140,6 +140,15 @@ def parse(expression: object) -> CronFields:
             f"a cron expression must be a str, got {type(expression).__name__}",
             expression=repr(expression),
         )
+    tokens = expression.split(" ")
+    if len(tokens) == 5 and "" not in tokens:
+        # Five single-spaced fields, the way Unix cron is nearly always written: no
+        # regex tokenizing (about 1 µs of a ~4 µs parse).
+        start, pairs = 0, []
+        for token in tokens:
+            pairs.append((token, start))
+            start += len(token) + 1
+        return parse_unix(expression, pairs)
     fields = fast_parse(expression)
     if fields is not None:
         return fields

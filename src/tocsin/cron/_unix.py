@@ -65,6 +65,8 @@ _ATOMS: Final = tuple(
     {"*": every} | {text: 1 << number for text, number in values.items()}
     for every, values in zip(_ALL, _VALUES, strict=True)
 )
+#: Every ``step``-th bit from bit 0 up to bit 63, for steps up to 63.
+_EVERY: Final = tuple(sum(1 << bit for bit in range(0, 64, max(step, 1))) for step in range(64))
 _EVERY_DAY: Final = DayRule(DayKind.EVERY_DAY)
 #: Every weekday in tocsin's (Quartz's) numbering: bit 1 = Sunday … bit 7 = Saturday.
 _ALL_WEEKDAYS: Final = 0b11111110
@@ -154,13 +156,15 @@ def _element(text: str, index: int, token: str, start: int, element: str) -> int
             last = high if slash else first  # "a/n": from a to the top of the field
     if step == 1:
         return ((2 << last) - 1) ^ ((1 << first) - 1)
-    bits = 0
-    for value in range(first, last + 1, step):
-        bits |= 1 << value
-    return bits
+    if step < 64:
+        # Every step-th bit from `first`, cut off above `last` (fields fit in 64 bits).
+        return (_EVERY[step] << first) & ((2 << last) - 1)
+    return 1 << first  # a step wider than the field: the first value only
 
 
 def _field(text: str, index: int, token: str, start: int) -> int:
+    """A whole field, as a bitset in Unix numbering; names are read in any case."""
+    token = token.upper()
     bits = _ATOMS[index].get(token, 0)
     if bits:
         return bits
@@ -185,19 +189,26 @@ def parse_unix(text: str, tokens: list[tuple[str, int]]) -> CronFields:
     Raises:
         InvalidCronExpressionError: a field is invalid or uses Quartz-only syntax.
     """
-    masks = []
-    for index, (token, start) in enumerate(tokens):
-        if not (token.isascii() and token.isprintable()):
-            bad = next(c for c in token if not (c.isascii() and c.isprintable()))
-            _fail(text, index, token, start, f"unexpected character {bad!r}")
-        masks.append(_field(text, index, token.upper(), start))
-    minutes, hours, dom, months, dow = masks
+    if not (text.isascii() and text.replace("\t", " ").isprintable()):
+        for index, (token, start) in enumerate(tokens):
+            if not (token.isascii() and token.isprintable()):
+                bad = next(c for c in token if not (c.isascii() and c.isprintable()))
+                _fail(text, index, token, start, f"unexpected character {bad!r}")
+    (m_text, m_at), (h_text, h_at), (dom_text, dom_at), (mon_text, mon_at), (dow_text, dow_at) = (
+        tokens
+    )
+    # Single values and "*" are one table look-up each; anything else is read in full.
+    minutes = _ATOMS[_MIN].get(m_text, 0) or _field(text, _MIN, m_text, m_at)
+    hours = _ATOMS[_HOUR].get(h_text, 0) or _field(text, _HOUR, h_text, h_at)
+    dom = _ATOMS[_DOM].get(dom_text, 0) or _field(text, _DOM, dom_text, dom_at)
+    months = _ATOMS[_MONTH].get(mon_text, 0) or _field(text, _MONTH, mon_text, mon_at)
+    dow = _ATOMS[_DOW].get(dow_text, 0) or _field(text, _DOW, dow_text, dow_at)
     weekdays = _weekdays(dow)
     all_dom = dom == _ALL[_DOM]
     all_dow = weekdays == _ALL_WEEKDAYS
     # Vixie cron: a day field starting with "*" (DOM_STAR / DOW_STAR) makes the two
     # fields AND-ed; two restricted fields are OR-ed.
-    if tokens[_DOM][0][:1] == "*" or tokens[_DOW][0][:1] == "*":
+    if dom_text[:1] == "*" or dow_text[:1] == "*":
         if all_dom:
             days = _EVERY_DAY if all_dow else DayRule(DayKind.DAYS_OF_WEEK, mask=weekdays)
         elif all_dow:
