@@ -61,6 +61,7 @@ from ._protocols import (
     UpsertTask,
 )
 from ._sqlite_inline import Inline
+from ._sqlite_readonly import connect_read_only, open_error
 from ._sqlite_thread import Worker, transaction
 from ._validate import validate_ops
 
@@ -136,6 +137,9 @@ class SQLiteStore:
             ``":memory:"`` for a private in-memory database.
         synchronous: ``"NORMAL"`` (default: durable against process crashes, may lose the
             last commits on power loss, never corrupts) or ``"FULL"`` (fsync per commit).
+        read_only: open an existing tocsin store file with ``mode=ro``: nothing is created
+            or written, ``apply`` raises :class:`StoreError`, and ``open`` refuses a file
+            without tocsin's tables (``tocsin tasks list``; see ``_sqlite_readonly``).
     """
 
     def __init__(
@@ -143,11 +147,13 @@ class SQLiteStore:
         path: str | os.PathLike[str],
         *,
         synchronous: Literal["NORMAL", "FULL"] = "NORMAL",
+        read_only: bool = False,
     ) -> None:
         if synchronous not in ("NORMAL", "FULL"):
             raise ValueError(f"`synchronous` must be 'NORMAL' or 'FULL', got {synchronous!r}")
         self.path = os.fspath(path)
         self.synchronous = synchronous
+        self.read_only = read_only and self.path != ":memory:"
         self.url = "sqlite://:memory:" if self.path == ":memory:" else f"sqlite:///{self.path}"
         self._worker: Worker | None = None
         self._inline: Inline | None = None
@@ -181,9 +187,13 @@ class SQLiteStore:
                 await asyncio.wrap_future(worker.ready)
                 # After the worker created the schema and set WAL mode (persistent in the
                 # file), so the loop-side connection finds both.
-                inline = None if self.path == ":memory:" else Inline(self.path, CACHE_KIB)
+                inline = (
+                    None
+                    if self.path == ":memory:" or self.read_only
+                    else Inline(self.path, CACHE_KIB)
+                )
             except _DB_ERRORS as exc:
-                raise _store_error("open", self.path, exc) from exc
+                raise open_error(self.path, exc) from exc
         except BaseException:
             worker.stop()  # connected after all (we were cancelled): let it close
             raise
@@ -212,6 +222,8 @@ class SQLiteStore:
     async def apply(self, ops: Sequence[Op]) -> None:
         """Apply a batch atomically (all ops in order, or none and :class:`StoreError`)."""
         validate_ops(ops)
+        if self.read_only:
+            raise StoreError(f"{self!r} was opened read-only; it cannot apply writes")
         if not ops:
             return
         batch = list(ops)  # the caller may reuse its list while we wait
@@ -351,6 +363,8 @@ class SQLiteStore:
         self._checkpoint = worker.submit(_checkpoint, write=False).future
 
     def _open_connection(self) -> sqlite3.Connection:
+        if self.read_only:
+            return connect_read_only(self.path)  # issue 10 item 15: creates nothing
         conn = sqlite3.connect(self.path, isolation_level=None, check_same_thread=False)
         try:
             conn.execute(f"PRAGMA busy_timeout = {BUSY_TIMEOUT_MS}")
