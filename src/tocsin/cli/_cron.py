@@ -122,9 +122,13 @@ def run_next(args: argparse.Namespace) -> int:
             return _usage(f"--after must be an ISO 8601 datetime, got {args.after!r}")
         if after.tzinfo is None:
             after = after.replace(tzinfo=zone)
+        try:
+            after = after.astimezone(zone)
+        except (OverflowError, ValueError):  # e.g. year 1 or 9999 shifted out of range
+            return _usage(f"--after is out of range in {zone}, got {args.after!r}")
     zone_name = str(getattr(zone, "key", zone))
     fires: list[datetime] = []
-    moment: datetime | None = after.astimezone(zone)
+    moment: datetime | None = after
     while len(fires) < args.count:
         assert moment is not None
         moment = cron.next_after(moment)
@@ -137,7 +141,7 @@ def run_next(args: argparse.Namespace) -> int:
             "dialect": cron.dialect,
             "description": cron.describe(),
             "timezone": zone_name,
-            "after": after.astimezone(zone).isoformat(),
+            "after": after.isoformat(),
             "fire_times": [
                 {
                     "local": fire.isoformat(),
