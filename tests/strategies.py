@@ -169,15 +169,11 @@ def unix_elements(low: int, high: int, names: list[str] | None = None) -> st.Sea
     )
     if names is None:
         return plain
-    named = st.tuples(
-        st.integers(0, len(names) - 1), st.integers(0, len(names) - 1)
-    ).map(sorted)
+    named = st.tuples(st.integers(0, len(names) - 1), st.integers(0, len(names) - 1)).map(sorted)
     return plain | named.map(lambda ab: f"{names[ab[0]]}-{names[ab[1]].lower()}")
 
 
-def unix_fields(
-    low: int, high: int, names: list[str] | None = None
-) -> st.SearchStrategy[str]:
+def unix_fields(low: int, high: int, names: list[str] | None = None) -> st.SearchStrategy[str]:
     """A whole Unix field: ``*`` or a comma list of elements."""
     listed = st.lists(unix_elements(low, high, names), min_size=1, max_size=3).map(",".join)
     return st.just("*") | listed

@@ -144,7 +144,11 @@ def test_explain_json_lists_each_field(capsys: pytest.CaptureFixture[str]) -> No
     assert [f["name"] for f in document["fields"]] == [
         "minutes", "hours", "day-of-month", "month", "day-of-week"
     ]  # fmt: skip
-    assert document["fields"][1] == {"name": "hours", "text": "9-17", "meaning": "at hours 9 through 17"}
+    assert document["fields"][1] == {
+        "name": "hours",
+        "text": "9-17",
+        "meaning": "at hours 9 through 17",
+    }
     assert document["fields"][2]["meaning"] == "(not used)"
     assert _run("cron", "explain", "@weekly", "--json") == 0
     macro = json.loads(capsys.readouterr().out)
@@ -159,7 +163,9 @@ def test_a_bad_tz_is_one_line_on_stderr_and_exit_2(
     captured = capsys.readouterr()
     assert captured.out == ""
     assert captured.err.count("\n") == 1
-    assert f"--tz must be an IANA time zone such as Europe/Paris or UTC, got {zone!r}" in captured.err
+    assert (
+        f"--tz must be an IANA time zone such as Europe/Paris or UTC, got {zone!r}" in captured.err
+    )
 
 
 def test_an_invalid_expression_with_json_prints_nothing_on_stdout(

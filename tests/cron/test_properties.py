@@ -286,8 +286,12 @@ def test_a_unix_expression_equals_its_quartz_spelling_when_one_day_field_is_a_st
 ) -> None:
     minute, hour, dom, month, dow = text.split()
     assume(dom == "*" or dow == "*")
-    quartz_dow = "?" if dow == "*" else ",".join(
-        _quartz_weekday_text(day) for day in sorted({d % 7 for d in _unix_set(dow, 0, 7)})
+    quartz_dow = (
+        "?"
+        if dow == "*"
+        else ",".join(
+            _quartz_weekday_text(day) for day in sorted({d % 7 for d in _unix_set(dow, 0, 7)})
+        )
     )
     quartz_dom = "?" if dom == "*" and dow != "*" else dom
     if dom == "*" and dow == "*":

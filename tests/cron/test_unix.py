@@ -109,7 +109,9 @@ def test_an_invalid_unix_field_names_the_field_position_and_what_is_allowed(
 def test_quartz_only_syntax_in_five_fields_suggests_the_six_field_spelling(
     text: str, quartz: str
 ) -> None:
-    with pytest.raises(InvalidCronExpressionError, match="6 fields starting with a seconds") as info:
+    with pytest.raises(
+        InvalidCronExpressionError, match="6 fields starting with a seconds"
+    ) as info:
         CronExpression.parse(text)
     assert repr(quartz) in str(info.value)
     CronExpression.parse(quartz)  # and the suggestion is valid Quartz

@@ -59,8 +59,13 @@ def first_bit(mask: int) -> int:
     return (mask & -mask).bit_length() - 1
 
 
-class DayKind(enum.Enum):
-    """Which rule picks the days of a month."""
+class DayKind(str, enum.Enum):
+    """Which rule picks the days of a month.
+
+    A ``str`` mixin so that hashing a member is ``str.__hash__`` (C) rather than
+    ``Enum.__hash__`` (Python): ``next_after`` hashes the day rule for its month-mask
+    cache on every call, and this took ~0.5 µs of a ~6 µs call.
+    """
 
     EVERY_DAY = "every-day"
     """Both day fields unrestricted (one ``*`` and one ``?``)."""

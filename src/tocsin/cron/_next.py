@@ -23,7 +23,7 @@ Time zones, as Quartz 2.3.2 computes them through ``java.util.GregorianCalendar`
 from __future__ import annotations
 
 import calendar
-from datetime import UTC, datetime, timezone, tzinfo
+from datetime import UTC, datetime, timedelta, timezone, tzinfo
 from functools import lru_cache
 
 from tocsin.cron._fields import (
@@ -190,9 +190,17 @@ def _next_wall(fields: CronFields, start: _WallTime) -> _WallTime | None:
     return None
 
 
+_EPOCH = datetime(1970, 1, 1, tzinfo=UTC)
+_SECOND = timedelta(seconds=1)
+
+
 def epoch_seconds(moment: datetime) -> int:
-    """Whole epoch seconds of an aware datetime, rounded down (sub-seconds dropped)."""
-    return calendar.timegm(moment.utctimetuple())
+    """Whole epoch seconds of an aware datetime, rounded down (sub-seconds dropped).
+
+    Timedelta floor division is exact (``moment.timestamp()`` is a float and can round
+    23:59:59.999999 up to the next second) and runs in C (``calendar.timegm`` does not).
+    """
+    return (moment - _EPOCH) // _SECOND
 
 
 def next_fire(fields: CronFields, after: datetime, zone: tzinfo) -> datetime | None:

@@ -145,8 +145,12 @@ def _element(text: str, index: int, token: str, start: int, element: str) -> int
             last = _value(text, index, token, start, last_text)
             if last < first:
                 _fail(
-                    text, index, token, start, f"the range {head} goes backwards (Unix cron "
-                    "ranges never wrap; list both parts instead)"
+                    text,
+                    index,
+                    token,
+                    start,
+                    f"the range {head} goes backwards (Unix cron "
+                    "ranges never wrap; list both parts instead)",
                 )
             if last == first and slash:
                 # cronsim reads a one-value range with a step ("5-5/10") as it reads
