@@ -121,8 +121,10 @@ def test_next_json_is_one_document_with_the_documented_fields(
         "timezone": "Europe/Paris",
         "after": "2025-01-01T00:00:00+01:00",
         "fire_times": [
-            {"local": "2025-01-31T12:00:00+01:00", "utc": "2025-01-31T11:00:00Z", "epoch": 1738321200},
-            {"local": "2025-02-28T12:00:00+01:00", "utc": "2025-02-28T11:00:00Z", "epoch": 1740740400},
+            {"local": "2025-01-31T12:00:00+01:00", "utc": "2025-01-31T11:00:00Z",
+             "epoch": 1738321200},
+            {"local": "2025-02-28T12:00:00+01:00", "utc": "2025-02-28T11:00:00Z",
+             "epoch": 1740740400},
         ],
         "exhausted": False,
     }  # fmt: skip

@@ -108,7 +108,7 @@ def test_an_invalid_field_is_reported_with_its_name_and_position(
 
 @pytest.mark.parametrize("text", ["", " ", "0 0 12", "0 0 12 *", "kilroy was here"])
 def test_too_few_fields_is_rejected_as_a_whole(text: str) -> None:
-    with pytest.raises(InvalidCronExpressionError, match="expected 5 fields .* or 6-7") as info:
+    with pytest.raises(InvalidCronExpressionError, match=r"expected 5 fields .* or 6-7") as info:
         CronExpression.parse(text)
     assert info.value.field is None
 

@@ -9,8 +9,8 @@ five-field rows it once had now live in ``unix_vectors.tsv`` (``test_unix_vector
 from __future__ import annotations
 
 import pytest
-
 from cron_vectors import Row, fire_times, load_rows, missing, vectors_path
+
 from tocsin.cron import CronExpression, InvalidCronExpressionError
 
 _NAME, _VARIABLE = "quartz_vectors.tsv", "TOCSIN_QUARTZ_VECTORS"

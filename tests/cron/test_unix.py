@@ -118,7 +118,7 @@ def test_quartz_only_syntax_in_five_fields_suggests_the_six_field_spelling(
 
 
 def test_a_unix_weekday_zero_in_a_quartz_expression_explains_both_numberings() -> None:
-    with pytest.raises(InvalidCronExpressionError, match="SUN=1 … SAT=7.*Unix cron"):
+    with pytest.raises(InvalidCronExpressionError, match=r"SUN=1 … SAT=7.*Unix cron"):
         CronExpression.parse("0 0 12 ? * 0")
 
 
@@ -129,7 +129,7 @@ def test_both_day_fields_in_quartz_point_to_the_unix_dialect() -> None:
 
 @pytest.mark.parametrize("text", ["* * * *", "0 0 12 * * ? 2030 x", "* * * * * * * * *"])
 def test_a_wrong_field_count_names_both_dialects(text: str) -> None:
-    with pytest.raises(InvalidCronExpressionError, match="5 fields .*Unix.* or 6-7 .*Quartz"):
+    with pytest.raises(InvalidCronExpressionError, match=r"5 fields .*Unix.* or 6-7 .*Quartz"):
         CronExpression.parse(text)
 
 

@@ -9,8 +9,8 @@ CI like the Quartz vectors.
 from __future__ import annotations
 
 import pytest
-
 from cron_vectors import Row, fire_times, load_rows, missing, vectors_path
+
 from tocsin.cron import CronExpression, InvalidCronExpressionError
 
 _NAME, _VARIABLE = "unix_vectors.tsv", "TOCSIN_UNIX_VECTORS"

@@ -59,10 +59,10 @@ def first_bit(mask: int) -> int:
     return (mask & -mask).bit_length() - 1
 
 
-class DayKind(str, enum.Enum):
+class DayKind(enum.StrEnum):
     """Which rule picks the days of a month.
 
-    A ``str`` mixin so that hashing a member is ``str.__hash__`` (C) rather than
+    A ``StrEnum`` so that hashing a member is ``str.__hash__`` (C) rather than
     ``Enum.__hash__`` (Python): ``next_after`` hashes the day rule for its month-mask
     cache on every call, and this took ~0.5 µs of a ~6 µs call.
     """

@@ -26,7 +26,6 @@ from typing import Final, NoReturn, final
 from tocsin.cron._fast import DAY_NAMES as _DAY_NAMES
 from tocsin.cron._fast import MONTH_NAMES as _MONTH_NAMES
 from tocsin.cron._fast import fast_parse
-from tocsin.cron._unix import parse_unix
 from tocsin.cron._fields import (
     FIELD_NAMES,
     MAX_YEAR,
@@ -35,6 +34,7 @@ from tocsin.cron._fields import (
     DayKind,
     DayRule,
 )
+from tocsin.cron._unix import parse_unix
 from tocsin.errors import InvalidCronExpressionError
 
 __all__ = ["MACROS", "dialect_of", "parse"]
