@@ -9,9 +9,9 @@ from typing import Literal, final
 from zoneinfo import ZoneInfo, ZoneInfoNotFoundError
 
 from tocsin.cron._describe import describe
+from tocsin.cron._dialects import dialect_of, parse
 from tocsin.cron._fields import CronFields
 from tocsin.cron._next import matches, next_fire
-from tocsin.cron._parser import dialect_of, parse
 from tocsin.errors import InvalidTimezoneError
 
 __all__ = ["CronDialect", "CronExpression"]

@@ -1,8 +1,8 @@
 # SPDX-License-Identifier: Apache-2.0
-"""Text to :class:`~tocsin.cron._fields.CronFields`, or :class:`InvalidCronExpressionError`.
+"""Quartz fields to :class:`~tocsin.cron._fields.CronFields`, or an error naming the field.
 
-Two dialects, chosen by field count: 6 or 7 fields are Quartz (this module), exactly 5
-are Unix cron (:mod:`tocsin.cron._unix`). Macros read the same in both.
+:mod:`tocsin.cron._dialects` splits the text and picks the dialect by field count; the 6
+or 7 fields of a Quartz expression are read here (five fields: :mod:`tocsin.cron._unix`).
 
 Prior art: ``org.quartz.CronExpression`` 2.3.2 (what is valid, and what the values mean)
 and go-quartz's parser (errors that name the field). The grammar is written out here
@@ -25,7 +25,6 @@ from typing import Final, NoReturn, final
 
 from tocsin.cron._fast import DAY_NAMES as _DAY_NAMES
 from tocsin.cron._fast import MONTH_NAMES as _MONTH_NAMES
-from tocsin.cron._fast import fast_parse
 from tocsin.cron._fields import (
     FIELD_NAMES,
     MAX_YEAR,
@@ -34,35 +33,15 @@ from tocsin.cron._fields import (
     DayKind,
     DayRule,
 )
-from tocsin.cron._unix import parse_unix
 from tocsin.errors import InvalidCronExpressionError
 
-__all__ = ["MACROS", "dialect_of", "parse"]
+__all__ = ["fail_whole", "parse_quartz"]
 
-#: Macros and the Quartz expression each stands for.
-MACROS: Final = {
-    "@yearly": "0 0 0 1 1 ?",
-    "@annually": "0 0 0 1 1 ?",
-    "@monthly": "0 0 0 1 * ?",
-    "@weekly": "0 0 0 ? * SUN",
-    "@daily": "0 0 0 * * ?",
-    "@midnight": "0 0 0 * * ?",
-    "@hourly": "0 0 * * * ?",
-}
-
-# Only space and tab separate fields, as in Quartz's StringTokenizer(" \t"); any other
-# whitespace (no-break or ideographic space, newline) is an invalid character.
-_TOKEN: Final = re.compile(r"[^ \t]+")
 _DIGITS: Final = re.compile(r"[0-9]+")
 # More digits than this cannot be a valid value; checked before int() is called.
 _MAX_DIGITS: Final = 9
 
 _SEC, _MIN, _HOUR, _DOM, _MONTH, _DOW, _YEAR = range(7)
-
-_EXPECTED: Final = (
-    "expected 5 fields (Unix cron: minute hour day-of-month month day-of-week) or 6-7 "
-    "fields (Quartz: seconds minutes hours day-of-month month day-of-week [year])"
-)
 
 
 @final
@@ -112,78 +91,17 @@ class _Field:
         )
 
 
-def _fail_whole(expression: str, message: str, position: int | None) -> NoReturn:
+def fail_whole(expression: str, message: str, position: int | None) -> NoReturn:
+    """Raise the error for a problem with the expression as a whole (no one field)."""
     raise InvalidCronExpressionError(message, expression=expression, position=position)
 
 
-def dialect_of(text: str) -> str:
-    """The dialect a *valid* expression was read in: ``"quartz"``, ``"unix"`` or ``"macro"``.
-
-    A valid expression separates its fields with spaces and tabs only, so ``split()``
-    counts them as the parser did.
-    """
-    stripped = text.strip(" \t")
-    if stripped.startswith("@"):
-        return "macro"
-    return "unix" if len(stripped.split()) == 5 else "quartz"
-
-
-def parse(expression: object) -> CronFields:
-    """Parse a Quartz (6-7 fields) or Unix (5 fields) expression, or a macro.
+def parse_quartz(text: str, tokens: list[tuple[str, int]]) -> CronFields:
+    """Read six or seven ``(token, position)`` pairs of ``text`` as Quartz fields.
 
     Raises:
-        InvalidCronExpressionError: for any input that is not a valid expression,
-            including non-``str`` input; never any other exception.
+        InvalidCronExpressionError: a field is invalid (named, with its position).
     """
-    if not isinstance(expression, str):
-        raise InvalidCronExpressionError(
-            f"a cron expression must be a str, got {type(expression).__name__}",
-            expression=repr(expression),
-        )
-    tokens = expression.split(" ")
-    if len(tokens) == 5 and "" not in tokens:
-        # Five single-spaced fields, the way Unix cron is nearly always written: no
-        # regex tokenizing (about 1 µs of a ~4 µs parse).
-        start, pairs = 0, []
-        for token in tokens:
-            pairs.append((token, start))
-            start += len(token) + 1
-        return parse_unix(expression, pairs)
-    fields = fast_parse(expression)
-    if fields is not None:
-        return fields
-    return _parse_full(expression)
-
-
-def _parse_full(text: str) -> CronFields:
-    """Parse any expression; :func:`fast_parse` reads only the common spellings."""
-    stripped = text.strip(" \t")
-    if stripped.startswith("@"):
-        quartz = MACROS.get(stripped.lower())
-        if quartz is None:
-            _fail_whole(
-                text,
-                f"unknown macro {stripped!r}; allowed: {', '.join(MACROS)}",
-                text.index("@"),
-            )
-        return parse(quartz)
-    tokens = [(m.group(), m.start()) for m in _TOKEN.finditer(text)]
-    if len(tokens) == 5:
-        # The other common dialect, chosen by field count (docs/cron.md, "Two dialects").
-        return parse_unix(text, tokens)
-    if len(tokens) < 5:
-        _fail_whole(text, f"{_EXPECTED}, got {len(tokens)}: {text!r}", len(text))
-    if len(tokens) > 7:
-        # Quartz ignores every token after the year. Its own test suite writes a
-        # trailing "*" there, so that one is tolerated; anything else is a mistake.
-        if len(tokens) > 8 or tokens[7][0] != "*":
-            _fail_whole(
-                text,
-                f"{_EXPECTED}, got {len(tokens)}: the extra field "
-                f"{tokens[7][0]!r} at position {tokens[7][1]} has no meaning",
-                tokens[7][1],
-            )
-        tokens = tokens[:7]
     fields = [_Field(text, index, tok, start) for index, (tok, start) in enumerate(tokens)]
     for field in fields:
         if not (field.text.isascii() and field.text.isprintable()):
