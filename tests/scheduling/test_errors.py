@@ -81,7 +81,7 @@ async def test_invalid_interval_through_a_context_raises_invalid_interval_error(
 
 
 @pytest.mark.parametrize(
-    "value", [1, 0.001, 1e-9, 2.5, 1e12, timedelta(microseconds=1), timedelta(days=3650)]
+    "value", [1, 0.001, 2.5, 1e12, timedelta(milliseconds=1), timedelta(days=3650)]
 )
 async def test_positive_finite_numbers_and_timedeltas_are_accepted(value: Any) -> None:
     async with running_system() as (system, _clock):
@@ -89,6 +89,43 @@ async def test_positive_finite_numbers_and_timedeltas_are_accepted(value: Any) -
         await system.schedule("x", pid, value)
         await system.schedule_once("x", pid, value)
         assert len(system.list_schedules()) == 2
+
+
+@pytest.mark.parametrize(
+    "value", [5e-324, 1e-9, 1e-7, 0.000999, timedelta(microseconds=999)], ids=repr
+)
+@pytest.mark.parametrize("call", ["schedule", "schedule_once"])
+async def test_durations_below_one_millisecond_are_refused_naming_the_minimum(
+    call: str, value: Any
+) -> None:
+    # Issue 10 item 7: schedule(..., 5e-324) used to kill the timer with OverflowError
+    # (ManualClock: advance never returned).
+    async with running_system() as (system, _clock):
+        pid = await system.spawn(recorder(Log()))
+        with pytest.raises(InvalidIntervalError, match=r"at least 0\.001 seconds \(1 ms\)"):
+            await getattr(system, call)("x", pid, value)
+        assert system.list_schedules() == []
+
+
+async def test_a_one_millisecond_interval_fires_and_advance_returns() -> None:
+    log = Log()
+    async with running_system() as (system, clock):
+        pid = await system.spawn(recorder(log))
+        await system.schedule("x", pid, 0.001)
+        await clock.advance(0.1005)  # 0.1 itself is a hair short of 100 float steps
+        assert log.count("x") == 100
+
+
+async def test_advance_returns_even_where_a_millisecond_no_longer_moves_the_clock() -> None:
+    # At ~1e13 s of monotonic time one float step is ~2 ms: next = deadline + 0.001 is
+    # the deadline itself. The scheduler must still move forward (no input spins advance).
+    log = Log()
+    async with running_system() as (system, clock):
+        pid = await system.spawn(recorder(log))
+        await system.schedule("x", pid, 0.001)
+        await clock.jump(1e13)
+        await clock.advance(0.05)
+        assert 1 <= log.count("x") <= 60
 
 
 async def test_every_scheduling_call_raises_not_started_before_start() -> None:

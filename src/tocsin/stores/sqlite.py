@@ -51,6 +51,7 @@ import msgspec
 
 from ..errors import StoreError
 from . import _queries as q
+from ._ownership import OWNER_SUFFIX, FileLock
 from ._protocols import (
     DeleteTask,
     DueActor,
@@ -154,6 +155,10 @@ class SQLiteStore:
         self._inline_writes = False
         self._checkpoint: concurrent.futures.Future[Any] | None = None
         self._since_checkpoint = 0
+        self._owner: FileLock | None = None
+        self._watchers: list[Callable[[], None]] = []
+        #: Last ``PRAGMA data_version`` of the loop-side connection (:meth:`check_changes`).
+        self._data_version: int | None = None
 
     def __repr__(self) -> str:
         return f"SQLiteStore({self.path!r}, synchronous={self.synchronous!r})"
@@ -166,12 +171,34 @@ class SQLiteStore:
 
     # --- lifecycle -------------------------------------------------------------------------
 
-    async def open(self) -> None:
+    async def open(self, *, exclusive: bool = False) -> None:
         """Start the worker thread, open the file, set WAL mode and create the schema.
 
-        Idempotent. Raises :class:`StoreError` if the file cannot be opened or the schema
-        cannot be created (the thread is stopped again).
+        Idempotent. With ``exclusive=True`` also take ownership: an ``flock`` on the side
+        file ``<path>-owner``, released by :meth:`close` or by the holder's death (see
+        :mod:`tocsin.stores._ownership`). A ``":memory:"`` database is private to its
+        store, so it is always owned.
+
+        Raises:
+            StoreError: the file cannot be opened or the schema cannot be created (the
+                thread is stopped again), or ``exclusive`` and another open store (in any
+                process) owns this file; the message names its host and pid.
         """
+        if exclusive and self.path != ":memory:":
+            lock = FileLock(self.path + OWNER_SUFFIX)
+            if self._owner is not None:
+                lock = self._owner  # held by this very store: acquire() says so
+            lock.acquire(self.url)
+            try:
+                await self._open()
+            except BaseException:
+                lock.release()
+                raise
+            self._owner = lock
+            return
+        await self._open()
+
+    async def _open(self) -> None:
         if self._worker is not None:
             return
         worker = Worker(f"tocsin-sqlite:{self.path}", self._open_connection)
@@ -193,6 +220,9 @@ class SQLiteStore:
     async def close(self) -> None:
         """Finish queued work, close both connections and stop the thread. Idempotent."""
         worker, inline = self._worker, self._inline
+        owner, self._owner = self._owner, None
+        self._watchers.clear()
+        self._data_version = None
         if worker is None:
             return
         self._worker = self._inline = None
@@ -206,6 +236,60 @@ class SQLiteStore:
         # `stopped` is the thread's last act; the join waits out its final microseconds,
         # so that "closed" really means "no thread left".
         worker.thread.join()
+        if owner is not None:
+            owner.release()  # last: nobody else may own the file while we still write
+
+    # --- changes made by other processes -----------------------------------------------
+
+    async def watch(self, callback: Callable[[], None]) -> Callable[[], None]:
+        """Call ``callback()`` from :meth:`check_changes` when another connection committed.
+
+        Returns a function that ends the watch (idempotent).
+        """
+        if self._worker is None:
+            raise StoreError(f"{self!r} is not open; call `await store.open()` first")
+        if self._data_version is None:
+            self._data_version = self._read_data_version()
+        self._watchers.append(callback)
+
+        def unwatch() -> None:
+            if callback in self._watchers:
+                self._watchers.remove(callback)
+
+        return unwatch
+
+    def check_changes(self) -> None:
+        """Look at ``PRAGMA data_version`` (~20 µs measured, on the loop-side connection) and
+        call the watchers if another connection committed since the last look.
+
+        ``data_version`` counts commits of *other* connections, and this store's worker
+        thread is one of them (large batches, ``synchronous=FULL``, contended writes):
+        its commits cannot be told apart from an outside one, so they are reported too.
+        A false alarm costs the owner one poll of the store, at most once per call;
+        missing an outside change would cost up to a full poll interval. The loop-side
+        connection's own commits (the common small writes) never show.
+        """
+        if not self._watchers or self._worker is None:
+            return
+        version = self._read_data_version()
+        if version != self._data_version:
+            self._data_version = version
+            for callback in list(self._watchers):
+                callback()
+
+    async def announce(self) -> None:
+        """Nothing to do: watchers of a SQLite file see every commit in ``data_version``."""
+
+    def _read_data_version(self) -> int | None:
+        inline = self._inline
+        if inline is None:
+            return None  # ":memory:": private to this store, nobody else writes it
+        try:
+            rows = inline.read("PRAGMA data_version", ())
+        except _DB_ERRORS as exc:
+            _log.warning("SQLite store %r: reading data_version failed: %s", self.path, exc)
+            return self._data_version
+        return self._data_version if rows is None else int(rows[0][0])
 
     # --- Store protocol --------------------------------------------------------------------
 
@@ -357,14 +441,34 @@ class SQLiteStore:
             conn.execute("PRAGMA journal_mode = WAL")  # a no-op ("memory") for :memory:
             conn.execute(f"PRAGMA synchronous = {self.synchronous}")
             conn.execute(f"PRAGMA cache_size = {CACHE_KIB}")
-            schema = resources.files("tocsin.stores").joinpath("sql/sqlite_schema.sql")
             # BEGIN IMMEDIATE takes the write lock first: two processes opening a new file
-            # at once create the schema one after the other, not interleaved.
-            conn.executescript(f"BEGIN IMMEDIATE;\n{schema.read_text('utf-8')}\nCOMMIT;")
+            # at once create (or migrate) the schema one after the other, not interleaved.
+            transaction(conn, _create_schema)
         except BaseException:
             conn.close()
             raise
         return conn
+
+
+#: Columns added to ``tocsin_tasks`` after schema version 1, with their types.
+_ADDED_COLUMNS: Final = (("cron", "TEXT"), ("timezone", "TEXT"))
+
+
+def _create_schema(conn: sqlite3.Connection) -> None:
+    """Migrate a version 1 file, then run the (idempotent) schema script, statement by
+    statement inside the caller's transaction (``executescript`` would commit it)."""
+    have = {row[1] for row in conn.execute("PRAGMA table_info(tocsin_tasks)")}
+    if have:  # an existing table: add what later versions added
+        for column, sql_type in _ADDED_COLUMNS:
+            if column not in have:
+                conn.execute(f"ALTER TABLE tocsin_tasks ADD COLUMN {column} {sql_type}")
+    script = resources.files("tocsin.stores").joinpath("sql/sqlite_schema.sql")
+    statement = ""
+    for line in script.read_text("utf-8").splitlines(keepends=True):
+        statement += line
+        if sqlite3.complete_statement(statement):
+            conn.execute(statement)
+            statement = ""
 
 
 def _checkpoint(conn: sqlite3.Connection) -> list[Any]:
@@ -407,7 +511,7 @@ def _rewrite_user_version(conn: sqlite3.Connection) -> None:
 
 def _row(r: Any) -> TaskRow:
     kind, identity, task_id, name, payload, due, every, attempts, max_retries, *rest = r
-    created_at, state, last_error, timeout = rest
+    created_at, state, last_error, timeout, cron, timezone = rest
     return TaskRow(
         kind=kind,
         identity=identity,
@@ -422,4 +526,6 @@ def _row(r: Any) -> TaskRow:
         state=state,
         last_error=last_error,
         timeout=None if timeout is None else float(timeout),
+        cron=cron,
+        timezone=timezone,
     )
