@@ -298,3 +298,54 @@ async def test_errors_leave_no_timer_armed() -> None:
                 await system.schedule("x", pid, bad)
         assert clock.next_deadline() is None
         await asyncio.sleep(0)
+
+
+# -- issue 10 item 12: consistent errors ------------------------------------------------
+
+
+@pytest.mark.parametrize("call", ["cancel_schedule", "pause_schedule", "resume_schedule"])
+@pytest.mark.parametrize("bad", [None, 5, b"r"], ids=repr)
+async def test_a_reference_that_is_not_a_str_is_a_type_error(call: str, bad: Any) -> None:
+    async with running_system() as (system, _clock):
+        with pytest.raises(TypeError, match="`reference` must be a str"):
+            await getattr(system, call)(bad)
+
+
+async def test_cancel_with_missing_ok_ignores_an_unknown_reference() -> None:
+    log = Log()
+    async with running_system() as (system, clock):
+        pid = await system.spawn(recorder(log))
+        await system.cancel_schedule("nope", missing_ok=True)  # no error
+        await system.schedule("x", pid, 1, reference="r")
+        await system.cancel_schedule("r", missing_ok=True)  # cancels as usual
+        await system.cancel_schedule("r", missing_ok=True)  # already gone: no-op
+        await clock.advance(5)
+        assert log.messages == []
+        with pytest.raises(ScheduleNotFoundError):
+            await system.cancel_schedule("r")
+        with pytest.raises(TypeError):
+            await system.cancel_schedule(None, missing_ok=True)  # type: ignore[arg-type]
+
+
+async def test_cancel_with_missing_ok_through_a_context() -> None:
+    done: list[str] = []
+
+    class Canceller(Actor):
+        async def receive(self, ctx: ReceiveContext) -> None:
+            await ctx.cancel_schedule("nope", missing_ok=True)
+            done.append("ok")
+
+    async with running_system() as (system, clock):
+        pid = await system.spawn(Canceller)
+        pid.tell("go")
+        await clock.advance(0)
+        assert done == ["ok"]
+
+
+async def test_nan_ask_timeout_and_nan_passivate_after_raise_the_same_error() -> None:
+    async with running_system() as (system, _clock):
+        pid = await system.spawn(recorder(Log()))
+        with pytest.raises(InvalidIntervalError, match="`timeout`.*NaN"):
+            await pid.ask("x", timeout=math.nan)
+        with pytest.raises(InvalidIntervalError, match="`passivate_after`.*NaN"):
+            await system.spawn(recorder(Log()), passivate_after=math.nan)

@@ -327,6 +327,8 @@ class Scheduler:
     def _get(self, reference: str) -> ScheduleRecord:
         record = self._refs.get(reference)
         if record is None:
+            if not isinstance(reference, str):  # checked on the miss path only: free
+                raise TypeError(f"`reference` must be a str, got {reference!r}")
             raise ScheduleNotFoundError(f"no schedule with reference {reference!r}")
         return record
 
