@@ -345,7 +345,7 @@ async def test_cancel_with_missing_ok_through_a_context() -> None:
 async def test_nan_ask_timeout_and_nan_passivate_after_raise_the_same_error() -> None:
     async with running_system() as (system, _clock):
         pid = await system.spawn(recorder(Log()))
-        with pytest.raises(InvalidIntervalError, match="`timeout`.*NaN"):
+        with pytest.raises(InvalidIntervalError, match=r"`timeout`.*NaN"):
             await pid.ask("x", timeout=math.nan)
-        with pytest.raises(InvalidIntervalError, match="`passivate_after`.*NaN"):
+        with pytest.raises(InvalidIntervalError, match=r"`passivate_after`.*NaN"):
             await system.spawn(recorder(Log()), passivate_after=math.nan)
