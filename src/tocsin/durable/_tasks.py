@@ -50,11 +50,6 @@ def _method_name(method: Method) -> str:
     return name
 
 
-#: (class, method name) pairs already found runnable: the check costs a dict lookup after
-#: the first call.
-_RUNNABLE: set[tuple[type, str]] = set()
-
-
 def check_method(cls: type, name: str) -> None:
     """Raise at the call if a task naming ``name`` could never run on ``cls``.
 
@@ -66,14 +61,11 @@ def check_method(cls: type, name: str) -> None:
         AttributeError: ``cls`` has no callable ``name`` and does not override
             ``on_task``; the message suggests close names.
     """
-    if (cls, name) in _RUNNABLE:
-        return
+    if callable(getattr(cls, name, None)):
+        return  # the common case: one attribute lookup
     from ._actor import DurableActor
 
-    if callable(getattr(cls, name, None)) or getattr(cls, "on_task", None) is not (
-        DurableActor.on_task
-    ):
-        _RUNNABLE.add((cls, name))
+    if getattr(cls, "on_task", None) is not DurableActor.on_task:
         return
     base = set(dir(DurableActor))  # suggest the class's own methods, not the base API
     mine = [n for n in dir(cls) if n not in base and callable(getattr(cls, n, None))]
