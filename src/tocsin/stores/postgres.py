@@ -16,9 +16,7 @@ Prior art: procrastinate's ``schema.sql`` and asyncpg connector.
 from __future__ import annotations
 
 import itertools
-import logging
 import re
-import zlib
 from collections.abc import AsyncIterator, Callable, Sequence
 from contextlib import asynccontextmanager
 from importlib import resources
@@ -29,7 +27,7 @@ import msgspec
 
 from ..errors import StoreError
 from . import _queries as q
-from ._ownership import Holder, ownership_error
+from ._postgres_session import CHANGES_CHANNEL, Session
 from ._protocols import (
     DeleteTask,
     DueActor,
@@ -50,13 +48,6 @@ __all__ = ["PostgresStore"]
 
 #: Key of the advisory lock held while creating the schema ("tocsin" in ASCII).
 SCHEMA_LOCK_KEY: Final = 0x746F6373696E
-#: First key of the session advisory lock that marks the owner of a schema's tables
-#: ("tocs"); the second is the CRC-32 of the schema name, so schemas are owned apart.
-OWNER_LOCK_CLASS: Final = 0x746F6373
-#: The ``NOTIFY`` channel of :meth:`PostgresStore.announce`; the payload is the schema.
-CHANGES_CHANNEL: Final = "tocsin_changes"
-
-_log = logging.getLogger("tocsin.stores.postgres")
 _SCHEMA_NAME: Final = re.compile(r"[a-z_][a-z0-9_]{0,62}")
 
 
@@ -135,12 +126,8 @@ class PostgresStore:
         self._min_size = min_size
         self._max_size = max_size
         self._pool: Any = None
-        #: The one connection outside the pool: it holds the ownership lock (a session
-        #: lock dies with its session, so it cannot live on pooled connections) and
-        #: LISTENs for :meth:`announce`.
-        self._session: Any = None
-        self._owner = False
-        self._watchers: list[Callable[[], None]] = []
+        #: The one connection outside the pool: ownership lock and LISTEN.
+        self._session = Session(dsn, schema, self.url, self._errors)
 
     def __repr__(self) -> str:
         return f"PostgresStore({self.url!r}, schema={self.schema!r})"
@@ -162,79 +149,14 @@ class PostgresStore:
         if not exclusive:
             await self._open()
             return
-        if self._owner:
-            raise ownership_error(self.url, Holder.me())
         opened_here = self._pool is None
         await self._open()
         try:
-            await self._take_ownership()
+            await self._session.take_ownership()
         except BaseException:
             if opened_here:
                 await self.close()
             raise
-
-    async def _take_ownership(self) -> None:
-        session = await self._ensure_session()
-        crc = zlib.crc32(self.schema.encode())
-        key = crc - (1 << 32) if crc >= 1 << 31 else crc  # int4: signed
-        async with self._errors("take ownership"):
-            got = await session.fetchval(
-                "SELECT pg_try_advisory_lock($1, $2)", OWNER_LOCK_CLASS, key
-            )
-            if not got:
-                row = await session.fetchrow("SELECT host, pid FROM tocsin_owner")
-        if not got:
-            holder = Holder(None, None) if row is None else Holder(row[0], row[1])
-            if not self._watchers:
-                await self._close_session()
-            raise ownership_error(self.url, holder)
-        me = Holder.me()
-        async with self._errors("record the owner"):
-            await session.execute(
-                "INSERT INTO tocsin_owner (singleton, host, pid) VALUES (true, $1, $2) "
-                "ON CONFLICT (singleton) DO UPDATE SET host = excluded.host, pid = excluded.pid",
-                me.host,
-                me.pid,
-            )
-        self._owner = True
-
-    async def _ensure_session(self) -> Any:
-        if self._session is None:
-            async with self._errors("open"):
-                session = await asyncpg.connect(
-                    self._dsn, server_settings={"search_path": self.schema}
-                )
-            session.add_termination_listener(self._session_lost)
-            self._session = session
-        return self._session
-
-    async def _close_session(self) -> None:
-        session, self._session = self._session, None
-        self._owner = False
-        if session is not None:
-            session.remove_termination_listener(self._session_lost)
-            try:
-                await session.close()
-            except (asyncpg.PostgresError, asyncpg.InterfaceError, OSError):
-                session.terminate()
-
-    def _session_lost(self, connection: Any) -> None:
-        # Nothing is silently lost: say what stopped working. A restarted server has no
-        # lock for us any more, so another system could now take the store.
-        what = [
-            w
-            for w, on in (("ownership", self._owner), ("change notices", bool(self._watchers)))
-            if on
-        ]
-        if self._session is connection and what:
-            _log.error(
-                "PostgreSQL store %s: the connection holding %s was lost; restart the "
-                "system to take them again",
-                self.url,
-                " and ".join(what),
-            )
-        self._session = None
-        self._owner = False
 
     async def _open(self) -> None:
         if self._pool is not None:
@@ -260,8 +182,7 @@ class PostgresStore:
     async def close(self) -> None:
         """Close the pool, waiting for calls in progress, and release ownership and
         watchers. Idempotent."""
-        self._watchers.clear()
-        await self._close_session()
+        await self._session.close()
         pool, self._pool = self._pool, None
         if pool is not None:
             async with self._errors("close"):
@@ -272,21 +193,11 @@ class PostgresStore:
     async def watch(self, callback: Callable[[], None]) -> Callable[[], None]:
         """Call ``callback()`` when :meth:`announce` runs anywhere on this schema.
 
-        The first watch ``LISTEN``s on the dedicated connection; notifications arrive
-        on the loop as the server pushes them (no polling). Returns the unwatch function.
+        The first watch ``LISTEN``s on the dedicated connection; notices arrive on the
+        loop as the server pushes them (no polling). Returns the unwatch function.
         """
         self._require()
-        if not self._watchers:
-            session = await self._ensure_session()
-            async with self._errors("listen"):
-                await session.add_listener(CHANGES_CHANNEL, self._notified)
-        self._watchers.append(callback)
-
-        def unwatch() -> None:
-            if callback in self._watchers:
-                self._watchers.remove(callback)
-
-        return unwatch
+        return await self._session.watch(callback)
 
     def check_changes(self) -> None:
         """Nothing to look at: the server pushes :meth:`announce` to :meth:`watch`."""
@@ -296,11 +207,6 @@ class PostgresStore:
         pool = self._require()
         async with self._errors("announce"):
             await pool.execute("SELECT pg_notify($1, $2)", CHANGES_CHANNEL, self.schema)
-
-    def _notified(self, connection: Any, pid: int, channel: str, payload: str) -> None:
-        if payload == self.schema:
-            for callback in list(self._watchers):
-                callback()
 
     # --- Store protocol --------------------------------------------------------------------
 

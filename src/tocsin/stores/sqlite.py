@@ -44,7 +44,6 @@ import logging
 import os
 import sqlite3
 from collections.abc import Callable, Sequence
-from importlib import resources
 from typing import Any, Final, Literal, TypeVar, final
 
 import msgspec
@@ -61,7 +60,9 @@ from ._protocols import (
     TaskState,
     UpsertTask,
 )
+from ._sqlite_changes import DataVersionWatch
 from ._sqlite_inline import LoopConnection
+from ._sqlite_schema import create_schema, row_from_sql
 from ._sqlite_thread import Worker, transaction
 from ._validate import validate_ops
 
@@ -156,9 +157,7 @@ class SQLiteStore:
         self._checkpoint: concurrent.futures.Future[Any] | None = None
         self._since_checkpoint = 0
         self._owner: FileLock | None = None
-        self._watchers: list[Callable[[], None]] = []
-        #: Last ``PRAGMA data_version`` of the loop-side connection (:meth:`check_changes`).
-        self._data_version: int | None = None
+        self._changes = DataVersionWatch(self._read_data_version)
 
     def __repr__(self) -> str:
         return f"SQLiteStore({self.path!r}, synchronous={self.synchronous!r})"
@@ -221,8 +220,7 @@ class SQLiteStore:
         """Finish queued work, close both connections and stop the thread. Idempotent."""
         worker, inline = self._worker, self._inline
         owner, self._owner = self._owner, None
-        self._watchers.clear()
-        self._data_version = None
+        self._changes.clear()
         if worker is None:
             return
         self._worker = self._inline = None
@@ -242,40 +240,17 @@ class SQLiteStore:
     # --- changes made by other processes -----------------------------------------------
 
     async def watch(self, callback: Callable[[], None]) -> Callable[[], None]:
-        """Call ``callback()`` from :meth:`check_changes` when another connection committed.
-
-        Returns a function that ends the watch (idempotent).
-        """
+        """Call ``callback()`` from :meth:`check_changes` when another connection committed
+        (see :mod:`tocsin.stores._sqlite_changes`). Returns the unwatch function."""
         if self._worker is None:
             raise StoreError(f"{self!r} is not open; call `await store.open()` first")
-        if self._data_version is None:
-            self._data_version = self._read_data_version()
-        self._watchers.append(callback)
-
-        def unwatch() -> None:
-            if callback in self._watchers:
-                self._watchers.remove(callback)
-
-        return unwatch
+        return self._changes.watch(callback)
 
     def check_changes(self) -> None:
-        """Look at ``PRAGMA data_version`` (~20 µs measured, on the loop-side connection) and
-        call the watchers if another connection committed since the last look.
-
-        ``data_version`` counts commits of *other* connections, and this store's worker
-        thread is one of them (large batches, ``synchronous=FULL``, contended writes):
-        its commits cannot be told apart from an outside one, so they are reported too.
-        A false alarm costs the owner one poll of the store, at most once per call;
-        missing an outside change would cost up to a full poll interval. The loop-side
-        connection's own commits (the common small writes) never show.
-        """
-        if not self._watchers or self._worker is None:
-            return
-        version = self._read_data_version()
-        if version != self._data_version:
-            self._data_version = version
-            for callback in list(self._watchers):
-                callback()
+        """Look at ``PRAGMA data_version`` (~20 µs, on the loop-side connection) and call
+        the watchers if another connection committed since the last look."""
+        if self._worker is not None:
+            self._changes.check()
 
     async def announce(self) -> None:
         """Nothing to do: watchers of a SQLite file see every commit in ``data_version``."""
@@ -288,8 +263,8 @@ class SQLiteStore:
             rows = inline.read("PRAGMA data_version", ())
         except _DB_ERRORS as exc:
             _log.warning("SQLite store %r: reading data_version failed: %s", self.path, exc)
-            return self._data_version
-        return self._data_version if rows is None else int(rows[0][0])
+            return None
+        return None if rows is None else int(rows[0][0])
 
     # --- Store protocol --------------------------------------------------------------------
 
@@ -340,7 +315,7 @@ class SQLiteStore:
     async def get_task(self, kind: str, identity: str, task_id: str) -> TaskRow | None:
         """One task by primary key, or ``None``."""
         rows = await self._read(q.GET_TASK, (kind, identity, task_id))
-        return _row(rows[0]) if rows else None
+        return row_from_sql(rows[0]) if rows else None
 
     async def list_tasks(
         self,
@@ -350,19 +325,19 @@ class SQLiteStore:
     ) -> list[TaskRow]:
         """Tasks matching the filters, ordered by ``(due, id, kind, identity)``."""
         sql, args = q.list_tasks(kind, identity, state)
-        return [_row(r) for r in await self._read(sql, tuple(args), bounded=False)]
+        return [row_from_sql(r) for r in await self._read(sql, tuple(args), bounded=False)]
 
     async def find_tasks(self, task_id: str) -> list[TaskRow]:
         """Every task with this id, across actors, ordered like :meth:`list_tasks`."""
         rows = await self._read(q.FIND_TASKS, (task_id,), bounded=False)
-        return [_row(r) for r in rows]
+        return [row_from_sql(r) for r in rows]
 
     async def due_tasks(self, kind: str, identity: str, before: float, limit: int) -> list[TaskRow]:
         """This actor's pending tasks due at or before ``before``, by ``(due, id)``."""
         limit = max(limit, 0)
         args = (kind, identity, float(before), limit)
         rows = await self._read(q.DUE_TASKS, args, bounded=limit <= INLINE_MAX_ROWS)
-        return [_row(r) for r in rows]
+        return [row_from_sql(r) for r in rows]
 
     async def next_due(self, kind: str, identity: str) -> float | None:
         """The earliest ``due`` among this actor's pending tasks, or ``None``."""
@@ -443,32 +418,11 @@ class SQLiteStore:
             conn.execute(f"PRAGMA cache_size = {CACHE_KIB}")
             # BEGIN IMMEDIATE takes the write lock first: two processes opening a new file
             # at once create (or migrate) the schema one after the other, not interleaved.
-            transaction(conn, _create_schema)
+            transaction(conn, create_schema)
         except BaseException:
             conn.close()
             raise
         return conn
-
-
-#: Columns added to ``tocsin_tasks`` after schema version 1, with their types.
-_ADDED_COLUMNS: Final = (("cron", "TEXT"), ("timezone", "TEXT"))
-
-
-def _create_schema(conn: sqlite3.Connection) -> None:
-    """Migrate a version 1 file, then run the (idempotent) schema script, statement by
-    statement inside the caller's transaction (``executescript`` would commit it)."""
-    have = {row[1] for row in conn.execute("PRAGMA table_info(tocsin_tasks)")}
-    if have:  # an existing table: add what later versions added
-        for column, sql_type in _ADDED_COLUMNS:
-            if column not in have:
-                conn.execute(f"ALTER TABLE tocsin_tasks ADD COLUMN {column} {sql_type}")
-    script = resources.files("tocsin.stores").joinpath("sql/sqlite_schema.sql")
-    statement = ""
-    for line in script.read_text("utf-8").splitlines(keepends=True):
-        statement += line
-        if sqlite3.complete_statement(statement):
-            conn.execute(statement)
-            statement = ""
 
 
 def _checkpoint(conn: sqlite3.Connection) -> list[Any]:
@@ -507,25 +461,3 @@ def _checkpoint(conn: sqlite3.Connection) -> list[Any]:
 def _rewrite_user_version(conn: sqlite3.Connection) -> None:
     (version,) = conn.execute("PRAGMA user_version").fetchone()
     conn.execute(f"PRAGMA user_version = {int(version)}")
-
-
-def _row(r: Any) -> TaskRow:
-    kind, identity, task_id, name, payload, due, every, attempts, max_retries, *rest = r
-    created_at, state, last_error, timeout, cron, timezone = rest
-    return TaskRow(
-        kind=kind,
-        identity=identity,
-        id=task_id,
-        name=name,
-        payload=bytes(payload),
-        due=float(due),
-        every=None if every is None else float(every),
-        attempts=attempts,
-        max_retries=max_retries,
-        created_at=float(created_at),
-        state=state,
-        last_error=last_error,
-        timeout=None if timeout is None else float(timeout),
-        cron=cron,
-        timezone=timezone,
-    )
