@@ -50,7 +50,7 @@ codec_hashables = st.recursive(
     max_leaves=8,
 )
 codec_scalars = codec_hashable_scalars | st.floats() | codec_patterns
-#: Any codec-safe value, nested: what `tocsin.durable._codec.encode` must round-trip.
+#: Any codec-safe value, nested: what `tocsin._codec.encode` must round-trip.
 codec_values = st.recursive(
     codec_scalars,
     lambda inner: (

@@ -10,6 +10,7 @@ import sqlite3
 import time
 from pathlib import Path
 
+import msgspec
 import pytest
 
 from tocsin.cli._tasks import register
@@ -95,6 +96,23 @@ def test_list_prints_a_table_of_every_task(db: Path, capsys: pytest.CaptureFixtu
     assert "6/6" in parked  # 6 runs made of the 6 allowed (1 + max_retries 5), not "6/5"
     assert parked.endswith("…")
     assert "RuntimeError: carrier down" in parked
+
+
+def test_list_shows_a_cron_tasks_expression_and_zone(
+    db: Path, capsys: pytest.CaptureFixture[str]
+) -> None:
+    async def add() -> None:
+        store = SQLiteStore(db)
+        await store.open()
+        cron = row("nightly", state="pending", attempts=0, last_error=None)
+        cron = msgspec.structs.replace(cron, cron="0 0 3 * * ?", timezone="Europe/Paris")
+        await store.apply([UpsertTask(cron)])
+        await store.close()
+
+    asyncio.run(add())
+    assert run("tasks", "list", "--store", f"sqlite:///{db}", "--actor", "Order/o-1") == 0
+    line = next(line for line in capsys.readouterr().out.splitlines() if "nightly" in line)
+    assert "cron 0 0 3 * * ? (Europe/Paris)" in line
 
 
 def test_list_filters_by_actor_and_state(db: Path, capsys: pytest.CaptureFixture[str]) -> None:

@@ -16,7 +16,6 @@ from .actor import (
     ActorStarted,
     ActorStopped,
     ActorSuspended,
-    ActorSystem,
     DeadLetter,
     DeadLetterReason,
     Directive,
@@ -25,6 +24,7 @@ from .actor import (
     ReceiveContext,
     Subscription,
     Supervisor,
+    parse_pid,
 )
 from .clock import Clock, ManualClock, SystemClock
 from .cron import CronExpression
@@ -40,6 +40,7 @@ from .durable import (
 from .errors import (
     ActorNameTakenError,
     ActorNotFoundError,
+    ActorStartError,
     ActorSuspendedError,
     ActorSystemNotStartedError,
     AskTimeoutError,
@@ -56,8 +57,10 @@ from .errors import (
     StoreError,
     TaskNotFoundError,
     TocsinError,
+    WrongEventLoopError,
 )
 from .scheduling import ScheduleInfo, ScheduleKind, SchedulerMetrics
+from .system import ActorSystem
 
 __version__ = "0.1.0.dev0"
 
@@ -69,6 +72,7 @@ __all__ = [
     "ActorPassivated",
     "ActorReinstated",
     "ActorRestarted",
+    "ActorStartError",
     "ActorStarted",
     "ActorStopped",
     "ActorSuspended",
@@ -111,6 +115,8 @@ __all__ = [
     "TaskRecord",
     "TaskTimeoutError",
     "TocsinError",
+    "WrongEventLoopError",
+    "parse_pid",
 ]
 
 # Public objects report the path users import them from (``tocsin.PID``, not

@@ -212,12 +212,14 @@ async def _retry(store: Store, ns: argparse.Namespace) -> None:
     await store.apply(
         [UpsertTask(msgspec.structs.replace(row, state="pending", attempts=0, due=now))]
     )
+    await store.announce()  # a system running on this store runs it now (issue 15 part 4)
     print(f"retrying {row.kind}/{row.identity} {row.id} ({row.name}) at {_iso(now)}")
 
 
 async def _discard(store: Store, ns: argparse.Namespace) -> None:
     row = await _parked(store, ns)
     await store.apply([DeleteTask(row.kind, row.identity, row.id)])
+    await store.announce()  # see _retry
     print(f"discarded {row.kind}/{row.identity} {row.id} ({row.name})")
 
 
@@ -237,6 +239,8 @@ def _table(rows: list[TaskRow]) -> str:
         if len(error) > ERROR_WIDTH:
             error = error[: ERROR_WIDTH - 1] + "…"
         every = "" if r.every is None else f"{r.every:g}s"
+        if r.cron is not None:  # a durable cron task: its expression and zone
+            every = f"cron {r.cron} ({r.timezone})" if r.timezone else f"cron {r.cron}"
         lines.append(
             (
                 f"{r.kind}/{r.identity}",
