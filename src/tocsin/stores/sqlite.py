@@ -190,6 +190,11 @@ class SQLiteStore:
                 process) owns this file; the message names its host and pid.
         """
         if exclusive and self.path != ":memory:":
+            full = os.path.abspath(self.path)
+            if not os.path.isdir(os.path.dirname(full)) or os.path.isdir(full):
+                # Before the side lock file: a path that cannot be a database must leave
+                # nothing behind (no stray `<path>-owner`), and gets open()'s own message.
+                raise open_error(self.path, FileNotFoundError(full))
             lock = FileLock(self.path + OWNER_SUFFIX)
             if self._owner is not None:
                 lock = self._owner  # held by this very store: acquire() says so
