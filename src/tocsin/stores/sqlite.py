@@ -122,6 +122,12 @@ def _store_error(what: str, path: str, exc: BaseException) -> StoreError:
     return StoreError(f"SQLite store {path!r}: {what} failed: {exc}")
 
 
+def _cannot_be_database(path: str) -> bool:
+    """True when ``path`` is a directory or lies in a directory that does not exist."""
+    full = os.path.abspath(path)
+    return not os.path.isdir(os.path.dirname(full)) or os.path.isdir(full)
+
+
 @final
 class SQLiteStore:
     """A :class:`~tocsin.stores.Store` in one SQLite file (or ``":memory:"``).
@@ -190,11 +196,10 @@ class SQLiteStore:
                 process) owns this file; the message names its host and pid.
         """
         if exclusive and self.path != ":memory:":
-            full = os.path.abspath(self.path)
-            if not os.path.isdir(os.path.dirname(full)) or os.path.isdir(full):
+            if _cannot_be_database(self.path):
                 # Before the side lock file: a path that cannot be a database must leave
                 # nothing behind (no stray `<path>-owner`), and gets open()'s own message.
-                raise open_error(self.path, FileNotFoundError(full))
+                raise open_error(self.path, FileNotFoundError(self.path))
             lock = FileLock(self.path + OWNER_SUFFIX)
             if self._owner is not None:
                 lock = self._owner  # held by this very store: acquire() says so
