@@ -30,12 +30,12 @@ class FailsToOpenOnce(MemoryStore):
         self.opened = 0
         self.closed = 0
 
-    async def open(self) -> None:
+    async def open(self, *, exclusive: bool = False) -> None:
         if self.failures:
             self.failures -= 1
             raise StoreError("cannot open: disk on fire")
         self.opened += 1
-        await super().open()
+        await super().open(exclusive=exclusive)
 
     async def close(self) -> None:
         self.closed += 1

@@ -211,12 +211,22 @@ def encode(value: object, *, name: str = "payload") -> bytes:
 
     Raises:
         CodecError: ``value`` contains something outside the codec-safe set, a subclass
-            of an allowed type, a circular reference, or nests deeper than
-            :data:`MAX_DEPTH`. The message names the offending type and its location,
-            e.g. ``payload['a'][2]: cannot encode <class 'function'>; allowed: ...``.
+            of an allowed type, a str with a lone surrogate, a circular reference, or
+            nests deeper than :data:`MAX_DEPTH`. The message names the offending type and
+            its location, e.g. ``payload['a'][2]: cannot encode <class 'function'>;
+            allowed: ...``.
     """
     tree = _to_wire(value, (None, name, None), 0, set())
-    return _ENCODER.encode(tree)
+    try:
+        return _ENCODER.encode(tree)
+    except UnicodeEncodeError as exc:
+        # A lone surrogate ("\ud800") is a Python str but not text: UTF-8, and so
+        # msgpack, SQLite and PostgreSQL, cannot hold it (issue 10, item 9).
+        bad = exc.object[exc.start : exc.end]
+        raise CodecError(
+            f"{name}: cannot encode a str holding the lone surrogate {bad!r}; "
+            "allowed: str that UTF-8 can encode"
+        ) from None
 
 
 def decode(data: bytes) -> object:

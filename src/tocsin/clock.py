@@ -233,10 +233,9 @@ class ManualClock(Clock):
         """Let ``seconds`` pass: fire each due deadline at its own time, in order.
 
         Raises:
-            ValueError: ``seconds`` is negative or not finite.
+            ValueError: ``seconds`` is negative, NaN or infinite.
         """
-        if not seconds >= 0 or seconds == float("inf"):
-            raise ValueError(f"time can't go backwards: `seconds` must be >= 0, got {seconds!r}")
+        _check_advance(seconds)
         target = self._now + seconds
         await self.settle()
         while True:
@@ -253,10 +252,9 @@ class ManualClock(Clock):
         """A stall: time moves by ``seconds`` at once; whatever came due fires late, in order.
 
         Raises:
-            ValueError: ``seconds`` is negative or not finite.
+            ValueError: ``seconds`` is negative, NaN or infinite.
         """
-        if not seconds >= 0 or seconds == float("inf"):
-            raise ValueError(f"time can't go backwards: `seconds` must be >= 0, got {seconds!r}")
+        _check_advance(seconds)
         self._now += seconds
         await self.advance(0)
 
@@ -358,6 +356,18 @@ class ManualClock(Clock):
                 await self._wake.wait()
                 continue
             await self.advance(max(0.0, deadline - self._now))
+
+
+def _check_advance(seconds: float) -> None:
+    """One wording for each way ``advance``/``jump`` can be given a bad amount of time."""
+    if isinstance(seconds, bool) or not isinstance(seconds, int | float):
+        raise TypeError(f"`seconds` must be a number of seconds, got {seconds!r}")
+    if seconds != seconds:
+        raise ValueError("`seconds` must be a number >= 0, got NaN")
+    if seconds < 0:
+        raise ValueError(f"time can't go backwards: `seconds` must be >= 0, got {seconds!r}")
+    if seconds == float("inf"):
+        raise ValueError("`seconds` must be finite, got inf")
 
 
 def _to_epoch(value: float | datetime) -> float:

@@ -157,7 +157,7 @@ class ActorSystem(SchedulingCalls):
             self._remote = remote
         try:
             if self._store_spec is not None:
-                durable = DurableRuntime(runtime, self._store_spec)
+                durable = DurableRuntime(runtime, self._store_spec, timezone=self.timezone)
                 await durable.start()
                 self._durable = durable
         except BaseException:
@@ -380,7 +380,7 @@ class ActorSystem(SchedulingCalls):
             idle = kind.passivate_after
         durable = self._durable
         if durable is None:
-            durable = DurableRuntime(runtime, None)
+            durable = DurableRuntime(runtime, None, timezone=self.timezone)
             await durable.start()
             self._durable = durable
         return await durable.pid_of(kind, identity, idle)

@@ -8,7 +8,7 @@ This package imports nothing of tocsin but ``errors`` and ``clock``.
 """
 
 from ._heap import COMPACT_DEAD_RATIO, COMPACT_MIN_SIZE, Deadline, DeadlineHeap
-from ._seconds import Seconds, to_seconds
+from ._seconds import MIN_SECONDS, Seconds, to_seconds
 from ._service import MAX_FIRES_PER_TURN, DeadlineService
 from ._wallwatch import WALL_CHECK_SECONDS, WALL_JUMP_TOLERANCE, WallWatch
 
@@ -16,6 +16,7 @@ __all__ = [
     "COMPACT_DEAD_RATIO",
     "COMPACT_MIN_SIZE",
     "MAX_FIRES_PER_TURN",
+    "MIN_SECONDS",
     "WALL_CHECK_SECONDS",
     "WALL_JUMP_TOLERANCE",
     "Deadline",

@@ -15,6 +15,7 @@ from __future__ import annotations
 from typing import TYPE_CHECKING, Any, Protocol
 
 from .._deadlines import Seconds
+from ..errors import ScheduleNotFoundError
 from ._schedule_info import ScheduleInfo, SchedulerMetrics
 
 if TYPE_CHECKING:
@@ -178,13 +179,24 @@ class SchedulingCalls:
             owner=self._schedule_owner(),
         )
 
-    async def cancel_schedule(self, reference: str) -> None:
+    async def cancel_schedule(self, reference: str, *, missing_ok: bool = False) -> None:
         """Cancel a schedule; once this returns, none of its ticks reaches ``receive``.
 
+        Args:
+            reference: the schedule's reference.
+            missing_ok: make an unknown reference a no-op (as Akka's ``cancel`` is)
+                instead of an error: for "cancel it if it is still there".
+
         Raises:
-            ScheduleNotFoundError: no schedule holds ``reference``.
+            ScheduleNotFoundError: no schedule holds ``reference`` (and not ``missing_ok``).
+            TypeError: ``reference`` is not a str.
         """
-        self._live_scheduler().cancel(reference)
+        scheduler = self._live_scheduler()
+        try:
+            scheduler.cancel(reference)
+        except ScheduleNotFoundError:
+            if not missing_ok:
+                raise
 
     async def pause_schedule(self, reference: str) -> None:
         """Stop firing until resumed (pausing a paused schedule is a no-op)."""

@@ -21,8 +21,10 @@ import msgspec
 from ..actor._mailbox import Turn
 from ..clock import WALL_TOLERANCE
 from ..stores import DeleteTask, Op, TaskRow, UpsertTask
+from ._cron import next_fire
+from ._failure import describe_failure
 from ._records import TaskParked, record_from_row
-from ._run import INTERRUPTED, run_task
+from ._run import DROPPED, INTERRUPTED, run_task
 
 if TYPE_CHECKING:
     from ..actor._cell import Cell
@@ -82,7 +84,10 @@ async def drain(handle: DurableHandle, cell: Cell) -> None:
         actor = cell.actor  # type: ignore[assignment]
         if row.id in handle.touched:
             continue  # the task rescheduled or cancelled itself: that write stands
-        ops.append(_completion(actor, row, start, error, parked))
+        if error is DROPPED:
+            ops.append(DeleteTask(row.kind, row.identity, row.id))
+            continue
+        ops.append(_completion(actor, row, start, error, parked, durable.timezone))
         if len(ops) >= COMPLETION_BATCH:
             await handle.commit(ops)
             ops = []
@@ -107,21 +112,41 @@ def _completion(
     start: float,
     error: BaseException | None,
     parked: list[tuple[TaskRow, BaseException]],
+    default_zone: str,
 ) -> Op:
     if error is None:
+        if row.cron is not None:
+            nxt = next_fire(row.cron, row.timezone or default_zone, row.due, start)
+            if nxt is None:  # the expression has no further fire time: done
+                return DeleteTask(row.kind, row.identity, row.id)
+            return UpsertTask(_replace(row, due=nxt, attempts=0, last_error=None))
         if row.every is None:
             return DeleteTask(row.kind, row.identity, row.id)
         nxt = start + row.every
         return UpsertTask(_replace(row, due=nxt, attempts=0, last_error=None))
-    _log.warning("durable task %s/%s/%s failed: %r", row.kind, row.identity, row.id, error)
     attempts = row.attempts + 1
     decision = actor.retry_policy.decide(error, attempts, row.max_retries)
+    # With the traceback (issue 10, item 13): a failing task must be visible without
+    # turning on DEBUG. ERROR once it is parked (it needs an operator), else WARNING.
+    _log.log(
+        logging.ERROR if decision is None else logging.WARNING,
+        "durable task %s/%s %s (%s) failed (attempt %d of %d)%s",
+        row.kind,
+        row.identity,
+        row.id,
+        row.name,
+        attempts,
+        row.max_retries + 1,
+        "; parked" if decision is None else f"; retry in {decision.delay:.3g} s",
+        exc_info=(type(error), error, error.__traceback__),
+    )
+    last_error = describe_failure(error)
     now = actor._now()
     if decision is None:
         parked.append((row, error))
         return UpsertTask(
-            _replace(row, due=now, attempts=attempts, state="parked", last_error=repr(error))
+            _replace(row, due=now, attempts=attempts, state="parked", last_error=last_error)
         )
     return UpsertTask(
-        _replace(row, due=now + decision.delay, attempts=attempts, last_error=repr(error))
+        _replace(row, due=now + decision.delay, attempts=attempts, last_error=last_error)
     )

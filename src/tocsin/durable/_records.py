@@ -42,8 +42,11 @@ class TaskRecord:
         max_retries: retries allowed after the first run before it is parked.
         created_at: when it was first scheduled (aware UTC).
         state: ``pending``, ``running`` (its method is running now) or ``parked``.
-        last_error: ``repr`` of the last exception, if any.
+        last_error: the last failure, if any: its type and text on the first line, then
+            its innermost traceback frames (at most 4 KiB in all).
         kind, identity: the durable actor it belongs to.
+        cron: the cron expression of a cron task, else ``None``.
+        timezone: the IANA zone its cron expression is evaluated in, else ``None``.
     """
 
     id: str
@@ -58,6 +61,8 @@ class TaskRecord:
     last_error: str | None = None
     kind: str = ""
     identity: str = ""
+    cron: str | None = None
+    timezone: str | None = None
 
 
 def record_from_row(row: TaskRow, *, running: bool = False) -> TaskRecord:
@@ -75,6 +80,8 @@ def record_from_row(row: TaskRow, *, running: bool = False) -> TaskRecord:
         last_error=row.last_error,
         kind=row.kind,
         identity=row.identity,
+        cron=row.cron,
+        timezone=row.timezone,
     )
 
 

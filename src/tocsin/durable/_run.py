@@ -26,6 +26,7 @@ from __future__ import annotations
 
 import asyncio
 import inspect
+import logging
 import types
 from collections.abc import Generator
 from typing import TYPE_CHECKING, Any, Final, final
@@ -41,12 +42,25 @@ if TYPE_CHECKING:
     from ._actor import DurableActor
     from ._handle import DurableHandle
 
-__all__ = ["INTERRUPTED", "Budget", "run_task"]
+__all__ = ["DROPPED", "INTERRUPTED", "Budget", "run_task"]
+
+_log = logging.getLogger("tocsin.durable")
+
+
+def _default_on_task() -> Any:
+    from ._actor import DurableActor
+
+    return DurableActor.on_task
 
 
 class _Interrupted(Exception):
     """The run was cut short by ``system.stop()``: neither a success nor a failure."""
 
+
+#: What :func:`run_task` returns for a stored task whose method no longer exists (a
+#: deploy renamed it) on a class that does not override ``on_task``: it is deleted, with
+#: a WARNING naming it, instead of being "delivered" to a no-op forever.
+DROPPED: Final = _Interrupted("method vanished")
 
 #: What :func:`run_task` returns for a run cut short by the system stopping. The task is
 #: not completed and no attempt is recorded; it runs again on the next start (at least
@@ -69,6 +83,18 @@ async def run_task(
         payload = decode(row.payload)
         method = getattr(type(actor), row.name, None)
         if method is None or not callable(method):
+            if type(actor).on_task is _default_on_task():
+                _log.warning(
+                    "durable task %s/%s %s names method %r, which %s does not have (renamed "
+                    "or removed?); the task is dropped. Override on_task to handle such "
+                    "tasks instead",
+                    row.kind,
+                    row.identity,
+                    row.id,
+                    row.name,
+                    type(actor).__qualname__,
+                )
+                return DROPPED
             # Built only here: a task method gets the payload, not the context, and a
             # TaskRecord (two datetimes, a frozen dataclass) costs ~2 µs per run.
             ctx.message = running_record(row, payload)

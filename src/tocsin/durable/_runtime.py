@@ -24,7 +24,10 @@ from .._deadlines import Deadline
 from ..actor._cell import Cell
 from ..actor._pid import PID
 from ..actor._runtime import Runtime
+from ..clock import ManualClock
+from ..scheduling._cron import local_zone_name
 from ..stores import Store, resolve_store
+from ._checks import check_text
 from ._drain import COMPLETION_BATCH, DRAIN_LIMIT
 from ._handle import LOOKAHEAD, DurableHandle
 
@@ -33,12 +36,16 @@ if TYPE_CHECKING:
 
 __all__ = [
     "ACTIVATION_CONCURRENCY",
+    "CHANGE_CHECK_SECONDS",
     "COMPLETION_BATCH",
     "DRAIN_LIMIT",
     "LOOKAHEAD",
     "DurableRuntime",
 ]
 
+#: Seconds between two looks for changes made by other processes (stores that cannot
+#: push them: SQLite's ``PRAGMA data_version``, ~20 µs a look).
+CHANGE_CHECK_SECONDS = 1.0
 #: Activations running their first start at once (recovery after downtime).
 ACTIVATION_CONCURRENCY = 64
 #: Identities fetched per poll of the store.
@@ -51,10 +58,23 @@ _log = logging.getLogger("tocsin.durable")
 class DurableRuntime:
     """Durable actors of one :class:`~tocsin.ActorSystem` (internal)."""
 
-    def __init__(self, runtime: Runtime, store: str | Store | None) -> None:
+    def __init__(
+        self,
+        runtime: Runtime,
+        store: str | Store | None,
+        *,
+        timezone: str | None = None,
+        exclusive: bool = True,
+    ) -> None:
         from ..stores import MemoryStore
 
         self.runtime = runtime
+        #: The zone of cron tasks registered without one (the system's zone).
+        self.timezone = timezone if timezone is not None else local_zone_name()
+        #: Take ownership of the store (issue 10, item 6): two systems on one store would
+        #: each run every task. Cluster nodes pass False: a durable identity has a single
+        #: activation in the cluster, which keeps its tasks apart.
+        self.exclusive = exclusive
         resolved = resolve_store(store) if store is not None else None
         self.store: Store = resolved if resolved is not None else MemoryStore()
         self.handles: dict[tuple[str, str], DurableHandle] = {}
@@ -63,6 +83,8 @@ class DurableRuntime:
         self.kinds: dict[str, type[DurableActor]] = {}
         self.activation_slots = asyncio.Semaphore(ACTIVATION_CONCURRENCY)
         self._poll = _Poll(self)
+        self._change_check = _ChangeCheck(self)
+        self._unwatch: Callable[[], None] | None = None
         self._poll_task: asyncio.Task[None] | None = None
         self._unknown_kinds: set[str] = set()
         self._unsubscribe_wall: Callable[[], None] | None = None
@@ -75,9 +97,17 @@ class DurableRuntime:
 
         On failure nothing stays open or subscribed (``ActorSystem.start`` is retried).
         """
-        await self.store.open()
+        await self.store.open(exclusive=self.exclusive)
         runtime = self.runtime
         try:
+            # A task retried or discarded by `tocsin tasks` (another process) reaches the
+            # next poll at once instead of up to LOOKAHEAD / 2 later (issue 15, part 4).
+            self._unwatch = await self.store.watch(self._changed_outside)
+            if not isinstance(runtime.clock, ManualClock):
+                # Stores that cannot push (SQLite) are looked at once a second. Not on a
+                # ManualClock: outside processes live in real time, and a test advancing
+                # a day would fire 86,400 looks.
+                self._change_check.start()
             # Alarms are wall times converted to monotonic deadlines when armed: a wall
             # step (NTP, set_wall) must convert them again, or a task made due by the step
             # would wait for its old monotonic deadline.
@@ -99,7 +129,14 @@ class DurableRuntime:
         if self.pid_for_path in runtime.path_resolvers:
             runtime.path_resolvers.remove(self.pid_for_path)
         runtime.deadlines.remove(self._poll)
+        self._stop_watching()
         await self.store.close()
+
+    def _stop_watching(self) -> None:
+        self.runtime.deadlines.remove(self._change_check)
+        if self._unwatch is not None:
+            self._unwatch()
+            self._unwatch = None
 
     def begin_stop(self) -> None:
         """The synchronous start of the system's stop (called before anything awaits):
@@ -113,6 +150,7 @@ class DurableRuntime:
             self._unsubscribe_wall()
             self._unsubscribe_wall = None
         self.runtime.deadlines.remove(self._poll)
+        self._stop_watching()
         for handle in self.handles.values():
             handle.rearm(None)
             handle.request_stop()
@@ -139,6 +177,8 @@ class DurableRuntime:
     ) -> DurableHandle:
         key = (cls.kind, identity)
         handle = self.handles.get(key)
+        if handle is None:
+            check_text(identity, "identity")  # once per identity: what every store holds
         if handle is None or handle.cls is not cls:
             if handle is not None and handle.cell is not None:
                 raise ValueError(
@@ -179,6 +219,10 @@ class DurableRuntime:
         if handle.starting is not None:
             await asyncio.shield(handle.starting)
         return handle.pid
+
+    def _changed_outside(self) -> None:
+        if self.runtime.running and not self.stopping:
+            self._start_poll()
 
     def _wall_jumped(self, seconds: float) -> None:
         if not self.runtime.running:
@@ -239,3 +283,25 @@ class _Poll(Deadline):
 
     def fire(self, now: float, deadline: float) -> None:
         self.runtime._start_poll()
+
+
+@final
+class _ChangeCheck(Deadline):
+    """Once a second, ask the store whether another process changed it (real clocks)."""
+
+    __slots__ = ("durable",)
+
+    def __init__(self, durable: DurableRuntime) -> None:
+        super().__init__()
+        self.durable = durable
+
+    def start(self) -> None:
+        runtime = self.durable.runtime
+        runtime.deadlines.add(runtime.clock.monotonic() + CHANGE_CHECK_SECONDS, self)
+
+    def fire(self, now: float, deadline: float) -> None:
+        durable = self.durable
+        if durable.stopping:
+            return
+        durable.store.check_changes()
+        durable.runtime.deadlines.add(now + CHANGE_CHECK_SECONDS, self)

@@ -180,6 +180,10 @@ class ScheduleRecord(Deadline, RuntimeItem):
         due = deadline + interval
         if due <= now:
             due = deadline + (math.floor((now - deadline) / interval) + 1) * interval
+            if due <= now:
+                # Float absorption (a monotonic time so large that 1 ms no longer moves
+                # it): re-arming at `now` would fire forever at one instant.
+                due = math.nextafter(now, math.inf)
         scheduler._deadlines.add(due, self)
 
 
@@ -324,6 +328,8 @@ class Scheduler:
     def _get(self, reference: str) -> ScheduleRecord:
         record = self._refs.get(reference)
         if record is None:
+            if not isinstance(reference, str):  # checked on the miss path only: free
+                raise TypeError(f"`reference` must be a str, got {reference!r}")
             raise ScheduleNotFoundError(f"no schedule with reference {reference!r}")
         return record
 
