@@ -86,6 +86,7 @@ class Cell:
         "actor",
         "children",
         "ctx",
+        "depth_high",
         "factory",
         "in_post_stop",
         "last_active",
@@ -135,6 +136,7 @@ class Cell:
         self.owned: set[ScheduleRecord] | None = None
         self.passivation: Passivation | None = None
         self.last_active = 0.0
+        self.depth_high = 0  # ops hook (issue 14): mailbox high-water, see _drain
         self.unanswered: set[asyncio.Future[Any]] | None = None
         self._stopped: asyncio.Future[None] | None = None
         self.actor = self._make_actor()
@@ -195,6 +197,10 @@ class Cell:
                 return
             actor = self.actor
             handled = 0
+            # ops hook (issue 14): mailbox high-water mark, sampled once per batch, where the
+            # mailbox is deepest (it fills while the actor waits for its turn), not per send.
+            if len(mailbox) > self.depth_high:
+                self.depth_high = len(mailbox)
             popleft = mailbox.popleft
             while mailbox and handled < THROUGHPUT:
                 message = popleft()

@@ -26,6 +26,7 @@ from ..clock import WALL_TOLERANCE
 from ..scheduling._heap import Deadline
 from ..stores import DeleteTask, Op, Store, TaskRow, UpsertTask, resolve_store
 from ._handle import LOOKAHEAD, DurableHandle
+from ._ops import RunCounters
 from ._records import TaskParked, record_from_row
 from ._run import INTERRUPTED, run_task
 
@@ -74,6 +75,7 @@ class DurableRuntime:
         #: Set when the system starts stopping: no drain starts a task, no alarm rings,
         #: no identity is activated from then on.
         self.stopping = False
+        self.counters = RunCounters()  # ops hook (issue 14): read by tocsin.metrics
 
     async def start(self) -> None:
         await self.store.open()
@@ -196,10 +198,14 @@ class DurableRuntime:
             if row.id in handle.touched:
                 continue  # replaced or cancelled by an earlier task of this drain
             handle.running_id = row.id
+            started = self.system.clock.monotonic()  # ops hook (issue 14): run duration
             try:
                 error = await run_task(cell, actor, row, handle)
             finally:
                 handle.running_id = None
+            self.counters.ran(  # ops hook (issue 14)
+                self.system.clock.monotonic() - started, error, error is INTERRUPTED
+            )
             if error is INTERRUPTED:
                 break  # the system is stopping: this task stays pending, untouched
             actor = cell.actor  # type: ignore[assignment]

@@ -1,0 +1,47 @@
+# SPDX-License-Identifier: Apache-2.0
+"""Ops hook (issue 14): counters of durable task runs, read at scrape time by tocsin.metrics.
+
+Plain ints and a ring buffer of run durations, written once per task run (two clock reads
+and a few integer adds next to a store round trip; ``bench/metrics.py`` measures it).
+Nothing here is read on the hot path: :mod:`tocsin.metrics` turns the ring into a
+histogram when it is scraped.
+"""
+
+from __future__ import annotations
+
+from typing import Final, final
+
+__all__ = ["DURATION_WINDOW", "RunCounters"]
+
+#: Run durations kept between two scrapes (a ring buffer; a power of two). A scrape that
+#: finds more runs than this since the previous one sees the most recent ones only.
+DURATION_WINDOW: Final = 4096
+_MASK: Final = DURATION_WINDOW - 1
+
+
+@final
+class RunCounters:
+    """How many durable task runs succeeded, failed or were interrupted, and how long they took.
+
+    ``runs`` counts every finished run; ``durations[i & mask]`` holds the duration of run
+    ``i`` (seconds, monotonic clock).
+    """
+
+    __slots__ = ("durations", "failed", "interrupted", "runs")
+
+    def __init__(self) -> None:
+        self.runs = 0
+        self.failed = 0
+        self.interrupted = 0
+        self.durations = [0.0] * DURATION_WINDOW
+
+    def ran(self, seconds: float, error: BaseException | None, interrupted: bool) -> None:
+        """Record one run that took ``seconds`` and ended with ``error`` (None: success)."""
+        runs = self.runs
+        self.durations[runs & _MASK] = seconds
+        self.runs = runs + 1
+        if error is not None:
+            if interrupted:
+                self.interrupted += 1
+            else:
+                self.failed += 1

@@ -1,0 +1,199 @@
+# SPDX-License-Identifier: Apache-2.0
+"""The built-in sources: what a running system already counts, read at scrape time.
+
+A source factory takes the system and returns a zero-argument callable that reads it
+and returns :class:`~tocsin.metrics.Metric` values. Factories that keep state between
+scrapes (histograms built from ring buffers) hold it in their closure. Remoting and the
+cluster add their own factory to :data:`SYSTEM_SOURCES` (one line each).
+"""
+
+from __future__ import annotations
+
+from collections.abc import Callable, Iterable
+from typing import TYPE_CHECKING, Final
+
+from ..actor import ActorRestarted
+from ..actor._ops import (
+    actor_stats,
+    durable_counters,
+    durable_identities,
+    durable_store,
+    lateness_ring,
+    schedule_counts,
+    wrap_store,
+)
+from ..durable import TaskParked
+from ._model import Metric, MetricKind, RingHistogram, Sample
+from ._store import OPERATIONS, TimedStore
+
+if TYPE_CHECKING:
+    from ..actor import ActorSystem
+
+__all__ = [
+    "LATENESS_BOUNDS",
+    "RUN_DURATION_BOUNDS",
+    "STORE_CALL_BOUNDS",
+    "SYSTEM_SOURCES",
+    "Source",
+    "SourceFactory",
+    "actor_source",
+    "durable_source",
+    "scheduler_source",
+    "store_source",
+]
+
+Source = Callable[[], Iterable[Metric]]
+SourceFactory = Callable[["ActorSystem"], Source]
+
+_COUNTER, _GAUGE, _HISTOGRAM = MetricKind.COUNTER, MetricKind.GAUGE, MetricKind.HISTOGRAM
+
+#: Bucket upper bounds (seconds) of ``tocsin_schedule_lateness_seconds``: a healthy loop
+#: delivers within a millisecond; a blocked one shows up in the seconds buckets.
+LATENESS_BOUNDS: Final = (0.0005, 0.001, 0.0025, 0.005, 0.01, 0.025, 0.05, 0.1, 0.25, 0.5,
+                          1.0, 2.5, 5.0, 10.0, 30.0, 60.0)  # fmt: skip
+#: Bucket upper bounds (seconds) of ``tocsin_durable_task_run_duration_seconds``; the top
+#: bucket is the default task budget (900 s).
+RUN_DURATION_BOUNDS: Final = (0.001, 0.005, 0.01, 0.05, 0.1, 0.5, 1.0, 5.0, 10.0, 30.0,
+                              60.0, 300.0, 900.0)  # fmt: skip
+#: Bucket upper bounds (seconds) of ``tocsin_store_call_duration_seconds``.
+STORE_CALL_BOUNDS: Final = (0.0001, 0.00025, 0.0005, 0.001, 0.0025, 0.005, 0.01, 0.025,
+                            0.05, 0.1, 0.25, 0.5, 1.0, 2.5)  # fmt: skip
+
+
+def _one(name: str, kind: MetricKind, help: str, value: float, unit: str = "") -> Metric:
+    return Metric(name, kind, help, unit, (Sample(value),))
+
+
+def scheduler_source(system: ActorSystem) -> Source:
+    """Ticks, live schedules by kind, and the lateness histogram."""
+    lateness = RingHistogram(LATENESS_BOUNDS)
+
+    def read() -> list[Metric]:
+        if not system.running:
+            return []
+        m = system.scheduler_metrics()
+        fired, ring = lateness_ring(system)
+        lateness.update(fired, ring)
+        by_kind = schedule_counts(system)
+        return [
+            _one("schedule.ticks_delivered", _COUNTER,
+                 "Schedule ticks handed to their target's mailbox.", m.ticks_delivered),
+            _one("schedule.ticks_dead_lettered", _COUNTER,
+                 "Schedule ticks whose target could not take them (dead letters).",
+                 m.ticks_dead_lettered),
+            _one("schedule.ticks_discarded", _COUNTER,
+                 "Ticks dropped as stale (schedule cancelled or replaced after the tick "
+                 "was queued).", m.ticks_discarded),
+            Metric("schedules", _GAUGE, "Live schedules by kind and paused state.", "",
+                   tuple(Sample(n, (("kind", kind), ("paused", str(paused).lower())))
+                         for (kind, paused), n in sorted(by_kind.items()))),
+            Metric("schedule.lateness", _HISTOGRAM,
+                   "How long after its deadline each tick was handed to its target.", "s",
+                   (Sample(lateness.value()),)),
+            _one("schedule.lateness_unsampled", _COUNTER,
+                 "Ticks fired between two scrapes beyond the lateness ring buffer, so "
+                 "missing from the lateness histogram (scrape more often if this grows).",
+                 lateness.unsampled),
+        ]  # fmt: skip
+
+    return read
+
+
+def actor_source(system: ActorSystem) -> Source:
+    """Live actors, mailbox depth now and high-water, restarts and dead letters."""
+
+    def read() -> list[Metric]:
+        stats = actor_stats(system) if system.running else []
+        depths = [s.mailbox for s in stats]
+        return [
+            _one("actors", _GAUGE, "Live actors (durable activations included).", len(stats)),
+            _one("mailbox.depth", _GAUGE, "Messages waiting in all mailboxes now.", sum(depths)),
+            _one("mailbox.depth_max", _GAUGE, "Messages waiting in the fullest mailbox now.",
+                 max(depths, default=0)),
+            _one("mailbox.high_water", _GAUGE,
+                 "Deepest any live actor's mailbox has been (sampled at each batch start).",
+                 max((s.mailbox_high for s in stats), default=0)),
+            _one("actor.restarts", _COUNTER, "Actor restarts by a supervisor.",
+                 system.events.count(ActorRestarted)),
+            _one("dead_letters", _COUNTER, "Messages that could not be delivered.",
+                 system.dead_letters),
+        ]  # fmt: skip
+
+    return read
+
+
+def durable_source(system: ActorSystem) -> Source:
+    """Durable task runs by outcome, retries, parks, run duration and identities."""
+    durations = RingHistogram(RUN_DURATION_BOUNDS)
+
+    def read() -> list[Metric]:
+        counters = durable_counters(system)
+        if counters is None:
+            return []
+        durations.update(counters.runs, counters.durations)
+        parks = system.events.count(TaskParked)
+        known, active = durable_identities(system)
+        ok = counters.runs - counters.failed - counters.interrupted
+        return [
+            Metric("durable.task_runs", _COUNTER, "Durable task runs by outcome.", "", (
+                Sample(ok, (("outcome", "ok"),)),
+                Sample(counters.failed, (("outcome", "failed"),)),
+                Sample(counters.interrupted, (("outcome", "interrupted"),)),
+            )),
+            _one("durable.task_retries", _COUNTER,
+                 "Failed task runs scheduled to run again with backoff.",
+                 max(0, counters.failed - parks)),
+            _one("durable.task_parks", _COUNTER,
+                 "Tasks parked after their last retry failed.", parks),
+            Metric("durable.task_run_duration", _HISTOGRAM, "How long each task run took.",
+                   "s", (Sample(durations.value()),)),
+            _one("durable.identities_active", _GAUGE, "Durable identities activated now.",
+                 active),
+            _one("durable.identities_known", _GAUGE,
+                 "Durable identities this process holds a handle for (active or passivated).",
+                 known),
+        ]  # fmt: skip
+
+    return read
+
+
+def store_source(system: ActorSystem) -> Source:
+    """Store call latency and errors by operation (times calls only once attached)."""
+    histograms = {op: RingHistogram(STORE_CALL_BOUNDS) for op in OPERATIONS}
+
+    def read() -> list[Metric]:
+        store = durable_store(system)
+        if store is None:
+            return []
+        if not isinstance(store, TimedStore):
+            # A fresh durable runtime (first durable actor, or a restarted system): time
+            # its calls from now on. The counts start again with the new store.
+            wrap_store(system, lambda inner: TimedStore(inner, system.clock))
+            store = durable_store(system)
+            assert isinstance(store, TimedStore)
+            for h in histograms.values():
+                h.update(0, ())
+        samples, errors = [], []
+        for op, timing in store.timings.items():
+            h = histograms[op]
+            h.update(timing.calls, timing.ring)
+            samples.append(Sample(h.value(), (("op", op),)))
+            errors.append(Sample(timing.errors, (("op", op),)))
+        return [
+            Metric("store.call_duration", _HISTOGRAM, "Durable store call latency by operation.",
+                   "s", tuple(samples)),
+            Metric("store.call_errors", _COUNTER, "Durable store calls that raised, by operation.",
+                   "", tuple(errors)),
+        ]  # fmt: skip
+
+    return read
+
+
+#: Sources every system's :class:`~tocsin.metrics.Metrics` reads. Remoting and the cluster
+#: append their factory here (one line each).
+SYSTEM_SOURCES: list[SourceFactory] = [
+    scheduler_source,
+    actor_source,
+    durable_source,
+    store_source,
+]
