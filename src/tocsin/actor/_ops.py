@@ -60,7 +60,7 @@ def lateness_ring(system: ActorSystem) -> tuple[int, list[float]]:
 
     The ring is the scheduler's own list (not a copy): read it before yielding to the loop.
     """
-    scheduler = system._scheduler
+    scheduler: Any = system._scheduler  # None before the first start
     if scheduler is None:
         return 0, []
     return scheduler._fired, scheduler._lateness
@@ -68,7 +68,7 @@ def lateness_ring(system: ActorSystem) -> tuple[int, list[float]]:
 
 def schedule_counts(system: ActorSystem) -> dict[tuple[str, bool], int]:
     """Live schedules by ``(kind, paused)``; one pass over the records, no snapshots built."""
-    scheduler = system._scheduler
+    scheduler: Any = system._scheduler  # None before the first start
     counts: dict[tuple[str, bool], int] = {}
     if scheduler is None or not system.running:
         return counts

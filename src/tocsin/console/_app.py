@@ -29,7 +29,7 @@ import logging
 from collections.abc import Awaitable, Callable
 from dataclasses import asdict
 from importlib import resources
-from typing import Any, Final
+from typing import Final, TypeVar
 from urllib.parse import urlsplit
 
 from aiohttp import web
@@ -57,6 +57,7 @@ _NOTICES: Final = {
     "retried": "Task {id} of {actor} is pending again and runs now.",
     "discarded": "Task {id} of {actor} was discarded.",
 }
+_R = TypeVar("_R", bound=web.StreamResponse)
 _feed_key: web.AppKey[Feed] = web.AppKey("feed", Feed)
 
 
@@ -91,9 +92,9 @@ def build_app(
             raise web.HTTPMisdirectedRequest(text="unexpected Host header")
         public = request.path == "/login" or request.path.startswith("/static/")
         if token is not None and not public and not _authorized(request, token):
-            if request.method == "GET" and request.path == "/" and "token" in request.query:
-                if hmac.compare_digest(request.query["token"].encode(), token.encode()):
-                    return _login_redirect(session)
+            given = request.query.get("token") if request.path == "/" else None
+            if given is not None and hmac.compare_digest(given.encode(), token.encode()):
+                return _login_redirect(session)
             return _headers(_login_page(request.path != "/"))
         response = await handler(request)
         return _headers(response)
@@ -154,8 +155,10 @@ def build_app(
         except ActionError as exc:
             raise web.HTTPConflict(text=str(exc)) from None
         _log.info("console: %s task %s of %s/%s", action, task_id, kind, identity)
-        location = request.app.router["page"].url_for().with_query(
-            done=action, id=task_id, actor=f"{kind}/{identity}"
+        location = (
+            request.app.router["page"]
+            .url_for()
+            .with_query(done=action, id=task_id, actor=f"{kind}/{identity}")
         )
         raise web.HTTPSeeOther(location=str(location) + "#parked")
 
@@ -244,7 +247,7 @@ def _notice(request: web.Request) -> str | None:
     return template.format(id=request.query.get("id", "?"), actor=request.query.get("actor", "?"))
 
 
-def _headers(response: Any) -> Any:
+def _headers(response: _R) -> _R:
     headers = response.headers
     headers.setdefault("Content-Security-Policy", _CSP)
     headers.setdefault("X-Content-Type-Options", "nosniff")

@@ -13,9 +13,9 @@ from dataclasses import dataclass
 from datetime import UTC, datetime
 from functools import lru_cache
 from typing import TYPE_CHECKING, Any, Final, Protocol, final
+from urllib.parse import urlsplit, urlunsplit
 
 import msgspec
-from urllib.parse import urlsplit, urlunsplit
 
 from ..actor._ops import ActorStat, actor_stats, durable_store, wake_durable
 from ..clock import Clock, SystemClock

@@ -80,12 +80,14 @@ def _summary(s: Snapshot, rate: float | None) -> str:
     if s.store_error is not None:
         items.append(("Store error", f'<strong class="bad">{e(s.store_error)}</strong>'))
     body = "".join(f"<dt>{k}</dt><dd>{v}</dd>" for k, v in items)
-    return f"<dl class=\"summary\">{body}</dl>"
+    return f'<dl class="summary">{body}</dl>'
 
 
 def _schedules(s: Snapshot) -> str:
     if s.schedules is None:
-        return '<p class="empty">Schedules live in a running system; this console reads a store.</p>'
+        return (
+            '<p class="empty">Schedules live in a running system; this console reads a store.</p>'
+        )
     rows = [
         _row(
             (
@@ -169,9 +171,7 @@ def _tasks(s: Snapshot) -> str:
 def _actors(s: Snapshot) -> str:
     if s.actors is None:
         return '<p class="empty">Actors live in a running system; this console reads a store.</p>'
-    rows = [
-        _row((e(a.path), e(a.state), e(a.mailbox), e(a.mailbox_high))) for a in s.actors
-    ]
+    rows = [_row((e(a.path), e(a.state), e(a.mailbox), e(a.mailbox_high))) for a in s.actors]
     headers = ("Path", "State", "Mailbox", "Mailbox high-water")
     return _table("Live actors", headers, rows, "No live actors.")
 

@@ -146,9 +146,10 @@ async def _serve(
 ) -> Console:
     host, port = parse_bind(bind)
     if token is not None and (not isinstance(token, str) or len(token) < MIN_TOKEN_LENGTH):
+        given = f"{len(token)} characters" if isinstance(token, str) else repr(token)
         raise ValueError(
             f"`token` must be a str of at least {MIN_TOKEN_LENGTH} characters "
-            f"(e.g. secrets.token_urlsafe()), got {'a shorter one' if isinstance(token, str) else repr(token)}"
+            f"(e.g. secrets.token_urlsafe()), got {given}"
         )
     loopback = is_loopback(host)
     if not loopback and token is None:
