@@ -219,7 +219,7 @@ def _session_value(token: str) -> str:
 
 
 def _login_redirect(session: str | None) -> web.StreamResponse:
-    response = web.HTTPSeeOther(location="/")
+    response = web.Response(status=303, headers={"Location": "/"})
     assert session is not None
     response.set_cookie(COOKIE, session, httponly=True, samesite="Strict", path="/")
     return _headers(response)

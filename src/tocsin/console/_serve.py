@@ -168,9 +168,9 @@ async def _serve(
         interval=float(interval),
         metrics=metrics,
     )
-    runner = web.AppRunner(app, access_log=None, handle_signals=False)
+    runner = web.AppRunner(app, access_log=None, handle_signals=False, shutdown_timeout=1.0)
     await runner.setup()
-    site = web.TCPSite(runner, host, port, shutdown_timeout=1.0)
+    site = web.TCPSite(runner, host, port)
     try:
         await site.start()
     except BaseException:
