@@ -55,7 +55,8 @@ async def test_page_shows_schedules_with_cron_description_and_parked_tasks() -> 
         assert "standup" in html
         assert "Europe/Paris" in html
         assert "At 09:30, on Monday through Friday" in html
-        assert "t-charge" in html and "t-ship" in html
+        assert "t-charge" in html
+        assert "t-ship" in html
         assert 'aria-label="Retry task t-charge (charge) of ConsoleWorker/order-1"' in html
         assert "/user/sink" in html
 
@@ -117,7 +118,7 @@ async def test_retry_button_makes_a_parked_task_run_again_now() -> None:
 
 
 async def test_discard_button_deletes_a_parked_task() -> None:
-    async with console() as (system, _clock, server):
+    async with console() as (_system, _clock, server):
         _, html, _ = await get(server.url)
         csrf = html.split('name="csrf" value="', 1)[1].split('"', 1)[0]
         form = {"csrf": csrf, "kind": "ConsoleWorker", "identity": "order-1", "id": "t-ship"}
@@ -165,7 +166,8 @@ async def test_metrics_endpoint_serves_prometheus_text() -> None:
 async def test_static_files_and_unknown_routes() -> None:
     async with console() as (_system, _clock, server):
         status, js, headers = await get(server.url + "static/console.js")
-        assert status == 200 and "EventSource" in js
+        assert status == 200
+        assert "EventSource" in js
         assert headers["Content-Type"].startswith("text/javascript")
         status, _, _ = await get(server.url + "static/../_app.py")
         assert status == 404
@@ -184,7 +186,8 @@ async def test_loopback_console_refuses_foreign_host_headers() -> None:
 async def test_token_is_required_everywhere_but_static_and_login() -> None:
     async with console(token=TOKEN) as (_system, _clock, server):
         status, html, _ = await get(server.url)
-        assert status == 401 and "Console token" in html
+        assert status == 401
+        assert "Console token" in html
         status, _, _ = await get(server.url + "metrics")
         assert status == 401
         status, _, _ = await get(server.url + "static/console.css")
@@ -207,17 +210,20 @@ async def test_token_is_required_everywhere_but_static_and_login() -> None:
             async with http.get(server.url + "events") as r:
                 assert r.status == 200
         jar = aiohttp.CookieJar(unsafe=True)
-        async with aiohttp.ClientSession(cookie_jar=jar) as http:
-            async with http.get(server.url + f"?token={TOKEN}") as r:
-                assert r.status == 200 and "standup" in await r.text()
-                assert TOKEN not in str(r.url)  # redirected off the URL holding the token
+        async with (
+            aiohttp.ClientSession(cookie_jar=jar) as http,
+            http.get(server.url + f"?token={TOKEN}") as r,
+        ):
+            assert r.status == 200
+            assert "standup" in await r.text()
+            assert TOKEN not in str(r.url)  # redirected off the URL holding the token
 
 
 async def test_bad_binds_and_tokens_are_refused_at_the_call() -> None:
     async with ActorSystem(clock=ManualClock(wall=T0)) as system:
-        with pytest.raises(ValueError, match="not loopback.*needs a `token`"):
+        with pytest.raises(ValueError, match=r"not loopback.*needs a `token`"):
             await serve(system, "0.0.0.0:0")
-        with pytest.raises(ValueError, match="at least 16 characters.*got 5 characters"):
+        with pytest.raises(ValueError, match=r"at least 16 characters.*got 5 characters"):
             await serve(system, "0.0.0.0:0", token="short")
         with pytest.raises(ValueError, match="`bind` must be 'host:port'"):
             await serve(system, "127.0.0.1")
@@ -238,13 +244,18 @@ async def test_store_only_console_lists_tasks_and_acts_without_a_system() -> Non
     await store.open()
     async with await serve_store(store, "127.0.0.1:0") as server:
         _, html, _ = await get(server.url)
-        assert "t-charge" in html and "store memory://" in html
+        assert "t-charge" in html
+        assert "store memory://" in html
         assert "Schedules live in a running system" in html
         csrf = html.split('name="csrf" value="', 1)[1].split('"', 1)[0]
         form = {"csrf": csrf, "kind": "ConsoleWorker", "identity": "order-1", "id": "t-charge"}
-        async with aiohttp.ClientSession() as http:
-            async with http.post(server.url + "tasks/retry", data=form) as r:
-                assert r.status == 200
+        async with (
+            aiohttp.ClientSession() as http,
+            http.post(server.url + "tasks/retry", data=form) as r,
+        ):
+            assert r.status == 200
         row = await store.get_task("ConsoleWorker", "order-1", "t-charge")
-        assert row is not None and row.state == "pending" and row.attempts == 0
+        assert row is not None
+        assert row.state == "pending"
+        assert row.attempts == 0
     await store.close()
