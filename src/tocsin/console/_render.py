@@ -48,19 +48,26 @@ def _time(moment: datetime | None) -> str:
     return f'<time datetime="{e(moment.isoformat())}">{e(text)}</time>'
 
 
-def _table(caption: str, headers: Iterable[str], rows: list[str], empty: str) -> str:
+def _table(caption: str, headers: tuple[str, ...], rows: list[list[str]], empty: str) -> str:
     if not rows:
         return f'<p class="empty">{e(empty)}</p>'
     head = "".join(f'<th scope="col">{e(h)}</th>' for h in headers)
+    # data-label lets a narrow screen show each row as a card of "label: value" lines.
+    body = "".join(
+        "<tr>"
+        + "".join(f'<td data-label="{e(h)}">{c}</td>' for h, c in zip(headers, cells, strict=True))
+        + "</tr>"
+        for cells in rows
+    )
     return (
         f'<div class="scroll" tabindex="0" role="region" aria-label="{e(caption)}">'
         f"<table><caption>{e(caption)}</caption><thead><tr>{head}</tr></thead>"
-        f"<tbody>{''.join(rows)}</tbody></table></div>"
+        f"<tbody>{body}</tbody></table></div>"
     )
 
 
-def _row(cells: Iterable[str]) -> str:
-    return "<tr>" + "".join(f"<td>{c}</td>" for c in cells) + "</tr>"
+def _row(cells: Iterable[str]) -> list[str]:
+    return list(cells)
 
 
 def _summary(s: Snapshot, rate: float | None) -> str:
@@ -193,7 +200,8 @@ def _members(s: Snapshot) -> str:
                 )
             )
         )
-    return _table("Live members", ("Node", "Address", "Joined", "Last seen"), rows, "No members.")
+    headers = ("Node", "Address", "Joined", "Last seen")
+    return _table("Live members", headers, rows, "No members.")
 
 
 def render_sections(s: Snapshot, csrf: str, dead_letter_rate: float | None) -> dict[str, str]:
