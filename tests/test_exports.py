@@ -12,7 +12,15 @@ import pytest
 import tocsin
 import tocsin.errors
 
-PUBLIC_PACKAGES = ["tocsin", "tocsin.actor", "tocsin.scheduling", "tocsin.errors", "tocsin.clock"]
+PUBLIC_PACKAGES = [
+    "tocsin",
+    "tocsin.actor",
+    "tocsin.scheduling",
+    "tocsin.errors",
+    "tocsin.clock",
+    "tocsin.metrics",
+    "tocsin.console",
+]
 
 
 def isort_key(name: str) -> tuple[int, str]:
@@ -42,7 +50,9 @@ def test_all_is_sorted(package: str) -> None:
     assert len(set(module.__all__)) == len(module.__all__)
 
 
-@pytest.mark.parametrize("package", ["tocsin", "tocsin.actor", "tocsin.scheduling"])
+@pytest.mark.parametrize(
+    "package", ["tocsin", "tocsin.actor", "tocsin.scheduling", "tocsin.metrics", "tocsin.console"]
+)
 def test_all_equals_the_public_names_defined_or_re_exported(package: str) -> None:
     module = importlib.import_module(package)
     assert set(module.__all__) == public_names(module)
