@@ -7,7 +7,8 @@ fresh process, interleaved per repetition (bench/_common.py):
 * ``main``    : the runtime without the ops hooks (``git archive main``): the baseline.
 * ``off``     : this branch, nobody reads the metrics (the hooks count, nothing scrapes).
 * ``on``      : this branch, ``Metrics.of(system)`` attached (store calls timed) and the
-                Prometheus text rendered every 100 ms: 150x a usual 15 s scrape interval.
+                Prometheus text rendered every second (15x Prometheus' default rate);
+                the cost of one render is reported on its own.
 
 Workloads (the hot paths the hooks touch):
 
@@ -24,7 +25,6 @@ Usage: ``python bench/metrics.py [--repeats 5] [--quick] [--ref main]``.
 from __future__ import annotations
 
 import asyncio
-import os
 import shutil
 import subprocess
 import sys
@@ -34,7 +34,7 @@ from pathlib import Path
 from typing import Any
 
 sys.path.insert(0, str(Path(__file__).resolve().parent))
-from _common import Config, Runs, base_parser, fmt, run_main, table  # noqa: E402
+from _common import Config, Runs, fmt, run_main, table
 
 ROOT = Path(__file__).resolve().parent.parent
 WORKLOADS = ("fire", "tell", "durable")
@@ -50,12 +50,24 @@ def child(params: dict[str, Any]) -> dict[str, Any]:
     import tocsin
 
     assert Path(tocsin.__file__).resolve().is_relative_to(Path(params["src"]).resolve())
+    if params["mode"] == "on":  # imports outside the timed region
+        import prometheus_client  # noqa: F401
+
+        import tocsin.metrics
     workload = {"fire": _fire, "tell": _tell, "durable": _durable}[params["workload"]]
     return asyncio.run(workload(params))
 
 
+#: Seconds between two renders of the Prometheus text in mode "on" (Prometheus scrapes
+#: every 15 s by default: this is 15x that).
+SCRAPE_EVERY = 1.0
+SCRAPES: list[float] = []
+
+
 def _attach(system: Any, mode: str) -> Any:
-    """For mode "on": metrics attached and rendered every 100 ms by a background task."""
+    """For mode "on": metrics attached (store calls timed from here) and the Prometheus
+    text rendered every SCRAPE_EVERY s by a background task. The imports happen before
+    the timed region (``child`` imports the modules first)."""
     if mode != "on":
         return None
     from tocsin.metrics import Metrics, prometheus_endpoint
@@ -65,10 +77,25 @@ def _attach(system: Any, mode: str) -> Any:
 
     async def scrape() -> None:
         while True:
-            await asyncio.sleep(0.1)
+            await asyncio.sleep(SCRAPE_EVERY)
+            t0 = time.perf_counter()
             expose()
+            SCRAPES.append(time.perf_counter() - t0)
 
     return asyncio.get_running_loop().create_task(scrape())
+
+
+def _scrape_cost(system: Any) -> float:
+    """Milliseconds one render of the Prometheus text takes on ``system`` (median of 21)."""
+    from tocsin.metrics import Metrics, prometheus_endpoint
+
+    expose = prometheus_endpoint(Metrics.of(system))
+    times = []
+    for _ in range(21):
+        t0 = time.perf_counter()
+        expose()
+        times.append(time.perf_counter() - t0)
+    return sorted(times)[10] * 1e3
 
 
 async def _fire(params: dict[str, Any]) -> dict[str, Any]:
@@ -87,14 +114,16 @@ async def _fire(params: dict[str, Any]) -> dict[str, Any]:
     async with ActorSystem() as system:
         pids = [await system.spawn(Sink) for _ in range(actors)]
         scraper = _attach(system, params["mode"])
-        t0 = time.perf_counter()
+        c0, t0 = time.process_time(), time.perf_counter()
         for i in range(n):
             await system.schedule_once(i, pids[i % actors], 0.001 + 0.05 * i / n)
-        created = time.perf_counter()
         end = await done
+        cpu = time.process_time() - c0
         if scraper is not None:
             scraper.cancel()
-    return {"n": n, "create_us": (created - t0) / n * 1e6, "us_per_tick": (end - t0) / n * 1e6}
+        extra = {"scrape_ms": _scrape_cost(system)} if params["mode"] == "on" else {}
+    return {"n": n, "cpu_us_per_tick": cpu / n * 1e6, "us_per_tick": (end - t0) / n * 1e6,
+            **extra}  # fmt: skip
 
 
 async def _tell(params: dict[str, Any]) -> dict[str, Any]:
@@ -113,13 +142,14 @@ async def _tell(params: dict[str, Any]) -> dict[str, Any]:
     async with ActorSystem() as system:
         pid = await system.spawn(Sink)
         scraper = _attach(system, params["mode"])
-        t0 = time.perf_counter()
+        c0, t0 = time.process_time(), time.perf_counter()
         for i in range(n):
             pid.tell(i)
         end = await done
+        cpu = time.process_time() - c0
         if scraper is not None:
             scraper.cancel()
-    return {"n": n, "us_per_msg": (end - t0) / n * 1e6}
+    return {"n": n, "cpu_us_per_msg": cpu / n * 1e6, "us_per_msg": (end - t0) / n * 1e6}
 
 
 async def _durable(params: dict[str, Any]) -> dict[str, Any]:
@@ -155,16 +185,20 @@ async def _durable(params: dict[str, Any]) -> dict[str, Any]:
         await store.apply([UpsertTask(r) for r in rows])
         await store.close()
         system = ActorSystem(store=f"sqlite:///{path}")
-        t0 = time.perf_counter()
+        c0, t0 = time.process_time(), time.perf_counter()
         await system.start()
         scraper = _attach(system, params["mode"])
         end = await done
+        # CPU of every thread of the process: the SQLite worker thread included.
+        cpu = time.process_time() - c0
         if scraper is not None:
             scraper.cancel()
+        extra = {"scrape_ms": _scrape_cost(system)} if params["mode"] == "on" else {}
         await system.stop()
     finally:
         shutil.rmtree(path.parent, ignore_errors=True)
-    return {"n": n, "us_per_task": (end - t0) / n * 1e6}
+    return {"n": n, "cpu_us_per_task": cpu / n * 1e6, "us_per_task": (end - t0) / n * 1e6,
+            **extra}  # fmt: skip
 
 
 # -- parent -------------------------------------------------------------------------------
@@ -206,36 +240,40 @@ def configs(args: Any) -> list[Config]:
 
 
 def report(args: Any, runs: Runs) -> dict[str, Any]:
-    from _common import median_row
-
-    keys = {"fire": "us_per_tick", "tell": "us_per_msg", "durable": "us_per_task"}
-    rows, medians = [], {}
+    """Per workload and measure: the median of each build, and the median over
+    repetitions of the back-to-back ratio to main (noise falls on both sides alike)."""
+    units = {"fire": "tick", "tell": "msg", "durable": "task"}
+    rows, summary = [], {}
     for workload in WORKLOADS:
-        key = keys[workload]
-        cells = [workload, key]
-        base: list[float] = [r[key] for r in runs.get(f"{workload}/main", []) if r]
-        for mode in MODES:
-            values = [r[key] for r in runs.get(f"{workload}/{mode}", []) if r]
-            med = median_row(runs.get(f"{workload}/{mode}", [])).get(key)
-            medians[f"{workload}/{mode}"] = med
-            cells.append(fmt(med) if med is not None else "-")
-            del values
-        for mode in ("off", "on"):
-            pairs = [
-                (r[key], b[key])
-                for r, b in zip(runs.get(f"{workload}/{mode}", []), runs.get(f"{workload}/main", []),
-                                strict=False)
-                if r and b
-            ]  # fmt: skip
-            if pairs:
-                ratios = sorted(a / b for a, b in pairs)
-                cells.append(f"{(ratios[len(ratios) // 2] - 1) * 100:+.1f}%")
-            else:
-                cells.append("-")
-        del base
-        rows.append(cells)
-    print(table(["workload", "unit (µs)", "main", "off", "on", "off vs main", "on vs main"], rows))
-    return {"medians": medians}
+        for measure in ("cpu_us", "us"):
+            key = f"{measure}_per_{units[workload]}"
+            cells: list[str] = [workload, key]
+            for mode in MODES:
+                values = sorted(r[key] for r in runs.get(f"{workload}/{mode}", []) if r)
+                cells.append(fmt(values[len(values) // 2]) if values else "-")
+            for mode in ("off", "on"):
+                pairs = [
+                    r[key] / b[key]
+                    for r, b in zip(
+                        runs.get(f"{workload}/{mode}", []),
+                        runs.get(f"{workload}/main", []),
+                        strict=False,
+                    )
+                    if r and b
+                ]
+                pairs.sort()
+                ratio = pairs[len(pairs) // 2] if pairs else None
+                summary[f"{workload}/{key}/{mode}_vs_main"] = ratio
+                cells.append(f"{(ratio - 1) * 100:+.1f}%" if ratio is not None else "-")
+            rows.append(cells)
+    headers = ["workload", "measure (µs)", "main", "off", "on", "off vs main", "on vs main"]
+    print(table(headers, rows))
+    for workload in ("fire", "durable"):
+        costs = sorted(r["scrape_ms"] for r in runs.get(f"{workload}/on", []) if r)
+        if costs:
+            summary[f"{workload}/scrape_ms"] = costs[len(costs) // 2]
+            print(f"one Prometheus render after {workload}: {costs[len(costs) // 2]:.2f} ms")
+    return {"ratios": summary}
 
 
 if __name__ == "__main__":

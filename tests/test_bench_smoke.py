@@ -15,7 +15,7 @@ from pathlib import Path
 import pytest
 
 BENCH = Path(__file__).resolve().parent.parent / "bench"
-SCRIPTS = ["actor_runtime.py", "scheduler.py"]
+SCRIPTS = ["actor_runtime.py", "scheduler.py", "metrics.py"]
 
 
 @pytest.mark.parametrize("script", SCRIPTS)
@@ -50,3 +50,19 @@ def test_durable_bench_runs_in_quick_mode_and_prints_json() -> None:
     assert payload["medians"]
     huey = payload["medians"].get("schedule/500/huey", {})
     assert "skipped" in huey or "us_per_op" in huey
+
+
+def test_console_bench_runs_in_quick_mode_and_prints_json() -> None:
+    """``bench/console.py --quick``: exit 0, page latency and fan-out figures as JSON."""
+    proc = subprocess.run(
+        [sys.executable, str(BENCH / "console.py"), "--quick"],
+        capture_output=True,
+        text=True,
+        timeout=180,
+        check=False,
+    )
+    assert proc.returncode == 0, proc.stderr[-3000:]
+    payload = json.loads(proc.stdout.strip().splitlines()[-1])
+    assert payload["quick"] is True
+    assert payload["page_p50_ms"] > 0
+    assert "fanout_10_p50_ms" in payload

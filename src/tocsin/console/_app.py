@@ -21,7 +21,6 @@ Security model (see docs/operations.md):
 
 from __future__ import annotations
 
-import asyncio
 import hashlib
 import hmac
 import json
@@ -129,9 +128,8 @@ def build_app(
             while True:
                 payload = await queue.get()
                 await response.write(f"event: update\ndata: {payload}\n\n".encode())
-        except (ConnectionResetError, asyncio.CancelledError):
-            # The client went away (or the server is stopping): end this stream only.
-            pass
+        except ConnectionResetError:
+            pass  # the client went away: end this stream only
         finally:
             feed.unsubscribe(queue)
         return response

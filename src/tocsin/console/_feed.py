@@ -15,6 +15,7 @@ from __future__ import annotations
 
 import asyncio
 import json
+import logging
 from typing import Final, final
 
 from ..clock import Clock, SystemClock
@@ -22,6 +23,8 @@ from ._data import ConsoleSource, Snapshot
 from ._render import render_sections
 
 __all__ = ["DEFAULT_INTERVAL", "Feed"]
+
+_log = logging.getLogger("tocsin.console")
 
 #: Seconds between two refreshes of open pages.
 DEFAULT_INTERVAL: Final = 1.0
@@ -84,12 +87,18 @@ class Feed:
 
     async def _run(self) -> None:
         while self._subscribers:
-            payload = json.dumps(await self.sections())
-            self.refreshes += 1
-            for queue in list(self._subscribers):
-                if queue.full():  # the client has not taken the previous one: replace it
-                    queue.get_nowait()
-                queue.put_nowait(payload)
+            try:
+                payload = json.dumps(await self.sections())
+            except Exception:
+                # A failed read (a store that went away) must not end live updates for
+                # good: log it, and try again at the next refresh.
+                _log.exception("console refresh failed")
+            else:
+                self.refreshes += 1
+                for queue in list(self._subscribers):
+                    if queue.full():  # the client has not taken the last one: replace it
+                        queue.get_nowait()
+                    queue.put_nowait(payload)
             await self._pause()
 
     async def _pause(self) -> None:
