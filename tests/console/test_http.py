@@ -259,3 +259,16 @@ async def test_store_only_console_lists_tasks_and_acts_without_a_system() -> Non
         assert row.state == "pending"
         assert row.attempts == 0
     await store.close()
+
+
+async def test_serve_console_adds_prometheus_metrics_in_one_call() -> None:
+    from tocsin.metrics import serve_console
+
+    async with ActorSystem(clock=ManualClock(wall=T0)) as system:
+        await populate(system)
+        async with await serve_console(system, "127.0.0.1:0") as server:
+            status, text, _ = await get(server.url + "metrics")
+            assert status == 200
+            assert "tocsin_schedules" in text
+            _, html, _ = await get(server.url)
+            assert 'href="metrics"' in html

@@ -65,3 +65,19 @@ def test_names_follow_each_ecosystem() -> None:
     assert Metric("durable.task_runs", MetricKind.COUNTER, "x").prometheus_name == (
         "tocsin_durable_task_runs"
     )
+
+
+def test_metrics_import_without_aiohttp_and_the_console_says_what_to_install() -> None:
+    import subprocess
+    import sys
+
+    code = (
+        "import sys; sys.modules['aiohttp'] = None\n"
+        "import tocsin.metrics\n"
+        "try:\n"
+        "    import tocsin.console\n"
+        "except ImportError as exc:\n"
+        "    print(exc)\n"
+    )
+    out = subprocess.run([sys.executable, "-c", code], capture_output=True, text=True, check=True)
+    assert "pip install 'tocsin[console]'" in out.stdout

@@ -8,12 +8,14 @@ exporter asks: the hot paths keep plain integers and ring buffers and pay nothin
 * Prometheus (``pip install tocsin[metrics]``): :class:`PrometheusCollector` for your own
   registry, or :func:`prometheus_endpoint` for the console's ``/metrics``.
 * OpenTelemetry (``pip install tocsin[otel]``): :func:`instrument_otel`.
+* The web console with ``/metrics``: :func:`serve_console`.
 
 See ``docs/operations.md`` for every metric and what it means.
 """
 
 from __future__ import annotations
 
+from ._console import serve_console
 from ._model import HistogramValue, Metric, MetricKind, RingHistogram, Sample
 from ._otel import instrument_otel
 from ._prometheus import PrometheusCollector, prometheus_endpoint
@@ -35,6 +37,7 @@ __all__ = [
     "TimedStore",
     "instrument_otel",
     "prometheus_endpoint",
+    "serve_console",
 ]
 
 for _name in __all__:
