@@ -69,6 +69,7 @@ async def _fanout(server: Any, clients: int, refreshes: int) -> dict[str, float]
     feed = feed_of(server.app)
     received: list[list[float]] = [[] for _ in range(clients)]
     starts: list[float] = []
+    sizes: list[int] = []
     original = feed.sections
 
     async def timed_sections() -> dict[str, str]:
@@ -79,11 +80,16 @@ async def _fanout(server: Any, clients: int, refreshes: int) -> dict[str, float]
 
     async def client(i: int, http: aiohttp.ClientSession) -> None:
         async with http.get(server.url + "events") as r:
-            async for line in r.content:
-                if line.startswith(b"data: "):
-                    received[i].append(time.perf_counter())
-                    if len(received[i]) >= refreshes:
-                        return
+            buffer = b""
+            async for chunk in r.content.iter_any():  # events can be long: no readline cap
+                buffer += chunk
+                while b"\n\n" in buffer:
+                    event, buffer = buffer.split(b"\n\n", 1)
+                    if b"\ndata: " in event:
+                        received[i].append(time.perf_counter())
+                        sizes.append(len(event))
+                        if len(received[i]) >= refreshes:
+                            return
 
     connector = aiohttp.TCPConnector(limit=0)
     async with aiohttp.ClientSession(connector=connector) as http:
@@ -98,6 +104,7 @@ async def _fanout(server: Any, clients: int, refreshes: int) -> dict[str, float]
     return {
         f"fanout_{clients}_p50_ms": statistics.median(lags) * 1e3,
         f"fanout_{clients}_max_ms": max(lags) * 1e3,
+        f"fanout_{clients}_update_kb": statistics.median(sizes) / 1024,
     }
 
 

@@ -42,22 +42,30 @@ class FlakySource:
 async def test_a_failed_read_is_retried_at_the_next_refresh() -> None:
     source = FlakySource(failures=2)
     feed = Feed(source, "csrf", 0.05)
-    queue = feed.subscribe()
-    update = json.loads(await asyncio.wait_for(queue.get(), LIMIT))
+    sub = feed.subscribe()
+    update = json.loads(await asyncio.wait_for(sub.next(), LIMIT))
     assert "summary" in update
     assert source.reads == 3
     await feed.close()
 
 
-async def test_subscribers_share_one_read_and_a_slow_one_keeps_only_the_latest() -> None:
+async def test_subscribers_share_one_read_get_only_changed_sections_and_never_lag() -> None:
     source = FlakySource(failures=0)
     feed = Feed(source, "csrf", 0.05)
     fast, slow = feed.subscribe(), feed.subscribe()
-    for _ in range(3):
-        await asyncio.wait_for(fast.get(), LIMIT)
-    assert slow.qsize() == 1  # never more than one waiting update
+    first = json.loads(await asyncio.wait_for(fast.next(), LIMIT))
+    assert set(first) == {"summary", "schedules", "parked", "tasks", "actors", "members"}
+    # The summary changes each refresh (dead letters = reads here); the rest does not.
+    second = json.loads(await asyncio.wait_for(fast.next(), LIMIT))
+    assert set(second) == {"summary"}
+    await asyncio.wait_for(fast.next(), LIMIT)
+    # The slow one never took anything: one merged update holds every section, newest.
+    merged = json.loads(await asyncio.wait_for(slow.next(), LIMIT))
+    assert set(merged) == set(first)
     assert feed.refreshes == source.reads  # one read per refresh, whatever the subscribers
-    feed.unsubscribe(fast)
-    feed.unsubscribe(slow)
+    late = feed.subscribe()  # joins later: gets the whole page at once
+    assert set(json.loads(await asyncio.wait_for(late.next(), LIMIT))) == set(first)
+    for sub in (fast, slow, late):
+        feed.unsubscribe(sub)
     assert feed.subscribers == 0
     await feed.close()

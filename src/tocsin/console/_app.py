@@ -122,16 +122,16 @@ def build_app(
         )
         _headers(response)
         await response.prepare(request)
-        queue = feed.subscribe()
+        sub = feed.subscribe()
         try:
             await response.write(b"retry: 2000\n\n")
             while True:
-                payload = await queue.get()
+                payload = await sub.next()
                 await response.write(f"event: update\ndata: {payload}\n\n".encode())
         except ConnectionResetError:
             pass  # the client went away: end this stream only
         finally:
-            feed.unsubscribe(queue)
+            feed.unsubscribe(sub)
         return response
 
     async def act(request: web.Request, action: str) -> web.StreamResponse:

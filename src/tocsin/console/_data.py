@@ -38,7 +38,8 @@ __all__ = [
     "redact_url",
 ]
 
-#: Most durable tasks a snapshot lists (the page says how many more there are).
+#: Most rows of each list a snapshot holds (durable tasks, schedules, actors); the page
+#: says how many more there are. A page is for people: 500 rows is already a lot.
 MAX_TASKS: Final = 500
 
 Members = Callable[[], Awaitable[Sequence[Any]]]
@@ -87,15 +88,17 @@ class Snapshot:
 
     taken_at: datetime
     mode: str  # "system NAME" or "store URL"
-    schedules: tuple[ScheduleView, ...] | None
+    schedules: tuple[ScheduleView, ...] | None  # the soonest to fire first
     lateness: tuple[float, float, float] | None  # p50, p99, max (seconds)
     tasks: tuple[TaskView, ...]
     tasks_total: int
     parked: tuple[TaskView, ...]
-    actors: tuple[ActorStat, ...] | None
+    actors: tuple[ActorStat, ...] | None  # the fullest mailbox first
     members: tuple[Any, ...] | None
     dead_letters: int | None
     store_error: str | None = None
+    schedules_total: int = 0
+    actors_total: int = 0
 
 
 class ConsoleSource(Protocol):
@@ -125,6 +128,14 @@ def _describe(expression: str) -> str:
         return CronExpression.parse(expression).describe()
     except TocsinError as exc:  # a schedule holds only valid expressions; never fail a page
         return f"(cannot describe: {exc})"
+
+
+_NEVER = datetime.max.replace(tzinfo=UTC)
+
+
+def _fire_order(info: Any) -> tuple[datetime, str]:
+    """Soonest next fire first; paused ones (no next fire) last, by reference."""
+    return (info.next_fire_at or _NEVER, info.reference)
 
 
 def _utc(epoch: float) -> datetime:
@@ -206,7 +217,11 @@ class SystemSource:
         system = self.system
         schedules: tuple[ScheduleView, ...] | None = None
         lateness = None
+        infos: list[Any] = []
+        actors: list[ActorStat] = []
         if system.running:
+            infos = system.list_schedules()
+            infos.sort(key=_fire_order)
             schedules = tuple(
                 ScheduleView(
                     s.reference,
@@ -219,10 +234,12 @@ class SystemSource:
                     s.paused,
                     s.ticks,
                 )
-                for s in sorted(system.list_schedules(), key=lambda s: s.reference)
+                for s in infos[:MAX_TASKS]
             )
             m = system.scheduler_metrics()
             lateness = (m.lateness_p50, m.lateness_p99, m.lateness_max)
+            actors = actor_stats(system)
+            actors.sort(key=lambda a: (-a.mailbox, a.path))
         tasks, total, parked, error = await _read_tasks(durable_store(system))
         members = tuple(await self._members()) if self._members is not None else None
         return Snapshot(
@@ -233,10 +250,12 @@ class SystemSource:
             tasks=tasks,
             tasks_total=total,
             parked=parked,
-            actors=tuple(actor_stats(system)) if system.running else (),
+            actors=tuple(actors[:MAX_TASKS]),
             members=members,
             dead_letters=system.dead_letters,
             store_error=error,
+            schedules_total=len(infos),
+            actors_total=len(actors),
         )
 
     async def retry(self, kind: str, identity: str, task_id: str) -> TaskRow:

@@ -1,11 +1,12 @@
 # SPDX-License-Identifier: Apache-2.0
 """One refresh loop shared by every open page: read a snapshot, render its sections once,
-push them to every subscriber over server-sent events.
+push the sections that changed to every subscriber over server-sent events.
 
-Fan-out costs one read and one render per refresh however many pages are open; a slow
-client never holds the others up (each subscriber keeps only the latest update: an
-update it has not sent yet is replaced, not queued). The loop runs only while someone
-is subscribed.
+Fan-out costs one read and one render per refresh however many pages are open. Only
+changed sections are sent (a new subscriber first gets them all). A slow client never
+holds the others up, and never falls behind by more than one version of each section:
+what it has not sent yet is merged, section by section, with the newer update.
+The loop runs only while someone is subscribed.
 
 Refreshes are paced by a :class:`~tocsin.SystemClock` of the console's own, also for a
 system driven by a ``ManualClock``: the page is for people, who live in real time.
@@ -39,7 +40,8 @@ class Feed:
         self.csrf = csrf
         self.interval = interval
         self.pacer: Clock = SystemClock()
-        self._subscribers: set[asyncio.Queue[str]] = set()
+        self._subscribers: set[Subscriber] = set()
+        self._latest: dict[str, str] | None = None
         self._task: asyncio.Task[None] | None = None
         self._last_dead: tuple[float, int] | None = None
         self.rate: float | None = None
@@ -63,16 +65,18 @@ class Feed:
         else:
             self._last_dead = (now, snapshot.dead_letters)
 
-    def subscribe(self) -> asyncio.Queue[str]:
-        """A queue that receives each update (JSON: section id -> inner HTML)."""
-        queue: asyncio.Queue[str] = asyncio.Queue(maxsize=1)
-        self._subscribers.add(queue)
+    def subscribe(self) -> Subscriber:
+        """A subscriber whose :meth:`Subscriber.next` returns each update."""
+        sub = Subscriber()
+        if self._latest is not None:
+            sub.offer(self._latest)  # the whole page as last rendered, at once
+        self._subscribers.add(sub)
         if self._task is None or self._task.done():
             self._task = asyncio.get_running_loop().create_task(self._run())
-        return queue
+        return sub
 
-    def unsubscribe(self, queue: asyncio.Queue[str]) -> None:
-        self._subscribers.discard(queue)
+    def unsubscribe(self, sub: Subscriber) -> None:
+        self._subscribers.discard(sub)
 
     @property
     def subscribers(self) -> int:
@@ -88,17 +92,18 @@ class Feed:
     async def _run(self) -> None:
         while self._subscribers:
             try:
-                payload = json.dumps(await self.sections())
+                sections = await self.sections()
             except Exception:
                 # A failed read (a store that went away) must not end live updates for
                 # good: log it, and try again at the next refresh.
                 _log.exception("console refresh failed")
             else:
                 self.refreshes += 1
-                for queue in list(self._subscribers):
-                    if queue.full():  # the client has not taken the last one: replace it
-                        queue.get_nowait()
-                    queue.put_nowait(payload)
+                previous = self._latest or {}
+                changed = {k: v for k, v in sections.items() if previous.get(k) != v}
+                self._latest = sections
+                for sub in list(self._subscribers):
+                    sub.offer(sections if not sub.started else changed)
             await self._pause()
 
     async def _pause(self) -> None:
@@ -114,3 +119,28 @@ class Feed:
             await done
         finally:
             handle.cancel()
+
+
+@final
+class Subscriber:
+    """One open page's pending update: section id -> inner HTML, merged until sent."""
+
+    __slots__ = ("_ready", "pending", "started")
+
+    def __init__(self) -> None:
+        self.pending: dict[str, str] = {}
+        self.started = False  # has it been offered a whole page yet?
+        self._ready = asyncio.Event()
+
+    def offer(self, sections: dict[str, str]) -> None:
+        self.started = True
+        if sections:
+            self.pending.update(sections)
+            self._ready.set()
+
+    async def next(self) -> str:
+        """The next update as JSON (waits for one); what is pending is taken."""
+        await self._ready.wait()
+        self._ready.clear()
+        update, self.pending = self.pending, {}
+        return json.dumps(update)

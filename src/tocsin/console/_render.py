@@ -44,8 +44,9 @@ def e(value: Any) -> str:
 def _time(moment: datetime | None) -> str:
     if moment is None:
         return "—"
-    text = moment.isoformat(timespec="seconds").replace("+00:00", "Z")
-    return f'<time datetime="{e(moment.isoformat())}">{e(text)}</time>'
+    # Whole seconds: a sub-second jitter between reads must not make a section "changed".
+    exact = moment.isoformat(timespec="seconds")
+    return f'<time datetime="{e(exact)}">{e(exact.replace("+00:00", "Z"))}</time>'
 
 
 def _table(caption: str, headers: tuple[str, ...], rows: list[list[str]], empty: str) -> str:
@@ -113,7 +114,8 @@ def _schedules(s: Snapshot) -> str:
     ]
     headers = ("Reference", "Target", "Kind", "Every / cron", "Zone", "Next fire (UTC)",
                "State", "Ticks")  # fmt: skip
-    return _table("Live schedules", headers, rows, "No live schedules.")
+    table = _table("Live schedules, soonest first", headers, rows, "No live schedules.")
+    return table + _more(s.schedules_total, len(s.schedules))
 
 
 def _actions(t: TaskView, csrf: str) -> str:
@@ -170,9 +172,11 @@ def _tasks(s: Snapshot) -> str:
     ]
     headers = ("Kind", "Identity", "Task id", "Method", "State", "Due (UTC)", "Every", "Attempts")
     table = _table("Durable tasks by kind and identity", headers, rows, "No durable tasks.")
-    if s.tasks_total > len(s.tasks):
-        table += f'<p class="note">{s.tasks_total - len(s.tasks)} more not shown.</p>'
-    return table
+    return table + _more(s.tasks_total, len(s.tasks))
+
+
+def _more(total: int, shown: int) -> str:
+    return f'<p class="note">{total - shown} more not shown.</p>' if total > shown else ""
 
 
 def _actors(s: Snapshot) -> str:
@@ -180,7 +184,8 @@ def _actors(s: Snapshot) -> str:
         return '<p class="empty">Actors live in a running system; this console reads a store.</p>'
     rows = [_row((e(a.path), e(a.state), e(a.mailbox), e(a.mailbox_high))) for a in s.actors]
     headers = ("Path", "State", "Mailbox", "Mailbox high-water")
-    return _table("Live actors", headers, rows, "No live actors.")
+    table = _table("Live actors, fullest mailbox first", headers, rows, "No live actors.")
+    return table + _more(s.actors_total, len(s.actors))
 
 
 def _members(s: Snapshot) -> str:
