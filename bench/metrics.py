@@ -47,6 +47,8 @@ MODES = ("main", "off", "on")
 def child(params: dict[str, Any]) -> dict[str, Any]:
     # Import the build under test: main's tree for "main", this checkout otherwise.
     sys.path.insert(0, params["src"])
+    if params["workload"] == "hooks":
+        return _hooks()
     import tocsin
 
     assert Path(tocsin.__file__).resolve().is_relative_to(Path(params["src"]).resolve())
@@ -83,6 +85,56 @@ def _attach(system: Any, mode: str) -> Any:
             SCRAPES.append(time.perf_counter() - t0)
 
     return asyncio.get_running_loop().create_task(scrape())
+
+
+def _best_ns(stmt: str, setup: str, number: int) -> float:
+    import timeit
+
+    return min(timeit.repeat(stmt, setup, number=number, repeat=7)) / number * 1e9
+
+
+def _hooks() -> dict[str, Any]:
+    """The exact statements each hook adds, timed in isolation (best of 7): a figure that
+    machine noise barely moves, to set beside the noisy end-to-end ratios."""
+    drain = _best_ns(
+        "if len(mb) > c.depth_high:\n    c.depth_high = len(mb)",
+        "from collections import deque\n"
+        "class C:\n    __slots__ = ('depth_high',)\n"
+        "c = C(); c.depth_high = 600; mb = deque(range(512))",
+        2_000_000,
+    )
+    durable = _best_ns(
+        "started = clock.monotonic()\ncounters.ran(clock.monotonic() - started, None, False)",
+        "from tocsin.clock import SystemClock\nfrom tocsin.durable._ops import RunCounters\n"
+        "clock = SystemClock(); counters = RunCounters()",
+        500_000,
+    )
+    base = _best_ns("pass", "", 2_000_000)
+    timed = asyncio.run(_timed_store_ns())
+    return {"drain_hook_ns": drain - base, "durable_hook_ns": durable - base, **timed}
+
+
+async def _timed_store_ns() -> dict[str, float]:
+    from tocsin.clock import SystemClock
+    from tocsin.metrics import TimedStore
+    from tocsin.stores import MemoryStore
+
+    inner = MemoryStore()
+    await inner.open()
+    timed = TimedStore(inner, SystemClock())
+    out = {}
+    for name, store in (("plain", inner), ("timed", timed)):
+        best = float("inf")
+        for _ in range(7):
+            t0 = time.perf_counter()
+            for _ in range(20_000):
+                await store.next_due("k", "i")
+            best = min(best, (time.perf_counter() - t0) / 20_000 * 1e9)
+        out[name] = best
+    return {
+        "store_call_plain_ns": out["plain"],
+        "timed_store_extra_ns": out["timed"] - out["plain"],
+    }
 
 
 def _scrape_cost(system: Any) -> float:
@@ -227,7 +279,7 @@ def configs(args: Any) -> list[Config]:
         "fire": 100_000, "tell": 1_000_000, "durable": 20_000}  # fmt: skip
     here = str(ROOT / "src")
     baseline = None if args.child else _export(args.ref)
-    out = []
+    out = [Config("hooks", {"workload": "hooks", "mode": "off", "src": here}, once=True)]
     for workload in WORKLOADS:
         for mode in MODES:
             src = baseline if mode == "main" else here
@@ -268,6 +320,28 @@ def report(args: Any, runs: Runs) -> dict[str, Any]:
             rows.append(cells)
     headers = ["workload", "measure (µs)", "main", "off", "on", "off vs main", "on vs main"]
     print(table(headers, rows))
+    hooks = next((r for r in runs.get("hooks", []) if r), None)
+    if hooks is not None:
+        summary.update(hooks)
+        # (hook, measure, ops sharing one hook run): the drain hook runs once per batch,
+        # counted as once per tick for "fire" (worst case: one tick per batch) and once per
+        # 256 messages for "tell" (its mailbox is full: every batch is THROUGHPUT long).
+        per_op = {
+            "fire": ("drain_hook_ns", "cpu_us_per_tick", 1),
+            "tell": ("drain_hook_ns", "cpu_us_per_msg", 256),
+            "durable": ("durable_hook_ns", "cpu_us_per_task", 1),
+        }
+        for workload, (hook, key, per) in per_op.items():
+            values = sorted(r[key] for r in runs.get(f"{workload}/main", []) if r)
+            if values:
+                share = hooks[hook] / per / (values[len(values) // 2] * 1e3) * 100
+                summary[f"{workload}/hook_share_pct"] = share
+                print(f"{workload}: hook {hooks[hook] / per:.1f} ns per op = {share:.2f}% of "
+                      "main's CPU per op")  # fmt: skip
+        print(
+            f"TimedStore: +{hooks['timed_store_extra_ns']:.0f} ns per store call "
+            f"(a MemoryStore call takes {hooks['store_call_plain_ns']:.0f} ns)"
+        )
     for workload in ("fire", "durable"):
         costs = sorted(r["scrape_ms"] for r in runs.get(f"{workload}/on", []) if r)
         if costs:
