@@ -69,7 +69,7 @@ async def test_collector_registers_in_a_users_registry_before_the_system_starts(
     registry = CollectorRegistry()
     registry.register(PrometheusCollector(Metrics.of(system)))  # must not read the system
     before = _families(generate_latest(registry).decode())
-    assert "tocsin_schedule_ticks_delivered" not in before
+    assert before["tocsin_schedule_ticks_delivered"].samples == []
     await system.start()
     try:
         after = _families(generate_latest(registry).decode())
@@ -112,3 +112,26 @@ async def test_otel_observable_instruments_report_counters_gauges_and_histograms
         provider.shutdown()
     finally:
         await system.stop()
+
+
+async def test_otel_instruments_made_before_start_cover_every_metric() -> None:
+    from tocsin.stores import MemoryStore
+
+    clock = ManualClock(wall=T0)
+    system = ActorSystem(clock=clock, store=MemoryStore())
+    reader = InMemoryMetricReader()
+    provider = MeterProvider(metric_readers=[reader])
+    instruments = instrument_otel(Metrics.of(system), provider)
+    names = {i.name for i in instruments}
+    assert {"tocsin.durable.task_runs", "tocsin.store.call_duration",
+            "tocsin.schedule.lateness", "tocsin.actor.restarts"} <= names  # fmt: skip
+    await system.start()
+    try:
+        data = reader.get_metrics_data()
+        seen = {m.name for rm in data.resource_metrics for sm in rm.scope_metrics
+                for m in sm.metrics}  # fmt: skip
+        assert "tocsin.durable.task_runs" in seen
+        assert "tocsin.schedule.ticks_delivered" in seen
+    finally:
+        await system.stop()
+        provider.shutdown()

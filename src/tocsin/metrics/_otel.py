@@ -75,9 +75,8 @@ def instrument_otel(
     """Create OpenTelemetry instruments for every metric ``metrics`` reports now.
 
     Args:
-        metrics: e.g. ``Metrics.of(system)`` (call after ``system.start()`` so every
-            source reports its metrics; a source that reports nothing yet, such as the
-            store before the first durable actor, gets its instruments on the next call).
+        metrics: e.g. ``Metrics.of(system)``, before or after ``system.start()``: every
+            source reports all its metric names even before it has values.
         meter_provider: an SDK ``MeterProvider``; default: the global one.
         meter_name: the instrumentation scope name.
 

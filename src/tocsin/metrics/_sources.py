@@ -23,6 +23,8 @@ from ..actor._ops import (
     wrap_store,
 )
 from ..durable import TaskParked
+from ..durable._ops import RunCounters
+from ..scheduling import SchedulerMetrics
 from ._model import Metric, MetricKind, RingHistogram, Sample
 from ._store import OPERATIONS, TimedStore
 
@@ -64,16 +66,30 @@ def _one(name: str, kind: MetricKind, help: str, value: float, unit: str = "") -
     return Metric(name, kind, help, unit, (Sample(value),))
 
 
+def _empty(metrics: list[Metric]) -> list[Metric]:
+    """The same families without samples: a source reports every family it has even when
+    there is nothing to read yet (system not started, no durable store), so exporters
+    that create instruments up front (OpenTelemetry) know every name from the start."""
+    return [Metric(m.name, m.kind, m.help, m.unit) for m in metrics]
+
+
+_ZERO_SCHEDULER: Final = SchedulerMetrics(0, 0, 0, 0, 0.0, 0.0, 0.0)
+
+
 def scheduler_source(system: ActorSystem) -> Source:
     """Ticks, live schedules by kind, and the lateness histogram."""
     lateness = RingHistogram(LATENESS_BOUNDS)
 
     def read() -> list[Metric]:
         if not system.running:
-            return []
-        m = system.scheduler_metrics()
-        fired, ring = lateness_ring(system)
-        lateness.update(fired, ring)
+            return _empty(families(None))
+        return families(system.scheduler_metrics())
+
+    def families(read: SchedulerMetrics | None) -> list[Metric]:
+        m = read if read is not None else _ZERO_SCHEDULER
+        if read is not None:
+            fired, ring = lateness_ring(system)
+            lateness.update(fired, ring)
         by_kind = schedule_counts(system)
         return [
             _one("schedule.ticks_delivered", _COUNTER,
@@ -129,8 +145,11 @@ def durable_source(system: ActorSystem) -> Source:
     def read() -> list[Metric]:
         counters = durable_counters(system)
         if counters is None:
-            return []
+            return _empty(families(RunCounters()))
         durations.update(counters.runs, counters.durations)
+        return families(counters)
+
+    def families(counters: RunCounters) -> list[Metric]:
         parks = system.events.count(TaskParked)
         known, active = durable_identities(system)
         ok = counters.runs - counters.failed - counters.interrupted
@@ -164,7 +183,7 @@ def store_source(system: ActorSystem) -> Source:
     def read() -> list[Metric]:
         store = durable_store(system)
         if store is None:
-            return []
+            return _empty(families({}))
         if not isinstance(store, TimedStore):
             # A fresh durable runtime (first durable actor, or a restarted system): time
             # its calls from now on. The counts start again with the new store.
@@ -173,12 +192,13 @@ def store_source(system: ActorSystem) -> Source:
             assert isinstance(store, TimedStore)
             for h in histograms.values():
                 h.update(0, ())
-        samples, errors = [], []
         for op, timing in store.timings.items():
-            h = histograms[op]
-            h.update(timing.calls, timing.ring)
-            samples.append(Sample(h.value(), (("op", op),)))
-            errors.append(Sample(timing.errors, (("op", op),)))
+            histograms[op].update(timing.calls, timing.ring)
+        return families({op: t.errors for op, t in store.timings.items()})
+
+    def families(errors_by_op: dict[str, int]) -> list[Metric]:
+        samples = [Sample(h.value(), (("op", op),)) for op, h in histograms.items()]
+        errors = [Sample(errors_by_op.get(op, 0), (("op", op),)) for op in histograms]
         return [
             Metric("store.call_duration", _HISTOGRAM, "Durable store call latency by operation.",
                    "s", tuple(samples)),
