@@ -97,6 +97,7 @@ async def test_console_ticks_live_and_retries_a_parked_task_in_a_real_browser(
         StaleElementReferenceException,
     )
     from selenium.webdriver.common.by import By
+    from selenium.webdriver.common.keys import Keys
     from selenium.webdriver.support.ui import WebDriverWait
 
     store = MemoryStore()
@@ -153,6 +154,22 @@ async def test_console_ticks_live_and_retries_a_parked_task_in_a_real_browser(
                 with pytest.raises(NoAlertPresentException):
                     browser.switch_to.alert.accept()
                 browser.save_screenshot(str(tmp_path / "console.png"))
+                # Keyboard: the first Tab reaches the skip link; a focused button keeps its
+                # focus while live updates arrive.
+                browser.find_element(By.TAG_NAME, "body").send_keys(Keys.TAB)
+                assert (
+                    browser.execute_script("return document.activeElement.textContent;")
+                    == "Skip to content"
+                )
+                browser.execute_script(
+                    "document.querySelector(\"button[aria-label^='Discard task t-ship']\").focus();"
+                )
+                before = next_fire(browser)
+                wait.until(lambda d: next_fire(d) > before)  # at least one update arrived
+                focused = browser.execute_script(
+                    "return document.activeElement.getAttribute('aria-label');"
+                )
+                assert focused.startswith("Discard task t-ship")
                 # Retry: the task succeeds this time and leaves the parked list.
                 assert "t-charge" in parked_text(browser)
                 FAILING.discard("charge")

@@ -272,3 +272,50 @@ async def test_serve_console_adds_prometheus_metrics_in_one_call() -> None:
             assert "tocsin_schedules" in text
             _, html, _ = await get(server.url)
             assert 'href="metrics"' in html
+
+
+async def test_members_are_listed_and_escaped_when_given() -> None:
+    from dataclasses import dataclass
+    from datetime import UTC, datetime
+
+    @dataclass(frozen=True)
+    class Member:
+        name: str
+        address: str
+        joined: datetime
+        last_seen: datetime
+
+    async def members() -> list[Member]:
+        at = datetime.fromtimestamp(T0, tz=UTC)
+        return [Member(f"n1{HOSTILE}", "tocsin://n1@10.0.0.5:7100", at, at)]
+
+    async with console(members=members) as (_system, _clock, server):
+        _, html, _ = await get(server.url)
+        section = html.split('id="members"', 1)[1].split("</section>", 1)[0]
+        assert "tocsin://n1@10.0.0.5:7100" in section
+        assert "n1&lt;script&gt;" in section
+        assert "2023-11-14T22:13:20Z" in section
+
+
+async def test_dead_letters_per_second_are_shown_from_successive_refreshes() -> None:
+    async with console() as (system, _clock, server):
+        sink = await system.actor_of(f"sink{HOSTILE_NAME}")
+        await system.stop_actor(sink)
+        rate = None
+        async with aiohttp.ClientSession() as http, http.get(server.url + "events") as r:
+            buffer = b""
+            async for chunk in r.content.iter_any():
+                buffer += chunk
+                events, _, buffer = buffer.rpartition(b"\n\n")
+                for event in events.split(b"\n\n"):
+                    if event.startswith(b"event: update"):
+                        summary = json.loads(event.split(b"data: ", 1)[1]).get("summary", "")
+                        if "— per second" not in summary and "per second" in summary:
+                            rate = summary.split("total, ", 1)[1].split(" per second", 1)[0]
+                if rate is not None:
+                    break
+                for _ in range(3):
+                    sink.tell("lost")  # dead letters keep arriving between refreshes
+        assert rate is not None
+        assert float(rate) >= 0
+        assert system.dead_letters >= 3
