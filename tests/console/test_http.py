@@ -319,3 +319,15 @@ async def test_dead_letters_per_second_are_shown_from_successive_refreshes() -> 
         assert rate is not None
         assert float(rate) >= 0
         assert system.dead_letters >= 3
+
+
+async def test_closing_the_server_ends_open_event_streams() -> None:
+    clock = ManualClock(wall=T0)
+    async with ActorSystem(clock=clock) as system:
+        server = await serve(system, "127.0.0.1:0", interval=0.05)
+        async with aiohttp.ClientSession() as http, http.get(server.url + "events") as r:
+            await r.content.readuntil(b"event: update")
+            closing = asyncio.create_task(server.close())
+            rest = await asyncio.wait_for(r.content.read(), 30)  # EOF: the stream ended
+            assert isinstance(rest, bytes)
+            await asyncio.wait_for(closing, 30)

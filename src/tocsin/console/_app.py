@@ -125,8 +125,7 @@ def build_app(
         sub = feed.subscribe()
         try:
             await response.write(b"retry: 2000\n\n")
-            while True:
-                payload = await sub.next()
+            while (payload := await sub.next()) is not None:
                 await response.write(f"event: update\ndata: {payload}\n\n".encode())
         except ConnectionResetError:
             pass  # the client went away: end this stream only

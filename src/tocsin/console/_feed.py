@@ -83,6 +83,9 @@ class Feed:
         return len(self._subscribers)
 
     async def close(self) -> None:
+        """End every open stream (their :meth:`Subscriber.next` returns None) and the loop."""
+        for sub in self._subscribers:
+            sub.close()
         self._subscribers.clear()
         task, self._task = self._task, None
         if task is not None:
@@ -125,12 +128,17 @@ class Feed:
 class Subscriber:
     """One open page's pending update: section id -> inner HTML, merged until sent."""
 
-    __slots__ = ("_ready", "pending", "started")
+    __slots__ = ("_ready", "closed", "pending", "started")
 
     def __init__(self) -> None:
         self.pending: dict[str, str] = {}
         self.started = False  # has it been offered a whole page yet?
+        self.closed = False
         self._ready = asyncio.Event()
+
+    def close(self) -> None:
+        self.closed = True
+        self._ready.set()
 
     def offer(self, sections: dict[str, str]) -> None:
         self.started = True
@@ -138,9 +146,11 @@ class Subscriber:
             self.pending.update(sections)
             self._ready.set()
 
-    async def next(self) -> str:
-        """The next update as JSON (waits for one); what is pending is taken."""
+    async def next(self) -> str | None:
+        """The next update as JSON (waits for one), or None once the server is closing."""
         await self._ready.wait()
+        if self.closed:
+            return None
         self._ready.clear()
         update, self.pending = self.pending, {}
         return json.dumps(update)
