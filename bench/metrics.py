@@ -104,7 +104,7 @@ def _hooks() -> dict[str, Any]:
         2_000_000,
     )
     durable = _best_ns(
-        "started = clock.monotonic()\ncounters.ran(clock.monotonic() - started, None, False)",
+        "started = clock.monotonic()\ncounters.ran(clock.monotonic() - started, None)",
         "from tocsin.clock import SystemClock\nfrom tocsin.durable._ops import RunCounters\n"
         "clock = SystemClock(); counters = RunCounters()",
         500_000,

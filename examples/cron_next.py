@@ -1,5 +1,5 @@
 # SPDX-License-Identifier: Apache-2.0
-"""Print the next five fire times of a few Quartz cron expressions.
+"""Print the next five fire times of a few cron expressions (Quartz and Unix).
 
 Pure: the start is a fixed datetime, no clock is read. Run: ``python examples/cron_next.py``.
 """
@@ -18,6 +18,7 @@ EXPRESSIONS = [
     ("0 30 2 * * ?", "Europe/Paris"),  # 02:30 daily: skipped on 30 March (DST gap)
     ("0 0/15 9-17 ? * MON-FRI", "America/New_York"),  # office hours, every 15 minutes
     ("@weekly", "UTC"),
+    ("30 4 1,15 * FRI", "UTC"),  # Unix cron (5 fields): the 1st, the 15th and every Friday
 ]
 
 

@@ -50,7 +50,7 @@ codec_hashables = st.recursive(
     max_leaves=8,
 )
 codec_scalars = codec_hashable_scalars | st.floats() | codec_patterns
-#: Any codec-safe value, nested: what `tocsin.durable._codec.encode` must round-trip.
+#: Any codec-safe value, nested: what `tocsin._codec.encode` must round-trip.
 codec_values = st.recursive(
     codec_scalars,
     lambda inner: (
@@ -147,6 +147,58 @@ def day_cron_expressions(draw: st.DrawFn) -> str:
     """Noon on days chosen by any day rule, in any months: brute force day by day."""
     dom, dow = draw(cron_day_pairs)
     return f"0 0 12 {dom} {draw(cron_fields(1, 12))} {dow}"
+
+
+# --- cron: Unix (five-field) expressions ---------------------------------------------------
+
+_UNIX_DAY_NAMES = ["SUN", "MON", "TUE", "WED", "THU", "FRI", "SAT"]
+_UNIX_MONTH_NAMES = ["JAN", "FEB", "MAR", "APR", "MAY", "JUN"]
+
+
+def unix_elements(low: int, high: int, names: list[str] | None = None) -> st.SearchStrategy[str]:
+    """One Unix list element: ``a``, ``a-b`` (a <= b), ``a/s``, ``a-b/s``, ``*/s``, names."""
+    value = st.integers(low, high)
+    pair = st.tuples(value, value).map(sorted)
+    step = st.integers(1, high - low + 2)
+    plain = st.one_of(
+        value.map(str),
+        pair.map(lambda ab: f"{ab[0]}-{ab[1]}"),
+        st.tuples(value, step).map(lambda vs: f"{vs[0]}/{vs[1]}"),
+        st.tuples(pair, step).map(lambda ps: f"{ps[0][0]}-{ps[0][1]}/{ps[1]}"),
+        step.map(lambda s: f"*/{s}"),
+    )
+    if names is None:
+        return plain
+    named = st.tuples(st.integers(0, len(names) - 1), st.integers(0, len(names) - 1)).map(sorted)
+    return plain | named.map(lambda ab: f"{names[ab[0]]}-{names[ab[1]].lower()}")
+
+
+def unix_fields(low: int, high: int, names: list[str] | None = None) -> st.SearchStrategy[str]:
+    """A whole Unix field: ``*`` or a comma list of elements."""
+    listed = st.lists(unix_elements(low, high, names), min_size=1, max_size=3).map(",".join)
+    return st.just("*") | listed
+
+
+@st.composite
+def unix_expressions(draw: st.DrawFn) -> str:
+    """A valid five-field Unix cron expression."""
+    return " ".join(
+        [
+            draw(unix_fields(0, 59)),
+            draw(unix_fields(0, 23)),
+            draw(unix_fields(1, 31)),
+            draw(unix_fields(1, 12, _UNIX_MONTH_NAMES)),
+            draw(unix_fields(0, 7, _UNIX_DAY_NAMES)),
+        ]
+    )
+
+
+@st.composite
+def unix_day_expressions(draw: st.DrawFn) -> str:
+    """Noon on days chosen by both Unix day fields: brute force day by day."""
+    dom = draw(unix_fields(1, 31))
+    dow = draw(unix_fields(0, 7, _UNIX_DAY_NAMES))
+    return f"0 12 {dom} {draw(unix_fields(1, 12, _UNIX_MONTH_NAMES))} {dow}"
 
 
 _MUTATION_ALPHABET = "0123456789*?-,/#LW LMONJANSUNX\t\u00a0\u0663\uff15\u00bd@ "

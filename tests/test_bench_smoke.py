@@ -15,7 +15,7 @@ from pathlib import Path
 import pytest
 
 BENCH = Path(__file__).resolve().parent.parent / "bench"
-SCRIPTS = ["actor_runtime.py", "scheduler.py", "metrics.py"]
+SCRIPTS = ["actor_runtime.py", "scheduler.py"]
 
 
 @pytest.mark.parametrize("script", SCRIPTS)
@@ -50,6 +50,22 @@ def test_durable_bench_runs_in_quick_mode_and_prints_json() -> None:
     assert payload["medians"]
     huey = payload["medians"].get("schedule/500/huey", {})
     assert "skipped" in huey or "us_per_op" in huey
+
+
+def test_cron_bench_runs_in_quick_mode_and_prints_json() -> None:
+    """``bench/cron.py --quick``: exit 0, JSON last line, tocsin figures for every case."""
+    proc = subprocess.run(
+        [sys.executable, str(BENCH / "cron.py"), "--quick"],
+        capture_output=True,
+        text=True,
+        timeout=120,
+        check=False,
+    )
+    assert proc.returncode == 0, proc.stderr[-3000:]
+    payload = json.loads(proc.stdout.strip().splitlines()[-1])
+    assert payload["quick"] is True
+    assert {row["group"] for row in payload["results"]} == {"unix", "quartz"}
+    assert all(row["tocsin_parse_us"] is not None for row in payload["results"])
 
 
 def test_console_bench_runs_in_quick_mode_and_prints_json() -> None:

@@ -35,14 +35,35 @@ class Silent(Actor):
         pass
 
 
-@pytest.mark.parametrize("bad", [-1, -1e-9, float("nan"), float("inf")])
-async def test_advance_with_negative_or_non_finite_seconds_raises_value_error(bad: float) -> None:
+@pytest.mark.parametrize(
+    ("bad", "message"),
+    [
+        (-1, "time can't go backwards"),
+        (-1e-9, "time can't go backwards"),
+        (float("nan"), "got NaN"),
+        (float("inf"), "must be finite, got inf"),
+    ],
+)
+async def test_advance_with_negative_or_non_finite_seconds_raises_value_error(
+    bad: float, message: str
+) -> None:
     clock = ManualClock(wall=0)
-    with pytest.raises(ValueError, match="time can't go backwards"):
+    with pytest.raises(ValueError, match=message):
         await clock.advance(bad)
-    with pytest.raises(ValueError, match="time can't go backwards"):
+    with pytest.raises(ValueError, match=message):
         await clock.jump(bad)
     assert clock.monotonic() == 0
+
+
+async def test_advance_nan_names_nan_not_going_backwards() -> None:
+    # Issue 10 item 12: NaN is not a negative number; the message must not say so.
+    clock = ManualClock(wall=0)
+    with pytest.raises(ValueError) as info:
+        await clock.advance(float("nan"))
+    assert "NaN" in str(info.value)
+    assert "backwards" not in str(info.value)
+    with pytest.raises(TypeError, match="must be a number of seconds"):
+        await clock.advance("1")  # type: ignore[arg-type]
 
 
 async def test_monotonic_starts_at_zero_and_wall_at_the_given_time() -> None:

@@ -16,7 +16,6 @@ from .actor import (
     ActorStarted,
     ActorStopped,
     ActorSuspended,
-    ActorSystem,
     DeadLetter,
     DeadLetterReason,
     Directive,
@@ -25,6 +24,7 @@ from .actor import (
     ReceiveContext,
     Subscription,
     Supervisor,
+    parse_pid,
 )
 from .clock import Clock, ManualClock, SystemClock
 from .cron import CronExpression
@@ -40,6 +40,7 @@ from .durable import (
 from .errors import (
     ActorNameTakenError,
     ActorNotFoundError,
+    ActorStartError,
     ActorSuspendedError,
     ActorSystemNotStartedError,
     AskTimeoutError,
@@ -56,8 +57,18 @@ from .errors import (
     StoreError,
     TaskNotFoundError,
     TocsinError,
+    WrongEventLoopError,
 )
+
+# ActorSystem(console=...): the facade sits below tocsin.metrics / tocsin.console and never
+# imports them; the top of the package registers the service instead (issue 14).
+from .metrics._console import CONSOLE_SERVICE as _CONSOLE_SERVICE
 from .scheduling import ScheduleInfo, ScheduleKind, SchedulerMetrics
+from .system import SERVICES as _SERVICES
+from .system import ActorSystem
+
+_SERVICES.setdefault("console", _CONSOLE_SERVICE)
+del _SERVICES, _CONSOLE_SERVICE
 
 __version__ = "0.1.0.dev0"
 
@@ -69,6 +80,7 @@ __all__ = [
     "ActorPassivated",
     "ActorReinstated",
     "ActorRestarted",
+    "ActorStartError",
     "ActorStarted",
     "ActorStopped",
     "ActorSuspended",
@@ -111,6 +123,8 @@ __all__ = [
     "TaskRecord",
     "TaskTimeoutError",
     "TocsinError",
+    "WrongEventLoopError",
+    "parse_pid",
 ]
 
 # Public objects report the path users import them from (``tocsin.PID``, not

@@ -66,7 +66,7 @@ class Clock(ABC):
 
     #: Whether this clock calls the :meth:`on_wall_jump` listeners itself. When it does
     #: not (a real clock cannot see an NTP step), each actor system polls the offset
-    #: between wall and monotonic time and reports jumps (``scheduling/_wallwatch.py``).
+    #: between wall and monotonic time and reports jumps (``_deadlines/_wallwatch.py``).
     reports_wall_jumps = False
 
     def __init__(self) -> None:
@@ -233,10 +233,9 @@ class ManualClock(Clock):
         """Let ``seconds`` pass: fire each due deadline at its own time, in order.
 
         Raises:
-            ValueError: ``seconds`` is negative or not finite.
+            ValueError: ``seconds`` is negative, NaN or infinite.
         """
-        if not seconds >= 0 or seconds == float("inf"):
-            raise ValueError(f"time can't go backwards: `seconds` must be >= 0, got {seconds!r}")
+        _check_advance(seconds)
         target = self._now + seconds
         await self.settle()
         while True:
@@ -253,10 +252,9 @@ class ManualClock(Clock):
         """A stall: time moves by ``seconds`` at once; whatever came due fires late, in order.
 
         Raises:
-            ValueError: ``seconds`` is negative or not finite.
+            ValueError: ``seconds`` is negative, NaN or infinite.
         """
-        if not seconds >= 0 or seconds == float("inf"):
-            raise ValueError(f"time can't go backwards: `seconds` must be >= 0, got {seconds!r}")
+        _check_advance(seconds)
         self._now += seconds
         await self.advance(0)
 
@@ -342,7 +340,9 @@ class ManualClock(Clock):
         try:
             loop = asyncio.get_running_loop()
         except RuntimeError:
-            return  # started by the first call_at/_attach made inside a running loop
+            # Not inside a running loop (autojump set at construction): the next _attach,
+            # made by a system starting on its loop, starts it. call_at never does.
+            return
         self._wake = asyncio.Event()
         self._autojump_task = loop.create_task(self._autojump_loop())
 
@@ -356,6 +356,18 @@ class ManualClock(Clock):
                 await self._wake.wait()
                 continue
             await self.advance(max(0.0, deadline - self._now))
+
+
+def _check_advance(seconds: float) -> None:
+    """One wording for each way ``advance``/``jump`` can be given a bad amount of time."""
+    if isinstance(seconds, bool) or not isinstance(seconds, int | float):
+        raise TypeError(f"`seconds` must be a number of seconds, got {seconds!r}")
+    if seconds != seconds:
+        raise ValueError("`seconds` must be a number >= 0, got NaN")
+    if seconds < 0:
+        raise ValueError(f"time can't go backwards: `seconds` must be >= 0, got {seconds!r}")
+    if seconds == float("inf"):
+        raise ValueError("`seconds` must be finite, got inf")
 
 
 def _to_epoch(value: float | datetime) -> float:

@@ -22,7 +22,9 @@ reasonably catch the builtin)::
     ├── StoreError
     │   └── InvalidStoreURLError          (ValueError)
     ├── TaskNotFoundError                 (LookupError)
-    └── TaskTimeoutError                  (TimeoutError)
+    ├── TaskTimeoutError                  (TimeoutError)
+    ├── WrongEventLoopError               (RuntimeError)
+    └── ActorStartError
 
 Messages say what was given and what is allowed, and name the parameter.
 """
@@ -32,6 +34,7 @@ from __future__ import annotations
 __all__ = [
     "ActorNameTakenError",
     "ActorNotFoundError",
+    "ActorStartError",
     "ActorSuspendedError",
     "ActorSystemNotStartedError",
     "AskTimeoutError",
@@ -49,6 +52,7 @@ __all__ = [
     "TaskNotFoundError",
     "TaskTimeoutError",
     "TocsinError",
+    "WrongEventLoopError",
 ]
 
 
@@ -192,4 +196,22 @@ class TaskTimeoutError(TocsinError, TimeoutError):
 
     It counts as a failed run: the task is retried with backoff, then parked. It is the
     ``error`` of the resulting ``TaskParked`` event and the ``last_error`` of the task.
+    """
+
+
+class WrongEventLoopError(TocsinError, RuntimeError):
+    """A call was made on another event loop than the one the system started on.
+
+    An :class:`~tocsin.ActorSystem` belongs to the loop ``start()`` ran on (its timer,
+    tasks and futures live there). The message names both loops. From another thread,
+    use ``pid.tell_threadsafe(...)`` or ``loop.call_soon_threadsafe``.
+    """
+
+
+class ActorStartError(TocsinError):
+    """``spawn`` could not start the actor: its first ``pre_start`` failed and the
+    supervisor did not bring it up (the restarts failed too, or it stopped it).
+
+    The last ``pre_start`` exception is the ``__cause__``. The name stays free: once this
+    is raised, the failed actor is fully stopped.
     """

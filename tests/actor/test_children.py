@@ -51,7 +51,7 @@ async def test_child_paths_nest_under_the_parent() -> None:
         mid = await parent.ask(("spawn-spawner", "mid"))
         leaf = await mid.ask(("spawn", "leaf"))
         assert leaf.path == "/user/parent/mid/leaf"
-        assert str(leaf) == "test/user/parent/mid/leaf"
+        assert str(leaf) == "tocsin://test/user/parent/mid/leaf"
         assert await system.actor_of("/user/parent/mid/leaf") == leaf
         assert await parent.ask("parent") is None
 

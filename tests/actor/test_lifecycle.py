@@ -15,6 +15,7 @@ from tocsin import (
     ActorNameTakenError,
     ActorNotFoundError,
     ActorStarted,
+    ActorStartError,
     ActorStopped,
     ActorSystem,
     ActorSystemNotStartedError,
@@ -122,7 +123,7 @@ async def test_spawn_returns_a_pid_with_a_user_path() -> None:
         pid = await system.spawn(Echo, "echo")
         assert pid.path == "/user/echo"
         assert pid.name == "echo"
-        assert str(pid) == "test/user/echo"
+        assert str(pid) == "tocsin://test/user/echo"
         assert await system.actor_of("echo") == pid
         assert await system.actor_of("/user/echo") == pid
 
@@ -371,7 +372,7 @@ async def test_exception_in_post_stop_is_logged_and_the_stop_completes(
         assert system.events.count(ActorStopped) == 1
         with pytest.raises(DeadActorError):
             await pid.ask("x")
-    assert "post_stop of test/user/bad failed" in caplog.text
+    assert "post_stop of tocsin://test/user/bad failed" in caplog.text
 
 
 async def test_exception_in_pre_start_with_stop_directive_stops_the_actor() -> None:
@@ -383,12 +384,15 @@ async def test_exception_in_pre_start_with_stop_directive_stops_the_actor() -> N
             pass
 
     async with system_on() as system:
-        pid = await system.spawn(Bad, "bad", supervisor=Directive.STOP)
-        await system.clock.advance(0)  # type: ignore[attr-defined]
+        # Issue 10 item 4: a spawn whose actor never came up raises instead of returning
+        # a dead PID; the actor is fully stopped by then.
+        with pytest.raises(ActorStartError) as info:
+            await system.spawn(Bad, "bad", supervisor=Directive.STOP)
+        assert isinstance(info.value.__cause__, RuntimeError)
         assert system.events.count(ActorStopped) == 1
         assert system.events.count(ActorStarted) == 0
-        with pytest.raises(DeadActorError):
-            await pid.ask("x")
+        with pytest.raises(ActorNotFoundError):
+            await system.actor_of("bad")
 
 
 async def test_system_stop_stops_every_actor_and_children() -> None:

@@ -104,7 +104,7 @@ async def test_a_stopped_actor_leaves_no_passivation_deadline_behind() -> None:
     async with system:
         pid = await system.spawn(Echo, passivate_after=10)
         await system.stop_actor(pid)
-        assert len(system._deadlines) == 0
+        assert len(system._runtime.deadlines) == 0
         await clock.advance(20)
         assert system.events.count(ActorPassivated) == 0
 

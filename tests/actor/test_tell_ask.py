@@ -91,7 +91,7 @@ async def test_ask_timeout_deadline_leaves_the_heap_once_answered() -> None:
         pid = await system.spawn(Echo)
         for i in range(5):
             assert await pid.ask(i, timeout=10) == i
-        assert len(system._deadlines) == 0
+        assert len(system._runtime.deadlines) == 0
 
 
 async def test_ask_with_timeout_none_waits_until_answered() -> None:

@@ -4,6 +4,7 @@
 from __future__ import annotations
 
 import argparse
+import json
 
 import pytest
 
@@ -83,3 +84,96 @@ def test_explain_of_an_invalid_expression_exits_2(capsys: pytest.CaptureFixture[
     err = capsys.readouterr().err
     assert "year" in err
     assert err.splitlines()[-1] == "  " + " " * 14 + "^"
+
+
+# --- five-field Unix cron, --json, and one-line errors ---------------------------------------
+
+
+def test_next_reads_five_fields_as_unix_cron(capsys: pytest.CaptureFixture[str]) -> None:
+    assert _run("cron", "next", "0 9 * * 1-5", "--tz", "UTC", "--after", "2025-01-03T12:00") == 0
+    out = capsys.readouterr().out
+    assert "(Unix cron)" in out
+    assert "2025-01-06 09:00:00+00:00" in out  # Friday afternoon -> Monday 09:00
+
+
+def test_explain_lists_the_five_unix_fields(capsys: pytest.CaptureFixture[str]) -> None:
+    assert _run("cron", "explain", "30 4 1,15 * FRI") == 0
+    out = capsys.readouterr().out
+    assert "seconds" not in out
+    assert "year" not in out
+    assert "(Unix cron)" in out
+    assert "and on every Friday" in out
+
+
+def test_next_json_is_one_document_with_the_documented_fields(
+    capsys: pytest.CaptureFixture[str],
+) -> None:
+    code = _run(
+        "cron", "next", "0 0 12 ? * 6L", "--tz", "Europe/Paris", "--count", "2",
+        "--after", "2025-01-01T00:00", "--json",
+    )  # fmt: skip
+    assert code == 0
+    document = json.loads(capsys.readouterr().out)
+    assert document == {
+        "expression": "0 0 12 ? * 6L",
+        "dialect": "quartz",
+        "description": "At 12:00, on the last Friday of the month (Quartz cron)",
+        "timezone": "Europe/Paris",
+        "after": "2025-01-01T00:00:00+01:00",
+        "fire_times": [
+            {"local": "2025-01-31T12:00:00+01:00", "utc": "2025-01-31T11:00:00Z",
+             "epoch": 1738321200},
+            {"local": "2025-02-28T12:00:00+01:00", "utc": "2025-02-28T11:00:00Z",
+             "epoch": 1740740400},
+        ],
+        "exhausted": False,
+    }  # fmt: skip
+
+
+def test_next_json_says_when_the_fire_times_end(capsys: pytest.CaptureFixture[str]) -> None:
+    assert _run("cron", "next", "0 0 31 2 *", "--tz", "UTC", "--json") == 0
+    document = json.loads(capsys.readouterr().out)
+    assert document["fire_times"] == []
+    assert document["exhausted"] is True
+    assert document["dialect"] == "unix"
+
+
+def test_explain_json_lists_each_field(capsys: pytest.CaptureFixture[str]) -> None:
+    assert _run("cron", "explain", "*/15 9-17 * * MON-FRI", "--json") == 0
+    document = json.loads(capsys.readouterr().out)
+    assert document["dialect"] == "unix"
+    assert document["expands_to"] is None
+    assert [f["name"] for f in document["fields"]] == [
+        "minutes", "hours", "day-of-month", "month", "day-of-week"
+    ]  # fmt: skip
+    assert document["fields"][1] == {
+        "name": "hours",
+        "text": "9-17",
+        "meaning": "at hours 9 through 17",
+    }
+    assert document["fields"][2]["meaning"] == "(not used)"
+    assert _run("cron", "explain", "@weekly", "--json") == 0
+    macro = json.loads(capsys.readouterr().out)
+    assert (macro["dialect"], macro["expands_to"]) == ("macro", "0 0 0 ? * SUN")
+
+
+@pytest.mark.parametrize("zone", ["Mars/Olympus", "", "../../etc/passwd"])
+def test_a_bad_tz_is_one_line_on_stderr_and_exit_2(
+    capsys: pytest.CaptureFixture[str], zone: str
+) -> None:
+    assert _run("cron", "next", "@daily", "--tz", zone) == 2
+    captured = capsys.readouterr()
+    assert captured.out == ""
+    assert captured.err.count("\n") == 1
+    assert (
+        f"--tz must be an IANA time zone such as Europe/Paris or UTC, got {zone!r}" in captured.err
+    )
+
+
+def test_an_invalid_expression_with_json_prints_nothing_on_stdout(
+    capsys: pytest.CaptureFixture[str],
+) -> None:
+    assert _run("cron", "next", "0 12 ? * MON", "--json") == 2
+    captured = capsys.readouterr()
+    assert captured.out == ""
+    assert "6 fields starting with a seconds field" in captured.err

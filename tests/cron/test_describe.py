@@ -35,7 +35,40 @@ from tocsin.cron import CronExpression
     ],
 )
 def test_description_reads_as_plain_english(text: str, description: str) -> None:
+    reading = "@weekly" if text == "@weekly" else "Quartz cron"
+    assert CronExpression.parse(text).describe() == f"{description} ({reading})"
+
+
+@pytest.mark.parametrize(
+    ("text", "description"),
+    [
+        ("0 9 * * 1-5", "At 09:00, on Monday through Friday (Unix cron)"),
+        ("*/15 * * * *", "Every 15 minutes (Unix cron)"),
+        ("0 0 * * 7", "At 00:00, on Sunday (Unix cron)"),
+        ("0 0 * * 0", "At 00:00, on Sunday (Unix cron)"),
+        ("0 0 1 * *", "At 00:00, on day 1 of the month (Unix cron)"),
+        (
+            "30 4 1,15 * FRI",
+            "At 04:30, on days 1 and 15 of the month, and on every Friday (Unix cron)",
+        ),
+        (
+            "0 0 */10 * MON",
+            "At 00:00, every 10 days of the month, starting on day 1, if it is a Monday"
+            " (Unix cron)",
+        ),
+        ("@daily", "At 00:00 (@daily)"),
+    ],
+)
+def test_description_names_the_dialect_it_was_read_in(text: str, description: str) -> None:
     assert CronExpression.parse(text).describe() == description
+
+
+def test_unix_and_quartz_spellings_of_one_schedule_are_equal_but_describe_their_dialect() -> None:
+    unix, quartz = CronExpression.parse("0 12 * * MON"), CronExpression.parse("0 0 12 ? * MON")
+    assert unix == quartz
+    assert (unix.dialect, quartz.dialect) == ("unix", "quartz")
+    assert unix.describe().endswith("(Unix cron)")
+    assert quartz.describe().endswith("(Quartz cron)")
 
 
 def test_equal_expressions_have_equal_descriptions() -> None:

@@ -106,9 +106,9 @@ def test_an_invalid_field_is_reported_with_its_name_and_position(
     assert "allowed:" in str(info.value)
 
 
-@pytest.mark.parametrize("text", ["", " ", "0 0 12", "0 0 12 * *", "kilroy was here"])
+@pytest.mark.parametrize("text", ["", " ", "0 0 12", "0 0 12 *", "kilroy was here"])
 def test_too_few_fields_is_rejected_as_a_whole(text: str) -> None:
-    with pytest.raises(InvalidCronExpressionError, match="6 or 7 fields") as info:
+    with pytest.raises(InvalidCronExpressionError, match=r"expected 5 fields .* or 6-7") as info:
         CronExpression.parse(text)
     assert info.value.field is None
 

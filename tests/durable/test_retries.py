@@ -116,7 +116,10 @@ async def test_task_is_parked_after_max_retries_plus_one_failures_and_never_fire
         assert len(runs()) == 3
         (record,) = await pid.ask(Call("parked"))
         assert (record.id, record.state, record.attempts) == (tid, "parked", 3)
-        assert record.last_error == repr(RuntimeError("boom failed"))
+        # Type and text first, then where it failed (issue 10, item 13).
+        assert record.last_error is not None
+        assert record.last_error.startswith("RuntimeError: boom failed\nTraceback")
+        assert ", in _record\n" in record.last_error
         assert await pid.ask(Call("tasks")) == [record]  # list_schedules includes parked
         assert [(e.pid, e.task.id, e.task.state) for e in events] == [(pid, "p", "parked")]
         assert isinstance(events[0].error, RuntimeError)

@@ -190,7 +190,7 @@ class Racer(DurableActor):
 
     async def quick(self, i: int) -> None:
         if i == COMPLETION_BATCH - 1:
-            STOPS.append(asyncio.get_running_loop().create_task(self._handle.system.stop()))
+            STOPS.append(asyncio.get_running_loop().create_task(self._handle.runtime.facade.stop()))
 
     async def hang(self, payload: Any) -> None:
         SEEN.append(("hang", payload))

@@ -203,12 +203,51 @@ async def test_task_for_a_missing_method_calls_on_task(backend: Backend) -> None
         assert RUNS == [("f", "on_task:no_such_method", [1, 2], T0)]
 
 
-async def test_default_on_task_treats_a_missing_method_as_delivered(backend: Backend) -> None:
+async def test_a_task_naming_no_method_raises_attribute_error_at_the_call(
+    backend: Backend,
+) -> None:
+    # Issue 10 item 8: queue("send_invoce") used to be silently lost.
     async with running(backend) as (system, clock):
         pid = await system.durable(Silent, "s")
-        await pid.ask(Call("add", "nothing_here"))
+        with pytest.raises(AttributeError, match="Silent has no method 'nothing_here'"):
+            await pid.ask(Call("add", "nothing_here"))
+        with pytest.raises(AttributeError, match=r"did you mean 'tasks'\?"):
+            await pid.ask(Call("add", "taskz"))
         await clock.advance(0)
         assert await pid.ask(Call("tasks")) == []
+
+
+async def test_a_stored_task_whose_method_vanished_is_dropped_with_a_warning(
+    backend: Backend, caplog: pytest.LogCaptureFixture
+) -> None:
+    # A deploy renamed the method: the stored row names a method the class lacks.
+    from tocsin._codec import encode
+    from tocsin.stores import TaskRow, UpsertTask
+
+    async with running(backend) as (system, clock):
+        pid = await system.durable(Silent, "s")
+        store = system._durable.store  # type: ignore[union-attr]
+        row = TaskRow(
+            kind=Silent.kind,
+            identity="s",
+            id="old-1",
+            name="send_invoce",
+            payload=encode(None),
+            due=T0,
+            every=60.0,
+            attempts=0,
+            max_retries=5,
+            created_at=T0,
+        )
+        await store.apply([UpsertTask(row)])
+        with caplog.at_level("WARNING", logger="tocsin.durable"):
+            await pid.ask(Call("add", "tasks"))  # any task: the drain picks up the old one
+            await clock.advance(1)
+        assert await pid.ask(Call("tasks")) == []  # dropped, even though recurring
+        [warning] = [r for r in caplog.records if "send_invoce" in r.getMessage()]
+        assert warning.levelname == "WARNING"
+        assert "Silent" in warning.getMessage()
+        assert "dropped" in warning.getMessage()
 
 
 async def test_underscore_method_is_schedulable_but_not_callable_by_messages(
@@ -231,8 +270,11 @@ async def test_call_message_runs_a_public_method_and_answers_with_its_result(
         assert await pid.ask(Call("public", "x")) == "public:x"
         with pytest.raises(AttributeError):
             await pid.ask(Call("missing"))
-        with pytest.raises(AttributeError):
-            await pid.ask(Call("cancel_schedule", "x"))  # the actor's own API is not exposed
+        # The actor's own API is not exposed, and the error says why (issue 10 item 12).
+        with pytest.raises(PermissionError, match="'cancel_schedule' is reserved"):
+            await pid.ask(Call("cancel_schedule", "x"))
+        with pytest.raises(PermissionError, match="'retry_parked' is reserved"):
+            await pid.ask(Call("retry_parked", "x"))
 
 
 async def test_now_is_the_system_clock_as_an_aware_utc_datetime(backend: Backend) -> None:
@@ -360,6 +402,9 @@ async def test_identities_have_separate_tasks(backend: Backend) -> None:
 
 
 class Validating(DurableActor):
+    async def ship(self, payload: Any) -> None:
+        pass
+
     async def try_call(self, payload: tuple[str, tuple[Any, ...], dict[str, Any]]) -> str:
         name, args, kwargs = payload
         try:

@@ -72,12 +72,24 @@ def read_log(path: Path) -> list[Line]:
 
 def spawn(log: Path, store_args: list[str], *extra: str) -> subprocess.Popen[bytes]:
     env = dict(os.environ, PYTHONPATH=os.pathsep.join(sys.path))
-    return subprocess.Popen(
-        [sys.executable, str(WORKER), str(log), *store_args, *extra],
-        env=env,
-        stdout=subprocess.DEVNULL,
-        stderr=subprocess.PIPE,
-    )
+    # stderr to a file, not a pipe read at the end: failed tasks are logged with their
+    # traceback, and a full pipe (64 KiB) would block the worker mid-run.
+    with _stderr_path(log).open("ab") as stderr:
+        return subprocess.Popen(
+            [sys.executable, str(WORKER), str(log), *store_args, *extra],
+            env=env,
+            stdout=subprocess.DEVNULL,
+            stderr=stderr,
+        )
+
+
+def _stderr_path(log: Path) -> Path:
+    return log.with_name(log.name + ".stderr")
+
+
+def _stderr(log: Path) -> str:
+    path = _stderr_path(log)
+    return path.read_text(errors="replace")[-20_000:] if path.exists() else ""
 
 
 def wait_for_progress(log: Path, proc: subprocess.Popen[bytes], deadline: float) -> None:
@@ -85,8 +97,7 @@ def wait_for_progress(log: Path, proc: subprocess.Popen[bytes], deadline: float)
     end = time.monotonic() + deadline
     while time.monotonic() < end:
         if proc.poll() is not None:
-            stderr = proc.stderr.read().decode() if proc.stderr else ""
-            pytest.fail(f"worker exited early ({proc.returncode}):\n{stderr}")
+            pytest.fail(f"worker exited early ({proc.returncode}):\n{_stderr(log)}")
         if log.exists():
             mine = [line for line in read_log(log) if line.pid == proc.pid]
             if any(line.event != "start" for line in mine):
@@ -130,8 +141,7 @@ def run_scenario(store_args: list[str], store: Store, log: Path, seed: int) -> d
         final.kill()
         final.wait(10)
         pytest.fail("the final run did not finish its tasks in time")
-    stderr = final.stderr.read().decode() if final.stderr else ""
-    assert rc == 0, stderr
+    assert rc == 0, _stderr(log)
 
     lines = read_log(log)
     starts = [line for line in lines if line.event == "start"]

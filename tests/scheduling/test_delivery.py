@@ -325,7 +325,7 @@ async def test_many_schedules_share_one_armed_timer() -> None:
         assert len(system.list_schedules()) == 10_000
         for ref in refs[1:]:
             await system.cancel_schedule(ref)
-        heap = system._deadlines.heap
+        heap = system._runtime.deadlines.heap
         assert len(heap) == 1
         assert heap.size < 1_000  # dead entries were compacted away, not kept
         await clock.advance(10)

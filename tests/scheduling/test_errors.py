@@ -81,7 +81,7 @@ async def test_invalid_interval_through_a_context_raises_invalid_interval_error(
 
 
 @pytest.mark.parametrize(
-    "value", [1, 0.001, 1e-9, 2.5, 1e12, timedelta(microseconds=1), timedelta(days=3650)]
+    "value", [1, 0.001, 2.5, 1e12, timedelta(milliseconds=1), timedelta(days=3650)]
 )
 async def test_positive_finite_numbers_and_timedeltas_are_accepted(value: Any) -> None:
     async with running_system() as (system, _clock):
@@ -89,6 +89,43 @@ async def test_positive_finite_numbers_and_timedeltas_are_accepted(value: Any) -
         await system.schedule("x", pid, value)
         await system.schedule_once("x", pid, value)
         assert len(system.list_schedules()) == 2
+
+
+@pytest.mark.parametrize(
+    "value", [5e-324, 1e-9, 1e-7, 0.000999, timedelta(microseconds=999)], ids=repr
+)
+@pytest.mark.parametrize("call", ["schedule", "schedule_once"])
+async def test_durations_below_one_millisecond_are_refused_naming_the_minimum(
+    call: str, value: Any
+) -> None:
+    # Issue 10 item 7: schedule(..., 5e-324) used to kill the timer with OverflowError
+    # (ManualClock: advance never returned).
+    async with running_system() as (system, _clock):
+        pid = await system.spawn(recorder(Log()))
+        with pytest.raises(InvalidIntervalError, match=r"at least 0\.001 seconds \(1 ms\)"):
+            await getattr(system, call)("x", pid, value)
+        assert system.list_schedules() == []
+
+
+async def test_a_one_millisecond_interval_fires_and_advance_returns() -> None:
+    log = Log()
+    async with running_system() as (system, clock):
+        pid = await system.spawn(recorder(log))
+        await system.schedule("x", pid, 0.001)
+        await clock.advance(0.1005)  # 0.1 itself is a hair short of 100 float steps
+        assert log.count("x") == 100
+
+
+async def test_advance_returns_even_where_a_millisecond_no_longer_moves_the_clock() -> None:
+    # At ~1e13 s of monotonic time one float step is ~2 ms: next = deadline + 0.001 is
+    # the deadline itself. The scheduler must still move forward (no input spins advance).
+    log = Log()
+    async with running_system() as (system, clock):
+        pid = await system.spawn(recorder(log))
+        await system.schedule("x", pid, 0.001)
+        await clock.jump(1e13)
+        await clock.advance(0.05)
+        assert 1 <= log.count("x") <= 60
 
 
 async def test_every_scheduling_call_raises_not_started_before_start() -> None:
@@ -261,3 +298,54 @@ async def test_errors_leave_no_timer_armed() -> None:
                 await system.schedule("x", pid, bad)
         assert clock.next_deadline() is None
         await asyncio.sleep(0)
+
+
+# -- issue 10 item 12: consistent errors ------------------------------------------------
+
+
+@pytest.mark.parametrize("call", ["cancel_schedule", "pause_schedule", "resume_schedule"])
+@pytest.mark.parametrize("bad", [None, 5, b"r"], ids=repr)
+async def test_a_reference_that_is_not_a_str_is_a_type_error(call: str, bad: Any) -> None:
+    async with running_system() as (system, _clock):
+        with pytest.raises(TypeError, match="`reference` must be a str"):
+            await getattr(system, call)(bad)
+
+
+async def test_cancel_with_missing_ok_ignores_an_unknown_reference() -> None:
+    log = Log()
+    async with running_system() as (system, clock):
+        pid = await system.spawn(recorder(log))
+        await system.cancel_schedule("nope", missing_ok=True)  # no error
+        await system.schedule("x", pid, 1, reference="r")
+        await system.cancel_schedule("r", missing_ok=True)  # cancels as usual
+        await system.cancel_schedule("r", missing_ok=True)  # already gone: no-op
+        await clock.advance(5)
+        assert log.messages == []
+        with pytest.raises(ScheduleNotFoundError):
+            await system.cancel_schedule("r")
+        with pytest.raises(TypeError):
+            await system.cancel_schedule(None, missing_ok=True)  # type: ignore[arg-type]
+
+
+async def test_cancel_with_missing_ok_through_a_context() -> None:
+    done: list[str] = []
+
+    class Canceller(Actor):
+        async def receive(self, ctx: ReceiveContext) -> None:
+            await ctx.cancel_schedule("nope", missing_ok=True)
+            done.append("ok")
+
+    async with running_system() as (system, clock):
+        pid = await system.spawn(Canceller)
+        pid.tell("go")
+        await clock.advance(0)
+        assert done == ["ok"]
+
+
+async def test_nan_ask_timeout_and_nan_passivate_after_raise_the_same_error() -> None:
+    async with running_system() as (system, _clock):
+        pid = await system.spawn(recorder(Log()))
+        with pytest.raises(InvalidIntervalError, match=r"`timeout`.*NaN"):
+            await pid.ask("x", timeout=math.nan)
+        with pytest.raises(InvalidIntervalError, match=r"`passivate_after`.*NaN"):
+            await system.spawn(recorder(Log()), passivate_after=math.nan)

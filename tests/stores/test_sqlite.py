@@ -24,7 +24,7 @@ async def test_file_is_in_wal_mode_with_the_schema(tmp_path: Path) -> None:
     await store.close()
     with sqlite3.connect(tmp_path / "t.db") as conn:
         assert conn.execute("PRAGMA journal_mode").fetchone()[0] == "wal"
-        assert conn.execute("PRAGMA user_version").fetchone()[0] == 1
+        assert conn.execute("PRAGMA user_version").fetchone()[0] == 2
         tables = {r[0] for r in conn.execute("SELECT name FROM sqlite_master")}
     conn.close()
     assert {"tocsin_tasks", "tocsin_state", "tocsin_tasks_actor_state_due"} <= tables
@@ -249,7 +249,7 @@ def test_is_busy_reads_the_primary_result_code() -> None:
 
 async def test_open_fails_with_store_error_when_the_directory_is_missing(tmp_path: Path) -> None:
     store = SQLiteStore(tmp_path / "missing" / "t.db")
-    with pytest.raises(StoreError, match="open failed"):
+    with pytest.raises(StoreError, match=r"the directory .*missing does not exist"):
         await store.open()
     with pytest.raises(StoreError, match="not open"):
         await store.get_state("A", "1", "k")
@@ -277,3 +277,26 @@ async def test_two_stores_on_one_file_write_concurrently_without_losing_a_write(
     finally:
         await one.close()
         await two.close()
+
+
+async def test_open_of_a_directory_path_says_so(tmp_path: Path) -> None:
+    store = SQLiteStore(tmp_path)
+    with pytest.raises(StoreError, match="is a directory; name the database file in it"):
+        await store.open()
+
+
+async def test_a_read_only_open_creates_nothing_and_refuses_a_foreign_database(
+    tmp_path: Path,
+) -> None:
+    foreign = tmp_path / "app.db"
+    conn = sqlite3.connect(foreign)
+    conn.execute("CREATE TABLE users (name TEXT)")
+    conn.commit()
+    conn.close()
+    before = foreign.read_bytes()
+    with pytest.raises(StoreError, match="is not a tocsin store"):
+        await SQLiteStore(foreign, read_only=True).open()
+    with pytest.raises(StoreError, match="no such file"):
+        await SQLiteStore(tmp_path / "new.db", read_only=True).open()
+    assert sorted(p.name for p in tmp_path.iterdir()) == ["app.db"]
+    assert foreign.read_bytes() == before

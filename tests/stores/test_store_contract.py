@@ -147,6 +147,9 @@ async def test_task_and_state_round_trip_every_field(backend: Backend) -> None:
         assert await store.get_task("Order", "o-1", "nope") is None
         assert await store.get_task("Order", "o-2", "t1") is None
         assert await store.get_state("Order", "o-1", "nope") is None
+        cron = task("c1", cron="0 30 2 * * ?", timezone="America/New_York")
+        await store.apply([UpsertTask(cron)])
+        assert await store.get_task("Order", "o-1", "c1") == cron
     finally:
         await store.close()
 

@@ -80,3 +80,15 @@ def test_importing_tocsin_stores_does_not_import_asyncpg() -> None:
     code = "import sys, tocsin.stores; print('asyncpg' in sys.modules)"
     out = subprocess.run([sys.executable, "-c", code], capture_output=True, text=True, check=True)
     assert out.stdout.strip() == "False"
+
+
+def test_resolve_store_names_what_an_incomplete_store_lacks() -> None:
+    class OldStore:
+        url = "old://"
+
+        async def open(self) -> None: ...
+
+        async def apply(self, ops: object) -> None: ...
+
+    with pytest.raises(TypeError, match=r"OldStore lacks .*watch.*check_changes.*announce"):
+        resolve_store(OldStore())  # type: ignore[arg-type]

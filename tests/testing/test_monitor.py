@@ -38,7 +38,7 @@ async def test_one_error_seen_as_log_record_and_event_is_one_crash_naming_the_ac
     assert isinstance(crash, Crash)
     assert crash.pid == pid
     assert str(crash.error) == "boom"
-    assert "ValueError: boom in tocsin/user/fails" in crash.describe()
+    assert "ValueError: boom in tocsin://tocsin/user/fails" in crash.describe()
     with pytest.raises(AssertionError, match="unexpected crash: ValueError: boom"):
         monitor.check()
 

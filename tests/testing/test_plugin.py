@@ -187,15 +187,16 @@ def test_an_unseen_crash_or_dead_letter_fails_the_test(pytester: pytest.Pytester
     result.stdout.fnmatch_lines(
         [
             "*_ test_restarted_crash _*",
-            "- unexpected crash: ValueError: boom in tocsin/user/restarts (*",
+            "- unexpected crash: ValueError: boom in tocsin://tocsin/user/restarts (*",
             '*raise ValueError("boom")',
             "Declare what the test causes on purpose: tocsin_monitor.expect_crashes*",
             "*_ test_resumed_crash _*",
-            "- unexpected crash: ValueError: boom in tocsin/user/resumes (*",
+            "- unexpected crash: ValueError: boom in tocsin://tocsin/user/resumes (*",
             "*_ test_crash_seen_by_an_asker_still_counts _*",
-            "- unexpected crash: ValueError: boom in tocsin/user/asked (*",
+            "- unexpected crash: ValueError: boom in tocsin://tocsin/user/asked (*",
             "*_ test_dead_letter _*",
-            "- unexpected dead letter: 'late' to tocsin/user/gone (stopped), sender NoSender",
+            "- unexpected dead letter: 'late' to tocsin://tocsin/user/gone (stopped), "
+            "sender NoSender",
         ]
     )
 
@@ -316,7 +317,7 @@ def test_trouble_while_stopping_is_a_teardown_error_and_a_failing_test_shows_its
             "*_ test_own_failure _*",
             "E       AssertionError: the test's own failure",
             "*Captured tocsin teardown*",
-            "- unexpected crash: ValueError: boom in tocsin/user/crashy*",
+            "- unexpected crash: ValueError: boom in tocsin://tocsin/user/crashy*",
         ]
     )
 
@@ -464,4 +465,6 @@ def test_coexists_with_pytest_asyncio_each_test_runs_once_on_its_loop(
     else:  # auto: every async test is pytest-asyncio's
         result.assert_outcomes(passed=4, failed=1)
         assert runs == ["crash", "marked", "module", "unmarked", "unmarked-async-fixture"]
-    result.stdout.fnmatch_lines(["- unexpected crash: ValueError: boom in tocsin/user/crashy*"])
+    result.stdout.fnmatch_lines(
+        ["- unexpected crash: ValueError: boom in tocsin://tocsin/user/crashy*"]
+    )

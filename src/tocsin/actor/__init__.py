@@ -1,5 +1,9 @@
 # SPDX-License-Identifier: Apache-2.0
-"""The actor runtime: systems, actors, PIDs, contexts, supervision and events."""
+"""The actor kernel: actors, PIDs, contexts, supervision, passivation and events.
+
+:class:`~tocsin.ActorSystem`, which composes this kernel with scheduling and durable
+actors, lives in :mod:`tocsin.system` (import it from ``tocsin``).
+"""
 
 from ._actor import Actor
 from ._context import ReceiveContext
@@ -15,9 +19,8 @@ from ._events import (
     EventStream,
     Subscription,
 )
-from ._pid import PID, NoSender
+from ._pid import PID, NoSender, parse_pid
 from ._supervision import Directive, Supervisor
-from ._system import ActorSystem
 
 __all__ = [
     "PID",
@@ -28,7 +31,6 @@ __all__ = [
     "ActorStarted",
     "ActorStopped",
     "ActorSuspended",
-    "ActorSystem",
     "DeadLetter",
     "DeadLetterReason",
     "Directive",
@@ -37,4 +39,5 @@ __all__ = [
     "ReceiveContext",
     "Subscription",
     "Supervisor",
+    "parse_pid",
 ]

@@ -3,26 +3,24 @@
 
 from __future__ import annotations
 
-import asyncio
+import threading
 from collections.abc import Callable
-from datetime import timedelta
 from typing import TYPE_CHECKING, Any, final
 
-from ..scheduling._api import SchedulingCalls
+from .._deadlines import Seconds, to_seconds
 from ._events import DeadLetter, DeadLetterReason
 from ._pid import PID, NoSender
-from ._supervision import Supervisor
+from ._scheduling import ScheduleService, SchedulingCalls
 
 if TYPE_CHECKING:
-    from ..scheduling._scheduler import Scheduler
     from ._actor import Actor
     from ._cell import Cell
-    from ._supervision import Directive
-    from ._system import ActorSystem
+    from ._reply import Reply
+    from ._supervision import Directive, Supervisor
 
 __all__ = ["ReceiveContext"]
 
-Seconds = float | int | timedelta
+_ident = threading.get_ident
 
 
 @final
@@ -30,7 +28,12 @@ class ReceiveContext(SchedulingCalls):
     """The actor's view of the current message and of its system.
 
     One context object lives as long as the actor; ``message`` and ``sender`` change with
-    each message. Do not keep it past the handler for the message fields.
+    each message. Do not keep it past the handler for the message fields. Do not
+    construct it: the runtime makes one per actor.
+
+    Inside a durable task run (``on_task``, or a task method reading ``ctx``),
+    ``message`` is the task (a :class:`~tocsin.TaskRecord`), ``sender`` is ``NoSender``
+    and ``respond`` has no ask to answer.
     """
 
     __slots__ = ("_cell", "_reply", "message", "sender")
@@ -39,7 +42,7 @@ class ReceiveContext(SchedulingCalls):
         self._cell = cell
         self.message: Any = None
         self.sender: Any = NoSender
-        self._reply: asyncio.Future[Any] | None = None
+        self._reply: Reply | None = None
 
     @property
     def self(self) -> PID:
@@ -47,8 +50,13 @@ class ReceiveContext(SchedulingCalls):
         return self._cell.pid
 
     @property
-    def system(self) -> ActorSystem:
-        return self._cell.system
+    def system(self) -> Any:
+        """The :class:`~tocsin.ActorSystem` this actor runs in.
+
+        Typed ``Any`` on purpose: the system facade is a layer above the kernel that
+        defines this class, and the kernel never imports upward.
+        """
+        return self._cell.runtime.facade
 
     @property
     def parent(self) -> PID | None:
@@ -75,7 +83,7 @@ class ReceiveContext(SchedulingCalls):
         if isinstance(sender, PID):
             sender.tell(value, self._cell.pid)
         else:
-            self._cell.system._dead_letter(
+            self._cell.runtime.dead_letter(
                 DeadLetter(value, self._cell.pid, None, DeadLetterReason.NOT_FOUND)
             )
 
@@ -91,9 +99,15 @@ class ReceiveContext(SchedulingCalls):
         supervisor: Supervisor | Directive | None = None,
         passivate_after: Seconds | None = None,
     ) -> PID:
-        """Spawn a child of this actor (stopped before this actor stops)."""
-        return await self._cell.system._spawn(
-            factory, name, parent=self._cell, supervisor=supervisor, passivate_after=passivate_after
+        """Spawn a child of this actor (stopped before this actor stops).
+
+        Raises:
+            ActorStartError: its first ``pre_start`` failed and its supervisor did not
+                bring it up.
+        """
+        idle = None if passivate_after is None else to_seconds(passivate_after, "passivate_after")
+        return await self._cell.runtime.spawn(
+            factory, name, parent=self._cell, supervisor=supervisor, passivate_after=idle
         )
 
     def stop(self, pid: PID) -> None:
@@ -102,15 +116,17 @@ class ReceiveContext(SchedulingCalls):
         The stop happens after the current message; remaining mailbox messages become
         dead letters.
         """
-        self._cell.system._request_stop(pid)
+        pid._target.request_stop()
 
     # -- scheduling: the calls of SchedulingCalls, owned by this actor -----------------
 
-    def _live_scheduler(self) -> Scheduler:
-        system = self._cell.system
-        if not system._running:
-            system._check_running()
-        return system._scheduler
+    def _live_scheduler(self) -> ScheduleService:
+        runtime = self._cell.runtime
+        if not runtime.running or runtime.loop_thread._thread_id != _ident():
+            runtime.check("schedule")  # raises the right error
+        schedules = runtime.schedules
+        assert schedules is not None  # installed by start() before any actor exists
+        return schedules
 
     def _schedule_owner(self) -> Cell:
         return self._cell

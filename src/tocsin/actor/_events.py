@@ -45,6 +45,8 @@ class DeadLetterReason(enum.StrEnum):
     """The target is suspended by its supervisor."""
     NOT_FOUND = "not_found"
     """There is no target: a reply to ``NoSender``, an unknown path."""
+    UNREACHABLE = "unreachable"
+    """The target lives on another node that cannot be reached (remoting)."""
 
 
 @dataclass(frozen=True, slots=True)

@@ -12,15 +12,12 @@ from __future__ import annotations
 
 from typing import TYPE_CHECKING, final
 
-from ..scheduling._heap import Deadline
+from .._deadlines import Deadline
 
 if TYPE_CHECKING:
     from ._cell import Cell
 
 __all__ = ["Passivation"]
-
-_SUSPENDED = 2  # CellState.SUSPENDED
-_STOPPING = 3  # CellState.STOPPING
 
 
 @final
@@ -36,16 +33,16 @@ class Passivation(Deadline):
     def fire(self, now: float, deadline: float) -> None:
         cell = self.cell
         after = cell.passivate_after
-        if after is None or cell.passivation is not self or cell.state >= _STOPPING:
+        if after is None or cell.passivation is not self or not cell.alive():
             return
-        deadlines = cell.system._deadlines
-        if cell.scheduled or cell.state == _SUSPENDED:
+        deadlines = cell.runtime.deadlines
+        if cell.draining or not cell.alive_running():
             # Busy now, or suspended (a suspended actor is never passivated): look again
             # one full idle period later.
             deadlines.add(now + after, self)
             return
         due = cell.last_active + after
         if now >= due:
-            cell.system._passivate(cell)
+            cell.runtime.passivate(cell)
         else:
             deadlines.add(due, self)

@@ -1,27 +1,62 @@
 # SPDX-License-Identifier: Apache-2.0
-"""PID: the address of an actor, and ``NoSender``.
+"""PID: the address of one actor incarnation, its string form, and ``NoSender``.
+
+Identity. A PID is ``(address, path, incarnation)``:
+
+* ``address`` names the node: ``tocsin://<system name>`` for a system without remoting,
+  ``tocsin://<system name>@<host>:<port>`` once remoting gives it a reachable address.
+* ``path`` names the actor within the node: ``/user/a/b``, ``/durable/<kind>/<id>``.
+* ``incarnation`` tells two actors spawned under one path apart. It is unique across
+  processes and restarts, not a per-process counter: a random 48-bit process token
+  (drawn again in a forked child) followed by a 32-bit counter, so a PID that crossed the
+  wire, or was stored before a restart, never aliases a later actor.
+
+``str(pid)`` is ``address + path`` (stable, what ``actor_of`` accepts on any node). The
+wire form adds the incarnation after ``#``: ``tocsin://shop/user/a#1a2b...``.
+:func:`parse_pid` reads both.
+
+Sending. A PID sends through its :class:`~tocsin.actor._target.SendTarget` (a local
+cell, a durable identity, a remote node): the PID itself knows nothing of where the
+actor lives.
 
 Prior art: pykka's ``ActorRef`` ("You should never need to create ActorRef instances
-yourself"), Proto.Actor's PID (address + id), Akka's ``ActorRef`` with an incarnation uid.
+yourself"), Proto.Actor's PID (address + id), Akka's ``ActorPath`` with ``#uid``.
 """
 
 from __future__ import annotations
 
 import asyncio
-import math
-from datetime import timedelta
-from typing import TYPE_CHECKING, Any, Protocol, final
+import itertools
+import os
+import re
+import threading
+from typing import TYPE_CHECKING, Any, NamedTuple, final
 
-from ..errors import ActorSystemNotStartedError, AskTimeoutError
-from ..scheduling._heap import Deadline
+from .._deadlines import Deadline, Seconds, to_seconds
+from ..errors import AskTimeoutError
 
 if TYPE_CHECKING:
-    from ._system import ActorSystem
+    from ._target import SendTarget
 
-__all__ = ["DEFAULT_ASK_TIMEOUT", "PID", "NoSender"]
+__all__ = [
+    "DEFAULT_ASK_TIMEOUT",
+    "PID",
+    "SCHEME",
+    "NoSender",
+    "PIDParts",
+    "local_address",
+    "new_incarnation",
+    "parse_pid",
+]
 
 #: Seconds an ``ask`` waits when no ``timeout`` is given.
 DEFAULT_ASK_TIMEOUT = 5.0
+
+_ident = threading.get_ident
+_INF = float("inf")
+
+#: The scheme of every node address.
+SCHEME = "tocsin://"
 
 
 @final
@@ -48,39 +83,92 @@ class _NoSenderType:
 
 NoSender = _NoSenderType()
 
+# -- incarnations ------------------------------------------------------------------------
 
-class _Target(Protocol):
-    """What a PID sends to: a local actor cell, or a durable identity's activator."""
+_COUNTER_BITS = 32
 
-    @property
-    def system(self) -> ActorSystem: ...
 
-    def _deliver(self, message: Any, sender: Any, reply: asyncio.Future[Any] | None) -> bool: ...
+def _process_token() -> int:
+    return int.from_bytes(os.urandom(6), "big") << _COUNTER_BITS
 
-    def _alive(self) -> bool: ...
 
-    async def stop(self) -> None: ...
+_TOKEN = _process_token()
+_COUNT = itertools.count(1)
 
-    def request_stop(self) -> None: ...
 
-    def reinstate(self) -> None: ...
+def _reseed() -> None:
+    global _TOKEN, _COUNT
+    _TOKEN = _process_token()
+    _COUNT = itertools.count(1)
+
+
+# A forked child would otherwise hand out its parent's incarnations.
+os.register_at_fork(after_in_child=_reseed)
+
+
+def new_incarnation() -> int:
+    """A fresh incarnation id: unique across processes, restarts and forks."""
+    # The counter wraps into the token's bits only after 2**32 spawns in one process.
+    return _TOKEN + next(_COUNT)
+
+
+def local_address(system_name: str) -> str:
+    """The address of a node without remoting: ``tocsin://<system name>``."""
+    return f"{SCHEME}{system_name}"
+
+
+# -- parsing -----------------------------------------------------------------------------
+
+
+class PIDParts(NamedTuple):
+    """A parsed PID string: node address, actor path, incarnation (``None`` if absent)."""
+
+    address: str
+    path: str
+    incarnation: int | None
+
+
+_PID_RE = re.compile(
+    r"(?P<address>tocsin://[^/@#\s]+(?:@[^/#\s]+)?)(?P<path>(?:/[^/#\s]+)+)(?:#(?P<inc>[0-9a-f]+))?"
+)
+
+
+def parse_pid(text: str) -> PIDParts:
+    """Read ``str(pid)`` (``tocsin://name/user/a``) or the wire form (``...#<hex>``).
+
+    Raises:
+        ValueError: ``text`` is not a PID string; the message shows the accepted forms.
+    """
+    if not isinstance(text, str):
+        raise TypeError(f"a PID string must be a str, got {text!r}")
+    match = _PID_RE.fullmatch(text)
+    if match is None:
+        raise ValueError(
+            f"not a PID string: {text!r}; expected 'tocsin://<name>[@<host>:<port>]/<path>' "
+            f"optionally followed by '#<incarnation hex>'"
+        )
+    inc = match.group("inc")
+    return PIDParts(
+        match.group("address"), match.group("path"), None if inc is None else int(inc, 16)
+    )
 
 
 @final
 class PID:
-    """The address of one actor incarnation. Do not construct it: ``spawn`` returns one.
+    """The address of one actor incarnation. Do not construct it: ``spawn``,
+    ``actor_of`` and ``durable`` return one.
 
-    Hashable and ordered by ``(address, path, uid)``. Two incarnations spawned under the
-    same path are different PIDs: a message to the old one is a dead letter.
-    ``str(pid)`` is ``"<address><path>"``.
+    Hashable and ordered by ``(address, path, incarnation)``. Two incarnations spawned
+    under the same path are different PIDs: a message to the old one is a dead letter.
+    ``str(pid)`` is ``address + path``; :attr:`wire` adds the incarnation.
     """
 
-    __slots__ = ("_target", "address", "path", "uid")
+    __slots__ = ("_target", "address", "incarnation", "path")
 
-    def __init__(self, address: str, path: str, uid: int, target: _Target) -> None:
+    def __init__(self, address: str, path: str, incarnation: int, target: SendTarget) -> None:
         self.address = address
         self.path = path
-        self.uid = uid
+        self.incarnation = incarnation
         self._target = target
 
     @property
@@ -88,19 +176,39 @@ class PID:
         """The last segment of :attr:`path`."""
         return self.path.rpartition("/")[2]
 
+    @property
+    def uid(self) -> int:
+        """Alias of :attr:`incarnation` (kept for code written against 0.1)."""
+        return self.incarnation
+
+    @property
+    def wire(self) -> str:
+        """The form that crosses the wire and the codec: ``str(pid)#<incarnation hex>``."""
+        return f"{self.address}{self.path}#{self.incarnation:x}"
+
     def tell(self, message: Any, sender: Any = None) -> None:
         """Send ``message`` without waiting. Never raises for a dead target: the message
         becomes a :class:`~tocsin.DeadLetter` instead.
 
+        Call it from the system's event loop (any actor, any task of that loop). From
+        another thread use :meth:`tell_threadsafe`.
+
         Args:
             message: any object (local sends do not copy or serialise it).
             sender: the PID seen as ``ctx.sender``; ``None`` means ``NoSender``.
-        """
-        self._target._deliver(message, NoSender if sender is None else sender, None)
 
-    async def ask(
-        self, message: Any, *, timeout: float | timedelta | None = DEFAULT_ASK_TIMEOUT
-    ) -> Any:
+        Raises:
+            WrongEventLoopError: called on another event loop than the system's, when
+                the send has to wake the actor.
+        """
+        self._target.deliver(message, NoSender if sender is None else sender, None)
+
+    def tell_threadsafe(self, message: Any, sender: Any = None) -> None:
+        """:meth:`tell` from any thread: the send is handed to the system's loop
+        (``loop.call_soon_threadsafe``), so it happens on that loop, in call order."""
+        self._target.runtime.loop.call_soon_threadsafe(self.tell, message, sender)
+
+    async def ask(self, message: Any, *, timeout: Seconds | None = DEFAULT_ASK_TIMEOUT) -> Any:
         """Send ``message`` and wait for the reply given with ``ctx.respond(value)``.
 
         Args:
@@ -114,43 +222,35 @@ class PID:
             ActorSuspendedError: the target is suspended.
             Exception: whatever the target's ``receive`` raised while handling it.
             ActorSystemNotStartedError: the system is not running.
-            ValueError: ``timeout`` is not a positive finite number, a timedelta or None.
+            WrongEventLoopError: called on another event loop than the system's.
+            InvalidIntervalError: ``timeout`` is not a positive finite number of seconds,
+                a timedelta or None (also a ``ValueError``).
         """
-        system = self._target.system
-        if not system.running:
-            raise ActorSystemNotStartedError(
-                f"cannot ask {self}: actor system {system.name!r} is not running"
-            )
-        if isinstance(timeout, timedelta):
-            timeout = timeout.total_seconds()
-        if timeout is not None and (
-            isinstance(timeout, bool)
-            or not isinstance(timeout, int | float)
-            or not (timeout > 0 and math.isfinite(timeout))
-        ):
-            raise ValueError(
-                f"`timeout` must be a positive finite number of seconds or None, got {timeout!r}"
-            )
-        future: asyncio.Future[Any] = asyncio.get_running_loop().create_future()
-        self._target._deliver(message, NoSender, future)
+        runtime = self._target.runtime
+        if not runtime.running or runtime.loop_thread._thread_id != _ident():
+            runtime.check(f"ask {self}")  # raises the right error
+        if timeout is not None and not (type(timeout) is float and 0.0 < timeout < _INF):
+            timeout = to_seconds(timeout, "timeout")
+        future: asyncio.Future[Any] = runtime.loop.create_future()
+        self._target.deliver(message, NoSender, future)
         if future.done() or timeout is None:
             return await future
         timer = _AskTimeout(future, self, timeout)
-        deadlines = system._deadlines
-        deadlines.add(system.clock.monotonic() + timeout, timer)
+        deadlines = runtime.deadlines
+        deadlines.add(runtime.clock.monotonic() + timeout, timer)
         try:
             return await future
         finally:
             deadlines.remove(timer)
 
     def _key(self) -> tuple[str, str, int]:
-        return (self.address, self.path, self.uid)
+        return (self.address, self.path, self.incarnation)
 
     def __eq__(self, other: object) -> bool:
         return isinstance(other, PID) and self._key() == other._key()
 
     def __hash__(self) -> int:
-        return hash((self.address, self.path, self.uid))
+        return hash((self.address, self.path, self.incarnation))
 
     def __lt__(self, other: PID) -> bool:
         return self._key() < other._key()
@@ -168,7 +268,7 @@ class PID:
         return f"{self.address}{self.path}"
 
     def __repr__(self) -> str:
-        return f"PID({self.address!r}, {self.path!r}, uid={self.uid})"
+        return f"PID({self.address!r}, {self.path!r}, incarnation={self.incarnation:#x})"
 
 
 @final
@@ -186,5 +286,5 @@ class _AskTimeout(Deadline):
     def fire(self, now: float, deadline: float) -> None:
         if not self._future.done():
             self._future.set_exception(
-                AskTimeoutError(f"ask to {self._pid} got no reply within {self._timeout} s")
+                AskTimeoutError(f"ask to {self._pid} got no reply within {self._timeout:g} s")
             )

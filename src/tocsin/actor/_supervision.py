@@ -9,9 +9,12 @@ actor at spawn and decides for that actor.
 from __future__ import annotations
 
 import enum
-import math
+import random
 from collections.abc import Callable
 from typing import final
+
+from .._deadlines import Seconds, to_seconds
+from ..errors import InvalidIntervalError
 
 __all__ = ["DEFAULT_SUPERVISOR", "Directive", "Supervisor"]
 
@@ -44,16 +47,29 @@ class Supervisor:
         max_restarts: restarts allowed within ``within`` seconds; the failure past that
             limit stops the actor instead. ``None`` means no limit.
         within: the sliding window, in seconds, over which restarts are counted.
+        backoff: ``(min_s, max_s)`` to wait before each restart of a crash loop, or
+            ``None`` (restart at once). Restart *k* within the window waits
+            ``min(max_s, min_s * 2**(k-1))`` seconds, scaled by a random factor in
+            [1.0, 1.2] (then capped at ``max_s``) so that actors that failed together do
+            not restart in lockstep (Akka's ``BackoffSupervisor``). Messages wait in the
+            mailbox meanwhile; a stop during the wait stops the actor at once.
+
+    Raises:
+        TypeError: ``decider`` is neither a Directive nor callable.
+        ValueError: ``max_restarts`` is not an int >= 0 or None.
+        InvalidIntervalError: ``within`` or a ``backoff`` bound is not a positive finite
+            number of seconds, or ``min_s > max_s`` (a ``ValueError`` too).
     """
 
-    __slots__ = ("_decider", "max_restarts", "within")
+    __slots__ = ("_decider", "backoff", "max_restarts", "within")
 
     def __init__(
         self,
         decider: Directive | Callable[[BaseException], Directive] = Directive.RESTART,
         *,
         max_restarts: int | None = 10,
-        within: float = 60.0,
+        within: Seconds = 60.0,
+        backoff: tuple[Seconds, Seconds] | None = None,
     ) -> None:
         if not isinstance(decider, Directive) and not callable(decider):
             raise TypeError(
@@ -64,17 +80,22 @@ class Supervisor:
             isinstance(max_restarts, bool) or not isinstance(max_restarts, int) or max_restarts < 0
         ):
             raise ValueError(f"`max_restarts` must be an int >= 0 or None, got {max_restarts!r}")
-        if (
-            isinstance(within, bool)
-            or not isinstance(within, int | float)
-            or not (within > 0 and math.isfinite(within))
-        ):
-            raise ValueError(
-                f"`within` must be a positive finite number of seconds, got {within!r}"
-            )
+        self.within = to_seconds(within, "within")
+        self.backoff: tuple[float, float] | None = None
+        if backoff is not None:
+            if not isinstance(backoff, tuple) or len(backoff) != 2:
+                raise TypeError(
+                    f"`backoff` must be a (min_s, max_s) tuple or None, got {backoff!r}"
+                )
+            low = to_seconds(backoff[0], "backoff[0]")
+            high = to_seconds(backoff[1], "backoff[1]")
+            if low > high:
+                raise InvalidIntervalError(
+                    f"`backoff` must be (min_s, max_s) with min_s <= max_s, got {backoff!r}"
+                )
+            self.backoff = (low, high)
         self._decider = decider
         self.max_restarts = max_restarts
-        self.within = float(within)
 
     def decide(self, error: BaseException) -> Directive:
         """The directive for ``error``; a broken decider counts as :attr:`Directive.STOP`."""
@@ -87,10 +108,18 @@ class Supervisor:
             return Directive.STOP
         return directive if isinstance(directive, Directive) else Directive.STOP
 
+    def backoff_delay(self, restart: int) -> float:
+        """Seconds to wait before restart number ``restart`` (1-based) in the window."""
+        if self.backoff is None:
+            return 0.0
+        low, high = self.backoff
+        delay: float = min(high, low * 2.0 ** min(restart - 1, 64))
+        return min(high, delay * (1.0 + 0.2 * random.random()))
+
     def __repr__(self) -> str:
         return (
             f"Supervisor({self._decider!r}, max_restarts={self.max_restarts!r}, "
-            f"within={self.within!r})"
+            f"within={self.within!r}, backoff={self.backoff!r})"
         )
 
 

@@ -13,6 +13,7 @@ import sys
 from collections.abc import Sequence
 
 from .. import __version__
+from ..errors import TocsinError
 from . import _console, _cron, _demo, _tasks
 
 __all__ = ["main"]
@@ -33,14 +34,26 @@ def build_parser() -> argparse.ArgumentParser:
 
 
 def main(argv: Sequence[str] | None = None) -> int:
-    """Run the command line; returns the exit status (0 ok, 1 failure, 2 usage error)."""
+    """Run the command line; returns the exit status (0 ok, 1 failure, 2 usage error).
+
+    Each command reports its own errors as one line on stderr. A tocsin error that a
+    command did not expect is reported the same way (exit 1), never as a traceback; an
+    interrupt exits 130, as shells expect.
+    """
     parser = build_parser()
     args = parser.parse_args(argv)
     func = getattr(args, "func", None)
     if func is None:
         parser.print_help()
         return 2
-    status: int = func(args)
+    try:
+        status: int = func(args)
+    except TocsinError as exc:
+        print(f"tocsin: error: {type(exc).__name__}: {exc}", file=sys.stderr)
+        return 1
+    except KeyboardInterrupt:
+        print("tocsin: interrupted", file=sys.stderr)
+        return 130
     return status
 
 

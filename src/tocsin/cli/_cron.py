@@ -1,15 +1,19 @@
 # SPDX-License-Identifier: Apache-2.0
-"""``tocsin cron``: try a cron expression from the shell.
+"""``tocsin cron``: try a cron expression (Quartz or Unix) from the shell.
 
-``tocsin cron next EXPR [--tz ZONE] [--count N] [--after ISO]`` prints the next fire
-times (local and UTC); ``tocsin cron explain EXPR`` prints the description and a
-field-by-field breakdown. An invalid expression prints the error with a caret under the
-offending field, on stderr, and exits 2 (argparse's usage-error code).
+``tocsin cron next EXPR [--tz ZONE] [--count N] [--after ISO] [--json]`` prints the next
+fire times (local and UTC); ``tocsin cron explain EXPR [--json]`` prints the description
+and a field-by-field breakdown. ``--json`` prints one JSON document instead (field names
+in ``docs/cli.md``, stable). Bad input (an invalid expression, an unknown ``--tz``, a bad
+``--after`` or ``--count``) prints one line on stderr (an invalid expression adds the text
+with a caret under the offending field), nothing on stdout, and exits 2 (argparse's
+usage-error code).
 """
 
 from __future__ import annotations
 
 import argparse
+import json
 import os
 import sys
 from datetime import UTC, datetime, tzinfo
@@ -19,8 +23,9 @@ from zoneinfo import ZoneInfo, ZoneInfoNotFoundError
 from tocsin.clock import SystemClock
 from tocsin.cron import CronExpression, InvalidCronExpressionError
 from tocsin.cron._describe import describe_fields
+from tocsin.cron._dialects import MACROS
 from tocsin.cron._fields import FIELD_NAMES, DayKind
-from tocsin.cron._parser import MACROS
+from tocsin.errors import InvalidTimezoneError
 
 __all__ = ["register"]
 
@@ -32,14 +37,18 @@ def register(subparsers: argparse._SubParsersAction[argparse.ArgumentParser]) ->
     """Add the ``cron`` command (subcommands ``next`` and ``explain``) to a CLI parser."""
     cron = subparsers.add_parser(
         "cron",
-        help="parse Quartz cron expressions and list their fire times",
-        description="Parse Quartz cron expressions and list their fire times.",
+        help="parse cron expressions (Quartz or Unix) and list their fire times",
+        description=(
+            "Parse cron expressions and list their fire times. Five fields are Unix cron "
+            "(minute hour day-of-month month day-of-week); six or seven are Quartz "
+            "(seconds first, optional year)."
+        ),
     )
     commands = cron.add_subparsers(dest="cron_command", metavar="{next,explain}")
     commands.required = True
 
     upcoming = commands.add_parser("next", help="print the next fire times")
-    upcoming.add_argument("expression", help='e.g. "0 0 12 ? * 6L" (quote it)')
+    upcoming.add_argument("expression", help='e.g. "0 0 12 ? * 6L" or "0 9 * * 1-5" (quote it)')
     upcoming.add_argument(
         "--tz", default=None, help="IANA time zone to evaluate in (default: the system zone)"
     )
@@ -49,10 +58,12 @@ def register(subparsers: argparse._SubParsersAction[argparse.ArgumentParser]) ->
         default=None,
         help="ISO 8601 start, e.g. 2025-01-01T00:00 (default: now; naive means --tz)",
     )
+    upcoming.add_argument("--json", action="store_true", help="print one JSON document")
     upcoming.set_defaults(func=run_next)
 
     explain = commands.add_parser("explain", help="describe an expression field by field")
-    explain.add_argument("expression", help='e.g. "0 0 12 ? * 6L" (quote it)')
+    explain.add_argument("expression", help='e.g. "0 0 12 ? * 6L" or "0 9 * * 1-5" (quote it)')
+    explain.add_argument("--json", action="store_true", help="print one JSON document")
     explain.set_defaults(func=run_explain)
 
 
@@ -84,15 +95,23 @@ def _report(error: InvalidCronExpressionError) -> int:
     return EXIT_USAGE
 
 
+def _usage(message: str) -> int:
+    print(f"tocsin: {message}", file=sys.stderr)
+    return EXIT_USAGE
+
+
 def run_next(args: argparse.Namespace) -> int:
     """Print the next ``--count`` fire times after ``--after`` (default: now)."""
     if args.count < 1:
-        print(f"tocsin: --count must be at least 1, got {args.count}", file=sys.stderr)
-        return EXIT_USAGE
+        return _usage(f"--count must be at least 1, got {args.count}")
     try:
         cron = CronExpression.parse(args.expression, args.tz)
     except InvalidCronExpressionError as error:
         return _report(error)
+    except InvalidTimezoneError:
+        return _usage(
+            f"--tz must be an IANA time zone such as Europe/Paris or UTC, got {args.tz!r}"
+        )
     zone = cron.timezone if cron.timezone is not None else _local_zone()
     if args.after is None:
         after = datetime.fromtimestamp(SystemClock().wall(), zone)
@@ -100,26 +119,54 @@ def run_next(args: argparse.Namespace) -> int:
         try:
             after = datetime.fromisoformat(args.after)
         except ValueError:
-            print(
-                f"tocsin: --after must be an ISO 8601 datetime, got {args.after!r}", file=sys.stderr
-            )
-            return EXIT_USAGE
+            return _usage(f"--after must be an ISO 8601 datetime, got {args.after!r}")
         if after.tzinfo is None:
             after = after.replace(tzinfo=zone)
+        try:
+            after = after.astimezone(zone)
+        except (OverflowError, ValueError):  # e.g. year 1 or 9999 shifted out of range
+            return _usage(f"--after is out of range in {zone}, got {args.after!r}")
     zone_name = str(getattr(zone, "key", zone))
-    print(f"{cron.expression}: {cron.describe()}")
-    print(f"{'#':>3}  {zone_name:<27}  UTC")
-    moment: datetime | None = after.astimezone(zone)
-    for number in range(1, args.count + 1):
+    fires: list[datetime] = []
+    moment: datetime | None = after
+    while len(fires) < args.count:
         assert moment is not None
         moment = cron.next_after(moment)
         if moment is None:
-            print("     (no further fire times)")
             break
-        local = moment.isoformat(sep=" ")
-        utc = moment.astimezone(UTC).strftime("%Y-%m-%d %H:%M:%SZ")
+        fires.append(moment)
+    if args.json:
+        document = {
+            "expression": cron.expression,
+            "dialect": cron.dialect,
+            "description": cron.describe(),
+            "timezone": zone_name,
+            "after": after.isoformat(),
+            "fire_times": [
+                {
+                    "local": fire.isoformat(),
+                    "utc": fire.astimezone(UTC).isoformat().replace("+00:00", "Z"),
+                    "epoch": int(fire.timestamp()),
+                }
+                for fire in fires
+            ],
+            "exhausted": len(fires) < args.count,
+        }
+        print(json.dumps(document, indent=2))
+        return 0
+    print(f"{cron.expression}: {cron.describe()}")
+    print(f"{'#':>3}  {zone_name:<27}  UTC")
+    for number, fire in enumerate(fires, start=1):
+        local = fire.isoformat(sep=" ")
+        utc = fire.astimezone(UTC).strftime("%Y-%m-%d %H:%M:%SZ")
         print(f"{number:>3}  {local:<27}  {utc}")
+    if len(fires) < args.count:
+        print("     (no further fire times)")
     return 0
+
+
+#: The fields of each dialect, as ``explain`` lists them (indexes into FIELD_NAMES).
+_DIALECT_FIELDS = {"quartz": range(7), "unix": range(1, 6)}
 
 
 def run_explain(args: argparse.Namespace) -> int:
@@ -129,25 +176,47 @@ def run_explain(args: argparse.Namespace) -> int:
     except InvalidCronExpressionError as error:
         return _report(error)
     text = cron.expression.strip(" \t")
-    tokens = MACROS.get(text.lower(), text).split()
-    print(cron.expression)
-    if text.lower() in MACROS:
-        print(f"  = {MACROS[text.lower()]}")
-    print(cron.describe())
-    print()
+    expands_to = MACROS.get(text.lower())
+    tokens = (expands_to or text).split()
+    dialect = "quartz" if expands_to is not None else cron.dialect
     meanings = dict(describe_fields(cron.fields))
     days_from_dow = cron.fields.days.kind in (
         DayKind.DAYS_OF_WEEK,
         DayKind.LAST_OF_WEEKDAY,
         DayKind.NTH_OF_WEEKDAY,
     )
-    for index, name in enumerate(FIELD_NAMES):
-        token = tokens[index] if index < len(tokens) else "*"
+    both_days = cron.fields.days.kind in (
+        DayKind.DAYS_OF_MONTH_OR_WEEK,
+        DayKind.DAYS_OF_MONTH_AND_WEEK,
+    )
+    fields = []
+    for position, index in enumerate(_DIALECT_FIELDS[dialect]):
+        name = FIELD_NAMES[index]
+        token = tokens[position] if position < len(tokens) else "*"
         if name == "day-of-month":
-            meaning = "(not used)" if days_from_dow else meanings["days"]
+            used = both_days or not days_from_dow
+            meaning = meanings["days"] if used else "(not used)"
         elif name == "day-of-week":
-            meaning = meanings["days"] if days_from_dow else "(not used)"
+            used = both_days or days_from_dow
+            meaning = meanings["days"] if used else "(not used)"
         else:
             meaning = meanings[name]
-        print(f"  {name:<13} {token:<12} {meaning}")
+        fields.append({"name": name, "text": token, "meaning": meaning})
+    if args.json:
+        document = {
+            "expression": cron.expression,
+            "dialect": cron.dialect,
+            "expands_to": expands_to,
+            "description": cron.describe(),
+            "fields": fields,
+        }
+        print(json.dumps(document, indent=2))
+        return 0
+    print(cron.expression)
+    if expands_to is not None:
+        print(f"  = {expands_to}")
+    print(cron.describe())
+    print()
+    for field in fields:
+        print(f"  {field['name']:<13} {field['text']:<12} {field['meaning']}")
     return 0

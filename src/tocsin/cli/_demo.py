@@ -5,8 +5,12 @@ from __future__ import annotations
 
 import argparse
 import asyncio
+import sys
 import tempfile
 from pathlib import Path
+
+from ..errors import InvalidStoreURLError, StoreError
+from ..stores import open_store
 
 __all__ = ["register"]
 
@@ -27,7 +31,13 @@ def _run(args: argparse.Namespace) -> int:
     from ._tour import run_demo
 
     if args.store is not None:
-        asyncio.run(run_demo(args.store))
+        try:
+            open_store(args.store)  # a bad URL is a usage error, before the tour starts
+            asyncio.run(run_demo(args.store))
+        except (InvalidStoreURLError, StoreError) as exc:
+            # One line, no traceback (issue 10 item 14): a bad URL or an unopenable path.
+            print(f"tocsin demo: error: {exc}", file=sys.stderr)
+            return 2
         return 0
     with tempfile.TemporaryDirectory(prefix="tocsin-demo-") as tmp:
         url = f"sqlite:///{Path(tmp) / 'demo.db'}"

@@ -1,22 +1,26 @@
 # SPDX-License-Identifier: Apache-2.0
 """``tocsin tasks``: inspect durable tasks, retry or discard parked ones.
 
-``list`` prints a table; ``retry ID`` moves a parked task back to pending (attempts 0, due
-now, last error kept for the record); ``discard ID`` deletes a parked task. An id that
-several actors use needs ``--actor KIND/ID``. Exit codes: 0 done, 1 the operation failed
-(unknown or ambiguous id, task not parked, store error), 2 bad usage (argparse's code:
-bad URL, bad ``--actor``).
+``list`` prints a table (``--json``: one JSON document, fields in ``docs/cli.md``);
+``retry ID`` moves a parked task back to pending (attempts 0, due now, last error kept for
+the record); ``discard ID`` deletes a parked task. An id that several actors use needs
+``--actor KIND/ID``. Exit codes: 0 done, 1 the operation failed (unknown or ambiguous id,
+task not parked, server unreachable), 2 bad usage (argparse's code: bad URL, bad
+``--actor``, a store path that is not a tocsin store). Every error is one line on stderr.
 
-The store URL comes from ``--store`` or the ``TOCSIN_STORE`` environment variable. A
-SQLite file must exist: listing a mistyped path must not create an empty database.
-Retry and discard read then write; a running system may change the same task between the
-two (the write wins), which is acceptable for an operator command.
+The store URL comes from ``--store`` or the ``TOCSIN_STORE`` environment variable. These
+are operators' tools: they never create anything. A SQLite file must exist and have
+tocsin's tables (pointed at another application's database, they refuse it); ``list``
+opens it read-only (``mode=ro``). Retry and discard read then write; a running system may
+change the same task between the two (the write wins), which is acceptable for an
+operator command.
 """
 
 from __future__ import annotations
 
 import argparse
 import asyncio
+import json
 import os
 import sys
 from collections.abc import Callable, Coroutine
@@ -28,6 +32,8 @@ import msgspec
 from ..clock import SystemClock
 from ..errors import InvalidStoreURLError, StoreError
 from ..stores import DeleteTask, Store, TaskRow, UpsertTask, open_store
+from ..stores._sqlite_readonly import connect_read_only
+from ..stores.sqlite import SQLiteStore
 
 __all__ = ["register"]
 
@@ -62,10 +68,15 @@ def register(subparsers: argparse._SubParsersAction[argparse.ArgumentParser]) ->
         )
         parser.add_argument("--actor", metavar="KIND/ID", help="only this durable actor")
 
-    listing = actions.add_parser("list", help="list tasks as a table")
+    listing = actions.add_parser("list", help="list tasks as a table (or --json)")
     common(listing)
-    listing.add_argument("--state", choices=("pending", "running", "parked"))
-    listing.set_defaults(func=lambda ns: _run(_list, ns))
+    # No "running": a run in progress is not written to the store (the row stays
+    # "pending" until the run ends), so another process could never see it.
+    listing.add_argument("--state", choices=("pending", "parked"))
+    listing.add_argument(
+        "--json", action="store_true", help="print one JSON document (fields: docs/cli.md)"
+    )
+    listing.set_defaults(func=lambda ns: _run(_list, ns, read_only=True))
 
     for name, handler, text in (
         ("retry", _retry, "move a parked task back to pending, due now, attempts reset"),
@@ -80,11 +91,13 @@ def register(subparsers: argparse._SubParsersAction[argparse.ArgumentParser]) ->
 def _run(
     handler: Callable[[Store, argparse.Namespace], Coroutine[Any, Any, None]],
     ns: argparse.Namespace,
+    *,
+    read_only: bool = False,
 ) -> int:
     try:
-        store = _store(ns.store)
+        store = _store(ns.store, read_only=read_only)
         actor = _actor(ns.actor)
-    except _Usage as exc:
+    except (_Usage, StoreError) as exc:
         print(f"tocsin tasks: error: {exc}", file=sys.stderr)
         return EXIT_USAGE
     ns.actor_key = actor
@@ -104,16 +117,26 @@ def _run(
     return EXIT_OK
 
 
-def _store(url: str | None) -> Store:
+def _store(url: str | None, *, read_only: bool) -> Store:
+    """The store ``url`` names, not opened; a SQLite file is checked first.
+
+    Raises:
+        _Usage: no URL, or a bad one.
+        StoreError: the SQLite path is not an existing tocsin store (each reason has its
+            own message); nothing is created.
+    """
     if not url:
         raise _Usage("no store: pass --store URL or set TOCSIN_STORE")
     try:
         store = open_store(url)
     except InvalidStoreURLError as exc:
         raise _Usage(str(exc)) from None
-    path = getattr(store, "path", None)  # SQLiteStore: refuse to create a new file
-    if isinstance(path, str) and path != ":memory:" and not os.path.exists(path):
-        raise _Usage(f"no such SQLite store file: {os.path.abspath(path)}")
+    if isinstance(store, SQLiteStore) and store.path != ":memory:":
+        # Checked read-only before any read-write open: a write command pointed at
+        # another application's database must not create tocsin's tables in it.
+        connect_read_only(store.path).close()
+        if read_only:
+            store = SQLiteStore(store.path, synchronous=store.synchronous, read_only=True)
     return store
 
 
@@ -129,7 +152,35 @@ def _actor(text: str | None) -> tuple[str, str] | None:
 async def _list(store: Store, ns: argparse.Namespace) -> None:
     kind, identity = ns.actor_key or (None, None)
     rows = await store.list_tasks(kind, identity, ns.state)
-    print(_table(rows))
+    if ns.json:
+        print(json.dumps({"tasks": [task_json(r) for r in rows]}, indent=2))
+    else:
+        print(_table(rows))
+
+
+def task_json(row: TaskRow) -> dict[str, Any]:
+    """One task as ``tocsin tasks list --json`` prints it (stable names: docs/cli.md)."""
+    return {
+        "actor": f"{row.kind}/{row.identity}",
+        "kind": row.kind,
+        "identity": row.identity,
+        "id": row.id,
+        "name": row.name,
+        "state": row.state,
+        "due": _iso(row.due),
+        "due_epoch": row.due,
+        "every": row.every,
+        # Durable cron tasks (issue 15 part 2, harden branch) add `cron` and `timezone`
+        # to TaskRow; until that lands, every task reads None here.
+        "cron": getattr(row, "cron", None),
+        "timezone": getattr(row, "timezone", None),
+        "attempts": row.attempts,
+        "runs_allowed": row.max_retries + 1,
+        "max_retries": row.max_retries,
+        "last_error": row.last_error,
+        "timeout": row.timeout,
+        "created_at": _iso(row.created_at),
+    }
 
 
 async def _parked(store: Store, ns: argparse.Namespace) -> TaskRow:
@@ -161,12 +212,14 @@ async def _retry(store: Store, ns: argparse.Namespace) -> None:
     await store.apply(
         [UpsertTask(msgspec.structs.replace(row, state="pending", attempts=0, due=now))]
     )
+    await store.announce()  # a system running on this store runs it now (issue 15 part 4)
     print(f"retrying {row.kind}/{row.identity} {row.id} ({row.name}) at {_iso(now)}")
 
 
 async def _discard(store: Store, ns: argparse.Namespace) -> None:
     row = await _parked(store, ns)
     await store.apply([DeleteTask(row.kind, row.identity, row.id)])
+    await store.announce()  # see _retry
     print(f"discarded {row.kind}/{row.identity} {row.id} ({row.name})")
 
 
@@ -177,6 +230,8 @@ def _iso(epoch: float) -> str:
 def _table(rows: list[TaskRow]) -> str:
     if not rows:
         return "no tasks"
+    # The cron expression and zone columns of durable cron tasks (issue 15 part 2) go
+    # after EVERY: a task repeats either every N seconds or on a cron expression.
     header = ("ACTOR", "ID", "NAME", "STATE", "DUE (UTC)", "EVERY", "ATTEMPTS", "LAST ERROR")
     lines = [header]
     for r in rows:
@@ -184,6 +239,8 @@ def _table(rows: list[TaskRow]) -> str:
         if len(error) > ERROR_WIDTH:
             error = error[: ERROR_WIDTH - 1] + "…"
         every = "" if r.every is None else f"{r.every:g}s"
+        if r.cron is not None:  # a durable cron task: its expression and zone
+            every = f"cron {r.cron} ({r.timezone})" if r.timezone else f"cron {r.cron}"
         lines.append(
             (
                 f"{r.kind}/{r.identity}",
@@ -192,7 +249,9 @@ def _table(rows: list[TaskRow]) -> str:
                 r.state,
                 _iso(r.due),
                 every,
-                f"{r.attempts}/{r.max_retries}",
+                # Failed runs since the last success, of the runs allowed (the first run
+                # plus max_retries retries): a parked task reads "3/3", never "3/2".
+                f"{r.attempts}/{r.max_retries + 1}",
                 error,
             )
         )

@@ -13,12 +13,12 @@ from ..actor import (
     ActorPassivated,
     ActorRestarted,
     ActorStopped,
-    ActorSystem,
     DeadLetter,
     ReceiveContext,
 )
 from ..clock import SystemClock
 from ..durable import Call, DurableActor, TaskParked
+from ..system import ActorSystem
 
 __all__ = ["run_demo"]
 

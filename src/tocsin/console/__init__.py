@@ -14,7 +14,7 @@ except ImportError as exc:  # pragma: no cover - exercised without the extra
     raise ImportError("the console needs aiohttp: pip install 'tocsin[console]'") from exc
 
 from ._data import ScheduleView, Snapshot, TaskView
-from ._serve import DEFAULT_BIND, MIN_TOKEN_LENGTH, Console, serve, serve_store
+from ._serve import DEFAULT_BIND, MIN_TOKEN_LENGTH, Console, check_options, serve, serve_store
 
 __all__ = [
     "DEFAULT_BIND",
@@ -23,6 +23,7 @@ __all__ = [
     "ScheduleView",
     "Snapshot",
     "TaskView",
+    "check_options",
     "serve",
     "serve_store",
 ]

@@ -17,14 +17,15 @@ from urllib.parse import urlsplit, urlunsplit
 
 import msgspec
 
-from ..actor._ops import ActorStat, actor_stats, durable_store, wake_durable
+from ..actor._ops import ActorStat, actor_stats
 from ..clock import Clock, SystemClock
 from ..cron import CronExpression
+from ..durable._runtime import durable_of
 from ..errors import TocsinError
 from ..stores import DeleteTask, Store, TaskRow, UpsertTask
 
 if TYPE_CHECKING:
-    from ..actor import ActorSystem
+    from ..system import ActorSystem
 
 __all__ = [
     "MAX_TASKS",
@@ -238,9 +239,9 @@ class SystemSource:
             )
             m = system.scheduler_metrics()
             lateness = (m.lateness_p50, m.lateness_p99, m.lateness_max)
-            actors = actor_stats(system)
+            actors = actor_stats(system.runtime)
             actors.sort(key=lambda a: (-a.mailbox, a.path))
-        tasks, total, parked, error = await _read_tasks(durable_store(system))
+        tasks, total, parked, error = await _read_tasks(self._store())
         members = tuple(await self._members()) if self._members is not None else None
         return Snapshot(
             taken_at=_utc(self.clock.wall()),
@@ -260,14 +261,21 @@ class SystemSource:
 
     async def retry(self, kind: str, identity: str, task_id: str) -> TaskRow:
         now = self.clock.wall()
-        row = await retry_in_store(durable_store(self.system), kind, identity, task_id, now)
+        row = await retry_in_store(self._store(), kind, identity, task_id, now)
         # Written like `tocsin tasks retry`; then the runtime is told, so the task runs
         # now rather than at the next store poll.
-        wake_durable(self.system, kind, identity, now)
+        durable = durable_of(self.system.runtime)
+        if durable is not None:
+            durable.wake(kind, identity, now)
         return row
 
     async def discard(self, kind: str, identity: str, task_id: str) -> TaskRow:
-        return await discard_in_store(durable_store(self.system), kind, identity, task_id)
+        return await discard_in_store(self._store(), kind, identity, task_id)
+
+    def _store(self) -> Store | None:
+        """The running system's durable store (None before the first durable actor)."""
+        durable = durable_of(self.system.runtime)
+        return None if durable is None else durable.store
 
 
 @final

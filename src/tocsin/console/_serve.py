@@ -16,10 +16,18 @@ from ._data import ConsoleSource, Members, StoreSource, SystemSource
 from ._feed import DEFAULT_INTERVAL
 
 if TYPE_CHECKING:
-    from ..actor import ActorSystem
     from ..stores import Store
+    from ..system import ActorSystem
 
-__all__ = ["DEFAULT_BIND", "MIN_TOKEN_LENGTH", "Console", "parse_bind", "serve", "serve_store"]
+__all__ = [
+    "DEFAULT_BIND",
+    "MIN_TOKEN_LENGTH",
+    "Console",
+    "check_options",
+    "parse_bind",
+    "serve",
+    "serve_store",
+]
 
 #: Where the console listens unless told otherwise: loopback only.
 DEFAULT_BIND: Final = "127.0.0.1:8765"
@@ -44,6 +52,29 @@ def parse_bind(bind: str) -> tuple[str, int]:
             f"'[::1]:8765', '0.0.0.0:8765'), got {bind!r}"
         )
     return host, int(port_text)
+
+
+def check_options(bind: str, token: str | None) -> tuple[str, int]:
+    """Check a bind and its token as :func:`serve` does (without serving); return
+    ``(host, port)``. ``ActorSystem(console=..., console_token=...)`` calls it at
+    construction, so a bad option fails there, not at ``start()``.
+
+    Raises:
+        ValueError: a bad ``bind``, a non-loopback bind without a token, a short token.
+    """
+    host, port = parse_bind(bind)
+    if token is not None and (not isinstance(token, str) or len(token) < MIN_TOKEN_LENGTH):
+        given = f"{len(token)} characters" if isinstance(token, str) else repr(token)
+        raise ValueError(
+            f"`token` must be a str of at least {MIN_TOKEN_LENGTH} characters "
+            f"(e.g. secrets.token_urlsafe()), got {given}"
+        )
+    if token is None and not is_loopback(host):
+        raise ValueError(
+            f"binding the console to {bind!r} (not loopback) needs a `token`; "
+            f"bind to 127.0.0.1 or ::1, or pass token=secrets.token_urlsafe()"
+        )
+    return host, port
 
 
 def is_loopback(host: str) -> bool:
@@ -144,19 +175,7 @@ async def _serve(
     metrics: MetricsEndpoint | None,
     interval: float,
 ) -> Console:
-    host, port = parse_bind(bind)
-    if token is not None and (not isinstance(token, str) or len(token) < MIN_TOKEN_LENGTH):
-        given = f"{len(token)} characters" if isinstance(token, str) else repr(token)
-        raise ValueError(
-            f"`token` must be a str of at least {MIN_TOKEN_LENGTH} characters "
-            f"(e.g. secrets.token_urlsafe()), got {given}"
-        )
-    loopback = is_loopback(host)
-    if not loopback and token is None:
-        raise ValueError(
-            f"binding the console to {bind!r} (not loopback) needs a `token`; "
-            f"bind to 127.0.0.1 or ::1, or pass token=secrets.token_urlsafe()"
-        )
+    host, port = check_options(bind, token)
     if not (isinstance(interval, int | float) and 0.05 <= interval <= 3600):
         raise ValueError(f"`interval` must be between 0.05 and 3600 seconds, got {interval!r}")
     allowed: set[str] | None = set() if token is None else None

@@ -1,10 +1,15 @@
 # SPDX-License-Identifier: Apache-2.0
-"""Quartz cron expressions: parse, next fire time, description. Pure: no asyncio, no clock.
+"""Cron expressions: parse, next fire time, description. Pure: no asyncio, no clock.
+
+Two dialects, chosen by field count: 6-7 fields are Quartz cron, exactly 5 are Unix
+cron as Debian's cron reads it.
 
 >>> from datetime import datetime, timezone
 >>> cron = CronExpression.parse("0 0 12 ? * 6L")
 >>> cron.next_after(datetime(2025, 1, 1, tzinfo=timezone.utc)).isoformat()
 '2025-01-31T12:00:00+00:00'
+>>> CronExpression.parse("0 9 * * 1-5").describe()
+'At 09:00, on Monday through Friday (Unix cron)'
 """
 
 from __future__ import annotations

@@ -149,6 +149,12 @@ def _day_phrase(rule: DayRule) -> str:
         return f"on the weekday nearest day {rule.value} of the month"
     if kind is DayKind.DAYS_OF_WEEK:
         return f"on {_runs(_values(rule.mask), list(_WEEKDAYS))}"
+    if kind is DayKind.DAYS_OF_MONTH_OR_WEEK or kind is DayKind.DAYS_OF_MONTH_AND_WEEK:
+        monthdays = _day_phrase(DayRule(DayKind.DAYS_OF_MONTH, mask=rule.mask))
+        weekdays = _runs(_values(rule.weekdays), list(_WEEKDAYS))
+        if kind is DayKind.DAYS_OF_MONTH_OR_WEEK:
+            return f"{monthdays}, and on every {weekdays}"
+        return f"{monthdays}, if it is a {weekdays.replace(' and ', ' or ')}"
     if kind is DayKind.LAST_OF_WEEKDAY:
         return f"on the last {_WEEKDAYS[rule.value]} of the month"
     if rule.value > 7:
@@ -171,15 +177,22 @@ def _year_phrase(years: int) -> str:
     return f"in {_runs(values)}"
 
 
-def describe(fields: CronFields) -> str:
-    """One sentence, e.g. ``At 12:00, on the last Friday of the month``."""
+def describe(fields: CronFields, reading: str | None = None) -> str:
+    """One sentence, e.g. ``At 12:00, on the last Friday of the month (Quartz cron)``.
+
+    Args:
+        fields: the parsed fields.
+        reading: how the text was read (``"Quartz cron"``, ``"Unix cron"``, ``"@daily"``),
+            put in parentheses at the end so a reader sees the dialect; ``None``: nothing.
+    """
     parts = [
         _time_phrase(fields),
         _day_phrase(fields.days),
         _month_phrase(fields.months),
         _year_phrase(fields.years),
     ]
-    return ", ".join(part for part in parts if part)
+    text = ", ".join(part for part in parts if part)
+    return text if reading is None else f"{text} ({reading})"
 
 
 def describe_fields(fields: CronFields) -> list[tuple[str, str]]:

@@ -1,20 +1,26 @@
 # SPDX-License-Identifier: Apache-2.0
-""":class:`CronExpression`: a parsed Quartz cron expression and its optional time zone."""
+""":class:`CronExpression`: a parsed cron expression (Quartz or Unix) and its optional zone."""
 
 from __future__ import annotations
 
 from collections.abc import Hashable, Iterator
 from datetime import datetime, tzinfo
-from typing import final
+from typing import Literal, final
 from zoneinfo import ZoneInfo, ZoneInfoNotFoundError
 
 from tocsin.cron._describe import describe
+from tocsin.cron._dialects import dialect_of, parse
 from tocsin.cron._fields import CronFields
 from tocsin.cron._next import matches, next_fire
-from tocsin.cron._parser import parse
 from tocsin.errors import InvalidTimezoneError
 
-__all__ = ["CronExpression"]
+__all__ = ["CronDialect", "CronExpression"]
+
+#: How an expression was read: ``"quartz"`` (6-7 fields), ``"unix"`` (5 fields) or
+#: ``"macro"`` (``@daily`` and friends, which mean the same in both dialects).
+CronDialect = Literal["quartz", "unix", "macro"]
+
+_READINGS: dict[str, str] = {"quartz": "Quartz cron", "unix": "Unix cron"}
 
 
 def _zone(timezone: tzinfo | str | None) -> tzinfo | None:
@@ -44,11 +50,14 @@ def _require_aware(moment: datetime, name: str) -> None:
 
 @final
 class CronExpression:
-    """A Quartz cron expression, parsed once, evaluated without reading any clock.
+    """A cron expression, parsed once, evaluated without reading any clock.
 
-    Create one with :meth:`parse`. Instances are immutable and hashable; two expressions
-    are equal when they fire at the same times in the same zone, whatever their spelling
-    (``0 0 12 ? * MON`` equals ``0 0 12 ? * 2``).
+    Two dialects, chosen by field count: 6 or 7 fields are Quartz (with seconds, and
+    years), exactly 5 are Unix cron as Debian's cron reads it (:attr:`dialect` tells
+    which). Create one with :meth:`parse`. Instances are immutable and hashable; two
+    expressions are equal when they fire at the same times in the same zone, whatever
+    their spelling or dialect (``0 0 12 ? * MON`` equals ``0 0 12 ? * 2`` and the Unix
+    ``0 12 * * 1``).
     """
 
     __slots__ = ("_fields", "_text", "_zone")
@@ -68,10 +77,13 @@ class CronExpression:
 
     @classmethod
     def parse(cls, text: str, timezone: tzinfo | str | None = None) -> CronExpression:
-        """Parse a Quartz cron expression (6 or 7 fields) or a macro such as ``@daily``.
+        """Parse a cron expression: Quartz (6 or 7 fields), Unix (5 fields) or a macro.
 
         Args:
-            text: the expression, e.g. ``"0 0 12 ? * 6L"``.
+            text: the expression, e.g. ``"0 0 12 ? * 6L"`` (Quartz: seconds minutes hours
+                day-of-month month day-of-week [year]) or ``"0 9 * * 1-5"`` (Unix: minute
+                hour day-of-month month day-of-week, 0 and 7 are Sunday, and when both day
+                fields are restricted a day matches if either does) or ``"@daily"``.
             timezone: the zone to evaluate in (IANA name or ``tzinfo``); ``None`` means
                 the zone of each datetime passed to :meth:`next_after`.
 
@@ -92,6 +104,12 @@ class CronExpression:
     def expression(self) -> str:
         """The text as given to :meth:`parse`."""
         return self._text
+
+    @property
+    def dialect(self) -> CronDialect:
+        """How the text was read: ``"quartz"``, ``"unix"`` or ``"macro"``."""
+        dialect = dialect_of(self._text)
+        return "unix" if dialect == "unix" else "macro" if dialect == "macro" else "quartz"
 
     @property
     def timezone(self) -> tzinfo | None:
@@ -145,8 +163,15 @@ class CronExpression:
         return matches(self._fields, moment, zone)
 
     def describe(self) -> str:
-        """Describe the schedule in plain English, e.g. "At 12:00, on the last Friday"."""
-        return describe(self._fields)
+        """Describe the schedule in plain English, naming the dialect it was read in.
+
+        For example "At 12:00, on the last Friday of the month (Quartz cron)",
+        "At 09:00, on Monday through Friday (Unix cron)", "At 00:00 (@daily)". The
+        wording is for people and may change between releases.
+        """
+        dialect = self.dialect
+        reading = self._text.strip(" \t").lower() if dialect == "macro" else _READINGS[dialect]
+        return describe(self._fields, reading)
 
     def _key(self) -> tuple[CronFields, Hashable]:
         zone = self._zone

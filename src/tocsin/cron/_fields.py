@@ -5,8 +5,10 @@ Numeric fields are bitsets (bit ``n`` set means value ``n`` is allowed; years us
 ``year - MIN_YEAR``). A bitset makes "next allowed value ≥ x" a shift and a lowest-set-bit
 lookup, with no sorted-list search and no allocation on the hot path of ``next_after``.
 
-The two day fields collapse into one :class:`DayRule`, because Quartz lets only one of
-them be restricted at a time: the other is ``?``.
+The two day fields collapse into one :class:`DayRule`. Quartz lets only one of them be
+restricted at a time (the other is ``?``); Unix cron may restrict both, and then a day
+matches if either matches (Vixie cron's rule), or, when one of them starts with ``*``,
+if both match: the two ``DAYS_OF_MONTH_*_WEEK`` kinds.
 """
 
 from __future__ import annotations
@@ -57,8 +59,13 @@ def first_bit(mask: int) -> int:
     return (mask & -mask).bit_length() - 1
 
 
-class DayKind(enum.Enum):
-    """Which rule picks the days of a month."""
+class DayKind(enum.StrEnum):
+    """Which rule picks the days of a month.
+
+    A ``StrEnum`` so that hashing a member is ``str.__hash__`` (C) rather than
+    ``Enum.__hash__`` (Python): ``next_after`` hashes the day rule for its month-mask
+    cache on every call, and this took ~0.5 µs of a ~6 µs call.
+    """
 
     EVERY_DAY = "every-day"
     """Both day fields unrestricted (one ``*`` and one ``?``)."""
@@ -76,6 +83,10 @@ class DayKind(enum.Enum):
     """``nL``: the last weekday ``value`` of the month."""
     NTH_OF_WEEKDAY = "nth-of-weekday"
     """``n#k``: the ``nth`` weekday ``value`` of the month (months without one skip)."""
+    DAYS_OF_MONTH_OR_WEEK = "days-of-month-or-week"
+    """Unix cron, both day fields restricted: a day of ``mask`` or a weekday of ``weekdays``."""
+    DAYS_OF_MONTH_AND_WEEK = "days-of-month-and-week"
+    """Unix cron, a day field starting with ``*`` (``*/2``): in ``mask`` and in ``weekdays``."""
 
 
 @final
@@ -87,6 +98,8 @@ class DayRule:
     mask: int = 0
     value: int = 0
     nth: int = 0
+    weekdays: int = 0
+    """The weekday bitset (bit 1 = Sunday … bit 7 = Saturday) of the two Unix kinds."""
 
 
 @final

@@ -23,7 +23,7 @@ Time zones, as Quartz 2.3.2 computes them through ``java.util.GregorianCalendar`
 from __future__ import annotations
 
 import calendar
-from datetime import UTC, datetime, timezone, tzinfo
+from datetime import UTC, datetime, timedelta, timezone, tzinfo
 from functools import lru_cache
 
 from tocsin.cron._fields import (
@@ -62,6 +62,15 @@ def _nearest_weekday(target: int, length: int, first: int) -> int:
     return target
 
 
+def _weekday_days(weekdays: int, length: int, first: int) -> int:
+    """The days of a month (bit d = day d) falling on a weekday of ``weekdays`` (SUN=1)."""
+    bits = 0
+    for day in range(1, length + 1):
+        if weekdays >> ((first - 1 + day - 1) % 7 + 1) & 1:
+            bits |= 1 << day
+    return bits
+
+
 @lru_cache(maxsize=2048)
 def day_mask(rule: DayRule, length: int, first: int) -> int:
     """Return the days (bit d = day d) on which ``rule`` fires in a month of this shape.
@@ -78,11 +87,11 @@ def day_mask(rule: DayRule, length: int, first: int) -> int:
     if kind is DayKind.DAYS_OF_MONTH:
         return rule.mask & full
     if kind is DayKind.DAYS_OF_WEEK:
-        bits = 0
-        for day in range(1, length + 1):
-            if rule.mask >> ((first - 1 + day - 1) % 7 + 1) & 1:
-                bits |= 1 << day
-        return bits
+        return _weekday_days(rule.mask, length, first)
+    if kind is DayKind.DAYS_OF_MONTH_OR_WEEK:
+        return (rule.mask & full) | _weekday_days(rule.weekdays, length, first)
+    if kind is DayKind.DAYS_OF_MONTH_AND_WEEK:
+        return rule.mask & full & _weekday_days(rule.weekdays, length, first)
     if kind is DayKind.LAST_DAY or kind is DayKind.LAST_WEEKDAY:
         target = length - rule.value
         if target < 1:
@@ -181,9 +190,17 @@ def _next_wall(fields: CronFields, start: _WallTime) -> _WallTime | None:
     return None
 
 
+_EPOCH = datetime(1970, 1, 1, tzinfo=UTC)
+_SECOND = timedelta(seconds=1)
+
+
 def epoch_seconds(moment: datetime) -> int:
-    """Whole epoch seconds of an aware datetime, rounded down (sub-seconds dropped)."""
-    return calendar.timegm(moment.utctimetuple())
+    """Whole epoch seconds of an aware datetime, rounded down (sub-seconds dropped).
+
+    Timedelta floor division is exact (``moment.timestamp()`` is a float and can round
+    23:59:59.999999 up to the next second) and runs in C (``calendar.timegm`` does not).
+    """
+    return (moment - _EPOCH) // _SECOND
 
 
 def next_fire(fields: CronFields, after: datetime, zone: tzinfo) -> datetime | None:

@@ -1,5 +1,8 @@
 # SPDX-License-Identifier: Apache-2.0
-"""Text to :class:`~tocsin.cron._fields.CronFields`, or :class:`InvalidCronExpressionError`.
+"""Quartz fields to :class:`~tocsin.cron._fields.CronFields`, or an error naming the field.
+
+:mod:`tocsin.cron._dialects` splits the text and picks the dialect by field count; the 6
+or 7 fields of a Quartz expression are read here (five fields: :mod:`tocsin.cron._unix`).
 
 Prior art: ``org.quartz.CronExpression`` 2.3.2 (what is valid, and what the values mean)
 and go-quartz's parser (errors that name the field). The grammar is written out here
@@ -22,7 +25,6 @@ from typing import Final, NoReturn, final
 
 from tocsin.cron._fast import DAY_NAMES as _DAY_NAMES
 from tocsin.cron._fast import MONTH_NAMES as _MONTH_NAMES
-from tocsin.cron._fast import fast_parse
 from tocsin.cron._fields import (
     FIELD_NAMES,
     MAX_YEAR,
@@ -33,22 +35,8 @@ from tocsin.cron._fields import (
 )
 from tocsin.errors import InvalidCronExpressionError
 
-__all__ = ["MACROS", "parse"]
+__all__ = ["fail_whole", "parse_quartz"]
 
-#: Macros and the Quartz expression each stands for.
-MACROS: Final = {
-    "@yearly": "0 0 0 1 1 ?",
-    "@annually": "0 0 0 1 1 ?",
-    "@monthly": "0 0 0 1 * ?",
-    "@weekly": "0 0 0 ? * SUN",
-    "@daily": "0 0 0 * * ?",
-    "@midnight": "0 0 0 * * ?",
-    "@hourly": "0 0 * * * ?",
-}
-
-# Only space and tab separate fields, as in Quartz's StringTokenizer(" \t"); any other
-# whitespace (no-break or ideographic space, newline) is an invalid character.
-_TOKEN: Final = re.compile(r"[^ \t]+")
 _DIGITS: Final = re.compile(r"[0-9]+")
 # More digits than this cannot be a valid value; checked before int() is called.
 _MAX_DIGITS: Final = 9
@@ -103,59 +91,17 @@ class _Field:
         )
 
 
-def _fail_whole(expression: str, message: str, position: int | None) -> NoReturn:
+def fail_whole(expression: str, message: str, position: int | None) -> NoReturn:
+    """Raise the error for a problem with the expression as a whole (no one field)."""
     raise InvalidCronExpressionError(message, expression=expression, position=position)
 
 
-def parse(expression: object) -> CronFields:
-    """Parse a Quartz cron expression (or a macro) into normalized fields.
+def parse_quartz(text: str, tokens: list[tuple[str, int]]) -> CronFields:
+    """Read six or seven ``(token, position)`` pairs of ``text`` as Quartz fields.
 
     Raises:
-        InvalidCronExpressionError: for any input that is not a valid expression,
-            including non-``str`` input; never any other exception.
+        InvalidCronExpressionError: a field is invalid (named, with its position).
     """
-    if not isinstance(expression, str):
-        raise InvalidCronExpressionError(
-            f"a cron expression must be a str, got {type(expression).__name__}",
-            expression=repr(expression),
-        )
-    fields = fast_parse(expression)
-    if fields is not None:
-        return fields
-    return _parse_full(expression)
-
-
-def _parse_full(text: str) -> CronFields:
-    """Parse any expression; :func:`fast_parse` reads only the common spellings."""
-    stripped = text.strip(" \t")
-    if stripped.startswith("@"):
-        quartz = MACROS.get(stripped.lower())
-        if quartz is None:
-            _fail_whole(
-                text,
-                f"unknown macro {stripped!r}; allowed: {', '.join(MACROS)}",
-                text.index("@"),
-            )
-        return parse(quartz)
-    tokens = [(m.group(), m.start()) for m in _TOKEN.finditer(text)]
-    if len(tokens) < 6:
-        _fail_whole(
-            text,
-            f"expected 6 or 7 fields (seconds minutes hours day-of-month month "
-            f"day-of-week [year]), got {len(tokens)}: {text!r}",
-            len(text),
-        )
-    if len(tokens) > 7:
-        # Quartz ignores every token after the year. Its own test suite writes a
-        # trailing "*" there, so that one is tolerated; anything else is a mistake.
-        if len(tokens) > 8 or tokens[7][0] != "*":
-            _fail_whole(
-                text,
-                f"expected 6 or 7 fields, got {len(tokens)}: the extra field "
-                f"{tokens[7][0]!r} at position {tokens[7][1]} has no meaning",
-                tokens[7][1],
-            )
-        tokens = tokens[:7]
     fields = [_Field(text, index, tok, start) for index, (tok, start) in enumerate(tokens)]
     for field in fields:
         if not (field.text.isascii() and field.text.isprintable()):
@@ -208,8 +154,18 @@ def _value(field: _Field, text: str) -> int:
         return number
     number = _number(field, text)
     if not spec.low <= number <= spec.high:
-        field.fail(f"{number} is out of range")
+        _out_of_range(field, number)
     return number
+
+
+def _out_of_range(field: _Field, number: int) -> NoReturn:
+    if number == 0 and field.index == _DOW:
+        # The near miss: a Unix weekday (0 = Sunday) in a Quartz expression.
+        field.fail(
+            "0 is out of range: Quartz numbers the days SUN=1 … SAT=7 (0 for Sunday is "
+            "Unix cron, which has five fields and no seconds field)"
+        )
+    field.fail(f"{number} is out of range")
 
 
 def _range_bits(field: _Field, start: int, end: int, step: int) -> int:
@@ -245,7 +201,7 @@ def _parse_element(field: _Field, element: str) -> int:
         # Fast path for the most common element, a plain number (the text is ASCII).
         number = int(element)
         if not spec.low <= number <= spec.high:
-            field.fail(f"{number} is out of range")
+            _out_of_range(field, number)
         return 1 << number
     if not element:
         field.fail("empty list element")
@@ -405,7 +361,10 @@ def _parse_days(dom_field: _Field, dow_field: _Field, *, relaxed: bool) -> DayRu
     if dom is None and dow is None:
         dow_field.fail("'?' may be used in only one of day-of-month and day-of-week")
     if dom is not None and dow is not None:
-        dow_field.fail("day-of-month and day-of-week cannot both be given: put '?' in one of them")
+        dow_field.fail(
+            "day-of-month and day-of-week cannot both be given: put '?' in one of them "
+            "(Unix cron's rule, either day matches, needs five fields, without seconds)"
+        )
     rule = dom if dom is not None else dow
     assert rule is not None  # for mypy: exactly one of them is set here
     if rule.kind is DayKind.DAYS_OF_WEEK and rule.mask == 0b11111110:

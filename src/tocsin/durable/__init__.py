@@ -1,9 +1,9 @@
 # SPDX-License-Identifier: Apache-2.0
 """Durable actors and persistent tasks: at-least-once, retried with backoff, parked."""
 
+from .._codec import decode, encode
 from ..errors import TaskTimeoutError
 from ._actor import DurableActor
-from ._codec import decode, encode
 from ._records import Call, TaskParked, TaskRecord
 from ._retry import RetryDecision, RetryPolicy
 

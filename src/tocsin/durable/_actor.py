@@ -5,13 +5,14 @@ from __future__ import annotations
 
 from collections.abc import AsyncIterator, Callable
 from contextlib import asynccontextmanager
-from datetime import datetime, timedelta
+from datetime import datetime
 from typing import TYPE_CHECKING, Any
 
+from .._deadlines import Seconds, to_seconds
 from ..actor._actor import Actor
 from ..actor._supervision import Supervisor
-from ..scheduling._validate import to_seconds
-from . import _tasks
+from . import _cron, _tasks
+from ._checks import MAX_VALUE_BYTES, check_text
 from ._records import Call, TaskRecord
 from ._retry import RetryPolicy
 
@@ -24,13 +25,34 @@ __all__ = ["DurableActor", "registered_kind"]
 
 _KINDS: dict[str, type[DurableActor]] = {}
 
-Seconds = float | int | timedelta
+
 Method = str | Callable[..., Any]
 
 
 def registered_kind(kind: str) -> type[DurableActor] | None:
-    """The most recently defined DurableActor subclass with this ``kind``, if any."""
+    """The DurableActor subclass with this ``kind``, if one is defined."""
     return _KINDS.get(kind)
+
+
+def _register(cls: type[DurableActor]) -> None:
+    """Claim ``cls.kind`` for ``cls``; a second class claiming it is a ``TypeError``.
+
+    Stored tasks name their kind, not their class: if two classes shared a kind, the
+    later one silently won and recovery could run one class's tasks on the other (issue
+    10, item 11). Redefining the same module and qualified name (a reload, a class
+    defined in a function that runs again) replaces the old definition.
+    """
+    old = _KINDS.get(cls.kind)
+    if old is not None and (old.__module__, old.__qualname__) != (
+        cls.__module__,
+        cls.__qualname__,
+    ):
+        raise TypeError(
+            f"durable kind {cls.kind!r} of {cls.__module__}.{cls.__qualname__} is already "
+            f"used by {old.__module__}.{old.__qualname__}; stored tasks name their kind, "
+            f'so each DurableActor class needs its own: set `kind = "..."` on one of them'
+        )
+    _KINDS[cls.kind] = cls
 
 
 class DurableActor(Actor):
@@ -50,6 +72,8 @@ class DurableActor(Actor):
         task_timeout: seconds a task may run before it counts as failed (default 900).
         passivate_after: idle seconds before passivation (default: never).
         supervisor: supervision of the activations (default: restart, 10 per minute).
+        max_value_bytes: largest encoded payload or storage value (default 1 MiB);
+            larger ones raise :class:`~tocsin.CodecError` at the call.
     """
 
     kind: str = "DurableActor"
@@ -59,6 +83,7 @@ class DurableActor(Actor):
     task_timeout: float = 900.0
     passivate_after: float | None = None
     supervisor: Supervisor | None = None
+    max_value_bytes: int = MAX_VALUE_BYTES
     _handle: DurableHandle
 
     def __init_subclass__(cls, **kwargs: Any) -> None:
@@ -69,7 +94,11 @@ class DurableActor(Actor):
             raise TypeError(
                 f"`kind` of {cls.__qualname__} must be a str without '/', got {cls.kind!r}"
             )
-        _KINDS[cls.kind] = cls
+        try:
+            check_text(cls.kind, "kind")
+        except ValueError as exc:
+            raise TypeError(f"{cls.__qualname__}: {exc}") from None
+        _register(cls)
 
     # -- time --------------------------------------------------------------------------
 
@@ -78,13 +107,13 @@ class DurableActor(Actor):
 
         Override it, or give the system a ``ManualClock``, to control time in tests.
         """
-        return self._handle.system.clock.wall_datetime()
+        return self._handle.runtime.clock.wall_datetime()
 
     def _now(self) -> float:
         if type(self).now is DurableActor.now:
             # Not overridden: the clock's float, without a datetime built and taken apart
             # again on every queue/schedule (~1.5 µs).
-            return self._handle.system.clock.wall()
+            return self._handle.runtime.clock.wall()
         return self.now().timestamp()
 
     # -- tasks -------------------------------------------------------------------------
@@ -175,6 +204,56 @@ class DurableActor(Actor):
             timeout=timeout,
         )
 
+    async def cron(
+        self,
+        expression: str,
+        method: Method,
+        payload: Any = None,
+        *,
+        id: str | None = None,
+        timezone: str | None = None,
+        max_retries: int = 5,
+        timeout: Seconds | None = None,
+    ) -> str:
+        """Run ``self.<method>(payload)`` at each fire time of a cron expression.
+
+        Quartz (6 or 7 fields) and, where :mod:`tocsin.cron` reads them, Unix (5 fields)
+        expressions are accepted, evaluated in ``timezone`` (an IANA name; default: the
+        system's zone, recorded with the task). After each run the task is due at the
+        expression's next fire time after that run was due (or after now, if later):
+        after downtime an overdue cron task runs once, then continues from the next
+        future fire time, never once per missed fire. Failed runs are retried and parked
+        as for every task; after a success the next fire time applies again.
+
+        With a stable ``id`` this is an upsert; re-registering an identical task (same
+        method, expression, zone, payload, ``max_retries``), as ``pre_start`` does on
+        every activation, keeps its due time.
+
+        Raises:
+            InvalidCronExpressionError: malformed, or no fire time after now.
+            InvalidTimezoneError: ``timezone`` is not an IANA zone name.
+            CodecError: ``payload`` is not codec-safe or too large.
+            ValueError: bad ``max_retries``, or an ``id`` the stores cannot hold.
+            AttributeError: the class has no such method and does not override
+                :meth:`on_task`.
+        """
+        handle = self._handle
+        now = self._now()
+        zone_name = handle.durable.timezone if timezone is None else timezone
+        due = _cron.first_fire(expression, zone_name, now)
+        return await _tasks.add_task(
+            handle,
+            now,
+            method,
+            payload,
+            delay=max(0.0, due - now),
+            every=None,
+            task_id=id,
+            max_retries=max_retries,
+            timeout=timeout,
+            cron=(expression, zone_name),
+        )
+
     async def cancel_schedule(self, id: str) -> bool:
         """Delete task ``id`` (pending or parked); return whether it existed."""
         return await _tasks.cancel_task(self._handle, id)
@@ -217,7 +296,7 @@ class DurableActor(Actor):
             raise
         ops, handle.tx = handle.tx, None
         if ops:
-            await handle.store.apply(ops)
+            await handle.commit(ops)
 
     # -- hooks -------------------------------------------------------------------------
 
@@ -237,8 +316,13 @@ class DurableActor(Actor):
             name = message.method
             if not isinstance(name, str) or name.startswith("_"):
                 raise PermissionError(f"method {name!r} is not callable by messages")
+            if name in _RESERVED:
+                raise PermissionError(
+                    f"Call({name!r}): {name!r} is reserved: it is DurableActor's own API, "
+                    "not callable by messages; call it from a method of the actor"
+                )
             method = getattr(type(self), name, None)
-            if method is None or not callable(method) or name in _RESERVED:
+            if method is None or not callable(method):
                 raise AttributeError(f"{type(self).__qualname__} has no callable method {name!r}")
             result = getattr(self, name)(message.payload)
             if hasattr(result, "__await__"):

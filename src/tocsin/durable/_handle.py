@@ -11,16 +11,17 @@ from __future__ import annotations
 
 import asyncio
 import logging
-from collections.abc import Sequence
+from collections.abc import Awaitable, Sequence
 from typing import TYPE_CHECKING, Any, final
 
-from ..actor._cell import Cell, CellState
+from .._deadlines import Deadline
+from ..actor._cell import Cell
 from ..actor._events import DeadLetterReason
-from ..actor._messages import Turn
-from ..actor._pid import PID
+from ..actor._pid import PID, new_incarnation
 from ..actor._supervision import DEFAULT_SUPERVISOR
-from ..scheduling._heap import Deadline
+from ..actor._target import SendTarget
 from ..stores import DeleteState, Op, PutState, Store
+from ._drain import DrainTurn
 from ._storage import MISSING, Storage
 
 #: Seconds ahead the store is polled for identities with due tasks; a passivated
@@ -28,37 +29,44 @@ from ._storage import MISSING, Storage
 LOOKAHEAD = 300.0
 
 if TYPE_CHECKING:
+    from ..actor._reply import Reply
     from ._actor import DurableActor
     from ._run import Budget
     from ._runtime import DurableRuntime
 
-__all__ = ["DurableHandle"]
+__all__ = ["LOOKAHEAD", "DurableHandle"]
 
 _log = logging.getLogger("tocsin.durable")
 
 
 @final
-class DurableHandle:
-    """The runtime side of one ``(kind, identity)`` (internal)."""
+class DurableHandle(SendTarget):
+    """The runtime side of one ``(kind, identity)`` (internal); the target of its PID.
+
+    It owns the identity's control flow, in one direction: its PID's deliveries, its
+    activations, its alarm, the drain turns the alarm queues (each :class:`DrainTurn`
+    carries this handle), and every write of the identity (:meth:`write` /
+    :meth:`commit`, the one write path).
+    """
 
     def __init__(
         self,
-        runtime: DurableRuntime,
+        durable: DurableRuntime,
         cls: type[DurableActor],
         identity: str,
         passivate_after: float | None,
     ) -> None:
-        self.runtime = runtime
-        self.system = runtime.system
+        self.durable = durable
+        self.runtime = durable.runtime
         self.cls = cls
         self.kind: str = cls.kind
         self.identity = identity
-        self.store: Store = runtime.store
+        self.store: Store = durable.store
         self.path = f"/durable/{self.kind}/{identity}"
-        self.pid = PID(self.system.address, self.path, self.system._next_uid(), self)
+        self.pid = PID(self.runtime.address, self.path, new_incarnation(), self)
         self.passivate_after = passivate_after
         self.cell: Cell | None = None
-        self.pending: list[tuple[Any, Any, asyncio.Future[Any] | None]] = []
+        self.pending: list[tuple[Any, Any, Reply | None]] = []
         self.starting: asyncio.Task[None] | None = None
         self.alarm = _Alarm(self)
         self.alarm_due: float | None = None  # wall epoch the alarm is armed for
@@ -72,20 +80,21 @@ class DurableHandle:
 
     # -- the PID's target --------------------------------------------------------------
 
-    def _deliver(self, message: Any, sender: Any, reply: asyncio.Future[Any] | None) -> bool:
-        if not self.system.running or self.runtime.stopping:
-            self.system._undeliverable(message, sender, self.pid, DeadLetterReason.STOPPED, reply)
+    def deliver(self, message: Any, sender: Any, reply: Reply | None) -> bool:
+        runtime = self.runtime
+        if not runtime.running or self.durable.stopping:
+            runtime.undeliverable(message, sender, self.pid, DeadLetterReason.STOPPED, reply)
             return False
         cell = self.cell
-        if cell is not None and cell.state < CellState.STOPPING:
-            return cell._deliver(message, sender, reply)
+        if cell is not None and cell.alive():
+            return cell.deliver(message, sender, reply)
         self.pending.append((message, sender, reply))
         if cell is None:
             self.activate()
         return True
 
-    def _alive(self) -> bool:
-        return self.system.running
+    def alive(self) -> bool:
+        return self.runtime.running
 
     async def stop(self) -> None:
         if self.starting is not None:
@@ -116,41 +125,44 @@ class DurableHandle:
         """Start an activation (idempotent while one is starting or running)."""
         if self.starting is not None:
             return self.starting
-        system = self.system
+        runtime = self.runtime
         supervisor = getattr(self.cls, "supervisor", None) or DEFAULT_SUPERVISOR
-        cell = Cell(system, self.path, self.build, None, supervisor, self.passivate_after)
-        cell.pid = self.pid
-        system._registry[self.path] = cell
+        cell = Cell(
+            runtime, self.path, self.build, None, supervisor, self.passivate_after, self.pid
+        )
+        runtime.registry[self.path] = cell
+        self.durable.cells[cell] = self
         self.cell = cell
         pending, self.pending = self.pending, []
         for message, sender, reply in pending:
-            cell._deliver(message, sender, reply)  # queued: the cell is still STARTING
-        system._busy += 1
-        self.starting = system._loop.create_task(self._start(cell))
+            cell.deliver(message, sender, reply)  # queued: the cell is still STARTING
+        runtime.busy += 1
+        self.starting = runtime.loop.create_task(self._start(cell))
         return self.starting
 
     async def _start(self, cell: Cell) -> None:
         try:
-            async with self.runtime.activation_slots:
-                await cell.first_start()
+            async with self.durable.activation_slots:
+                if await cell.first_start() is not None:
+                    return  # did not come up; it has fully stopped (cell_stopped ran)
                 due = await self.store.next_due(self.kind, self.identity)
                 if due is not None:
                     self.arm(due)
         finally:
             self.starting = None
-            self.system._busy_done()
+            self.runtime.busy_done()
 
     def cell_stopped(self, cell: Cell) -> None:
         if self.cell is cell:
             self.cell = None
             self.drain_queued = False
-            if self.pending and self.system.running and not self.runtime.stopping:
+            if self.pending and self.runtime.running and not self.durable.stopping:
                 self.activate()
                 return
             # Passivated: an alarm beyond the look-ahead goes back to living in the store
             # only; the periodic poll re-arms it when it comes near.
             due = self.alarm_due
-            if due is not None and due > self.system.clock.wall() + LOOKAHEAD:
+            if due is not None and due > self.runtime.clock.wall() + LOOKAHEAD:
                 self.rearm(None)
 
     # -- alarm -------------------------------------------------------------------------
@@ -159,13 +171,14 @@ class DurableHandle:
         """Make sure the alarm rings no later than ``due`` (wall epoch seconds)."""
         if self.alarm.armed and self.alarm_due is not None and self.alarm_due <= due:
             return
-        clock = self.system.clock
+        runtime = self.runtime
+        clock = runtime.clock
         self.alarm_due = due
-        self.system._deadlines.add(clock.monotonic() + max(0.0, due - clock.wall()), self.alarm)
+        runtime.deadlines.add(clock.monotonic() + max(0.0, due - clock.wall()), self.alarm)
 
     def rearm(self, due: float | None) -> None:
         """Set the alarm to exactly ``due`` (or disarm it)."""
-        self.system._deadlines.remove(self.alarm)
+        self.runtime.deadlines.remove(self.alarm)
         self.alarm_due = None
         if due is not None:
             self.arm(due)
@@ -173,10 +186,10 @@ class DurableHandle:
     def ring(self) -> None:
         """The alarm fired: run the due tasks inside the actor's turn (activating it)."""
         self.alarm_due = None
-        if self.drain_queued or not self.system.running or self.runtime.stopping:
+        if self.drain_queued or not self.runtime.running or self.durable.stopping:
             return
         self.drain_queued = True
-        if not self._deliver(Turn(self.runtime.drain), None, None):
+        if not self.deliver(DrainTurn(self), None, None):
             # Refused (suspended): without this reset no later alarm would ever drain.
             self.drain_queued = False
 
@@ -187,7 +200,14 @@ class DurableHandle:
         if self.tx is not None:
             self.tx.extend(ops)
         else:
-            await self.store.apply(ops)
+            await self.commit(ops)
+
+    def commit(self, ops: Sequence[Op]) -> Awaitable[None]:
+        """The one write path of this identity: task writes, completions and
+        ``transaction()`` commits all end here, so a fencing epoch (cluster ownership)
+        can later be checked in one place. Returns the store's awaitable itself (no
+        coroutine frame of its own on the path of every write)."""
+        return self.store.apply(ops)
 
     def buffered_state(self, key: str) -> Any:
         """A buffered value (bytes), ``None`` for a buffered delete, else MISSING."""

@@ -11,6 +11,8 @@ from __future__ import annotations
 
 from typing import Final, final
 
+from ._run import DROPPED, INTERRUPTED
+
 __all__ = ["DURATION_WINDOW", "RunCounters"]
 
 #: Run durations kept between two scrapes (a ring buffer; a power of two). A scrape that
@@ -21,27 +23,32 @@ _MASK: Final = DURATION_WINDOW - 1
 
 @final
 class RunCounters:
-    """How many durable task runs succeeded, failed or were interrupted, and how long they took.
+    """How many durable task runs succeeded, failed, were interrupted by a stop or dropped
+    (their method vanished), and how long they took.
 
     ``runs`` counts every finished run; ``durations[i & mask]`` holds the duration of run
     ``i`` (seconds, monotonic clock).
     """
 
-    __slots__ = ("durations", "failed", "interrupted", "runs")
+    __slots__ = ("dropped", "durations", "failed", "interrupted", "runs")
 
     def __init__(self) -> None:
         self.runs = 0
         self.failed = 0
         self.interrupted = 0
+        self.dropped = 0
         self.durations = [0.0] * DURATION_WINDOW
 
-    def ran(self, seconds: float, error: BaseException | None, interrupted: bool) -> None:
-        """Record one run that took ``seconds`` and ended with ``error`` (None: success)."""
+    def ran(self, seconds: float, error: BaseException | None) -> None:
+        """Record one run that took ``seconds`` and ended with ``error`` (what
+        :func:`~tocsin.durable._run.run_task` returned; None: success)."""
         runs = self.runs
         self.durations[runs & _MASK] = seconds
         self.runs = runs + 1
         if error is not None:
-            if interrupted:
+            if error is INTERRUPTED:
                 self.interrupted += 1
+            elif error is DROPPED:
+                self.dropped += 1
             else:
                 self.failed += 1

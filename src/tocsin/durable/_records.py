@@ -7,13 +7,23 @@ from dataclasses import dataclass
 from datetime import UTC, datetime
 from typing import TYPE_CHECKING, Any, Literal
 
-from ._codec import decode
+from .._codec import Extension, decode
+from ..errors import CodecError
 
 if TYPE_CHECKING:
     from ..actor._pid import PID
     from ..stores import TaskRow
 
-__all__ = ["Call", "TaskParked", "TaskRecord", "TaskState", "record_from_row"]
+__all__ = [
+    "CALL_EXTENSION",
+    "CALL_EXTENSION_CODE",
+    "Call",
+    "TaskParked",
+    "TaskRecord",
+    "TaskState",
+    "record_from_row",
+    "running_record",
+]
 
 TaskState = Literal["pending", "running", "parked"]
 
@@ -32,8 +42,11 @@ class TaskRecord:
         max_retries: retries allowed after the first run before it is parked.
         created_at: when it was first scheduled (aware UTC).
         state: ``pending``, ``running`` (its method is running now) or ``parked``.
-        last_error: ``repr`` of the last exception, if any.
+        last_error: the last failure, if any: its type and text on the first line, then
+            its innermost traceback frames (at most 4 KiB in all).
         kind, identity: the durable actor it belongs to.
+        cron: the cron expression of a cron task, else ``None``.
+        timezone: the IANA zone its cron expression is evaluated in, else ``None``.
     """
 
     id: str
@@ -48,6 +61,8 @@ class TaskRecord:
     last_error: str | None = None
     kind: str = ""
     identity: str = ""
+    cron: str | None = None
+    timezone: str | None = None
 
 
 def record_from_row(row: TaskRow, *, running: bool = False) -> TaskRecord:
@@ -62,6 +77,26 @@ def record_from_row(row: TaskRow, *, running: bool = False) -> TaskRecord:
         max_retries=row.max_retries,
         created_at=datetime.fromtimestamp(row.created_at, tz=UTC),
         state="running" if running else row.state,
+        last_error=row.last_error,
+        kind=row.kind,
+        identity=row.identity,
+        cron=row.cron,
+        timezone=row.timezone,
+    )
+
+
+def running_record(row: TaskRow, payload: Any) -> TaskRecord:
+    """The task being run, as ``ctx.message`` shows it (payload already decoded)."""
+    return TaskRecord(
+        id=row.id,
+        name=row.name,
+        payload=payload,
+        due=datetime.fromtimestamp(row.due, tz=UTC),
+        every=row.every,
+        attempts=row.attempts,
+        max_retries=row.max_retries,
+        created_at=datetime.fromtimestamp(row.created_at, tz=UTC),
+        state="running",
         last_error=row.last_error,
         kind=row.kind,
         identity=row.identity,
@@ -88,3 +123,22 @@ class Call:
 
     method: str
     payload: Any = None
+
+
+#: The codec extension code of a :class:`Call`.
+CALL_EXTENSION_CODE = 17
+
+
+def _call_to_wire(call: Call) -> object:
+    return [call.method, call.payload]
+
+
+def _call_from_wire(value: object) -> Call:
+    if type(value) is not list or len(value) != 2 or type(value[0]) is not str:
+        raise CodecError("cannot decode a Call: expected [method: str, payload]")
+    return Call(value[0], value[1])
+
+
+#: How a :class:`Call` crosses the wire: ``[method, payload]`` (the payload encoded by
+#: the same codec). Add it to a :class:`~tocsin._codec.Codec`.
+CALL_EXTENSION = Extension(CALL_EXTENSION_CODE, Call, _call_to_wire, _call_from_wire)

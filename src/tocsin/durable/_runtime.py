@@ -1,10 +1,9 @@
 # SPDX-License-Identifier: Apache-2.0
-"""The durable runtime of one system: handles by identity, due-task drains, recovery.
+"""The durable runtime of one system: handles by identity, polling, recovery.
 
-Delivery contract: **at least once**. A task row is deleted (or moved on) only after its
-method returned; a crash in between runs it again on the next activation. Completions are
-committed in batches of :data:`COMPLETION_BATCH`, so a crash may re-run up to that many
-completed tasks of one drain.
+Delivery contract: **at least once** (see ``_drain.py``). Completions are committed in
+batches of :data:`~tocsin.durable._drain.COMPLETION_BATCH`, so a crash may re-run up to
+that many completed tasks of one drain.
 
 Alarms: an active identity keeps one deadline (its earliest pending due time) in the
 system heap. Identities not in memory (after a restart, or never touched) are found by a
@@ -19,38 +18,44 @@ from __future__ import annotations
 import asyncio
 import logging
 from collections.abc import Callable
-from typing import TYPE_CHECKING, Any, final
+from typing import TYPE_CHECKING, final
 
-from ..actor._cell import Cell, CellState
-from ..clock import WALL_TOLERANCE
-from ..scheduling._heap import Deadline
-from ..stores import DeleteTask, Op, Store, TaskRow, UpsertTask, resolve_store
+from .._deadlines import Deadline
+from ..actor._cell import Cell
+from ..actor._pid import PID
+from ..actor._runtime import Runtime
+from ..clock import ManualClock
+from ..scheduling._cron import local_zone_name
+from ..stores import Store, resolve_store
+from ._checks import check_text
+from ._drain import COMPLETION_BATCH, DRAIN_LIMIT
 from ._handle import LOOKAHEAD, DurableHandle
 from ._ops import RunCounters
-from ._records import TaskParked, record_from_row
-from ._run import INTERRUPTED, run_task
 
 if TYPE_CHECKING:
-    from ..actor._system import ActorSystem
     from ._actor import DurableActor
 
 __all__ = [
     "ACTIVATION_CONCURRENCY",
+    "CHANGE_CHECK_SECONDS",
     "COMPLETION_BATCH",
+    "DRAIN_LIMIT",
     "LOOKAHEAD",
+    "SERVICE",
     "DurableRuntime",
+    "durable_of",
 ]
 
-#: Seconds ahead the store is polled for identities with due tasks.
+#: Seconds between two looks for changes made by other processes (stores that cannot
+#: push them: SQLite's ``PRAGMA data_version``, ~20 µs a look).
+CHANGE_CHECK_SECONDS = 1.0
 #: Activations running their first start at once (recovery after downtime).
 ACTIVATION_CONCURRENCY = 64
-#: Task completions committed together during one drain.
-COMPLETION_BATCH = 100
-#: Most tasks one drain turn runs; more due tasks run in the next turn, so the actor's
-#: other messages are not held up behind a long backlog.
-DRAIN_LIMIT = 1000
 #: Identities fetched per poll of the store.
 POLL_LIMIT = 10_000
+
+#: The name the durable runtime registers under in ``Runtime.services`` (issue 14).
+SERVICE = "durable"
 
 _log = logging.getLogger("tocsin.durable")
 
@@ -59,41 +64,104 @@ _log = logging.getLogger("tocsin.durable")
 class DurableRuntime:
     """Durable actors of one :class:`~tocsin.ActorSystem` (internal)."""
 
-    def __init__(self, system: ActorSystem, store: str | Store | None) -> None:
+    def __init__(
+        self,
+        runtime: Runtime,
+        store: str | Store | None,
+        *,
+        timezone: str | None = None,
+        exclusive: bool = True,
+    ) -> None:
         from ..stores import MemoryStore
 
-        self.system = system
+        self.runtime = runtime
+        #: The zone of cron tasks registered without one (the system's zone).
+        self.timezone = timezone if timezone is not None else local_zone_name()
+        #: Take ownership of the store (issue 10, item 6): two systems on one store would
+        #: each run every task. Cluster nodes pass False: a durable identity has a single
+        #: activation in the cluster, which keeps its tasks apart.
+        self.exclusive = exclusive
         resolved = resolve_store(store) if store is not None else None
         self.store: Store = resolved if resolved is not None else MemoryStore()
         self.handles: dict[tuple[str, str], DurableHandle] = {}
+        #: The handle of each live activation's cell.
+        self.cells: dict[Cell, DurableHandle] = {}
         self.kinds: dict[str, type[DurableActor]] = {}
         self.activation_slots = asyncio.Semaphore(ACTIVATION_CONCURRENCY)
         self._poll = _Poll(self)
+        self._change_check = _ChangeCheck(self)
+        self._unwatch: Callable[[], None] | None = None
         self._poll_task: asyncio.Task[None] | None = None
         self._unknown_kinds: set[str] = set()
         self._unsubscribe_wall: Callable[[], None] | None = None
         #: Set when the system starts stopping: no drain starts a task, no alarm rings,
         #: no identity is activated from then on.
         self.stopping = False
-        self.counters = RunCounters()  # ops hook (issue 14): read by tocsin.metrics
+        #: Task run counters (issue 14): written by the drain, read by tocsin.metrics.
+        self.counters = RunCounters()
 
     async def start(self) -> None:
-        await self.store.open()
-        # Alarms are wall times converted to monotonic deadlines when armed: a wall step
-        # (NTP, set_wall) must convert them again, or a task made due by the step would
-        # wait for its old monotonic deadline.
-        self._unsubscribe_wall = self.system.clock.on_wall_jump(self._wall_jumped)
-        await self.poll()  # recovery: every identity with work due soon gets its alarm
+        """Open the store and arm the alarms of identities with work due soon.
 
-    async def before_stop(self) -> None:
-        # First, synchronously: from here on no drain starts another task (a drain paused
-        # between two tasks would otherwise start one after this point), no alarm rings
-        # and nothing is activated.
+        On failure nothing stays open or subscribed (``ActorSystem.start`` is retried).
+        """
+        await self.store.open(exclusive=self.exclusive)
+        runtime = self.runtime
+        try:
+            # A task retried or discarded by `tocsin tasks` (another process) reaches the
+            # next poll at once instead of up to LOOKAHEAD / 2 later (issue 15, part 4).
+            self._unwatch = await self.store.watch(self._changed_outside)
+            if not isinstance(runtime.clock, ManualClock):
+                # Stores that cannot push (SQLite) are looked at once a second. Not on a
+                # ManualClock: outside processes live in real time, and a test advancing
+                # a day would fire 86,400 looks.
+                self._change_check.start()
+            # Alarms are wall times converted to monotonic deadlines when armed: a wall
+            # step (NTP, set_wall) must convert them again, or a task made due by the step
+            # would wait for its old monotonic deadline.
+            self._unsubscribe_wall = runtime.clock.on_wall_jump(self._wall_jumped)
+            runtime.stop_listeners.append(self.cell_stopped)
+            runtime.path_resolvers.append(self.pid_for_path)
+            runtime.services[SERVICE] = self  # the ops hook: found by durable_of(runtime)
+            await self.poll()  # recovery: every identity with work due soon gets its alarm
+        except BaseException:
+            await self._release()
+            raise
+
+    async def _release(self) -> None:
+        runtime = self.runtime
+        if self._unsubscribe_wall is not None:
+            self._unsubscribe_wall()
+            self._unsubscribe_wall = None
+        if self.cell_stopped in runtime.stop_listeners:
+            runtime.stop_listeners.remove(self.cell_stopped)
+        if self.pid_for_path in runtime.path_resolvers:
+            runtime.path_resolvers.remove(self.pid_for_path)
+        if runtime.services.get(SERVICE) is self:
+            del runtime.services[SERVICE]
+        runtime.deadlines.remove(self._poll)
+        self._stop_watching()
+        await self.store.close()
+
+    def _stop_watching(self) -> None:
+        self.runtime.deadlines.remove(self._change_check)
+        if self._unwatch is not None:
+            self._unwatch()
+            self._unwatch = None
+
+    def begin_stop(self) -> None:
+        """The synchronous start of the system's stop (called before anything awaits):
+        from here on no drain starts another task (a drain paused between two tasks
+        would otherwise start one after this point), no alarm rings and nothing is
+        activated."""
+        if self.stopping:
+            return
         self.stopping = True
         if self._unsubscribe_wall is not None:
             self._unsubscribe_wall()
             self._unsubscribe_wall = None
-        self.system._deadlines.remove(self._poll)
+        self.runtime.deadlines.remove(self._poll)
+        self._stop_watching()
         for handle in self.handles.values():
             handle.rearm(None)
             handle.request_stop()
@@ -102,12 +170,16 @@ class DurableRuntime:
             # at-least-once delivery runs it again on the next start.
             if handle.budget is not None:
                 handle.budget.interrupt()
+
+    async def before_stop(self) -> None:
+        """Stop every activation (after :meth:`begin_stop`)."""
+        self.begin_stop()
         if self._poll_task is not None:
             await asyncio.wait({self._poll_task})
         await asyncio.gather(*(h.stop() for h in list(self.handles.values())))
 
     async def close(self) -> None:
-        await self.store.close()
+        await self._release()
 
     # -- identities --------------------------------------------------------------------
 
@@ -116,6 +188,8 @@ class DurableRuntime:
     ) -> DurableHandle:
         key = (cls.kind, identity)
         handle = self.handles.get(key)
+        if handle is None:
+            check_text(identity, "identity")  # once per identity: what every store holds
         if handle is None or handle.cls is not cls:
             if handle is not None and handle.cell is not None:
                 raise ValueError(
@@ -129,8 +203,40 @@ class DurableRuntime:
             handle.passivate_after = passivate_after
         return handle
 
+    def pid_for_path(self, path: str) -> PID | None:
+        """``/durable/<kind>/<identity>`` -> the identity's stable PID (activated by its
+        first message), if a class of that kind is imported; else None."""
+        from ._actor import registered_kind
+
+        prefix, _, rest = path.partition("/durable/")
+        kind, _, identity = rest.partition("/")
+        if prefix or not kind or not identity:
+            return None
+        handle = self.handles.get((kind, identity))
+        if handle is not None:
+            return handle.pid
+        cls = self.kinds.get(kind) or registered_kind(kind)
+        if cls is None:
+            return None
+        return self.handle(cls, identity, cls.passivate_after).pid
+
+    async def pid_of(
+        self, cls: type[DurableActor], identity: str, passivate_after: float | None
+    ) -> PID:
+        """The identity's PID, once an activation (started here if needed) is up."""
+        handle = self.handle(cls, identity, passivate_after)
+        if handle.cell is None:
+            handle.activate()
+        if handle.starting is not None:
+            await asyncio.shield(handle.starting)
+        return handle.pid
+
+    def _changed_outside(self) -> None:
+        if self.runtime.running and not self.stopping:
+            self._start_poll()
+
     def _wall_jumped(self, seconds: float) -> None:
-        if not self.system.running:
+        if not self.runtime.running:
             return
         for handle in list(self.handles.values()):
             if handle.alarm_due is not None:
@@ -138,9 +244,10 @@ class DurableRuntime:
         self._start_poll()  # identities not in memory may now be due within the look-ahead
 
     def cell_stopped(self, cell: Cell) -> None:
-        target = cell.pid._target
-        if isinstance(target, DurableHandle):
-            target.cell_stopped(cell)
+        """Stop listener: an activation has fully stopped."""
+        handle = self.cells.pop(cell, None)
+        if handle is not None:
+            handle.cell_stopped(cell)
 
     # -- polling -----------------------------------------------------------------------
 
@@ -148,10 +255,10 @@ class DurableRuntime:
         """Arm the alarms of identities with pending tasks due within the look-ahead."""
         from ._actor import registered_kind
 
-        system = self.system
-        if not system.running:
+        runtime = self.runtime
+        if not runtime.running:
             return
-        horizon = system.clock.wall() + LOOKAHEAD
+        horizon = runtime.clock.wall() + LOOKAHEAD
         for due in await self.store.due_actors(horizon, POLL_LIMIT):
             handle = self.handles.get((due.kind, due.identity))
             if handle is None:
@@ -167,99 +274,45 @@ class DurableRuntime:
                     continue
                 handle = self.handle(cls, due.identity, getattr(cls, "passivate_after", None))
             handle.arm(due.due)
-        system._deadlines.add(system.clock.monotonic() + LOOKAHEAD / 2, self._poll)
+        runtime.deadlines.add(runtime.clock.monotonic() + LOOKAHEAD / 2, self._poll)
 
     def _start_poll(self) -> None:
         if self._poll_task is None or self._poll_task.done():
-            self._poll_task = self.system._loop.create_task(self.poll())
-            self.system._track_task(self._poll_task)
+            self._poll_task = self.runtime.loop.create_task(self.poll())
+            self.runtime.track_task(self._poll_task)
 
-    # -- running due tasks (inside the actor's turn) -----------------------------------
+    # -- operator tools (issue 14): read at scrape time, never on a hot path -------------
 
-    async def drain(self, cell: Cell) -> None:
-        """Run every task of this actor due at the start of the turn, in due order."""
-        handle = cell.pid._target
-        assert isinstance(handle, DurableHandle)
-        handle.drain_queued = False
-        actor: DurableActor = cell.actor  # type: ignore[assignment]
-        start = actor._now()
-        store = self.store
-        rows = await store.due_tasks(
-            handle.kind, handle.identity, start + WALL_TOLERANCE, DRAIN_LIMIT
-        )
-        handle.touched.clear()
-        ops: list[Op] = []
-        parked: list[tuple[TaskRow, BaseException]] = []
-        for row in rows:
-            if self.stopping:
-                break  # no task starts once the system is stopping
-            if cell.state is not CellState.RUNNING:
-                break
-            if row.id in handle.touched:
-                continue  # replaced or cancelled by an earlier task of this drain
-            handle.running_id = row.id
-            started = self.system.clock.monotonic()  # ops hook (issue 14): run duration
-            try:
-                error = await run_task(cell, actor, row, handle)
-            finally:
-                handle.running_id = None
-            self.counters.ran(  # ops hook (issue 14)
-                self.system.clock.monotonic() - started, error, error is INTERRUPTED
-            )
-            if error is INTERRUPTED:
-                break  # the system is stopping: this task stays pending, untouched
-            actor = cell.actor  # type: ignore[assignment]
-            if row.id in handle.touched:
-                continue  # the task rescheduled or cancelled itself: that write stands
-            ops.append(self._completion(actor, row, start, error, parked))
-            if len(ops) >= COMPLETION_BATCH:
-                await store.apply(ops)
-                ops = []
-                # A store call may complete without suspending (the SQLite store's small
-                # commits run on the loop thread, the memory store's always): yield once
-                # per batch so a long drain does not hold up the rest of the loop.
-                await asyncio.sleep(0)
-        if ops:
-            await store.apply(ops)
-        for row, exc in parked:
-            parked_row = await store.get_task(row.kind, row.identity, row.id)
-            if parked_row is not None:
-                self.system.events.publish(TaskParked(handle.pid, record_from_row(parked_row), exc))
-        if self.stopping:
-            return  # no alarm: the system is stopping, and its start re-arms from the store
-        handle.rearm(await store.next_due(handle.kind, handle.identity))
+    def identities(self) -> tuple[int, int]:
+        """``(identities known in memory, identities active now)``."""
+        handles = self.handles.values()
+        return len(handles), sum(1 for h in handles if h.cell is not None)
 
-    def _completion(
-        self,
-        actor: DurableActor,
-        row: TaskRow,
-        start: float,
-        error: BaseException | None,
-        parked: list[tuple[TaskRow, BaseException]],
-    ) -> Op:
-        if error is None:
-            if row.every is None:
-                return DeleteTask(row.kind, row.identity, row.id)
-            nxt = start + row.every
-            return UpsertTask(_replace(row, due=nxt, attempts=0, last_error=None))
-        _log.warning("durable task %s/%s/%s failed: %r", row.kind, row.identity, row.id, error)
-        attempts = row.attempts + 1
-        decision = actor.retry_policy.decide(error, attempts, row.max_retries)
-        now = actor._now()
-        if decision is None:
-            parked.append((row, error))
-            return UpsertTask(
-                _replace(row, due=now, attempts=attempts, state="parked", last_error=repr(error))
-            )
-        return UpsertTask(
-            _replace(row, due=now + decision.delay, attempts=attempts, last_error=repr(error))
-        )
+    def wrap_store(self, wrap: Callable[[Store], Store]) -> None:
+        """Replace the store by ``wrap(store)`` here and in every known identity (store
+        call timing is switched on this way, only once someone reads it)."""
+        wrapped = wrap(self.store)
+        self.store = wrapped
+        for handle in self.handles.values():
+            handle.store = wrapped
+
+    def wake(self, kind: str, identity: str, due: float) -> None:
+        """Run identity ``kind/identity``'s tasks due by ``due`` (wall epoch seconds) without
+        waiting for the periodic poll (after a retry written to the store). A known
+        identity gets its alarm armed; an unknown one is found by a poll now."""
+        if self.stopping or not self.runtime.running:
+            return
+        handle = self.handles.get((kind, identity))
+        if handle is not None:
+            handle.arm(due)
+        else:
+            self._start_poll()
 
 
-def _replace(row: TaskRow, **changes: Any) -> TaskRow:
-    fields = {name: getattr(row, name) for name in row.__struct_fields__}
-    fields.update(changes)
-    return TaskRow(**fields)
+def durable_of(runtime: Runtime | None) -> DurableRuntime | None:
+    """The durable runtime registered on ``runtime`` (None without one, or no runtime)."""
+    found = None if runtime is None else runtime.services.get(SERVICE)
+    return found if isinstance(found, DurableRuntime) else None
 
 
 @final
@@ -274,3 +327,25 @@ class _Poll(Deadline):
 
     def fire(self, now: float, deadline: float) -> None:
         self.runtime._start_poll()
+
+
+@final
+class _ChangeCheck(Deadline):
+    """Once a second, ask the store whether another process changed it (real clocks)."""
+
+    __slots__ = ("durable",)
+
+    def __init__(self, durable: DurableRuntime) -> None:
+        super().__init__()
+        self.durable = durable
+
+    def start(self) -> None:
+        runtime = self.durable.runtime
+        runtime.deadlines.add(runtime.clock.monotonic() + CHANGE_CHECK_SECONDS, self)
+
+    def fire(self, now: float, deadline: float) -> None:
+        durable = self.durable
+        if durable.stopping:
+            return
+        durable.store.check_changes()
+        durable.runtime.deadlines.add(now + CHANGE_CHECK_SECONDS, self)

@@ -5,8 +5,9 @@ from __future__ import annotations
 
 from typing import TYPE_CHECKING, Any, final
 
+from .._codec import decode, encode
 from ..stores import DeleteState, PutState
-from ._codec import decode, encode
+from ._checks import check_size, check_text
 
 if TYPE_CHECKING:
     from ._handle import DurableHandle
@@ -44,8 +45,9 @@ class Storage:
     async def put(self, key: str, value: Any) -> None:
         """Store ``value`` under ``key`` (replacing any previous value)."""
         _check_key(key)
-        data = encode(value, name=f"storage[{key!r}]")
         handle = self._handle
+        what = f"storage[{key!r}]"
+        data = check_size(encode(value, name=what), handle.cls.max_value_bytes, what)
         await handle.write([PutState(handle.kind, handle.identity, key, data)])
 
     async def delete(self, key: str) -> bool:
@@ -60,6 +62,8 @@ class Storage:
         """Every key starting with ``prefix`` and its value, sorted by key."""
         if not isinstance(prefix, str):
             raise TypeError(f"`prefix` must be a str, got {prefix!r}")
+        if prefix:
+            _check_key(prefix)
         handle = self._handle
         items = dict(await handle.store.list_state(handle.kind, handle.identity, prefix))
         for key, data in handle.buffered_items(prefix):
@@ -73,6 +77,11 @@ class Storage:
 def _check_key(key: object) -> None:
     if not isinstance(key, str):
         raise TypeError(f"storage keys must be str, got {key!r}")
+    if not key.isascii() or "\x00" in key:
+        # Empty keys stay allowed (they always were); NUL and lone surrogates are not.
+        if "\x00" in key:
+            raise ValueError(f"storage keys must not contain NUL characters, got {key!r}")
+        check_text(key, "key")
 
 
 #: Sentinel meaning "no buffered write for this key" (``None`` means "buffered delete").

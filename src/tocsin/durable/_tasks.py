@@ -8,6 +8,7 @@ payload outside the codec-safe set ``CodecError``, a bad ``max_retries`` ``Value
 
 from __future__ import annotations
 
+import difflib
 import itertools
 import os
 import random
@@ -15,10 +16,13 @@ from collections.abc import Callable
 from datetime import datetime, timedelta
 from typing import TYPE_CHECKING, Any
 
+import msgspec
+
+from .._codec import encode
+from .._deadlines import to_seconds
 from ..errors import InvalidIntervalError, TaskNotFoundError
-from ..scheduling._validate import to_seconds
 from ..stores import DeleteTask, TaskRow, UpsertTask
-from ._codec import encode
+from ._checks import check_retries, check_size, check_text
 from ._records import TaskRecord, record_from_row
 
 if TYPE_CHECKING:
@@ -46,10 +50,31 @@ def _method_name(method: Method) -> str:
     return name
 
 
-def _check_retries(max_retries: Any) -> int:
-    if isinstance(max_retries, bool) or not isinstance(max_retries, int) or max_retries < 0:
-        raise ValueError(f"`max_retries` must be an int >= 0, got {max_retries!r}")
-    return max_retries
+def check_method(cls: type, name: str) -> None:
+    """Raise at the call if a task naming ``name`` could never run on ``cls``.
+
+    A task whose name matches no method used to be silently lost (the default
+    ``on_task`` does nothing; issue 10, item 8). A class that overrides ``on_task``
+    handles such names itself, so it may schedule any name.
+
+    Raises:
+        AttributeError: ``cls`` has no callable ``name`` and does not override
+            ``on_task``; the message suggests close names.
+    """
+    if callable(getattr(cls, name, None)):
+        return  # the common case: one attribute lookup
+    from ._actor import DurableActor
+
+    if getattr(cls, "on_task", None) is not DurableActor.on_task:
+        return
+    base = set(dir(DurableActor))  # suggest the class's own methods, not the base API
+    mine = [n for n in dir(cls) if n not in base and callable(getattr(cls, n, None))]
+    close = difflib.get_close_matches(name, mine, n=3, cutoff=0.6)
+    hint = f"; did you mean {' or '.join(repr(c) for c in close)}?" if close else ""
+    raise AttributeError(
+        f"{cls.__qualname__} has no method {name!r} to run as a task{hint} "
+        "(define it, or override on_task to handle tasks without a method)"
+    )
 
 
 def _check_id(task_id: Any, now: float) -> str:
@@ -62,9 +87,9 @@ def _check_id(task_id: Any, now: float) -> str:
             f"{max(0, int(now * 1000)):012x}{next(_SEQUENCE) & 0xFFFFFFFF:08x}"
             f"{_RANDOM.getrandbits(48):012x}"
         )
-    if not isinstance(task_id, str) or not task_id:
+    if not isinstance(task_id, str):
         raise TypeError(f"`id` must be a non-empty str or None, got {task_id!r}")
-    return task_id
+    return check_text(task_id, "id")
 
 
 def delay_seconds(delay: Any, now: float) -> float:
@@ -87,23 +112,32 @@ async def add_task(
     task_id: str | None,
     max_retries: int,
     timeout: float | timedelta | None,
+    cron: tuple[str, str] | None = None,
 ) -> str:
-    """Insert or replace a task; arm the alarm. Returns the task id."""
+    """Insert or replace a task; arm the alarm. Returns the task id.
+
+    ``cron`` is ``(expression, zone name)`` for a cron task (``every`` is then ``None``
+    and ``delay`` leads to its first fire time).
+    """
     name = _method_name(method)
-    retries = _check_retries(max_retries)
+    check_method(handle.cls, name)
+    retries = check_retries(max_retries)
     budget = None if timeout is None else to_seconds(timeout, "timeout")
-    data = encode(payload)
+    data = check_size(encode(payload), handle.cls.max_value_bytes, "payload")
     tid = _check_id(task_id, now)
     due = now + delay
     created = now
+    expression, zone_name = cron if cron is not None else (None, None)
     if task_id is not None:
         old = await handle.store.get_task(handle.kind, handle.identity, tid)
         if old is not None:
             created = old.created_at
             if (
-                every is not None
+                (every is not None or cron is not None)
                 and old.state == "pending"
                 and old.every == every
+                and old.cron == expression
+                and old.timezone == zone_name
                 and old.name == name
                 and old.payload == data
                 and old.max_retries == retries
@@ -125,6 +159,8 @@ async def add_task(
         state="pending",
         last_error=None,
         timeout=budget,
+        cron=expression,
+        timezone=zone_name,
     )
     await handle.write([UpsertTask(row)])
     handle.touched.add(tid)
@@ -159,21 +195,7 @@ async def _parked(handle: DurableHandle, task_id: str) -> TaskRow:
 async def retry_parked(handle: DurableHandle, task_id: str, now: float) -> None:
     """Make a parked task pending again, due now, with its attempt count reset."""
     row = await _parked(handle, task_id)
-    fresh = TaskRow(
-        kind=row.kind,
-        identity=row.identity,
-        id=row.id,
-        name=row.name,
-        payload=row.payload,
-        due=now,
-        every=row.every,
-        attempts=0,
-        max_retries=row.max_retries,
-        created_at=row.created_at,
-        state="pending",
-        last_error=row.last_error,
-        timeout=row.timeout,
-    )
+    fresh = msgspec.structs.replace(row, due=now, attempts=0, state="pending")
     await handle.write([UpsertTask(fresh)])
     handle.touched.add(task_id)
     handle.arm(now)

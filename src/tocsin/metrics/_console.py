@@ -9,20 +9,22 @@ docs/operations.md, "Hook for ActorSystem").
 
 from __future__ import annotations
 
+from collections.abc import Awaitable, Callable
 from typing import TYPE_CHECKING, Any
 
+from ..system import OptionalService
 from ._prometheus import prometheus_endpoint
 from ._registry import Metrics
 
 if TYPE_CHECKING:
-    from ..actor import ActorSystem
     from ..console import Console
+    from ..system import ActorSystem
 
 #: The console's default bind (repeated: importing tocsin.console needs aiohttp, and
 #: tocsin.metrics must import without it).
 DEFAULT_BIND = "127.0.0.1:8765"
 
-__all__ = ["serve_console"]
+__all__ = ["CONSOLE_SERVICE", "serve_console"]
 
 
 async def serve_console(
@@ -40,3 +42,32 @@ async def serve_console(
     except ImportError:
         endpoint = None  # the console works without the metrics extra
     return await serve(system, bind, token, metrics=endpoint, **options)
+
+
+def _check(bind: Any, token: str | None) -> None:
+    try:
+        from ..console import check_options
+    except ImportError as exc:  # pragma: no cover - the console extra is a dev dependency
+        raise ImportError(
+            "ActorSystem(console=...) needs the console extra: "
+            f"pip install 'tocsin[console]' ({exc})"
+        ) from exc
+    check_options(bind, token)
+
+
+async def _start(
+    system: ActorSystem, bind: Any, token: str | None
+) -> Callable[[], Awaitable[None]]:
+    console = await serve_console(system, bind, token)
+    system.console_url = console.url
+
+    async def close() -> None:
+        system.console_url = None
+        await console.close()
+
+    return close
+
+
+#: What ``ActorSystem(console=..., console_token=...)`` starts: registered in
+#: ``tocsin.system.SERVICES`` by ``tocsin/__init__.py`` (the facade is below this layer).
+CONSOLE_SERVICE = OptionalService(check=_check, start=_start)

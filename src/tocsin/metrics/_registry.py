@@ -10,7 +10,7 @@ from ._model import Metric, MetricKind, Sample
 from ._sources import SYSTEM_SOURCES, Source
 
 if TYPE_CHECKING:
-    from ..actor import ActorSystem
+    from ..system import ActorSystem
 
 __all__ = ["Metrics"]
 

@@ -13,23 +13,18 @@ from collections.abc import Callable, Iterable
 from typing import TYPE_CHECKING, Final
 
 from ..actor import ActorRestarted
-from ..actor._ops import (
-    actor_stats,
-    durable_counters,
-    durable_identities,
-    durable_store,
-    lateness_ring,
-    schedule_counts,
-    wrap_store,
-)
+from ..actor._ops import actor_stats
 from ..durable import TaskParked
 from ..durable._ops import RunCounters
+from ..durable._runtime import durable_of
 from ..scheduling import SchedulerMetrics
+from ..scheduling._introspect import lateness_ring, schedule_counts
+from ..scheduling._scheduler import Scheduler
 from ._model import Metric, MetricKind, RingHistogram, Sample
 from ._store import OPERATIONS, TimedStore
 
 if TYPE_CHECKING:
-    from ..actor import ActorSystem
+    from ..system import ActorSystem
 
 __all__ = [
     "LATENESS_BOUNDS",
@@ -87,10 +82,13 @@ def scheduler_source(system: ActorSystem) -> Source:
 
     def families(read: SchedulerMetrics | None) -> list[Metric]:
         m = read if read is not None else _ZERO_SCHEDULER
-        if read is not None:
-            fired, ring = lateness_ring(system)
+        runtime = system.runtime
+        scheduler = None if runtime is None else runtime.schedules
+        by_kind: dict[tuple[str, bool], int] = {}
+        if read is not None and isinstance(scheduler, Scheduler):
+            fired, ring = lateness_ring(scheduler)
             lateness.update(fired, ring)
-        by_kind = schedule_counts(system)
+            by_kind = schedule_counts(scheduler)
         return [
             _one("schedule.ticks_delivered", _COUNTER,
                  "Schedule ticks handed to their target's mailbox.", m.ticks_delivered),
@@ -119,7 +117,7 @@ def actor_source(system: ActorSystem) -> Source:
     """Live actors, mailbox depth now and high-water, restarts and dead letters."""
 
     def read() -> list[Metric]:
-        stats = actor_stats(system) if system.running else []
+        stats = actor_stats(system.runtime)
         depths = [s.mailbox for s in stats]
         return [
             _one("actors", _GAUGE, "Live actors (durable activations included).", len(stats)),
@@ -143,21 +141,23 @@ def durable_source(system: ActorSystem) -> Source:
     durations = RingHistogram(RUN_DURATION_BOUNDS)
 
     def read() -> list[Metric]:
-        counters = durable_counters(system)
-        if counters is None:
-            return _empty(families(RunCounters()))
+        durable = durable_of(system.runtime)
+        if durable is None:
+            return _empty(families(RunCounters(), (0, 0)))
+        counters = durable.counters
         durations.update(counters.runs, counters.durations)
-        return families(counters)
+        return families(counters, durable.identities())
 
-    def families(counters: RunCounters) -> list[Metric]:
+    def families(counters: RunCounters, identities: tuple[int, int]) -> list[Metric]:
         parks = system.events.count(TaskParked)
-        known, active = durable_identities(system)
-        ok = counters.runs - counters.failed - counters.interrupted
+        known, active = identities
+        ok = counters.runs - counters.failed - counters.interrupted - counters.dropped
         return [
             Metric("durable.task_runs", _COUNTER, "Durable task runs by outcome.", "", (
                 Sample(ok, (("outcome", "ok"),)),
                 Sample(counters.failed, (("outcome", "failed"),)),
                 Sample(counters.interrupted, (("outcome", "interrupted"),)),
+                Sample(counters.dropped, (("outcome", "dropped"),)),
             )),
             _one("durable.task_retries", _COUNTER,
                  "Failed task runs scheduled to run again with backoff.",
@@ -181,14 +181,15 @@ def store_source(system: ActorSystem) -> Source:
     histograms = {op: RingHistogram(STORE_CALL_BOUNDS) for op in OPERATIONS}
 
     def read() -> list[Metric]:
-        store = durable_store(system)
-        if store is None:
+        durable = durable_of(system.runtime)
+        if durable is None:
             return _empty(families({}))
+        store = durable.store
         if not isinstance(store, TimedStore):
             # A fresh durable runtime (first durable actor, or a restarted system): time
             # its calls from now on. The counts start again with the new store.
-            wrap_store(system, lambda inner: TimedStore(inner, system.clock))
-            store = durable_store(system)
+            durable.wrap_store(lambda inner: TimedStore(inner, system.clock))
+            store = durable.store
             assert isinstance(store, TimedStore)
             for h in histograms.values():
                 h.update(0, ())

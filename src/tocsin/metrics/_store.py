@@ -8,7 +8,7 @@ scheduler's lateness: two clock reads and a list store per call, no bucket arith
 
 from __future__ import annotations
 
-from collections.abc import Sequence
+from collections.abc import Callable, Sequence
 from typing import Any, Final, final
 
 from ..clock import Clock
@@ -72,8 +72,18 @@ class TimedStore:
         timing.ring[calls & _MASK] = self._now() - started
         timing.calls = calls + 1
 
-    async def open(self) -> None:
-        await self.inner.open()
+    async def open(self, *, exclusive: bool = False) -> None:
+        await self.inner.open(exclusive=exclusive)
+
+    # Change notices (issue 15): forwarded untimed, they are not data calls.
+    async def watch(self, callback: Callable[[], None]) -> Callable[[], None]:
+        return await self.inner.watch(callback)
+
+    def check_changes(self) -> None:
+        self.inner.check_changes()
+
+    async def announce(self) -> None:
+        await self.inner.announce()
 
     async def close(self) -> None:
         await self.inner.close()

@@ -5,7 +5,7 @@ Prior art: GoAkt ``actor/scheduler.go`` (the API, references, pause/resume), Akk
 ``TimerScheduler`` (keyed timers, stale ticks discarded), the asyncio/trio deadline heaps.
 
 Every schedule is a :class:`ScheduleRecord` armed in the system's
-:class:`~tocsin.scheduling._deadlines.DeadlineService`. Nothing here reads the clock on
+:class:`~tocsin._deadlines.DeadlineService`. Nothing here reads the clock on
 the message path: a clock read happens when a schedule is made, paused, resumed, and when
 the shared timer fires.
 """
@@ -16,6 +16,10 @@ import itertools
 import math
 from typing import TYPE_CHECKING, Any, final
 
+from .._deadlines import Deadline, to_seconds
+from ..actor._mailbox import STALE, RuntimeItem
+from ..actor._pid import NoSender
+from ..actor._schedule_info import ScheduleInfo, ScheduleKind, SchedulerMetrics
 from ..clock import WALL_TOLERANCE
 from ..errors import (
     DeadActorError,
@@ -23,16 +27,12 @@ from ..errors import (
     ScheduleNotFoundError,
 )
 from ._cron import CronState
-from ._heap import Deadline
-from ._info import ScheduleInfo, ScheduleKind, SchedulerMetrics
 from ._introspect import schedule_info, scheduler_metrics
-from ._timers import STALE
-from ._validate import to_seconds
 
 if TYPE_CHECKING:
     from ..actor._cell import Cell
     from ..actor._pid import PID
-    from ..actor._system import ActorSystem
+    from ..actor._runtime import Runtime
 
 __all__ = ["LATENESS_WINDOW", "ScheduleRecord", "Scheduler"]
 
@@ -46,8 +46,12 @@ _CRON = ScheduleKind.CRON
 
 
 @final
-class ScheduleRecord(Deadline):
-    """One schedule (internal). ``due`` is its armed monotonic deadline."""
+class ScheduleRecord(Deadline, RuntimeItem):
+    """One schedule (internal). ``due`` is its armed monotonic deadline.
+
+    It is both a deadline in the shared heap and, as a tick, a
+    :class:`~tocsin.actor._mailbox.RuntimeItem` in its target's mailbox.
+    """
 
     # Slotted and lean: a system may hold a million pending schedules.
     __slots__ = (
@@ -61,6 +65,7 @@ class ScheduleRecord(Deadline):
         "owner",
         "paused",
         "reference",
+        "scheduler",
         "sender",
         "target",
         "ticks",
@@ -76,6 +81,7 @@ class ScheduleRecord(Deadline):
         cron: CronState | None,
         owner: Cell | None,
         created_at: float,
+        scheduler: Scheduler,
         delay: float | None = None,
     ) -> None:
         self._heap_key = None  # Deadline state, set here: this runs once per schedule
@@ -89,6 +95,7 @@ class ScheduleRecord(Deadline):
         self.cron = cron
         self.owner = owner
         self.created_at = created_at
+        self.scheduler = scheduler
         self.ticks = 0
         self.paused = False
         self.dead = False
@@ -96,14 +103,9 @@ class ScheduleRecord(Deadline):
         # (a one-shot once fired; a cron schedule past its last fire time).
         self.final = False
 
-    # Two slots fewer per schedule (a system may hold a million): the scheduler is
-    # reached through the target, and `due` is the heap's own copy of the deadline,
-    # which also keeps a paused one-shot's remaining delay while it is disarmed.
-    @property
-    def scheduler(self) -> Scheduler:
-        scheduler: Scheduler = self.target._target.system._scheduler
-        return scheduler
-
+    # One slot fewer per schedule (a system may hold a million): `due` is the heap's own
+    # copy of the deadline, which also keeps a paused one-shot's remaining delay while
+    # it is disarmed.
     @property
     def due(self) -> float:
         """The armed monotonic deadline (while paused: a one-shot's delay left)."""
@@ -127,6 +129,18 @@ class ScheduleRecord(Deadline):
             self.scheduler._retire(self)
         return self.message
 
+    def rejected(self) -> Any:
+        """A tick its target refused (stopped, suspended): the message for the dead
+        letter, or ``STALE`` if the schedule was cancelled meanwhile (not lost)."""
+        scheduler = self.scheduler
+        if self.dead:
+            scheduler.ticks_discarded += 1
+            return STALE
+        scheduler.ticks_dead_lettered += 1
+        if self.final:
+            scheduler._retire(self)
+        return self.message
+
     @property
     def kind(self) -> ScheduleKind:
         if self.cron is not None:
@@ -138,7 +152,7 @@ class ScheduleRecord(Deadline):
         # straight into the scheduler's ring buffer, and the re-arm's push records the
         # new `due` itself.
         target = self.target._target
-        scheduler: Scheduler = target.system._scheduler
+        scheduler = self.scheduler
         fired = scheduler._fired
         scheduler._lateness[fired & _LATENESS_MASK] = now - deadline
         scheduler._fired = fired + 1
@@ -148,17 +162,17 @@ class ScheduleRecord(Deadline):
             return
         interval = self.interval
         if interval is None:
-            # Retired when its tick is opened (or, if rejected, by tick_undeliverable).
+            # Retired when its tick is opened (or, if rejected, by `rejected`).
             self.final = True
             self.due = math.inf
-        # A rejected tick is dead-lettered and counted by tick_undeliverable.
-        delivered = target._deliver(self, self.sender, None)
+        # A rejected tick is dead-lettered and counted by `rejected`.
+        delivered = target.deliver(self, self.sender, None)
         if delivered:
             self.ticks += 1
             scheduler.ticks_delivered += 1
         if interval is None:
             return
-        if not delivered and not target._alive():
+        if not delivered and not target.alive():
             scheduler._retire(self)  # target fully stopped: drop after this tick
             return
         # Fixed rate without drift: the next grid point strictly after now. After a stall
@@ -166,6 +180,10 @@ class ScheduleRecord(Deadline):
         due = deadline + interval
         if due <= now:
             due = deadline + (math.floor((now - deadline) / interval) + 1) * interval
+            if due <= now:
+                # Float absorption (a monotonic time so large that 1 ms no longer moves
+                # it): re-arming at `now` would fire forever at one instant.
+                due = math.nextafter(now, math.inf)
         scheduler._deadlines.add(due, self)
 
 
@@ -176,10 +194,12 @@ class Scheduler:
     ``ActorSystem`` and ``ReceiveContext`` expose its calls; see ``docs/scheduling.md``.
     """
 
-    def __init__(self, system: ActorSystem) -> None:
-        self._system = system
-        self._deadlines = system._deadlines
-        self._heap = system._deadlines.heap
+    def __init__(self, runtime: Runtime, timezone: str) -> None:
+        self._runtime = runtime
+        self._clock = runtime.clock
+        self._timezone = timezone
+        self._deadlines = runtime.deadlines
+        self._heap = runtime.deadlines.heap
         self._refs: dict[str, ScheduleRecord] = {}
         self._ids = itertools.count(1)
         self._lateness = [0.0] * LATENESS_WINDOW
@@ -187,7 +207,8 @@ class Scheduler:
         self.ticks_delivered = 0
         self.ticks_dead_lettered = 0
         self.ticks_discarded = 0
-        self._unsubscribe_wall = system.clock.on_wall_jump(self._wall_jumped)
+        self._unsubscribe_wall = runtime.clock.on_wall_jump(self._wall_jumped)
+        runtime.stop_listeners.append(self.owner_stopped)
 
     # -- registering -------------------------------------------------------------------
 
@@ -205,19 +226,18 @@ class Scheduler:
     ) -> ScheduleRecord:
         # Every call comes through SchedulingCalls._live_scheduler, which checked that the
         # system is running.
-        system = self._system
         try:
             target = pid._target  # duck-typed: a PID, local or durable
         except AttributeError:
             raise TypeError(
                 f"`pid` must be a PID (from spawn, actor_of or durable), got {pid!r}"
             ) from None
-        if owner is not None and (owner.state >= 3 or owner.in_post_stop):  # 3: STOPPING
+        if owner is not None and not owner.schedulable():
             raise DeadActorError(
                 f"cannot schedule through the context of {owner.pid}: it has stopped "
                 f"(scheduling from post_stop is not allowed)"
             )
-        if not target._alive():
+        if not target.alive():
             raise DeadActorError(f"cannot schedule to {pid}: the target has stopped")
         refs = self._refs
         if reference is None:
@@ -236,9 +256,9 @@ class Scheduler:
                     )
                 self._retire(old)
         if sender is None:
-            sender = owner.pid if owner is not None else system._no_sender
+            sender = owner.pid if owner is not None else NoSender
         record = ScheduleRecord(
-            reference, message, pid, sender, interval, cron, owner, system.clock.wall(), delay
+            reference, message, pid, sender, interval, cron, owner, self._clock.wall(), self, delay
         )
         refs[reference] = record
         if owner is not None:
@@ -261,7 +281,7 @@ class Scheduler:
         seconds = to_seconds(interval, "interval")
         record = self._register(message, pid, reference, sender, replace, owner, seconds, None)
         # The push records the deadline as the record's `due` (no property call here).
-        self._deadlines.add(self._system.clock.monotonic() + seconds, record)
+        self._deadlines.add(self._clock.monotonic() + seconds, record)
         return record.reference
 
     def schedule_once(
@@ -280,7 +300,7 @@ class Scheduler:
             message, pid, reference, sender, replace, owner, None, None, seconds
         )
         # The push records the deadline as the record's `due` (no property call here).
-        self._deadlines.add(self._system.clock.monotonic() + seconds, record)
+        self._deadlines.add(self._clock.monotonic() + seconds, record)
         return record.reference
 
     def schedule_cron(
@@ -295,8 +315,8 @@ class Scheduler:
         replace: bool,
         owner: Cell | None,
     ) -> str:
-        clock = self._system.clock
-        zone_name = timezone if timezone is not None else self._system.timezone
+        clock = self._clock
+        zone_name = timezone if timezone is not None else self._timezone
         state = CronState.create(expression, zone_name, clock.wall())
         record = self._register(message, pid, reference, sender, replace, owner, None, state)
         self._arm_cron(record, state)
@@ -307,6 +327,8 @@ class Scheduler:
     def _get(self, reference: str) -> ScheduleRecord:
         record = self._refs.get(reference)
         if record is None:
+            if not isinstance(reference, str):  # checked on the miss path only: free
+                raise TypeError(f"`reference` must be a str, got {reference!r}")
             raise ScheduleNotFoundError(f"no schedule with reference {reference!r}")
         return record
 
@@ -328,14 +350,14 @@ class Scheduler:
             return
         record.paused = True
         if self._deadlines.remove(record) and record.interval is None and record.cron is None:
-            record.due = max(0.0, record.due - self._system.clock.monotonic())  # delay left
+            record.due = max(0.0, record.due - self._clock.monotonic())  # delay left
 
     def resume(self, reference: str) -> None:
         record = self._get(reference)
         if not record.paused:
             return
         record.paused = False
-        clock = self._system.clock
+        clock = self._clock
         if record.final:
             return  # paused after its last fire: that tick is already on its way
         if record.cron is not None:
@@ -367,27 +389,19 @@ class Scheduler:
                 self._retire(record)
         owner.owned = None
 
-    def tick_undeliverable(self, record: ScheduleRecord) -> bool:
-        """A queued tick was rejected (target stopped/suspended); False if it was stale."""
-        if record.dead:
-            self.ticks_discarded += 1
-            return False
-        self.ticks_dead_lettered += 1
-        if record.final:
-            self._retire(record)
-        return True
-
     def close(self) -> None:
         for record in list(self._refs.values()):
             self._retire(record)
         self._unsubscribe_wall()
+        if self.owner_stopped in self._runtime.stop_listeners:
+            self._runtime.stop_listeners.remove(self.owner_stopped)
 
     # -- cron --------------------------------------------------------------------------
 
     def _arm_cron(
         self, record: ScheduleRecord, state: CronState, after: float | None = None
     ) -> None:
-        clock = self._system.clock
+        clock = self._clock
         wall = clock.wall()
         if after is not None and not state.advance(after):
             self._retire(record)
@@ -397,7 +411,7 @@ class Scheduler:
             self._deadlines.add(record.due, record)
 
     def _fire_cron(self, record: ScheduleRecord, state: CronState, now: float) -> None:
-        wall = self._system.clock.wall()
+        wall = self._clock.wall()
         if wall + WALL_TOLERANCE < state.next_wall:
             # Wall time went back since this was armed: not due yet in wall terms.
             record.due = now + (state.next_wall - wall)
@@ -409,11 +423,11 @@ class Scheduler:
             # the tick is opened (retiring it now would make that very tick stale).
             record.final = True
             record.due = math.inf
-        delivered = record.target._target._deliver(record, record.sender, None)
+        delivered = record.target._target.deliver(record, record.sender, None)
         if delivered:
             record.ticks += 1
             self.ticks_delivered += 1
-        elif not record.target._target._alive():
+        elif not record.target._target.alive():
             self._retire(record)  # target fully stopped: drop after this tick
             return
         if record.final:
@@ -422,7 +436,7 @@ class Scheduler:
         self._deadlines.add(record.due, record)
 
     def _wall_jumped(self, delta: float) -> None:
-        clock = self._system.clock
+        clock = self._clock
         now, wall = clock.monotonic(), clock.wall()
         for record in self._refs.values():
             state = record.cron
@@ -439,7 +453,7 @@ class Scheduler:
         return len(self._refs)
 
     def list(self) -> list[ScheduleInfo]:
-        clock = self._system.clock
+        clock = self._clock
         now, wall = clock.monotonic(), clock.wall()
         return [schedule_info(record, now, wall) for record in self._refs.values()]
 

@@ -13,7 +13,7 @@ provider first), procrastinate's connector and ``InMemoryConnector``.
 
 from __future__ import annotations
 
-from collections.abc import Sequence
+from collections.abc import Callable, Sequence
 from typing import Literal, Protocol, runtime_checkable
 
 import msgspec
@@ -38,7 +38,9 @@ class TaskRow(msgspec.Struct, frozen=True):
 
     ``(kind, identity, id)`` is the primary key. ``due`` is when it next runs (epoch
     seconds), ``every`` its interval for recurring tasks, ``attempts`` the failed runs
-    since the last success, ``timeout`` its run budget in seconds.
+    since the last success, ``timeout`` its run budget in seconds. A cron task has its
+    expression in ``cron`` and its IANA zone in ``timezone`` (``None``: the zone of the
+    system that runs it); ``every`` is then ``None``.
     """
 
     kind: str
@@ -54,6 +56,8 @@ class TaskRow(msgspec.Struct, frozen=True):
     state: TaskState = "pending"
     last_error: str | None = None
     timeout: float | None = None
+    cron: str | None = None
+    timezone: str | None = None
 
 
 class PutState(msgspec.Struct, frozen=True):
@@ -109,12 +113,48 @@ class Store(Protocol):
       :class:`~tocsin.errors.StoreError`). Operations apply in order.
     * Reads see every write whose ``apply`` has returned.
     * ``next_due`` and ``due_actors`` only consider ``pending`` tasks (never ``parked``).
+    * Ownership: ``open(exclusive=True)`` takes a lock that at most one open store holds
+      at a time, across processes and hosts sharing the data, and that dies with its
+      holder; a second one raises :class:`~tocsin.errors.StoreError` naming the holder
+      (host, pid). ``open()`` (``exclusive=False``) takes none: operators' tools and
+      cluster nodes. :meth:`close` releases it.
+    * Changes made by another process (``tocsin tasks retry``) reach :meth:`watch`
+      callbacks: pushed by the store (PostgreSQL ``LISTEN``, memory), or found by
+      :meth:`check_changes`, which the owner calls about once a second (SQLite
+      ``PRAGMA data_version``). A callback may also run for no outside change (a
+      false alarm costs one look at the store); it never misses one made while watched.
     """
 
     url: str
 
-    async def open(self) -> None:
-        """Connect and create the schema if needed (idempotent)."""
+    async def open(self, *, exclusive: bool = False) -> None:
+        """Connect and create the schema if needed (idempotent).
+
+        Args:
+            exclusive: also take ownership (see the class docstring); a store that
+                already holds it raises :class:`~tocsin.errors.StoreError`. On any error
+                nothing is left open or held.
+        """
+        ...
+
+    async def watch(self, callback: Callable[[], None]) -> Callable[[], None]:
+        """Call ``callback()`` on the loop thread after another process changed tasks.
+
+        Returns a function that ends the watch (idempotent). The store must be open.
+        """
+        ...
+
+    def check_changes(self) -> None:
+        """Cheaply look for outside changes and call the watchers if there were any.
+
+        Never blocks (stores that push make it a no-op); call it about once a second.
+        """
+        ...
+
+    async def announce(self) -> None:
+        """Tell systems watching this store that tasks changed (call after a write made
+        outside them, as ``tocsin tasks retry`` does). Stores whose watchers find
+        changes by themselves make it a no-op."""
         ...
 
     async def close(self) -> None:

@@ -28,7 +28,7 @@ from typing import Any, Final, final
 
 from ._sqlite_thread import transaction
 
-__all__ = ["Inline", "is_busy"]
+__all__ = ["LoopConnection", "is_busy"]
 
 #: SQLite's primary result codes for "someone else holds the lock" (the low byte of an
 #: extended code such as SQLITE_BUSY_SNAPSHOT).
@@ -42,7 +42,7 @@ def is_busy(exc: sqlite3.Error) -> bool:
 
 
 @final
-class Inline:
+class LoopConnection:
     """A connection used only from the event loop thread; calls return ``None``/``False``
     instead of waiting when the database is locked."""
 

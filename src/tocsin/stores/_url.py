@@ -9,7 +9,7 @@ is a private in-memory database. ``?synchronous=FULL`` selects fsync-per-commit.
 
 from __future__ import annotations
 
-from typing import Final
+from typing import Final, cast
 from urllib.parse import parse_qsl
 
 from ..errors import InvalidStoreURLError
@@ -78,9 +78,24 @@ def resolve_store(store: str | Store | None) -> Store | None:
         return None
     if isinstance(store, str):
         return open_store(store)
-    if isinstance(store, Store):
-        return store
-    raise TypeError(f"`store` must be a store URL, a Store or None, got {type(store)!r}")
+    given = cast(object, store)  # anything may come in at runtime, whatever the hint
+    if isinstance(given, Store):
+        return given
+    if hasattr(given, "apply"):
+        # A store written against an older protocol: say what it lacks (watch,
+        # check_changes and announce were added with the change feed, issue 15).
+        missing = [name for name in _STORE_MEMBERS if not hasattr(given, name)]
+        raise TypeError(
+            f"`store` {type(given).__qualname__} lacks {', '.join(missing)} of the Store "
+            "protocol (tocsin.stores.Store); see docs/durable.md"
+        )
+    raise TypeError(f"`store` must be a store URL, a Store or None, got {type(given)!r}")
+
+
+_STORE_MEMBERS: Final = (
+    *(name for name in vars(Store) if not name.startswith("_") and callable(getattr(Store, name))),
+    "url",
+)
 
 
 def _sqlite(url: str, rest: str) -> Store:

@@ -80,6 +80,8 @@ def _plainly_valid(op: object) -> bool:
             and 0 <= row.max_retries <= _INT32_MAX
             and row.state in TASK_STATES
             and (row.last_error is None or _ok_text(row.last_error))
+            and (row.cron is None or _ok_text(row.cron))
+            and (row.timezone is None or _ok_text(row.timezone))
         )
     if cls is PutState:
         return (
@@ -127,8 +129,13 @@ def _row(row: object, where: str) -> None:
             raise StoreError(f"{where}.{name} must be an int in [0, 2**31), got {count!r}")
     if row.state not in TASK_STATES:
         raise StoreError(f"{where}.state must be one of {TASK_STATES}, got {row.state!r}")
-    if row.last_error is not None:
-        _text(f"{where}.last_error", row.last_error)
+    for name, text in (
+        ("last_error", row.last_error),
+        ("cron", row.cron),
+        ("timezone", row.timezone),
+    ):
+        if text is not None:
+            _text(f"{where}.{name}", text)
 
 
 def _time(where: str, value: object) -> None:

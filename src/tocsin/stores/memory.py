@@ -7,11 +7,12 @@ Prior art: procrastinate's ``InMemoryConnector`` (same contract as the real stor
 
 from __future__ import annotations
 
-from collections.abc import Sequence
+from collections.abc import Callable, Sequence
 from typing import final
 
 import msgspec
 
+from ._ownership import Holder, ownership_error
 from ._protocols import DeleteState, DeleteTask, DueActor, Op, PutState, TaskRow, TaskState
 from ._validate import validate_ops
 
@@ -27,8 +28,10 @@ class MemoryStore:
     Gives every guarantee of :class:`~tocsin.stores.Store`: :meth:`apply` validates the
     whole batch first and only then applies it, so a refused batch leaves nothing behind.
     Reads never await anything, so they see every write that has returned. Works without
-    :meth:`open` (which is a no-op) and after :meth:`close` (data is kept until
-    :meth:`reset`), so a test can inspect a store its system has closed.
+    :meth:`open` and after :meth:`close` (data is kept until :meth:`reset`), so a test
+    can inspect a store its system has closed. Ownership (``open(exclusive=True)``) is a
+    flag on the object: two running systems given one ``MemoryStore`` are refused, as
+    they are on one file or database.
     """
 
     url = "memory://"
@@ -36,6 +39,8 @@ class MemoryStore:
     def __init__(self) -> None:
         self._tasks: dict[_Key, TaskRow] = {}
         self._state: dict[_Key, bytes] = {}
+        self._owned = False
+        self._watchers: list[Callable[[], None]] = []
 
     def __repr__(self) -> str:
         return f"MemoryStore(tasks={len(self._tasks)}, state={len(self._state)})"
@@ -45,11 +50,39 @@ class MemoryStore:
         self._tasks.clear()
         self._state.clear()
 
-    async def open(self) -> None:
-        """Nothing to connect to."""
+    async def open(self, *, exclusive: bool = False) -> None:
+        """Nothing to connect to; ``exclusive`` takes ownership of this object.
+
+        Raises:
+            StoreError: ``exclusive`` and the store is already owned.
+        """
+        if exclusive:
+            if self._owned:
+                raise ownership_error(self.url, Holder.me())
+            self._owned = True
 
     async def close(self) -> None:
-        """Nothing to release; data is kept (see :meth:`reset`)."""
+        """Release ownership and watchers; data is kept (see :meth:`reset`)."""
+        self._owned = False
+        self._watchers.clear()
+
+    async def watch(self, callback: Callable[[], None]) -> Callable[[], None]:
+        """Call ``callback()`` on each :meth:`announce`; returns the unwatch function."""
+        self._watchers.append(callback)
+
+        def unwatch() -> None:
+            if callback in self._watchers:
+                self._watchers.remove(callback)
+
+        return unwatch
+
+    def check_changes(self) -> None:
+        """Nothing to look at: :meth:`announce` calls the watchers directly."""
+
+    async def announce(self) -> None:
+        """Call every watcher (a write made outside the system that owns this store)."""
+        for callback in list(self._watchers):
+            callback()
 
     async def apply(self, ops: Sequence[Op]) -> None:
         """Apply a batch atomically: all ops, in order, or (on :class:`StoreError`) none."""

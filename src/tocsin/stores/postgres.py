@@ -17,7 +17,7 @@ from __future__ import annotations
 
 import itertools
 import re
-from collections.abc import AsyncIterator, Sequence
+from collections.abc import AsyncIterator, Callable, Sequence
 from contextlib import asynccontextmanager
 from importlib import resources
 from typing import Any, Final, final
@@ -27,6 +27,7 @@ import msgspec
 
 from ..errors import StoreError
 from . import _queries as q
+from ._postgres_session import CHANGES_CHANNEL, Session
 from ._protocols import (
     DeleteTask,
     DueActor,
@@ -125,19 +126,39 @@ class PostgresStore:
         self._min_size = min_size
         self._max_size = max_size
         self._pool: Any = None
+        #: The one connection outside the pool: ownership lock and LISTEN.
+        self._session = Session(dsn, schema, self.url, self._errors)
 
     def __repr__(self) -> str:
         return f"PostgresStore({self.url!r}, schema={self.schema!r})"
 
     # --- lifecycle -------------------------------------------------------------------------
 
-    async def open(self) -> None:
+    async def open(self, *, exclusive: bool = False) -> None:
         """Create the pool and, under an advisory lock, the schema. Idempotent.
+
+        With ``exclusive=True`` also take ownership: a session advisory lock on a
+        dedicated connection, which the server drops when that session ends, however it
+        ends (see :mod:`tocsin.stores._ownership`).
 
         Raises:
             StoreError: the server is unreachable, refuses the login, or the schema
-                cannot be created.
+                cannot be created; or ``exclusive`` and another session owns this
+                schema's tables (the message names its host and pid).
         """
+        if not exclusive:
+            await self._open()
+            return
+        opened_here = self._pool is None
+        await self._open()
+        try:
+            await self._session.take_ownership()
+        except BaseException:
+            if opened_here:
+                await self.close()
+            raise
+
+    async def _open(self) -> None:
         if self._pool is not None:
             return
         async with self._errors("open"):
@@ -159,11 +180,33 @@ class PostgresStore:
         self._pool = pool
 
     async def close(self) -> None:
-        """Close the pool, waiting for calls in progress. Idempotent."""
+        """Close the pool, waiting for calls in progress, and release ownership and
+        watchers. Idempotent."""
+        await self._session.close()
         pool, self._pool = self._pool, None
         if pool is not None:
             async with self._errors("close"):
                 await pool.close()
+
+    # --- changes made by other processes -----------------------------------------------
+
+    async def watch(self, callback: Callable[[], None]) -> Callable[[], None]:
+        """Call ``callback()`` when :meth:`announce` runs anywhere on this schema.
+
+        The first watch ``LISTEN``s on the dedicated connection; notices arrive on the
+        loop as the server pushes them (no polling). Returns the unwatch function.
+        """
+        self._require()
+        return await self._session.watch(callback)
+
+    def check_changes(self) -> None:
+        """Nothing to look at: the server pushes :meth:`announce` to :meth:`watch`."""
+
+    async def announce(self) -> None:
+        """``NOTIFY`` the systems watching this schema that tasks changed."""
+        pool = self._require()
+        async with self._errors("announce"):
+            await pool.execute("SELECT pg_notify($1, $2)", CHANGES_CHANNEL, self.schema)
 
     # --- Store protocol --------------------------------------------------------------------
 
@@ -279,4 +322,6 @@ def _row(r: Any) -> TaskRow:
         state=r[10],
         last_error=r[11],
         timeout=r[12],
+        cron=r[13],
+        timezone=r[14],
     )

@@ -44,13 +44,13 @@ import logging
 import os
 import sqlite3
 from collections.abc import Callable, Sequence
-from importlib import resources
 from typing import Any, Final, Literal, TypeVar, final
 
 import msgspec
 
 from ..errors import StoreError
 from . import _queries as q
+from ._ownership import OWNER_SUFFIX, FileLock
 from ._protocols import (
     DeleteTask,
     DueActor,
@@ -60,7 +60,10 @@ from ._protocols import (
     TaskState,
     UpsertTask,
 )
-from ._sqlite_inline import Inline
+from ._sqlite_changes import DataVersionWatch
+from ._sqlite_inline import LoopConnection
+from ._sqlite_readonly import connect_read_only, open_error
+from ._sqlite_schema import create_schema, row_from_sql
 from ._sqlite_thread import Worker, transaction
 from ._validate import validate_ops
 
@@ -119,6 +122,12 @@ def _store_error(what: str, path: str, exc: BaseException) -> StoreError:
     return StoreError(f"SQLite store {path!r}: {what} failed: {exc}")
 
 
+def _cannot_be_database(path: str) -> bool:
+    """True when ``path`` is a directory or lies in a directory that does not exist."""
+    full = os.path.abspath(path)
+    return not os.path.isdir(os.path.dirname(full)) or os.path.isdir(full)
+
+
 @final
 class SQLiteStore:
     """A :class:`~tocsin.stores.Store` in one SQLite file (or ``":memory:"``).
@@ -136,6 +145,9 @@ class SQLiteStore:
             ``":memory:"`` for a private in-memory database.
         synchronous: ``"NORMAL"`` (default: durable against process crashes, may lose the
             last commits on power loss, never corrupts) or ``"FULL"`` (fsync per commit).
+        read_only: open an existing tocsin store file with ``mode=ro``: nothing is created
+            or written, ``apply`` raises :class:`StoreError`, and ``open`` refuses a file
+            without tocsin's tables (``tocsin tasks list``; see ``_sqlite_readonly``).
     """
 
     def __init__(
@@ -143,17 +155,21 @@ class SQLiteStore:
         path: str | os.PathLike[str],
         *,
         synchronous: Literal["NORMAL", "FULL"] = "NORMAL",
+        read_only: bool = False,
     ) -> None:
         if synchronous not in ("NORMAL", "FULL"):
             raise ValueError(f"`synchronous` must be 'NORMAL' or 'FULL', got {synchronous!r}")
         self.path = os.fspath(path)
         self.synchronous = synchronous
+        self.read_only = read_only and self.path != ":memory:"
         self.url = "sqlite://:memory:" if self.path == ":memory:" else f"sqlite:///{self.path}"
         self._worker: Worker | None = None
-        self._inline: Inline | None = None
+        self._inline: LoopConnection | None = None
         self._inline_writes = False
         self._checkpoint: concurrent.futures.Future[Any] | None = None
         self._since_checkpoint = 0
+        self._owner: FileLock | None = None
+        self._changes = DataVersionWatch(self._read_data_version)
 
     def __repr__(self) -> str:
         return f"SQLiteStore({self.path!r}, synchronous={self.synchronous!r})"
@@ -166,12 +182,38 @@ class SQLiteStore:
 
     # --- lifecycle -------------------------------------------------------------------------
 
-    async def open(self) -> None:
+    async def open(self, *, exclusive: bool = False) -> None:
         """Start the worker thread, open the file, set WAL mode and create the schema.
 
-        Idempotent. Raises :class:`StoreError` if the file cannot be opened or the schema
-        cannot be created (the thread is stopped again).
+        Idempotent. With ``exclusive=True`` also take ownership: an ``flock`` on the side
+        file ``<path>-owner``, released by :meth:`close` or by the holder's death (see
+        :mod:`tocsin.stores._ownership`). A ``":memory:"`` database is private to its
+        store, so it is always owned.
+
+        Raises:
+            StoreError: the file cannot be opened or the schema cannot be created (the
+                thread is stopped again), or ``exclusive`` and another open store (in any
+                process) owns this file; the message names its host and pid.
         """
+        if exclusive and self.path != ":memory:":
+            if _cannot_be_database(self.path):
+                # Before the side lock file: a path that cannot be a database must leave
+                # nothing behind (no stray `<path>-owner`), and gets open()'s own message.
+                raise open_error(self.path, FileNotFoundError(self.path))
+            lock = FileLock(self.path + OWNER_SUFFIX)
+            if self._owner is not None:
+                lock = self._owner  # held by this very store: acquire() says so
+            lock.acquire(self.url)
+            try:
+                await self._open()
+            except BaseException:
+                lock.release()
+                raise
+            self._owner = lock
+            return
+        await self._open()
+
+    async def _open(self) -> None:
         if self._worker is not None:
             return
         worker = Worker(f"tocsin-sqlite:{self.path}", self._open_connection)
@@ -181,9 +223,13 @@ class SQLiteStore:
                 await asyncio.wrap_future(worker.ready)
                 # After the worker created the schema and set WAL mode (persistent in the
                 # file), so the loop-side connection finds both.
-                inline = None if self.path == ":memory:" else Inline(self.path, CACHE_KIB)
+                inline = (
+                    None
+                    if self.path == ":memory:" or self.read_only
+                    else LoopConnection(self.path, CACHE_KIB)
+                )
             except _DB_ERRORS as exc:
-                raise _store_error("open", self.path, exc) from exc
+                raise open_error(self.path, exc) from exc
         except BaseException:
             worker.stop()  # connected after all (we were cancelled): let it close
             raise
@@ -193,6 +239,8 @@ class SQLiteStore:
     async def close(self) -> None:
         """Finish queued work, close both connections and stop the thread. Idempotent."""
         worker, inline = self._worker, self._inline
+        owner, self._owner = self._owner, None
+        self._changes.clear()
         if worker is None:
             return
         self._worker = self._inline = None
@@ -206,12 +254,45 @@ class SQLiteStore:
         # `stopped` is the thread's last act; the join waits out its final microseconds,
         # so that "closed" really means "no thread left".
         worker.thread.join()
+        if owner is not None:
+            owner.release()  # last: nobody else may own the file while we still write
+
+    # --- changes made by other processes -----------------------------------------------
+
+    async def watch(self, callback: Callable[[], None]) -> Callable[[], None]:
+        """Call ``callback()`` from :meth:`check_changes` when another connection committed
+        (see :mod:`tocsin.stores._sqlite_changes`). Returns the unwatch function."""
+        if self._worker is None:
+            raise StoreError(f"{self!r} is not open; call `await store.open()` first")
+        return self._changes.watch(callback)
+
+    def check_changes(self) -> None:
+        """Look at ``PRAGMA data_version`` (~20 µs, on the loop-side connection) and call
+        the watchers if another connection committed since the last look."""
+        if self._worker is not None:
+            self._changes.check()
+
+    async def announce(self) -> None:
+        """Nothing to do: watchers of a SQLite file see every commit in ``data_version``."""
+
+    def _read_data_version(self) -> int | None:
+        inline = self._inline
+        if inline is None:
+            return None  # ":memory:": private to this store, nobody else writes it
+        try:
+            rows = inline.read("PRAGMA data_version", ())
+        except _DB_ERRORS as exc:
+            _log.warning("SQLite store %r: reading data_version failed: %s", self.path, exc)
+            return None
+        return None if rows is None else int(rows[0][0])
 
     # --- Store protocol --------------------------------------------------------------------
 
     async def apply(self, ops: Sequence[Op]) -> None:
         """Apply a batch atomically (all ops in order, or none and :class:`StoreError`)."""
         validate_ops(ops)
+        if self.read_only:
+            raise StoreError(f"{self!r} was opened read-only; it cannot apply writes")
         if not ops:
             return
         batch = list(ops)  # the caller may reuse its list while we wait
@@ -256,7 +337,7 @@ class SQLiteStore:
     async def get_task(self, kind: str, identity: str, task_id: str) -> TaskRow | None:
         """One task by primary key, or ``None``."""
         rows = await self._read(q.GET_TASK, (kind, identity, task_id))
-        return _row(rows[0]) if rows else None
+        return row_from_sql(rows[0]) if rows else None
 
     async def list_tasks(
         self,
@@ -266,19 +347,19 @@ class SQLiteStore:
     ) -> list[TaskRow]:
         """Tasks matching the filters, ordered by ``(due, id, kind, identity)``."""
         sql, args = q.list_tasks(kind, identity, state)
-        return [_row(r) for r in await self._read(sql, tuple(args), bounded=False)]
+        return [row_from_sql(r) for r in await self._read(sql, tuple(args), bounded=False)]
 
     async def find_tasks(self, task_id: str) -> list[TaskRow]:
         """Every task with this id, across actors, ordered like :meth:`list_tasks`."""
         rows = await self._read(q.FIND_TASKS, (task_id,), bounded=False)
-        return [_row(r) for r in rows]
+        return [row_from_sql(r) for r in rows]
 
     async def due_tasks(self, kind: str, identity: str, before: float, limit: int) -> list[TaskRow]:
         """This actor's pending tasks due at or before ``before``, by ``(due, id)``."""
         limit = max(limit, 0)
         args = (kind, identity, float(before), limit)
         rows = await self._read(q.DUE_TASKS, args, bounded=limit <= INLINE_MAX_ROWS)
-        return [_row(r) for r in rows]
+        return [row_from_sql(r) for r in rows]
 
     async def next_due(self, kind: str, identity: str) -> float | None:
         """The earliest ``due`` among this actor's pending tasks, or ``None``."""
@@ -351,16 +432,17 @@ class SQLiteStore:
         self._checkpoint = worker.submit(_checkpoint, write=False).future
 
     def _open_connection(self) -> sqlite3.Connection:
+        if self.read_only:
+            return connect_read_only(self.path)  # issue 10 item 15: creates nothing
         conn = sqlite3.connect(self.path, isolation_level=None, check_same_thread=False)
         try:
             conn.execute(f"PRAGMA busy_timeout = {BUSY_TIMEOUT_MS}")
             conn.execute("PRAGMA journal_mode = WAL")  # a no-op ("memory") for :memory:
             conn.execute(f"PRAGMA synchronous = {self.synchronous}")
             conn.execute(f"PRAGMA cache_size = {CACHE_KIB}")
-            schema = resources.files("tocsin.stores").joinpath("sql/sqlite_schema.sql")
             # BEGIN IMMEDIATE takes the write lock first: two processes opening a new file
-            # at once create the schema one after the other, not interleaved.
-            conn.executescript(f"BEGIN IMMEDIATE;\n{schema.read_text('utf-8')}\nCOMMIT;")
+            # at once create (or migrate) the schema one after the other, not interleaved.
+            transaction(conn, create_schema)
         except BaseException:
             conn.close()
             raise
@@ -390,7 +472,9 @@ def _checkpoint(conn: sqlite3.Connection) -> list[Any]:
             return [(busy, frames, copied)]
         result = conn.execute("PRAGMA wal_checkpoint(TRUNCATE)").fetchall()
         if result[0][0] == 0:
-            # Locked: a loop-side write came first and made that commit itself.
+            # Not busy: the WAL was reset. Make the first commit after the reset here, on
+            # the worker; if a loop-side write got there first, this one finds the lock
+            # and is skipped (that write already made the commit).
             with contextlib.suppress(sqlite3.OperationalError):
                 transaction(conn, _rewrite_user_version)
         return result
@@ -401,23 +485,3 @@ def _checkpoint(conn: sqlite3.Connection) -> list[Any]:
 def _rewrite_user_version(conn: sqlite3.Connection) -> None:
     (version,) = conn.execute("PRAGMA user_version").fetchone()
     conn.execute(f"PRAGMA user_version = {int(version)}")
-
-
-def _row(r: Any) -> TaskRow:
-    kind, identity, task_id, name, payload, due, every, attempts, max_retries, *rest = r
-    created_at, state, last_error, timeout = rest
-    return TaskRow(
-        kind=kind,
-        identity=identity,
-        id=task_id,
-        name=name,
-        payload=bytes(payload),
-        due=float(due),
-        every=None if every is None else float(every),
-        attempts=attempts,
-        max_retries=max_retries,
-        created_at=float(created_at),
-        state=state,
-        last_error=last_error,
-        timeout=None if timeout is None else float(timeout),
-    )

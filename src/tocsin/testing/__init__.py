@@ -19,9 +19,9 @@ from collections.abc import Iterator
 from contextlib import contextmanager
 from typing import Any
 
-from ..actor import ActorSystem
 from ..clock import ManualClock
 from ..stores import MemoryStore
+from ..system import ActorSystem
 from ._monitor import Crash, SystemMonitor
 
 __all__ = ["Crash", "ManualClock", "MemoryStore", "SystemMonitor", "capture_events"]

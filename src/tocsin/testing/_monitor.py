@@ -34,8 +34,9 @@ from dataclasses import dataclass, field
 from types import TracebackType
 from typing import Any, final
 
-from ..actor import PID, ActorRestarted, ActorSuspended, ActorSystem, DeadLetter
+from ..actor import PID, ActorRestarted, ActorSuspended, DeadLetter
 from ..actor import DeadLetterReason as _Reason
+from ..system import ActorSystem
 
 __all__ = ["Crash", "SystemMonitor"]
 

@@ -42,9 +42,10 @@ from typing import Any, final
 
 import pytest
 
-from ..actor import ActorSystem, DeadLetterReason
+from ..actor import DeadLetterReason
 from ..clock import ManualClock
 from ..stores import MemoryStore, Store
+from ..system import ActorSystem
 from ._monitor import SystemMonitor, _report
 
 #: The instant ``tocsin_clock`` starts at, unless ``@pytest.mark.tocsin(wall=...)`` says

@@ -1,5 +1,6 @@
 -- SPDX-License-Identifier: Apache-2.0
--- tocsin PostgreSQL schema, version 1. Run on every open inside a transaction holding an
+-- tocsin PostgreSQL schema, version 2 (2 added tocsin_tasks.cron and .timezone, and
+-- tocsin_owner). Run on every open inside a transaction holding an
 -- advisory lock (CREATE ... IF NOT EXISTS alone races when two nodes open at once).
 -- Times are epoch seconds (double precision), like the Python API: no time zone
 -- conversions between the store and the scheduler. Text columns use the "C" collation so
@@ -19,8 +20,13 @@ CREATE TABLE IF NOT EXISTS tocsin_tasks (
     state       text             NOT NULL CHECK (state IN ('pending', 'running', 'parked')),
     last_error  text,
     timeout     double precision,
+    cron        text,
+    timezone    text,
     PRIMARY KEY (kind, identity, id)
 );
+-- Version 1 tables: add what version 2 added.
+ALTER TABLE tocsin_tasks ADD COLUMN IF NOT EXISTS cron text;
+ALTER TABLE tocsin_tasks ADD COLUMN IF NOT EXISTS timezone text;
 
 -- "Which actors have work due?" (due_actors): only pending rows matter, so a partial index.
 CREATE INDEX IF NOT EXISTS tocsin_tasks_pending_due
@@ -37,4 +43,12 @@ CREATE TABLE IF NOT EXISTS tocsin_state (
     key      text COLLATE "C" NOT NULL,
     value    bytea NOT NULL,
     PRIMARY KEY (kind, identity, key)
+);
+
+-- Who owns this store outside cluster mode (one row, written by the session that holds
+-- the ownership advisory lock; read only to name the holder in an error message).
+CREATE TABLE IF NOT EXISTS tocsin_owner (
+    singleton boolean PRIMARY KEY DEFAULT true CHECK (singleton),
+    host      text,
+    pid       integer
 );

@@ -1,5 +1,6 @@
 -- SPDX-License-Identifier: Apache-2.0
--- tocsin SQLite schema, version 1. Run on every open inside one write transaction, so it
+-- tocsin SQLite schema, version 2 (2 added tocsin_tasks.cron and .timezone; the store adds
+-- them to a version 1 file on open, before this script runs). Run on every open inside one write transaction, so it
 -- is idempotent and safe when several processes open the same file at once.
 -- Times are epoch seconds (REAL); payloads and state values are codec bytes (BLOB).
 
@@ -17,6 +18,8 @@ CREATE TABLE IF NOT EXISTS tocsin_tasks (
     state       TEXT    NOT NULL CHECK (state IN ('pending', 'running', 'parked')),
     last_error  TEXT,
     timeout     REAL,
+    cron        TEXT,
+    timezone    TEXT,
     PRIMARY KEY (kind, identity, id)
 ) WITHOUT ROWID;
 -- WITHOUT ROWID: rows live in the primary-key B-tree itself, so a task write touches one
@@ -43,4 +46,4 @@ CREATE TABLE IF NOT EXISTS tocsin_state (
     PRIMARY KEY (kind, identity, key)
 ) WITHOUT ROWID;
 
-PRAGMA user_version = 1;
+PRAGMA user_version = 2;

@@ -77,8 +77,9 @@ class DeadlineService:
             self._handle.cancel()
         self._handle = None
         self._armed_at = None
-        # Disarm rather than drop: an ask still awaiting its reply removes its timeout
-        # after the close, and must not count a dead tuple in a heap that never held it.
+        # Disarm every item rather than drop the heap: an ask still awaiting its reply
+        # removes its timeout after the close, and must find it disarmed (not count a
+        # dead key in a heap that no longer holds it).
         self._heap.clear()
 
     def _arm(self, deadline: float) -> None:

@@ -17,7 +17,7 @@ from hypothesis.stateful import (
     rule,
 )
 
-from tocsin.scheduling._heap import COMPACT_DEAD_RATIO, COMPACT_MIN_SIZE, Deadline, DeadlineHeap
+from tocsin._deadlines import COMPACT_DEAD_RATIO, COMPACT_MIN_SIZE, Deadline, DeadlineHeap
 
 
 class Item(Deadline):

@@ -19,7 +19,7 @@ from ._heap import Deadline
 
 if TYPE_CHECKING:
     from ..clock import Clock
-    from ._deadlines import DeadlineService
+    from ._service import DeadlineService
 
 __all__ = ["WALL_CHECK_SECONDS", "WALL_JUMP_TOLERANCE", "WallWatch"]
 

@@ -1,26 +1,83 @@
 # SPDX-License-Identifier: Apache-2.0
-"""The scheduling calls of :class:`~tocsin.ActorSystem` (a mixin: the one hook by which the
-actor runtime reaches the scheduler).
+"""The scheduling calls of :class:`~tocsin.ActorSystem` and :class:`~tocsin.ReceiveContext`,
+and :class:`ScheduleService`, the protocol the scheduling layer implements.
 
-The same calls on :class:`~tocsin.ReceiveContext` make the schedule owned by the actor.
+Why these live in the kernel: ``ReceiveContext`` is the kernel's type (``Actor.receive``
+takes it), and DESIGN.md gives it the scheduling calls. So the kernel declares the calls
+and the snapshot values they return, and forwards each call to a :class:`ScheduleService`
+installed by the layer above (``scheduling/``); it knows nothing of how schedules work.
+A context passes its cell as the schedule's owner (the schedule-owner hook),
+whose schedules are cancelled once it fully stops (the runtime's stop listeners).
 """
 
 from __future__ import annotations
 
-from collections.abc import Callable
-from datetime import timedelta
-from typing import TYPE_CHECKING, Any
+from typing import TYPE_CHECKING, Any, Protocol
 
-from ._info import ScheduleInfo, SchedulerMetrics
+from .._deadlines import Seconds
+from ..errors import ScheduleNotFoundError
+from ._schedule_info import ScheduleInfo, SchedulerMetrics
 
 if TYPE_CHECKING:
-    from ..actor._cell import Cell
-    from ..actor._pid import PID
-    from ._scheduler import Scheduler
+    from ._cell import Cell
+    from ._pid import PID
 
-__all__ = ["SchedulingCalls"]
+__all__ = ["ScheduleService", "SchedulingCalls"]
 
-Seconds = float | int | timedelta
+
+class ScheduleService(Protocol):
+    """The scheduler as the kernel sees it (implemented by ``scheduling._scheduler``).
+
+    Every call takes ``owner``: the cell whose context made the call, or ``None`` through
+    the system. Its arguments are validated by the implementation.
+    """
+
+    def schedule(
+        self,
+        message: Any,
+        pid: PID,
+        interval: Any,
+        *,
+        reference: str | None,
+        sender: Any,
+        replace: bool,
+        owner: Cell | None,
+    ) -> str: ...
+
+    def schedule_once(
+        self,
+        message: Any,
+        pid: PID,
+        delay: Any,
+        *,
+        reference: str | None,
+        sender: Any,
+        replace: bool,
+        owner: Cell | None,
+    ) -> str: ...
+
+    def schedule_cron(
+        self,
+        message: Any,
+        pid: PID,
+        expression: str,
+        *,
+        reference: str | None,
+        sender: Any,
+        timezone: str | None,
+        replace: bool,
+        owner: Cell | None,
+    ) -> str: ...
+
+    def cancel(self, reference: str) -> None: ...
+
+    def pause(self, reference: str) -> None: ...
+
+    def resume(self, reference: str) -> None: ...
+
+    def list(self) -> list[ScheduleInfo]: ...
+
+    def metrics(self) -> SchedulerMetrics: ...
 
 
 class SchedulingCalls:
@@ -33,10 +90,13 @@ class SchedulingCalls:
 
     __slots__ = ()
 
-    _live_scheduler: Callable[[], Scheduler]
-    """The scheduler, or ActorSystemNotStartedError if the system is not running."""
-    _schedule_owner: Callable[[], Cell | None]
-    """The actor that owns schedules made here (None through the system)."""
+    def _live_scheduler(self) -> ScheduleService:
+        """The scheduler; ActorSystemNotStartedError if the system is not running."""
+        raise NotImplementedError
+
+    def _schedule_owner(self) -> Cell | None:
+        """The actor that owns schedules made here (None through the system)."""
+        raise NotImplementedError
 
     async def schedule(
         self,
@@ -119,13 +179,24 @@ class SchedulingCalls:
             owner=self._schedule_owner(),
         )
 
-    async def cancel_schedule(self, reference: str) -> None:
+    async def cancel_schedule(self, reference: str, *, missing_ok: bool = False) -> None:
         """Cancel a schedule; once this returns, none of its ticks reaches ``receive``.
 
+        Args:
+            reference: the schedule's reference.
+            missing_ok: make an unknown reference a no-op (as Akka's ``cancel`` is)
+                instead of an error: for "cancel it if it is still there".
+
         Raises:
-            ScheduleNotFoundError: no schedule holds ``reference``.
+            ScheduleNotFoundError: no schedule holds ``reference`` (and not ``missing_ok``).
+            TypeError: ``reference`` is not a str.
         """
-        self._live_scheduler().cancel(reference)
+        scheduler = self._live_scheduler()
+        try:
+            scheduler.cancel(reference)
+        except ScheduleNotFoundError:
+            if not missing_ok:
+                raise
 
     async def pause_schedule(self, reference: str) -> None:
         """Stop firing until resumed (pausing a paused schedule is a no-op)."""

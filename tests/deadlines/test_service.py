@@ -8,9 +8,8 @@ from collections.abc import Callable
 
 import pytest
 
+from tocsin._deadlines import MAX_FIRES_PER_TURN, Deadline, DeadlineService
 from tocsin.clock import Clock, ManualClock, TimerHandle
-from tocsin.scheduling._deadlines import MAX_FIRES_PER_TURN, DeadlineService
-from tocsin.scheduling._heap import Deadline
 
 
 class StubTimer:

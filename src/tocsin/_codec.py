@@ -44,6 +44,11 @@ Decisions (documented in ``docs/durable.md``):
   by name): the only constructors reachable are the ones above. Any malformed input
   raises :class:`CodecError`, and nothing else.
 
+Extensions. Layers above add types they own (a PID as its string form, ``Call``, later
+the remote layer's registered message classes) through :class:`Codec`, which takes
+:class:`Extension` values with codes 16-127 (1-15 belong to the codec). The plain
+:func:`encode`/:func:`decode` know none: durable payloads stay the closed set above.
+
 Prior art: msgspec's ``Ext``/``ext_hook`` examples; Temporal's and Celery's "payload
 converters" (which is where the "exact types, fail at schedule time" rule comes from:
 pickled payloads there fail at run time, long after the bug).
@@ -52,15 +57,25 @@ pickled payloads there fail at run time, long after the bug).
 from __future__ import annotations
 
 import re
-from collections.abc import Callable
+from collections.abc import Callable, Iterable
+from contextvars import ContextVar
+from dataclasses import dataclass
 from datetime import date, datetime, timedelta, timezone
-from typing import Any, Final
+from typing import Any, Final, final
 
 import msgspec
 
-from ..errors import CodecError
+from .errors import CodecError
 
-__all__ = ["ALLOWED_TYPES", "MAX_DEPTH", "decode", "encode"]
+__all__ = [
+    "ALLOWED_TYPES",
+    "EXTENSION_CODES",
+    "MAX_DEPTH",
+    "Codec",
+    "Extension",
+    "decode",
+    "encode",
+]
 
 #: Containers nested deeper than this are refused (on encode and on decode): it bounds the
 #: recursion of both directions well below Python's own limit.
@@ -93,6 +108,89 @@ _ALLOWED: Final = frozenset(
 )
 
 
+#: Extension codes available to the layers above (1-15 are the codec's own).
+EXTENSION_CODES: Final = range(16, 128)
+
+
+@final
+@dataclass(frozen=True, slots=True)
+class Extension:
+    """How one type the codec does not know crosses it.
+
+    Attributes:
+        code: the msgpack extension code, in :data:`EXTENSION_CODES`.
+        cls: the exact type encoded this way (subclasses are not).
+        to_wire: the value as a codec-safe value (itself encoded by the same codec).
+        from_wire: the decoded codec-safe value back to the type; raise ``CodecError``
+            (or ``ValueError``/``TypeError``) on a malformed one.
+    """
+
+    code: int
+    cls: type
+    to_wire: Callable[[Any], object]
+    from_wire: Callable[[Any], object]
+
+
+@final
+class _Table:
+    __slots__ = ("by_code", "by_type")
+
+    def __init__(self, extensions: Iterable[Extension]) -> None:
+        self.by_code: dict[int, Extension] = {}
+        self.by_type: dict[type, Extension] = {}
+        for ext in extensions:
+            if ext.code not in EXTENSION_CODES:
+                raise ValueError(f"extension code must be in 16..127, got {ext.code!r}")
+            if ext.code in self.by_code or ext.cls in self.by_type:
+                raise ValueError(f"extension {ext!r} reuses a code or a type")
+            self.by_code[ext.code] = ext
+            self.by_type[ext.cls] = ext
+
+
+# The extensions of the Codec whose encode/decode is running (None: the plain functions).
+# A context variable rather than a parameter: the base walk stays as fast as before, and
+# the table is only consulted for a type or a code the base codec does not know.
+_EXTENSIONS: ContextVar[_Table | None] = ContextVar("tocsin_codec_extensions", default=None)
+
+
+@final
+class Codec:
+    """The base codec plus :class:`Extension` types (what the wire uses).
+
+    Guarantees the same as :func:`encode`/:func:`decode`, for the base set and the
+    extension types: exact types back, nothing executed on decode, ``CodecError`` for
+    anything else.
+
+    Raises:
+        ValueError: an extension code outside 16..127, or a code or type given twice.
+    """
+
+    __slots__ = ("_table",)
+
+    def __init__(self, extensions: Iterable[Extension] = ()) -> None:
+        self._table = _Table(extensions)
+
+    def extended(self, *extensions: Extension) -> Codec:
+        """A new codec with these extensions added."""
+        return Codec([*self._table.by_code.values(), *extensions])
+
+    def encode(self, value: object, *, name: str = "message") -> bytes:
+        """Like :func:`encode`, with this codec's extensions."""
+        token = _EXTENSIONS.set(self._table)
+        try:
+            return encode(value, name=name)
+        finally:
+            _EXTENSIONS.reset(token)
+
+    def decode(self, data: bytes) -> object:
+        """Like :func:`decode`, with this codec's extensions."""
+        token = _EXTENSIONS.set(self._table)
+        try:
+            return decode(data)
+        finally:
+            _EXTENSIONS.reset(token)
+
+
 def encode(value: object, *, name: str = "payload") -> bytes:
     """Encode a codec-safe value to bytes.
 
@@ -109,12 +207,22 @@ def encode(value: object, *, name: str = "payload") -> bytes:
 
     Raises:
         CodecError: ``value`` contains something outside the codec-safe set, a subclass
-            of an allowed type, a circular reference, or nests deeper than
-            :data:`MAX_DEPTH`. The message names the offending type and its location,
-            e.g. ``payload['a'][2]: cannot encode <class 'function'>; allowed: ...``.
+            of an allowed type, a str with a lone surrogate, a circular reference, or
+            nests deeper than :data:`MAX_DEPTH`. The message names the offending type and
+            its location, e.g. ``payload['a'][2]: cannot encode <class 'function'>;
+            allowed: ...``.
     """
     tree = _to_wire(value, (None, name, None), 0, set())
-    return _ENCODER.encode(tree)
+    try:
+        return _ENCODER.encode(tree)
+    except UnicodeEncodeError as exc:
+        # A lone surrogate ("\ud800") is a Python str but not text: UTF-8, and so
+        # msgpack, SQLite and PostgreSQL, cannot hold it (issue 10, item 9).
+        bad = exc.object[exc.start : exc.end]
+        raise CodecError(
+            f"{name}: cannot encode a str holding the lone surrogate {bad!r}; "
+            "allowed: str that UTF-8 can encode"
+        ) from None
 
 
 def decode(data: bytes) -> object:
@@ -209,7 +317,14 @@ def _to_wire(value: object, path: _Path, depth: int, stack: set[int]) -> Any:
         assert isinstance(value, re.Pattern)
         return _Ext(_PATTERN, _ENCODER.encode([value.pattern, value.flags]))
     if cls not in (list, tuple, dict, set, frozenset):
-        raise _reject(value, path)
+        table = _EXTENSIONS.get()
+        ext = None if table is None else table.by_type.get(cls)
+        if ext is None:
+            raise _reject(value, path)
+        if depth >= MAX_DEPTH:
+            raise CodecError(f"{_fmt(path)}: nested deeper than {MAX_DEPTH} containers")
+        inner = _to_wire(ext.to_wire(value), (path, cls.__name__, 0), depth + 1, stack)
+        return _Ext(ext.code, _ENCODER.encode(inner))
 
     # A container: guard against cycles (ids on the current path only, so a shared,
     # non-circular sub-value is fine) and runaway depth.
@@ -286,7 +401,11 @@ def _array(ext: memoryview, depth: int, what: str) -> list[Any]:
 def _from_ext(code: int, ext: memoryview, depth: int) -> object:
     decoder = _EXT_DECODERS.get(code)
     if decoder is None:
-        raise CodecError(f"cannot decode payload: unknown extension code {code}")
+        table = _EXTENSIONS.get()
+        extension = None if table is None else table.by_code.get(code)
+        if extension is None:
+            raise CodecError(f"cannot decode payload: unknown extension code {code}")
+        return extension.from_wire(_decode(ext, depth))
     return decoder(ext, depth)
 
 

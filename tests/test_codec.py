@@ -18,7 +18,7 @@ from hypothesis import given, settings
 from hypothesis import strategies as st
 from tests.strategies import codec_values
 
-from tocsin.durable._codec import MAX_DEPTH, decode, encode
+from tocsin._codec import MAX_DEPTH, decode, encode
 from tocsin.errors import CodecError
 
 

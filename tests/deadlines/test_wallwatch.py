@@ -5,7 +5,7 @@ from __future__ import annotations
 from datetime import UTC, datetime
 
 from tocsin import Actor, ActorSystem, ManualClock, ReceiveContext
-from tocsin.scheduling._wallwatch import WALL_CHECK_SECONDS
+from tocsin._deadlines import WALL_CHECK_SECONDS
 
 
 class Recorder(Actor):

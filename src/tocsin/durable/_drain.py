@@ -1,0 +1,158 @@
+# SPDX-License-Identifier: Apache-2.0
+"""One identity's drain: run its due tasks inside its actor's turn, then commit.
+
+The alarm of a :class:`~tocsin.durable._handle.DurableHandle` queues a :class:`DrainTurn`
+(carrying the handle) into the actor's mailbox; the cell runs it in mailbox order, so a
+task run never overlaps ``receive``. Completions go through the handle's one write path,
+in batches of :data:`COMPLETION_BATCH`.
+
+Delivery contract: **at least once**. A task row is deleted (or moved on) only after its
+method returned; a crash in between runs it again on the next activation.
+"""
+
+from __future__ import annotations
+
+import asyncio
+import logging
+from typing import TYPE_CHECKING, final
+
+import msgspec
+
+from ..actor._mailbox import Turn
+from ..clock import WALL_TOLERANCE
+from ..stores import DeleteTask, Op, TaskRow, UpsertTask
+from ._cron import next_fire
+from ._failure import describe_failure
+from ._records import TaskParked, record_from_row
+from ._run import DROPPED, INTERRUPTED, run_task
+
+if TYPE_CHECKING:
+    from ..actor._cell import Cell
+    from ._actor import DurableActor
+    from ._handle import DurableHandle
+
+__all__ = ["COMPLETION_BATCH", "DRAIN_LIMIT", "DrainTurn", "drain"]
+
+#: Task completions committed together during one drain.
+COMPLETION_BATCH = 100
+#: Most tasks one drain turn runs; more due tasks run in the next turn, so the actor's
+#: other messages are not held up behind a long backlog.
+DRAIN_LIMIT = 1000
+
+_log = logging.getLogger("tocsin.durable")
+_replace = msgspec.structs.replace
+
+
+@final
+class DrainTurn(Turn):
+    """Run the identity's due tasks inside its actor's turn; carries its handle."""
+
+    __slots__ = ("handle",)
+
+    def __init__(self, handle: DurableHandle) -> None:
+        self.handle = handle
+
+    async def run(self, cell: Cell) -> None:
+        await drain(self.handle, cell)
+
+
+async def drain(handle: DurableHandle, cell: Cell) -> None:
+    """Run every task of this actor due at the start of the turn, in due order."""
+    handle.drain_queued = False
+    durable = handle.durable
+    actor: DurableActor = cell.actor  # type: ignore[assignment]
+    start = actor._now()
+    store = handle.store
+    rows = await store.due_tasks(handle.kind, handle.identity, start + WALL_TOLERANCE, DRAIN_LIMIT)
+    handle.touched.clear()
+    ops: list[Op] = []
+    parked: list[tuple[TaskRow, BaseException]] = []
+    counters = durable.counters  # issue 14: run counters, read by tocsin.metrics
+    monotonic = handle.runtime.clock.monotonic
+    for row in rows:
+        if durable.stopping:
+            break  # no task starts once the system is stopping
+        if not cell.alive_running():
+            break
+        if row.id in handle.touched:
+            continue  # replaced or cancelled by an earlier task of this drain
+        handle.running_id = row.id
+        started = monotonic()
+        try:
+            error = await run_task(cell, actor, row, handle)
+        finally:
+            handle.running_id = None
+        # Two clock reads and a few int adds per run, beside a store round trip
+        # (bench/metrics.py measures it); histograms are built at scrape time.
+        counters.ran(monotonic() - started, error)
+        if error is INTERRUPTED:
+            break  # the system is stopping: this task stays pending, untouched
+        actor = cell.actor  # type: ignore[assignment]
+        if row.id in handle.touched:
+            continue  # the task rescheduled or cancelled itself: that write stands
+        if error is DROPPED:
+            ops.append(DeleteTask(row.kind, row.identity, row.id))
+            continue
+        ops.append(_completion(actor, row, start, error, parked, durable.timezone))
+        if len(ops) >= COMPLETION_BATCH:
+            await handle.commit(ops)
+            ops = []
+            # A store call may complete without suspending (the SQLite store's small
+            # commits run on the loop thread, the memory store's always): yield once
+            # per batch so a long drain does not hold up the rest of the loop.
+            await asyncio.sleep(0)
+    if ops:
+        await handle.commit(ops)
+    for row, exc in parked:
+        parked_row = await store.get_task(row.kind, row.identity, row.id)
+        if parked_row is not None:
+            handle.runtime.events.publish(TaskParked(handle.pid, record_from_row(parked_row), exc))
+    if durable.stopping:
+        return  # no alarm: the system is stopping, and its start re-arms from the store
+    handle.rearm(await store.next_due(handle.kind, handle.identity))
+
+
+def _completion(
+    actor: DurableActor,
+    row: TaskRow,
+    start: float,
+    error: BaseException | None,
+    parked: list[tuple[TaskRow, BaseException]],
+    default_zone: str,
+) -> Op:
+    if error is None:
+        if row.cron is not None:
+            nxt = next_fire(row.cron, row.timezone or default_zone, row.due, start)
+            if nxt is None:  # the expression has no further fire time: done
+                return DeleteTask(row.kind, row.identity, row.id)
+            return UpsertTask(_replace(row, due=nxt, attempts=0, last_error=None))
+        if row.every is None:
+            return DeleteTask(row.kind, row.identity, row.id)
+        nxt = start + row.every
+        return UpsertTask(_replace(row, due=nxt, attempts=0, last_error=None))
+    attempts = row.attempts + 1
+    decision = actor.retry_policy.decide(error, attempts, row.max_retries)
+    # With the traceback (issue 10, item 13): a failing task must be visible without
+    # turning on DEBUG. ERROR once it is parked (it needs an operator), else WARNING.
+    _log.log(
+        logging.ERROR if decision is None else logging.WARNING,
+        "durable task %s/%s %s (%s) failed (attempt %d of %d)%s",
+        row.kind,
+        row.identity,
+        row.id,
+        row.name,
+        attempts,
+        row.max_retries + 1,
+        "; parked" if decision is None else f"; retry in {decision.delay:.3g} s",
+        exc_info=(type(error), error, error.__traceback__),
+    )
+    last_error = describe_failure(error)
+    now = actor._now()
+    if decision is None:
+        parked.append((row, error))
+        return UpsertTask(
+            _replace(row, due=now, attempts=attempts, state="parked", last_error=last_error)
+        )
+    return UpsertTask(
+        _replace(row, due=now + decision.delay, attempts=attempts, last_error=last_error)
+    )

@@ -1,0 +1,139 @@
+# SPDX-License-Identifier: Apache-2.0
+"""The PostgreSQL store's one connection outside its pool: ownership and change notices.
+
+A session advisory lock belongs to the session that took it, so it cannot live on pooled
+connections (they come and go); ``LISTEN`` is also per session. One dedicated connection
+therefore holds the ownership lock (``open(exclusive=True)``, see
+:mod:`tocsin.stores._ownership`) and listens for ``announce`` (:data:`CHANGES_CHANNEL`,
+the payload naming the schema). The server drops the lock when the session ends, however
+it ends, so a dead holder never blocks. If the connection is lost while the store is
+open, an ERROR says what stopped working: nothing is lost silently.
+"""
+
+from __future__ import annotations
+
+import logging
+import zlib
+from collections.abc import Callable
+from contextlib import AbstractAsyncContextManager
+from typing import Any, Final, final
+
+from ._ownership import Holder, ownership_error
+
+__all__ = ["CHANGES_CHANNEL", "OWNER_LOCK_CLASS", "Session"]
+
+#: First key of the session advisory lock that marks the owner of a schema's tables
+#: ("tocs"); the second is the CRC-32 of the schema name, so schemas are owned apart.
+OWNER_LOCK_CLASS: Final = 0x746F6373
+#: The ``NOTIFY`` channel of ``PostgresStore.announce``; the payload is the schema.
+CHANGES_CHANNEL: Final = "tocsin_changes"
+
+_log = logging.getLogger("tocsin.stores.postgres")
+
+
+@final
+class Session:
+    """The dedicated connection of one store, opened on first use (internal)."""
+
+    def __init__(
+        self,
+        dsn: str,
+        schema: str,
+        url: str,
+        errors: Callable[[str], AbstractAsyncContextManager[None]],
+    ) -> None:
+        self._dsn = dsn
+        self._schema = schema
+        self._url = url
+        self._errors = errors
+        self._conn: Any = None
+        self.owner = False
+        self.watchers: list[Callable[[], None]] = []
+
+    async def take_ownership(self) -> None:
+        """Take the schema's ownership lock and record this process as its holder.
+
+        Raises:
+            StoreError: another session holds it (naming its host and pid), or the
+                server failed.
+        """
+        if self.owner:
+            raise ownership_error(self._url, Holder.me())
+        conn = await self._connect()
+        crc = zlib.crc32(self._schema.encode())
+        key = crc - (1 << 32) if crc >= 1 << 31 else crc  # int4: signed
+        async with self._errors("take ownership"):
+            got = await conn.fetchval("SELECT pg_try_advisory_lock($1, $2)", OWNER_LOCK_CLASS, key)
+            row = None if got else await conn.fetchrow("SELECT host, pid FROM tocsin_owner")
+        if not got:
+            if not self.watchers:
+                await self.close()
+            raise ownership_error(self._url, Holder(None, None) if row is None else Holder(*row))
+        me = Holder.me()
+        async with self._errors("record the owner"):
+            await conn.execute(
+                "INSERT INTO tocsin_owner (singleton, host, pid) VALUES (true, $1, $2) "
+                "ON CONFLICT (singleton) DO UPDATE SET host = excluded.host, pid = excluded.pid",
+                me.host,
+                me.pid,
+            )
+        self.owner = True
+
+    async def watch(self, callback: Callable[[], None]) -> Callable[[], None]:
+        """``LISTEN`` (once) and call ``callback()`` on each notice for this schema."""
+        if not self.watchers:
+            conn = await self._connect()
+            async with self._errors("listen"):
+                await conn.add_listener(CHANGES_CHANNEL, self._notified)
+        self.watchers.append(callback)
+
+        def unwatch() -> None:
+            if callback in self.watchers:
+                self.watchers.remove(callback)
+
+        return unwatch
+
+    async def close(self) -> None:
+        """Close the connection: the lock and the ``LISTEN`` end with it. Idempotent."""
+        conn, self._conn = self._conn, None
+        self.owner = False
+        self.watchers.clear()
+        if conn is not None:
+            import asyncpg  # here, not at import: postgres.py says how to install it
+
+            conn.remove_termination_listener(self._lost)
+            try:
+                await conn.close()
+            except (asyncpg.PostgresError, asyncpg.InterfaceError, OSError):
+                conn.terminate()
+
+    async def _connect(self) -> Any:
+        if self._conn is None:
+            import asyncpg
+
+            async with self._errors("open"):
+                conn = await asyncpg.connect(
+                    self._dsn, server_settings={"search_path": self._schema}
+                )
+            conn.add_termination_listener(self._lost)
+            self._conn = conn
+        return self._conn
+
+    def _notified(self, connection: Any, pid: int, channel: str, payload: str) -> None:
+        if payload == self._schema:
+            for callback in list(self.watchers):
+                callback()
+
+    def _lost(self, connection: Any) -> None:
+        # Say what stopped working: a restarted server holds no lock for us any more, so
+        # another system could now take the store.
+        what = [w for w, on in (("ownership", self.owner), ("change notices", self.watchers)) if on]
+        if self._conn is connection and what:
+            _log.error(
+                "PostgreSQL store %s: the connection holding %s was lost; restart the "
+                "system to take them again",
+                self._url,
+                " and ".join(what),
+            )
+        self._conn = None
+        self.owner = False

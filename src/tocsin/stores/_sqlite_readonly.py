@@ -1,0 +1,127 @@
+# SPDX-License-Identifier: Apache-2.0
+"""Opening a SQLite store file for reading only: operators' tools never change a file.
+
+``tocsin tasks list`` pointed at another application's database once created tocsin's
+tables in it and switched it to WAL (issue 10, item 15). A read-only open therefore uses
+SQLite's ``mode=ro`` URI (no schema, no ``journal_mode``, nothing written), and refuses a
+file that is not a tocsin store before reading anything. Each way a path can be wrong
+gets its own message, because each has a different fix: a missing directory, a
+directory, a missing file, a file that is not SQLite, a SQLite file without tocsin's
+tables, and a file on read-only media that SQLite cannot read (a WAL database needs to
+create its ``-shm`` file beside it).
+"""
+
+from __future__ import annotations
+
+import os
+import sqlite3
+from pathlib import Path
+from typing import Final
+
+from ..errors import StoreError
+
+__all__ = [
+    "TABLES",
+    "check_store_path",
+    "connect_read_only",
+    "on_read_only_media",
+    "open_error",
+]
+
+#: The tables every tocsin SQLite store has (``sql/sqlite_schema.sql``).
+TABLES: Final = ("tocsin_state", "tocsin_tasks")
+
+
+def on_read_only_media(path: str) -> bool:
+    """Whether ``path`` (or its directory, if it does not exist) is on a read-only mount."""
+    probe = path if os.path.exists(path) else os.path.dirname(os.path.abspath(path))
+    try:
+        return bool(os.statvfs(probe).f_flag & os.ST_RDONLY)
+    except OSError:
+        return False
+
+
+def check_store_path(path: str) -> None:
+    """Refuse, with a message naming the problem, a path that cannot hold a store file.
+
+    Raises:
+        StoreError: the directory does not exist, the path is a directory, or the file
+            does not exist (nothing is created).
+    """
+    full = os.path.abspath(path)
+    directory = os.path.dirname(full)
+    if not os.path.isdir(directory):
+        raise StoreError(f"SQLite store {path!r}: the directory {directory} does not exist")
+    if os.path.isdir(full):
+        raise StoreError(
+            f"SQLite store {path!r}: {full} is a directory; name the database file in it, "
+            f"e.g. sqlite:///{os.path.join(path, 'tocsin.db')}"
+        )
+    if not os.path.exists(full):
+        raise StoreError(f"SQLite store {path!r}: no such file {full} (nothing was created)")
+
+
+def connect_read_only(path: str) -> sqlite3.Connection:
+    """Open ``path`` with ``mode=ro`` and check that it is a tocsin store.
+
+    Raises:
+        StoreError: see :func:`check_store_path`; or the file is not a SQLite database,
+            has no tocsin tables, or cannot be read (read-only media is named as such).
+    """
+    check_store_path(path)
+    uri = Path(path).absolute().as_uri() + "?mode=ro"
+    try:
+        conn = sqlite3.connect(uri, uri=True, isolation_level=None, check_same_thread=False)
+    except sqlite3.Error as exc:
+        raise _unreadable(path, exc) from exc
+    try:
+        names = {
+            name
+            for (name,) in conn.execute(
+                "SELECT name FROM sqlite_master WHERE type = 'table' AND name IN (?, ?)", TABLES
+            )
+        }
+    except sqlite3.Error as exc:
+        conn.close()
+        raise _unreadable(path, exc) from exc
+    if names != set(TABLES):
+        conn.close()
+        raise StoreError(
+            f"SQLite store {path!r} is not a tocsin store: it has no "
+            f"{' or '.join(sorted(set(TABLES) - names))} table (another application's "
+            "database?); read-only commands never create tables"
+        )
+    return conn
+
+
+def _unreadable(path: str, exc: sqlite3.Error) -> StoreError:
+    if isinstance(exc, sqlite3.DatabaseError) and "not a database" in str(exc):
+        return StoreError(f"SQLite store {path!r} is not a SQLite database: {exc}")
+    if on_read_only_media(path):
+        return StoreError(
+            f"SQLite store {path!r} is on read-only media and SQLite cannot read it there "
+            f"({exc}): a WAL database needs to create {path}-shm beside it; copy the file "
+            "to writable storage"
+        )
+    return StoreError(f"SQLite store {path!r}: cannot open it for reading: {exc}")
+
+
+def open_error(path: str, exc: BaseException) -> StoreError:
+    """The :class:`StoreError` for a failed read-write open, naming the likely cause.
+
+    SQLite says "unable to open database file" for a missing directory, a directory
+    path and read-only media alike; each has its own fix, so each gets its own message.
+    """
+    full = os.path.abspath(path)
+    directory = os.path.dirname(full)
+    if not os.path.isdir(directory):
+        return StoreError(f"SQLite store {path!r}: the directory {directory} does not exist")
+    if os.path.isdir(full):
+        return StoreError(
+            f"SQLite store {path!r}: {full} is a directory; name the database file in it"
+        )
+    if on_read_only_media(path):
+        return StoreError(
+            f"SQLite store {path!r} is on read-only media ({exc}); a store must be writable"
+        )
+    return StoreError(f"SQLite store {path!r}: open failed: {exc}")

@@ -1,0 +1,61 @@
+# SPDX-License-Identifier: Apache-2.0
+"""The SQLite store's schema (creation, migration) and how its rows become TaskRows.
+
+The schema script (``sql/sqlite_schema.sql``) is idempotent and runs on every open, in
+one ``BEGIN IMMEDIATE`` transaction, so processes opening a new file at once create it
+one after the other. A version 1 file (no ``cron``/``timezone`` columns) is migrated
+first, in the same transaction.
+"""
+
+from __future__ import annotations
+
+import sqlite3
+from importlib import resources
+from typing import Any, Final
+
+from ._protocols import TaskRow
+
+__all__ = ["create_schema", "row_from_sql"]
+
+#: Columns added to ``tocsin_tasks`` after schema version 1, with their types.
+_ADDED_COLUMNS: Final = (("cron", "TEXT"), ("timezone", "TEXT"))
+
+
+def create_schema(conn: sqlite3.Connection) -> None:
+    """Migrate a version 1 file, then run the (idempotent) schema script, statement by
+    statement inside the caller's transaction (``executescript`` would commit it)."""
+    have = {row[1] for row in conn.execute("PRAGMA table_info(tocsin_tasks)")}
+    if have:  # an existing table: add what later versions added
+        for column, sql_type in _ADDED_COLUMNS:
+            if column not in have:
+                conn.execute(f"ALTER TABLE tocsin_tasks ADD COLUMN {column} {sql_type}")
+    script = resources.files("tocsin.stores").joinpath("sql/sqlite_schema.sql")
+    statement = ""
+    for line in script.read_text("utf-8").splitlines(keepends=True):
+        statement += line
+        if sqlite3.complete_statement(statement):
+            conn.execute(statement)
+            statement = ""
+
+
+def row_from_sql(r: Any) -> TaskRow:
+    """One ``SELECT`` row of :data:`~tocsin.stores._queries.COLUMNS` as a TaskRow."""
+    kind, identity, task_id, name, payload, due, every, attempts, max_retries, *rest = r
+    created_at, state, last_error, timeout, cron, timezone = rest
+    return TaskRow(
+        kind=kind,
+        identity=identity,
+        id=task_id,
+        name=name,
+        payload=bytes(payload),
+        due=float(due),
+        every=None if every is None else float(every),
+        attempts=attempts,
+        max_retries=max_retries,
+        created_at=float(created_at),
+        state=state,
+        last_error=last_error,
+        timeout=None if timeout is None else float(timeout),
+        cron=cron,
+        timezone=timezone,
+    )

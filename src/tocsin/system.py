@@ -1,0 +1,432 @@
+# SPDX-License-Identifier: Apache-2.0
+"""ActorSystem: the facade that composes the layers (kernel, scheduling, durable).
+
+``start()`` makes the one :class:`~tocsin.actor._runtime.Runtime` (loop, deadlines,
+events, activity counter, registry), installs the scheduler as its schedule service and
+stop listener, and opens the durable store; ``stop()`` undoes it in reverse. Every other
+call forwards to the runtime or a service.
+
+Prior art: Pekko's ``ActorSystem`` and Proto.Actor's ``actor_system`` (the system owns
+the services every actor shares).
+"""
+
+from __future__ import annotations
+
+import asyncio
+import logging
+import threading
+from collections.abc import Awaitable, Callable
+from dataclasses import dataclass
+from types import TracebackType
+from typing import TYPE_CHECKING, Any, final
+
+from ._deadlines import Deadline, DeadlineService, Seconds, WallWatch, to_seconds
+from .actor._actor import Actor
+from .actor._events import DeadLetter, EventStream
+from .actor._pid import PID, local_address
+from .actor._runtime import Runtime
+from .actor._scheduling import ScheduleService, SchedulingCalls
+from .actor._supervision import Directive, Supervisor
+from .clock import Clock, SystemClock
+from .durable._actor import DurableActor
+from .durable._runtime import DurableRuntime
+from .errors import ActorSystemNotStartedError
+from .scheduling._cron import local_zone_name, zone
+from .scheduling._scheduler import Scheduler
+
+if TYPE_CHECKING:
+    from .actor._cell import Cell
+    from .stores import Store
+
+__all__ = ["DEFAULT_STOP_TIMEOUT", "SERVICES", "ActorSystem", "OptionalService"]
+
+#: Seconds ``stop()`` waits for running handlers before cancelling them.
+DEFAULT_STOP_TIMEOUT = 10.0
+
+Closer = Callable[[], Awaitable[None]]
+
+
+@dataclass(frozen=True, slots=True)
+class OptionalService:
+    """A service of a layer above the facade that ``ActorSystem`` starts when its option
+    is given (the console: ``console="127.0.0.1:8765"``).
+
+    ``check(value, token)`` runs at construction (a bad option fails there);
+    ``start(system, value, token)`` runs last in ``start()`` and returns the closer that
+    ``stop()`` awaits first.
+    """
+
+    check: Callable[[Any, str | None], None]
+    start: Callable[[ActorSystem, Any, str | None], Awaitable[Closer]]
+
+
+#: Optional services by option name, registered by the layers that implement them when
+#: they are imported (``tocsin/__init__.py`` registers ``"console"`` from
+#: ``tocsin.metrics``): the facade sits below them and never imports them.
+SERVICES: dict[str, OptionalService] = {}
+
+_log = logging.getLogger("tocsin.actor")
+_ident = threading.get_ident
+
+
+@final
+class ActorSystem(SchedulingCalls):
+    """A set of actors sharing one clock, one deadline heap, one scheduler and one event stream.
+
+    Use ``async with ActorSystem() as system:`` or ``await system.start()`` /
+    ``await system.stop()`` (both idempotent). Any call that needs a running system raises
+    :class:`~tocsin.ActorSystemNotStartedError` before start and after stop. A system
+    belongs to the event loop it started on: a call from another loop raises
+    :class:`~tocsin.WrongEventLoopError`.
+
+    Args:
+        name: the system's name; its address is ``tocsin://<name>`` and PIDs print as
+            ``tocsin://<name>/user/...``.
+        clock: the time source (default :class:`~tocsin.SystemClock`; tests pass a
+            :class:`~tocsin.ManualClock`).
+        store: where durable actors keep tasks and state: a store URL
+            (``"sqlite:///app.db"``, ``"postgresql://..."``, ``"memory://"``) or a store
+            object. Default: an in-process memory store.
+        timezone: IANA zone in which cron expressions are evaluated by default (default:
+            this machine's zone).
+        stop_timeout: default grace of :meth:`stop`, in seconds: handlers still running
+            after it are cancelled.
+        console: ``"host:port"`` to serve the live web console (with ``/metrics``) while
+            the system runs: started last by :meth:`start`, closed first by :meth:`stop`.
+            Needs the ``console`` extra. Port 0 picks a free port (``console_url``).
+        console_token: required when ``console`` is not a loopback address (at least 16
+            characters); asked of every request.
+
+    Raises:
+        ValueError: a bad ``console`` bind, or a non-loopback one without a token.
+        ImportError: ``console`` given without the ``console`` extra (aiohttp).
+    """
+
+    def __init__(
+        self,
+        name: str = "tocsin",
+        *,
+        clock: Clock | None = None,
+        store: str | Store | None = None,
+        timezone: str | None = None,
+        stop_timeout: Seconds = DEFAULT_STOP_TIMEOUT,
+        console: str | None = None,
+        console_token: str | None = None,
+    ) -> None:
+        if not isinstance(name, str) or not name or any(c in name for c in "/@#: "):
+            raise ValueError(
+                f"`name` must be a non-empty str without '/', '@', '#', ':' or spaces, got {name!r}"
+            )
+        if clock is not None and not isinstance(clock, Clock):
+            raise TypeError(f"`clock` must be a tocsin.Clock, got {clock!r}")
+        self.name = name
+        #: This node's address: ``tocsin://<name>``; remoting sets a reachable one.
+        self.address = local_address(name)
+        self.clock: Clock = clock if clock is not None else SystemClock()
+        self.timezone = timezone if timezone is not None else local_zone_name()
+        zone(self.timezone)  # fail here, not at the first cron schedule
+        self.stop_timeout = to_seconds(stop_timeout, "stop_timeout")
+        self.events = EventStream()
+        self._store_spec = store
+        self._runtime: Runtime | None = None
+        self._scheduler: Scheduler | None = None
+        self._durable: DurableRuntime | None = None
+        self._stopping: asyncio.Task[None] | None = None
+        #: Optional services to start (option name, value, token) and the running ones'
+        #: closers, in start order.
+        self._options: list[tuple[OptionalService, Any, str | None]] = []
+        self._closers: list[Closer] = []
+        if console is not None:
+            service = SERVICES.get("console")
+            if service is None:  # only when tocsin.system is loaded without tocsin
+                raise ImportError("`console=` needs tocsin.metrics (import tocsin first)")
+            service.check(console, console_token)
+            self._options.append((service, console, console_token))
+        elif console_token is not None:
+            raise ValueError("`console_token` was given without `console`")
+        #: The console's URL while it is served (None otherwise).
+        self.console_url: str | None = None
+
+    # -- lifecycle ---------------------------------------------------------------------
+
+    @property
+    def running(self) -> bool:
+        """Whether the system is started and not stopped."""
+        return self._runtime is not None and self._runtime.running
+
+    @property
+    def runtime(self) -> Runtime | None:
+        """The shared services of the current (or last) start; None before the first.
+
+        Internal: for tocsin's own operator tools (``tocsin.metrics``, ``tocsin.console``),
+        which read it and never change it. Not a stable API.
+        """
+        return self._runtime
+
+    async def start(self) -> None:
+        """Start the system (no-op when running).
+
+        A start that raises (the store cannot be opened, say) leaves nothing running and
+        nothing open, so it can simply be retried.
+
+        Raises:
+            WrongEventLoopError: the system is running on another event loop.
+        """
+        runtime = self._runtime
+        if runtime is not None and runtime.running:
+            runtime.check("start")
+            return
+        loop = asyncio.get_running_loop()
+        deadlines = DeadlineService(self.clock)
+        runtime = Runtime(
+            name=self.name,
+            address=self.address,
+            clock=self.clock,
+            events=self.events,
+            loop=loop,
+            deadlines=deadlines,
+            facade=self,
+        )
+        scheduler = Scheduler(runtime, self.timezone)
+        runtime.schedules = scheduler
+        self.events._track = runtime.track_task
+        self._runtime, self._scheduler = runtime, scheduler
+        if not self.clock.reports_wall_jumps:
+            WallWatch(self.clock, deadlines).start()
+        self.clock._attach(runtime)
+        try:
+            if self._store_spec is not None:
+                durable = DurableRuntime(runtime, self._store_spec, timezone=self.timezone)
+                await durable.start()
+                self._durable = durable
+            # Last, so a page never shows a half-started system; a failed one (address in
+            # use) fails the whole start.
+            for service, value, token in self._options:
+                self._closers.append(await service.start(self, value, token))
+        except BaseException:
+            await self._close_services()
+            started, self._durable = self._durable, None
+            self._teardown(runtime, scheduler, deadlines)
+            if started is not None:
+                await started.close()
+            raise
+
+    async def _close_services(self) -> None:
+        closers, self._closers = self._closers, []
+        for close in reversed(closers):
+            try:
+                await close()
+            except Exception:
+                _log.exception("closing an optional service of system %r failed", self.name)
+
+    def _teardown(self, runtime: Runtime, scheduler: Scheduler, deadlines: DeadlineService) -> None:
+        scheduler.close()
+        deadlines.close()
+        runtime.running = False
+        self.clock._detach(runtime)
+        self.events._track = None
+
+    async def stop(self, timeout: Seconds | None = None) -> None:
+        """Stop every actor (children first), cancel every schedule, answer every ask.
+
+        No-op when not running. Returns once every actor is fully stopped. Handlers
+        still running ``timeout`` seconds after the stop began (default: the system's
+        ``stop_timeout``) are cancelled (logged at WARNING, naming the actor); their
+        ``post_stop`` still runs. Durable task runs in flight are interrupted and run
+        again on the next start (at least once).
+
+        Called from inside an actor (``await ctx.system.stop()``), it begins the stop and
+        returns at once: the stop completes when that handler returns, and any other
+        caller of ``stop()`` waits for it to complete.
+
+        Raises:
+            WrongEventLoopError: called on another event loop than the system's.
+            InvalidIntervalError: ``timeout`` is not a positive finite number of seconds.
+        """
+        runtime = self._runtime
+        if runtime is None or not runtime.running:
+            return
+        runtime.check("stop the system")
+        grace = self.stop_timeout if timeout is None else to_seconds(timeout, "timeout")
+        stopping = self._stopping
+        if stopping is None:
+            # Begin synchronously, before any await: nothing new is spawned or started,
+            # and every actor stops after the message it is handling.
+            runtime.stopping = True
+            if self._durable is not None:
+                self._durable.begin_stop()
+            for cell in list(runtime.top.values()):
+                cell.request_stop()
+            stopping = self._stopping = runtime.loop.create_task(self._stop(runtime, grace))
+        if runtime.current_turn() is not None:
+            return  # from inside an actor: waiting here would wait for ourselves
+        await asyncio.shield(stopping)
+
+    async def _stop(self, runtime: Runtime, grace: float) -> None:
+        scheduler, durable = self._scheduler, self._durable
+        assert scheduler is not None
+        timer = _Grace(runtime)
+        runtime.deadlines.add(runtime.clock.monotonic() + grace, timer)
+        try:
+            await self._close_services()  # first: no page reads a stopping system
+            if durable is not None:
+                await durable.before_stop()
+            await asyncio.gather(*(cell.stop() for cell in list(runtime.top.values())))
+        finally:
+            runtime.deadlines.remove(timer)
+            self._teardown(runtime, scheduler, runtime.deadlines)
+            self._stopping = None
+            if durable is not None:
+                self._durable = None
+                await durable.close()
+
+    async def __aenter__(self) -> ActorSystem:
+        await self.start()
+        return self
+
+    async def __aexit__(
+        self,
+        exc_type: type[BaseException] | None,
+        exc: BaseException | None,
+        tb: TracebackType | None,
+    ) -> None:
+        await self.stop()
+
+    def _live(self, what: str) -> Runtime:
+        runtime = self._runtime
+        if runtime is None:
+            raise ActorSystemNotStartedError(
+                f"cannot {what}: actor system {self.name!r} is not running; call "
+                f"`await system.start()` or use `async with ActorSystem(...)`"
+            )
+        runtime.check(what)
+        return runtime
+
+    def _live_scheduler(self) -> ScheduleService:
+        # Inlined checks: this runs on every schedule and cancel (~3 µs each).
+        runtime = self._runtime
+        if runtime is None or not runtime.running or runtime.loop_thread._thread_id != _ident():
+            runtime = self._live("schedule")  # raises the right error
+        schedules = runtime.schedules
+        assert schedules is not None
+        return schedules
+
+    def _schedule_owner(self) -> Cell | None:
+        return None
+
+    # -- actors ------------------------------------------------------------------------
+
+    async def spawn(
+        self,
+        factory: Callable[[], Actor],
+        name: str | None = None,
+        *,
+        supervisor: Supervisor | Directive | None = None,
+        passivate_after: Seconds | None = None,
+    ) -> PID:
+        """Spawn a top-level actor and return its PID once its first ``pre_start`` ran.
+
+        Args:
+            factory: an :class:`Actor` subclass or a zero-argument callable returning a
+                fresh instance; a restart calls it again.
+            name: unique among its siblings; generated (``$1``, ``$2``, ...) when omitted.
+            supervisor: what to do when it fails (default: restart, at most 10 times a
+                minute). A bare :class:`Directive` means ``Supervisor(directive)``.
+            passivate_after: stop the actor once it has been idle this long (seconds or
+                timedelta); every delivery counts as activity.
+
+        Raises:
+            ActorNameTakenError: a live actor already has this path.
+            ActorStartError: the first ``pre_start`` failed and the supervisor did not
+                bring the actor up (``__cause__``: the ``pre_start`` exception). The
+                actor is fully stopped and the name is free.
+            ActorSystemNotStartedError: the system is not running.
+        """
+        runtime = self._live("spawn")
+        idle = None if passivate_after is None else to_seconds(passivate_after, "passivate_after")
+        return await runtime.spawn(
+            factory, name, parent=None, supervisor=supervisor, passivate_after=idle
+        )
+
+    async def stop_actor(self, pid: PID) -> None:
+        """Stop ``pid`` (children first, then ``post_stop``); return once fully stopped.
+
+        Stopping an already stopped actor is a no-op. Called by the actor on itself from
+        ``receive``, it returns at once and the stop completes after the current message.
+        """
+        self._live("stop an actor")
+        await pid._target.stop()
+
+    async def actor_of(self, name_or_path: str) -> PID:
+        """The PID of a live actor by name (``"ping"``), path (``"/user/a/b"``) or PID
+        string (``str(pid)``, ``"tocsin://shop/user/a"``).
+
+        Raises:
+            ActorNotFoundError: no live actor there.
+            RemotingDisabledError: the string names another node and remoting is off.
+        """
+        return self._live("look up an actor").pid_of(name_or_path)
+
+    async def reinstate(self, pid: PID) -> None:
+        """Let a suspended actor take messages again (no-op if it is not suspended)."""
+        self._live("reinstate an actor")
+        pid._target.reinstate()
+
+    async def durable(
+        self,
+        kind: type[DurableActor],
+        identity: str,
+        *,
+        passivate_after: Seconds | None = None,
+    ) -> PID:
+        """The PID of durable actor ``identity`` of class ``kind``, activating it if needed.
+
+        The PID is stable across activations: messages to a passivated identity activate
+        it again. Returns once the activation's ``pre_start`` has run.
+
+        Args:
+            kind: a :class:`~tocsin.DurableActor` subclass.
+            identity: any non-empty str naming the instance (``"order-42"``).
+            passivate_after: idle seconds before passivation (default: the class's
+                ``passivate_after``, else never).
+        """
+        runtime = self._live("activate a durable actor")
+        if not (isinstance(kind, type) and issubclass(kind, DurableActor)):
+            raise TypeError(f"`kind` must be a DurableActor subclass, got {kind!r}")
+        if not isinstance(identity, str) or not identity:
+            raise ValueError(f"`identity` must be a non-empty str, got {identity!r}")
+        if passivate_after is not None:
+            idle: float | None = to_seconds(passivate_after, "passivate_after")
+        else:
+            idle = kind.passivate_after
+        durable = self._durable
+        if durable is None:
+            durable = DurableRuntime(runtime, None, timezone=self.timezone)
+            await durable.start()
+            self._durable = durable
+        return await durable.pid_of(kind, identity, idle)
+
+    @property
+    def dead_letters(self) -> int:
+        """How many dead letters were published."""
+        return self.events.count(DeadLetter)
+
+
+@final
+class _Grace(Deadline):
+    """The stop's grace period: when it runs out, running handlers are cancelled."""
+
+    __slots__ = ("runtime",)
+
+    def __init__(self, runtime: Runtime) -> None:
+        super().__init__()
+        self.runtime = runtime
+
+    def fire(self, now: float, deadline: float) -> None:
+        for cell in list(self.runtime.registry.values()):
+            if cell.interrupt():
+                _log.warning(
+                    "actor %s was still handling a message when the stop's grace ran out; "
+                    "cancelled it (post_stop still runs)",
+                    cell.pid,
+                )
