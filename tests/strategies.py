@@ -223,3 +223,41 @@ def mutated_cron_text(draw: st.DrawFn) -> str:
 
 #: Instants from 1990 to 2090 (naive; attach a zone in the test).
 cron_starts = st.datetimes(min_value=datetime(1990, 1, 1), max_value=datetime(2090, 12, 31))
+
+
+# -- remoting: node and system addresses ---------------------------------------------------
+
+_HOST_CHARS = "abcdefghijklmnopqrstuvwxyz0123456789.-"
+
+#: Host names, IPv4 and IPv6 literals as a ``listen`` address may hold them.
+remote_hosts = st.one_of(
+    st.text(_HOST_CHARS, min_size=1, max_size=20),
+    st.ip_addresses(v=4).map(str),
+    st.ip_addresses(v=6).map(str),
+)
+#: Absolute Unix socket paths (any printable name characters, '@' and '%' included).
+remote_socket_paths = st.lists(
+    st.text(
+        st.characters(blacklist_characters="/\x00", blacklist_categories=("Cs",)),
+        min_size=1,
+        max_size=12,
+    ),
+    min_size=1,
+    max_size=4,
+).map(lambda parts: "/" + "/".join(parts))
+#: System names as ActorSystem accepts them (no '/', '@', '#', ':' or spaces).
+remote_system_names = st.text(
+    st.characters(blacklist_characters="/@#: \x00", blacklist_categories=("Cs", "Zs", "Cc")),
+    min_size=1,
+    max_size=12,
+)
+#: Actor paths: /user/ followed by names without '/', '#' or whitespace.
+remote_actor_paths = st.lists(
+    st.text(
+        st.characters(blacklist_characters="/#", blacklist_categories=("Cs", "Zs", "Cc")),
+        min_size=1,
+        max_size=8,
+    ),
+    min_size=1,
+    max_size=3,
+).map(lambda parts: "/user/" + "/".join(parts))

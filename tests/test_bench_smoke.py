@@ -15,7 +15,7 @@ from pathlib import Path
 import pytest
 
 BENCH = Path(__file__).resolve().parent.parent / "bench"
-SCRIPTS = ["actor_runtime.py", "scheduler.py"]
+SCRIPTS = ["actor_runtime.py", "scheduler.py", "remote.py"]
 
 
 @pytest.mark.parametrize("script", SCRIPTS)

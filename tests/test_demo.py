@@ -26,6 +26,7 @@ def test_demo_runs_to_completion_and_shows_each_capability() -> None:
         "heartbeat resumed",
         "cron tick",
         "attempt 3: sent",
+        "tick delivered in the other process",
         "stopped",
     ):
         assert expected in out, f"missing {expected!r} in:\n{out}"

@@ -50,6 +50,8 @@ from .errors import (
     InvalidIntervalError,
     InvalidStoreURLError,
     InvalidTimezoneError,
+    NodeUnreachableError,
+    RemoteActorError,
     RemotingDisabledError,
     ScheduleAlreadyExistsError,
     ScheduleNotFoundError,
@@ -63,6 +65,7 @@ from .errors import (
 # ActorSystem(console=...): the facade sits below tocsin.metrics / tocsin.console and never
 # imports them; the top of the package registers the service instead (issue 14).
 from .metrics._console import CONSOLE_SERVICE as _CONSOLE_SERVICE
+from .remote import RemoteMetrics, Remoting
 from .scheduling import ScheduleInfo, ScheduleKind, SchedulerMetrics
 from .system import SERVICES as _SERVICES
 from .system import ActorSystem
@@ -104,7 +107,11 @@ __all__ = [
     "InvalidTimezoneError",
     "ManualClock",
     "NoSender",
+    "NodeUnreachableError",
     "ReceiveContext",
+    "RemoteActorError",
+    "RemoteMetrics",
+    "Remoting",
     "RemotingDisabledError",
     "RetryDecision",
     "RetryPolicy",

@@ -119,14 +119,16 @@ class Extension:
 
     Attributes:
         code: the msgpack extension code, in :data:`EXTENSION_CODES`.
-        cls: the exact type encoded this way (subclasses are not).
+        cls: the exact type encoded this way (subclasses are not), or a tuple of types
+            sharing the code (``to_wire`` then names which one; remoting's registered
+            message classes).
         to_wire: the value as a codec-safe value (itself encoded by the same codec).
         from_wire: the decoded codec-safe value back to the type; raise ``CodecError``
             (or ``ValueError``/``TypeError``) on a malformed one.
     """
 
     code: int
-    cls: type
+    cls: type | tuple[type, ...]
     to_wire: Callable[[Any], object]
     from_wire: Callable[[Any], object]
 
@@ -141,10 +143,12 @@ class _Table:
         for ext in extensions:
             if ext.code not in EXTENSION_CODES:
                 raise ValueError(f"extension code must be in 16..127, got {ext.code!r}")
-            if ext.code in self.by_code or ext.cls in self.by_type:
+            classes = ext.cls if isinstance(ext.cls, tuple) else (ext.cls,)
+            if ext.code in self.by_code or any(cls in self.by_type for cls in classes):
                 raise ValueError(f"extension {ext!r} reuses a code or a type")
             self.by_code[ext.code] = ext
-            self.by_type[ext.cls] = ext
+            for cls in classes:
+                self.by_type[cls] = ext
 
 
 # The extensions of the Codec whose encode/decode is running (None: the plain functions).

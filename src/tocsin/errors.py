@@ -24,7 +24,9 @@ reasonably catch the builtin)::
     ├── TaskNotFoundError                 (LookupError)
     ├── TaskTimeoutError                  (TimeoutError)
     ├── WrongEventLoopError               (RuntimeError)
-    └── ActorStartError
+    ├── ActorStartError
+    ├── RemoteActorError
+    └── NodeUnreachableError              (ConnectionError)
 
 Messages say what was given and what is allowed, and name the parameter.
 """
@@ -44,6 +46,8 @@ __all__ = [
     "InvalidIntervalError",
     "InvalidStoreURLError",
     "InvalidTimezoneError",
+    "NodeUnreachableError",
+    "RemoteActorError",
     "RemotingDisabledError",
     "ScheduleAlreadyExistsError",
     "ScheduleNotFoundError",
@@ -214,4 +218,33 @@ class ActorStartError(TocsinError):
 
     The last ``pre_start`` exception is the ``__cause__``. The name stays free: once this
     is raised, the failed actor is fully stopped.
+    """
+
+
+class RemoteActorError(TocsinError):
+    """An ``ask`` to an actor on another node failed there: its handler raised.
+
+    The exception itself does not cross the wire (it could be of any class, and decoding
+    never constructs classes the peer names); its type name and text do.
+
+    Attributes:
+        type_name: the remote exception's class name, e.g. ``"KeyError"``.
+        text: ``str()`` of the remote exception.
+    """
+
+    def __init__(self, type_name: str, text: str, *, target: str = "") -> None:
+        where = f" (in {target})" if target else ""
+        super().__init__(f"{type_name}: {text}{where}")
+        self.type_name = type_name
+        self.text = text
+
+
+class NodeUnreachableError(TocsinError, ConnectionError):
+    """The node hosting a remote actor cannot be reached, or was lost mid-``ask``.
+
+    Raised by an ``ask`` (or a remote ``actor_of``) as soon as the connection is known to
+    be down (dial refused or timed out, handshake failed, connection lost while waiting):
+    unlike :class:`AskTimeoutError`, which means the node was reachable but no answer came
+    in time. A ``tell`` never raises it: the message becomes a dead letter with reason
+    ``unreachable``.
     """

@@ -30,7 +30,9 @@ from .actor._supervision import Directive, Supervisor
 from .clock import Clock, SystemClock
 from .durable._actor import DurableActor
 from .durable._runtime import DurableRuntime
-from .errors import ActorSystemNotStartedError
+from .errors import ActorSystemNotStartedError, RemotingDisabledError
+from .remote import RemoteMetrics, Remoting
+from .remote._service import RemoteService
 from .scheduling._cron import local_zone_name, zone
 from .scheduling._scheduler import Scheduler
 
@@ -91,6 +93,9 @@ class ActorSystem(SchedulingCalls):
             this machine's zone).
         stop_timeout: default grace of :meth:`stop`, in seconds: handlers still running
             after it are cancelled.
+        remoting: a :class:`~tocsin.Remoting` to reach and be reached by other
+            processes and machines (``docs/remoting.md``). The node listens at
+            ``start()``; :attr:`address` then becomes ``tocsin://<name>@<host>:<port>``.
         console: ``"host:port"`` to serve the live web console (with ``/metrics``) while
             the system runs: started last by :meth:`start`, closed first by :meth:`stop`.
             Needs the ``console`` extra. Port 0 picks a free port (``console_url``).
@@ -110,6 +115,7 @@ class ActorSystem(SchedulingCalls):
         store: str | Store | None = None,
         timezone: str | None = None,
         stop_timeout: Seconds = DEFAULT_STOP_TIMEOUT,
+        remoting: Remoting | None = None,
         console: str | None = None,
         console_token: str | None = None,
     ) -> None:
@@ -119,6 +125,8 @@ class ActorSystem(SchedulingCalls):
             )
         if clock is not None and not isinstance(clock, Clock):
             raise TypeError(f"`clock` must be a tocsin.Clock, got {clock!r}")
+        if remoting is not None and not isinstance(remoting, Remoting):
+            raise TypeError(f"`remoting` must be a tocsin.Remoting or None, got {remoting!r}")
         self.name = name
         #: This node's address: ``tocsin://<name>``; remoting sets a reachable one.
         self.address = local_address(name)
@@ -132,6 +140,8 @@ class ActorSystem(SchedulingCalls):
         self._scheduler: Scheduler | None = None
         self._durable: DurableRuntime | None = None
         self._stopping: asyncio.Task[None] | None = None
+        self._remoting = remoting
+        self._remote: RemoteService | None = None
         #: Optional services to start (option name, value, token) and the running ones'
         #: closers, in start order.
         self._options: list[tuple[OptionalService, Any, str | None]] = []
@@ -177,6 +187,11 @@ class ActorSystem(SchedulingCalls):
             runtime.check("start")
             return
         loop = asyncio.get_running_loop()
+        remote = None
+        if self._remoting is not None:
+            # The node listens first: its address (the real port) is part of every PID.
+            remote = RemoteService(self._remoting, self.name, self.clock)
+            self.address = await remote.start()
         deadlines = DeadlineService(self.clock)
         runtime = Runtime(
             name=self.name,
@@ -194,6 +209,9 @@ class ActorSystem(SchedulingCalls):
         if not self.clock.reports_wall_jumps:
             WallWatch(self.clock, deadlines).start()
         self.clock._attach(runtime)
+        if remote is not None:
+            remote.attach(runtime)
+            self._remote = remote
         try:
             if self._store_spec is not None:
                 durable = DurableRuntime(runtime, self._store_spec, timezone=self.timezone)
@@ -209,6 +227,9 @@ class ActorSystem(SchedulingCalls):
             self._teardown(runtime, scheduler, deadlines)
             if started is not None:
                 await started.close()
+            if remote is not None:
+                self._remote = None
+                await remote.stop()
             raise
 
     async def _close_services(self) -> None:
@@ -279,6 +300,10 @@ class ActorSystem(SchedulingCalls):
             if durable is not None:
                 self._durable = None
                 await durable.close()
+            remote, self._remote = self._remote, None
+            if remote is not None:
+                # Last: replies of the actors that just stopped have been sent.
+                await remote.stop()
 
     async def __aenter__(self) -> ActorSystem:
         await self.start()
@@ -361,11 +386,39 @@ class ActorSystem(SchedulingCalls):
         """The PID of a live actor by name (``"ping"``), path (``"/user/a/b"``) or PID
         string (``str(pid)``, ``"tocsin://shop/user/a"``).
 
+        A PID string of another node (with remoting) asks that node, which answers with
+        its live actor at that path.
+
         Raises:
-            ActorNotFoundError: no live actor there.
+            ActorNotFoundError: no live actor there (on whichever node hosts the path).
+            NodeUnreachableError: the string names another node that cannot be reached.
             RemotingDisabledError: the string names another node and remoting is off.
         """
-        return self._live("look up an actor").pid_of(name_or_path)
+        runtime = self._live("look up an actor")
+        remote = self._remote
+        if (
+            remote is not None
+            and isinstance(name_or_path, str)
+            and name_or_path.startswith("tocsin:")
+            and not name_or_path.startswith(runtime.address + "/")
+        ):
+            return await remote.actor_of(name_or_path)
+        return runtime.pid_of(name_or_path)
+
+    def remote_metrics(self) -> RemoteMetrics:
+        """A snapshot of this node's remoting counters (frames, bytes, reconnects, ...).
+
+        Raises:
+            RemotingDisabledError: the system has no ``remoting``.
+            ActorSystemNotStartedError: the system is not running.
+        """
+        if self._remoting is None:
+            raise RemotingDisabledError(
+                f"actor system {self.name!r} was made without `remoting=`: no remote counters"
+            )
+        self._live("read remote metrics")
+        assert self._remote is not None
+        return self._remote.metrics()
 
     async def reinstate(self, pid: PID) -> None:
         """Let a suspended actor take messages again (no-op if it is not suspended)."""

@@ -135,6 +135,10 @@ class _Gone(SendTarget):
         self.runtime = runtime
         self.remote = remote
 
+    def check(self, message: Any) -> None:
+        if self.remote:
+            self.deliver(message, None, None)  # raises RemotingDisabledError
+
     def deliver(self, message: Any, sender: Any, reply: Reply | None) -> bool:
         if self.remote:
             raise RemotingDisabledError(

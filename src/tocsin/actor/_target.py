@@ -40,6 +40,11 @@ class SendTarget(ABC):
         ask. Never raises for a dead target: return False after dead-lettering it (and
         failing ``reply``)."""
 
+    def check(self, message: Any) -> None:
+        """Raise if ``message`` can never be sent to this target (a remote target: it
+        cannot cross the wire). The scheduling calls call it, so a bad message fails at
+        the call that schedules it, not at its first tick. Default: nothing to check."""
+
     @abstractmethod
     def alive(self) -> bool:
         """Whether the target can still take messages (maybe after a reinstate)."""

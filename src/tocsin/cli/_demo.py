@@ -24,11 +24,19 @@ def register(subparsers: argparse._SubParsersAction[argparse.ArgumentParser]) ->
         default=None,
         help="store URL for the durable part (default: a fresh SQLite file in a temp dir)",
     )
+    # The second process of the demo's remote hop (started by the demo itself).
+    demo.add_argument("--remote-peer", action="store_true", help=argparse.SUPPRESS)
     demo.set_defaults(func=_run)
 
 
 def _run(args: argparse.Namespace) -> int:
     from ._tour import run_demo
+
+    if args.remote_peer:
+        from ._remote_hop import serve_peer
+
+        asyncio.run(serve_peer())
+        return 0
 
     if args.store is not None:
         try:

@@ -19,6 +19,7 @@ from ..actor import (
 from ..clock import SystemClock
 from ..durable import Call, DurableActor, TaskParked
 from ..system import ActorSystem
+from ._remote_hop import remote_hop
 
 __all__ = ["run_demo"]
 
@@ -163,6 +164,9 @@ async def _tour(store: str) -> None:
             if not await pid.ask(Call("pending")):
                 break
         say("durable", "task done; nothing pending")
+
+        # -- remote: an actor in another process, asked and ticked from here (#11) ---------
+        await remote_hop(say)
         say("system", f"stopping; dead letters so far: {system.dead_letters}")
     say("system", "stopped")
 

@@ -4,7 +4,7 @@
 from __future__ import annotations
 
 from datetime import UTC, datetime
-from typing import TYPE_CHECKING
+from typing import TYPE_CHECKING, Any
 
 from ..actor._schedule_info import ScheduleInfo, SchedulerMetrics
 
@@ -14,8 +14,11 @@ if TYPE_CHECKING:
 __all__ = ["lateness_ring", "schedule_counts", "schedule_info", "scheduler_metrics", "utc"]
 
 
-def schedule_info(record: ScheduleRecord, now: float, wall: float) -> ScheduleInfo:
-    """A frozen snapshot of one record, with times converted from monotonic to UTC."""
+def schedule_info(record: ScheduleRecord, now: float, wall: float, here: str) -> ScheduleInfo:
+    """A frozen snapshot of one record, with times converted from monotonic to UTC.
+
+    ``here`` is this node's address: a target or sender of another node (remoting) shows
+    as its full PID string, one of this node as its path."""
     cron = record.cron
     if record.paused or not record.armed:
         next_fire = None
@@ -27,7 +30,7 @@ def schedule_info(record: ScheduleRecord, now: float, wall: float) -> ScheduleIn
     sender = record.sender
     return ScheduleInfo(
         reference=record.reference,
-        target=record.target.path,
+        target=_where(record.target, here),
         kind=record.kind,
         interval=record.interval if record.interval is not None else record.delay,
         cron=cron.text if cron is not None else None,
@@ -35,10 +38,16 @@ def schedule_info(record: ScheduleRecord, now: float, wall: float) -> ScheduleIn
         next_fire_at=next_fire,
         paused=record.paused,
         owner=owner.pid.path if owner is not None else None,
-        sender=getattr(sender, "path", None),
+        sender=_where(sender, here) if getattr(sender, "path", None) else None,
         ticks=record.ticks,
         created_at=utc(record.created_at),
     )
+
+
+def _where(pid: Any, here: str) -> str:
+    """A PID of this node as its path; one of another node (remoting) as its full
+    string, so a remote target reads as where it lives."""
+    return str(pid.path) if pid.address == here else str(pid)
 
 
 def scheduler_metrics(scheduler: Scheduler, samples: list[float]) -> SchedulerMetrics:

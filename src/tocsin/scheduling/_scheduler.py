@@ -237,6 +237,7 @@ class Scheduler:
                 f"cannot schedule through the context of {owner.pid}: it has stopped "
                 f"(scheduling from post_stop is not allowed)"
             )
+        target.check(message)  # a remote target: the message must cross the wire
         if not target.alive():
             raise DeadActorError(f"cannot schedule to {pid}: the target has stopped")
         refs = self._refs
@@ -455,7 +456,8 @@ class Scheduler:
     def list(self) -> list[ScheduleInfo]:
         clock = self._clock
         now, wall = clock.monotonic(), clock.wall()
-        return [schedule_info(record, now, wall) for record in self._refs.values()]
+        here = self._runtime.address
+        return [schedule_info(record, now, wall, here) for record in self._refs.values()]
 
     def metrics(self) -> SchedulerMetrics:
         n = min(self._fired, LATENESS_WINDOW)

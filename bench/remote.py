@@ -1,0 +1,482 @@
+# SPDX-License-Identifier: Apache-2.0
+"""Remoting: tell throughput and ask round trip between two processes on loopback.
+
+Side by side in one run, each configuration in a fresh driver process that starts its own
+peer process (``--peer``) and talks to it over TCP on 127.0.0.1:
+
+* **floor**: bare asyncio streams, 4-byte length-prefixed msgspec frames, no actors, no
+  authentication: the least any Python remoting on asyncio can cost.
+* **transport**: tocsin's remote transport alone (``RemoteNode``: handshake, envelopes,
+  the wire codec, corked writes), no actor system on either side.
+* **tocsin**: the whole path: ``pid.tell`` / ``pid.ask`` on a remote PID of an
+  ``ActorSystem(remoting=...)``; the peer's actor counts or echoes.
+* **ray**: Ray actor calls, when Ray is installed (it is not a dependency; the row says
+  ``skipped`` otherwise).
+
+Tell: N messages (a small msgspec Struct) sent as fast as the sender may (yielding to the
+loop every 1,000), timed until the peer reports it has received all N. Ask: sequential
+round trips after a warm-up, p50/p99 of the per-ask ``perf_counter`` time.
+
+Targets (issue 11): tocsin tell >= 50% of the floor's rate; ask p50 within 2x the floor's.
+
+Reproduce: ``.venv/bin/python bench/remote.py`` (``--quick`` for a smoke run).
+"""
+
+from __future__ import annotations
+
+import argparse
+import asyncio
+import json
+import os
+import subprocess
+import sys
+import time
+from typing import Any
+
+import msgspec
+from _common import Config, Runs, fmt, median_row, percentile, ratio, run_main, table
+
+perf_counter = time.perf_counter
+SECRET = b"bench-secret-0123456789"
+SYSTEMS = ("floor", "transport", "tocsin", "ray")
+
+
+class Msg(msgspec.Struct, tag=True):
+    n: int
+    text: str
+
+
+# -- peer process ---------------------------------------------------------------------------
+
+
+def peer_main(spec: dict[str, Any]) -> None:
+    """Run the receiving side; print its address on stdout, serve until stdin closes."""
+    asyncio.run(_PEERS[spec["system"]](spec))
+
+
+async def _until_stdin_closes() -> None:
+    loop = asyncio.get_running_loop()
+    await loop.run_in_executor(None, sys.stdin.read)
+
+
+def _announce(address: str) -> None:
+    print(address, flush=True)
+
+
+async def floor_peer(spec: dict[str, Any]) -> None:
+    decoder = msgspec.msgpack.Decoder(Msg)
+    encoder = msgspec.msgpack.Encoder()
+
+    async def serve(reader: asyncio.StreamReader, writer: asyncio.StreamWriter) -> None:
+        count = 0
+        try:
+            while True:
+                size = int.from_bytes(await reader.readexactly(4), "big")
+                msg = decoder.decode(await reader.readexactly(size))
+                if msg.text == "tell":
+                    count += 1
+                    if count == msg.n:
+                        reply = encoder.encode(Msg(count, "done"))
+                        writer.write(len(reply).to_bytes(4, "big") + reply)
+                        count = 0
+                else:
+                    body = encoder.encode(msg)
+                    writer.write(len(body).to_bytes(4, "big") + body)
+        except asyncio.IncompleteReadError:
+            writer.close()
+
+    server = await asyncio.start_server(serve, "127.0.0.1", 0)
+    _announce(str(server.sockets[0].getsockname()[1]))
+    await _until_stdin_closes()
+    server.close()
+
+
+async def transport_peer(spec: dict[str, Any]) -> None:
+    from tocsin.remote._address import parse_system_address, split_pid_string
+    from tocsin.remote._config import Remoting
+    from tocsin.remote._messages import WireCodec
+    from tocsin.remote._node import RemoteNode
+
+    class Host:
+        def __init__(self) -> None:
+            self.count = 0
+            self.node: RemoteNode | None = None
+
+        def deliver_tell(self, path: str, inc: str, sender: str, message: Any) -> None:
+            self.count += 1
+            if self.count == message.n:
+                self.count = 0
+                assert self.node is not None
+                address, _ = split_pid_string(sender)
+                node = parse_system_address(address)[1]
+                self.node.tell(
+                    node, "/done", "", "", self.node.encode_message(Msg(0, "done")), None
+                )
+
+        def deliver_ask(self, path: str, inc: str, sender: str, message: Any, reply: Any) -> None:
+            reply.respond(message)
+
+        def resolve(self, path: str) -> str:
+            return ""
+
+        def undelivered(self, info: object) -> None:
+            raise AssertionError("undelivered")
+
+    config = Remoting("tcp://127.0.0.1:0", SECRET, messages=[Msg])
+    host = Host()
+    node = RemoteNode(config, "peer", host, WireCodec(config.registry, type(None), str))
+    host.node = node
+    _announce(await node.start())
+    await _until_stdin_closes()
+    await node.stop()
+
+
+async def tocsin_peer(spec: dict[str, Any]) -> None:
+    from tocsin import Actor, ActorSystem, ReceiveContext, Remoting
+
+    class Counter(Actor):
+        """Counts tells; after ``msg.n`` of them tells the sender ``Msg(n, "done")``."""
+
+        def __init__(self) -> None:
+            self.count = 0
+
+        async def receive(self, ctx: ReceiveContext) -> None:
+            self.count += 1
+            if self.count == ctx.message.n:
+                self.count = 0
+                ctx.sender.tell(Msg(ctx.message.n, "done"))
+
+    class Echo(Actor):
+        async def receive(self, ctx: ReceiveContext) -> None:
+            ctx.respond(ctx.message)
+
+    remoting = Remoting("tcp://127.0.0.1:0", SECRET, messages=[Msg])
+    async with ActorSystem("peer", remoting=remoting) as system:
+        await system.spawn(Counter, "counter")
+        await system.spawn(Echo, "echo")
+        _announce(system.address)
+        await _until_stdin_closes()
+
+
+_PEERS: dict[str, Any] = {"floor": floor_peer, "transport": transport_peer, "tocsin": tocsin_peer}
+
+
+def start_peer(system: str) -> tuple[subprocess.Popen[str], str]:
+    proc = subprocess.Popen(
+        [sys.executable, __file__, "--peer", json.dumps({"system": system})],
+        stdin=subprocess.PIPE,
+        stdout=subprocess.PIPE,
+        text=True,
+    )
+    assert proc.stdout is not None
+    address = proc.stdout.readline().strip()
+    if not address:
+        raise RuntimeError(f"{system} peer did not start")
+    return proc, address
+
+
+def stop_peer(proc: subprocess.Popen[str]) -> None:
+    assert proc.stdin is not None
+    proc.stdin.close()
+    try:
+        proc.wait(10)
+    except subprocess.TimeoutExpired:
+        proc.kill()
+
+
+# -- drivers ----------------------------------------------------------------------------------
+
+
+def _ask_stats(samples: list[float]) -> dict[str, Any]:
+    samples.sort()
+    return {
+        "n": len(samples),
+        "ask_p50_us": percentile(samples, 0.50) * 1e6,
+        "ask_p99_us": percentile(samples, 0.99) * 1e6,
+        "asks_per_s": len(samples) / sum(samples),
+    }
+
+
+async def floor_driver(params: dict[str, Any], port: str) -> dict[str, Any]:
+    reader, writer = await asyncio.open_connection("127.0.0.1", int(port))
+    encoder = msgspec.msgpack.Encoder()
+    decoder = msgspec.msgpack.Decoder(Msg)
+
+    async def read() -> Msg:
+        size = int.from_bytes(await reader.readexactly(4), "big")
+        return decoder.decode(await reader.readexactly(size))
+
+    if params["test"] == "tell":
+        n = params["n"]
+        started = perf_counter()
+        for i in range(n):
+            body = encoder.encode(Msg(n, "tell"))
+            writer.write(len(body).to_bytes(4, "big") + body)
+            if i % 1000 == 999:
+                await writer.drain()
+        await writer.drain()
+        done = await read()
+        seconds = perf_counter() - started
+        assert done.n == n
+        writer.close()
+        return {"n": n, "seconds": seconds, "msgs_per_s": n / seconds}
+    samples: list[float] = []
+    for i in range(params["warmup"] + params["n"]):
+        started = perf_counter()
+        body = encoder.encode(Msg(i, "ask"))
+        writer.write(len(body).to_bytes(4, "big") + body)
+        await read()
+        if i >= params["warmup"]:
+            samples.append(perf_counter() - started)
+    writer.close()
+    return _ask_stats(samples)
+
+
+async def transport_driver(params: dict[str, Any], address: str) -> dict[str, Any]:
+    from tocsin.remote._address import parse_system_address
+    from tocsin.remote._config import Remoting
+    from tocsin.remote._messages import WireCodec
+    from tocsin.remote._node import RemoteNode
+
+    done: asyncio.Future[None] = asyncio.get_running_loop().create_future()
+
+    class Host:
+        def deliver_tell(self, *args: Any) -> None:
+            done.set_result(None)
+
+        def deliver_ask(self, *args: Any) -> None:
+            raise AssertionError
+
+        def resolve(self, path: str) -> str:
+            return ""
+
+        def undelivered(self, info: object) -> None:
+            raise AssertionError("undelivered")
+
+    config = Remoting("tcp://127.0.0.1:0", SECRET, messages=[Msg])
+    node = RemoteNode(config, "driver", Host(), WireCodec(config.registry, type(None), str))
+    me = await node.start()
+    peer = parse_system_address(address)[1]
+    sender = me + "/user/driver"
+    try:
+        if params["test"] == "tell":
+            n = params["n"]
+            started = perf_counter()
+            for i in range(n):
+                if not node.tell(
+                    peer, "/user/counter", "", sender, node.encode_message(Msg(n, "tell")), None
+                ):
+                    raise AssertionError("refused")
+                if i % 1000 == 999:
+                    await asyncio.sleep(0)
+            await done
+            seconds = perf_counter() - started
+            return {"n": n, "seconds": seconds, "msgs_per_s": n / seconds}
+        samples: list[float] = []
+        for i in range(params["warmup"] + params["n"]):
+            started = perf_counter()
+            await node.ask(peer, "/user/echo", "", "", node.encode_message(Msg(i, "ask")))
+            if i >= params["warmup"]:
+                samples.append(perf_counter() - started)
+        return _ask_stats(samples)
+    finally:
+        await node.stop()
+
+
+def ray_child(params: dict[str, Any]) -> dict[str, Any]:
+    """Ray actor calls: a Ray actor runs in its own worker process (Ray starts it)."""
+    import ray
+
+    ray.init(num_cpus=2, include_dashboard=False, logging_level="ERROR")
+    try:
+
+        @ray.remote
+        class Counter:
+            def __init__(self) -> None:
+                self.count = 0
+
+            # Ray pickles arguments; a msgspec tagged Struct does not unpickle in the
+            # worker, so Ray gets the same fields as a tuple.
+            def tell(self, msg: tuple[int, str]) -> None:
+                self.count += 1
+
+            def total(self) -> int:
+                return self.count
+
+            def echo(self, msg: tuple[int, str]) -> tuple[int, str]:
+                return msg
+
+        actor = Counter.remote()  # type: ignore[attr-defined]
+        ray.get(actor.total.remote())  # the worker is up
+        if params["test"] == "tell":
+            n = params["n"]
+            started = perf_counter()
+            for _ in range(n):
+                actor.tell.remote((n, "tell"))  # fire and forget (an ObjectRef is dropped)
+            assert ray.get(actor.total.remote()) == n  # actor calls run in order
+            seconds = perf_counter() - started
+            return {"n": n, "seconds": seconds, "msgs_per_s": n / seconds}
+        samples: list[float] = []
+        for i in range(params["warmup"] + params["n"]):
+            started = perf_counter()
+            ray.get(actor.echo.remote((i, "ask")))
+            if i >= params["warmup"]:
+                samples.append(perf_counter() - started)
+        return _ask_stats(samples)
+    finally:
+        ray.shutdown()
+
+
+async def tocsin_driver(params: dict[str, Any], address: str) -> dict[str, Any]:
+    from tocsin import Actor, ActorSystem, ReceiveContext, Remoting
+
+    done: asyncio.Future[None] = asyncio.get_running_loop().create_future()
+
+    class Done(Actor):
+        async def receive(self, ctx: ReceiveContext) -> None:
+            done.set_result(None)
+
+    remoting = Remoting("tcp://127.0.0.1:0", SECRET, messages=[Msg])
+    async with ActorSystem("driver", remoting=remoting) as system:
+        me = await system.spawn(Done, "done")
+        if params["test"] == "tell":
+            counter = await system.actor_of(address + "/user/counter")
+            n = params["n"]
+            tell = counter.tell
+            started = perf_counter()
+            for i in range(n):
+                tell(Msg(n, "tell"), me)
+                if i % 1000 == 999:
+                    await asyncio.sleep(0)
+            await done
+            seconds = perf_counter() - started
+            return {"n": n, "seconds": seconds, "msgs_per_s": n / seconds}
+        echo = await system.actor_of(address + "/user/echo")
+        samples: list[float] = []
+        for i in range(params["warmup"] + params["n"]):
+            started = perf_counter()
+            await echo.ask(Msg(i, "ask"))
+            if i >= params["warmup"]:
+                samples.append(perf_counter() - started)
+        return _ask_stats(samples)
+
+
+_DRIVERS: dict[str, Any] = {
+    "floor": floor_driver,
+    "transport": transport_driver,
+    "tocsin": tocsin_driver,
+}
+
+
+def child(params: dict[str, Any]) -> dict[str, Any]:
+    if params["system"] == "ray":
+        return ray_child(params)
+    proc, address = start_peer(params["system"])
+    try:
+        return asyncio.run(_DRIVERS[params["system"]](params, address))
+    finally:
+        stop_peer(proc)
+
+
+# -- parent -----------------------------------------------------------------------------------
+
+
+def add_arguments(parser: argparse.ArgumentParser) -> None:
+    parser.add_argument("--tell-n", type=int, default=200_000)
+    parser.add_argument("--ask-n", type=int, default=5_000)
+    parser.add_argument(
+        "--ray-n", type=int, default=20_000, help="tells for Ray (about 100x slower per call)"
+    )
+    parser.add_argument("--peer", default=None, help=argparse.SUPPRESS)
+
+
+def configs(args: argparse.Namespace) -> list[Config]:
+    if args.quick:
+        args.tell_n, args.ask_n, args.ray_n = 2_000, 200, 200
+    out = []
+    for system in SYSTEMS:
+        if system not in _DRIVERS and system != "ray":
+            continue
+        requires = "ray" if system == "ray" else None
+        out.append(
+            Config(
+                f"tell/{system}",
+                {
+                    "system": system,
+                    "test": "tell",
+                    "n": min(args.tell_n, args.ray_n) if system == "ray" else args.tell_n,
+                },
+                requires=requires,
+            )
+        )
+        out.append(
+            Config(
+                f"ask/{system}",
+                {
+                    "system": system,
+                    "test": "ask",
+                    "n": min(args.ask_n, args.ray_n) if system == "ray" else args.ask_n,
+                    "warmup": args.ask_n // 10,
+                },
+                requires=requires,
+            )
+        )
+    return out
+
+
+def _cell(row: dict[str, Any], key: str, digits: int) -> str:
+    if row.get("skipped"):
+        return str(row["skipped"])
+    return fmt(row.get(key), digits)
+
+
+def report(args: argparse.Namespace, runs: Runs) -> dict[str, Any]:
+    med = {name: median_row(rs) for name, rs in runs.items()}
+    rows = []
+    for system in SYSTEMS:
+        tell = med.get(f"tell/{system}", {"skipped": "not built"})
+        ask = med.get(f"ask/{system}", {"skipped": "not built"})
+        rows.append(
+            [
+                system,
+                _cell(tell, "n", 0),
+                _cell(tell, "msgs_per_s", 0),
+                _cell(ask, "ask_p50_us", 1),
+                _cell(ask, "ask_p99_us", 1),
+            ]
+        )
+    print("\n### Two processes on loopback (median)\n")
+    print(table(["system", "tells", "tell msgs/s", "ask p50 µs", "ask p99 µs"], rows))
+    ratios: dict[str, float] = {}
+    for system in ("transport", "tocsin", "ray"):
+        if f"tell/{system}" in runs:
+            ratios[f"tell_{system}_over_floor"] = ratio(
+                runs, f"tell/{system}", "tell/floor", "msgs_per_s"
+            )
+            ratios[f"ask_p50_{system}_over_floor"] = ratio(
+                runs, f"ask/{system}", "ask/floor", "ask_p50_us"
+            )
+    print()
+    print(table(["ratio (per-repetition median)", "value"], sorted(ratios.items())))
+    return {"ratios": ratios}
+
+
+def main(argv: list[str] | None = None) -> int:
+    args = sys.argv[1:] if argv is None else argv
+    if "--peer" in args:
+        peer_main(json.loads(args[args.index("--peer") + 1]))
+        return 0
+    return run_main(
+        argv,
+        description=__doc__ or "",
+        script=__file__,
+        add_arguments=add_arguments,
+        child=child,
+        configs=configs,
+        report=report,
+    )
+
+
+if __name__ == "__main__":
+    os.environ.setdefault("PYTHONHASHSEED", "0")
+    sys.exit(main())

@@ -1,0 +1,342 @@
+# SPDX-License-Identifier: Apache-2.0
+"""One peer connection: handshake, 4-byte length-prefixed frames, corked writes.
+
+An :class:`asyncio.Protocol`, not streams: ``data_received`` splits frames without an
+``await`` per frame, and writes are corked (frames appended during one loop iteration go
+out in one ``transport.write``), which is most of the throughput on small messages.
+
+Reading, in order: the fixed-size handshake (:mod:`._handshake`), then frames. A frame's
+4-byte big-endian length is checked against ``max_frame`` as soon as the 4 bytes are here,
+before any of the body is buffered; a zero or oversize length, a body that is not a valid
+envelope, or a first frame that is not :class:`Hello` closes *this* connection (counted,
+logged once per peer host) and nothing else.
+
+Writing never blocks: :meth:`Connection.send` returns ``False`` when the frames queued on
+this connection would exceed ``max_buffer`` (they queue here while the transport's own
+buffer is over its high-water mark: asyncio's ``pause_writing``); the caller turns that
+into a dead letter.
+
+Prior art: msgspec ``examples/asyncio-kv`` (length prefix + msgspec), asyncio's
+``Protocol`` flow control (``pause_writing``), Proto.Actor's endpoint writer batching.
+"""
+
+from __future__ import annotations
+
+import asyncio
+import logging
+import struct
+from collections.abc import Callable
+from typing import TYPE_CHECKING, Any, Final, final
+
+import msgspec
+
+from . import _handshake as hs
+from ._envelopes import PROTOCOL_VERSION, Envelope, Heartbeat, Hello, decoder
+
+if TYPE_CHECKING:
+    from ._endpoint import Endpoint
+    from ._node import RemoteNode
+
+__all__ = ["Connection"]
+
+log = logging.getLogger("tocsin.remote")
+
+_PREFIX: Final = 4
+_pack_prefix: Final = struct.Struct(">I").pack
+_unpack_prefix: Final = struct.Struct(">I").unpack_from
+_HEARTBEAT: Final = msgspec.msgpack.encode(Heartbeat())
+
+# Reading stages.
+_AWAIT_DIALER_HELLO: Final = 0  # listener: MAGIC | nonce_d
+_AWAIT_LISTENER_REPLY: Final = 1  # dialer: MAGIC | nonce_l | mac_l
+_AWAIT_DIALER_PROOF: Final = 2  # listener: mac_d
+_FRAMES: Final = 3
+
+
+@final
+class Connection(asyncio.Protocol):
+    """One authenticated connection to a peer node. Made by :class:`RemoteNode`."""
+
+    def __init__(self, node: RemoteNode, *, dialer: bool, host: str) -> None:
+        self.node = node
+        self.dialer = dialer
+        self.host = host  # peer host, for logs
+        self.peer: Hello | None = None  # set when the peer's Hello arrives
+        self.ready: asyncio.Future[None] = asyncio.get_running_loop().create_future()
+        self.closed = False
+        self.pending: dict[int, Callable[[Envelope | BaseException], None]] = {}
+        #: Endpoints using this connection (usually one; two when a peer was dialled at
+        #: another address than the one it advertises).
+        self.owners: list[Endpoint] = []
+        self.rx_frames = 0
+        self.tx_frames = 0
+        self.quiet_ticks = 0
+        self.seen_rx = -1  # rx_frames / tx_frames at the last heartbeat tick
+        self.seen_tx = -1
+        self._secret = node.config.secret_bytes
+        self._max_frame = node.config.max_frame
+        self._max_buffer = node.config.max_buffer
+        self._decode = decoder().decode
+        self._metrics = node.counters
+        self._transport: asyncio.Transport | None = None
+        self._chunks: list[bytes] = []
+        self._have = 0
+        self._stage = _AWAIT_LISTENER_REPLY if dialer else _AWAIT_DIALER_HELLO
+        self._need = hs.LISTENER_REPLY_SIZE if dialer else hs.DIALER_HELLO_SIZE
+        self._nonce = hs.new_nonce()
+        self._peer_nonce = b""
+        self._out: list[bytes] = []
+        self._out_size = 0
+        self._flush_armed = False
+        self._paused = False  # the transport's buffer is over its high-water mark
+        self._loop = asyncio.get_running_loop()
+        self._timer: Any = None
+
+    # -- asyncio.Protocol ---------------------------------------------------------------
+
+    def connection_made(self, transport: asyncio.BaseTransport) -> None:
+        assert isinstance(transport, asyncio.Transport)
+        self._transport = transport
+        clock = self.node.clock
+        self._timer = clock.call_at(
+            clock.monotonic() + self.node.config.connect_timeout, self._handshake_timeout
+        )
+        if self.dialer:
+            transport.write(hs.dialer_hello(self._nonce))
+
+    def data_received(self, data: bytes) -> None:
+        if self.closed:
+            return
+        self._chunks.append(data)
+        self._have += len(data)
+        self._metrics.bytes_in += len(data)
+        if self._have < self._need:
+            return  # not enough for the next step: keep chunks, copy nothing
+        buf = self._chunks[0] if len(self._chunks) == 1 else b"".join(self._chunks)
+        pos = 0
+        if self._stage != _FRAMES:
+            pos = self._handshake(buf)
+            if pos < 0 or self.closed:
+                return
+        pos = self._frames(buf, pos)
+        if pos < 0:
+            return  # closed
+        rest = buf[pos:] if pos else buf
+        self._chunks = [rest] if rest else []
+        self._have = len(rest)
+
+    def connection_lost(self, exc: Exception | None) -> None:
+        self._close_state()
+        self.node.connection_lost(self, exc)
+
+    # -- handshake ----------------------------------------------------------------------
+
+    def _handshake(self, buf: bytes) -> int:
+        """Consume handshake steps from ``buf``; the offset reached, or -1 when waiting
+        (the buffer is kept) or closed."""
+        pos = 0
+        while self._stage != _FRAMES:
+            if len(buf) - pos < self._need:
+                self._chunks = [buf[pos:]]
+                self._have = len(buf) - pos
+                return -1
+            step = buf[pos : pos + self._need]
+            pos += self._need
+            if not self._handshake_step(step):
+                return -1
+        self._need = _PREFIX
+        return pos
+
+    def _handshake_step(self, step: bytes) -> bool:
+        assert self._transport is not None
+        if self._stage == _AWAIT_DIALER_HELLO:
+            nonce_d = hs.verify_dialer_hello(step)
+            if nonce_d is None:
+                return self._auth_failed("not a tocsin peer (bad opening bytes)")
+            self._peer_nonce = nonce_d
+            self._transport.write(hs.listener_reply(self._secret, nonce_d, self._nonce))
+            self._stage, self._need = _AWAIT_DIALER_PROOF, hs.DIALER_PROOF_SIZE
+            return True
+        if self._stage == _AWAIT_LISTENER_REPLY:
+            nonce_l = hs.verify_listener_reply(self._secret, self._nonce, step)
+            if nonce_l is None:
+                return self._auth_failed("the listener does not hold the shared secret")
+            self._transport.write(hs.dialer_proof(self._secret, self._nonce, nonce_l))
+            self._stage = _FRAMES
+            self._send_hello()
+            return True
+        # _AWAIT_DIALER_PROOF
+        if not hs.verify_dialer_proof(self._secret, self._peer_nonce, self._nonce, step):
+            return self._auth_failed("the dialer does not hold the shared secret")
+        self._stage = _FRAMES
+        return True
+
+    def _send_hello(self) -> None:
+        hello = Hello(PROTOCOL_VERSION, self.node.system_name, self.node.address)
+        self.send(msgspec.msgpack.encode(hello), force=True)
+
+    def _auth_failed(self, reason: str) -> bool:
+        self._metrics.auth_failures += 1
+        self.node.log_once(self.host, f"remoting: refused {self.host}: {reason}")
+        self.abort()
+        return False
+
+    def _handshake_timeout(self) -> None:
+        if not self.ready.done() and not self.closed:
+            self._metrics.auth_failures += 1
+            self.node.log_once(self.host, f"remoting: {self.host} did not finish the handshake")
+            self.abort()
+
+    # -- frames -------------------------------------------------------------------------
+
+    def _frames(self, buf: bytes, pos: int) -> int:
+        """Handle every whole frame in ``buf`` from ``pos``; the offset reached, or -1
+        when the connection was closed meanwhile."""
+        end = len(buf)
+        view = memoryview(buf)
+        decode = self._decode
+        dispatch = self.node.dispatch
+        cap = self._max_frame
+        first = self.rx_frames
+        try:
+            while end - pos >= _PREFIX:
+                (size,) = _unpack_prefix(buf, pos)
+                if size == 0 or size > cap:
+                    self._protocol_error(f"frame length {size} outside 1..{cap}")
+                    return -1
+                if end - pos - _PREFIX < size:
+                    self._need = _PREFIX + size
+                    return pos
+                start = pos + _PREFIX
+                pos = start + size
+                try:
+                    envelope = decode(view[start:pos])
+                except (msgspec.DecodeError, msgspec.ValidationError) as exc:
+                    self._protocol_error(f"undecodable frame: {exc}")
+                    return -1
+                self.rx_frames += 1
+                if self.peer is None:
+                    if not self._on_hello(envelope):
+                        return -1
+                elif type(envelope) is not Heartbeat:
+                    dispatch(self, envelope)
+                    if self.closed:
+                        return -1
+            self._need = _PREFIX
+            return pos
+        finally:
+            self._metrics.frames_in += self.rx_frames - first
+
+    def _on_hello(self, envelope: Envelope) -> bool:
+        if type(envelope) is not Hello:
+            self._protocol_error(f"first frame is {type(envelope).__name__}, not Hello")
+            return False
+        if envelope.version != PROTOCOL_VERSION:
+            self._protocol_error(
+                f"protocol version {envelope.version}, this node speaks {PROTOCOL_VERSION}"
+            )
+            return False
+        self.peer = envelope
+        if not self.dialer:
+            self._send_hello()
+        if self._timer is not None:
+            self._timer.cancel()
+            self._timer = None
+        if not self.ready.done():
+            self.ready.set_result(None)
+        return self.node.connection_ready(self)
+
+    def _protocol_error(self, reason: str) -> None:
+        self._metrics.protocol_errors += 1
+        self.node.log_once(self.host, f"remoting: closed the connection with {self.host}: {reason}")
+        self.abort()
+
+    # -- writing ------------------------------------------------------------------------
+
+    def send(self, body: bytes, *, force: bool = False) -> bool:
+        """Queue one frame. ``False`` (nothing queued) when closed or over ``max_buffer``.
+
+        Never blocks and never raises for the network: a full buffer is the caller's
+        dead letter.
+        """
+        if self.closed:
+            return False
+        size = len(body)
+        if self._out_size + size > self._max_buffer and not force:
+            return False
+        self.tx_frames += 1
+        if not self._flush_armed and not self._paused:
+            # The first frame of a loop iteration leaves at once (an ask's round trip
+            # does not wait a turn); the frames that follow it in the same iteration
+            # are corked and leave together at the end of it.
+            self._flush_armed = True
+            self._loop.call_soon(self._flush)
+            assert self._transport is not None
+            frame = _pack_prefix(size) + body
+            self._metrics.frames_out += 1
+            self._metrics.bytes_out += len(frame)
+            self._transport.write(frame)
+            return True
+        out = self._out
+        out.append(_pack_prefix(size))
+        out.append(body)
+        self._out_size += size + _PREFIX
+        return True
+
+    # Flow control: while the transport's own buffer is over its high-water mark, frames
+    # stay in ``_out`` (bounded by ``max_buffer``, so the bound covers both buffers but
+    # the transport's small one).
+    def pause_writing(self) -> None:
+        self._paused = True
+
+    def resume_writing(self) -> None:
+        self._paused = False
+        if self._out and not self._flush_armed:
+            self._flush_armed = True
+            self._loop.call_soon(self._flush)
+
+    def _flush(self) -> None:
+        self._flush_armed = False
+        if self.closed or self._transport is None or not self._out or self._paused:
+            return
+        data = b"".join(self._out)
+        self._metrics.frames_out += len(self._out) // 2
+        self._metrics.bytes_out += len(data)
+        self._out.clear()
+        self._out_size = 0
+        self._transport.write(data)
+
+    def heartbeat(self) -> None:
+        self.send(_HEARTBEAT, force=True)
+
+    # -- closing ------------------------------------------------------------------------
+
+    def close(self) -> None:
+        """Close after writing what is queued."""
+        if self.closed:
+            return
+        self._flush()
+        self._close_state()
+        if self._transport is not None:
+            self._transport.close()
+
+    def abort(self) -> None:
+        """Close at once, dropping what is queued (hostile or failed peer)."""
+        if self.closed:
+            return
+        self._close_state()
+        if self._transport is not None:
+            self._transport.abort()
+
+    def _close_state(self) -> None:
+        if self.closed:
+            return
+        self.closed = True
+        self._out.clear()
+        self._chunks = []
+        if self._timer is not None:
+            self._timer.cancel()
+            self._timer = None
+        if not self.ready.done():
+            self.ready.set_exception(ConnectionError(f"connection to {self.host} closed"))
+            self.ready.exception()  # retrieved: a failed dial is reported by its caller

@@ -1,0 +1,262 @@
+# SPDX-License-Identifier: Apache-2.0
+"""One peer node as seen from here: its connection, dialling, reconnects, the send queue.
+
+States::
+
+    IDLE ──send──▶ CONNECTING ──ready──▶ UP ──lost──▶ DOWN ──retry ok──▶ UP
+                        └──dial failed──▶ DOWN ◀──retry failed──┘
+    DOWN ──no sends for a while──▶ IDLE
+
+* **One connection per peer pair.** The first connection that comes up (ours or the
+  peer's inbound one) carries every frame this node sends there; a second one made by a
+  simultaneous dial from the other side stays open for what the peer sends on it, so no
+  frame is lost and each direction keeps its order.
+* **CONNECTING** queues frames (bounded by ``max_buffer``) until the handshake is done;
+  if the dial fails they become dead letters (``unreachable``) and queued asks fail with
+  :class:`~tocsin.NodeUnreachableError`.
+* **DOWN** refuses at once (dead letter / ``NodeUnreachableError``), while a retry runs
+  after a capped, jittered exponential backoff: ``min(reconnect_max, 0.05 * 2**k)`` scaled
+  by a random factor in [0.5, 1.0]. After :data:`GIVE_UP_AFTER` seconds of failures with
+  nobody sending, the endpoint rests (IDLE): the next send dials again.
+* A frame handed to a connection that is then lost may be lost with it (TCP gives no
+  receipt); asks waiting on that connection fail with ``NodeUnreachableError`` at once.
+
+Prior art: Proto.Actor ``remote/endpoint_manager.go`` (one endpoint per address, a
+writer that reconnects with backoff), Akka Artery's association states.
+"""
+
+from __future__ import annotations
+
+import asyncio
+import contextlib
+import random
+from collections.abc import Callable
+from typing import TYPE_CHECKING, Any, Final, final
+
+from ..errors import NodeUnreachableError
+from ._address import NodeAddress
+from ._connection import Connection
+from ._envelopes import Envelope
+
+if TYPE_CHECKING:
+    from ._node import RemoteNode
+
+__all__ = ["GIVE_UP_AFTER", "Endpoint"]
+
+#: Seconds of failed reconnects with no send attempted before an endpoint stops retrying.
+GIVE_UP_AFTER: Final = 30.0
+_BACKOFF_BASE: Final = 0.05
+
+IDLE: Final = "idle"
+CONNECTING: Final = "connecting"
+UP: Final = "up"
+DOWN: Final = "down"
+
+Callback = Callable[[Envelope | BaseException], None]
+
+
+@final
+class Endpoint:
+    """The link to one peer node. Made by :class:`RemoteNode`; not thread-safe."""
+
+    def __init__(self, node: RemoteNode, address: NodeAddress) -> None:
+        self.node = node
+        self.address = address
+        self.state = IDLE
+        self.conn: Connection | None = None
+        self.extras: list[Connection] = []
+        self.peer_system = ""
+        self._queue: list[tuple[bytes, int, Any]] = []  # (body, corr or 0, info/callback)
+        self._queued = 0
+        self._attempts = 0
+        self._rested = 0.0  # seconds of backoff slept since the last send attempt
+        self._ever_up = False
+        self._dial: asyncio.Task[None] | None = None
+        self._retry: Any = None
+
+    # -- sending ------------------------------------------------------------------------
+
+    def send(self, body: bytes, info: object) -> bool:
+        """Send one frame. ``False`` when it cannot (peer down, buffer full): the caller
+        makes the dead letter. ``info`` is handed to ``host.undelivered`` if a frame
+        queued while connecting is dropped."""
+        self._rested = 0.0
+        state = self.state
+        if state == UP:
+            assert self.conn is not None
+            return self.conn.send(body)
+        if state == DOWN:
+            return False
+        return self._enqueue(body, 0, info)
+
+    def request(self, body: bytes, corr: int, callback: Callback) -> bool:
+        """Send a request frame whose answer (or the loss of the connection) is given to
+        ``callback``. ``False`` when it cannot be sent (``callback`` is not called)."""
+        self._rested = 0.0
+        if self.state == UP:
+            conn = self.conn
+            assert conn is not None
+            if not conn.send(body):
+                return False
+            conn.pending[corr] = callback
+            return True
+        if self.state == DOWN:
+            return False
+        return self._enqueue(body, corr, callback)
+
+    def forget(self, corr: int) -> None:
+        """Stop waiting for the answer to ``corr`` (its asker timed out or was cancelled)."""
+        if self.conn is not None:
+            self.conn.pending.pop(corr, None)
+        for conn in self.extras:
+            conn.pending.pop(corr, None)
+        for i, (_, c, _) in enumerate(self._queue):
+            if c == corr:
+                del self._queue[i]
+                break
+
+    def _enqueue(self, body: bytes, corr: int, info: Any) -> bool:
+        if self.node.stopping or self._queued + len(body) > self.node.config.max_buffer:
+            return False
+        self._queue.append((body, corr, info))
+        self._queued += len(body)
+        if self.state == IDLE:
+            self._start_dial()
+        return True
+
+    # -- connections --------------------------------------------------------------------
+
+    def _start_dial(self) -> None:
+        self.state = CONNECTING
+        self._dial = asyncio.get_running_loop().create_task(self._dial_once())
+
+    async def _dial_once(self) -> None:
+        try:
+            conn = await self.node.dial(self.address)
+        except (TimeoutError, OSError, ConnectionError) as exc:
+            self._dial = None
+            if self.state == CONNECTING:
+                self._failed(exc)
+            return
+        self._dial = None
+        if not conn.closed:
+            self.adopt(conn)  # an extra if the peer's own connection came up first
+        elif self.state == CONNECTING:
+            self._failed(ConnectionError(f"connection to {self.address} closed at once"))
+
+    def adopt(self, conn: Connection) -> None:
+        """Make ``conn`` (dialled here, or the peer's inbound one) the sending connection,
+        unless one is up already (then it is kept as an extra, for receiving)."""
+        if conn.peer is not None:
+            self.peer_system = conn.peer.system
+        if self not in conn.owners:
+            conn.owners.append(self)
+        if self.state == UP and self.conn is not None and not self.conn.closed:
+            if conn is not self.conn and conn not in self.extras:
+                self.extras.append(conn)
+            return
+        if self._retry is not None:
+            self._retry.cancel()
+            self._retry = None
+        if self._ever_up and self.state != UP:
+            self.node.counters.reconnects += 1
+        self._ever_up = True
+        self.conn = conn
+        self.state = UP
+        self._attempts = 0
+        queue, self._queue, self._queued = self._queue, [], 0
+        for body, corr, info in queue:
+            if not conn.send(body):
+                self._drop(corr, info)
+            elif corr:
+                conn.pending[corr] = info
+
+    def lost(self, conn: Connection) -> None:
+        """``conn`` closed: fail what waits on it; promote an extra or go DOWN and retry."""
+        _fail_pending(conn, self.address)
+        if conn in self.extras:
+            self.extras.remove(conn)
+            return
+        if conn is not self.conn:
+            return
+        self.conn = None
+        while self.extras:
+            extra = self.extras.pop(0)
+            if not extra.closed:
+                self.conn = extra
+                return
+        self.state = DOWN
+        self._schedule_retry()
+
+    def _failed(self, exc: BaseException) -> None:
+        self.state = DOWN
+        queue, self._queue, self._queued = self._queue, [], 0
+        for _, corr, info in queue:
+            self._drop(corr, info)
+        self._schedule_retry()
+
+    def _drop(self, corr: int, info: Any) -> None:
+        if corr:
+            info(NodeUnreachableError(f"node {self.address} is unreachable"))
+        else:
+            self.node.host.undelivered(info)
+
+    def _schedule_retry(self) -> None:
+        if self.node.stopping or self._retry is not None:
+            return
+        if self._rested >= GIVE_UP_AFTER:
+            self.state = IDLE  # nobody is sending: rest until the next send dials
+            return
+        delay = min(self.node.config.reconnect_max, _BACKOFF_BASE * 2**self._attempts)
+        delay *= random.uniform(0.5, 1.0)
+        self._attempts = min(self._attempts + 1, 30)
+        self._rested += delay
+        clock = self.node.clock
+        self._retry = clock.call_at(clock.monotonic() + delay, self._retry_now)
+
+    def _retry_now(self) -> None:
+        self._retry = None
+        if self.node.stopping or self.state != DOWN:
+            return
+        self._dial = asyncio.get_running_loop().create_task(self._redial())
+
+    async def _redial(self) -> None:
+        try:
+            conn = await self.node.dial(self.address)
+        except (TimeoutError, OSError, ConnectionError):
+            self._dial = None
+            if self.state == DOWN:
+                self._schedule_retry()
+            return
+        self._dial = None
+        if not conn.closed:
+            self.adopt(conn)
+
+    # -- closing ------------------------------------------------------------------------
+
+    async def close(self) -> None:
+        """Close every connection; queued frames become dead letters."""
+        if self._retry is not None:
+            self._retry.cancel()
+            self._retry = None
+        if self._dial is not None:
+            self._dial.cancel()
+            with contextlib.suppress(BaseException):
+                await self._dial
+            self._dial = None
+        queue, self._queue, self._queued = self._queue, [], 0
+        for _, corr, info in queue:
+            self._drop(corr, info)
+        for conn in [self.conn, *self.extras]:
+            if conn is not None:
+                _fail_pending(conn, self.address)
+                conn.close()
+        self.conn = None
+        self.extras = []
+        self.state = IDLE
+
+
+def _fail_pending(conn: Connection, address: NodeAddress) -> None:
+    pending, conn.pending = conn.pending, {}
+    for callback in pending.values():
+        callback(NodeUnreachableError(f"lost the connection to node {address}"))

@@ -1,0 +1,113 @@
+# SPDX-License-Identifier: Apache-2.0
+"""The wire envelopes: one tagged union of msgspec Structs, decoded by one typed decoder.
+
+Every frame after the handshake is one of these, msgpack-encoded as an array (``array_like``:
+no field names on the wire). A message travels inside as ``(name, payload)``, already encoded by
+:class:`~tocsin.remote._messages.WireCodec` (``msgspec.Raw``: embedded without a copy).
+PIDs travel as their string form; ``""`` means "no sender".
+
+Prior art: msgspec ``examples/asyncio-kv`` (tagged Struct union over length-prefixed
+frames); Proto.Actor's ``MessageEnvelope`` and Akka Artery's envelope (recipient, sender,
+serialised message).
+"""
+
+from __future__ import annotations
+
+from typing import Final
+
+import msgspec
+
+__all__ = [
+    "PROTOCOL_VERSION",
+    "Ask",
+    "Envelope",
+    "Fail",
+    "Found",
+    "Heartbeat",
+    "Hello",
+    "Lookup",
+    "Reply",
+    "Tell",
+    "decoder",
+    "encoder",
+]
+
+#: Bumped when an envelope changes shape; a peer of another version is refused at Hello.
+PROTOCOL_VERSION: Final = 1
+
+
+class Hello(msgspec.Struct, tag=0, array_like=True, frozen=True):
+    """First frame each way after authentication: who is at the other end."""
+
+    version: int
+    system: str
+    address: str  # the system address the peer dials back, "tocsin://name@host:port"
+
+
+class Tell(msgspec.Struct, tag=1, array_like=True, frozen=True):
+    """A one-way message to the actor at ``path`` (incarnation ``incarnation``)."""
+
+    path: str
+    incarnation: str
+    sender: str
+    name: str  # the registered message's wire name, "" for a codec value
+    payload: msgspec.Raw
+
+
+class Ask(msgspec.Struct, tag=2, array_like=True, frozen=True):
+    """A request whose answer comes back as :class:`Reply` or :class:`Fail` with ``corr``."""
+
+    corr: int
+    path: str
+    incarnation: str
+    sender: str
+    name: str
+    payload: msgspec.Raw
+
+
+class Reply(msgspec.Struct, tag=3, array_like=True, frozen=True):
+    """The value given to ``ctx.respond`` for the :class:`Ask` or :class:`Lookup` ``corr``."""
+
+    corr: int
+    name: str
+    payload: msgspec.Raw
+
+
+class Fail(msgspec.Struct, tag=4, array_like=True, frozen=True):
+    """The request ``corr`` failed: ``kind`` is ``"error"`` (the handler raised),
+    ``"stopped"``, ``"suspended"``, ``"not_found"`` or ``"codec"``; ``type_name`` and
+    ``text`` describe the exception."""
+
+    corr: int
+    kind: str
+    type_name: str
+    text: str
+
+
+class Lookup(msgspec.Struct, tag=5, array_like=True, frozen=True):
+    """Does the receiving node host an actor at ``path``? Answered by :class:`Found`."""
+
+    corr: int
+    path: str
+
+
+class Found(msgspec.Struct, tag=6, array_like=True, frozen=True):
+    """The PID string of the actor asked for by :class:`Lookup` ``corr``, or ``""``."""
+
+    corr: int
+    pid: str
+
+
+class Heartbeat(msgspec.Struct, tag=7, array_like=True, frozen=True):
+    """Sent on a connection that has been quiet for one heartbeat interval."""
+
+
+Envelope = Hello | Tell | Ask | Reply | Fail | Lookup | Found | Heartbeat
+
+
+def encoder() -> msgspec.msgpack.Encoder:
+    return msgspec.msgpack.Encoder()
+
+
+def decoder() -> msgspec.msgpack.Decoder[Envelope]:
+    return msgspec.msgpack.Decoder(Envelope)

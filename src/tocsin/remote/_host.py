@@ -1,0 +1,30 @@
+# SPDX-License-Identifier: Apache-2.0
+"""What a node's transport needs from the actor system that owns it."""
+
+from __future__ import annotations
+
+from typing import TYPE_CHECKING, Protocol
+
+if TYPE_CHECKING:
+    from ._replies import RemoteReply
+
+__all__ = ["Host"]
+
+
+class Host(Protocol):
+    """What a :class:`RemoteNode` needs from the actor system that owns it."""
+
+    def deliver_tell(self, path: str, incarnation: str, sender: str, message: object) -> None:
+        """A tell arrived for the local actor ``path`` (dead-letter it if absent)."""
+
+    def deliver_ask(
+        self, path: str, incarnation: str, sender: str, message: object, reply: RemoteReply
+    ) -> None:
+        """An ask arrived; answer through ``reply`` (exactly once, or not at all)."""
+
+    def resolve(self, path: str) -> str:
+        """``str(pid)`` of the local actor at ``path``, or ``""`` when there is none."""
+
+    def undelivered(self, info: object) -> None:
+        """A tell queued for a peer never left this node (the dial failed): ``info`` is
+        what the sender passed; make it a dead letter with reason ``unreachable``."""

@@ -1,0 +1,65 @@
+# SPDX-License-Identifier: Apache-2.0
+"""Counters of one node's remoting, and their frozen snapshot."""
+
+from __future__ import annotations
+
+from dataclasses import dataclass
+from typing import final
+
+__all__ = ["Counters", "RemoteMetrics"]
+
+
+@final
+@dataclass(frozen=True, slots=True)
+class RemoteMetrics:
+    """Counters of one node's remoting since it started (a snapshot).
+
+    Attributes:
+        frames_in, frames_out: frames received / written (heartbeats included).
+        bytes_in, bytes_out: bytes received / written (handshakes and prefixes included).
+        connections: connections open now (both directions).
+        reconnects: connections re-established to a peer that had been up before.
+        auth_failures: connections refused for a failed or unfinished handshake.
+        protocol_errors: connections closed for a bad frame (length, encoding, order).
+        undecodable: frames whose message could not be decoded here (unknown message
+            class, fields that do not fit); the connection stays open.
+        unreachable: messages sent from here that became dead letters with reason
+            ``unreachable`` (tells, and asks refused at once).
+        not_found: messages that arrived for an actor this node does not have (or no
+            longer has, in that incarnation): dead letters with reason ``not_found``.
+    """
+
+    frames_in: int
+    frames_out: int
+    bytes_in: int
+    bytes_out: int
+    connections: int
+    reconnects: int
+    auth_failures: int
+    protocol_errors: int
+    undecodable: int
+    unreachable: int
+    not_found: int
+
+
+@final
+class Counters:
+    """The live counters (mutable, slotted: incremented on the message path)."""
+
+    __slots__ = (
+        "auth_failures",
+        "bytes_in",
+        "bytes_out",
+        "frames_in",
+        "frames_out",
+        "not_found",
+        "protocol_errors",
+        "reconnects",
+        "undecodable",
+        "unreachable",
+    )
+
+    def __init__(self) -> None:
+        self.frames_in = self.frames_out = self.bytes_in = self.bytes_out = 0
+        self.reconnects = self.auth_failures = self.protocol_errors = self.undecodable = 0
+        self.unreachable = self.not_found = 0

@@ -1,0 +1,456 @@
+# SPDX-License-Identifier: Apache-2.0
+"""A node's remoting: the listener, one endpoint per peer, dispatch, heartbeats, counters.
+
+:class:`RemoteNode` knows nothing of actors. It moves envelopes between nodes and hands
+what arrives to a :class:`Host` (the actor system implements it): deliver a tell, deliver an
+ask with a :class:`RemoteReply`, resolve a path, report a message that never left. So the
+transport is tested on its own, and the system glue stays small.
+
+Every timer (handshake timeout, heartbeats, reconnect backoff) goes through the node's
+:class:`~tocsin.Clock`; nothing here reads time on the message path (a connection's
+liveness is "frames received since the last heartbeat tick", a counter).
+"""
+
+from __future__ import annotations
+
+import asyncio
+import contextlib
+import itertools
+import logging
+import os
+from collections.abc import Callable
+from typing import Any, Final, final
+
+import msgspec
+
+from ..clock import Clock, SystemClock
+from ..errors import CodecError, NodeUnreachableError
+from ._address import NodeAddress, parse_system_address
+from ._config import Remoting
+from ._connection import Connection
+from ._endpoint import Endpoint
+from ._envelopes import Ask, Envelope, Fail, Found, Lookup, Reply, Tell, encoder
+from ._host import Host
+from ._messages import WireCodec
+from ._metrics import Counters, RemoteMetrics
+from ._replies import PendingAsk, RemoteReply, forget_abandoned, outcome, too_big
+from ._tls import ssl_contexts
+
+__all__ = ["SILENT_TICKS", "RemoteNode"]
+
+log = logging.getLogger("tocsin.remote")
+
+#: Heartbeat ticks without a frame received after which a connection is closed as lost.
+SILENT_TICKS: Final = 3
+
+
+@final
+class RemoteNode:
+    """The remoting of one actor system. Made by the system at ``start()``.
+
+    Args:
+        config: the validated :class:`Remoting`.
+        system_name: the owning system's name (it appears in the node's address).
+        host: the actor system side (:class:`Host`).
+        codec: encodes and decodes messages (registered classes, PIDs).
+        clock: every timer of the transport goes through it.
+    """
+
+    def __init__(
+        self,
+        config: Remoting,
+        system_name: str,
+        host: Host,
+        codec: WireCodec,
+        clock: Clock | None = None,
+    ) -> None:
+        self.config = config
+        self.system_name = system_name
+        self.host = host
+        self.codec = codec
+        self.clock = clock if clock is not None else SystemClock()
+        self.counters = Counters()
+        self.node_address: NodeAddress = config.dial_address
+        self.address = ""
+        self.stopping = False
+        self._encode = encoder().encode
+        self._max_frame = config.max_frame
+        self._corr = itertools.count(1)
+        self._endpoints: dict[NodeAddress, Endpoint] = {}
+        self._connections: set[Connection] = set()
+        self._server: asyncio.AbstractServer | None = None
+        self._heartbeat: Any = None
+        self._logged: set[str] = set()
+        self._server_ssl, self._client_ssl = ssl_contexts(config)
+
+    # -- lifecycle ----------------------------------------------------------------------
+
+    async def start(self) -> str:
+        """Listen; returns the system address (``tocsin://name@host:port``, real port).
+
+        Raises:
+            OSError: the listen address cannot be bound.
+        """
+        loop = asyncio.get_running_loop()
+        listen = self.config.listen_address
+
+        def factory() -> Connection:
+            return Connection(self, dialer=False, host="?")
+
+        if listen.kind == "unix":
+            self._server = await loop.create_unix_server(factory, listen.path, ssl=self._server_ssl)
+        else:
+            self._server = await loop.create_server(
+                factory, listen.host, listen.port, ssl=self._server_ssl
+            )
+            if self.config.advertise_address is None and listen.port == 0:
+                port = self._server.sockets[0].getsockname()[1]
+                self.node_address = NodeAddress("tcp", host=listen.host, port=port)
+        self.address = self.node_address.system_address(self.system_name)
+        self._arm_heartbeat()
+        return self.address
+
+    async def stop(self) -> None:
+        """Close the listener and every connection; pending asks fail, queued tells
+        become dead letters."""
+        self.stopping = True
+        if self._heartbeat is not None:
+            self._heartbeat.cancel()
+            self._heartbeat = None
+        if self._server is not None:
+            self._server.close()
+        for endpoint in list(self._endpoints.values()):
+            await endpoint.close()
+        for conn in list(self._connections):
+            conn.close()
+        if self._server is not None:
+            with contextlib.suppress(Exception):
+                await asyncio.wait_for(self._server.wait_closed(), 1.0)
+            self._server = None
+        listen = self.config.listen_address
+        if listen.kind == "unix":
+            with contextlib.suppress(OSError):
+                os.unlink(listen.path)
+        # Let the transports run their connection_lost callbacks.
+        await asyncio.sleep(0)
+
+    # -- the API the system uses --------------------------------------------------------
+
+    def endpoint(self, address: NodeAddress) -> Endpoint:
+        endpoint = self._endpoints.get(address)
+        if endpoint is None:
+            endpoint = self._endpoints[address] = Endpoint(self, address)
+        return endpoint
+
+    def encode_message(self, message: object) -> tuple[str, bytes]:
+        """Encode a message to send, checking it can cross and fits in a frame.
+
+        Raises:
+            CodecError: the message cannot cross the wire, or is larger than ``max_frame``.
+        """
+        name, payload = self.codec.encode(message)
+        # The envelope adds the path and sender strings; the whole frame is checked again
+        # when it is built (still inside the sending call).
+        if len(payload) > self.config.max_frame:
+            raise too_big(len(payload), self.config.max_frame)
+        return name, payload
+
+    def tell(
+        self,
+        to: Endpoint | NodeAddress,
+        path: str,
+        incarnation: str,
+        sender: str,
+        message: tuple[str, bytes],
+        info: object,
+    ) -> bool:
+        """Send a message encoded by :meth:`encode_message` one way. ``False``: dead-letter
+        it (``unreachable``)."""
+        body = self._encode(Tell(path, incarnation, sender, message[0], msgspec.Raw(message[1])))
+        if len(body) > self._max_frame:
+            raise too_big(len(body), self._max_frame)
+        endpoint = to if isinstance(to, Endpoint) else self.endpoint(to)
+        return endpoint.send(body, info)
+
+    def ask(
+        self,
+        to: Endpoint | NodeAddress,
+        path: str,
+        incarnation: str,
+        sender: str,
+        message: tuple[str, bytes],
+    ) -> asyncio.Future[object]:
+        """Send an encoded request; the future gets the reply value or the failure
+        (:class:`RemoteActorError`, :class:`NodeUnreachableError`, ``DeadActorError``, ...).
+        Cancelling the future forgets the request."""
+        corr = next(self._corr)
+        endpoint = to if isinstance(to, Endpoint) else self.endpoint(to)
+        body = self._ask_body(corr, path, incarnation, sender, message)
+        return self._request(endpoint, body, corr, f"{endpoint.address}{path}")
+
+    def ask_then(
+        self,
+        endpoint: Endpoint,
+        path: str,
+        incarnation: str,
+        sender: str,
+        message: tuple[str, bytes],
+        answer: Callable[[object, BaseException | None], None],
+        gave_up: Callable[[], bool],
+    ) -> int:
+        """:meth:`ask` without a future: ``answer(value, None)`` or ``answer(None, error)``
+        is called once, synchronously when the reply frame is read (no extra loop turn).
+        ``gave_up()`` says whether the asker stopped waiting (timed out): such requests
+        are forgotten at the next heartbeat tick, so nothing is registered per ask for
+        it. Returns the correlation id, or 0 when the request could not be sent
+        (``answer`` is not called: the node is unreachable)."""
+        corr = next(self._corr)
+        body = self._ask_body(corr, path, incarnation, sender, message)
+        pending = PendingAsk(self.codec, answer, gave_up, f"{endpoint.address}{path}")
+        return corr if endpoint.request(body, corr, pending) else 0
+
+    def _ask_body(
+        self, corr: int, path: str, incarnation: str, sender: str, message: tuple[str, bytes]
+    ) -> bytes:
+        body = self._encode(
+            Ask(corr, path, incarnation, sender, message[0], msgspec.Raw(message[1]))
+        )
+        if len(body) > self._max_frame:
+            raise too_big(len(body), self._max_frame)
+        return body
+
+    async def lookup(self, address: NodeAddress, path: str, *, timeout: float) -> str:
+        """``str(pid)`` of the actor at ``path`` on that node, or ``""`` when it has none.
+
+        Raises:
+            NodeUnreachableError: the node cannot be reached.
+            TimeoutError: no answer within ``timeout`` seconds.
+        """
+        corr = next(self._corr)
+        body = self._encode(Lookup(corr, path))
+        future = self._request(self.endpoint(address), body, corr, str(address))
+        clock = self.clock
+        timer = clock.call_at(clock.monotonic() + timeout, _cancel(future))
+        try:
+            found = await future
+        except asyncio.CancelledError:
+            if future.cancelled() and not _current_task_cancelling():
+                raise TimeoutError(
+                    f"node {address} did not answer a lookup of {path!r} within {timeout} s"
+                ) from None
+            raise
+        finally:
+            timer.cancel()
+        assert isinstance(found, str)
+        return found
+
+    def _request(
+        self, endpoint: Endpoint, body: bytes, corr: int, what: str
+    ) -> asyncio.Future[object]:
+        future: asyncio.Future[object] = asyncio.get_running_loop().create_future()
+
+        def answer(result: Envelope | BaseException) -> None:
+            if future.done():
+                return
+            if isinstance(result, BaseException):
+                future.set_exception(result)
+            else:
+                self._settle(future, result, what)
+
+        if not endpoint.request(body, corr, answer):
+            future.set_exception(
+                NodeUnreachableError(
+                    f"node {endpoint.address} is unreachable (cannot send to {what})"
+                )
+            )
+            return future
+        future.add_done_callback(lambda f: endpoint.forget(corr) if f.cancelled() else None)
+        return future
+
+    def _settle(self, future: asyncio.Future[object], answer: Envelope, what: str) -> None:
+        try:
+            future.set_result(outcome(self.codec, answer, what))
+        except Exception as exc:
+            future.set_exception(exc)
+
+    def metrics(self) -> RemoteMetrics:
+        c = self.counters
+        return RemoteMetrics(
+            frames_in=c.frames_in,
+            frames_out=c.frames_out,
+            bytes_in=c.bytes_in,
+            bytes_out=c.bytes_out,
+            connections=len(self._connections),
+            reconnects=c.reconnects,
+            auth_failures=c.auth_failures,
+            protocol_errors=c.protocol_errors,
+            undecodable=c.undecodable,
+            unreachable=c.unreachable,
+            not_found=c.not_found,
+        )
+
+    # -- connections --------------------------------------------------------------------
+
+    async def dial(self, address: NodeAddress) -> Connection:
+        """Connect and authenticate to ``address``.
+
+        Raises:
+            OSError, ConnectionError, TimeoutError: cannot connect, or the handshake failed
+                or did not finish within ``connect_timeout``.
+        """
+        loop = asyncio.get_running_loop()
+        host = address.path if address.kind == "unix" else address.host
+
+        def factory() -> Connection:
+            return Connection(self, dialer=True, host=host)
+
+        connect: Any
+        if address.kind == "unix":
+            connect = loop.create_unix_connection(
+                factory,
+                address.path,
+                ssl=self._client_ssl,
+                server_hostname="tocsin" if self._client_ssl else None,
+            )
+        else:
+            connect = loop.create_connection(
+                factory,
+                address.host,
+                address.port,
+                ssl=self._client_ssl,
+                server_hostname=address.host if self._client_ssl else None,
+            )
+        task = loop.create_task(connect)
+        clock = self.clock
+        timer = clock.call_at(clock.monotonic() + self.config.connect_timeout, _cancel(task))
+        try:
+            _, conn = await task
+        except asyncio.CancelledError:
+            if task.cancelled() and not _current_task_cancelling():
+                raise TimeoutError(f"dialling {address} took over the connect timeout") from None
+            raise
+        finally:
+            timer.cancel()
+        await conn.ready  # the connection's own timer bounds the handshake
+        assert isinstance(conn, Connection)
+        return conn
+
+    def connection_ready(self, conn: Connection) -> bool:
+        """The peer's Hello arrived: attach the connection to its peer's endpoint."""
+        assert conn.peer is not None
+        self._connections.add(conn)
+        try:
+            _, address = _peer_node(conn.peer.address)
+        except ValueError:
+            conn.abort()
+            self.counters.protocol_errors += 1
+            return False
+        if not conn.dialer:
+            conn.host = str(address)
+        self.endpoint(address).adopt(conn)
+        return True
+
+    def connection_lost(self, conn: Connection, exc: Exception | None) -> None:
+        self._connections.discard(conn)
+        owners, conn.owners = conn.owners, []
+        for endpoint in owners:
+            endpoint.lost(conn)
+        pending, conn.pending = conn.pending, {}
+        for callback in pending.values():
+            callback(NodeUnreachableError(f"lost the connection to {conn.host}"))
+
+    def log_once(self, key: str, text: str) -> None:
+        """Log a connection-level problem once per peer host (counters keep counting)."""
+        if key not in self._logged:
+            self._logged.add(key)
+            log.warning(text)
+
+    # -- inbound ------------------------------------------------------------------------
+
+    def encode(self, envelope: Envelope) -> bytes:
+        return self._encode(envelope)
+
+    def dispatch(self, conn: Connection, envelope: Envelope) -> None:
+        """One envelope from ``conn`` (after its Hello)."""
+        kind = type(envelope)
+        if kind is Tell:
+            assert isinstance(envelope, Tell)
+            try:
+                message = self.codec.decode(envelope.name, envelope.payload)
+            except CodecError as exc:
+                self._undecodable(conn, exc)
+                return
+            self.host.deliver_tell(envelope.path, envelope.incarnation, envelope.sender, message)
+        elif kind is Ask:
+            assert isinstance(envelope, Ask)
+            reply = RemoteReply(self, conn, envelope.corr)
+            try:
+                message = self.codec.decode(envelope.name, envelope.payload)
+            except CodecError as exc:
+                self._undecodable(conn, exc)
+                conn.send(self._encode(Fail(envelope.corr, "codec", "CodecError", str(exc))))
+                return
+            self.host.deliver_ask(
+                envelope.path, envelope.incarnation, envelope.sender, message, reply
+            )
+        elif kind is Reply or kind is Fail or kind is Found:
+            callback = conn.pending.pop(envelope.corr, None)  # type: ignore[union-attr]
+            if callback is not None:
+                callback(envelope)
+        elif kind is Lookup:
+            assert isinstance(envelope, Lookup)
+            conn.send(self._encode(Found(envelope.corr, self.host.resolve(envelope.path))))
+        else:  # a second Hello
+            conn.abort()
+            self.counters.protocol_errors += 1
+
+    def _undecodable(self, conn: Connection, exc: CodecError) -> None:
+        self.counters.undecodable += 1
+        self.log_once(f"undecodable:{conn.host}", f"remoting: from {conn.host}: {exc}")
+
+    # -- heartbeats ---------------------------------------------------------------------
+
+    def _arm_heartbeat(self) -> None:
+        clock = self.clock
+        self._heartbeat = clock.call_at(
+            clock.monotonic() + self.config.heartbeat, self._heartbeat_tick
+        )
+
+    def _heartbeat_tick(self) -> None:
+        self._heartbeat = None
+        if self.stopping:
+            return
+        for conn in list(self._connections):
+            if conn.closed:
+                continue
+            if conn.pending:
+                forget_abandoned(conn.pending)
+            if conn.rx_frames == conn.seen_rx:
+                conn.quiet_ticks += 1
+                if conn.quiet_ticks >= SILENT_TICKS:
+                    self.log_once(f"silent:{conn.host}", f"remoting: {conn.host} went silent")
+                    conn.abort()
+                    continue
+            else:
+                conn.quiet_ticks = 0
+            conn.seen_rx = conn.rx_frames
+            if conn.tx_frames == conn.seen_tx:
+                conn.heartbeat()
+            conn.seen_tx = conn.tx_frames
+        self._arm_heartbeat()
+
+
+def _peer_node(address: str) -> tuple[str, NodeAddress]:
+    return parse_system_address(address)
+
+
+def _cancel(future: asyncio.Future[Any]) -> Callable[[], None]:
+    def cancel() -> None:
+        future.cancel()
+
+    return cancel
+
+
+def _current_task_cancelling() -> bool:
+    task = asyncio.current_task()
+    return task is not None and task.cancelling() > 0

@@ -1,0 +1,170 @@
+# SPDX-License-Identifier: Apache-2.0
+"""The send target behind a remote PID.
+
+:class:`RemoteTarget` is what a PID of another node sends through (the kernel's
+:class:`~tocsin.actor._target.SendTarget`): ``deliver`` encodes the message at once (so a
+value that cannot cross raises :class:`~tocsin.CodecError` at the sending call), then hands
+a frame to the peer's endpoint. A tell the endpoint refuses (peer down, buffer full) is a
+dead letter with reason ``unreachable``; an ask becomes a correlation id whose answer
+resolves the asker's :class:`~tocsin.actor._reply.Reply`, or fails it with
+:class:`~tocsin.NodeUnreachableError` as soon as the connection is known lost.
+
+A schedule's tick (a :class:`~tocsin.actor._mailbox.RuntimeItem`) is opened here, on the
+scheduling node, at the moment it fires: a tick of a cancelled schedule is dropped before
+it is sent, and what is sent is the plain message. Hence the cross-node stale-tick rule:
+once ``cancel_schedule`` returns no further tick is *sent*; one already on the wire may
+still arrive once.
+"""
+
+from __future__ import annotations
+
+import asyncio
+import logging
+from collections.abc import Callable
+from typing import TYPE_CHECKING, Any, final
+
+from ..actor._events import DeadLetter, DeadLetterReason
+from ..actor._mailbox import ITEM_TYPES, STALE
+from ..actor._pid import PID
+from ..actor._reply import Reply
+from ..actor._target import SendTarget
+from ..errors import CodecError, NodeUnreachableError, TocsinError
+from ._endpoint import Endpoint
+
+if TYPE_CHECKING:
+    from ..actor._runtime import Runtime
+    from ._node import RemoteNode
+
+__all__ = ["RemoteTarget"]
+
+_UNREACHABLE = DeadLetterReason.UNREACHABLE
+_log = logging.getLogger("tocsin.remote")
+_get_running_loop = asyncio._get_running_loop
+
+
+@final
+class RemoteTarget(SendTarget):
+    """Sends to one actor path on another node. Made by the remote resolver."""
+
+    __slots__ = (
+        "_last_sender",
+        "_last_wire",
+        "endpoint",
+        "incarnation",
+        "node",
+        "path",
+        "pid",
+        "runtime",
+    )
+
+    def __init__(
+        self,
+        runtime: Runtime,
+        node: RemoteNode,
+        endpoint: Endpoint,
+        path: str,
+        incarnation: int | None,
+    ) -> None:
+        self.runtime = runtime
+        self.node = node
+        self.endpoint = endpoint
+        self.path = path
+        #: Hex incarnation sent with every frame ("": whichever actor holds the path).
+        self.incarnation = "" if not incarnation else format(incarnation, "x")
+        self.pid: PID | None = None  # set by the resolver once the PID exists
+        # The last sender's wire string: an actor usually sends to one peer many times.
+        self._last_sender: Any = None
+        self._last_wire = ""
+
+    def check(self, message: Any) -> None:
+        """Raise :class:`~tocsin.CodecError` if ``message`` cannot cross the wire (the
+        scheduling calls check a message here, at the call, not at its first tick)."""
+        self.node.encode_message(message)
+
+    def deliver(self, message: Any, sender: Any, reply: Reply | None) -> bool:
+        runtime = self.runtime
+        if _get_running_loop() is not runtime.loop:
+            # The transport's buffers and timers belong to the system's loop.
+            raise runtime.wrong_loop(f"send to {self.pid}", _get_running_loop())
+        node = self.node
+        if type(message) in ITEM_TYPES:
+            message = message.open()  # a tick: opened here, at fire time (module docstring)
+            if message is STALE:
+                return True
+            try:
+                encoded = node.encode_message(message)
+            except CodecError as error:
+                # Checked at the scheduling call; only a message mutated since then gets
+                # here. A timer callback must not raise: the tick is a dead letter.
+                _log.warning("tick to %s cannot cross the wire any more: %s", self.pid, error)
+                self.undelivered(message, sender)
+                return False
+        else:
+            encoded = node.encode_message(message)  # CodecError: at the sending call
+        if sender is self._last_sender:
+            sender_text = self._last_wire
+        else:
+            sender_text = sender.wire if type(sender) is PID else ""
+            self._last_sender, self._last_wire = sender, sender_text
+        if reply is None:
+            info = (self, message, sender)  # for a dead letter if a queued frame never leaves
+            if node.tell(self.endpoint, self.path, self.incarnation, sender_text, encoded, info):
+                return True
+            self.undelivered(message, sender)
+            return False
+        corr = node.ask_then(
+            self.endpoint,
+            self.path,
+            self.incarnation,
+            sender_text,
+            encoded,
+            _answer(reply),
+            reply.done,
+        )
+        if not corr:
+            self.node.counters.unreachable += 1
+            self.runtime.dead_letter(DeadLetter(message, sender, self.pid, _UNREACHABLE))
+            if not reply.done():
+                reply.set_exception(
+                    NodeUnreachableError(
+                        f"cannot ask {self.pid}: node {self.endpoint.address} is unreachable"
+                    )
+                )
+            return False
+        return True
+
+    def undelivered(self, message: Any, sender: Any) -> None:
+        """A tell that cannot reach the node: a dead letter with reason ``unreachable``."""
+        self.node.counters.unreachable += 1
+        self.runtime.dead_letter(DeadLetter(message, sender, self.pid, _UNREACHABLE))
+
+    def alive(self) -> bool:
+        # Whether a remote actor lives is the other node's knowledge: a send to one that
+        # stopped is a dead letter *there*. Schedules to it keep firing.
+        return True
+
+    async def stop(self) -> None:
+        raise TocsinError(
+            f"cannot stop {self.pid}: it lives on another node; stop it there (or send it "
+            "a message that makes it stop itself)"
+        )
+
+    def request_stop(self) -> None:
+        raise TocsinError(f"cannot stop {self.pid}: it lives on another node")
+
+    def reinstate(self) -> None:
+        raise TocsinError(f"cannot reinstate {self.pid}: it lives on another node")
+
+
+def _answer(reply: Reply) -> Callable[[object, BaseException | None], None]:
+    """Resolve or fail ``reply`` when the answer frame is read (no extra loop turn)."""
+
+    def answer(value: object, error: BaseException | None) -> None:
+        if reply.done():
+            return  # the asker gave up (timed out) before the answer came
+        if error is not None:
+            reply.set_exception(error)
+        else:
+            reply.set_result(value)
+
+    return answer
