@@ -6,10 +6,19 @@ from __future__ import annotations
 import asyncio
 from typing import Any
 
-from tocsin import Actor, ActorSystem, Directive, ManualClock, ReceiveContext, Supervisor
+from tocsin import (
+    Actor,
+    ActorSystem,
+    Directive,
+    ManualClock,
+    ReceiveContext,
+    Remoting,
+    Supervisor,
+)
+from tocsin._codec import encode
 from tocsin.durable import DurableActor, RetryDecision, RetryPolicy
 from tocsin.metrics import SYSTEM_SOURCES, HistogramValue, Metric, Metrics, Sample, TimedStore
-from tocsin.stores import MemoryStore
+from tocsin.stores import MemoryStore, TaskRow, UpsertTask
 
 T0 = 1_700_000_000.0
 
@@ -30,6 +39,11 @@ class Sink(Actor):
     async def receive(self, ctx: ReceiveContext) -> None:
         if ctx.message == "boom":
             raise RuntimeError("boom")
+
+
+class Echo(Actor):
+    async def receive(self, ctx: ReceiveContext) -> None:
+        ctx.respond(ctx.message)
 
 
 class Slow(Actor):
@@ -190,4 +204,42 @@ async def test_a_failing_source_is_counted_and_the_others_still_read() -> None:
 
 
 def test_remote_and_cluster_add_a_source_in_one_line() -> None:
-    assert len(SYSTEM_SOURCES) == 4  # scheduler, actors, durable, store
+    assert len(SYSTEM_SOURCES) == 5  # scheduler, actors, durable, store, remote
+
+
+async def test_durable_runs_of_a_vanished_method_are_counted_as_dropped() -> None:
+    clock = ManualClock(wall=T0)
+    store = MemoryStore()
+    async with ActorSystem(clock=clock, store=store) as system:
+        metrics = Metrics.of(system)
+        await store.apply([UpsertTask(TaskRow(
+            kind=Job.kind, identity="x", id="gone", name="renamed_by_a_deploy",
+            payload=encode(None), due=T0 - 1, every=None, attempts=0, max_retries=5,
+            created_at=T0 - 10,
+        ))])  # fmt: skip
+        await system.durable(Job, "x")
+        await clock.advance(1.0)
+        m = by_name(metrics.collect())
+        assert value(m["durable.task_runs"], outcome="dropped") == 1
+        assert value(m["durable.task_runs"], outcome="failed") == 0
+        assert value(m["durable.task_runs"], outcome="ok") == 0
+        assert value(m["durable.task_retries"]) == 0
+        assert await store.get_task(Job.kind, "x", "gone") is None
+
+
+async def test_remote_counters_of_two_real_nodes_and_empty_families_without_remoting() -> None:
+    secret = b"0123456789abcdef0123"
+    a = ActorSystem("a", remoting=Remoting("tcp://127.0.0.1:0", secret))
+    b = ActorSystem("b", remoting=Remoting("tcp://127.0.0.1:0", secret))
+    async with a, b:
+        await b.spawn(Echo, "echo")
+        pid = await a.actor_of(b.address + "/user/echo")
+        assert await pid.ask("hi", timeout=10) == "hi"
+        m = by_name(Metrics.of(a).collect())
+        assert value(m["remote.frames_sent"]) >= 1
+        assert value(m["remote.sent"]) > 0
+        assert value(m["remote.connections"]) >= 1
+        assert value(m["remote.auth_failures"]) == 0
+        assert m["remote.sent"].prometheus_name == "tocsin_remote_sent_bytes"
+    plain = by_name(Metrics.of(ActorSystem()).collect())
+    assert plain["remote.frames_sent"].samples == ()

@@ -13,7 +13,7 @@ import enum
 from bisect import bisect_left
 from collections.abc import Sequence
 from dataclasses import dataclass, field
-from typing import final
+from typing import Final, final
 
 __all__ = [
     "HistogramValue",
@@ -22,6 +22,10 @@ __all__ = [
     "RingHistogram",
     "Sample",
 ]
+
+
+#: Prometheus name suffix of each unit (its convention: the base unit spelled out).
+_UNIT_SUFFIX: Final = {"s": "_seconds", "By": "_bytes"}
 
 
 class MetricKind(enum.StrEnum):
@@ -73,7 +77,8 @@ class Metric:
         name: dotted name without the ``tocsin.`` prefix, e.g. ``"schedule.lateness"``.
         kind: counter, gauge or histogram.
         help: one sentence saying what it measures.
-        unit: ``"s"`` for seconds, ``""`` for a plain count.
+        unit: ``"s"`` for seconds, ``"By"`` for bytes (UCUM, as OpenTelemetry spells
+            it), ``""`` for a plain count.
         samples: the values, one per label set (none: the family is empty now).
     """
 
@@ -85,10 +90,10 @@ class Metric:
 
     @property
     def prometheus_name(self) -> str:
-        """``tocsin_<name with _>`` plus ``_seconds`` for seconds (``_total`` is added by
-        the client library for counters)."""
+        """``tocsin_<name with _>`` plus ``_seconds`` for seconds, ``_bytes`` for bytes
+        (``_total`` is added by the client library for counters)."""
         base = "tocsin_" + self.name.replace(".", "_")
-        return base + "_seconds" if self.unit == "s" else base
+        return base + _UNIT_SUFFIX.get(self.unit, "")
 
     @property
     def otel_name(self) -> str:

@@ -17,6 +17,8 @@ from ..actor._ops import actor_stats
 from ..durable import TaskParked
 from ..durable._ops import RunCounters
 from ..durable._runtime import durable_of
+from ..errors import ActorSystemNotStartedError, RemotingDisabledError
+from ..remote import RemoteMetrics
 from ..scheduling import SchedulerMetrics
 from ..scheduling._introspect import lateness_ring, schedule_counts
 from ..scheduling._scheduler import Scheduler
@@ -35,6 +37,7 @@ __all__ = [
     "SourceFactory",
     "actor_source",
     "durable_source",
+    "remote_source",
     "scheduler_source",
     "store_source",
 ]
@@ -210,11 +213,52 @@ def store_source(system: ActorSystem) -> Source:
     return read
 
 
-#: Sources every system's :class:`~tocsin.metrics.Metrics` reads. Remoting and the cluster
-#: append their factory here (one line each).
+#: ``RemoteMetrics`` field -> (metric name, kind, help), in the order they are reported.
+_REMOTE: Final = (
+    ("frames_in", "remote.frames_received", _COUNTER, "Frames received (heartbeats included)."),
+    ("frames_out", "remote.frames_sent", _COUNTER, "Frames written (heartbeats included)."),
+    ("bytes_in", "remote.received", _COUNTER, "Bytes received (handshakes and prefixes included)."),
+    ("bytes_out", "remote.sent", _COUNTER, "Bytes written (handshakes and prefixes included)."),
+    ("connections", "remote.connections", _GAUGE, "Remote connections open now (both directions)."),
+    ("reconnects", "remote.reconnects", _COUNTER,
+     "Connections re-established to a peer that had been up before."),
+    ("auth_failures", "remote.auth_failures", _COUNTER,
+     "Connections refused for a failed or unfinished handshake."),
+    ("protocol_errors", "remote.protocol_errors", _COUNTER,
+     "Connections closed for a bad frame (length, encoding, order)."),
+    ("undecodable", "remote.undecodable", _COUNTER,
+     "Frames whose message could not be decoded here (the connection stays open)."),
+    ("unreachable", "remote.unreachable", _COUNTER,
+     "Messages sent from here that became dead letters with reason unreachable."),
+    ("not_found", "remote.not_found", _COUNTER,
+     "Messages that arrived for an actor this node does not have."),
+)  # fmt: skip
+
+
+def remote_source(system: ActorSystem) -> Source:
+    """Remoting counters (``system.remote_metrics()``); families without samples on a
+    system without ``remoting`` or not running."""
+
+    def read() -> list[Metric]:
+        try:
+            snapshot: RemoteMetrics | None = system.remote_metrics()
+        except (RemotingDisabledError, ActorSystemNotStartedError):
+            snapshot = None
+        return [
+            Metric(name, kind, help, "By" if field.startswith("bytes") else "",
+                   () if snapshot is None else (Sample(getattr(snapshot, field)),))
+            for field, name, kind, help in _REMOTE
+        ]  # fmt: skip
+
+    return read
+
+
+#: Sources every system's :class:`~tocsin.metrics.Metrics` reads. The cluster appends its
+#: factory here (one line).
 SYSTEM_SOURCES: list[SourceFactory] = [
     scheduler_source,
     actor_source,
     durable_source,
     store_source,
+    remote_source,
 ]
