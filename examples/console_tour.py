@@ -12,9 +12,8 @@ import sys
 import urllib.request
 from typing import Any
 
-from tocsin import Actor, ActorSystem, ReceiveContext, console
+from tocsin import Actor, ActorSystem, ReceiveContext
 from tocsin.durable import DurableActor
-from tocsin.metrics import Metrics, prometheus_endpoint
 
 
 class Clock(Actor):
@@ -32,23 +31,26 @@ class Invoice(DurableActor):
 
 
 async def main(forever: bool) -> None:
-    async with ActorSystem("shop") as system:
+    # console=: served (with /metrics) once the system is up, closed first on stop.
+    # Port 0 picks a free port here; the usual bind is "127.0.0.1:8765".
+    async with ActorSystem("shop", console="127.0.0.1:0") as system:
         clock = await system.spawn(Clock, "clock")
         await system.schedule("tick", clock, 1.0, reference="every-second")
         await system.schedule_cron("report", clock, "0 0 9 ? * MON", reference="weekly-report")
         await (await system.durable(Invoice, "inv-1")).ask("bill")
 
-        metrics = prometheus_endpoint(Metrics.of(system))
-        # Port 0 picks a free port here; the default bind is 127.0.0.1:8765.
-        async with await console.serve(system, "127.0.0.1:0", metrics=metrics) as server:
-            print(f"console at {server.url}")
-            if forever:
-                await asyncio.Event().wait()
-            await asyncio.sleep(0.5)  # let the task fail and park
-            loop = asyncio.get_running_loop()
-            page = await loop.run_in_executor(None, _fetch, server.url)
-            print("weekly-report shown:", "weekly-report" in page)
-            print("parked task shown:", "mail server down" in page)
+        url = system.console_url
+        assert url is not None
+        print(f"console at {url}")
+        if forever:
+            await asyncio.Event().wait()
+        await asyncio.sleep(0.5)  # let the task fail and park
+        loop = asyncio.get_running_loop()
+        page = await loop.run_in_executor(None, _fetch, url)
+        print("weekly-report shown:", "weekly-report" in page)
+        print("parked task shown:", "mail server down" in page)
+        metrics = await loop.run_in_executor(None, _fetch, url + "metrics")
+        print("metrics served:", "tocsin_schedule_ticks_delivered_total" in metrics)
 
 
 def _fetch(url: str) -> str:
