@@ -1,8 +1,9 @@
 # SPDX-License-Identifier: Apache-2.0
 """Ops hook (issue 14): counters of durable task runs, read at scrape time by tocsin.metrics.
 
-Plain ints and a ring buffer of run durations, written once per task run (two clock reads
-and a few integer adds next to a store round trip; ``bench/metrics.py`` measures it).
+Plain ints and a ring buffer of run durations, written once per task run by the drain
+(``durable/_drain.py``, inlined there: one clock read, one list store and an int add per
+run, next to a store round trip; ``bench/metrics.py`` measures it).
 Nothing here is read on the hot path: :mod:`tocsin.metrics` turns the ring into a
 histogram when it is scraped.
 """
@@ -13,12 +14,12 @@ from typing import Final, final
 
 from ._run import DROPPED, INTERRUPTED
 
-__all__ = ["DURATION_WINDOW", "RunCounters"]
+__all__ = ["DURATION_MASK", "DURATION_WINDOW", "RunCounters"]
 
 #: Run durations kept between two scrapes (a ring buffer; a power of two). A scrape that
 #: finds more runs than this since the previous one sees the most recent ones only.
 DURATION_WINDOW: Final = 4096
-_MASK: Final = DURATION_WINDOW - 1
+DURATION_MASK: Final = DURATION_WINDOW - 1
 
 
 @final
@@ -26,8 +27,10 @@ class RunCounters:
     """How many durable task runs succeeded, failed, were interrupted by a stop or dropped
     (their method vanished), and how long they took.
 
-    ``runs`` counts every finished run; ``durations[i & mask]`` holds the duration of run
-    ``i`` (seconds, monotonic clock).
+    ``runs`` counts every finished run; ``durations[i & DURATION_MASK]`` holds the
+    duration of run ``i`` (seconds, monotonic clock). The drain reads the clock once per
+    run (the end of one run starts the next), so a duration includes the drain's few
+    microseconds of bookkeeping before the run; store commits between runs are not.
     """
 
     __slots__ = ("dropped", "durations", "failed", "interrupted", "runs")
@@ -41,14 +44,19 @@ class RunCounters:
 
     def ran(self, seconds: float, error: BaseException | None) -> None:
         """Record one run that took ``seconds`` and ended with ``error`` (what
-        :func:`~tocsin.durable._run.run_task` returned; None: success)."""
+        :func:`~tocsin.durable._run.run_task` returned; None: success). The drain inlines
+        the success path of this and calls :meth:`ended_with` for the rest."""
         runs = self.runs
-        self.durations[runs & _MASK] = seconds
+        self.durations[runs & DURATION_MASK] = seconds
         self.runs = runs + 1
         if error is not None:
-            if error is INTERRUPTED:
-                self.interrupted += 1
-            elif error is DROPPED:
-                self.dropped += 1
-            else:
-                self.failed += 1
+            self.ended_with(error)
+
+    def ended_with(self, error: BaseException) -> None:
+        """Count a run that did not succeed, by how it ended."""
+        if error is INTERRUPTED:
+            self.interrupted += 1
+        elif error is DROPPED:
+            self.dropped += 1
+        else:
+            self.failed += 1
