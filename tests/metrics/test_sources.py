@@ -159,6 +159,23 @@ async def test_durable_metrics_count_runs_retries_parks_and_time_store_calls() -
         assert value(m["store.call_errors"], op="apply") == 0
 
 
+async def test_runs_are_counted_always_and_timed_only_once_metrics_are_read() -> None:
+    clock = ManualClock(wall=T0)
+    async with ActorSystem(clock=clock, store=MemoryStore()) as system:
+        pid = await system.durable(Job, "j1")
+        await pid.ask(_Queue("ok"), timeout=5)
+        await clock.advance(1.0)
+        metrics = Metrics.of(system)
+        m = by_name(metrics.collect())  # the first read switches run timing on
+        assert value(m["durable.task_runs"], outcome="ok") == 1
+        assert value(m["durable.task_run_duration"]).count == 0  # ran before anyone read
+        await pid.ask(_Queue("ok"), timeout=5)
+        await clock.advance(1.0)
+        m = by_name(metrics.collect())
+        assert value(m["durable.task_runs"], outcome="ok") == 2
+        assert value(m["durable.task_run_duration"]).count == 1
+
+
 class _Queue:
     """Asks a Job to queue a task (through its own API, inside its turn)."""
 

@@ -148,7 +148,12 @@ def durable_source(system: ActorSystem) -> Source:
         if durable is None:
             return _empty(families(RunCounters(), (0, 0)))
         counters = durable.counters
-        durations.update(counters.runs, counters.durations)
+        if not counters.timed:
+            # Time runs from now on (a clock read per run only while someone reads);
+            # a fresh durable runtime (restarted system) starts its ring again.
+            counters.timed = True
+            durations.update(0, ())
+        durations.update(counters.timed_runs, counters.durations)
         return families(counters, durable.identities())
 
     def families(counters: RunCounters, identities: tuple[int, int]) -> list[Metric]:
