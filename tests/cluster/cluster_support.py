@@ -71,6 +71,12 @@ class World:
         self.nodes.append(node)
         return node
 
+    async def clock_sleep_until(self, wall: float) -> None:
+        """Wait on the clock until its wall time reaches ``wall``."""
+        from tocsin.cluster._periodic import sleep
+
+        await sleep(self.clock, max(0.0, wall - self.clock.wall()))
+
     def coordinator(self) -> MemoryCoordinator:
         return MemoryCoordinator(self.name, clock=self.clock)
 
