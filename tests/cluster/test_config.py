@@ -49,7 +49,7 @@ def test_a_bad_lease_is_refused_with_what_was_given(lease: object, message: str)
 
 def test_poll_interval_is_checked_against_the_lease() -> None:
     assert Cluster("memory://", lease=3, poll_interval=3).poll_interval == 3.0
-    with pytest.raises(ValueError, match="`poll_interval` must be between 0.05 and 3.0"):
+    with pytest.raises(ValueError, match=r"`poll_interval` must be between 0\.05 and 3\.0"):
         Cluster("memory://", lease=3, poll_interval=4)
 
 
