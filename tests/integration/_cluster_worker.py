@@ -1,0 +1,71 @@
+# SPDX-License-Identifier: Apache-2.0
+"""A cluster node process for ``test_cluster_processes.py``.
+
+``claims URL NODE COUNT FIRE``: claim ticks ``r@0`` … ``r@COUNT-1`` (all at instant FIRE,
+TTL one hour) as fast as it can; print the won indices as one JSON line.
+
+``member URL NAME LEASE``: join as node NAME with the real clock and print one JSON line
+per event (``ready``, ``joined``, ``left``, ``lost``, ``renewed``), flushed, until killed.
+"""
+
+from __future__ import annotations
+
+import asyncio
+import json
+import sys
+from typing import Any
+
+from tocsin.clock import SystemClock
+from tocsin.cluster import Cluster, ClusterNode, NodeJoined, NodeLeft, open_coordinator
+
+
+def emit(**fields: Any) -> None:
+    sys.stdout.write(json.dumps(fields) + "\n")
+    sys.stdout.flush()
+
+
+async def claims(url: str, node: str, count: int, fire: float) -> None:
+    coordinator = open_coordinator(url)
+    await coordinator.open()
+    try:
+        won = []
+        for i in range(count):
+            outcome = await coordinator.claim_tick(f"r@{i}", "r", fire, 3600.0, node)
+            if outcome.value == "won":
+                won.append(i)
+        emit(won=won)
+    finally:
+        await coordinator.close()
+
+
+async def member(url: str, name: str, lease: float) -> None:
+    def publish(event: object) -> None:
+        if isinstance(event, NodeJoined):
+            emit(event="joined", node=event.name)
+        elif isinstance(event, NodeLeft):
+            emit(event="left", node=event.name, reason=event.reason)
+
+    node = ClusterNode(
+        Cluster(url, lease=lease),
+        name=name,
+        address=f"proc://{name}",
+        clock=SystemClock(),
+        publish=publish,
+        on_lease_lost=lambda: emit(event="lost"),
+    )
+    await node.start()
+    emit(event="ready", incarnation=node.membership.incarnation)
+    try:
+        while True:
+            await asyncio.sleep(lease / 3)
+            emit(event="members", names=[m.name for m in node.members()])
+    finally:
+        await node.stop()
+
+
+if __name__ == "__main__":
+    mode, url = sys.argv[1], sys.argv[2]
+    if mode == "claims":
+        asyncio.run(claims(url, sys.argv[3], int(sys.argv[4]), float(sys.argv[5])))
+    else:
+        asyncio.run(member(url, sys.argv[3], float(sys.argv[4])))
