@@ -294,11 +294,33 @@ class SQLiteCoordinator:
                 conn.execute(_PURGE_CLAIMS, (now,))
             if won is not None:
                 return ClaimOutcome.WON
+            return lost_or_paused(conn, now)
+
+        def lost_or_paused(conn: sqlite3.Connection, now: float) -> ClaimOutcome:
             paused = conn.execute(
                 "SELECT 1 FROM tocsin_cluster_paused WHERE reference = ?", (reference,)
             ).fetchone()
             return ClaimOutcome.LOST if paused is None else ClaimOutcome.PAUSED
 
+        inline = self._inline
+        if inline is not None and not purge:
+            # Fast path: the claim is one statement, atomic in autocommit, so it needs no
+            # BEGIN/COMMIT. The loop-side connection never waits for a lock (it fails at
+            # once instead), so nothing can come between the clock read and the write.
+            now = self._clock.wall()
+            if now - fire_at > ttl:
+                return ClaimOutcome.LATE
+            try:
+                won = inline.execute(
+                    _CLAIM, (key, node, max(now, fire_at) + ttl, reference, now)
+                ).fetchone()
+            except sqlite3.Error as exc:
+                if not _is_busy(exc):
+                    raise CoordinatorError(f"SQLite coordinator {self.path!r}: {exc}") from exc
+            else:
+                if won is not None:
+                    return ClaimOutcome.WON
+                return await self._step(lost_or_paused, write=False)
         return await self._step(step, write=True)
 
     async def set_cron_paused(self, reference: str, paused: bool) -> None:
