@@ -47,6 +47,11 @@ def test_a_bad_lease_is_refused_with_what_was_given(lease: object, message: str)
         Cluster("memory://", lease=lease)  # type: ignore[arg-type]
 
 
+def test_the_default_poll_interval_never_exceeds_a_short_lease() -> None:
+    assert Cluster("memory://", lease=0.5).poll_interval == 0.5
+    assert Cluster("memory://", lease=30).poll_interval == 1.0
+
+
 def test_poll_interval_is_checked_against_the_lease() -> None:
     assert Cluster("memory://", lease=3, poll_interval=3).poll_interval == 3.0
     with pytest.raises(ValueError, match=r"`poll_interval` must be between 0\.05 and 3\.0"):

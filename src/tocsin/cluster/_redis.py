@@ -234,7 +234,10 @@ class RedisCoordinator:
         if self._client is not None:
             return
         client = aioredis.Redis.from_url(
-            self._url, decode_responses=True, socket_timeout=self._socket_timeout
+            self._url,
+            decode_responses=True,
+            socket_timeout=self._socket_timeout,
+            socket_connect_timeout=self._socket_timeout,
         )
         try:
             await client.ping()

@@ -52,7 +52,8 @@ class Cluster:
             :data:`MAX_LEASE`.
         poll_interval: seconds between two looks for due tasks of passivated identities
             this node owns or may claim (a dead owner's identities come back within
-            ``lease + poll_interval``). Between 0.05 s and ``lease``.
+            ``lease + poll_interval``). Between 0.05 s and ``lease``; ``None`` (the
+            default) means ``min(1.0, lease)``. Always a float once constructed.
 
     Raises:
         InvalidCoordinatorURLError: a malformed coordinator URL (checked here, so the
@@ -62,14 +63,15 @@ class Cluster:
 
     coordinator: str | Coordinator
     lease: float = 10.0
-    poll_interval: float = 1.0
+    poll_interval: float | None = None
 
     def __post_init__(self) -> None:
         if not isinstance(self.coordinator, Coordinator):
             check_coordinator_url(self.coordinator)
         lease = _seconds("lease", self.lease, MIN_LEASE, MAX_LEASE)
         object.__setattr__(self, "lease", lease)
-        poll = _seconds("poll_interval", self.poll_interval, 0.05, lease)
+        given = min(1.0, lease) if self.poll_interval is None else self.poll_interval
+        poll = _seconds("poll_interval", given, 0.05, lease)
         object.__setattr__(self, "poll_interval", poll)
 
     @property
