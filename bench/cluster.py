@@ -13,6 +13,11 @@ Questions:
    process) race for each tick, ``asyncio.gather`` of the three claims per tick, ticks one
    after another: how many ticks per second the cluster can decide.
 
+3. **Failover.** An owner process holds a durable identity and is SIGKILLed at a random
+   moment of its renewal cycle; another node tries to claim the identity every 50 ms.
+   Seconds from the kill to the takeover, for a lease of 3 s and 10 s: expected between
+   ``2/3 lease`` and ``lease`` (the lease lapses on the coordinator's clock) plus the poll.
+
 Targets (issue 12): tocsin's claim within 2x of the bare primitive (measured before the
 issue: ~16 µs SQLite, ~170 µs Redis, ~350 µs PostgreSQL).
 
@@ -90,7 +95,61 @@ def configs(args: Any) -> list[Config]:
                 {"test": "arbitrate", "backend": backend, "n": n // 2, "url": url},
             )
         )
+        for lease in (3.0,) if args.quick else (3.0, 10.0):
+            out.append(
+                Config(
+                    f"failover/{backend}/lease-{lease:g}s",
+                    {"test": "failover", "backend": backend, "lease": lease, "url": url, "n": 0},
+                    timeout=120.0,
+                )
+            )
     return out
+
+
+async def _failover(backend: str, url: str, tmp: str, lease: float) -> dict[str, Any]:
+    import random
+    import signal
+    import subprocess
+
+    from tocsin.clock import SystemClock
+    from tocsin.cluster import Cluster, ClusterNode
+
+    if backend == "sqlite":
+        url = f"sqlite:///{tmp}/failover.db"
+    elif backend == "redis":
+        url = f"{url}?prefix=f{uuid.uuid4().hex[:8]}:"
+    else:
+        url = f"{url}?schema=f_{uuid.uuid4().hex[:8]}"
+    root = Path(__file__).resolve().parent.parent
+    worker = root / "tests" / "integration" / "_cluster_worker.py"
+    env = {**os.environ, "PYTHONPATH": f"{root / 'src'}{os.pathsep}{root}"}
+    owner = subprocess.Popen(
+        [sys.executable, str(worker), "owner", url, "owner", str(lease), "Order", "42"],
+        stdout=subprocess.PIPE, text=True, env=env,
+    )  # fmt: skip
+    survivor = ClusterNode(
+        Cluster(url, lease=lease), name="survivor", address="survivor",
+        clock=SystemClock(), publish=lambda event: None,
+    )  # fmt: skip
+    try:
+        assert owner.stdout is not None
+        line = await asyncio.get_running_loop().run_in_executor(None, owner.stdout.readline)
+        assert '"owned": 1' in line, line
+        await survivor.start()
+        await asyncio.sleep(random.uniform(0, lease / 3))  # a random phase of its renewals
+        owner.send_signal(signal.SIGKILL)
+        killed = time.perf_counter()
+        while True:
+            entry = await survivor.directory.acquire("Order", "42")
+            if entry is not None and entry.node == "survivor":
+                break
+            await asyncio.sleep(0.05)
+        return {"failover_s": time.perf_counter() - killed, "lease_s": lease, "epoch": entry.epoch}
+    finally:
+        if owner.poll() is None:
+            owner.kill()
+        owner.wait()
+        await survivor.stop()
 
 
 # -- children --------------------------------------------------------------------------
@@ -199,6 +258,8 @@ def child(params: dict[str, Any]) -> dict[str, Any]:
     with tempfile.TemporaryDirectory() as tmp:
         if params["test"] == "arbitrate":
             return asyncio.run(_arbitrate(backend, url, tmp, n))
+        if params["test"] == "failover":
+            return asyncio.run(_failover(backend, url, tmp, params["lease"]))
         run = _bare if params["system"] == "bare" else _tocsin
         samples = sorted(asyncio.run(run(backend, url, tmp, n)))
     return {
@@ -256,6 +317,20 @@ def report(args: Any, runs: Runs) -> dict[str, Any]:
             rows,
         )
     )
+    print("\n### Failover: SIGKILL of an owner until another node owns the identity\n")
+    failover_rows = []
+    for backend in BACKENDS:
+        for lease in (3.0, 10.0):
+            runs_f = [r for r in runs.get(f"failover/{backend}/lease-{lease:g}s", []) if r]
+            if not runs_f or "skipped" in runs_f[0]:
+                continue
+            values = sorted(r["failover_s"] for r in runs_f)
+            failover_rows.append((backend, lease, values[len(values) // 2], values[0], values[-1]))
+            targets[
+                f"{backend} lease {lease:g} s: failover within lease + 0.5 s "
+                f"(max {fmt(values[-1])} s)"
+            ] = values[-1] <= lease + 0.5
+    print(table(["coordinator", "lease s", "median s", "min s", "max s"], failover_rows))
     print()
     print(table(["target (measured)", "met"], [(k, "yes" if v else "NO") for k, v in targets.items()]))
     return {"bench": "cluster", "ratios": ratios, "targets": targets}

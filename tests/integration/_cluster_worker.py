@@ -5,7 +5,10 @@
 TTL one hour) as fast as it can; print the won indices as one JSON line.
 
 ``member URL NAME LEASE``: join as node NAME with the real clock and print one JSON line
-per event (``ready``, ``joined``, ``left``, ``lost``, ``renewed``), flushed, until killed.
+per event (``ready``, ``joined``, ``left``, ``lost``, ``members``), flushed, until killed.
+
+``owner URL NAME LEASE KIND ID``: join, claim ownership of ``(KIND, ID)``, print
+``{"owned": epoch}`` and keep renewing until killed (``bench/cluster.py`` failover).
 """
 
 from __future__ import annotations
@@ -63,9 +66,27 @@ async def member(url: str, name: str, lease: float) -> None:
         await node.stop()
 
 
+async def owner(url: str, name: str, lease: float, kind: str, identity: str) -> None:
+    node = ClusterNode(
+        Cluster(url, lease=lease), name=name, address=name, clock=SystemClock(),
+        publish=lambda event: None,
+    )  # fmt: skip
+    await node.start()
+    entry = await node.directory.acquire(kind, identity)
+    emit(owned=None if entry is None or entry.node != name else entry.epoch)
+    try:
+        while True:
+            await asyncio.sleep(3600)
+    finally:
+        await node.stop()
+
+
 if __name__ == "__main__":
     mode, url = sys.argv[1], sys.argv[2]
-    if mode == "claims":
+    if mode == "owner":
+        args = sys.argv[3:]
+        asyncio.run(owner(url, args[0], float(args[1]), args[2], args[3]))
+    elif mode == "claims":
         asyncio.run(claims(url, sys.argv[3], int(sys.argv[4]), float(sys.argv[5])))
     else:
         asyncio.run(member(url, sys.argv[3], float(sys.argv[4])))
