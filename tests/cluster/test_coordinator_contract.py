@@ -361,3 +361,19 @@ async def test_a_closed_coordinator_raises_coordinator_error(backend: Backend) -
     await c.close()
     with pytest.raises(CoordinatorError, match="not open"):
         await c.leases()
+
+
+async def test_leases_expired_for_over_an_hour_are_purged_at_the_next_join(
+    backend: Backend,
+) -> None:
+    [c] = await opened(backend)
+    try:
+        await c.join("old", "i", "a", LEASE)
+        await backend.advance(1800)
+        await c.join("recent", "j", "b", LEASE)
+        await backend.advance(1800 + LEASE + 1)
+        await c.join("new", "k", "c", LEASE)
+        _, rows = await c.leases()
+        assert [(r.node, r.alive) for r in rows] == [("new", True), ("recent", False)]
+    finally:
+        await c.close()

@@ -14,6 +14,7 @@ from dataclasses import dataclass, field
 from typing import ClassVar, final
 
 from ..clock import Clock, SystemClock
+from ._protocol import EXPIRED_LEASE_RETENTION as RETENTION
 from ._protocol import ClaimOutcome, LeaseRow, Ownership
 
 __all__ = ["MemoryCoordinator"]
@@ -104,6 +105,8 @@ class MemoryCoordinator:
         held = state.leases.get(node)
         if held is not None and held.incarnation != incarnation and held.expires > now:
             return None
+        for name in [n for n, old in state.leases.items() if old.expires < now - RETENTION]:
+            del state.leases[name]
         joined = held.joined if held is not None and held.incarnation == incarnation else now
         state.leases[node] = new = _Lease(incarnation, address, joined, now, now + lease)
         return self._row(node, new, now)

@@ -19,6 +19,7 @@ from typing import Any, Final, final
 from urllib.parse import parse_qsl, urlencode, urlsplit, urlunsplit
 
 from ..errors import CoordinatorError
+from ._protocol import EXPIRED_LEASE_RETENTION as RETENTION
 from ._protocol import ClaimOutcome, LeaseRow, Ownership
 
 try:
@@ -55,7 +56,9 @@ CREATE TABLE IF NOT EXISTS tocsin_cluster_paused (reference text PRIMARY KEY);
 _LEASE_COLUMNS: Final = "node, incarnation, address, joined, renewed, expires"
 
 _JOIN: Final = f"""
-WITH c AS (SELECT {_NOW} AS now)
+WITH c AS MATERIALIZED (SELECT {_NOW} AS now),
+purge AS (DELETE FROM tocsin_cluster_leases
+          WHERE expires < (SELECT now FROM c) - {RETENTION} AND node <> $2)
 INSERT INTO tocsin_cluster_leases AS l (node, incarnation, address, joined, renewed, expires)
 SELECT $2, $3, $4, c.now, c.now, c.now + $5 FROM c
 ON CONFLICT (node) DO UPDATE SET

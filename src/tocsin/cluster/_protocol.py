@@ -25,7 +25,11 @@ import enum
 from dataclasses import dataclass
 from typing import Protocol, final, runtime_checkable
 
-__all__ = ["ClaimOutcome", "Coordinator", "LeaseRow", "Ownership"]
+__all__ = ["EXPIRED_LEASE_RETENTION", "ClaimOutcome", "Coordinator", "LeaseRow", "Ownership"]
+
+#: Seconds an expired lease is kept (so peers can tell "expired" from "left", and
+#: ``tocsin cluster members`` could show it) before a later ``join`` purges it.
+EXPIRED_LEASE_RETENTION = 3600.0
 
 
 class ClaimOutcome(enum.StrEnum):
@@ -115,6 +119,7 @@ class Coordinator(Protocol):
 
         Returns the new lease, or ``None`` when a live lease of another incarnation holds
         the name (a previous life not yet expired, or another node using the name).
+        Leases expired more than :data:`EXPIRED_LEASE_RETENTION` ago are purged.
         """
         ...
 

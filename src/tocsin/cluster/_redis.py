@@ -23,6 +23,7 @@ from urllib.parse import parse_qsl, urlencode, urlsplit, urlunsplit
 import msgspec
 
 from ..errors import CoordinatorError
+from ._protocol import EXPIRED_LEASE_RETENTION as RETENTION
 from ._protocol import ClaimOutcome, LeaseRow, Ownership
 
 try:
@@ -41,6 +42,12 @@ local now = tonumber(t[1]) * 1000 + math.floor(tonumber(t[2]) / 1000) + tonumber
 _JOIN: Final = (
     _NOW
     + """
+local all = redis.call('HGETALL', KEYS[1])
+for k = 1, #all, 2 do
+  if all[k] ~= ARGV[2] and cjson.decode(all[k + 1]).e < now - tonumber(ARGV[6]) then
+    redis.call('HDEL', KEYS[1], all[k])
+  end
+end
 local raw = redis.call('HGET', KEYS[1], ARGV[2])
 local joined = now
 if raw then
@@ -281,7 +288,13 @@ class RedisCoordinator:
         self, node: str, incarnation: str, address: str, lease: float
     ) -> LeaseRow | None:
         result = await self._run(
-            "join", [self._keys["leases"]], node, incarnation, address, _ms(lease)
+            "join",
+            [self._keys["leases"]],
+            node,
+            incarnation,
+            address,
+            _ms(lease),
+            _ms(RETENTION),
         )
         return None if result is None else _lease(node, result[0], float(result[1]))
 

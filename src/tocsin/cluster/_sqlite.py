@@ -25,6 +25,7 @@ from typing import Any, Final, TypeVar, final
 
 from ..clock import Clock, SystemClock
 from ..errors import CoordinatorError
+from ._protocol import EXPIRED_LEASE_RETENTION as RETENTION
 from ._protocol import ClaimOutcome, LeaseRow, Ownership
 
 __all__ = ["SQLiteCoordinator"]
@@ -191,6 +192,7 @@ class SQLiteCoordinator:
             if held is not None and held[0] != incarnation and held[2] > now:
                 return None
             joined = held[1] if held is not None and held[0] == incarnation else now
+            conn.execute("DELETE FROM tocsin_cluster_leases WHERE expires < ?", (now - RETENTION,))
             conn.execute(
                 "INSERT OR REPLACE INTO tocsin_cluster_leases VALUES (?, ?, ?, ?, ?, ?)",
                 (node, incarnation, address, joined, now, now + lease),
