@@ -156,3 +156,37 @@ async def test_a_claim_that_errs_delivers_nothing_and_is_counted(mode: str) -> N
     finally:
         await world.close()
         await flaky.inner.close()
+
+
+async def test_deliver_if_won_delivers_on_exactly_one_node_from_a_timer_callback() -> None:
+    world = World()
+    delivered: list[str] = []
+    try:
+        nodes = await world.start("a", "b", "c")
+        fire = world.clock.wall() + 5
+        for node in nodes:
+            # What the scheduler's timer does at the fire instant: never blocks.
+            world.clock.call_at(
+                world.clock.monotonic() + 5,
+                lambda node=node: node.cron_claims.deliver_if_won(
+                    "r", fire, 60, lambda node=node: delivered.append(node.name)
+                ),
+            )
+        await world.clock.advance(5)  # returns after the claims and the delivery
+        assert len(delivered) == 1
+    finally:
+        await world.close()
+
+
+async def test_claims_in_flight_at_stop_deliver_nothing() -> None:
+    world = World()
+    delivered: list[str] = []
+    try:
+        [a] = await world.start("a")
+        a.cron_claims.deliver_if_won("r", world.clock.wall(), 60, lambda: delivered.append("a"))
+        await a.stop()
+        world.nodes.remove(a)
+        await world.clock.advance(1)
+        assert delivered == []
+    finally:
+        await world.close()

@@ -75,7 +75,9 @@ class ClusterNode:
             on_lease_lost=on_lease_lost,
         )
         self.directory = Directory(self.coordinator, self.membership, self._counters)
-        self.cron_claims = CronClaims(self.coordinator, node=name, counters=self._counters)
+        self.cron_claims = CronClaims(
+            self.coordinator, node=name, counters=self._counters, clock=clock
+        )
         self._started = False
 
     @property
@@ -110,6 +112,7 @@ class ClusterNode:
             return
         self._started = False
         try:
+            await self.cron_claims.close()
             await self.membership.stop()
         finally:
             if self._owns_coordinator:

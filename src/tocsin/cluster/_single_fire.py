@@ -23,11 +23,14 @@ Prior art: GoAkt ``claimClusterFire``, procrastinate's ``periodic_defers`` uniqu
 
 from __future__ import annotations
 
+import asyncio
 import logging
 import math
+from collections.abc import Callable
 from datetime import UTC, datetime
 from typing import TYPE_CHECKING, Final, final
 
+from ..clock import Clock
 from ..errors import CoordinatorError, ScheduleReferenceRequiredError
 from ._protocol import ClaimOutcome, Coordinator
 from ._values import Counters
@@ -103,12 +106,87 @@ class CronClaims:
         coordinator: an opened coordinator.
         node: this node's name (recorded as the claim's holder).
         counters: where outcomes are counted.
+        clock: the system's clock; a ManualClock is told when claims are in flight, so
+            ``await clock.advance(s)`` returns after the deliveries they decide.
     """
 
-    def __init__(self, coordinator: Coordinator, *, node: str, counters: Counters) -> None:
+    def __init__(
+        self,
+        coordinator: Coordinator,
+        *,
+        node: str,
+        counters: Counters,
+        clock: Clock | None = None,
+    ) -> None:
         self._coordinator = coordinator
         self._node = node
         self._counters = counters
+        self._clock = clock
+        self._attached = False
+        self._inflight: set[asyncio.Task[None]] = set()
+        self._idle = asyncio.Event()
+        self._idle.set()
+        self._progress = 0
+
+    # -- the ManualClock activity-tracker protocol ---------------------------------------
+
+    def is_idle(self) -> bool:
+        return not self._inflight
+
+    @property
+    def progress(self) -> int:
+        return self._progress
+
+    async def wait_idle(self) -> None:
+        await self._idle.wait()
+
+    # -- the scheduler's hook ------------------------------------------------------------
+
+    def deliver_if_won(
+        self, reference: str, fire_at: float, period: float, deliver: Callable[[], object]
+    ) -> None:
+        """Claim the tick in the background and call ``deliver()`` only if this node won.
+
+        The call the scheduler makes from its (synchronous) timer callback in place of
+        delivering a cron tick; it never blocks. ``deliver`` should re-check that the
+        schedule is still live (a cancel during the claim drops the tick). A ``deliver``
+        that raises is logged.
+        """
+        if self._clock is not None and not self._attached:
+            self._attached = True
+            self._clock._attach(self)
+        self._idle.clear()
+        task = asyncio.get_running_loop().create_task(
+            self._deliver_if_won(reference, fire_at, period, deliver),
+            name=f"tocsin-cron-claim-{reference}",
+        )
+        self._inflight.add(task)
+        task.add_done_callback(self._done)
+
+    async def _deliver_if_won(
+        self, reference: str, fire_at: float, period: float, deliver: Callable[[], object]
+    ) -> None:
+        if await self.claim(reference, fire_at, period):
+            try:
+                deliver()
+            except Exception:
+                _log.exception("cron %r: delivering a won tick failed", reference)
+
+    def _done(self, task: asyncio.Task[None]) -> None:
+        self._inflight.discard(task)
+        self._progress += 1
+        if not self._inflight:
+            self._idle.set()
+
+    async def close(self) -> None:
+        """Cancel claims in flight (their ticks are not delivered) and detach the clock."""
+        tasks = list(self._inflight)
+        for task in tasks:
+            task.cancel()
+        await asyncio.gather(*tasks, return_exceptions=True)
+        if self._attached and self._clock is not None:
+            self._attached = False
+            self._clock._detach(self)
 
     async def claim(self, reference: str, fire_at: float, period: float) -> bool:
         """Claim the tick of ``reference`` at ``fire_at`` (epoch seconds, the instant the
