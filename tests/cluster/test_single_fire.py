@@ -6,6 +6,7 @@ from __future__ import annotations
 import asyncio
 import math
 from datetime import UTC, datetime
+from zoneinfo import ZoneInfo
 
 import pytest
 from tests.cluster.cluster_support import Flaky, World
@@ -44,6 +45,11 @@ def test_the_period_is_the_gap_to_the_next_fire_instant() -> None:
     assert cron_period(twice_a_day, at) == 8 * 3600.0
     once = CronExpression.parse("0 0 9 1 3 ? 2027")
     assert cron_period(once, at) == math.inf
+    # A daily job in a DST zone: the spring-forward day is 23 hours long.
+    daily = CronExpression.parse("0 0 9 * * ?")
+    paris = ZoneInfo("Europe/Paris")
+    before_dst = datetime(2027, 3, 27, 9, 0, tzinfo=paris).timestamp()
+    assert cron_period(daily, before_dst, paris) == 23 * 3600.0
 
 
 @pytest.mark.parametrize("reference", [None, ""])

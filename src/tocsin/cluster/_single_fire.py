@@ -27,7 +27,7 @@ import asyncio
 import logging
 import math
 from collections.abc import Callable
-from datetime import UTC, datetime
+from datetime import UTC, datetime, tzinfo
 from typing import TYPE_CHECKING, Final, final
 
 from ..clock import Clock
@@ -63,9 +63,12 @@ def claim_ttl(period: float) -> float:
     return min(MAX_TTL, max(MIN_TTL, period))
 
 
-def cron_period(expression: CronExpression, fire_at: float) -> float:
-    """Seconds from the fire instant ``fire_at`` (epoch) to the next one (``inf`` if none)."""
-    zone = expression.timezone or UTC
+def cron_period(expression: CronExpression, fire_at: float, zone: tzinfo | None = None) -> float:
+    """Seconds from the fire instant ``fire_at`` (epoch) to the next one (``inf`` if none).
+
+    Evaluated in ``zone``, else the expression's own zone, else UTC (the cluster default).
+    """
+    zone = zone or expression.timezone or UTC
     nxt = expression.next_after(datetime.fromtimestamp(fire_at, zone))
     return math.inf if nxt is None else nxt.timestamp() - fire_at
 
