@@ -7,6 +7,10 @@ TTL one hour) as fast as it can; print the won indices as one JSON line.
 ``member URL NAME LEASE``: join as node NAME with the real clock and print one JSON line
 per event (``ready``, ``joined``, ``left``, ``lost``, ``members``), flushed, until killed.
 
+``cron URL NAME LEASE LOG``: join, run the trigger of ``* * * * * ?`` (every second) as the
+scheduler does in cluster mode — claim each fire instant, deliver only if won — where
+"deliver" appends ``NAME INSTANT`` to LOG (one ``write`` per line, O_APPEND), until killed.
+
 ``owner URL NAME LEASE KIND ID``: join, claim ownership of ``(KIND, ID)``, print
 ``{"owned": epoch}`` and keep renewing until killed (``bench/cluster.py`` failover).
 """
@@ -66,6 +70,34 @@ async def member(url: str, name: str, lease: float) -> None:
         await node.stop()
 
 
+async def cron(url: str, name: str, lease: float, log: str) -> None:
+    import os
+    from datetime import UTC, datetime
+
+    from tocsin.cluster import cron_period
+    from tocsin.cron import CronExpression
+
+    clock = SystemClock()
+    node = ClusterNode(
+        Cluster(url, lease=lease), name=name, address=name, clock=clock,
+        publish=lambda event: None,
+    )  # fmt: skip
+    expression = CronExpression.parse("* * * * * ?")
+    fd = os.open(log, os.O_WRONLY | os.O_APPEND | os.O_CREAT, 0o644)
+    await node.start()
+    emit(event="ready")
+    try:
+        while True:
+            nxt = expression.next_after(datetime.fromtimestamp(clock.wall(), UTC))
+            assert nxt is not None
+            fire = nxt.timestamp()
+            await asyncio.sleep(max(0.0, fire - clock.wall()))
+            if await node.cron_claims.claim("every-second", fire, cron_period(expression, fire)):
+                os.write(fd, f"{name} {fire:.0f}\n".encode())
+    finally:
+        await node.stop()
+
+
 async def owner(url: str, name: str, lease: float, kind: str, identity: str) -> None:
     node = ClusterNode(
         Cluster(url, lease=lease), name=name, address=name, clock=SystemClock(),
@@ -83,7 +115,9 @@ async def owner(url: str, name: str, lease: float, kind: str, identity: str) -> 
 
 if __name__ == "__main__":
     mode, url = sys.argv[1], sys.argv[2]
-    if mode == "owner":
+    if mode == "cron":
+        asyncio.run(cron(url, sys.argv[3], float(sys.argv[4]), sys.argv[5]))
+    elif mode == "owner":
         args = sys.argv[3:]
         asyncio.run(owner(url, args[0], float(args[1]), args[2], args[3]))
     elif mode == "claims":
