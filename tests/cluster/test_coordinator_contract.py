@@ -377,3 +377,16 @@ async def test_leases_expired_for_over_an_hour_are_purged_at_the_next_join(
         assert [(r.node, r.alive) for r in rows] == [("new", True), ("recent", False)]
     finally:
         await c.close()
+
+
+async def test_a_paused_reference_reads_paused_even_when_late(backend: Backend) -> None:
+    [c] = await opened(backend)
+    try:
+        fire = float(int(await c.now()))
+        await c.set_cron_paused("r", True)
+        await backend.advance(120)
+        assert await c.claim_tick(f"r@{fire}", "r", fire, 60, "n1") is ClaimOutcome.PAUSED
+        await c.set_cron_paused("r", False)
+        assert await c.claim_tick(f"r@{fire}", "r", fire, 60, "n1") is ClaimOutcome.LATE
+    finally:
+        await c.close()

@@ -288,7 +288,7 @@ class SQLiteCoordinator:
 
         def step(conn: sqlite3.Connection, now: float) -> ClaimOutcome:
             if now - fire_at > ttl:
-                return ClaimOutcome.LATE
+                return late_or_paused(conn, now)
             won = conn.execute(
                 _CLAIM, (key, node, max(now, fire_at) + ttl, reference, now)
             ).fetchone()
@@ -304,6 +304,11 @@ class SQLiteCoordinator:
             ).fetchone()
             return ClaimOutcome.LOST if paused is None else ClaimOutcome.PAUSED
 
+        def late_or_paused(conn: sqlite3.Connection, now: float) -> ClaimOutcome:
+            # A paused reference is reported as paused even when late (as elsewhere).
+            lost = lost_or_paused(conn, now)
+            return ClaimOutcome.LATE if lost is ClaimOutcome.LOST else lost
+
         inline = self._inline
         if inline is not None and not purge:
             # Fast path: the claim is one statement, atomic in autocommit, so it needs no
@@ -311,7 +316,7 @@ class SQLiteCoordinator:
             # once instead), so nothing can come between the clock read and the write.
             now = self._clock.wall()
             if now - fire_at > ttl:
-                return ClaimOutcome.LATE
+                return await self._step(late_or_paused, write=False)
             try:
                 won = inline.execute(
                     _CLAIM, (key, node, max(now, fire_at) + ttl, reference, now)
