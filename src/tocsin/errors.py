@@ -270,7 +270,7 @@ class InvalidCoordinatorURLError(CoordinatorError, ValueError):
     """A coordinator URL has an unknown scheme or a malformed body.
 
     Allowed: ``memory://`` or ``memory://NAME`` (shared by the systems of one process that
-    use the same NAME), ``sqlite:///relative.db``, ``sqlite:////absolute.db``,
+    use the same URL), ``sqlite:///relative.db``, ``sqlite:////absolute.db``,
     ``postgresql://user@host/db`` (also ``postgres://``), ``redis://host:port/db`` (also
     ``rediss://``, ``unix://``).
     """

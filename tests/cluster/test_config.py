@@ -104,3 +104,17 @@ def test_urls_open_the_matching_backend(tmp_path: Path) -> None:
     assert redis.prefix == "shop:"
     assert "secret" not in redis.url
     assert isinstance(Cluster(memory).coordinator, MemoryCoordinator)
+
+
+async def test_plain_memory_url_is_shared_by_the_systems_of_one_process() -> None:
+    a, b = open_coordinator("memory://"), open_coordinator("memory://")
+    private = MemoryCoordinator()
+    for c in (a, b, private):
+        await c.open()
+    try:
+        await a.set_cron_paused("r", True)
+        assert await b.paused_crons() == frozenset({"r"})
+        assert await private.paused_crons() == frozenset()
+    finally:
+        for c in (a, b, private):
+            await c.close()

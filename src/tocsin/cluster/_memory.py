@@ -2,7 +2,8 @@
 """The ``memory://`` coordinator: the systems of one process, on one clock.
 
 ``memory://NAME`` instances of one process share one state while at least one of them is
-open; plain ``memory://`` is private to its instance. Every method runs without awaiting
+open; plain ``memory://`` is one more shared state (the default name ``""``). Only a
+``MemoryCoordinator()`` made without a name is private. Every method runs without awaiting
 anything, so each is atomic on the event loop. Time is the given clock's ``wall()``: with
 one :class:`~tocsin.ManualClock` for every system, a test decides when leases expire and
 ticks are late, deterministically.
@@ -43,16 +44,16 @@ class MemoryCoordinator:
     """A :class:`~tocsin.cluster.Coordinator` in this process's memory.
 
     Args:
-        name: instances with the same non-empty name share their state while any of
-            them is open; ``""`` keeps it private.
+        name: instances with the same name (``""`` included: plain ``memory://``) share
+            their state while any of them is open; ``None`` keeps it private.
         clock: the clock judging leases and lateness (``SystemClock`` by default).
     """
 
     _shared: ClassVar[dict[str, _State]] = {}
 
-    def __init__(self, name: str = "", *, clock: Clock | None = None) -> None:
+    def __init__(self, name: str | None = None, *, clock: Clock | None = None) -> None:
         self.name = name
-        self.url = f"memory://{name}"
+        self.url = f"memory://{name or ''}"
         self._clock = clock if clock is not None else SystemClock()
         self._state: _State | None = None
 
@@ -62,7 +63,7 @@ class MemoryCoordinator:
     async def open(self) -> None:
         if self._state is not None:
             return
-        state = self._shared.setdefault(self.name, _State()) if self.name else _State()
+        state = _State() if self.name is None else self._shared.setdefault(self.name, _State())
         state.users += 1
         self._state = state
 
@@ -71,7 +72,7 @@ class MemoryCoordinator:
         if state is None:
             return
         state.users -= 1
-        if state.users == 0 and self._shared.get(self.name) is state:
+        if state.users == 0 and self.name is not None and self._shared.get(self.name) is state:
             del self._shared[self.name]
 
     @property

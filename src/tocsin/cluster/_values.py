@@ -45,7 +45,8 @@ class Cluster:
     Args:
         coordinator: a coordinator URL (``postgresql://…``, ``redis://…``,
             ``sqlite:///path``, ``memory://NAME``) or a
-            :class:`~tocsin.cluster.Coordinator` instance.
+            :class:`~tocsin.cluster.Coordinator` instance (which the node uses as is:
+            open it before starting the system and close it after).
         lease: seconds a node stays a member without renewing; it renews every
             ``lease/3``. A node not renewed within ``lease`` is dead: its durable
             identities may activate elsewhere. Between :data:`MIN_LEASE` and
