@@ -4,6 +4,7 @@
 from __future__ import annotations
 
 import asyncio
+import json
 import uuid
 from pathlib import Path
 
@@ -51,6 +52,16 @@ def test_members_lists_the_live_nodes(url: str, capsys: pytest.CaptureFixture[st
         ["shop-1", "tocsin://shop-1@10.0.0.5:7100"],
         ["shop-2", "tocsin://shop-2@10.0.0.6:7100"],
     ]
+
+
+def test_members_json_is_one_document(url: str, capsys: pytest.CaptureFixture[str]) -> None:
+    asyncio.run(seed(url))
+    assert main(["cluster", "members", "--json", "--coordinator", url]) == 0
+    document = json.loads(capsys.readouterr().out)
+    assert [m["name"] for m in document["members"]] == ["shop-1", "shop-2"]
+    assert set(document["members"][0]) == {"name", "address", "joined", "last_seen"}
+    assert document["members"][0]["joined"].endswith("+00:00")
+    assert document["paused"] == []
 
 
 def test_pause_and_resume_set_the_cluster_wide_flag(

@@ -2,8 +2,10 @@
 """``tocsin cluster``: list live nodes, pause and resume cron schedules cluster-wide.
 
 ``members`` prints the live nodes (name, address, joined, last seen, as the coordinator
-sees them now); ``pause REF`` / ``resume REF`` set the cluster-wide flag that every node
-reads in the same atomic step as each cron tick claim, so the next tick obeys. The URL
+sees them now; ``--json``: one JSON document ``{"members": [{"name", "address",
+"joined", "last_seen"}], "paused": [...]}`` with ISO 8601 UTC times); ``pause REF`` /
+``resume REF`` set the cluster-wide flag that every node reads in the same atomic step as
+each cron tick claim, so the next tick obeys. The URL
 comes from ``--coordinator`` or ``TOCSIN_COORDINATOR``. Exit codes: 0 done, 1 the
 coordinator failed, 2 bad usage (bad URL, a SQLite file that does not exist, memory://).
 """
@@ -12,6 +14,7 @@ from __future__ import annotations
 
 import argparse
 import asyncio
+import json
 import os
 import sys
 from collections.abc import Callable, Coroutine
@@ -45,8 +48,9 @@ def register(subparsers: argparse._SubParsersAction[argparse.ArgumentParser]) ->
             "sqlite:///cluster.db (default: $TOCSIN_COORDINATOR)",
         )
 
-    members = actions.add_parser("members", help="list the live nodes")
+    members = actions.add_parser("members", help="list the live nodes (or --json)")
     common(members)
+    members.add_argument("--json", action="store_true", help="print one JSON document")
     members.set_defaults(func=lambda ns: _run(_members, ns))
     for name, handler, text in (
         ("pause", _pause, "pause a cron schedule on every node (no node claims its ticks)"),
@@ -114,6 +118,14 @@ async def _members(coordinator: Coordinator, ns: argparse.Namespace) -> None:
     _, rows = await coordinator.leases()
     live = [row for row in rows if row.alive]
     paused = sorted(await coordinator.paused_crons())
+    if ns.json:
+        members = [
+            {"name": r.node, "address": r.address, "joined": _iso(r.joined),
+             "last_seen": _iso(r.renewed)}
+            for r in live
+        ]  # fmt: skip
+        print(json.dumps({"members": members, "paused": paused}, indent=2))
+        return
     if not live:
         print("no live nodes")
     else:
