@@ -170,16 +170,22 @@ async def test_deliver_if_won_delivers_on_exactly_one_node_from_a_timer_callback
     try:
         nodes = await world.start("a", "b", "c")
         fire = world.clock.wall() + 5
+        skipped: list[str] = []
         for node in nodes:
             # What the scheduler's timer does at the fire instant: never blocks.
             world.clock.call_at(
                 world.clock.monotonic() + 5,
                 lambda node=node: node.cron_claims.deliver_if_won(
-                    "r", fire, 60, lambda node=node: delivered.append(node.name)
+                    "r",
+                    fire,
+                    60,
+                    lambda node=node: delivered.append(node.name),
+                    lambda node=node: skipped.append(node.name),
                 ),
             )
         await world.clock.advance(5)  # returns after the claims and the delivery
         assert len(delivered) == 1
+        assert sorted(delivered + skipped) == ["a", "b", "c"]
     finally:
         await world.close()
 
@@ -189,10 +195,14 @@ async def test_claims_in_flight_at_stop_deliver_nothing() -> None:
     delivered: list[str] = []
     try:
         [a] = await world.start("a")
-        a.cron_claims.deliver_if_won("r", world.clock.wall(), 60, lambda: delivered.append("a"))
+        skipped: list[str] = []
+        a.cron_claims.deliver_if_won(
+            "r", world.clock.wall(), 60, lambda: delivered.append("a"), lambda: skipped.append("a")
+        )
         await a.stop()
         world.nodes.remove(a)
         await world.clock.advance(1)
         assert delivered == []
+        assert skipped == ["a"]  # the scheduler learns the tick was not delivered
     finally:
         await world.close()

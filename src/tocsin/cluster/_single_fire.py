@@ -100,6 +100,15 @@ def require_reference(reference: str | None) -> str:
     return reference
 
 
+def _call(callback: Callable[[], object] | None, reference: str) -> None:
+    if callback is None:
+        return
+    try:
+        callback()
+    except Exception:
+        _log.exception("cron %r: the tick's callback failed", reference)
+
+
 @final
 class CronClaims:
     """Asked by the scheduler, before it delivers a cron tick in cluster mode, whether this
@@ -126,7 +135,8 @@ class CronClaims:
         self._counters = counters
         self._clock = clock
         self._attached = False
-        self._inflight: set[asyncio.Task[None]] = set()
+        #: Claims in flight, with what to call if they are cancelled (close).
+        self._inflight: dict[asyncio.Task[None], tuple[str, Callable[[], object] | None]] = {}
         self._idle = asyncio.Event()
         self._idle.set()
         self._progress = 0
@@ -146,13 +156,20 @@ class CronClaims:
     # -- the scheduler's hook ------------------------------------------------------------
 
     def deliver_if_won(
-        self, reference: str, fire_at: float, period: float, deliver: Callable[[], object]
+        self,
+        reference: str,
+        fire_at: float,
+        period: float,
+        deliver: Callable[[], object],
+        skipped: Callable[[], object] | None = None,
     ) -> None:
-        """Claim the tick in the background and call ``deliver()`` only if this node won.
+        """Claim the tick in the background and call ``deliver()`` only if this node won,
+        else ``skipped()`` (lost, late, paused, failed, or cancelled by :meth:`close`).
 
         The call the scheduler makes from its (synchronous) timer callback in place of
         delivering a cron tick; it never blocks. ``deliver`` should re-check that the
-        schedule is still live (a cancel during the claim drops the tick). A ``deliver``
+        schedule is still live (a cancel during the claim drops the tick); ``skipped``
+        lets it retire a schedule whose last tick another node delivered. A callback
         that raises is logged.
         """
         if self._clock is not None and not self._attached:
@@ -160,23 +177,27 @@ class CronClaims:
             self._clock._attach(self)
         self._idle.clear()
         task = asyncio.get_running_loop().create_task(
-            self._deliver_if_won(reference, fire_at, period, deliver),
+            self._deliver_if_won(reference, fire_at, period, deliver, skipped),
             name=f"tocsin-cron-claim-{reference}",
         )
-        self._inflight.add(task)
+        self._inflight[task] = (reference, skipped)
         task.add_done_callback(self._done)
 
     async def _deliver_if_won(
-        self, reference: str, fire_at: float, period: float, deliver: Callable[[], object]
+        self,
+        reference: str,
+        fire_at: float,
+        period: float,
+        deliver: Callable[[], object],
+        skipped: Callable[[], object] | None,
     ) -> None:
-        if await self.claim(reference, fire_at, period):
-            try:
-                deliver()
-            except Exception:
-                _log.exception("cron %r: delivering a won tick failed", reference)
+        won = await self.claim(reference, fire_at, period)  # cancelled: see _done
+        _call(deliver if won else skipped, reference)
 
     def _done(self, task: asyncio.Task[None]) -> None:
-        self._inflight.discard(task)
+        reference, skipped = self._inflight.pop(task)
+        if task.cancelled():  # by close(), perhaps before it even started: not delivered
+            _call(skipped, reference)
         self._progress += 1
         if not self._inflight:
             self._idle.set()
