@@ -7,9 +7,10 @@ TTL one hour) as fast as it can; print the won indices as one JSON line.
 ``member URL NAME LEASE``: join as node NAME with the real clock and print one JSON line
 per event (``ready``, ``joined``, ``left``, ``lost``, ``members``), flushed, until killed.
 
-``cron URL NAME LEASE LOG``: join, run the trigger of ``* * * * * ?`` (every second) as the
-scheduler does in cluster mode — claim each fire instant, deliver only if won — where
-"deliver" appends ``NAME INSTANT`` to LOG (one ``write`` per line, O_APPEND), until killed.
+``cron URL NAME LEASE LOG``: a real ``ActorSystem`` with remoting and
+``cluster=Cluster(URL, lease=LEASE)`` schedules ``* * * * * ?`` (every second) with
+reference ``every-second`` to an actor that appends ``NAME SECOND`` to LOG (one ``write``
+per line, O_APPEND), until killed.
 
 ``owner URL NAME LEASE KIND ID``: join, claim ownership of ``(KIND, ID)``, print
 ``{"owned": epoch}`` and keep renewing until killed (``bench/cluster.py`` failover).
@@ -72,30 +73,29 @@ async def member(url: str, name: str, lease: float) -> None:
 
 async def cron(url: str, name: str, lease: float, log: str) -> None:
     import os
-    from datetime import UTC, datetime
 
-    from tocsin.cluster import cron_period
-    from tocsin.cron import CronExpression
+    from tocsin import Actor, ActorSystem, ReceiveContext, Remoting
 
-    clock = SystemClock()
-    node = ClusterNode(
-        Cluster(url, lease=lease), name=name, address=name, clock=clock,
-        publish=lambda event: None,
-    )  # fmt: skip
-    expression = CronExpression.parse("* * * * * ?")
     fd = os.open(log, os.O_WRONLY | os.O_APPEND | os.O_CREAT, 0o644)
-    await node.start()
-    emit(event="ready")
-    try:
+
+    class Job(Actor):
+        async def receive(self, ctx: ReceiveContext) -> None:
+            # The tick's second: delivered within a second of its instant (a wall-clock
+            # timer may fire up to 1 ms early, hence the 10 ms).
+            second = int(ctx.system.clock.wall() + 0.01)
+            os.write(fd, f"{name} {second}\n".encode())
+
+    system = ActorSystem(
+        name,
+        remoting=Remoting(listen="tcp://127.0.0.1:0", secret=b"cluster-test-secret!"),
+        cluster=Cluster(url, lease=lease),
+    )
+    async with system:
+        pid = await system.spawn(Job, "job")
+        await system.schedule_cron("run", pid, "* * * * * ?", reference="every-second")
+        emit(event="ready")
         while True:
-            nxt = expression.next_after(datetime.fromtimestamp(clock.wall(), UTC))
-            assert nxt is not None
-            fire = nxt.timestamp()
-            await asyncio.sleep(max(0.0, fire - clock.wall()))
-            if await node.cron_claims.claim("every-second", fire, cron_period(expression, fire)):
-                os.write(fd, f"{name} {fire:.0f}\n".encode())
-    finally:
-        await node.stop()
+            await asyncio.sleep(3600)
 
 
 async def owner(url: str, name: str, lease: float, kind: str, identity: str) -> None:

@@ -3,7 +3,8 @@
 
 * Claims: four processes race to claim the same 300 ticks: every tick has exactly one
   winner.
-* Cron: three node processes run an every-second cron trigger with single fire; one is
+* Cron: three ``ActorSystem`` processes (remoting, ``cluster=Cluster(...)``) schedule the
+  same every-second cron with one reference; one is
   SIGKILLed, one frozen past its lease and resumed: no tick is delivered twice, and at
   most the ticks the two victims had claimed and not yet delivered are missed.
 * Membership: three node processes with a 1 s lease; one is SIGKILLed (the others see it
