@@ -76,8 +76,19 @@ async def test_cron_needs_a_reference_and_defaults_to_utc_in_cluster_mode() -> N
         await system.schedule_cron(
             "tick", pid, "0 0 9 * * ?", reference="paris", timezone="Europe/Paris"
         )
-        zones = {info.reference: info.timezone for info in system.list_schedules()}
-        assert zones == {"daily": "UTC", "paris": "Europe/Paris"}
+        await system.schedule("tick", pid, 60.0, reference="local")
+        infos = {info.reference: info for info in system.list_schedules()}
+        assert {r: i.timezone for r, i in infos.items()} == {
+            "daily": "UTC",
+            "paris": "Europe/Paris",
+            "local": None,
+        }
+        # Operators see which schedules are claimed cluster-wide (cron) and which are not.
+        assert {r: i.cluster_claimed for r, i in infos.items()} == {
+            "daily": True,
+            "paris": True,
+            "local": False,
+        }
 
 
 async def test_interval_schedules_stay_node_local() -> None:

@@ -520,7 +520,8 @@ class Scheduler:
         clock = self._clock
         now, wall = clock.monotonic(), clock.wall()
         here = self._runtime.address
-        return [schedule_info(record, now, wall, here) for record in self._refs.values()]
+        clustered = self.cron_gate is not None
+        return [schedule_info(record, now, wall, here, clustered) for record in self._refs.values()]
 
     def metrics(self) -> SchedulerMetrics:
         n = min(self._fired, LATENESS_WINDOW)
