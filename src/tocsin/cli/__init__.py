@@ -14,7 +14,7 @@ from collections.abc import Sequence
 
 from .. import __version__
 from ..errors import TocsinError
-from . import _console, _cron, _demo, _tasks
+from . import _cluster, _console, _cron, _demo, _tasks
 
 __all__ = ["main"]
 
@@ -29,6 +29,7 @@ def build_parser() -> argparse.ArgumentParser:
     _demo.register(subparsers)
     _cron.register(subparsers)
     _tasks.register(subparsers)
+    _cluster.register(subparsers)
     _console.register(subparsers)  # issue 14
     return parser
 
