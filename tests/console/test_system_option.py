@@ -5,6 +5,7 @@ whole start and leaves nothing running (the kernel's failed-start rule)."""
 
 from __future__ import annotations
 
+import asyncio
 import socket
 from pathlib import Path
 
@@ -107,3 +108,28 @@ async def test_a_console_that_cannot_bind_fails_the_start_and_leaves_nothing_run
     finally:
         await system.stop()
     assert refused(f"http://127.0.0.1:{port}/")
+
+
+async def test_a_clustered_system_shows_its_members_on_the_page_and_in_metrics() -> None:
+    from tocsin import Cluster
+
+    coordinator = "memory://ops-console-members"
+    async with (
+        ActorSystem("node-a", cluster=Cluster(coordinator=coordinator), console="127.0.0.1:0") as a,
+        ActorSystem("node-b", cluster=Cluster(coordinator=coordinator)),
+    ):
+        url = a.console_url
+        assert url is not None
+        names: set[str] = set()
+        for _ in range(100):  # a member list is at most lease/3 old: bounded wait
+            names = {member.name for member in a.cluster.members()}
+            if names == {"node-a", "node-b"}:
+                break
+            await asyncio.sleep(0.05)
+        assert names == {"node-a", "node-b"}
+        _, html = await fetch(url)
+        assert "node-a" in html
+        assert "node-b" in html
+        _, text = await fetch(url + "metrics")
+        assert "tocsin_cluster_members 2.0" in text
+        assert "tocsin_cluster_leases_renewed_total" in text

@@ -221,7 +221,7 @@ async def test_a_failing_source_is_counted_and_the_others_still_read() -> None:
 
 
 def test_remote_and_cluster_add_a_source_in_one_line() -> None:
-    assert len(SYSTEM_SOURCES) == 5  # scheduler, actors, durable, store, remote
+    assert len(SYSTEM_SOURCES) == 6  # scheduler, actors, durable, store, remote, cluster
 
 
 async def test_durable_runs_of_a_vanished_method_are_counted_as_dropped() -> None:

@@ -33,10 +33,23 @@ async def serve_console(
     """Serve ``system``'s console, with ``/metrics`` when ``prometheus_client`` is installed.
 
     Same arguments and errors as :func:`tocsin.console.serve` (``options`` are its
-    keyword options: ``members``, ``interval``).
+    keyword options: ``members``, ``interval``). A system in a cluster shows its live
+    members unless ``members`` is given.
     """
     from ..console import serve  # needs the console extra (aiohttp)
 
+    if "members" not in options and system.running:
+        try:
+            node = system.cluster
+        except RuntimeError:  # made without cluster=
+            node = None
+        if node is not None:
+            cluster = node
+
+            async def members() -> list[Any]:
+                return list(cluster.members())
+
+            options["members"] = members
     try:
         endpoint = prometheus_endpoint(Metrics.of(system))
     except ImportError:

@@ -14,6 +14,7 @@ from typing import TYPE_CHECKING, Final
 
 from ..actor import ActorRestarted
 from ..actor._ops import actor_stats
+from ..cluster import ClusterMetrics
 from ..durable import TaskParked
 from ..durable._ops import RunCounters
 from ..durable._runtime import durable_of
@@ -36,6 +37,7 @@ __all__ = [
     "Source",
     "SourceFactory",
     "actor_source",
+    "cluster_source",
     "durable_source",
     "remote_source",
     "scheduler_source",
@@ -258,12 +260,65 @@ def remote_source(system: ActorSystem) -> Source:
     return read
 
 
-#: Sources every system's :class:`~tocsin.metrics.Metrics` reads. The cluster appends its
-#: factory here (one line).
+#: ``ClusterMetrics`` field -> (metric name, kind, help).
+_CLUSTER: Final = (
+    ("leases_renewed", "cluster.leases_renewed", _COUNTER,
+     "Lease renewals the coordinator accepted."),
+    ("leases_lost", "cluster.leases_lost", _COUNTER,
+     "Times this node lost its lease (it rejoins as a new incarnation)."),
+    ("renew_failures", "cluster.renew_failures", _COUNTER,
+     "Lease renewals that raised (coordinator unreachable)."),
+    ("claims_won", "cluster.cron_claims_won", _COUNTER,
+     "Cron ticks this node claimed, and so delivers."),
+    ("claims_lost", "cluster.cron_claims_lost", _COUNTER,
+     "Cron ticks another node claimed first."),
+    ("claims_skipped_late", "cluster.cron_claims_skipped_late", _COUNTER,
+     "Cron ticks reached more than their claim TTL late: not claimed."),
+    ("claims_skipped_paused", "cluster.cron_claims_skipped_paused", _COUNTER,
+     "Cron ticks of references paused cluster-wide: not claimed."),
+    ("claims_failed", "cluster.cron_claims_failed", _COUNTER,
+     "Cron claims that raised: the tick is not delivered by this node."),
+    ("ownership_claims", "cluster.ownership_claims", _COUNTER,
+     "Directory claims made for durable identities."),
+    ("takeovers", "cluster.takeovers", _COUNTER,
+     "Identities taken over from an owner whose lease had expired."),
+)  # fmt: skip
+
+
+def cluster_source(system: ActorSystem) -> Source:
+    """Cluster counters (``system.cluster.metrics()``) and live members; families without
+    samples on a system without ``cluster`` or not running."""
+
+    def read() -> list[Metric]:
+        snapshot: ClusterMetrics | None = None
+        members = 0
+        if system.running:
+            try:
+                node = system.cluster
+            except RuntimeError:  # made without cluster= (or not running any more)
+                node = None
+            if node is not None:
+                snapshot, members = node.metrics(), len(node.members())
+        metrics = [
+            Metric(name, kind, help, "",
+                   () if snapshot is None else (Sample(getattr(snapshot, field)),))
+            for field, name, kind, help in _CLUSTER
+        ]  # fmt: skip
+        metrics.append(
+            Metric("cluster.members", _GAUGE, "Live nodes of the cluster (this one included).",
+                   "", () if snapshot is None else (Sample(members),))
+        )  # fmt: skip
+        return metrics
+
+    return read
+
+
+#: Sources every system's :class:`~tocsin.metrics.Metrics` reads.
 SYSTEM_SOURCES: list[SourceFactory] = [
     scheduler_source,
     actor_source,
     durable_source,
     store_source,
     remote_source,
+    cluster_source,
 ]
