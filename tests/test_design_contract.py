@@ -1939,3 +1939,31 @@ async def test_unreachable_node_dead_letters_and_fails_ask() -> None:
             await asyncio.sleep(0.05)
         assert any(d.reason == "unreachable" for d in letters)
         assert issubclass(NodeUnreachableError, TocsinError)
+
+
+async def test_remote_sender_is_a_usable_pid_and_pids_cross_inside_messages() -> None:
+    class Relay(Actor):
+        async def receive(self, ctx: ReceiveContext) -> None:
+            message = ctx.message
+            if isinstance(message, Pong):
+                got.put_nowait(message)
+            elif isinstance(message, PID):
+                message.tell(Ping(41), ctx.self)  # a PID that arrived inside a message
+
+    got: asyncio.Queue[Pong] = asyncio.Queue()
+    async with asyncio.timeout(60), two_nodes() as (a, b):
+        answer = await b.spawn(Answer, "answer")
+        relay = await a.spawn(Relay, "relay")
+        remote_relay = await b.actor_of(str(relay))
+        remote_relay.tell(answer)  # b's PID travels to a, which tells it; b replies to a
+        assert await got.get() == Pong(42)
+
+
+async def test_durable_delays_have_the_one_millisecond_minimum() -> None:
+    async with durable() as (_, _, pid):
+        for call_name in ["schedule", "every"]:
+            with pytest.raises(InvalidIntervalError):
+                await call(pid, call_name, 0.0009, "work")
+            await call(pid, call_name, 0.001, "work")
+        with pytest.raises(ValueError, match="max_retries"):
+            await call(pid, "queue", "work", max_retries=True)
