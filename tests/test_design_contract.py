@@ -1909,6 +1909,7 @@ async def test_remote_address_actor_of_tell_ask_and_errors() -> None:
         with pytest.raises(RemoteActorError) as info:
             await remote.ask(Ping(-1), timeout=10)
         assert info.value.type_name == "KeyError"
+        assert "negative" in info.value.text
         with pytest.raises(ActorNotFoundError):
             await a.actor_of(b.address + "/user/nobody")
 
@@ -1967,3 +1968,30 @@ async def test_durable_delays_have_the_one_millisecond_minimum() -> None:
             await call(pid, call_name, 0.001, "work")
         with pytest.raises(ValueError, match="max_retries"):
             await call(pid, "queue", "work", max_retries=True)
+
+
+def test_wire_names_follow_msgspec_tags_and_collide_as_value_error() -> None:
+    class Tagged(msgspec.Struct, tag="same"):
+        a: int
+
+    class Other(msgspec.Struct, tag="same"):
+        b: int
+
+    class ByName(msgspec.Struct, tag=True):
+        c: int
+
+    config = Remoting(listen="tcp://127.0.0.1:0", secret=SECRET, messages=[Tagged, ByName])
+    assert sorted(config.registry.names) == ["ByName", "same"]
+    with pytest.raises(ValueError, match="same"):
+        Remoting(listen="tcp://127.0.0.1:0", secret=SECRET, messages=[Tagged, Other])
+    with pytest.raises(TypeError):
+        Remoting(listen="tcp://127.0.0.1:0", secret=SECRET, messages=[object])
+
+
+def test_cron_starred_day_fields_and_unix_sunday() -> None:
+    both = CronExpression.parse("0 0 12 * * *", "UTC")  # GoAkt style: both day fields starred
+    assert both.next_after(T0) == T0 + timedelta(hours=12)
+    for text in ["0 0 * * 0", "0 0 * * 7", "0 0 * * sun"]:  # Unix: 0 and 7 are Sunday
+        fire = CronExpression.parse(text, "UTC").next_after(T0)
+        assert fire is not None
+        assert fire.weekday() == 6, text
