@@ -1995,3 +1995,13 @@ def test_cron_starred_day_fields_and_unix_sunday() -> None:
         fire = CronExpression.parse(text, "UTC").next_after(T0)
         assert fire is not None
         assert fire.weekday() == 6, text
+
+
+async def test_durable_schedule_accepts_an_absolute_aware_datetime() -> None:
+    async with durable() as (_, clock, pid):
+        await call(pid, "schedule", T0 + timedelta(seconds=42), "work", "at")
+        await call(pid, "schedule", T0 - timedelta(days=1), "work", "past")  # due now
+        await clock.advance(0)
+        assert [(p, t) for _, p, t in RUNS] == [("past", 0.0)]
+        await clock.advance(42)
+        assert [(p, t) for _, p, t in RUNS] == [("past", 0.0), ("at", 42.0)]
