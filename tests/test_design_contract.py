@@ -1191,11 +1191,15 @@ async def test_tick_to_stopped_target_dead_letters_and_repeating_schedule_is_dro
 
 async def test_suspended_target_keeps_its_schedule() -> None:
     async with manual() as (system, clock):
+        letters: list[DeadLetter] = []
+        system.events.subscribe(letters.append, DeadLetter)
         pid, actor = await recorder(system, supervisor=Supervisor(Directive.SUSPEND))
         await system.schedule("tick", pid, 1, reference="r")
         pid.tell("fail")
         await clock.advance(2)
         assert [r.reference for r in system.list_schedules()] == ["r"]
+        # ticks meanwhile are dead letters (the suspended actor takes no messages)
+        assert [(d.message, d.reason) for d in letters] == [("tick", "suspended")] * 2
         await system.reinstate(pid)
         await clock.advance(1)
         assert messages(actor) == ["fail", "tick"]
