@@ -27,6 +27,7 @@ from .actor._runtime import Runtime
 from .actor._scheduling import ScheduleService, SchedulingCalls
 from .actor._supervision import Directive, Supervisor
 from .clock import Clock, SystemClock
+from .cluster import Cluster, ClusterNode
 from .durable._actor import DurableActor
 from .durable._runtime import DurableRuntime
 from .errors import ActorSystemNotStartedError, RemotingDisabledError
@@ -73,6 +74,10 @@ class ActorSystem(SchedulingCalls):
         remoting: a :class:`~tocsin.Remoting` to reach and be reached by other
             processes and machines (``docs/remoting.md``). The node listens at
             ``start()``; :attr:`address` then becomes ``tocsin://<name>@<host>:<port>``.
+        cluster: a :class:`~tocsin.Cluster`: this system joins a cluster at ``start()``
+            (``docs/cluster.md``): cron schedules fire once per tick cluster-wide and
+            :attr:`cluster` lists the members. Every coordinator but ``memory://`` needs
+            ``remoting``.
     """
 
     def __init__(
@@ -84,6 +89,7 @@ class ActorSystem(SchedulingCalls):
         timezone: str | None = None,
         stop_timeout: Seconds = DEFAULT_STOP_TIMEOUT,
         remoting: Remoting | None = None,
+        cluster: Cluster | None = None,
     ) -> None:
         if not isinstance(name, str) or not name or any(c in name for c in "/@#: "):
             raise ValueError(
@@ -108,6 +114,8 @@ class ActorSystem(SchedulingCalls):
         self._stopping: asyncio.Task[None] | None = None
         self._remoting = remoting
         self._remote: RemoteService | None = None
+        self._cluster_config = _check_cluster(cluster, remoting)
+        self._cluster: ClusterNode | None = None
 
     # -- lifecycle ---------------------------------------------------------------------
 
@@ -156,12 +164,27 @@ class ActorSystem(SchedulingCalls):
             remote.attach(runtime)
             self._remote = remote
         try:
+            if self._cluster_config is not None:
+                # Joined before anything may claim: cron ticks are claimed from now on.
+                node = ClusterNode(
+                    self._cluster_config,
+                    name=self.name,
+                    address=self.address,
+                    clock=self.clock,
+                    publish=self.events.publish,
+                )
+                await node.start()
+                self._cluster = node
+                scheduler.cron_gate = node.cron_claims
             if self._store_spec is not None:
                 durable = DurableRuntime(runtime, self._store_spec, timezone=self.timezone)
                 await durable.start()
                 self._durable = durable
         except BaseException:
             self._teardown(runtime, scheduler, deadlines)
+            cluster, self._cluster = self._cluster, None
+            if cluster is not None:
+                await cluster.stop()
             if remote is not None:
                 self._remote = None
                 await remote.stop()
@@ -226,6 +249,9 @@ class ActorSystem(SchedulingCalls):
             if durable is not None:
                 self._durable = None
                 await durable.close()
+            cluster, self._cluster = self._cluster, None
+            if cluster is not None:
+                await cluster.stop()  # leave: this node's identities may move at once
             remote, self._remote = self._remote, None
             if remote is not None:
                 # Last: replies of the actors that just stopped have been sent.
@@ -331,6 +357,28 @@ class ActorSystem(SchedulingCalls):
             return await remote.actor_of(name_or_path)
         return runtime.pid_of(name_or_path)
 
+    @property
+    def cluster(self) -> ClusterNode:
+        """This node's side of the cluster: ``members()``, ``pause_cron(reference)``,
+        ``resume_cron(reference)``, ``metrics()`` (``docs/cluster.md``).
+
+        Raises:
+            ActorSystemNotStartedError: the system is not running.
+            RuntimeError: the system was made without ``cluster=``.
+        """
+        if self._cluster_config is None:
+            raise RuntimeError(
+                f"actor system {self.name!r} was made without `cluster=`: it is not part of "
+                "a cluster; pass cluster=Cluster(coordinator=...) to join one"
+            )
+        node = self._cluster
+        if node is None:
+            raise ActorSystemNotStartedError(
+                f"actor system {self.name!r} is not running: it joins its cluster at "
+                "`await system.start()`"
+            )
+        return node
+
     def remote_metrics(self) -> RemoteMetrics:
         """A snapshot of this node's remoting counters (frames, bytes, reconnects, ...).
 
@@ -409,3 +457,20 @@ class _Grace(Deadline):
                     "cancelled it (post_stop still runs)",
                     cell.pid,
                 )
+
+
+def _check_cluster(cluster: object, remoting: Remoting | None) -> Cluster | None:
+    """``cluster=`` must be a Cluster; every coordinator but memory:// needs remoting."""
+    if cluster is None:
+        return None
+    if not isinstance(cluster, Cluster):
+        raise TypeError(f"`cluster` must be a tocsin.Cluster or None, got {cluster!r}")
+    coordinator = cluster.coordinator
+    url = coordinator if isinstance(coordinator, str) else getattr(coordinator, "url", "")
+    if remoting is None and not str(url).lower().startswith("memory://"):
+        raise ValueError(
+            f"a cluster on {url!r} needs `remoting=`: nodes of other processes reach each "
+            "other through it (only a memory:// coordinator joins the systems of one "
+            "process without it)"
+        )
+    return cluster

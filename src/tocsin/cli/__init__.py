@@ -13,7 +13,7 @@ from collections.abc import Sequence
 
 from .. import __version__
 from ..errors import TocsinError
-from . import _cron, _demo, _tasks
+from . import _cluster, _cron, _demo, _tasks
 
 __all__ = ["main"]
 
@@ -28,6 +28,7 @@ def build_parser() -> argparse.ArgumentParser:
     _demo.register(subparsers)
     _cron.register(subparsers)
     _tasks.register(subparsers)
+    _cluster.register(subparsers)
     return parser
 
 

@@ -14,11 +14,14 @@ if TYPE_CHECKING:
 __all__ = ["schedule_info", "scheduler_metrics", "utc"]
 
 
-def schedule_info(record: ScheduleRecord, now: float, wall: float, here: str) -> ScheduleInfo:
+def schedule_info(
+    record: ScheduleRecord, now: float, wall: float, here: str, clustered: bool = False
+) -> ScheduleInfo:
     """A frozen snapshot of one record, with times converted from monotonic to UTC.
 
     ``here`` is this node's address: a target or sender of another node (remoting) shows
-    as its full PID string, one of this node as its path."""
+    as its full PID string, one of this node as its path. ``clustered``: the system is
+    in cluster mode (its cron ticks are claimed cluster-wide)."""
     cron = record.cron
     if record.paused or not record.armed:
         next_fire = None
@@ -41,6 +44,7 @@ def schedule_info(record: ScheduleRecord, now: float, wall: float, here: str) ->
         sender=_where(sender, here) if getattr(sender, "path", None) else None,
         ticks=record.ticks,
         created_at=utc(record.created_at),
+        cluster_claimed=clustered and cron is not None,
     )
 
 
