@@ -1101,6 +1101,8 @@ async def test_schedule_info_fields_and_kind_enum() -> None:
         "sender",
         "ticks",
         "created_at",
+        # Added by the cluster issue (#12): which cron schedules are cluster-claimed.
+        "cluster_claimed",
     ]
     assert issubclass(ScheduleKind, str)
     assert [k.value for k in ScheduleKind] == ["once", "interval", "cron"]
