@@ -51,3 +51,31 @@ def postgres_dsn() -> Iterator[str]:
         yield dsn
     finally:
         server.__exit__(None, None, None)
+
+
+# --- Redis: one throwaway server per session (tests/integration/redis_server.py) ---------
+
+
+@pytest.fixture(scope="session")
+def redis_url() -> Iterator[str]:
+    """URL of a fresh ``redis-server`` started for this session (stopped at the end).
+
+    Skips when ``redis-server`` is missing, unless ``TOCSIN_REQUIRE_REDIS=1`` or ``CI`` is
+    set: then it fails, so CI never passes by skipping the Redis suite.
+    """
+    import os
+
+    from tests.integration.redis_server import RedisUnavailable, temporary_server
+
+    required = os.environ.get("TOCSIN_REQUIRE_REDIS") == "1" or bool(os.environ.get("CI"))
+    try:
+        server = temporary_server()
+        url = server.__enter__()
+    except RedisUnavailable as exc:
+        if required:
+            pytest.fail(f"Redis is required here (TOCSIN_REQUIRE_REDIS/CI): {exc}")
+        pytest.skip(f"Redis unavailable: {exc}")
+    try:
+        yield url
+    finally:
+        server.__exit__(None, None, None)

@@ -261,3 +261,19 @@ remote_actor_paths = st.lists(
     min_size=1,
     max_size=3,
 ).map(lambda parts: "/user/" + "/".join(parts))
+
+
+# --- cluster: sequences of coordinator steps -------------------------------------------
+
+#: One step against a coordinator: let time pass, claim a tick, pause or resume a reference.
+cluster_steps = st.one_of(
+    st.tuples(st.just("advance"), st.sampled_from([0.5, 10.0, 59.0, 61.0, 130.0])),
+    st.tuples(
+        st.just("claim"),
+        st.sampled_from(["r1", "r2"]),  # reference
+        st.integers(-3, 3),  # fire instant, in minutes from the start
+        st.sampled_from([60.0, 120.0]),  # ttl
+        st.sampled_from(["n1", "n2", "n3"]),  # claiming node
+    ),
+    st.tuples(st.just("pause"), st.sampled_from(["r1", "r2"]), st.booleans()),
+)

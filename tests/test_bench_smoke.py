@@ -66,3 +66,35 @@ def test_cron_bench_runs_in_quick_mode_and_prints_json() -> None:
     assert payload["quick"] is True
     assert {row["group"] for row in payload["results"]} == {"unix", "quartz"}
     assert all(row["tocsin_parse_us"] is not None for row in payload["results"])
+
+
+def test_cluster_bench_runs_in_quick_mode_and_prints_json() -> None:
+    """``bench/cluster.py --quick`` starts its own PostgreSQL and Redis; exit 0, JSON last."""
+    proc = subprocess.run(
+        [sys.executable, str(BENCH / "cluster.py"), "--quick", "--claims", "50"],
+        capture_output=True,
+        text=True,
+        timeout=300,
+        check=False,
+    )
+    assert proc.returncode == 0, proc.stderr[-3000:]
+    payload = json.loads(proc.stdout.strip().splitlines()[-1])
+    assert payload["quick"] is True
+    assert payload["failed"] == []
+    assert "p50_us" in payload["medians"]["claim/sqlite/tocsin"]
+
+
+def test_console_bench_runs_in_quick_mode_and_prints_json() -> None:
+    """``bench/console.py --quick``: exit 0, page latency and fan-out figures as JSON."""
+    proc = subprocess.run(
+        [sys.executable, str(BENCH / "console.py"), "--quick"],
+        capture_output=True,
+        text=True,
+        timeout=180,
+        check=False,
+    )
+    assert proc.returncode == 0, proc.stderr[-3000:]
+    payload = json.loads(proc.stdout.strip().splitlines()[-1])
+    assert payload["quick"] is True
+    assert payload["page_p50_ms"] > 0
+    assert "fanout_10_p50_ms" in payload

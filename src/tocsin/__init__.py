@@ -27,6 +27,7 @@ from .actor import (
     parse_pid,
 )
 from .clock import Clock, ManualClock, SystemClock
+from .cluster import Cluster, ClusterMetrics, Member, NodeJoined, NodeLeft
 from .cron import CronExpression
 from .durable import (
     Call,
@@ -45,11 +46,14 @@ from .errors import (
     ActorSystemNotStartedError,
     AskTimeoutError,
     CodecError,
+    CoordinatorError,
     DeadActorError,
+    InvalidCoordinatorURLError,
     InvalidCronExpressionError,
     InvalidIntervalError,
     InvalidStoreURLError,
     InvalidTimezoneError,
+    NodeNameTakenError,
     NodeUnreachableError,
     RemoteActorError,
     RemotingDisabledError,
@@ -61,9 +65,17 @@ from .errors import (
     TocsinError,
     WrongEventLoopError,
 )
+
+# ActorSystem(console=...): the facade sits below tocsin.metrics / tocsin.console and never
+# imports them; the top of the package registers the service instead (issue 14).
+from .metrics._console import CONSOLE_SERVICE as _CONSOLE_SERVICE
 from .remote import RemoteMetrics, Remoting
 from .scheduling import ScheduleInfo, ScheduleKind, SchedulerMetrics
+from .system import SERVICES as _SERVICES
 from .system import ActorSystem
+
+_SERVICES.setdefault("console", _CONSOLE_SERVICE)
+del _SERVICES, _CONSOLE_SERVICE
 
 __version__ = "0.1.0.dev0"
 
@@ -85,7 +97,10 @@ __all__ = [
     "AskTimeoutError",
     "Call",
     "Clock",
+    "Cluster",
+    "ClusterMetrics",
     "CodecError",
+    "CoordinatorError",
     "CronExpression",
     "DeadActorError",
     "DeadLetter",
@@ -93,12 +108,17 @@ __all__ = [
     "Directive",
     "DurableActor",
     "EventStream",
+    "InvalidCoordinatorURLError",
     "InvalidCronExpressionError",
     "InvalidIntervalError",
     "InvalidStoreURLError",
     "InvalidTimezoneError",
     "ManualClock",
+    "Member",
     "NoSender",
+    "NodeJoined",
+    "NodeLeft",
+    "NodeNameTakenError",
     "NodeUnreachableError",
     "ReceiveContext",
     "RemoteActorError",

@@ -26,7 +26,10 @@ reasonably catch the builtin)::
     ├── WrongEventLoopError               (RuntimeError)
     ├── ActorStartError
     ├── RemoteActorError
-    └── NodeUnreachableError              (ConnectionError)
+    ├── NodeUnreachableError              (ConnectionError)
+    └── CoordinatorError
+        ├── InvalidCoordinatorURLError    (ValueError)
+        └── NodeNameTakenError
 
 Messages say what was given and what is allowed, and name the parameter.
 """
@@ -41,11 +44,14 @@ __all__ = [
     "ActorSystemNotStartedError",
     "AskTimeoutError",
     "CodecError",
+    "CoordinatorError",
     "DeadActorError",
+    "InvalidCoordinatorURLError",
     "InvalidCronExpressionError",
     "InvalidIntervalError",
     "InvalidStoreURLError",
     "InvalidTimezoneError",
+    "NodeNameTakenError",
     "NodeUnreachableError",
     "RemoteActorError",
     "RemotingDisabledError",
@@ -247,4 +253,33 @@ class NodeUnreachableError(TocsinError, ConnectionError):
     unlike :class:`AskTimeoutError`, which means the node was reachable but no answer came
     in time. A ``tell`` never raises it: the message becomes a dead letter with reason
     ``unreachable``.
+    """
+
+
+class CoordinatorError(TocsinError):
+    """The cluster coordinator failed (unreachable, I/O, schema, a script error).
+
+    Raised by coordinator calls (``tocsin.cluster``). The outcome of the failed call is
+    unknown: a claim may or may not have been recorded. Callers never treat it as "not
+    claimed by anyone": a cron tick whose claim raised is not delivered, and an activation
+    whose ownership claim raised re-reads the directory before doing anything.
+    """
+
+
+class InvalidCoordinatorURLError(CoordinatorError, ValueError):
+    """A coordinator URL has an unknown scheme or a malformed body.
+
+    Allowed: ``memory://`` or ``memory://NAME`` (shared by the systems of one process that
+    use the same URL), ``sqlite:///relative.db``, ``sqlite:////absolute.db``,
+    ``postgresql://user@host/db`` (also ``postgres://``), ``redis://host:port/db`` (also
+    ``rediss://``, ``unix://``).
+    """
+
+
+class NodeNameTakenError(CoordinatorError):
+    """A node tried to join under a name whose lease another live node holds.
+
+    A node restarted under its old name waits for its previous lease to lapse (at most
+    ``lease`` seconds); this is raised only if the name is still held after that, which
+    means another running node uses it. Give every node its own name.
     """

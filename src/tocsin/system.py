@@ -15,9 +15,10 @@ from __future__ import annotations
 import asyncio
 import logging
 import threading
-from collections.abc import Callable
+from collections.abc import Awaitable, Callable
+from dataclasses import dataclass
 from types import TracebackType
-from typing import TYPE_CHECKING, final
+from typing import TYPE_CHECKING, Any, final
 
 from ._deadlines import Deadline, DeadlineService, Seconds, WallWatch, to_seconds
 from .actor._actor import Actor
@@ -27,6 +28,7 @@ from .actor._runtime import Runtime
 from .actor._scheduling import ScheduleService, SchedulingCalls
 from .actor._supervision import Directive, Supervisor
 from .clock import Clock, SystemClock
+from .cluster import Cluster, ClusterNode
 from .durable._actor import DurableActor
 from .durable._runtime import DurableRuntime
 from .errors import ActorSystemNotStartedError, RemotingDisabledError
@@ -39,10 +41,32 @@ if TYPE_CHECKING:
     from .actor._cell import Cell
     from .stores import Store
 
-__all__ = ["DEFAULT_STOP_TIMEOUT", "ActorSystem"]
+__all__ = ["DEFAULT_STOP_TIMEOUT", "SERVICES", "ActorSystem", "OptionalService"]
 
 #: Seconds ``stop()`` waits for running handlers before cancelling them.
 DEFAULT_STOP_TIMEOUT = 10.0
+
+Closer = Callable[[], Awaitable[None]]
+
+
+@dataclass(frozen=True, slots=True)
+class OptionalService:
+    """A service of a layer above the facade that ``ActorSystem`` starts when its option
+    is given (the console: ``console="127.0.0.1:8765"``).
+
+    ``check(value, token)`` runs at construction (a bad option fails there);
+    ``start(system, value, token)`` runs last in ``start()`` and returns the closer that
+    ``stop()`` awaits first.
+    """
+
+    check: Callable[[Any, str | None], None]
+    start: Callable[[ActorSystem, Any, str | None], Awaitable[Closer]]
+
+
+#: Optional services by option name, registered by the layers that implement them when
+#: they are imported (``tocsin/__init__.py`` registers ``"console"`` from
+#: ``tocsin.metrics``): the facade sits below them and never imports them.
+SERVICES: dict[str, OptionalService] = {}
 
 _log = logging.getLogger("tocsin.actor")
 _ident = threading.get_ident
@@ -73,6 +97,19 @@ class ActorSystem(SchedulingCalls):
         remoting: a :class:`~tocsin.Remoting` to reach and be reached by other
             processes and machines (``docs/remoting.md``). The node listens at
             ``start()``; :attr:`address` then becomes ``tocsin://<name>@<host>:<port>``.
+        cluster: a :class:`~tocsin.Cluster`: this system joins a cluster at ``start()``
+            (``docs/cluster.md``): cron schedules fire once per tick cluster-wide and
+            :attr:`cluster` lists the members. Every coordinator but ``memory://`` needs
+            ``remoting``.
+        console: ``"host:port"`` to serve the live web console (with ``/metrics``) while
+            the system runs: started last by :meth:`start`, closed first by :meth:`stop`.
+            Needs the ``console`` extra. Port 0 picks a free port (``console_url``).
+        console_token: required when ``console`` is not a loopback address (at least 16
+            characters); asked of every request.
+
+    Raises:
+        ValueError: a bad ``console`` bind, or a non-loopback one without a token.
+        ImportError: ``console`` given without the ``console`` extra (aiohttp).
     """
 
     def __init__(
@@ -84,6 +121,9 @@ class ActorSystem(SchedulingCalls):
         timezone: str | None = None,
         stop_timeout: Seconds = DEFAULT_STOP_TIMEOUT,
         remoting: Remoting | None = None,
+        cluster: Cluster | None = None,
+        console: str | None = None,
+        console_token: str | None = None,
     ) -> None:
         if not isinstance(name, str) or not name or any(c in name for c in "/@#: "):
             raise ValueError(
@@ -108,6 +148,22 @@ class ActorSystem(SchedulingCalls):
         self._stopping: asyncio.Task[None] | None = None
         self._remoting = remoting
         self._remote: RemoteService | None = None
+        self._cluster_config = _check_cluster(cluster, remoting)
+        self._cluster: ClusterNode | None = None
+        #: Optional services to start (option name, value, token) and the running ones'
+        #: closers, in start order.
+        self._options: list[tuple[OptionalService, Any, str | None]] = []
+        self._closers: list[Closer] = []
+        if console is not None:
+            service = SERVICES.get("console")
+            if service is None:  # only when tocsin.system is loaded without tocsin
+                raise ImportError("`console=` needs tocsin.metrics (import tocsin first)")
+            service.check(console, console_token)
+            self._options.append((service, console, console_token))
+        elif console_token is not None:
+            raise ValueError("`console_token` was given without `console`")
+        #: The console's URL while it is served (None otherwise).
+        self.console_url: str | None = None
 
     # -- lifecycle ---------------------------------------------------------------------
 
@@ -115,6 +171,15 @@ class ActorSystem(SchedulingCalls):
     def running(self) -> bool:
         """Whether the system is started and not stopped."""
         return self._runtime is not None and self._runtime.running
+
+    @property
+    def runtime(self) -> Runtime | None:
+        """The shared services of the current (or last) start; None before the first.
+
+        Internal: for tocsin's own operator tools (``tocsin.metrics``, ``tocsin.console``),
+        which read it and never change it. Not a stable API.
+        """
+        return self._runtime
 
     async def start(self) -> None:
         """Start the system (no-op when running).
@@ -156,16 +221,47 @@ class ActorSystem(SchedulingCalls):
             remote.attach(runtime)
             self._remote = remote
         try:
+            if self._cluster_config is not None:
+                # Joined before anything may claim: cron ticks are claimed from now on.
+                node = ClusterNode(
+                    self._cluster_config,
+                    name=self.name,
+                    address=self.address,
+                    clock=self.clock,
+                    publish=self.events.publish,
+                )
+                await node.start()
+                self._cluster = node
+                scheduler.cron_gate = node.cron_claims
             if self._store_spec is not None:
                 durable = DurableRuntime(runtime, self._store_spec, timezone=self.timezone)
                 await durable.start()
                 self._durable = durable
+            # Last, so a page never shows a half-started system; a failed one (address in
+            # use) fails the whole start.
+            for service, value, token in self._options:
+                self._closers.append(await service.start(self, value, token))
         except BaseException:
+            await self._close_services()
+            started, self._durable = self._durable, None
             self._teardown(runtime, scheduler, deadlines)
+            if started is not None:
+                await started.close()
+            cluster, self._cluster = self._cluster, None
+            if cluster is not None:
+                await cluster.stop()
             if remote is not None:
                 self._remote = None
                 await remote.stop()
             raise
+
+    async def _close_services(self) -> None:
+        closers, self._closers = self._closers, []
+        for close in reversed(closers):
+            try:
+                await close()
+            except Exception:
+                _log.exception("closing an optional service of system %r failed", self.name)
 
     def _teardown(self, runtime: Runtime, scheduler: Scheduler, deadlines: DeadlineService) -> None:
         scheduler.close()
@@ -216,6 +312,7 @@ class ActorSystem(SchedulingCalls):
         timer = _Grace(runtime)
         runtime.deadlines.add(runtime.clock.monotonic() + grace, timer)
         try:
+            await self._close_services()  # first: no page reads a stopping system
             if durable is not None:
                 await durable.before_stop()
             await asyncio.gather(*(cell.stop() for cell in list(runtime.top.values())))
@@ -226,6 +323,9 @@ class ActorSystem(SchedulingCalls):
             if durable is not None:
                 self._durable = None
                 await durable.close()
+            cluster, self._cluster = self._cluster, None
+            if cluster is not None:
+                await cluster.stop()  # leave: this node's identities may move at once
             remote, self._remote = self._remote, None
             if remote is not None:
                 # Last: replies of the actors that just stopped have been sent.
@@ -331,6 +431,28 @@ class ActorSystem(SchedulingCalls):
             return await remote.actor_of(name_or_path)
         return runtime.pid_of(name_or_path)
 
+    @property
+    def cluster(self) -> ClusterNode:
+        """This node's side of the cluster: ``members()``, ``pause_cron(reference)``,
+        ``resume_cron(reference)``, ``metrics()`` (``docs/cluster.md``).
+
+        Raises:
+            ActorSystemNotStartedError: the system is not running.
+            RuntimeError: the system was made without ``cluster=``.
+        """
+        if self._cluster_config is None:
+            raise RuntimeError(
+                f"actor system {self.name!r} was made without `cluster=`: it is not part of "
+                "a cluster; pass cluster=Cluster(coordinator=...) to join one"
+            )
+        node = self._cluster
+        if node is None:
+            raise ActorSystemNotStartedError(
+                f"actor system {self.name!r} is not running: it joins its cluster at "
+                "`await system.start()`"
+            )
+        return node
+
     def remote_metrics(self) -> RemoteMetrics:
         """A snapshot of this node's remoting counters (frames, bytes, reconnects, ...).
 
@@ -409,3 +531,20 @@ class _Grace(Deadline):
                     "cancelled it (post_stop still runs)",
                     cell.pid,
                 )
+
+
+def _check_cluster(cluster: object, remoting: Remoting | None) -> Cluster | None:
+    """``cluster=`` must be a Cluster; every coordinator but memory:// needs remoting."""
+    if cluster is None:
+        return None
+    if not isinstance(cluster, Cluster):
+        raise TypeError(f"`cluster` must be a tocsin.Cluster or None, got {cluster!r}")
+    coordinator = cluster.coordinator
+    url = coordinator if isinstance(coordinator, str) else getattr(coordinator, "url", "")
+    if remoting is None and not str(url).lower().startswith("memory://"):
+        raise ValueError(
+            f"a cluster on {url!r} needs `remoting=`: nodes of other processes reach each "
+            "other through it (only a memory:// coordinator joins the systems of one "
+            "process without it)"
+        )
+    return cluster

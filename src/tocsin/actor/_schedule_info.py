@@ -36,6 +36,8 @@ class ScheduleInfo:
         sender: path of the recorded sender, ``None`` for ``NoSender``.
         ticks: ticks handed to the target so far.
         created_at: when the schedule was made (aware UTC).
+        cluster_claimed: a cron schedule of a system in cluster mode: each tick is claimed
+            cluster-wide and delivered by one node only (``ticks`` counts this node's).
     """
 
     reference: str
@@ -50,6 +52,7 @@ class ScheduleInfo:
     sender: str | None
     ticks: int
     created_at: datetime
+    cluster_claimed: bool = False
 
 
 @dataclass(frozen=True, slots=True)

@@ -14,7 +14,9 @@ from __future__ import annotations
 
 import itertools
 import math
-from typing import TYPE_CHECKING, Any, final
+from collections.abc import Callable
+from datetime import datetime
+from typing import TYPE_CHECKING, Any, Protocol, final
 
 from .._deadlines import Deadline, to_seconds
 from ..actor._mailbox import STALE, RuntimeItem
@@ -25,6 +27,7 @@ from ..errors import (
     DeadActorError,
     ScheduleAlreadyExistsError,
     ScheduleNotFoundError,
+    ScheduleReferenceRequiredError,
 )
 from ._cron import CronState
 from ._introspect import schedule_info, scheduler_metrics
@@ -187,6 +190,24 @@ class ScheduleRecord(Deadline, RuntimeItem):
         scheduler._deadlines.add(due, self)
 
 
+class CronGate(Protocol):
+    """Cluster mode: whether this node delivers a cron tick (``tocsin.cluster.CronClaims``).
+
+    ``deliver_if_won`` never blocks: it claims the tick ``reference@fire_at`` on the
+    coordinator in the background, then calls ``deliver()`` if this node won, else
+    ``skipped()`` (docs/cluster.md, "Cron single fire").
+    """
+
+    def deliver_if_won(
+        self,
+        reference: str,
+        fire_at: float,
+        period: float,
+        deliver: Callable[[], object],
+        skipped: Callable[[], object] | None = None,
+    ) -> None: ...
+
+
 @final
 class Scheduler:
     """All schedules of one system, addressable by reference (internal).
@@ -207,6 +228,8 @@ class Scheduler:
         self.ticks_delivered = 0
         self.ticks_dead_lettered = 0
         self.ticks_discarded = 0
+        #: Cluster mode (issue 12): set by the system when it joins a cluster.
+        self.cron_gate: CronGate | None = None
         self._unsubscribe_wall = runtime.clock.on_wall_jump(self._wall_jumped)
         runtime.stop_listeners.append(self.owner_stopped)
 
@@ -318,6 +341,17 @@ class Scheduler:
     ) -> str:
         clock = self._clock
         zone_name = timezone if timezone is not None else self._timezone
+        if self.cron_gate is not None:
+            # Cluster mode: ticks are claimed by reference, and every node must compute
+            # the same instants, so UTC unless a zone is given (docs/cluster.md).
+            if reference is None or reference == "":
+                raise ScheduleReferenceRequiredError(
+                    "schedule_cron in cluster mode needs an explicit `reference` (got "
+                    f"{reference!r}): ticks are claimed cluster-wide by reference, and a "
+                    "generated one differs on every node, so each node would deliver. Pass "
+                    "the same reference=... on every node, e.g. reference='nightly-report'"
+                )
+            zone_name = timezone if timezone is not None else "UTC"
         state = CronState.create(expression, zone_name, clock.wall())
         record = self._register(message, pid, reference, sender, replace, owner, None, state)
         self._arm_cron(record, state)
@@ -418,23 +452,52 @@ class Scheduler:
             record.due = now + (state.next_wall - wall)
             self._deadlines.add(record.due, record)
             return
+        fire_at = state.next_wall  # the instant this tick stands for (the cluster claim key)
         # Overdue fire times (a stall, a forward wall jump) are coalesced into this one.
         if not state.advance(max(wall, state.next_wall)):
             # No further fire time: deliver this last tick, then retire the schedule when
             # the tick is opened (retiring it now would make that very tick stale).
             record.final = True
             record.due = math.inf
-        delivered = record.target._target.deliver(record, record.sender, None)
-        if delivered:
-            record.ticks += 1
-            self.ticks_delivered += 1
-        elif not record.target._target.alive():
-            self._retire(record)  # target fully stopped: drop after this tick
-            return
+        gate = self.cron_gate
+        if gate is not None:
+            self._deliver_if_claimed(gate, record, state, fire_at)
+        else:
+            delivered = record.target._target.deliver(record, record.sender, None)
+            if delivered:
+                record.ticks += 1
+                self.ticks_delivered += 1
+            elif not record.target._target.alive():
+                self._retire(record)  # target fully stopped: drop after this tick
+                return
         if record.final:
             return
         record.due = now + (state.next_wall - wall)
         self._deadlines.add(record.due, record)
+
+    def _deliver_if_claimed(
+        self, gate: CronGate, record: ScheduleRecord, state: CronState, fire_at: float
+    ) -> None:
+        """Cluster mode: deliver this tick only if this node claims it (the claim runs in
+        the background; the schedule is re-armed meanwhile, as without a cluster)."""
+        nxt = state.expr.next_after(datetime.fromtimestamp(fire_at, state.tz))
+        period = math.inf if nxt is None else nxt.timestamp() - fire_at
+
+        def deliver() -> None:
+            if record.dead:
+                return  # cancelled, replaced or retired while the claim ran
+            target = record.target._target
+            if target.deliver(record, record.sender, None):
+                record.ticks += 1
+                self.ticks_delivered += 1
+            elif not target.alive():
+                self._retire(record)
+
+        def skipped() -> None:
+            if record.final:
+                self._retire(record)  # its last tick was another node's to deliver
+
+        gate.deliver_if_won(record.reference, fire_at, period, deliver, skipped)
 
     def _wall_jumped(self, delta: float) -> None:
         clock = self._clock
@@ -457,7 +520,8 @@ class Scheduler:
         clock = self._clock
         now, wall = clock.monotonic(), clock.wall()
         here = self._runtime.address
-        return [schedule_info(record, now, wall, here) for record in self._refs.values()]
+        clustered = self.cron_gate is not None
+        return [schedule_info(record, now, wall, here, clustered) for record in self._refs.values()]
 
     def metrics(self) -> SchedulerMetrics:
         n = min(self._fired, LATENESS_WINDOW)

@@ -1,0 +1,148 @@
+# SPDX-License-Identifier: Apache-2.0
+"""``tocsin cluster``: list live nodes, pause and resume cron schedules cluster-wide.
+
+``members`` prints the live nodes (name, address, joined, last seen, as the coordinator
+sees them now; ``--json``: one JSON document ``{"members": [{"name", "address",
+"joined", "last_seen"}], "paused": [...]}`` with ISO 8601 UTC times); ``pause REF`` /
+``resume REF`` set the cluster-wide flag that every node reads in the same atomic step as
+each cron tick claim, so the next tick obeys. The URL
+comes from ``--coordinator`` or ``TOCSIN_COORDINATOR``. Exit codes: 0 done, 1 the
+coordinator failed, 2 bad usage (bad URL, a SQLite file that does not exist, memory://).
+"""
+
+from __future__ import annotations
+
+import argparse
+import asyncio
+import json
+import os
+import sys
+from collections.abc import Callable, Coroutine
+from datetime import UTC, datetime
+from typing import Any, Final
+
+from ..cluster import Coordinator, open_coordinator
+from ..errors import CoordinatorError, InvalidCoordinatorURLError
+
+__all__ = ["register"]
+
+EXIT_OK: Final = 0
+EXIT_FAILED: Final = 1
+EXIT_USAGE: Final = 2
+
+
+class _Usage(Exception):
+    """The command line is wrong (exit code 2)."""
+
+
+def register(subparsers: argparse._SubParsersAction[argparse.ArgumentParser]) -> None:
+    """Add the ``cluster`` command (``members``, ``pause``, ``resume``) to a parser."""
+    cluster = subparsers.add_parser("cluster", help="cluster members; pause/resume cron")
+    actions = cluster.add_subparsers(dest="cluster_command", required=True, metavar="COMMAND")
+
+    def common(parser: argparse.ArgumentParser) -> None:
+        parser.add_argument(
+            "--coordinator",
+            default=os.environ.get("TOCSIN_COORDINATOR"),
+            help="coordinator URL, e.g. postgresql://db/shop, redis://cache:6379/0, "
+            "sqlite:///cluster.db (default: $TOCSIN_COORDINATOR)",
+        )
+
+    members = actions.add_parser("members", help="list the live nodes (or --json)")
+    common(members)
+    members.add_argument("--json", action="store_true", help="print one JSON document")
+    members.set_defaults(func=lambda ns: _run(_members, ns))
+    for name, handler, text in (
+        ("pause", _pause, "pause a cron schedule on every node (no node claims its ticks)"),
+        ("resume", _resume, "resume a cron schedule paused cluster-wide"),
+    ):
+        sub = actions.add_parser(name, help=text)
+        sub.add_argument("reference", help="the cron schedule's reference")
+        common(sub)
+        sub.set_defaults(func=lambda ns, handler=handler: _run(handler, ns))
+
+
+def _run(
+    handler: Callable[[Coordinator, argparse.Namespace], Coroutine[Any, Any, None]],
+    ns: argparse.Namespace,
+) -> int:
+    try:
+        coordinator = _coordinator(ns.coordinator)
+    except _Usage as exc:
+        print(f"tocsin cluster: error: {exc}", file=sys.stderr)
+        return EXIT_USAGE
+
+    async def main() -> None:
+        await coordinator.open()
+        try:
+            await handler(coordinator, ns)
+        finally:
+            await coordinator.close()
+
+    try:
+        asyncio.run(main())
+    except CoordinatorError as exc:
+        print(f"tocsin cluster: error: {exc}", file=sys.stderr)
+        return EXIT_FAILED
+    except ImportError as exc:  # the driver's extra is not installed
+        print(f"tocsin cluster: error: {exc}", file=sys.stderr)
+        return EXIT_USAGE
+    return EXIT_OK
+
+
+def _coordinator(url: str | None) -> Coordinator:
+    if not url:
+        raise _Usage("no coordinator: pass --coordinator URL or set TOCSIN_COORDINATOR")
+    if url.lower().startswith("memory://"):
+        raise _Usage(
+            "a memory:// coordinator lives inside one process; the command line can only "
+            "reach postgresql://, redis:// or sqlite:/// coordinators"
+        )
+    try:
+        coordinator = open_coordinator(url)
+    except InvalidCoordinatorURLError as exc:
+        raise _Usage(str(exc)) from None
+    except ImportError as exc:
+        raise _Usage(str(exc)) from None
+    path = getattr(coordinator, "path", None)  # SQLite: never create a file by mistake
+    if isinstance(path, str) and not os.path.exists(path):
+        raise _Usage(f"no such SQLite coordinator file: {os.path.abspath(path)}")
+    return coordinator
+
+
+def _iso(epoch: float) -> str:
+    return datetime.fromtimestamp(epoch, tz=UTC).isoformat(timespec="seconds")
+
+
+async def _members(coordinator: Coordinator, ns: argparse.Namespace) -> None:
+    _, rows = await coordinator.leases()
+    live = [row for row in rows if row.alive]
+    paused = sorted(await coordinator.paused_crons())
+    if ns.json:
+        members = [
+            {"name": r.node, "address": r.address, "joined": _iso(r.joined),
+             "last_seen": _iso(r.renewed)}
+            for r in live
+        ]  # fmt: skip
+        print(json.dumps({"members": members, "paused": paused}, indent=2))
+        return
+    if not live:
+        print("no live nodes")
+    else:
+        lines = [("NAME", "ADDRESS", "JOINED (UTC)", "LAST SEEN (UTC)")]
+        lines += [(r.node, r.address, _iso(r.joined), _iso(r.renewed)) for r in live]
+        widths = [max(len(line[i]) for line in lines) for i in range(4)]
+        for line in lines:
+            print("  ".join(c.ljust(w) for c, w in zip(line, widths, strict=True)).rstrip())
+    if paused:
+        print(f"paused cron references: {', '.join(paused)}")
+
+
+async def _pause(coordinator: Coordinator, ns: argparse.Namespace) -> None:
+    await coordinator.set_cron_paused(ns.reference, True)
+    print(f"paused {ns.reference!r} on every node")
+
+
+async def _resume(coordinator: Coordinator, ns: argparse.Namespace) -> None:
+    await coordinator.set_cron_paused(ns.reference, False)
+    print(f"resumed {ns.reference!r} on every node")

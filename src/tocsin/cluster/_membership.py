@@ -1,0 +1,228 @@
+# SPDX-License-Identifier: Apache-2.0
+"""Membership: this node's lease, renewed every ``lease/3``, and the view of live nodes.
+
+The coordinator judges leases on its own clock: a node not renewed within ``lease`` is
+dead for everyone else. The node also judges itself, on its own monotonic clock: its
+lease is held until ``t0 + lease`` where ``t0`` is when the last accepted renewal was
+*sent*. The coordinator set the expiry at ``coordinator_now + lease`` with
+``coordinator_now`` at or after ``t0``, so the node gives up no later than the cluster
+does (clock rates assumed equal; drift of a few ppm is far inside the margin) — and a node
+that was frozen (SIGSTOP, a VM pause) finds its lease gone before it acts on it.
+
+When the lease is lost the ``on_lease_lost`` callback runs (the system stops its durable
+activations: their epochs may already belong to another node) and the node joins again
+as a new incarnation.
+
+Prior art: Akka Cluster's split-brain "down yourself" timeout, Chubby's lease timeout on
+the client side, GoAkt's membership (whose dead-node detection this replaces: a lease on
+an existing engine instead of gossip).
+"""
+
+from __future__ import annotations
+
+import logging
+import uuid
+from collections.abc import Callable
+from datetime import UTC, datetime
+from typing import Literal, final
+
+from ..clock import Clock, TimerHandle
+from ..errors import CoordinatorError, NodeNameTakenError
+from ._periodic import Periodic, sleep
+from ._protocol import Coordinator, LeaseRow
+from ._values import Counters, Member, NodeJoined, NodeLeft
+
+__all__ = ["Membership"]
+
+_log = logging.getLogger("tocsin.cluster")
+
+
+def _utc(seconds: float) -> datetime:
+    return datetime.fromtimestamp(seconds, tz=UTC)
+
+
+@final
+class Membership:
+    """This node's lease and its view of the cluster (one per node).
+
+    Args:
+        coordinator: an opened coordinator.
+        name: this node's name (unique in the cluster).
+        address: where peers reach this node.
+        lease: seconds; renewals every ``lease / 3``.
+        clock: the node's clock.
+        publish: called with each :class:`NodeJoined` / :class:`NodeLeft`.
+        counters: where renewals and losses are counted.
+        on_lease_lost: called once each time this node loses its lease.
+    """
+
+    def __init__(
+        self,
+        coordinator: Coordinator,
+        *,
+        name: str,
+        address: str,
+        lease: float,
+        clock: Clock,
+        publish: Callable[[object], None],
+        counters: Counters,
+        on_lease_lost: Callable[[], None] | None = None,
+    ) -> None:
+        self.coordinator = coordinator
+        self.name = name
+        self.address = address
+        self.lease = lease
+        self.incarnation = ""
+        self._clock = clock
+        self._publish = publish
+        self._counters = counters
+        self._on_lease_lost = on_lease_lost
+        self._holding = False
+        self._valid_until = 0.0
+        self._expiry: TimerHandle | None = None
+        self._view: dict[str, LeaseRow] = {}
+        self._members: list[Member] = []
+        self._renewer = Periodic(clock, lease / 3, self.tick, f"tocsin-cluster-renew-{name}")
+
+    # -- lifecycle ---------------------------------------------------------------------
+
+    async def start(self) -> None:
+        """Join (waiting at most ``2 * lease`` for a previous life's lease to lapse),
+        read the first view, start renewing.
+
+        Raises:
+            NodeNameTakenError: another live node holds this name.
+            CoordinatorError: the coordinator failed.
+        """
+        await self._join(wait=2 * self.lease)
+        await self._refresh(announce=False)
+        self._renewer.start()
+
+    async def stop(self) -> None:
+        """Stop renewing and leave (delete the lease). A coordinator that fails here is
+        logged: the lease then simply expires."""
+        await self._renewer.stop()
+        self._cancel_expiry()
+        was_holding, self._holding = self._holding, False
+        if was_holding:
+            try:
+                await self.coordinator.leave(self.name, self.incarnation)
+            except CoordinatorError as exc:
+                _log.warning("node %s: leave failed (%s); its lease will expire", self.name, exc)
+
+    async def _join(self, *, wait: float) -> None:
+        deadline = self._clock.monotonic() + wait
+        incarnation = uuid.uuid4().hex
+        while True:
+            sent = self._clock.monotonic()
+            row = await self.coordinator.join(self.name, incarnation, self.address, self.lease)
+            if row is not None:
+                self.incarnation = incarnation
+                self._held_from(sent)
+                return
+            if self._clock.monotonic() >= deadline:
+                raise NodeNameTakenError(
+                    f"node name {self.name!r} is held by another live node of the cluster "
+                    f"(waited {wait:g} s for its lease to lapse); give each node its own name"
+                )
+            await sleep(self._clock, self.lease / 3)
+
+    # -- the lease ---------------------------------------------------------------------
+
+    def holds_lease(self) -> bool:
+        """Whether this node may act as a member now (by its own clock, conservatively)."""
+        return self._holding and self._clock.monotonic() < self._valid_until
+
+    def _held_from(self, sent: float) -> None:
+        self._holding = True
+        self._valid_until = sent + self.lease
+        self._cancel_expiry()
+        self._expiry = self._clock.call_at(self._valid_until, self._expired_locally)
+
+    def _cancel_expiry(self) -> None:
+        if self._expiry is not None:
+            self._expiry.cancel()
+            self._expiry = None
+
+    def _expired_locally(self) -> None:
+        self._expiry = None
+        self._lose("not renewed within the lease by this node's clock")
+
+    def _lose(self, why: str) -> None:
+        if not self._holding:
+            return
+        self._holding = False
+        self._counters.leases_lost += 1
+        _log.warning("node %s lost its lease: %s", self.name, why)
+        if self._on_lease_lost is not None:
+            self._on_lease_lost()
+
+    async def tick(self) -> None:
+        """One renewal and one refresh of the view (run every ``lease / 3``)."""
+        sent = self._clock.monotonic()
+        try:
+            row = await self.coordinator.renew(self.name, self.incarnation, self.lease)
+        except CoordinatorError as exc:
+            self._counters.renew_failures += 1
+            _log.warning("node %s: lease renewal failed: %s", self.name, exc)
+        else:
+            if row is not None:
+                self._counters.leases_renewed += 1
+                self._held_from(sent)
+            else:
+                self._cancel_expiry()
+                self._lose("the coordinator refused the renewal (expired or replaced)")
+                try:
+                    await self._join(wait=2 * self.lease)
+                except CoordinatorError as exc:
+                    _log.warning("node %s: rejoin failed: %s", self.name, exc)
+        try:
+            await self._refresh(announce=True)
+        except CoordinatorError as exc:
+            _log.warning("node %s: reading the members failed: %s", self.name, exc)
+
+    # -- the view ----------------------------------------------------------------------
+
+    def members(self) -> list[Member]:
+        """Live nodes (this one included) as of the last refresh (at most ``lease/3`` old),
+        sorted by name."""
+        return list(self._members)
+
+    def member_names(self) -> list[str]:
+        """Names of the live nodes of the last refresh."""
+        return [member.name for member in self._members]
+
+    async def _refresh(self, *, announce: bool) -> None:
+        _, rows = await self.coordinator.leases()
+        known = {row.node: row for row in rows}
+        live = {row.node: row for row in rows if row.alive}
+        if announce:
+            for node, old in self._view.items():
+                if node == self.name:
+                    continue
+                new = live.get(node)
+                if new is not None and new.incarnation == old.incarnation:
+                    continue
+                self._publish(NodeLeft(node, old.address, self._left_reason(old, known.get(node))))
+            for node, joined in live.items():
+                before = self._view.get(node)
+                if node != self.name and (
+                    before is None or before.incarnation != joined.incarnation
+                ):
+                    self._publish(NodeJoined(node, joined.address))
+        self._view = live
+        self._members = [
+            Member(row.node, row.address, _utc(row.joined), _utc(row.renewed))
+            for row in sorted(live.values(), key=lambda r: r.node)
+        ]
+
+    @staticmethod
+    def _left_reason(old: LeaseRow, now: LeaseRow | None) -> Literal["left", "expired"]:
+        """``left`` if the lease was removed, ``expired`` if it ran out. A name taken by a
+        new life: the old one expired if the new one joined after its expiry (a live
+        lease of another incarnation is never replaced), else it left first."""
+        if now is None:
+            return "left"
+        if now.incarnation == old.incarnation:
+            return "expired"
+        return "expired" if now.joined >= old.expires else "left"

@@ -1,0 +1,194 @@
+# SPDX-License-Identifier: Apache-2.0
+"""The ``memory://`` coordinator: the systems of one process, on one clock.
+
+``memory://NAME`` instances of one process share one state while at least one of them is
+open; plain ``memory://`` is one more shared state (the default name ``""``). Only a
+``MemoryCoordinator()`` made without a name is private. Every method runs without awaiting
+anything, so each is atomic on the event loop. Time is the given clock's ``wall()``: with
+one :class:`~tocsin.ManualClock` for every system, a test decides when leases expire and
+ticks are late, deterministically.
+"""
+
+from __future__ import annotations
+
+from dataclasses import dataclass, field
+from typing import ClassVar, final
+
+from ..clock import Clock, SystemClock
+from ._protocol import EXPIRED_LEASE_RETENTION as RETENTION
+from ._protocol import ClaimOutcome, LeaseRow, Ownership
+
+__all__ = ["MemoryCoordinator"]
+
+
+@dataclass(slots=True)
+class _Lease:
+    incarnation: str
+    address: str
+    joined: float
+    renewed: float
+    expires: float
+
+
+@dataclass(slots=True)
+class _State:
+    leases: dict[str, _Lease] = field(default_factory=dict)
+    directory: dict[tuple[str, str], tuple[str, str, int]] = field(default_factory=dict)
+    claims: dict[str, tuple[str, float]] = field(default_factory=dict)
+    paused: set[str] = field(default_factory=set)
+    users: int = 0
+
+
+@final
+class MemoryCoordinator:
+    """A :class:`~tocsin.cluster.Coordinator` in this process's memory.
+
+    Args:
+        name: instances with the same name (``""`` included: plain ``memory://``) share
+            their state while any of them is open; ``None`` keeps it private.
+        clock: the clock judging leases and lateness (``SystemClock`` by default).
+    """
+
+    _shared: ClassVar[dict[str, _State]] = {}
+
+    def __init__(self, name: str | None = None, *, clock: Clock | None = None) -> None:
+        self.name = name
+        self.url = f"memory://{name or ''}"
+        self._clock = clock if clock is not None else SystemClock()
+        self._state: _State | None = None
+
+    def __repr__(self) -> str:
+        return f"MemoryCoordinator({self.url!r})"
+
+    async def open(self) -> None:
+        if self._state is not None:
+            return
+        state = _State() if self.name is None else self._shared.setdefault(self.name, _State())
+        state.users += 1
+        self._state = state
+
+    async def close(self) -> None:
+        state, self._state = self._state, None
+        if state is None:
+            return
+        state.users -= 1
+        if state.users == 0 and self.name is not None and self._shared.get(self.name) is state:
+            del self._shared[self.name]
+
+    @property
+    def _s(self) -> _State:
+        if self._state is None:
+            from ..errors import CoordinatorError
+
+            raise CoordinatorError(f"{self!r} is not open: `await coordinator.open()` first")
+        return self._state
+
+    async def now(self) -> float:
+        return self._clock.wall()
+
+    # -- membership ------------------------------------------------------------------
+
+    def _row(self, node: str, lease: _Lease, now: float) -> LeaseRow:
+        return LeaseRow(
+            node,
+            lease.incarnation,
+            lease.address,
+            lease.joined,
+            lease.renewed,
+            lease.expires,
+            lease.expires > now,
+        )
+
+    async def join(
+        self, node: str, incarnation: str, address: str, lease: float
+    ) -> LeaseRow | None:
+        state, now = self._s, self._clock.wall()
+        held = state.leases.get(node)
+        if held is not None and held.incarnation != incarnation and held.expires > now:
+            return None
+        for name in [n for n, old in state.leases.items() if old.expires < now - RETENTION]:
+            del state.leases[name]
+        joined = held.joined if held is not None and held.incarnation == incarnation else now
+        state.leases[node] = new = _Lease(incarnation, address, joined, now, now + lease)
+        return self._row(node, new, now)
+
+    async def renew(self, node: str, incarnation: str, lease: float) -> LeaseRow | None:
+        state, now = self._s, self._clock.wall()
+        held = state.leases.get(node)
+        if held is None or held.incarnation != incarnation or held.expires <= now:
+            return None
+        held.renewed, held.expires = now, now + lease
+        return self._row(node, held, now)
+
+    async def leave(self, node: str, incarnation: str) -> bool:
+        state = self._s
+        held = state.leases.get(node)
+        if held is None or held.incarnation != incarnation:
+            return False
+        del state.leases[node]
+        return True
+
+    async def leases(self) -> tuple[float, list[LeaseRow]]:
+        state, now = self._s, self._clock.wall()
+        return now, [self._row(n, state.leases[n], now) for n in sorted(state.leases)]
+
+    # -- directory -------------------------------------------------------------------
+
+    def _alive(self, node: str, incarnation: str, now: float) -> bool:
+        held = self._s.leases.get(node)
+        return held is not None and held.incarnation == incarnation and held.expires > now
+
+    async def owner(self, kind: str, identity: str) -> Ownership | None:
+        entry = self._s.directory.get((kind, identity))
+        if entry is None:
+            return None
+        node, incarnation, epoch = entry
+        alive = self._alive(node, incarnation, self._clock.wall())
+        return Ownership(kind, identity, node, incarnation, epoch, alive)
+
+    async def claim_owner(
+        self, kind: str, identity: str, node: str, incarnation: str
+    ) -> Ownership | None:
+        state, now = self._s, self._clock.wall()
+        current = await self.owner(kind, identity)
+        if current is not None and (
+            (current.node, current.incarnation) == (node, incarnation) or current.alive
+        ):
+            return current
+        if not self._alive(node, incarnation, now):
+            return current
+        epoch = 1 if current is None else current.epoch + 1
+        state.directory[(kind, identity)] = (node, incarnation, epoch)
+        return Ownership(kind, identity, node, incarnation, epoch, True)
+
+    # -- cron single fire ------------------------------------------------------------
+
+    async def claim_tick(
+        self, key: str, reference: str, fire_at: float, ttl: float, node: str
+    ) -> ClaimOutcome:
+        state, now = self._s, self._clock.wall()
+        if reference in state.paused:
+            return ClaimOutcome.PAUSED
+        if now - fire_at > ttl:
+            return ClaimOutcome.LATE
+        held = state.claims.get(key)
+        if held is not None and held[1] > now:
+            return ClaimOutcome.LOST
+        state.claims[key] = (node, max(now, fire_at) + ttl)
+        if len(state.claims) > 1024 and len(state.claims) & 1023 == 0:
+            # Claims expire by TTL only: drop the expired ones now and then.
+            state.claims = {k: v for k, v in state.claims.items() if v[1] > now}
+        return ClaimOutcome.WON
+
+    async def set_cron_paused(self, reference: str, paused: bool) -> None:
+        if paused:
+            self._s.paused.add(reference)
+        else:
+            self._s.paused.discard(reference)
+
+    async def paused_crons(self) -> frozenset[str]:
+        return frozenset(self._s.paused)
+
+    def _claim_holder(self, key: str) -> tuple[str, float] | None:
+        """Test hook: the node holding ``key`` and until when (expired ones included)."""
+        return self._s.claims.get(key)

@@ -1,0 +1,153 @@
+# SPDX-License-Identifier: Apache-2.0
+"""The cluster side of one node: what ``system.cluster`` is.
+
+It composes the coordinator, membership (the lease), the directory (durable identities)
+and the cron claims, behind the calls of the contract: ``members()``, ``pause_cron``,
+``resume_cron``, ``metrics()``. The actor system creates it, starts it before anything
+may claim, and stops it last.
+"""
+
+from __future__ import annotations
+
+from collections.abc import Callable
+from typing import final
+
+from ..clock import Clock
+from ._membership import Membership
+from ._placement import Directory
+from ._protocol import Coordinator
+from ._single_fire import CronClaims
+from ._url import open_coordinator
+from ._values import Cluster, ClusterMetrics, Counters, Member
+
+__all__ = ["ClusterNode"]
+
+
+def _reference(reference: object) -> str:
+    if not isinstance(reference, str):
+        raise TypeError(f"`reference` must be a str, got {type(reference).__name__}")
+    if not reference:
+        raise ValueError("`reference` must be a non-empty str, got ''")
+    return reference
+
+
+@final
+class ClusterNode:
+    """One node's membership, directory and cron claims (``system.cluster``).
+
+    Users never construct it: ``ActorSystem(..., cluster=Cluster(...))`` does.
+
+    Args:
+        config: the :class:`Cluster` configuration.
+        name: this node's name (the system name); unique in the cluster.
+        address: where peers reach it (the remoting address; the name for ``memory://``).
+        clock: the system's clock.
+        publish: publishes :class:`NodeJoined` / :class:`NodeLeft` (``system.events``).
+        on_lease_lost: called when this node loses its lease (stop durable activations).
+    """
+
+    def __init__(
+        self,
+        config: Cluster,
+        *,
+        name: str,
+        address: str,
+        clock: Clock,
+        publish: Callable[[object], None],
+        on_lease_lost: Callable[[], None] | None = None,
+    ) -> None:
+        self.config = config
+        if isinstance(config.coordinator, str):
+            self.coordinator: Coordinator = open_coordinator(config.coordinator, clock=clock)
+            self._owns_coordinator = True
+        else:
+            self.coordinator = config.coordinator
+            self._owns_coordinator = False
+        self._counters = Counters()
+        self.membership = Membership(
+            self.coordinator,
+            name=name,
+            address=address,
+            lease=config.lease,
+            clock=clock,
+            publish=publish,
+            counters=self._counters,
+            on_lease_lost=on_lease_lost,
+        )
+        self.directory = Directory(self.coordinator, self.membership, self._counters)
+        self.cron_claims = CronClaims(
+            self.coordinator, node=name, counters=self._counters, clock=clock
+        )
+        self._started = False
+
+    @property
+    def name(self) -> str:
+        """This node's name."""
+        return self.membership.name
+
+    async def start(self) -> None:
+        """Open the coordinator (if made from a URL) and join. On failure nothing is left
+        open or joined.
+
+        Raises:
+            CoordinatorError: the coordinator cannot be reached.
+            NodeNameTakenError: another live node uses this name.
+        """
+        if self._started:
+            return
+        if self._owns_coordinator:
+            await self.coordinator.open()
+        try:
+            await self.membership.start()
+        except BaseException:
+            if self._owns_coordinator:
+                await self.coordinator.close()
+            raise
+        self._started = True
+
+    async def stop(self) -> None:
+        """Leave the cluster (the lease is deleted: this node's identities may move at
+        once) and close the coordinator if this node opened it."""
+        if not self._started:
+            return
+        self._started = False
+        try:
+            await self.cron_claims.close()
+            await self.membership.stop()
+        finally:
+            if self._owns_coordinator:
+                await self.coordinator.close()
+
+    def members(self) -> list[Member]:
+        """Live nodes, this one included, sorted by name: a snapshot as of the last lease
+        renewal (at most ``lease / 3`` seconds old)."""
+        return self.membership.members()
+
+    async def pause_cron(self, reference: str) -> None:
+        """Pause the cron schedule ``reference`` on every node, nodes that join later
+        included: no node claims its ticks until :meth:`resume_cron`. Pausing a paused
+        reference is a no-op; an unknown one is paused all the same (a node may register
+        it later).
+
+        Raises:
+            TypeError, ValueError: ``reference`` is not a non-empty str.
+            CoordinatorError: the coordinator failed (the pause may or may not be set).
+        """
+        await self.coordinator.set_cron_paused(_reference(reference), True)
+
+    async def resume_cron(self, reference: str) -> None:
+        """Undo :meth:`pause_cron`: ticks are claimed again from the next fire time on.
+
+        Raises:
+            TypeError, ValueError: ``reference`` is not a non-empty str.
+            CoordinatorError: the coordinator failed.
+        """
+        await self.coordinator.set_cron_paused(_reference(reference), False)
+
+    async def paused_crons(self) -> frozenset[str]:
+        """The cron references paused cluster-wide."""
+        return await self.coordinator.paused_crons()
+
+    def metrics(self) -> ClusterMetrics:
+        """This node's cluster counters (a snapshot)."""
+        return self._counters.snapshot()

@@ -1,0 +1,363 @@
+# SPDX-License-Identifier: Apache-2.0
+"""The PostgreSQL coordinator (asyncpg): for nodes on several machines sharing a database.
+
+The server's ``clock_timestamp()`` judges leases and lateness, never a node's clock. Each
+method is one statement or one transaction. Where a step waits for a row lock (two nodes
+renewing and taking over the same lease, two claimers of one tick), the time it compares
+against is read *after* the lock is taken, or is the earlier reading, which can only make
+a takeover less likely: an expired lease is never renewed and a live one never taken over.
+
+Times are ``double precision`` epoch seconds, as in the Python API.
+"""
+
+from __future__ import annotations
+
+import re
+from collections.abc import AsyncIterator
+from contextlib import asynccontextmanager
+from typing import Any, Final, final
+from urllib.parse import parse_qsl, urlencode, urlsplit, urlunsplit
+
+from ..errors import CoordinatorError
+from ._protocol import EXPIRED_LEASE_RETENTION as RETENTION
+from ._protocol import ClaimOutcome, LeaseRow, Ownership
+
+try:
+    import asyncpg
+except ImportError as exc:  # pragma: no cover - depends on the environment
+    raise ImportError(
+        "the PostgreSQL coordinator needs asyncpg: pip install 'tocsin[postgres]'"
+    ) from exc
+
+__all__ = ["PostgresCoordinator"]
+
+#: Advisory lock key held while creating the schema ("tcclus" in ASCII).
+SCHEMA_LOCK_KEY: Final = 0x74636C7573
+_SCHEMA_NAME: Final = re.compile(r"[a-z_][a-z0-9_]{0,62}")
+#: Claims between two purges of expired claims.
+PURGE_EVERY: Final = 512
+
+# $1 in every statement is the test-only clock offset (0 in production).
+_NOW: Final = "(extract(epoch FROM clock_timestamp())::float8 + $1::float8)"
+
+_SCHEMA: Final = """
+CREATE TABLE IF NOT EXISTS tocsin_cluster_leases (
+    node text PRIMARY KEY, incarnation text NOT NULL, address text NOT NULL,
+    joined float8 NOT NULL, renewed float8 NOT NULL, expires float8 NOT NULL);
+CREATE TABLE IF NOT EXISTS tocsin_cluster_directory (
+    kind text NOT NULL, identity text NOT NULL, node text NOT NULL,
+    incarnation text NOT NULL, epoch bigint NOT NULL, PRIMARY KEY (kind, identity));
+CREATE TABLE IF NOT EXISTS tocsin_cluster_claims (
+    key text PRIMARY KEY, node text NOT NULL, expires float8 NOT NULL);
+CREATE INDEX IF NOT EXISTS tocsin_cluster_claims_expires ON tocsin_cluster_claims (expires);
+CREATE TABLE IF NOT EXISTS tocsin_cluster_paused (reference text PRIMARY KEY);
+"""
+
+_LEASE_COLUMNS: Final = "node, incarnation, address, joined, renewed, expires"
+
+_JOIN: Final = f"""
+WITH c AS MATERIALIZED (SELECT {_NOW} AS now),
+purge AS (DELETE FROM tocsin_cluster_leases
+          WHERE expires < (SELECT now FROM c) - {RETENTION} AND node <> $2)
+INSERT INTO tocsin_cluster_leases AS l (node, incarnation, address, joined, renewed, expires)
+SELECT $2, $3, $4, c.now, c.now, c.now + $5 FROM c
+ON CONFLICT (node) DO UPDATE SET
+    incarnation = excluded.incarnation, address = excluded.address,
+    joined = CASE WHEN l.incarnation = excluded.incarnation THEN l.joined
+                  ELSE excluded.joined END,
+    renewed = excluded.renewed, expires = excluded.expires
+WHERE l.incarnation = excluded.incarnation OR l.expires <= excluded.renewed
+RETURNING {_LEASE_COLUMNS}
+"""
+# clock_timestamp() in the WHERE is evaluated again after a row-lock wait, so a lease
+# that expired while this statement waited is not renewed.
+_RENEW: Final = f"""
+UPDATE tocsin_cluster_leases SET renewed = {_NOW}, expires = {_NOW} + $4
+WHERE node = $2 AND incarnation = $3 AND expires > {_NOW}
+RETURNING {_LEASE_COLUMNS}
+"""
+_CLAIM: Final = f"""
+WITH c AS MATERIALIZED (SELECT {_NOW} AS now),
+p AS MATERIALIZED (
+    SELECT EXISTS (SELECT 1 FROM tocsin_cluster_paused WHERE reference = $3) AS paused),
+ins AS (
+    INSERT INTO tocsin_cluster_claims AS k (key, node, expires)
+    SELECT $2, $4, greatest(c.now, $5) + $6 FROM c, p
+    WHERE NOT p.paused AND c.now - $5 <= $6
+    ON CONFLICT (key) DO UPDATE SET node = excluded.node, expires = excluded.expires
+    WHERE k.expires <= (SELECT now FROM c)
+    RETURNING 1)
+SELECT (SELECT now FROM c), (SELECT paused FROM p), EXISTS (SELECT 1 FROM ins)
+"""
+_PURGE: Final = f"""
+DELETE FROM tocsin_cluster_claims WHERE key IN (
+    SELECT key FROM tocsin_cluster_claims WHERE expires <= {_NOW} LIMIT 256)
+"""
+
+
+def _lease(row: Any, now: float) -> LeaseRow:
+    return LeaseRow(
+        row["node"],
+        row["incarnation"],
+        row["address"],
+        row["joined"],
+        row["renewed"],
+        row["expires"],
+        row["expires"] > now,
+    )
+
+
+def _split_dsn(dsn: str) -> tuple[str, str | None]:
+    """The DSN without tocsin's own ``schema=`` query option, and that option."""
+    parts = urlsplit(dsn)
+    query = parse_qsl(parts.query, keep_blank_values=True)
+    schema = next((v for k, v in query if k == "schema"), None)
+    rest = [(k, v) for k, v in query if k != "schema"]
+    return urlunsplit(parts._replace(query=urlencode(rest))), schema
+
+
+def _redact(dsn: str) -> str:
+    parts = urlsplit(dsn)
+    if parts.password is None:
+        return dsn
+    user, _, host = parts.netloc.rpartition("@")
+    return urlunsplit(parts._replace(netloc=f"{user.partition(':')[0]}:***@{host}"))
+
+
+@final
+class PostgresCoordinator:
+    """A :class:`~tocsin.cluster.Coordinator` in a PostgreSQL database.
+
+    Args:
+        dsn: ``postgresql://user:password@host:port/database``; a ``schema=NAME`` query
+            option is read by tocsin (not sent to the server).
+        schema: the PostgreSQL schema holding the ``tocsin_cluster_*`` tables, created if
+            missing (default: the DSN's ``schema=``, else ``"public"``).
+        command_timeout: seconds a statement may take before it fails (its outcome then
+            unknown, as for any :class:`~tocsin.errors.CoordinatorError`).
+    """
+
+    def __init__(
+        self, dsn: str, *, schema: str | None = None, command_timeout: float = 10.0
+    ) -> None:
+        self._dsn, url_schema = _split_dsn(dsn)
+        self.schema = schema or url_schema or "public"
+        if not _SCHEMA_NAME.fullmatch(self.schema):
+            raise ValueError(
+                "`schema` must be a lower-case SQL identifier ([a-z_][a-z0-9_]*), "
+                f"got {self.schema!r}"
+            )
+        self.url = _redact(dsn)
+        self._command_timeout = command_timeout
+        self._pool: Any = None
+        self._claims = 0
+        #: Seconds added to the server's clock; tests move time with it, never sleeping.
+        self._offset = 0.0
+
+    def __repr__(self) -> str:
+        return f"PostgresCoordinator({self.url!r}, schema={self.schema!r})"
+
+    @asynccontextmanager
+    async def _errors(self, what: str) -> AsyncIterator[None]:
+        try:
+            yield
+        except (asyncpg.PostgresError, asyncpg.InterfaceError, OSError, TimeoutError) as exc:
+            raise CoordinatorError(
+                f"PostgreSQL coordinator {self.url}: {what} failed: {exc}"
+            ) from exc
+
+    def _require(self) -> Any:
+        if self._pool is None:
+            raise CoordinatorError(f"{self!r} is not open: `await coordinator.open()` first")
+        return self._pool
+
+    async def open(self) -> None:
+        if self._pool is not None:
+            return
+        async with self._errors("open"):
+            pool = await asyncpg.create_pool(
+                self._dsn,
+                min_size=1,
+                max_size=4,
+                command_timeout=self._command_timeout,
+                server_settings={"search_path": self.schema},
+            )
+        try:
+            async with self._errors("create schema"), pool.acquire() as conn, conn.transaction():
+                await conn.execute("SELECT pg_advisory_xact_lock($1)", SCHEMA_LOCK_KEY)
+                await conn.execute(f'CREATE SCHEMA IF NOT EXISTS "{self.schema}"')
+                await conn.execute(_SCHEMA)
+        except BaseException:
+            await pool.close()
+            raise
+        self._pool = pool
+
+    async def close(self) -> None:
+        pool, self._pool = self._pool, None
+        if pool is not None:
+            async with self._errors("close"):
+                await pool.close()
+
+    async def now(self) -> float:
+        async with self._errors("now"):
+            value: float = await self._require().fetchval(f"SELECT {_NOW}", self._offset)
+            return value
+
+    # -- membership ------------------------------------------------------------------
+
+    async def join(
+        self, node: str, incarnation: str, address: str, lease: float
+    ) -> LeaseRow | None:
+        async with self._errors("join"):
+            row = await self._require().fetchrow(
+                _JOIN, self._offset, node, incarnation, address, float(lease)
+            )
+        return None if row is None else _lease(row, row["renewed"])
+
+    async def renew(self, node: str, incarnation: str, lease: float) -> LeaseRow | None:
+        async with self._errors("renew"):
+            row = await self._require().fetchrow(
+                _RENEW, self._offset, node, incarnation, float(lease)
+            )
+        return None if row is None else _lease(row, row["renewed"])
+
+    async def leave(self, node: str, incarnation: str) -> bool:
+        async with self._errors("leave"):
+            status: str = await self._require().execute(
+                "DELETE FROM tocsin_cluster_leases WHERE node = $1 AND incarnation = $2",
+                node,
+                incarnation,
+            )
+        return status != "DELETE 0"
+
+    async def leases(self) -> tuple[float, list[LeaseRow]]:
+        async with (
+            self._errors("leases"),
+            self._require().acquire() as conn,
+            conn.transaction(isolation="repeatable_read", readonly=True),
+        ):
+            now: float = await conn.fetchval(f"SELECT {_NOW}", self._offset)
+            rows = await conn.fetch(
+                f"SELECT {_LEASE_COLUMNS} FROM tocsin_cluster_leases ORDER BY node"
+            )
+        return now, [_lease(row, now) for row in rows]
+
+    # -- directory -------------------------------------------------------------------
+
+    async def owner(self, kind: str, identity: str) -> Ownership | None:
+        async with self._errors("owner"):
+            row = await self._require().fetchrow(
+                f"SELECT d.node, d.incarnation, d.epoch, l.expires > {_NOW} AS alive "
+                "FROM tocsin_cluster_directory d LEFT JOIN tocsin_cluster_leases l "
+                "ON l.node = d.node AND l.incarnation = d.incarnation "
+                "WHERE d.kind = $2 AND d.identity = $3",
+                self._offset,
+                kind,
+                identity,
+            )
+        if row is None:
+            return None
+        return Ownership(
+            kind, identity, row["node"], row["incarnation"], row["epoch"], bool(row["alive"])
+        )
+
+    async def claim_owner(
+        self, kind: str, identity: str, node: str, incarnation: str
+    ) -> Ownership | None:
+        async with (
+            self._errors("claim_owner"),
+            self._require().acquire() as conn,
+            conn.transaction(),
+        ):
+            return await self._claim_owner(conn, kind, identity, node, incarnation)
+
+    async def _claim_owner(
+        self, conn: Any, kind: str, identity: str, node: str, incarnation: str
+    ) -> Ownership | None:
+        # Lock order: the directory row, then lease rows (FOR SHARE: waits for a renewal
+        # in flight and sees its result). The clock is read after every lock is held.
+        current = await conn.fetchrow(
+            "SELECT node, incarnation, epoch FROM tocsin_cluster_directory "
+            "WHERE kind = $1 AND identity = $2 FOR UPDATE",
+            kind,
+            identity,
+        )
+        lease_sql = (
+            "SELECT expires FROM tocsin_cluster_leases "
+            "WHERE node = $1 AND incarnation = $2 FOR SHARE"
+        )
+        owner_expires = None
+        if current is not None:
+            owner_expires = await conn.fetchval(lease_sql, current["node"], current["incarnation"])
+        my_expires = await conn.fetchval(lease_sql, node, incarnation)
+        now: float = await conn.fetchval(f"SELECT {_NOW}", self._offset)
+        owner_alive = owner_expires is not None and owner_expires > now
+        if current is not None:
+            found = Ownership(
+                kind, identity, current["node"], current["incarnation"], current["epoch"],
+                owner_alive,
+            )  # fmt: skip
+            if (current["node"], current["incarnation"]) == (node, incarnation) or owner_alive:
+                return found
+        else:
+            found = None
+        if my_expires is None or my_expires <= now:
+            return found
+        epoch = 1 if current is None else current["epoch"] + 1
+        written = await conn.fetchval(
+            "INSERT INTO tocsin_cluster_directory AS d VALUES ($1, $2, $3, $4, $5) "
+            "ON CONFLICT (kind, identity) DO UPDATE SET node = excluded.node, "
+            "incarnation = excluded.incarnation, epoch = excluded.epoch "
+            "WHERE d.epoch = $5 - 1 RETURNING epoch",
+            kind,
+            identity,
+            node,
+            incarnation,
+            epoch,
+        )
+        if written is None:
+            # A concurrent first claim inserted the row after our (empty) FOR UPDATE
+            # read: it won. Report it as it is now.
+            row = await conn.fetchrow(
+                "SELECT node, incarnation, epoch FROM tocsin_cluster_directory "
+                "WHERE kind = $1 AND identity = $2",
+                kind,
+                identity,
+            )
+            return Ownership(kind, identity, row["node"], row["incarnation"], row["epoch"], True)
+        return Ownership(kind, identity, node, incarnation, epoch, True)
+
+    # -- cron single fire ------------------------------------------------------------
+
+    async def claim_tick(
+        self, key: str, reference: str, fire_at: float, ttl: float, node: str
+    ) -> ClaimOutcome:
+        pool = self._require()
+        async with self._errors("claim_tick"):
+            now, paused, won = await pool.fetchrow(
+                _CLAIM, self._offset, key, reference, node, float(fire_at), float(ttl)
+            )
+            self._claims += 1
+            if self._claims % PURGE_EVERY == 0:
+                await pool.execute(_PURGE, self._offset)
+        if won:
+            return ClaimOutcome.WON
+        if paused:
+            return ClaimOutcome.PAUSED
+        if now - fire_at > ttl:
+            return ClaimOutcome.LATE
+        return ClaimOutcome.LOST
+
+    async def set_cron_paused(self, reference: str, paused: bool) -> None:
+        sql = (
+            "INSERT INTO tocsin_cluster_paused VALUES ($1) ON CONFLICT DO NOTHING"
+            if paused
+            else "DELETE FROM tocsin_cluster_paused WHERE reference = $1"
+        )
+        async with self._errors("set_cron_paused"):
+            await self._require().execute(sql, reference)
+
+    async def paused_crons(self) -> frozenset[str]:
+        async with self._errors("paused_crons"):
+            rows = await self._require().fetch("SELECT reference FROM tocsin_cluster_paused")
+        return frozenset(row["reference"] for row in rows)

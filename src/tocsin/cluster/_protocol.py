@@ -1,0 +1,179 @@
+# SPDX-License-Identifier: Apache-2.0
+"""What a coordinator is: one small protocol and the frozen rows it returns.
+
+A coordinator is an existing engine (PostgreSQL, Redis, a SQLite file, or memory for the
+systems of one process) holding four things for a cluster:
+
+* node leases (membership), judged on the coordinator's own clock;
+* the directory: which node owns each durable identity ``(kind, identity)``, with an
+  epoch that grows at every change of owner (the fencing token);
+* cron tick claims: put-if-absent with a TTL, the lateness check in the same atomic step;
+* cluster-wide flags: the cron references paused with ``pause_cron``.
+
+Every method is one atomic step on the coordinator. Times are epoch seconds on the
+coordinator's clock. A method that raises :class:`~tocsin.errors.CoordinatorError` has an
+unknown outcome (the step may have happened): callers never read that as "nobody holds it".
+
+Prior art: GoAkt's ``ClaimScheduleFire`` (put-if-absent with TTL on the cluster store),
+procrastinate's connector protocol with its in-memory twin, the fencing tokens of
+Kleppmann's "How to do distributed locking".
+"""
+
+from __future__ import annotations
+
+import enum
+from dataclasses import dataclass
+from typing import Protocol, final, runtime_checkable
+
+__all__ = ["EXPIRED_LEASE_RETENTION", "ClaimOutcome", "Coordinator", "LeaseRow", "Ownership"]
+
+#: Seconds an expired lease is kept (so peers can tell "expired" from "left", and
+#: ``tocsin cluster members`` could show it) before a later ``join`` purges it.
+EXPIRED_LEASE_RETENTION = 3600.0
+
+
+class ClaimOutcome(enum.StrEnum):
+    """How a cron tick claim ended (:meth:`Coordinator.claim_tick`)."""
+
+    #: This node holds the claim: it, and only it, delivers the tick.
+    WON = "won"
+    #: Another node claimed this tick first.
+    LOST = "lost"
+    #: Reached more than the TTL after the fire instant: skipped, nothing written.
+    LATE = "late"
+    #: The reference is paused cluster-wide: skipped, nothing written.
+    PAUSED = "paused"
+
+
+@final
+@dataclass(frozen=True, slots=True)
+class LeaseRow:
+    """One node's lease as the coordinator holds it.
+
+    ``alive`` is judged by the coordinator at the moment of the read (``expires`` later
+    than its clock). ``incarnation`` tells a restarted node from its previous life.
+    """
+
+    node: str
+    incarnation: str
+    address: str
+    joined: float
+    renewed: float
+    expires: float
+    alive: bool
+
+
+@final
+@dataclass(frozen=True, slots=True)
+class Ownership:
+    """Who owns a durable identity, with the epoch of that ownership.
+
+    ``epoch`` grows by one at every change of owner of ``(kind, identity)`` and never goes
+    back: it is the fencing token every durable write of the owner carries. ``alive`` says
+    whether the owner's lease (same incarnation) was live when this was read.
+    """
+
+    kind: str
+    identity: str
+    node: str
+    incarnation: str
+    epoch: int
+    alive: bool
+
+
+@runtime_checkable
+class Coordinator(Protocol):
+    """The cluster's shared state on an existing engine. Every method is one atomic step.
+
+    Guarantees every implementation gives (``tests/cluster/test_coordinator_contract.py``
+    runs the same suite on memory, SQLite, PostgreSQL and Redis):
+
+    * Leases are judged on the coordinator's clock; an expired lease cannot be renewed.
+    * :meth:`claim_owner` changes the owner only when the current owner's lease is not
+      live, and only for a caller whose own lease is live; the epoch then grows by one.
+    * :meth:`claim_tick` writes at most one claim per key until its TTL has passed; a
+      tick reached more than ``ttl`` after ``fire_at`` or for a paused reference is
+      refused without writing anything. Claims are never deleted before their TTL.
+    """
+
+    url: str
+
+    async def open(self) -> None:
+        """Connect and create the schema if needed (idempotent)."""
+        ...
+
+    async def close(self) -> None:
+        """Release connections (idempotent)."""
+        ...
+
+    async def now(self) -> float:
+        """The coordinator's clock, epoch seconds."""
+        ...
+
+    # -- membership ------------------------------------------------------------------
+
+    async def join(
+        self, node: str, incarnation: str, address: str, lease: float
+    ) -> LeaseRow | None:
+        """Take the lease of ``node`` for ``lease`` seconds.
+
+        Returns the new lease, or ``None`` when a live lease of another incarnation holds
+        the name (a previous life not yet expired, or another node using the name).
+        Leases expired more than :data:`EXPIRED_LEASE_RETENTION` ago are purged.
+        """
+        ...
+
+    async def renew(self, node: str, incarnation: str, lease: float) -> LeaseRow | None:
+        """Extend a live lease to ``now + lease``; ``None`` if it expired or is gone."""
+        ...
+
+    async def leave(self, node: str, incarnation: str) -> bool:
+        """Delete the lease of this incarnation (graceful leave); whether it existed."""
+        ...
+
+    async def leases(self) -> tuple[float, list[LeaseRow]]:
+        """The coordinator's clock and every lease it holds, live or expired, by node."""
+        ...
+
+    # -- directory -------------------------------------------------------------------
+
+    async def owner(self, kind: str, identity: str) -> Ownership | None:
+        """The directory entry of ``(kind, identity)``, or ``None`` if never owned."""
+        ...
+
+    async def claim_owner(
+        self, kind: str, identity: str, node: str, incarnation: str
+    ) -> Ownership | None:
+        """Compare-and-set ownership of ``(kind, identity)`` to this node.
+
+        One atomic step: if the caller's own lease is not live, nothing changes; if the
+        entry is missing, or its owner's lease (same incarnation) is not live, the caller
+        becomes the owner with the epoch plus one (1 for a new entry); if the caller
+        already owns it, nothing changes.
+
+        Returns:
+            The entry after the step (the caller's or another live owner's), or ``None``
+            when there is no entry and the caller could not claim one.
+        """
+        ...
+
+    # -- cron single fire ------------------------------------------------------------
+
+    async def claim_tick(
+        self, key: str, reference: str, fire_at: float, ttl: float, node: str
+    ) -> ClaimOutcome:
+        """Claim one cron tick put-if-absent, in one atomic step on the coordinator's clock.
+
+        ``PAUSED`` if ``reference`` is paused, ``LATE`` if ``now - fire_at > ttl`` (both
+        write nothing), else ``WON`` if no live claim holds ``key`` (one is written, held
+        until ``max(now, fire_at) + ttl``), else ``LOST``.
+        """
+        ...
+
+    async def set_cron_paused(self, reference: str, paused: bool) -> None:
+        """Pause (or resume) a cron reference cluster-wide."""
+        ...
+
+    async def paused_crons(self) -> frozenset[str]:
+        """The cron references paused cluster-wide."""
+        ...

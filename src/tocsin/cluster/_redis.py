@@ -1,0 +1,357 @@
+# SPDX-License-Identifier: Apache-2.0
+"""The Redis coordinator (redis-py asyncio): every step is one Lua script reading ``TIME``.
+
+A Lua script runs atomically on the server, so the clock read and the write it decides are
+one step, on Redis' clock. Cron claims are ``SET key node NX PX ttl`` inside the script,
+after the pause flag and the lateness check. Times are integer milliseconds inside Redis
+(``cjson`` prints integers up to 14 digits exactly) and float seconds in Python.
+
+Keys, under a prefix (default ``tocsin:``; ``redis://host/0?prefix=shop:`` picks another):
+``leases`` and ``dir`` hashes of JSON rows, ``paused`` set, ``claim:<key>`` strings.
+
+Prior art: GoAkt's ``ClaimScheduleFire`` (``SET NX`` with an expiry), the Redlock notes
+on using the server's clock in scripts rather than the client's.
+"""
+
+from __future__ import annotations
+
+from collections.abc import AsyncIterator
+from contextlib import asynccontextmanager
+from typing import Any, Final, final
+from urllib.parse import parse_qsl, urlencode, urlsplit, urlunsplit
+
+import msgspec
+
+from ..errors import CoordinatorError
+from ._protocol import EXPIRED_LEASE_RETENTION as RETENTION
+from ._protocol import ClaimOutcome, LeaseRow, Ownership
+
+try:
+    import redis.asyncio as aioredis
+    from redis.exceptions import RedisError
+except ImportError as exc:  # pragma: no cover - depends on the environment
+    raise ImportError("the Redis coordinator needs redis-py: pip install 'tocsin[redis]'") from exc
+
+__all__ = ["RedisCoordinator"]
+
+# ARGV[1] of every script is the test-only clock offset in ms (0 in production).
+_NOW: Final = """
+local t = redis.call('TIME')
+local now = tonumber(t[1]) * 1000 + math.floor(tonumber(t[2]) / 1000) + tonumber(ARGV[1])
+"""
+_JOIN: Final = (
+    _NOW
+    + """
+local all = redis.call('HGETALL', KEYS[1])
+for k = 1, #all, 2 do
+  if all[k] ~= ARGV[2] and cjson.decode(all[k + 1]).e < now - tonumber(ARGV[6]) then
+    redis.call('HDEL', KEYS[1], all[k])
+  end
+end
+local raw = redis.call('HGET', KEYS[1], ARGV[2])
+local joined = now
+if raw then
+  local l = cjson.decode(raw)
+  if l.i ~= ARGV[3] and l.e > now then return false end
+  if l.i == ARGV[3] then joined = l.j end
+end
+local enc = cjson.encode({i = ARGV[3], a = ARGV[4], j = joined, r = now,
+                          e = now + tonumber(ARGV[5])})
+redis.call('HSET', KEYS[1], ARGV[2], enc)
+return {enc, now}
+"""
+)
+_RENEW: Final = (
+    _NOW
+    + """
+local raw = redis.call('HGET', KEYS[1], ARGV[2])
+if not raw then return false end
+local l = cjson.decode(raw)
+if l.i ~= ARGV[3] or l.e <= now then return false end
+l.r = now
+l.e = now + tonumber(ARGV[4])
+local enc = cjson.encode(l)
+redis.call('HSET', KEYS[1], ARGV[2], enc)
+return {enc, now}
+"""
+)
+_LEAVE: Final = """
+local raw = redis.call('HGET', KEYS[1], ARGV[1])
+if not raw then return 0 end
+if cjson.decode(raw).i ~= ARGV[2] then return 0 end
+return redis.call('HDEL', KEYS[1], ARGV[1])
+"""
+_LEASES: Final = (
+    _NOW
+    + """
+return {now, redis.call('HGETALL', KEYS[1])}
+"""
+)
+_ALIVE: Final = """
+local function alive(node, inc)
+  local raw = redis.call('HGET', KEYS[2], node)
+  if not raw then return false end
+  local l = cjson.decode(raw)
+  return l.i == inc and l.e > now
+end
+"""
+_OWNER: Final = (
+    _NOW
+    + _ALIVE
+    + """
+local cur = redis.call('HGET', KEYS[1], ARGV[2])
+if not cur then return false end
+local d = cjson.decode(cur)
+return {cur, alive(d.n, d.i) and 1 or 0}
+"""
+)
+_CLAIM_OWNER: Final = (
+    _NOW
+    + _ALIVE
+    + """
+local cur = redis.call('HGET', KEYS[1], ARGV[2])
+local epoch = 1
+if cur then
+  local d = cjson.decode(cur)
+  local live = alive(d.n, d.i)
+  if (d.n == ARGV[3] and d.i == ARGV[4]) or live then return {cur, live and 1 or 0} end
+  epoch = d.e + 1
+end
+if not alive(ARGV[3], ARGV[4]) then
+  if cur then return {cur, 0} end
+  return false
+end
+local enc = cjson.encode({n = ARGV[3], i = ARGV[4], e = epoch})
+redis.call('HSET', KEYS[1], ARGV[2], enc)
+return {enc, 1}
+"""
+)
+# The claim value is "<expires ms> <node>": with a clock offset (tests) Redis' own expiry
+# and ours differ, so an expired-by-offset claim is taken over explicitly.
+_CLAIM_TICK: Final = (
+    _NOW
+    + """
+if redis.call('SISMEMBER', KEYS[1], ARGV[2]) == 1 then return 'paused' end
+local fire = tonumber(ARGV[3])
+local ttl = tonumber(ARGV[4])
+if now - fire > ttl then return 'late' end
+local expires = math.max(now, fire) + ttl
+local value = string.format('%d %s', expires, ARGV[5])
+local px = math.max(1, expires - now)
+if redis.call('SET', KEYS[2], value, 'NX', 'PX', px) then return 'won' end
+local held = redis.call('GET', KEYS[2])
+if held and tonumber(string.match(held, '^(%d+)')) <= now then
+  redis.call('SET', KEYS[2], value, 'PX', px)
+  return 'won'
+end
+return 'lost'
+"""
+)
+
+
+class _Lease(msgspec.Struct):
+    i: str
+    a: str
+    j: float
+    r: float
+    e: float
+
+
+class _Entry(msgspec.Struct):
+    n: str
+    i: str
+    e: int
+
+
+_lease_decoder: Final = msgspec.json.Decoder(_Lease)
+_entry_decoder: Final = msgspec.json.Decoder(_Entry)
+
+
+def _ms(seconds: float) -> int:
+    return round(seconds * 1000)
+
+
+def _lease(node: str, raw: str, now_ms: float) -> LeaseRow:
+    lease = _lease_decoder.decode(raw)
+    return LeaseRow(
+        node, lease.i, lease.a, lease.j / 1000, lease.r / 1000, lease.e / 1000, lease.e > now_ms
+    )
+
+
+def _field(kind: str, identity: str) -> str:
+    # Length-prefixed, so no (kind, identity) pair can collide with another.
+    return f"{len(kind)}:{kind}{identity}"
+
+
+def _split_url(url: str) -> tuple[str, str | None]:
+    parts = urlsplit(url)
+    query = parse_qsl(parts.query, keep_blank_values=True)
+    prefix = next((v for k, v in query if k == "prefix"), None)
+    rest = [(k, v) for k, v in query if k != "prefix"]
+    return urlunsplit(parts._replace(query=urlencode(rest))), prefix
+
+
+@final
+class RedisCoordinator:
+    """A :class:`~tocsin.cluster.Coordinator` on a Redis server (one primary).
+
+    Args:
+        url: ``redis://[user:password@]host:port/db`` (also ``rediss://``, ``unix://``);
+            a ``prefix=`` query option is read by tocsin, not sent to Redis.
+        prefix: the prefix of every key (default: the URL's ``prefix=``, else ``tocsin:``).
+        socket_timeout: seconds a command may take before it fails (outcome unknown).
+
+    Redis replication is asynchronous: a claim acknowledged by a primary that dies before
+    replicating it can be won again on the promoted replica. Use one primary (with AOF
+    ``appendfsync everysec`` or stricter) when single fire must survive a failover.
+    """
+
+    def __init__(
+        self, url: str, *, prefix: str | None = None, socket_timeout: float = 10.0
+    ) -> None:
+        self._url, url_prefix = _split_url(url)
+        self.prefix = prefix or url_prefix or "tocsin:"
+        parts = urlsplit(url)
+        host = parts.netloc.rpartition("@")[2]
+        self.url = (
+            url
+            if parts.password is None
+            else urlunsplit(parts._replace(netloc=f"{parts.username or ''}:***@{host}"))
+        )
+        self._socket_timeout = socket_timeout
+        self._client: Any = None
+        self._scripts: dict[str, Any] = {}
+        self._keys = {name: self.prefix + name for name in ("leases", "dir", "paused")}
+        #: Seconds added to Redis' clock; tests move time with it, never sleeping.
+        self._offset = 0.0
+
+    def __repr__(self) -> str:
+        return f"RedisCoordinator({self.url!r}, prefix={self.prefix!r})"
+
+    @asynccontextmanager
+    async def _errors(self, what: str) -> AsyncIterator[None]:
+        if self._client is None:
+            raise CoordinatorError(f"{self!r} is not open: `await coordinator.open()` first")
+        try:
+            yield
+        except (RedisError, OSError, TimeoutError) as exc:
+            raise CoordinatorError(f"Redis coordinator {self.url}: {what} failed: {exc}") from exc
+
+    async def open(self) -> None:
+        if self._client is not None:
+            return
+        client = aioredis.Redis.from_url(
+            self._url,
+            decode_responses=True,
+            socket_timeout=self._socket_timeout,
+            socket_connect_timeout=self._socket_timeout,
+        )
+        try:
+            await client.ping()
+        except (RedisError, OSError) as exc:
+            await client.aclose()
+            raise CoordinatorError(f"Redis coordinator {self.url}: open failed: {exc}") from exc
+        self._client = client
+        for name, source in (
+            ("join", _JOIN),
+            ("renew", _RENEW),
+            ("leave", _LEAVE),
+            ("leases", _LEASES),
+            ("owner", _OWNER),
+            ("claim_owner", _CLAIM_OWNER),
+            ("claim_tick", _CLAIM_TICK),
+        ):
+            self._scripts[name] = client.register_script(source)
+
+    async def close(self) -> None:
+        client, self._client = self._client, None
+        if client is not None:
+            try:
+                await client.aclose()
+            except (RedisError, OSError) as exc:
+                raise CoordinatorError(
+                    f"Redis coordinator {self.url}: close failed: {exc}"
+                ) from exc
+
+    async def _run(self, name: str, keys: list[str], *args: Any) -> Any:
+        async with self._errors(name):
+            return await self._scripts[name](keys=keys, args=[_ms(self._offset), *args])
+
+    async def now(self) -> float:
+        async with self._errors("now"):
+            seconds, micros = await self._client.time()
+        return float(seconds) + float(micros) / 1e6 + self._offset
+
+    # -- membership ------------------------------------------------------------------
+
+    async def join(
+        self, node: str, incarnation: str, address: str, lease: float
+    ) -> LeaseRow | None:
+        result = await self._run(
+            "join",
+            [self._keys["leases"]],
+            node,
+            incarnation,
+            address,
+            _ms(lease),
+            _ms(RETENTION),
+        )
+        return None if result is None else _lease(node, result[0], float(result[1]))
+
+    async def renew(self, node: str, incarnation: str, lease: float) -> LeaseRow | None:
+        result = await self._run("renew", [self._keys["leases"]], node, incarnation, _ms(lease))
+        return None if result is None else _lease(node, result[0], float(result[1]))
+
+    async def leave(self, node: str, incarnation: str) -> bool:
+        async with self._errors("leave"):
+            deleted = await self._scripts["leave"](
+                keys=[self._keys["leases"]], args=[node, incarnation]
+            )
+        return bool(deleted)
+
+    async def leases(self) -> tuple[float, list[LeaseRow]]:
+        now_ms, flat = await self._run("leases", [self._keys["leases"]])
+        now = float(now_ms)
+        pairs = sorted(zip(flat[::2], flat[1::2], strict=True))
+        return now / 1000, [_lease(node, raw, now) for node, raw in pairs]
+
+    # -- directory -------------------------------------------------------------------
+
+    def _ownership(self, kind: str, identity: str, result: Any) -> Ownership | None:
+        if result is None:
+            return None
+        entry = _entry_decoder.decode(result[0])
+        return Ownership(kind, identity, entry.n, entry.i, entry.e, bool(result[1]))
+
+    async def owner(self, kind: str, identity: str) -> Ownership | None:
+        keys = [self._keys["dir"], self._keys["leases"]]
+        result = await self._run("owner", keys, _field(kind, identity))
+        return self._ownership(kind, identity, result)
+
+    async def claim_owner(
+        self, kind: str, identity: str, node: str, incarnation: str
+    ) -> Ownership | None:
+        keys = [self._keys["dir"], self._keys["leases"]]
+        result = await self._run("claim_owner", keys, _field(kind, identity), node, incarnation)
+        return self._ownership(kind, identity, result)
+
+    # -- cron single fire ------------------------------------------------------------
+
+    async def claim_tick(
+        self, key: str, reference: str, fire_at: float, ttl: float, node: str
+    ) -> ClaimOutcome:
+        keys = [self._keys["paused"], self.prefix + "claim:" + key]
+        outcome = await self._run("claim_tick", keys, reference, _ms(fire_at), _ms(ttl), node)
+        return ClaimOutcome(outcome)
+
+    async def set_cron_paused(self, reference: str, paused: bool) -> None:
+        async with self._errors("set_cron_paused"):
+            if paused:
+                await self._client.sadd(self._keys["paused"], reference)
+            else:
+                await self._client.srem(self._keys["paused"], reference)
+
+    async def paused_crons(self) -> frozenset[str]:
+        async with self._errors("paused_crons"):
+            members = await self._client.smembers(self._keys["paused"])
+        return frozenset(members)

@@ -1,0 +1,200 @@
+# SPDX-License-Identifier: Apache-2.0
+"""The cluster's public values: :class:`Cluster` (config), events, snapshots, counters."""
+
+from __future__ import annotations
+
+import math
+from dataclasses import dataclass
+from datetime import datetime
+from typing import Final, Literal, final
+
+from ._protocol import Coordinator
+from ._url import check_coordinator_url
+
+__all__ = [
+    "MAX_LEASE",
+    "MIN_LEASE",
+    "Cluster",
+    "ClusterMetrics",
+    "Counters",
+    "Member",
+    "NodeJoined",
+    "NodeLeft",
+]
+
+#: Shortest lease accepted, seconds: renewals every lease/3 must fit a coordinator round
+#: trip on a busy machine with room to spare.
+MIN_LEASE: Final = 0.5
+#: Longest lease accepted, seconds (an hour: a dead node's identities would wait that long).
+MAX_LEASE: Final = 3600.0
+
+
+def _seconds(name: str, value: object, low: float, high: float) -> float:
+    if isinstance(value, bool) or not isinstance(value, int | float) or not math.isfinite(value):
+        raise ValueError(f"`{name}` must be a finite number of seconds, got {value!r}")
+    if not low <= value <= high:
+        raise ValueError(f"`{name}` must be between {low} and {high} seconds, got {value!r}")
+    return float(value)
+
+
+@final
+@dataclass(frozen=True, slots=True)
+class Cluster:
+    """Cluster mode for an :class:`~tocsin.ActorSystem`: ``ActorSystem(..., cluster=Cluster(...))``.
+
+    Args:
+        coordinator: a coordinator URL (``postgresql://…``, ``redis://…``,
+            ``sqlite:///path``, ``memory://NAME``) or a
+            :class:`~tocsin.cluster.Coordinator` instance (which the node uses as is:
+            open it before starting the system and close it after).
+        lease: seconds a node stays a member without renewing; it renews every
+            ``lease/3``. A node not renewed within ``lease`` is dead: its durable
+            identities may activate elsewhere. Between :data:`MIN_LEASE` and
+            :data:`MAX_LEASE`.
+        poll_interval: seconds between two looks for due tasks of passivated identities
+            this node owns or may claim (a dead owner's identities come back within
+            ``lease + poll_interval``). Between 0.05 s and ``lease``; ``None`` (the
+            default) means ``min(1.0, lease)``. Always a float once constructed.
+
+    Raises:
+        InvalidCoordinatorURLError: a malformed coordinator URL (checked here, so the
+            mistake shows at the line that wrote it).
+        ValueError: ``lease`` or ``poll_interval`` out of range.
+    """
+
+    coordinator: str | Coordinator
+    lease: float = 10.0
+    poll_interval: float | None = None
+
+    def __post_init__(self) -> None:
+        if not isinstance(self.coordinator, Coordinator):
+            check_coordinator_url(self.coordinator)
+        lease = _seconds("lease", self.lease, MIN_LEASE, MAX_LEASE)
+        object.__setattr__(self, "lease", lease)
+        given = min(1.0, lease) if self.poll_interval is None else self.poll_interval
+        poll = _seconds("poll_interval", given, 0.05, lease)
+        object.__setattr__(self, "poll_interval", poll)
+
+    @property
+    def renew_every(self) -> float:
+        """Seconds between two lease renewals (``lease / 3``)."""
+        return self.lease / 3
+
+
+@final
+@dataclass(frozen=True, slots=True)
+class Member:
+    """One live node, as ``system.cluster.members()`` reports it (a snapshot).
+
+    Attributes:
+        name: the node's name (its system name).
+        address: where peers reach it (its remoting address; the name for ``memory://``).
+        joined: when this life of the node joined (aware UTC, coordinator's clock).
+        last_seen: its last lease renewal (aware UTC, coordinator's clock).
+    """
+
+    name: str
+    address: str
+    joined: datetime
+    last_seen: datetime
+
+
+@final
+@dataclass(frozen=True, slots=True)
+class NodeJoined:
+    """Published on ``system.events`` when another node joins the cluster.
+
+    Nodes already up when this node joins are listed by ``members()``, not announced.
+    """
+
+    name: str
+    address: str
+
+
+@final
+@dataclass(frozen=True, slots=True)
+class NodeLeft:
+    """Published on ``system.events`` when a node leaves the cluster.
+
+    ``reason`` is ``"left"`` for a graceful leave (its lease was removed) and ``"expired"``
+    for a node that stopped renewing its lease (crashed, frozen, partitioned).
+    """
+
+    name: str
+    address: str
+    reason: Literal["left", "expired"]
+
+
+@final
+@dataclass(frozen=True, slots=True)
+class ClusterMetrics:
+    """Cluster counters of one node (``system.cluster.metrics()``), a snapshot.
+
+    Attributes:
+        leases_renewed: lease renewals the coordinator accepted.
+        leases_lost: times this node lost its lease (renewal refused, or not renewed
+            within ``lease`` by its own clock); it then rejoins as a new incarnation.
+        renew_failures: renewals that raised (coordinator unreachable); outcome unknown.
+        claims_won: cron ticks this node claimed (and so delivers).
+        claims_lost: cron ticks another node claimed first.
+        claims_skipped_late: ticks reached more than their TTL late: not claimed.
+        claims_skipped_paused: ticks of references paused cluster-wide: not claimed.
+        claims_failed: claims that raised: the tick is not delivered by this node.
+        ownership_claims: directory claims made for durable identities.
+        takeovers: identities this node took over from an owner whose lease had expired.
+    """
+
+    leases_renewed: int
+    leases_lost: int
+    renew_failures: int
+    claims_won: int
+    claims_lost: int
+    claims_skipped_late: int
+    claims_skipped_paused: int
+    claims_failed: int
+    ownership_claims: int
+    takeovers: int
+
+
+@final
+class Counters:
+    """The mutable counters behind :class:`ClusterMetrics` (one set per node)."""
+
+    __slots__ = (
+        "claims_failed",
+        "claims_lost",
+        "claims_skipped_late",
+        "claims_skipped_paused",
+        "claims_won",
+        "leases_lost",
+        "leases_renewed",
+        "ownership_claims",
+        "renew_failures",
+        "takeovers",
+    )
+
+    def __init__(self) -> None:
+        self.leases_renewed = 0
+        self.leases_lost = 0
+        self.renew_failures = 0
+        self.claims_won = 0
+        self.claims_lost = 0
+        self.claims_skipped_late = 0
+        self.claims_skipped_paused = 0
+        self.claims_failed = 0
+        self.ownership_claims = 0
+        self.takeovers = 0
+
+    def snapshot(self) -> ClusterMetrics:
+        return ClusterMetrics(
+            leases_renewed=self.leases_renewed,
+            leases_lost=self.leases_lost,
+            renew_failures=self.renew_failures,
+            claims_won=self.claims_won,
+            claims_lost=self.claims_lost,
+            claims_skipped_late=self.claims_skipped_late,
+            claims_skipped_paused=self.claims_skipped_paused,
+            claims_failed=self.claims_failed,
+            ownership_claims=self.ownership_claims,
+            takeovers=self.takeovers,
+        )

@@ -1,0 +1,105 @@
+# SPDX-License-Identifier: Apache-2.0
+"""Helpers for in-process clusters on ``memory://`` driven by one ManualClock."""
+
+from __future__ import annotations
+
+import uuid
+from typing import Any
+
+from tocsin.clock import ManualClock
+from tocsin.cluster import Cluster, ClusterNode
+from tocsin.cluster._memory import MemoryCoordinator
+from tocsin.errors import CoordinatorError
+
+START_WALL = 1_800_000_000.0
+
+
+class Flaky:
+    """A coordinator wrapper whose calls can be made to fail (after or instead of acting)."""
+
+    def __init__(self, inner: Any) -> None:
+        self.inner = inner
+        self.url = inner.url
+        #: method name -> "before" (fail without acting) or "after" (act, then fail)
+        self.fail: dict[str, str] = {}
+
+    def __getattr__(self, name: str) -> Any:
+        method = getattr(self.inner, name)
+
+        async def call(*args: Any) -> Any:
+            mode = self.fail.get(name)
+            if mode == "before":
+                raise CoordinatorError(f"injected failure before {name}")
+            result = await method(*args)
+            if mode == "after":
+                raise CoordinatorError(f"injected failure after {name}")
+            return result
+
+        return call
+
+
+class World:
+    """Nodes of one in-process cluster sharing one clock and one memory coordinator."""
+
+    def __init__(self, lease: float = 3.0) -> None:
+        self.clock = ManualClock(wall=START_WALL)
+        self.lease = lease
+        self.name = f"w{uuid.uuid4().hex}"
+        self.events: dict[str, list[object]] = {}
+        self.lost: dict[str, int] = {}
+        self.nodes: list[ClusterNode] = []
+
+    def node(self, name: str, *, coordinator: Any = None) -> ClusterNode:
+        events = self.events.setdefault(name, [])
+        self.lost.setdefault(name, 0)
+
+        def lost() -> None:
+            self.lost[name] += 1
+
+        config = Cluster(
+            coordinator if coordinator is not None else f"memory://{self.name}",
+            lease=self.lease,
+        )
+        node = ClusterNode(
+            config,
+            name=name,
+            address=f"tocsin://{name}@in-process",
+            clock=self.clock,
+            publish=events.append,
+            on_lease_lost=lost,
+        )
+        self.nodes.append(node)
+        return node
+
+    async def clock_sleep_until(self, wall: float) -> None:
+        """Wait on the clock until its wall time reaches ``wall``."""
+        from tocsin.cluster._periodic import sleep
+
+        await sleep(self.clock, max(0.0, wall - self.clock.wall()))
+
+    def coordinator(self) -> MemoryCoordinator:
+        return MemoryCoordinator(self.name, clock=self.clock)
+
+    async def start(self, *names: str) -> list[ClusterNode]:
+        nodes = [self.node(name) for name in names]
+        for node in nodes:
+            await node.start()
+        return nodes
+
+    async def close(self) -> None:
+        for node in self.nodes:
+            await node.stop()
+        self.clock.autojump = False
+
+
+def freeze(node: ClusterNode) -> None:
+    """Stop a node's renewals without leaving: a SIGSTOPped or partitioned node."""
+    node.membership._renewer._stopped = True
+    handle = node.membership._renewer._handle
+    if handle is not None:
+        handle.cancel()
+
+
+def thaw(node: ClusterNode) -> None:
+    """Resume a frozen node's renewals from now on."""
+    node.membership._renewer.start()

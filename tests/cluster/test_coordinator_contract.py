@@ -1,0 +1,392 @@
+# SPDX-License-Identifier: Apache-2.0
+"""The Coordinator contract, run unchanged on memory, SQLite, PostgreSQL and Redis.
+
+Time moves without sleeping: memory and SQLite read a shared ManualClock; PostgreSQL and
+Redis read their server's clock plus an offset that the tests move (``_offset``).
+"""
+
+from __future__ import annotations
+
+import asyncio
+import uuid
+from collections.abc import Callable
+from dataclasses import dataclass, field
+from pathlib import Path
+from typing import Any
+
+import pytest
+
+from tocsin.clock import ManualClock
+from tocsin.cluster import ClaimOutcome, Coordinator
+from tocsin.errors import CoordinatorError
+
+LEASE = 10.0
+
+
+@dataclass
+class Backend:
+    name: str
+    factory: Callable[[], Any]
+    clock: ManualClock | None = None
+    made: list[Any] = field(default_factory=list)
+
+    def make(self) -> Coordinator:
+        coordinator = self.factory()
+        if self.made and self.clock is None:
+            coordinator._offset = self.made[0]._offset
+        self.made.append(coordinator)
+        return coordinator  # type: ignore[no-any-return]
+
+    async def advance(self, seconds: float) -> None:
+        if self.clock is not None:
+            await self.clock.advance(seconds)
+        for coordinator in self.made:
+            if hasattr(coordinator, "_offset"):
+                coordinator._offset += seconds
+
+
+@pytest.fixture(params=["memory", "sqlite", "postgres", "redis"])
+def backend(request: pytest.FixtureRequest, tmp_path: Path) -> Backend:
+    name = request.param
+    if name == "memory":
+        from tocsin.cluster._memory import MemoryCoordinator
+
+        clock = ManualClock(wall=1_800_000_000.0)
+        shared = f"contract-{uuid.uuid4().hex}"
+        return Backend(name, lambda: MemoryCoordinator(shared, clock=clock), clock)
+    if name == "sqlite":
+        from tocsin.cluster._sqlite import SQLiteCoordinator
+
+        clock = ManualClock(wall=1_800_000_000.0)
+        path = tmp_path / "coordinator.db"
+        return Backend(name, lambda: SQLiteCoordinator(path, clock=clock), clock)
+    if name == "postgres":
+        from tocsin.cluster._postgres import PostgresCoordinator
+
+        dsn = request.getfixturevalue("postgres_dsn")
+        schema = f"c_{uuid.uuid4().hex[:16]}"
+        return Backend(name, lambda: PostgresCoordinator(dsn, schema=schema))
+    from tocsin.cluster._redis import RedisCoordinator
+
+    url = request.getfixturevalue("redis_url")
+    prefix = f"t{uuid.uuid4().hex[:12]}:"
+    return Backend(name, lambda: RedisCoordinator(url, prefix=prefix))
+
+
+async def opened(backend: Backend, n: int = 1) -> list[Coordinator]:
+    coordinators = [backend.make() for _ in range(n)]
+    for coordinator in coordinators:
+        await coordinator.open()
+    return coordinators
+
+
+async def close_all(coordinators: list[Coordinator]) -> None:
+    for coordinator in coordinators:
+        await coordinator.close()
+
+
+# -- membership ----------------------------------------------------------------------
+
+
+async def test_a_joined_node_is_listed_alive_with_its_address(backend: Backend) -> None:
+    [c] = await opened(backend)
+    try:
+        row = await c.join("n1", "inc-a", "tocsin://n1@127.0.0.1:7100", LEASE)
+        assert row is not None
+        assert row.alive
+        assert row.joined == row.renewed
+        assert row.expires == pytest.approx(row.renewed + LEASE)
+        now, rows = await c.leases()
+        assert [(r.node, r.incarnation, r.address, r.alive) for r in rows] == [
+            ("n1", "inc-a", "tocsin://n1@127.0.0.1:7100", True)
+        ]
+        assert abs(now - row.renewed) < 5
+    finally:
+        await c.close()
+
+
+async def test_a_live_name_cannot_be_joined_by_another_incarnation_until_it_expires(
+    backend: Backend,
+) -> None:
+    a, b = await opened(backend, 2)
+    try:
+        first = await a.join("n1", "old", "addr-old", LEASE)
+        assert first is not None
+        assert await b.join("n1", "new", "addr-new", LEASE) is None
+        await backend.advance(LEASE + 0.5)
+        row = await b.join("n1", "new", "addr-new", LEASE)
+        assert row is not None
+        assert row.incarnation == "new"
+        assert row.address == "addr-new"
+        assert row.joined > first.joined
+        assert await a.renew("n1", "old", LEASE) is None  # the old life is over
+    finally:
+        await close_all([a, b])
+
+
+async def test_renew_extends_a_live_lease_but_never_revives_an_expired_one(
+    backend: Backend,
+) -> None:
+    [c] = await opened(backend)
+    try:
+        joined = await c.join("n1", "i", "a", LEASE)
+        assert joined is not None
+        await backend.advance(LEASE - 1)
+        renewed = await c.renew("n1", "i", LEASE)
+        assert renewed is not None
+        assert renewed.alive
+        assert renewed.expires == pytest.approx(renewed.renewed + LEASE)
+        assert renewed.joined == joined.joined
+        assert await c.renew("n1", "other", LEASE) is None
+        await backend.advance(LEASE + 0.5)
+        assert await c.renew("n1", "i", LEASE) is None
+        _, rows = await c.leases()
+        assert [(r.node, r.alive) for r in rows] == [("n1", False)]
+    finally:
+        await c.close()
+
+
+async def test_leave_deletes_only_that_incarnations_lease(backend: Backend) -> None:
+    [c] = await opened(backend)
+    try:
+        await c.join("n1", "i", "a", LEASE)
+        await c.join("n2", "j", "b", LEASE)
+        assert await c.leave("n1", "wrong") is False
+        assert await c.leave("n1", "i") is True
+        assert await c.leave("n1", "i") is False
+        _, rows = await c.leases()
+        assert [r.node for r in rows] == ["n2"]
+    finally:
+        await c.close()
+
+
+# -- directory -----------------------------------------------------------------------
+
+
+async def test_the_first_claim_owns_with_epoch_one_and_repeating_it_changes_nothing(
+    backend: Backend,
+) -> None:
+    a, b = await opened(backend, 2)
+    try:
+        await a.join("n1", "i1", "a1", LEASE)
+        await b.join("n2", "i2", "a2", LEASE)
+        assert await a.owner("Order", "42") is None
+        first = await a.claim_owner("Order", "42", "n1", "i1")
+        assert first is not None
+        assert (first.node, first.epoch, first.alive) == ("n1", 1, True)
+        again = await a.claim_owner("Order", "42", "n1", "i1")
+        assert again == first
+        other = await b.claim_owner("Order", "42", "n2", "i2")
+        assert other == first  # a live owner is never taken over
+        assert await b.owner("Order", "42") == first
+        # Identities are independent, and kind is part of the key.
+        mine = await b.claim_owner("Invoice", "42", "n2", "i2")
+        assert mine is not None
+        assert (mine.node, mine.epoch) == ("n2", 1)
+    finally:
+        await close_all([a, b])
+
+
+async def test_an_expired_owner_is_taken_over_with_a_greater_epoch(backend: Backend) -> None:
+    a, b = await opened(backend, 2)
+    try:
+        await a.join("n1", "i1", "a1", LEASE)
+        await b.join("n2", "i2", "a2", LEASE)
+        await a.claim_owner("Order", "42", "n1", "i1")
+        await backend.advance(LEASE / 2)
+        await b.renew("n2", "i2", LEASE)
+        await backend.advance(LEASE / 2 + 0.5)  # n1 not renewed within its lease
+        seen = await b.owner("Order", "42")
+        assert seen is not None
+        assert seen.node == "n1"
+        assert not seen.alive
+        taken = await b.claim_owner("Order", "42", "n2", "i2")
+        assert taken is not None
+        assert (taken.node, taken.epoch, taken.alive) == ("n2", 2, True)
+        # The old owner, even after re-joining with a new incarnation, cannot take it back.
+        assert await a.join("n1", "i1-bis", "a1", LEASE) is not None
+        assert await a.claim_owner("Order", "42", "n1", "i1-bis") == taken
+    finally:
+        await close_all([a, b])
+
+
+async def test_a_graceful_leave_frees_the_owners_identities_at_once(backend: Backend) -> None:
+    a, b = await opened(backend, 2)
+    try:
+        await a.join("n1", "i1", "a1", LEASE)
+        await b.join("n2", "i2", "a2", LEASE)
+        await a.claim_owner("Order", "1", "n1", "i1")
+        await a.leave("n1", "i1")
+        taken = await b.claim_owner("Order", "1", "n2", "i2")
+        assert taken is not None
+        assert (taken.node, taken.epoch) == ("n2", 2)
+    finally:
+        await close_all([a, b])
+
+
+async def test_a_restarted_node_reclaims_its_old_identity_with_a_new_epoch(
+    backend: Backend,
+) -> None:
+    [c] = await opened(backend)
+    try:
+        await c.join("n1", "first-life", "a", LEASE)
+        await c.claim_owner("Order", "1", "n1", "first-life")
+        await c.leave("n1", "first-life")
+        await c.join("n1", "second-life", "a", LEASE)
+        again = await c.claim_owner("Order", "1", "n1", "second-life")
+        assert again is not None
+        assert (again.incarnation, again.epoch) == ("second-life", 2)
+    finally:
+        await c.close()
+
+
+async def test_a_node_without_a_live_lease_cannot_claim(backend: Backend) -> None:
+    a, b = await opened(backend, 2)
+    try:
+        assert await a.claim_owner("Order", "1", "ghost", "x") is None
+        await a.join("n1", "i1", "a1", LEASE)
+        await a.claim_owner("Order", "1", "n1", "i1")
+        await backend.advance(LEASE + 0.5)
+        # n2 never joined; n1 expired: nobody can claim, the entry stays as it was.
+        held = await b.claim_owner("Order", "1", "n2", "i2")
+        assert held is not None
+        assert (held.node, held.epoch, held.alive) == ("n1", 1, False)
+    finally:
+        await close_all([a, b])
+
+
+async def test_concurrent_takeovers_elect_exactly_one_owner(backend: Backend) -> None:
+    coordinators = await opened(backend, 6)
+    try:
+        for i, c in enumerate(coordinators):
+            await c.join(f"n{i}", f"i{i}", f"a{i}", LEASE)
+        results = await asyncio.gather(
+            *(c.claim_owner("Order", "race", f"n{i}", f"i{i}") for i, c in enumerate(coordinators))
+        )
+        owners = {(r.node, r.epoch) for r in results if r is not None}
+        assert len(owners) == 1
+        assert next(iter(owners))[1] == 1
+    finally:
+        await close_all(coordinators)
+
+
+# -- cron single fire ----------------------------------------------------------------
+
+
+async def test_the_first_claim_of_a_tick_wins_and_every_later_one_loses(
+    backend: Backend,
+) -> None:
+    a, b = await opened(backend, 2)
+    try:
+        now = await a.now()
+        fire = float(int(now))
+        assert await a.claim_tick(f"daily@{fire}", "daily", fire, 60, "n1") is ClaimOutcome.WON
+        assert await b.claim_tick(f"daily@{fire}", "daily", fire, 60, "n2") is ClaimOutcome.LOST
+        assert await a.claim_tick(f"daily@{fire}", "daily", fire, 60, "n1") is ClaimOutcome.LOST
+        nxt = fire + 60
+        assert await b.claim_tick(f"daily@{nxt}", "daily", nxt, 60, "n2") is ClaimOutcome.WON
+    finally:
+        await close_all([a, b])
+
+
+async def test_concurrent_claims_of_one_tick_have_exactly_one_winner(backend: Backend) -> None:
+    coordinators = await opened(backend, 8)
+    try:
+        fire = float(int(await coordinators[0].now()))
+        outcomes = await asyncio.gather(
+            *(
+                c.claim_tick(f"r@{fire}", "r", fire, 60, f"n{i}")
+                for i, c in enumerate(coordinators)
+                for _ in range(3)
+            )
+        )
+        assert outcomes.count(ClaimOutcome.WON) == 1
+        assert outcomes.count(ClaimOutcome.LOST) == len(outcomes) - 1
+    finally:
+        await close_all(coordinators)
+
+
+async def test_a_tick_reached_more_than_the_ttl_late_is_skipped_without_claiming(
+    backend: Backend,
+) -> None:
+    a, b = await opened(backend, 2)
+    try:
+        fire = float(int(await a.now()))
+        await backend.advance(61)
+        assert await a.claim_tick(f"r@{fire}", "r", fire, 60, "n1") is ClaimOutcome.LATE
+        # Nothing was written: a node that is not late (a longer TTL) can still win it.
+        assert await b.claim_tick(f"r@{fire}", "r", fire, 120, "n2") is ClaimOutcome.WON
+    finally:
+        await close_all([a, b])
+
+
+async def test_a_claim_is_held_for_the_ttl_after_the_fire_instant_even_when_early(
+    backend: Backend,
+) -> None:
+    a, b = await opened(backend, 2)
+    try:
+        fire = float(int(await a.now())) + 100  # a node whose clock runs ahead claims early
+        assert await a.claim_tick(f"r@{fire}", "r", fire, 60, "n1") is ClaimOutcome.WON
+        await backend.advance(150)  # past now+ttl of the claim, not past fire+ttl
+        assert await b.claim_tick(f"r@{fire}", "r", fire, 60, "n2") is ClaimOutcome.LOST
+    finally:
+        await close_all([a, b])
+
+
+async def test_a_paused_reference_is_never_claimed_until_resumed(backend: Backend) -> None:
+    a, b = await opened(backend, 2)
+    try:
+        fire = float(int(await a.now()))
+        await a.set_cron_paused("nightly", True)
+        await a.set_cron_paused("nightly", True)  # idempotent
+        assert await b.paused_crons() == frozenset({"nightly"})
+        key = f"nightly@{fire}"
+        assert await b.claim_tick(key, "nightly", fire, 60, "n2") is ClaimOutcome.PAUSED
+        assert await b.claim_tick(f"other@{fire}", "other", fire, 60, "n2") is ClaimOutcome.WON
+        await b.set_cron_paused("nightly", False)
+        await b.set_cron_paused("nightly", False)
+        assert await a.paused_crons() == frozenset()
+        assert await a.claim_tick(key, "nightly", fire, 60, "n1") is ClaimOutcome.WON
+    finally:
+        await close_all([a, b])
+
+
+async def test_a_closed_coordinator_raises_coordinator_error(backend: Backend) -> None:
+    c = backend.make()
+    with pytest.raises(CoordinatorError, match="not open"):
+        await c.claim_tick("r@1", "r", 1.0, 60, "n1")
+    await c.open()
+    await c.open()  # idempotent
+    await c.close()
+    await c.close()
+    with pytest.raises(CoordinatorError, match="not open"):
+        await c.leases()
+
+
+async def test_leases_expired_for_over_an_hour_are_purged_at_the_next_join(
+    backend: Backend,
+) -> None:
+    [c] = await opened(backend)
+    try:
+        await c.join("old", "i", "a", LEASE)
+        await backend.advance(1800)
+        await c.join("recent", "j", "b", LEASE)
+        await backend.advance(1800 + LEASE + 1)
+        await c.join("new", "k", "c", LEASE)
+        _, rows = await c.leases()
+        assert [(r.node, r.alive) for r in rows] == [("new", True), ("recent", False)]
+    finally:
+        await c.close()
+
+
+async def test_a_paused_reference_reads_paused_even_when_late(backend: Backend) -> None:
+    [c] = await opened(backend)
+    try:
+        fire = float(int(await c.now()))
+        await c.set_cron_paused("r", True)
+        await backend.advance(120)
+        assert await c.claim_tick(f"r@{fire}", "r", fire, 60, "n1") is ClaimOutcome.PAUSED
+        await c.set_cron_paused("r", False)
+        assert await c.claim_tick(f"r@{fire}", "r", fire, 60, "n1") is ClaimOutcome.LATE
+    finally:
+        await c.close()

@@ -1,0 +1,208 @@
+# SPDX-License-Identifier: Apache-2.0
+"""Cron single fire on memory:// with one ManualClock: one delivery per tick cluster-wide."""
+
+from __future__ import annotations
+
+import asyncio
+import math
+from datetime import UTC, datetime
+from zoneinfo import ZoneInfo
+
+import pytest
+from tests.cluster.cluster_support import Flaky, World
+
+from tocsin.cluster import (
+    MAX_TTL,
+    MIN_TTL,
+    ClusterNode,
+    claim_ttl,
+    cron_period,
+    require_reference,
+    tick_key,
+)
+from tocsin.cron import CronExpression
+from tocsin.errors import ScheduleReferenceRequiredError
+
+
+def test_the_claim_key_is_the_reference_at_the_utc_fire_instant() -> None:
+    instant = datetime(2027, 3, 1, 9, 0, tzinfo=UTC).timestamp()
+    assert tick_key("nightly", instant) == "nightly@2027-03-01T09:00:00Z"
+    assert tick_key("r", instant + 0.25) == "r@2027-03-01T09:00:00.250Z"
+
+
+def test_the_ttl_is_the_period_clamped_to_a_minute_and_a_day() -> None:
+    assert claim_ttl(1.0) == MIN_TTL == 60.0
+    assert claim_ttl(300.0) == 300.0
+    assert claim_ttl(7 * 86_400.0) == MAX_TTL == 86_400.0
+    assert claim_ttl(math.inf) == MAX_TTL
+
+
+def test_the_period_is_the_gap_to_the_next_fire_instant() -> None:
+    every_5_min = CronExpression.parse("0 */5 * * * ?")
+    at = datetime(2027, 3, 1, 9, 0, tzinfo=UTC).timestamp()
+    assert cron_period(every_5_min, at) == 300.0
+    twice_a_day = CronExpression.parse("0 0 9,17 * * ?", timezone="UTC")
+    assert cron_period(twice_a_day, at) == 8 * 3600.0
+    once = CronExpression.parse("0 0 9 1 3 ? 2027")
+    assert cron_period(once, at) == math.inf
+    # A daily job in a DST zone: the spring-forward day is 23 hours long.
+    daily = CronExpression.parse("0 0 9 * * ?")
+    paris = ZoneInfo("Europe/Paris")
+    before_dst = datetime(2027, 3, 27, 9, 0, tzinfo=paris).timestamp()
+    assert cron_period(daily, before_dst, paris) == 23 * 3600.0
+
+
+@pytest.mark.parametrize("reference", [None, ""])
+def test_cron_in_cluster_mode_needs_a_reference(reference: str | None) -> None:
+    with pytest.raises(ScheduleReferenceRequiredError, match="explicit `reference`"):
+        require_reference(reference)
+    assert require_reference("nightly") == "nightly"
+
+
+async def test_exactly_one_node_delivers_each_tick() -> None:
+    world = World()
+    try:
+        nodes = await world.start("a", "b", "c")
+        fire = world.clock.wall()
+        results = await asyncio.gather(*(n.cron_claims.claim("r", fire, 60) for n in nodes))
+        assert sorted(results) == [False, False, True]
+        won = sum(n.metrics().claims_won for n in nodes)
+        lost = sum(n.metrics().claims_lost for n in nodes)
+        assert (won, lost) == (1, 2)
+    finally:
+        await world.close()
+
+
+async def test_an_hour_of_a_minutely_cron_on_three_nodes_delivers_each_tick_once() -> None:
+    world = World(lease=3.0)
+    expression = CronExpression.parse("0 * * * * ?")
+    delivered: list[tuple[str, float]] = []
+
+    async def trigger(node: ClusterNode) -> None:
+        # What each node's scheduler does: at each fire instant, claim, deliver if won.
+        nxt = expression.next_after(datetime.fromtimestamp(world.clock.wall(), UTC))
+        while nxt is not None and len(delivered) < 60:
+            fire = nxt.timestamp()
+            await world.clock_sleep_until(fire)
+            if await node.cron_claims.claim("minutely", fire, cron_period(expression, fire)):
+                delivered.append((node.name, fire))
+            nxt = expression.next_after(nxt)
+
+    try:
+        nodes = await world.start("a", "b", "c")
+        world.clock.autojump = True
+        tasks = [asyncio.create_task(trigger(n)) for n in nodes]
+        await asyncio.wait_for(asyncio.gather(*tasks), 60)
+        fires = [fire for _, fire in delivered]
+        assert len(fires) == len(set(fires)) >= 60
+        assert sum(n.metrics().claims_won for n in nodes) == len(fires)
+        assert {name for name, _ in delivered} <= {"a", "b", "c"}
+    finally:
+        await world.close()
+
+
+async def test_a_tick_reached_more_than_the_ttl_late_is_skipped_and_counted() -> None:
+    world = World()
+    try:
+        [a] = await world.start("a")
+        fire = world.clock.wall()
+        await world.clock.advance(61)
+        assert await a.cron_claims.claim("r", fire, 1.0) is False
+        assert a.metrics().claims_skipped_late == 1
+        assert await a.cron_claims.claim("r", fire + 60, 1.0) is True
+    finally:
+        await world.close()
+
+
+async def test_a_paused_reference_is_not_claimed_by_any_node_even_one_that_joins_later() -> None:
+    world = World()
+    try:
+        [a] = await world.start("a")
+        await a.pause_cron("nightly")
+        await a.pause_cron("nightly")  # a no-op
+        [c] = await world.start("c")
+        assert await c.paused_crons() == frozenset({"nightly"})
+        fire = world.clock.wall()
+        assert await c.cron_claims.claim("nightly", fire, 60) is False
+        assert c.metrics().claims_skipped_paused == 1
+        await c.resume_cron("nightly")
+        assert await a.cron_claims.claim("nightly", fire, 60) is True
+    finally:
+        await world.close()
+
+
+async def test_pause_cron_refuses_a_reference_that_is_not_a_non_empty_str() -> None:
+    world = World()
+    try:
+        [a] = await world.start("a")
+        with pytest.raises(TypeError, match="`reference` must be a str, got int"):
+            await a.pause_cron(42)  # type: ignore[arg-type]
+        with pytest.raises(ValueError, match="non-empty"):
+            await a.resume_cron("")
+    finally:
+        await world.close()
+
+
+@pytest.mark.parametrize("mode", ["before", "after"])
+async def test_a_claim_that_errs_delivers_nothing_and_is_counted(mode: str) -> None:
+    world = World()
+    flaky = Flaky(world.coordinator())
+    await flaky.inner.open()
+    try:
+        a = world.node("a", coordinator=flaky)
+        [b] = await world.start("b")
+        await a.start()
+        flaky.fail["claim_tick"] = mode
+        fire = world.clock.wall()
+        assert await a.cron_claims.claim("r", fire, 60) is False
+        assert a.metrics().claims_failed == 1
+        # "after": the claim was written, so nobody else delivers that tick either: the
+        # tick is lost, never doubled. "before": nothing was written; another node wins.
+        assert await b.cron_claims.claim("r", fire, 60) is (mode == "before")
+    finally:
+        await world.close()
+        await flaky.inner.close()
+
+
+async def test_deliver_if_won_delivers_on_exactly_one_node_from_a_timer_callback() -> None:
+    world = World()
+    delivered: list[str] = []
+    try:
+        nodes = await world.start("a", "b", "c")
+        fire = world.clock.wall() + 5
+        skipped: list[str] = []
+        for node in nodes:
+            # What the scheduler's timer does at the fire instant: never blocks.
+            world.clock.call_at(
+                world.clock.monotonic() + 5,
+                lambda node=node: node.cron_claims.deliver_if_won(
+                    "r",
+                    fire,
+                    60,
+                    lambda node=node: delivered.append(node.name),
+                    lambda node=node: skipped.append(node.name),
+                ),
+            )
+        await world.clock.advance(5)  # returns after the claims and the delivery
+        assert len(delivered) == 1
+        assert sorted(delivered + skipped) == ["a", "b", "c"]
+    finally:
+        await world.close()
+
+
+async def test_claims_in_flight_at_stop_deliver_nothing() -> None:
+    world = World()
+    delivered: list[str] = []
+    try:
+        [a] = await world.start("a")
+        skipped: list[str] = []
+        a.cron_claims.deliver_if_won(
+            "r", world.clock.wall(), 60, lambda: delivered.append("a"), lambda: skipped.append("a")
+        )
+        await a.stop()
+        world.nodes.remove(a)
+        await world.clock.advance(1)
+        assert delivered == []
+        assert skipped == ["a"]  # the scheduler learns the tick was not delivered
+    finally:
+        await world.close()

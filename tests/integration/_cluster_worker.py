@@ -1,0 +1,126 @@
+# SPDX-License-Identifier: Apache-2.0
+"""A cluster node process for ``test_cluster_processes.py``.
+
+``claims URL NODE COUNT FIRE``: claim ticks ``r@0`` … ``r@COUNT-1`` (all at instant FIRE,
+TTL one hour) as fast as it can; print the won indices as one JSON line.
+
+``member URL NAME LEASE``: join as node NAME with the real clock and print one JSON line
+per event (``ready``, ``joined``, ``left``, ``lost``, ``members``), flushed, until killed.
+
+``cron URL NAME LEASE LOG``: a real ``ActorSystem`` with remoting and
+``cluster=Cluster(URL, lease=LEASE)`` schedules ``* * * * * ?`` (every second) with
+reference ``every-second`` to an actor that appends ``NAME SECOND`` to LOG (one ``write``
+per line, O_APPEND), until killed.
+
+``owner URL NAME LEASE KIND ID``: join, claim ownership of ``(KIND, ID)``, print
+``{"owned": epoch}`` and keep renewing until killed (``bench/cluster.py`` failover).
+"""
+
+from __future__ import annotations
+
+import asyncio
+import json
+import sys
+from typing import Any
+
+from tocsin.clock import SystemClock
+from tocsin.cluster import Cluster, ClusterNode, NodeJoined, NodeLeft, open_coordinator
+
+
+def emit(**fields: Any) -> None:
+    sys.stdout.write(json.dumps(fields) + "\n")
+    sys.stdout.flush()
+
+
+async def claims(url: str, node: str, count: int, fire: float) -> None:
+    coordinator = open_coordinator(url)
+    await coordinator.open()
+    try:
+        won = []
+        for i in range(count):
+            outcome = await coordinator.claim_tick(f"r@{i}", "r", fire, 3600.0, node)
+            if outcome.value == "won":
+                won.append(i)
+        emit(won=won)
+    finally:
+        await coordinator.close()
+
+
+async def member(url: str, name: str, lease: float) -> None:
+    def publish(event: object) -> None:
+        if isinstance(event, NodeJoined):
+            emit(event="joined", node=event.name)
+        elif isinstance(event, NodeLeft):
+            emit(event="left", node=event.name, reason=event.reason)
+
+    node = ClusterNode(
+        Cluster(url, lease=lease),
+        name=name,
+        address=f"proc://{name}",
+        clock=SystemClock(),
+        publish=publish,
+        on_lease_lost=lambda: emit(event="lost"),
+    )
+    await node.start()
+    emit(event="ready", incarnation=node.membership.incarnation)
+    try:
+        while True:
+            await asyncio.sleep(lease / 3)
+            emit(event="members", names=[m.name for m in node.members()])
+    finally:
+        await node.stop()
+
+
+async def cron(url: str, name: str, lease: float, log: str) -> None:
+    import os
+
+    from tocsin import Actor, ActorSystem, ReceiveContext, Remoting
+
+    fd = os.open(log, os.O_WRONLY | os.O_APPEND | os.O_CREAT, 0o644)
+
+    class Job(Actor):
+        async def receive(self, ctx: ReceiveContext) -> None:
+            # The tick's second: delivered within a second of its instant (a wall-clock
+            # timer may fire up to 1 ms early, hence the 10 ms).
+            second = int(ctx.system.clock.wall() + 0.01)
+            os.write(fd, f"{name} {second}\n".encode())
+
+    system = ActorSystem(
+        name,
+        remoting=Remoting(listen="tcp://127.0.0.1:0", secret=b"cluster-test-secret!"),
+        cluster=Cluster(url, lease=lease),
+    )
+    async with system:
+        pid = await system.spawn(Job, "job")
+        await system.schedule_cron("run", pid, "* * * * * ?", reference="every-second")
+        emit(event="ready")
+        while True:
+            await asyncio.sleep(3600)
+
+
+async def owner(url: str, name: str, lease: float, kind: str, identity: str) -> None:
+    node = ClusterNode(
+        Cluster(url, lease=lease), name=name, address=name, clock=SystemClock(),
+        publish=lambda event: None,
+    )  # fmt: skip
+    await node.start()
+    entry = await node.directory.acquire(kind, identity)
+    emit(owned=None if entry is None or entry.node != name else entry.epoch)
+    try:
+        while True:
+            await asyncio.sleep(3600)
+    finally:
+        await node.stop()
+
+
+if __name__ == "__main__":
+    mode, url = sys.argv[1], sys.argv[2]
+    if mode == "cron":
+        asyncio.run(cron(url, sys.argv[3], float(sys.argv[4]), sys.argv[5]))
+    elif mode == "owner":
+        args = sys.argv[3:]
+        asyncio.run(owner(url, args[0], float(args[1]), args[2], args[3]))
+    elif mode == "claims":
+        asyncio.run(claims(url, sys.argv[3], int(sys.argv[4]), float(sys.argv[5])))
+    else:
+        asyncio.run(member(url, sys.argv[3], float(sys.argv[4])))
