@@ -28,9 +28,10 @@ from .actor._scheduling import ScheduleService, SchedulingCalls
 from .actor._supervision import Directive, Supervisor
 from .clock import Clock, SystemClock
 from .cluster import Cluster, ClusterNode
+from .cluster._durable import ClusterOwnership, in_process_pid, register_in_process
 from .durable._actor import DurableActor
 from .durable._runtime import DurableRuntime
-from .errors import ActorSystemNotStartedError, RemotingDisabledError
+from .errors import ActorNotFoundError, ActorSystemNotStartedError, RemotingDisabledError
 from .remote import RemoteMetrics, Remoting
 from .remote._service import RemoteService
 from .scheduling._cron import local_zone_name, zone
@@ -116,6 +117,8 @@ class ActorSystem(SchedulingCalls):
         self._remote: RemoteService | None = None
         self._cluster_config = _check_cluster(cluster, remoting)
         self._cluster: ClusterNode | None = None
+        self._unregister_in_process: Callable[[], None] | None = None
+        self._ownership: ClusterOwnership | None = None
 
     # -- lifecycle ---------------------------------------------------------------------
 
@@ -172,15 +175,20 @@ class ActorSystem(SchedulingCalls):
                     address=self.address,
                     clock=self.clock,
                     publish=self.events.publish,
+                    on_lease_lost=self._lease_lost,
                 )
                 await node.start()
                 self._cluster = node
                 scheduler.cron_gate = node.cron_claims
+                if remote is None:
+                    # memory:// without remoting: in-process peers reach this node here.
+                    self._unregister_in_process = register_in_process(
+                        self.address, self._local_path
+                    )
             if self._store_spec is not None:
-                durable = DurableRuntime(runtime, self._store_spec, timezone=self.timezone)
-                await durable.start()
-                self._durable = durable
+                await self._start_durable(runtime, self._store_spec)
         except BaseException:
+            self._drop_in_process()
             self._teardown(runtime, scheduler, deadlines)
             cluster, self._cluster = self._cluster, None
             if cluster is not None:
@@ -189,6 +197,47 @@ class ActorSystem(SchedulingCalls):
                 self._remote = None
                 await remote.stop()
             raise
+
+    async def _start_durable(self, runtime: Runtime, store: str | Store | None) -> DurableRuntime:
+        """Open the durable runtime; in cluster mode behind the cluster's ownership gate
+        (an identity activates only where the directory says, with its epoch)."""
+        cluster = self._cluster
+        # Cluster nodes share the store: single activation keeps an identity's tasks apart.
+        durable = DurableRuntime(runtime, store, timezone=self.timezone, exclusive=cluster is None)
+        if cluster is not None:
+            durable.gate = self._ownership = ClusterOwnership(cluster, self._pid_at)
+        await durable.start()
+        self._durable = durable
+        return durable
+
+    def _pid_at(self, address: str, path: str) -> PID | None:
+        """The PID at ``path`` of the node at ``address`` (remoting, else in-process)."""
+        runtime = self._runtime
+        if runtime is None:
+            return None
+        if self._remote is not None:
+            return runtime.pid_from_wire(address + path)
+        return in_process_pid(address, path)
+
+    def _local_path(self, path: str) -> PID | None:
+        runtime = self._runtime
+        if runtime is None or not runtime.running:
+            return None
+        try:
+            return runtime.pid_of(path)
+        except ActorNotFoundError:
+            return None
+
+    def _lease_lost(self) -> None:
+        """This node lost its cluster lease: its durable activations stop at once (their
+        epochs may already be another node's; fencing refuses their writes anyway)."""
+        if self._durable is not None:
+            self._durable.lose_ownership()
+
+    def _drop_in_process(self) -> None:
+        unregister, self._unregister_in_process = self._unregister_in_process, None
+        if unregister is not None:
+            unregister()
 
     def _teardown(self, runtime: Runtime, scheduler: Scheduler, deadlines: DeadlineService) -> None:
         scheduler.close()
@@ -249,6 +298,7 @@ class ActorSystem(SchedulingCalls):
             if durable is not None:
                 self._durable = None
                 await durable.close()
+            self._drop_in_process()
             cluster, self._cluster = self._cluster, None
             if cluster is not None:
                 await cluster.stop()  # leave: this node's identities may move at once
@@ -428,9 +478,15 @@ class ActorSystem(SchedulingCalls):
             idle = kind.passivate_after
         durable = self._durable
         if durable is None:
-            durable = DurableRuntime(runtime, None, timezone=self.timezone)
-            await durable.start()
-            self._durable = durable
+            durable = await self._start_durable(runtime, None)
+        cluster, ownership = self._cluster, self._ownership
+        if cluster is not None and ownership is not None:
+            # Cluster mode: the one activation may live on another node (or belong there).
+            placement = await cluster.directory.locate(kind.kind, identity)
+            if placement is not None and placement.node != self.name:
+                pid = ownership.owner_pid(placement.node, kind.kind, identity)
+                if pid is not None:
+                    return pid
         return await durable.pid_of(kind, identity, idle)
 
     @property

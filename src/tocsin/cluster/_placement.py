@@ -83,14 +83,15 @@ class Directory:
         self._membership = membership
         self._counters = counters
 
-    def _mine(self, entry: Ownership) -> bool:
+    def mine(self, entry: Ownership) -> bool:
+        """Whether ``entry`` names this node (this incarnation) as the owner."""
         return (entry.node, entry.incarnation) == (
             self._membership.name,
             self._membership.incarnation,
         )
 
     def _placement(self, entry: Ownership) -> Placement:
-        return Placement(entry.node, entry.epoch, self._mine(entry) and entry.alive)
+        return Placement(entry.node, entry.epoch, self.mine(entry) and entry.alive)
 
     async def locate(self, kind: str, identity: str) -> Placement | None:
         """Where the activation of ``(kind, identity)`` is, or where it should go.
@@ -136,9 +137,9 @@ class Directory:
             entry = await self._coordinator.owner(kind, identity)
         if (
             entry is not None
-            and self._mine(entry)
+            and self.mine(entry)
             and previous is not None
-            and not self._mine(previous)
+            and not self.mine(previous)
         ):
             self._counters.takeovers += 1
         return entry

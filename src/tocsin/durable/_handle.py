@@ -77,6 +77,9 @@ class DurableHandle(SendTarget):
         self.touched: set[str] = set()
         self.tx: list[Op] | None = None
         self.storage = Storage(self)
+        #: Cluster mode: the ownership epoch of the running activation (the fencing
+        #: token its writes carry); ``None`` outside cluster mode or while not owned.
+        self.epoch: int | None = None
 
     # -- the PID's target --------------------------------------------------------------
 
@@ -122,9 +125,62 @@ class DurableHandle(SendTarget):
         return actor
 
     def activate(self) -> asyncio.Task[None]:
-        """Start an activation (idempotent while one is starting or running)."""
+        """Start an activation (idempotent while one is starting or running).
+
+        In cluster mode the identity is claimed first (``DurableRuntime.gate``): the
+        activation starts only with this node's epoch; if another node owns it, the
+        waiting messages are forwarded there and nothing starts here.
+        """
         if self.starting is not None:
             return self.starting
+        if self.durable.gate is not None and self.epoch is None:
+            self.runtime.busy += 1
+            self.starting = self.runtime.loop.create_task(self._claim())
+            return self.starting
+        return self._activate()
+
+    async def _claim(self) -> None:
+        from ._drain import DrainTurn
+
+        gate = self.durable.gate
+        assert gate is not None
+        claim = None
+        try:
+            try:
+                claim = await gate.claim(self.kind, self.identity)
+            except Exception as exc:  # unknown outcome: nothing starts; a retry re-reads
+                _log.warning("durable %s: claiming it failed: %s", self.path, exc)
+        finally:
+            self.starting = None
+            self.runtime.busy_done()
+        if claim is not None and claim.epoch is not None:
+            if self.runtime.running and not self.durable.stopping and self.cell is None:
+                self.epoch = claim.epoch
+                await asyncio.shield(self._activate())
+            return
+        pending, self.pending = self.pending, []
+        owner = None if claim is None else claim.owner
+        for message, sender, reply in pending:
+            if isinstance(message, DrainTurn):
+                self.drain_queued = False  # the owner's own alarm runs its tasks
+                continue
+            if owner is not None:
+                owner._target.deliver(message, sender, reply)
+            else:
+                self.runtime.undeliverable(
+                    message, sender, self.pid, DeadLetterReason.STOPPED, reply
+                )
+
+    def lose_ownership(self) -> None:
+        """This node no longer owns the identity (lease lost): forget the epoch and stop
+        the activation; nothing it does from here can be written under its old epoch."""
+        self.epoch = None
+        self.rearm(None)
+        self.request_stop()
+        if self.budget is not None:
+            self.budget.interrupt()
+
+    def _activate(self) -> asyncio.Task[None]:
         runtime = self.runtime
         supervisor = getattr(self.cls, "supervisor", None) or DEFAULT_SUPERVISOR
         cell = Cell(
@@ -156,6 +212,8 @@ class DurableHandle(SendTarget):
         if self.cell is cell:
             self.cell = None
             self.drain_queued = False
+            # Cluster mode: the next activation claims again (the owner may have changed).
+            self.epoch = None
             if self.pending and self.runtime.running and not self.durable.stopping:
                 self.activate()
                 return
