@@ -89,6 +89,9 @@ class ClusterOwnership:
             return Claim(entry.epoch)
         return Claim(None, self.owner_pid(entry.node, kind, identity))
 
+    def fenced(self, kind: str, identity: str) -> None:
+        self._node.count_fenced_write()
+
     async def may_run(self, kind: str, identity: str) -> bool:
         membership = self._node.membership
         if not membership.holds_lease():

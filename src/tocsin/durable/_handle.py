@@ -20,7 +20,8 @@ from ..actor._events import DeadLetterReason
 from ..actor._pid import PID, new_incarnation
 from ..actor._supervision import DEFAULT_SUPERVISOR
 from ..actor._target import SendTarget
-from ..stores import DeleteState, Op, PutState, Store
+from ..errors import FencedError
+from ..stores import DeleteState, Fence, Op, PutState, Store
 from ._drain import DrainTurn
 from ._storage import MISSING, Storage
 
@@ -148,8 +149,17 @@ class DurableHandle(SendTarget):
         try:
             try:
                 claim = await gate.claim(self.kind, self.identity)
+                if claim.epoch is not None:
+                    # The new owner's fence goes in alone, before the activation reads
+                    # anything: from here on no older owner's write can land.
+                    await self.store.apply([Fence(self.kind, self.identity, claim.epoch)])
+            except FencedError as exc:
+                gate.fenced(self.kind, self.identity)
+                _log.warning("durable %s: a newer owner holds it: %s", self.path, exc)
+                claim = None
             except Exception as exc:  # unknown outcome: nothing starts; a retry re-reads
                 _log.warning("durable %s: claiming it failed: %s", self.path, exc)
+                claim = None
         finally:
             self.starting = None
             self.runtime.busy_done()
@@ -263,9 +273,41 @@ class DurableHandle(SendTarget):
     def commit(self, ops: Sequence[Op]) -> Awaitable[None]:
         """The one write path of this identity: task writes, completions and
         ``transaction()`` commits all end here, so a fencing epoch (cluster ownership)
-        can later be checked in one place. Returns the store's awaitable itself (no
-        coroutine frame of its own on the path of every write)."""
-        return self.store.apply(ops)
+        is checked in one place. Returns the store's awaitable itself (no coroutine
+        frame of its own on the path of every write) outside cluster mode.
+
+        Cluster mode: the batch begins with this activation's :class:`Fence`; a store
+        that holds a newer epoch refuses it whole (:class:`FencedError`), and the
+        activation stops. An activation that no longer owns the identity (its lease was
+        lost) is refused without asking the store.
+        """
+        if self.durable.gate is None:
+            return self.store.apply(ops)
+        return self._fenced_commit(ops)
+
+    async def _fenced_commit(self, ops: Sequence[Op]) -> None:
+        gate = self.durable.gate
+        assert gate is not None
+        epoch = self.epoch
+        if epoch is None:
+            gate.fenced(self.kind, self.identity)
+            raise FencedError(
+                f"durable {self.path}: this node no longer owns it (its cluster lease was "
+                "lost); the write was not made"
+            )
+        try:
+            await self.store.apply([Fence(self.kind, self.identity, epoch), *ops])
+        except FencedError:
+            gate.fenced(self.kind, self.identity)
+            if self.epoch == epoch:
+                _log.warning(
+                    "durable %s: write refused, a newer owner holds epoch > %d; stopping this "
+                    "activation",
+                    self.path,
+                    epoch,
+                )
+                self.lose_ownership()
+            raise
 
     def buffered_state(self, key: str) -> Any:
         """A buffered value (bytes), ``None`` for a buffered delete, else MISSING."""

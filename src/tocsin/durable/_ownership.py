@@ -51,3 +51,7 @@ class OwnershipGate(Protocol):
         it (its owner is gone and it is the preferred node): the due-task poll arms
         alarms only for those, so two nodes never race to run one identity's tasks."""
         ...
+
+    def fenced(self, kind: str, identity: str) -> None:
+        """Count a write of ``(kind, identity)`` refused by the fence (``fenced_writes``)."""
+        ...
