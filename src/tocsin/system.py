@@ -27,7 +27,7 @@ from .actor._runtime import Runtime
 from .actor._scheduling import ScheduleService, SchedulingCalls
 from .actor._supervision import Directive, Supervisor
 from .clock import Clock, SystemClock
-from .cluster import Cluster, ClusterNode
+from .cluster import Cluster, ClusterNode, NodeLeft
 from .cluster._durable import ClusterOwnership, in_process_pid, register_in_process
 from .durable._actor import DurableActor
 from .durable._runtime import DurableRuntime
@@ -174,7 +174,7 @@ class ActorSystem(SchedulingCalls):
                     name=self.name,
                     address=self.address,
                     clock=self.clock,
-                    publish=self.events.publish,
+                    publish=self._cluster_event,
                     on_lease_lost=self._lease_lost,
                 )
                 await node.start()
@@ -227,6 +227,13 @@ class ActorSystem(SchedulingCalls):
             return runtime.pid_of(path)
         except ActorNotFoundError:
             return None
+
+    def _cluster_event(self, event: object) -> None:
+        self.events.publish(event)
+        if isinstance(event, NodeLeft) and self._durable is not None:
+            # Its passivated identities with due tasks are free now: the preferred node
+            # arms their alarms at once instead of at its next periodic poll.
+            self._durable.poll_soon()
 
     def _lease_lost(self) -> None:
         """This node lost its cluster lease: its durable activations stop at once (their

@@ -132,3 +132,26 @@ async def test_a_dead_owners_due_task_runs_once_elsewhere() -> None:
         assert [node for node, _ in RUNS] != []
         assert len(RUNS) == 1
         assert RUNS[0][0] != home
+
+
+async def test_a_dead_owners_due_task_runs_within_the_lease_plus_one_renewal() -> None:
+    async with cluster_of("a", "b", "c") as (clock, systems):
+        pid = await systems[0].durable(Account, "acct-5", passivate_after=1.0)
+        home = await pid.ask(Call("where"))
+        await pid.ask(Call("later", LEASE + LEASE / 3 + 1.0))
+        dead = next(s for s in systems if s.name == home)
+        freeze(dead.cluster)  # dies right away: its lease lapses before the task is due
+        # Peers notice at their next renewal after the lease ran out (NodeLeft) and poll
+        # the store at once (not at the periodic poll, minutes later): the preferred
+        # survivor claims the identity and runs the task when it is due.
+        await clock.advance(LEASE + LEASE / 3 + 1.5)
+        assert len(RUNS) == 1
+        assert RUNS[0][0] != home
+
+
+async def test_outside_cluster_mode_nothing_is_fenced() -> None:
+    async with ActorSystem("solo", clock=ManualClock(wall=T0)) as system:
+        pid = await system.durable(Account, "acct-6")
+        assert await pid.ask(Call("add", 2)) == 2
+        handle = system._durable.handles[Account.kind, "acct-6"]  # type: ignore[union-attr]
+        assert handle.epoch is None

@@ -107,7 +107,13 @@ class Directory:
         entry = await self._coordinator.owner(kind, identity)
         if entry is not None and entry.alive:
             return self._placement(entry)
-        preferred = rendezvous_owner(kind, identity, self._membership.member_names())
+        names = self._membership.member_names()
+        if entry is not None:
+            # The owner's lease is gone even if this node's view (up to lease/3 old)
+            # still lists it: never prefer it.
+            me = self._membership.name
+            names = [name for name in names if name != entry.node or name == me]
+        preferred = rendezvous_owner(kind, identity, names)
         if preferred is None or preferred == self._membership.name:
             acquired = await self.acquire(kind, identity, previous=entry)
             return None if acquired is None else self._placement(acquired)

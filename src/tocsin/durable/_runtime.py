@@ -286,6 +286,12 @@ class DurableRuntime:
             _log.warning("durable %s/%s: asking its owner failed: %s", kind, identity, exc)
             return False
 
+    def poll_soon(self) -> None:
+        """Look for due identities now (cluster mode: a node left, its identities with
+        due tasks may now be this node's to run)."""
+        if self.runtime.running and not self.stopping:
+            self._start_poll()
+
     def _start_poll(self) -> None:
         if self._poll_task is None or self._poll_task.done():
             self._poll_task = self.runtime.loop.create_task(self.poll())
