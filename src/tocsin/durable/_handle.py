@@ -167,7 +167,8 @@ class DurableHandle(SendTarget):
             if self.runtime.running and not self.durable.stopping and self.cell is None:
                 self.epoch = claim.epoch
                 await asyncio.shield(self._activate())
-            return
+                return
+            claim = None  # the system began stopping meanwhile: nothing starts here
         pending, self.pending = self.pending, []
         owner = None if claim is None else claim.owner
         for message, sender, reply in pending:
