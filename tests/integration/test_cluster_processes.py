@@ -223,7 +223,12 @@ def test_durable_actors_keep_one_writer_across_a_sigkill_and_a_zombie(
         for name in ("b", "c", "a"):  # a waits for b and c, then seeds
             proc = procs[name]
             assert proc.stdout is not None
-            assert json.loads(proc.stdout.readline())["event"] == "ready", name
+            line = proc.stdout.readline()
+            if not line:
+                proc.kill()
+                stderr = proc.stderr.read() if proc.stderr is not None else ""
+                raise AssertionError(f"node {name} exited before ready:\n{stderr}")
+            assert json.loads(line)["event"] == "ready", name
         time.sleep(3.0)
         procs["b"].send_signal(signal.SIGKILL)
         time.sleep(2.0)
