@@ -82,3 +82,19 @@ def test_cluster_bench_runs_in_quick_mode_and_prints_json() -> None:
     assert payload["quick"] is True
     assert payload["failed"] == []
     assert "p50_us" in payload["medians"]["claim/sqlite/tocsin"]
+
+
+def test_console_bench_runs_in_quick_mode_and_prints_json() -> None:
+    """``bench/console.py --quick``: exit 0, page latency and fan-out figures as JSON."""
+    proc = subprocess.run(
+        [sys.executable, str(BENCH / "console.py"), "--quick"],
+        capture_output=True,
+        text=True,
+        timeout=180,
+        check=False,
+    )
+    assert proc.returncode == 0, proc.stderr[-3000:]
+    payload = json.loads(proc.stdout.strip().splitlines()[-1])
+    assert payload["quick"] is True
+    assert payload["page_p50_ms"] > 0
+    assert "fanout_10_p50_ms" in payload

@@ -31,8 +31,11 @@ LAYERS = [
     "remote",
     "cluster",
     "system",
-    "metrics",
+    # The console sits below the metrics layer: tocsin.metrics.serve_console (what
+    # ActorSystem(console=...) starts) serves the console with /metrics; the console
+    # knows nothing of metrics (the order of /work/shared/tools/layers.py).
     "console",
+    "metrics",
     "cli",
     "testing",
     "__init__",

@@ -66,9 +66,17 @@ from .errors import (
     TocsinError,
     WrongEventLoopError,
 )
+
+# ActorSystem(console=...): the facade sits below tocsin.metrics / tocsin.console and never
+# imports them; the top of the package registers the service instead (issue 14).
+from .metrics._console import CONSOLE_SERVICE as _CONSOLE_SERVICE
 from .remote import RemoteMetrics, Remoting
 from .scheduling import ScheduleInfo, ScheduleKind, SchedulerMetrics
+from .system import SERVICES as _SERVICES
 from .system import ActorSystem
+
+_SERVICES.setdefault("console", _CONSOLE_SERVICE)
+del _SERVICES, _CONSOLE_SERVICE
 
 __version__ = "0.1.0.dev0"
 

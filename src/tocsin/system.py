@@ -15,9 +15,10 @@ from __future__ import annotations
 import asyncio
 import logging
 import threading
-from collections.abc import Callable
+from collections.abc import Awaitable, Callable
+from dataclasses import dataclass
 from types import TracebackType
-from typing import TYPE_CHECKING, final
+from typing import TYPE_CHECKING, Any, final
 
 from ._deadlines import Deadline, DeadlineService, Seconds, WallWatch, to_seconds
 from .actor._actor import Actor
@@ -41,10 +42,32 @@ if TYPE_CHECKING:
     from .actor._cell import Cell
     from .stores import Store
 
-__all__ = ["DEFAULT_STOP_TIMEOUT", "ActorSystem"]
+__all__ = ["DEFAULT_STOP_TIMEOUT", "SERVICES", "ActorSystem", "OptionalService"]
 
 #: Seconds ``stop()`` waits for running handlers before cancelling them.
 DEFAULT_STOP_TIMEOUT = 10.0
+
+Closer = Callable[[], Awaitable[None]]
+
+
+@dataclass(frozen=True, slots=True)
+class OptionalService:
+    """A service of a layer above the facade that ``ActorSystem`` starts when its option
+    is given (the console: ``console="127.0.0.1:8765"``).
+
+    ``check(value, token)`` runs at construction (a bad option fails there);
+    ``start(system, value, token)`` runs last in ``start()`` and returns the closer that
+    ``stop()`` awaits first.
+    """
+
+    check: Callable[[Any, str | None], None]
+    start: Callable[[ActorSystem, Any, str | None], Awaitable[Closer]]
+
+
+#: Optional services by option name, registered by the layers that implement them when
+#: they are imported (``tocsin/__init__.py`` registers ``"console"`` from
+#: ``tocsin.metrics``): the facade sits below them and never imports them.
+SERVICES: dict[str, OptionalService] = {}
 
 _log = logging.getLogger("tocsin.actor")
 _ident = threading.get_ident
@@ -79,6 +102,15 @@ class ActorSystem(SchedulingCalls):
             (``docs/cluster.md``): cron schedules fire once per tick cluster-wide and
             :attr:`cluster` lists the members. Every coordinator but ``memory://`` needs
             ``remoting``.
+        console: ``"host:port"`` to serve the live web console (with ``/metrics``) while
+            the system runs: started last by :meth:`start`, closed first by :meth:`stop`.
+            Needs the ``console`` extra. Port 0 picks a free port (``console_url``).
+        console_token: required when ``console`` is not a loopback address (at least 16
+            characters); asked of every request.
+
+    Raises:
+        ValueError: a bad ``console`` bind, or a non-loopback one without a token.
+        ImportError: ``console`` given without the ``console`` extra (aiohttp).
     """
 
     def __init__(
@@ -91,6 +123,8 @@ class ActorSystem(SchedulingCalls):
         stop_timeout: Seconds = DEFAULT_STOP_TIMEOUT,
         remoting: Remoting | None = None,
         cluster: Cluster | None = None,
+        console: str | None = None,
+        console_token: str | None = None,
     ) -> None:
         if not isinstance(name, str) or not name or any(c in name for c in "/@#: "):
             raise ValueError(
@@ -119,6 +153,20 @@ class ActorSystem(SchedulingCalls):
         self._cluster: ClusterNode | None = None
         self._unregister_in_process: Callable[[], None] | None = None
         self._ownership: ClusterOwnership | None = None
+        #: Optional services to start (option name, value, token) and the running ones'
+        #: closers, in start order.
+        self._options: list[tuple[OptionalService, Any, str | None]] = []
+        self._closers: list[Closer] = []
+        if console is not None:
+            service = SERVICES.get("console")
+            if service is None:  # only when tocsin.system is loaded without tocsin
+                raise ImportError("`console=` needs tocsin.metrics (import tocsin first)")
+            service.check(console, console_token)
+            self._options.append((service, console, console_token))
+        elif console_token is not None:
+            raise ValueError("`console_token` was given without `console`")
+        #: The console's URL while it is served (None otherwise).
+        self.console_url: str | None = None
 
     # -- lifecycle ---------------------------------------------------------------------
 
@@ -126,6 +174,15 @@ class ActorSystem(SchedulingCalls):
     def running(self) -> bool:
         """Whether the system is started and not stopped."""
         return self._runtime is not None and self._runtime.running
+
+    @property
+    def runtime(self) -> Runtime | None:
+        """The shared services of the current (or last) start; None before the first.
+
+        Internal: for tocsin's own operator tools (``tocsin.metrics``, ``tocsin.console``),
+        which read it and never change it. Not a stable API.
+        """
+        return self._runtime
 
     async def start(self) -> None:
         """Start the system (no-op when running).
@@ -187,9 +244,17 @@ class ActorSystem(SchedulingCalls):
                     )
             if self._store_spec is not None:
                 await self._start_durable(runtime, self._store_spec)
+            # Last, so a page never shows a half-started system; a failed one (address in
+            # use) fails the whole start.
+            for service, value, token in self._options:
+                self._closers.append(await service.start(self, value, token))
         except BaseException:
             self._drop_in_process()
+            await self._close_services()
+            started, self._durable = self._durable, None
             self._teardown(runtime, scheduler, deadlines)
+            if started is not None:
+                await started.close()
             cluster, self._cluster = self._cluster, None
             if cluster is not None:
                 await cluster.stop()
@@ -246,6 +311,14 @@ class ActorSystem(SchedulingCalls):
         if unregister is not None:
             unregister()
 
+    async def _close_services(self) -> None:
+        closers, self._closers = self._closers, []
+        for close in reversed(closers):
+            try:
+                await close()
+            except Exception:
+                _log.exception("closing an optional service of system %r failed", self.name)
+
     def _teardown(self, runtime: Runtime, scheduler: Scheduler, deadlines: DeadlineService) -> None:
         scheduler.close()
         deadlines.close()
@@ -295,6 +368,7 @@ class ActorSystem(SchedulingCalls):
         timer = _Grace(runtime)
         runtime.deadlines.add(runtime.clock.monotonic() + grace, timer)
         try:
+            await self._close_services()  # first: no page reads a stopping system
             if durable is not None:
                 await durable.before_stop()
             await asyncio.gather(*(cell.stop() for cell in list(runtime.top.values())))

@@ -62,6 +62,7 @@ class Cell(SendTarget):
         "borrowed",
         "children",
         "ctx",
+        "depth_high",
         "draining",
         "factory",
         "finishing",
@@ -118,6 +119,9 @@ class Cell(SendTarget):
         self.owned: set[Any] | None = None
         self.passivation: Passivation | None = None
         self.last_active = 0.0
+        #: Mailbox high-water mark in deque entries (two per message), sampled once per
+        #: drain batch; read by tocsin.metrics and the console (issue 14).
+        self.depth_high = 0
         self.unanswered: set[Reply] | None = None
         self.interrupted = False
         #: The turn runs in the spawner's task (first ``pre_start``), not its own.
@@ -206,6 +210,10 @@ class Cell(SendTarget):
                 return
             actor = self.actor
             handled = 0
+            # Mailbox high-water (issue 14): once per batch, where the mailbox is deepest
+            # (it fills while the actor waits for its turn), not per send. One int compare.
+            if len(mailbox) > self.depth_high:
+                self.depth_high = len(mailbox)
             popleft = mailbox.popleft
             while mailbox and handled < THROUGHPUT:
                 message = popleft()

@@ -15,6 +15,7 @@ The layers above plug in through three hooks, none of which names them:
   cancels what the cell owned; the durable runtime forgets the activation).
 * ``resolvers``: :class:`~tocsin.actor._target.TargetResolver` callables that find the
   target of a PID whose address is another node (the remote layer).
+* ``services``: upper services by name, for read-only operator tools (issue 14).
 
 It also tells a :class:`~tocsin.ManualClock` whether the system is busy (``is_idle``,
 ``progress``, ``wait_idle``), since that is what ``clock.advance`` waits for.
@@ -79,6 +80,7 @@ class Runtime:
         "resolvers",
         "running",
         "schedules",
+        "services",
         "stop_listeners",
         "stopping",
         "top",
@@ -124,6 +126,11 @@ class Runtime:
         self.resolvers: list[TargetResolver] = []
         #: ``path -> PID | None`` for local paths no cell holds (durable identities).
         self.path_resolvers: list[Callable[[str], PID | None]] = []
+        #: The ops hook (issue 14): services above the kernel register themselves here by
+        #: name (the durable runtime as ``"durable"``) so that read-only operator tools
+        #: (``tocsin.metrics``, ``tocsin.console``) find them through the runtime. The
+        #: kernel never reads it.
+        self.services: dict[str, object] = {}
 
     # -- checks ------------------------------------------------------------------------
 

@@ -1,5 +1,6 @@
 # SPDX-License-Identifier: Apache-2.0
-"""The ``tocsin`` command: ``demo``, ``cron next|explain``, ``tasks list|retry|discard``.
+"""The ``tocsin`` command: ``demo``, ``cron next|explain``, ``tasks list|retry|discard``,
+``console``.
 
 Standard library only (argparse), so the ``cli`` extra pulls in nothing; it exists so
 that ``pip install tocsin[cli]`` keeps working if the CLI grows a dependency.
@@ -13,7 +14,7 @@ from collections.abc import Sequence
 
 from .. import __version__
 from ..errors import TocsinError
-from . import _cluster, _cron, _demo, _tasks
+from . import _cluster, _console, _cron, _demo, _tasks
 
 __all__ = ["main"]
 
@@ -29,6 +30,7 @@ def build_parser() -> argparse.ArgumentParser:
     _cron.register(subparsers)
     _tasks.register(subparsers)
     _cluster.register(subparsers)
+    _console.register(subparsers)  # issue 14
     return parser
 
 

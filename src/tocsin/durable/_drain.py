@@ -23,6 +23,7 @@ from ..clock import WALL_TOLERANCE
 from ..stores import DeleteTask, Op, TaskRow, UpsertTask
 from ._cron import next_fire
 from ._failure import describe_failure
+from ._ops import DURATION_MASK
 from ._records import TaskParked, record_from_row
 from ._run import DROPPED, INTERRUPTED, run_task
 
@@ -67,6 +68,14 @@ async def drain(handle: DurableHandle, cell: Cell) -> None:
     handle.touched.clear()
     ops: list[Op] = []
     parked: list[tuple[TaskRow, BaseException]] = []
+    # Run counters (issue 14), read by tocsin.metrics at scrape time, inlined: an int add
+    # per run; run durations (one clock read per run: the end of one run starts the
+    # next) only once metrics are attached (``timed``).
+    counters = durable.counters
+    timed = counters.timed
+    durations, mask = counters.durations, DURATION_MASK
+    monotonic = handle.runtime.clock.monotonic
+    started = monotonic() if timed else 0.0
     for row in rows:
         if durable.stopping:
             break  # no task starts once the system is stopping
@@ -79,6 +88,15 @@ async def drain(handle: DurableHandle, cell: Cell) -> None:
             error = await run_task(cell, actor, row, handle)
         finally:
             handle.running_id = None
+        counters.runs += 1
+        if timed:
+            ended = monotonic()
+            timed_runs = counters.timed_runs
+            durations[timed_runs & mask] = ended - started
+            counters.timed_runs = timed_runs + 1
+            started = ended
+        if error is not None:
+            counters.ended_with(error)
         if error is INTERRUPTED:
             break  # the system is stopping: this task stays pending, untouched
         actor = cell.actor  # type: ignore[assignment]
@@ -95,6 +113,8 @@ async def drain(handle: DurableHandle, cell: Cell) -> None:
             # commits run on the loop thread, the memory store's always): yield once
             # per batch so a long drain does not hold up the rest of the loop.
             await asyncio.sleep(0)
+            if timed:
+                started = monotonic()  # the commit and the yield are no run's time
     if ops:
         await handle.commit(ops)
     for row, exc in parked:

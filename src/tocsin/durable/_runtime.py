@@ -30,6 +30,7 @@ from ..stores import Store, resolve_store
 from ._checks import check_text
 from ._drain import COMPLETION_BATCH, DRAIN_LIMIT
 from ._handle import LOOKAHEAD, DurableHandle
+from ._ops import RunCounters
 from ._ownership import OwnershipGate
 
 if TYPE_CHECKING:
@@ -41,7 +42,9 @@ __all__ = [
     "COMPLETION_BATCH",
     "DRAIN_LIMIT",
     "LOOKAHEAD",
+    "SERVICE",
     "DurableRuntime",
+    "durable_of",
 ]
 
 #: Seconds between two looks for changes made by other processes (stores that cannot
@@ -51,6 +54,9 @@ CHANGE_CHECK_SECONDS = 1.0
 ACTIVATION_CONCURRENCY = 64
 #: Identities fetched per poll of the store.
 POLL_LIMIT = 10_000
+
+#: The name the durable runtime registers under in ``Runtime.services`` (issue 14).
+SERVICE = "durable"
 
 _log = logging.getLogger("tocsin.durable")
 
@@ -94,6 +100,8 @@ class DurableRuntime:
         #: Set when the system starts stopping: no drain starts a task, no alarm rings,
         #: no identity is activated from then on.
         self.stopping = False
+        #: Task run counters (issue 14): written by the drain, read by tocsin.metrics.
+        self.counters = RunCounters()
 
     async def start(self) -> None:
         """Open the store and arm the alarms of identities with work due soon.
@@ -117,6 +125,7 @@ class DurableRuntime:
             self._unsubscribe_wall = runtime.clock.on_wall_jump(self._wall_jumped)
             runtime.stop_listeners.append(self.cell_stopped)
             runtime.path_resolvers.append(self.pid_for_path)
+            runtime.services[SERVICE] = self  # the ops hook: found by durable_of(runtime)
             await self.poll()  # recovery: every identity with work due soon gets its alarm
         except BaseException:
             await self._release()
@@ -131,6 +140,8 @@ class DurableRuntime:
             runtime.stop_listeners.remove(self.cell_stopped)
         if self.pid_for_path in runtime.path_resolvers:
             runtime.path_resolvers.remove(self.pid_for_path)
+        if runtime.services.get(SERVICE) is self:
+            del runtime.services[SERVICE]
         runtime.deadlines.remove(self._poll)
         self._stop_watching()
         await self.store.close()
@@ -296,6 +307,39 @@ class DurableRuntime:
         if self._poll_task is None or self._poll_task.done():
             self._poll_task = self.runtime.loop.create_task(self.poll())
             self.runtime.track_task(self._poll_task)
+
+    # -- operator tools (issue 14): read at scrape time, never on a hot path -------------
+
+    def identities(self) -> tuple[int, int]:
+        """``(identities known in memory, identities active now)``."""
+        handles = self.handles.values()
+        return len(handles), sum(1 for h in handles if h.cell is not None)
+
+    def wrap_store(self, wrap: Callable[[Store], Store]) -> None:
+        """Replace the store by ``wrap(store)`` here and in every known identity (store
+        call timing is switched on this way, only once someone reads it)."""
+        wrapped = wrap(self.store)
+        self.store = wrapped
+        for handle in self.handles.values():
+            handle.store = wrapped
+
+    def wake(self, kind: str, identity: str, due: float) -> None:
+        """Run identity ``kind/identity``'s tasks due by ``due`` (wall epoch seconds) without
+        waiting for the periodic poll (after a retry written to the store). A known
+        identity gets its alarm armed; an unknown one is found by a poll now."""
+        if self.stopping or not self.runtime.running:
+            return
+        handle = self.handles.get((kind, identity))
+        if handle is not None:
+            handle.arm(due)
+        else:
+            self._start_poll()
+
+
+def durable_of(runtime: Runtime | None) -> DurableRuntime | None:
+    """The durable runtime registered on ``runtime`` (None without one, or no runtime)."""
+    found = None if runtime is None else runtime.services.get(SERVICE)
+    return found if isinstance(found, DurableRuntime) else None
 
 
 @final

@@ -11,7 +11,7 @@ from ..actor._schedule_info import ScheduleInfo, SchedulerMetrics
 if TYPE_CHECKING:
     from ._scheduler import Scheduler, ScheduleRecord
 
-__all__ = ["schedule_info", "scheduler_metrics", "utc"]
+__all__ = ["lateness_ring", "schedule_counts", "schedule_info", "scheduler_metrics", "utc"]
 
 
 def schedule_info(
@@ -65,6 +65,23 @@ def scheduler_metrics(scheduler: Scheduler, samples: list[float]) -> SchedulerMe
         lateness_p99=_quantile(samples, 0.99),
         lateness_max=samples[-1] if samples else 0.0,
     )
+
+
+def lateness_ring(scheduler: Scheduler) -> tuple[int, list[float]]:
+    """``(ticks fired so far, the lateness ring buffer)`` for operator tools (issue 14):
+    tick ``i``'s lateness is at ``ring[i % len(ring)]`` while fewer than ``len(ring)``
+    ticks fired after it. The ring is the scheduler's own list, not a copy: read it
+    before yielding to the loop."""
+    return scheduler._fired, scheduler._lateness
+
+
+def schedule_counts(scheduler: Scheduler) -> dict[tuple[str, bool], int]:
+    """Live schedules by ``(kind, paused)``: one pass over the records, no snapshots."""
+    counts: dict[tuple[str, bool], int] = {}
+    for record in scheduler._refs.values():
+        key = (str(record.kind), bool(record.paused))
+        counts[key] = counts.get(key, 0) + 1
+    return counts
 
 
 _MAX_UTC = datetime.max.replace(tzinfo=UTC)

@@ -1,0 +1,156 @@
+# SPDX-License-Identifier: Apache-2.0
+"""One refresh loop shared by every open page: read a snapshot, render its sections once,
+push the sections that changed to every subscriber over server-sent events.
+
+Fan-out costs one read and one render per refresh however many pages are open. Only
+changed sections are sent (a new subscriber first gets them all). A slow client never
+holds the others up, and never falls behind by more than one version of each section:
+what it has not sent yet is merged, section by section, with the newer update.
+The loop runs only while someone is subscribed.
+
+Refreshes are paced by a :class:`~tocsin.SystemClock` of the console's own, also for a
+system driven by a ``ManualClock``: the page is for people, who live in real time.
+"""
+
+from __future__ import annotations
+
+import asyncio
+import json
+import logging
+from typing import Final, final
+
+from ..clock import Clock, SystemClock
+from ._data import ConsoleSource, Snapshot
+from ._render import render_sections
+
+__all__ = ["DEFAULT_INTERVAL", "Feed"]
+
+_log = logging.getLogger("tocsin.console")
+
+#: Seconds between two refreshes of open pages.
+DEFAULT_INTERVAL: Final = 1.0
+
+
+@final
+class Feed:
+    """Snapshots of ``source``, rendered, fanned out to subscribers."""
+
+    def __init__(self, source: ConsoleSource, csrf: str, interval: float) -> None:
+        self.source = source
+        self.csrf = csrf
+        self.interval = interval
+        self.pacer: Clock = SystemClock()
+        self._subscribers: set[Subscriber] = set()
+        self._latest: dict[str, str] | None = None
+        self._task: asyncio.Task[None] | None = None
+        self._last_dead: tuple[float, int] | None = None
+        self.rate: float | None = None
+        self.refreshes = 0
+
+    async def sections(self) -> dict[str, str]:
+        """Read the source now and render every section."""
+        snapshot = await self.source.snapshot()
+        self._rate(snapshot)
+        return render_sections(snapshot, self.csrf, self.rate)
+
+    def _rate(self, snapshot: Snapshot) -> None:
+        if snapshot.dead_letters is None:
+            return
+        now = self.pacer.monotonic()
+        if self._last_dead is not None:
+            then, count = self._last_dead
+            if now - then >= self.interval / 2:  # page loads in between do not jitter it
+                self.rate = max(0, snapshot.dead_letters - count) / (now - then)
+                self._last_dead = (now, snapshot.dead_letters)
+        else:
+            self._last_dead = (now, snapshot.dead_letters)
+
+    def subscribe(self) -> Subscriber:
+        """A subscriber whose :meth:`Subscriber.next` returns each update."""
+        sub = Subscriber()
+        if self._latest is not None:
+            sub.offer(self._latest)  # the whole page as last rendered, at once
+        self._subscribers.add(sub)
+        if self._task is None or self._task.done():
+            self._task = asyncio.get_running_loop().create_task(self._run())
+        return sub
+
+    def unsubscribe(self, sub: Subscriber) -> None:
+        self._subscribers.discard(sub)
+
+    @property
+    def subscribers(self) -> int:
+        return len(self._subscribers)
+
+    async def close(self) -> None:
+        """End every open stream (their :meth:`Subscriber.next` returns None) and the loop."""
+        for sub in self._subscribers:
+            sub.close()
+        self._subscribers.clear()
+        task, self._task = self._task, None
+        if task is not None:
+            task.cancel()
+            await asyncio.gather(task, return_exceptions=True)
+
+    async def _run(self) -> None:
+        while self._subscribers:
+            try:
+                sections = await self.sections()
+            except Exception:
+                # A failed read (a store that went away) must not end live updates for
+                # good: log it, and try again at the next refresh.
+                _log.exception("console refresh failed")
+            else:
+                self.refreshes += 1
+                previous = self._latest or {}
+                changed = {k: v for k, v in sections.items() if previous.get(k) != v}
+                self._latest = sections
+                for sub in list(self._subscribers):
+                    sub.offer(sections if not sub.started else changed)
+            await self._pause()
+
+    async def _pause(self) -> None:
+        loop = asyncio.get_running_loop()
+        done = loop.create_future()
+
+        def wake() -> None:
+            if not done.done():
+                done.set_result(None)
+
+        handle = self.pacer.call_at(self.pacer.monotonic() + self.interval, wake)
+        try:
+            await done
+        finally:
+            handle.cancel()
+
+
+@final
+class Subscriber:
+    """One open page's pending update: section id -> inner HTML, merged until sent."""
+
+    __slots__ = ("_ready", "closed", "pending", "started")
+
+    def __init__(self) -> None:
+        self.pending: dict[str, str] = {}
+        self.started = False  # has it been offered a whole page yet?
+        self.closed = False
+        self._ready = asyncio.Event()
+
+    def close(self) -> None:
+        self.closed = True
+        self._ready.set()
+
+    def offer(self, sections: dict[str, str]) -> None:
+        self.started = True
+        if sections:
+            self.pending.update(sections)
+            self._ready.set()
+
+    async def next(self) -> str | None:
+        """The next update as JSON (waits for one), or None once the server is closing."""
+        await self._ready.wait()
+        if self.closed:
+            return None
+        self._ready.clear()
+        update, self.pending = self.pending, {}
+        return json.dumps(update)

@@ -1,0 +1,251 @@
+# SPDX-License-Identifier: Apache-2.0
+"""HTML of the console page, built from a :class:`Snapshot`.
+
+Every value from the runtime or the store goes through :func:`html.escape` (quotes
+included) before it reaches the page: task names, payload-derived errors, references and
+actor paths are data, never markup. The page works without JavaScript (forms post, the
+server redirects back); ``console.js`` only swaps in the sections pushed over
+server-sent events. The Content-Security-Policy header forbids inline script anyway.
+
+Accessibility: one ``h1``, a skip link, ``section`` landmarks named by their ``h2``,
+tables with captions and ``th scope``, buttons named with what they act on, visible
+focus, colours at WCAG AA contrast or better, no information carried by colour alone.
+"""
+
+from __future__ import annotations
+
+from collections.abc import Iterable
+from datetime import datetime
+from html import escape
+from typing import Any, Final
+
+from ._data import Snapshot, TaskView
+
+__all__ = ["SECTIONS", "render_page", "render_sections"]
+
+#: Section ids, in page order; each is replaced as a whole by a live update.
+SECTIONS: Final = ("summary", "schedules", "parked", "tasks", "actors", "members")
+
+_TITLES: Final = {
+    "summary": "Overview",
+    "schedules": "Schedules",
+    "parked": "Parked tasks",
+    "tasks": "Durable tasks",
+    "actors": "Actors",
+    "members": "Cluster members",
+}
+
+
+def e(value: Any) -> str:
+    """Escape any value for HTML text or a quoted attribute."""
+    return escape(str(value), quote=True)
+
+
+def _time(moment: datetime | None) -> str:
+    if moment is None:
+        return "—"
+    # Whole seconds: a sub-second jitter between reads must not make a section "changed".
+    exact = moment.isoformat(timespec="seconds")
+    return f'<time datetime="{e(exact)}">{e(exact.replace("+00:00", "Z"))}</time>'
+
+
+def _table(caption: str, headers: tuple[str, ...], rows: list[list[str]], empty: str) -> str:
+    if not rows:
+        return f'<p class="empty">{e(empty)}</p>'
+    head = "".join(f'<th scope="col">{e(h)}</th>' for h in headers)
+    # data-label lets a narrow screen show each row as a card of "label: value" lines.
+    body = "".join(
+        "<tr>"
+        + "".join(f'<td data-label="{e(h)}">{c}</td>' for h, c in zip(headers, cells, strict=True))
+        + "</tr>"
+        for cells in rows
+    )
+    return (
+        f'<div class="scroll" tabindex="0" role="region" aria-label="{e(caption)}">'
+        f"<table><caption>{e(caption)}</caption><thead><tr>{head}</tr></thead>"
+        f"<tbody>{body}</tbody></table></div>"
+    )
+
+
+def _row(cells: Iterable[str]) -> list[str]:
+    return list(cells)
+
+
+def _summary(s: Snapshot, rate: float | None) -> str:
+    items = [("Source", e(s.mode)), ("Read at", _time(s.taken_at))]
+    if s.dead_letters is not None:
+        per_second = "—" if rate is None else f"{rate:.2f}"
+        items.append(("Dead letters", f"{s.dead_letters} total, {per_second} per second"))
+    if s.lateness is not None:
+        p50, p99, worst = s.lateness
+        items.append(
+            (
+                "Tick lateness",
+                f"p50 {p50 * 1000:.2f} ms, p99 {p99 * 1000:.2f} ms, max {worst * 1000:.2f} ms",
+            )
+        )
+    items.append(("Durable tasks", f"{s.tasks_total} ({len(s.parked)} parked)"))
+    if s.store_error is not None:
+        items.append(("Store error", f'<strong class="bad">{e(s.store_error)}</strong>'))
+    body = "".join(f"<dt>{k}</dt><dd>{v}</dd>" for k, v in items)
+    return f'<dl class="summary">{body}</dl>'
+
+
+def _schedules(s: Snapshot) -> str:
+    if s.schedules is None:
+        return (
+            '<p class="empty">Schedules live in a running system; this console reads a store.</p>'
+        )
+    rows = [
+        _row(
+            (
+                e(v.reference),
+                e(v.target),
+                e(v.kind),
+                f"<code>{e(v.every)}</code>"
+                + (f'<br><span class="note">{e(v.description)}</span>' if v.description else ""),
+                e(v.timezone or "—"),
+                f'<span class="next-fire">{_time(v.next_fire_at)}</span>',
+                "paused" if v.paused else "active",
+                e(v.ticks),
+            )
+        )
+        for v in s.schedules
+    ]
+    headers = ("Reference", "Target", "Kind", "Every / cron", "Zone", "Next fire (UTC)",
+               "State", "Ticks")  # fmt: skip
+    table = _table("Live schedules, soonest first", headers, rows, "No live schedules.")
+    return table + _more(s.schedules_total, len(s.schedules))
+
+
+def _actions(t: TaskView, csrf: str) -> str:
+    hidden = (
+        f'<input type="hidden" name="csrf" value="{e(csrf)}">'
+        f'<input type="hidden" name="kind" value="{e(t.kind)}">'
+        f'<input type="hidden" name="identity" value="{e(t.identity)}">'
+        f'<input type="hidden" name="id" value="{e(t.id)}">'
+    )
+    what = f"task {t.id} ({t.name}) of {t.kind}/{t.identity}"
+    return (
+        f'<form method="post" action="tasks/retry" class="inline">{hidden}'
+        f'<button type="submit" class="retry" aria-label="{e("Retry " + what)}">Retry</button>'
+        f"</form>"
+        f'<form method="post" action="tasks/discard" class="inline">{hidden}'
+        f'<button type="submit" class="discard" aria-label="{e("Discard " + what)}">'
+        f"Discard</button></form>"
+    )
+
+
+def _parked(s: Snapshot, csrf: str) -> str:
+    rows = [
+        _row(
+            (
+                e(f"{t.kind}/{t.identity}"),
+                f"<code>{e(t.id)}</code>",
+                e(t.name),
+                e(f"{t.attempts}/{t.max_retries}"),
+                f'<span class="error">{e(t.last_error or "")}</span>',
+                _actions(t, csrf),
+            )
+        )
+        for t in s.parked
+    ]
+    headers = ("Actor", "Task id", "Method", "Attempts", "Last error", "Actions")
+    return _table("Parked tasks (failed every retry)", headers, rows, "No parked tasks.")
+
+
+def _tasks(s: Snapshot) -> str:
+    rows = [
+        _row(
+            (
+                e(t.kind),
+                e(t.identity),
+                f"<code>{e(t.id)}</code>",
+                e(t.name),
+                e(t.state),
+                _time(t.due),
+                "—" if t.every is None else e(f"{t.every:g} s"),
+                e(f"{t.attempts}/{t.max_retries}"),
+            )
+        )
+        for t in s.tasks
+    ]
+    headers = ("Kind", "Identity", "Task id", "Method", "State", "Due (UTC)", "Every", "Attempts")
+    table = _table("Durable tasks by kind and identity", headers, rows, "No durable tasks.")
+    return table + _more(s.tasks_total, len(s.tasks))
+
+
+def _more(total: int, shown: int) -> str:
+    return f'<p class="note">{total - shown} more not shown.</p>' if total > shown else ""
+
+
+def _actors(s: Snapshot) -> str:
+    if s.actors is None:
+        return '<p class="empty">Actors live in a running system; this console reads a store.</p>'
+    rows = [_row((e(a.path), e(a.state), e(a.mailbox), e(a.mailbox_high))) for a in s.actors]
+    headers = ("Path", "State", "Mailbox", "Mailbox high-water")
+    table = _table("Live actors, fullest mailbox first", headers, rows, "No live actors.")
+    return table + _more(s.actors_total, len(s.actors))
+
+
+def _members(s: Snapshot) -> str:
+    if s.members is None:
+        return '<p class="empty">Not part of a cluster.</p>'
+    rows = []
+    for m in s.members:
+        joined = getattr(m, "joined", None)
+        seen = getattr(m, "last_seen", None)
+        rows.append(
+            _row(
+                (
+                    e(getattr(m, "name", m)),
+                    e(getattr(m, "address", "")),
+                    _time(joined) if isinstance(joined, datetime) else e(joined or "—"),
+                    _time(seen) if isinstance(seen, datetime) else e(seen or "—"),
+                )
+            )
+        )
+    headers = ("Node", "Address", "Joined", "Last seen")
+    return _table("Live members", headers, rows, "No members.")
+
+
+def render_sections(s: Snapshot, csrf: str, dead_letter_rate: float | None) -> dict[str, str]:
+    """The inner HTML of every section, by section id."""
+    return {
+        "summary": _summary(s, dead_letter_rate),
+        "schedules": _schedules(s),
+        "parked": _parked(s, csrf),
+        "tasks": _tasks(s),
+        "actors": _actors(s),
+        "members": _members(s),
+    }
+
+
+def render_page(sections: dict[str, str], notice: str | None, has_metrics: bool) -> str:
+    """The whole page around ``sections``; ``notice`` is the result of the last action."""
+    nav = "".join(f'<li><a href="#{sid}">{e(_TITLES[sid])}</a></li>' for sid in SECTIONS)
+    if has_metrics:
+        nav += '<li><a href="metrics">Prometheus metrics</a></li>'
+    body = "".join(
+        f'<section aria-labelledby="{sid}-title"><h2 id="{sid}-title">{e(_TITLES[sid])}</h2>'
+        f'<div id="{sid}" class="live">{sections[sid]}</div></section>'
+        for sid in SECTIONS
+    )
+    status = f"<p>{e(notice)}</p>" if notice else ""
+    return (
+        "<!doctype html>"
+        '<html lang="en"><head><meta charset="utf-8">'
+        '<meta name="viewport" content="width=device-width, initial-scale=1">'
+        "<title>tocsin console</title>"
+        '<link rel="stylesheet" href="static/console.css">'
+        '<script src="static/console.js" defer></script>'
+        "</head><body>"
+        '<a class="skip" href="#main">Skip to content</a>'
+        "<header><h1>tocsin console</h1>"
+        f'<nav aria-label="Sections"><ul>{nav}</ul></nav>'
+        '<p class="live-control"><button type="button" id="live-toggle" aria-pressed="false" '
+        'hidden>Pause live updates</button> <span id="live-state" class="note"></span></p>'
+        "</header>"
+        f'<main id="main"><div id="notice" role="status" aria-live="polite">{status}</div>'
+        f"{body}</main></body></html>"
+    )

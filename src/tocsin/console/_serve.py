@@ -1,0 +1,204 @@
+# SPDX-License-Identifier: Apache-2.0
+"""Starting and stopping a console server: :func:`serve` (a running system) and
+:func:`serve_store` (the stores alone)."""
+
+from __future__ import annotations
+
+import ipaddress
+import secrets
+from types import TracebackType
+from typing import TYPE_CHECKING, Final, final
+
+from aiohttp import web
+
+from ._app import MetricsEndpoint, build_app
+from ._data import ConsoleSource, Members, StoreSource, SystemSource
+from ._feed import DEFAULT_INTERVAL
+
+if TYPE_CHECKING:
+    from ..stores import Store
+    from ..system import ActorSystem
+
+__all__ = [
+    "DEFAULT_BIND",
+    "MIN_TOKEN_LENGTH",
+    "Console",
+    "check_options",
+    "parse_bind",
+    "serve",
+    "serve_store",
+]
+
+#: Where the console listens unless told otherwise: loopback only.
+DEFAULT_BIND: Final = "127.0.0.1:8765"
+#: Shortest token accepted (a token guards a console reachable from other machines).
+MIN_TOKEN_LENGTH: Final = 16
+
+
+def parse_bind(bind: str) -> tuple[str, int]:
+    """``"host:port"`` (``"[::1]:8765"`` for IPv6) as ``(host, port)``.
+
+    Raises:
+        ValueError: not of that form, or the port is not 0..65535.
+    """
+    if not isinstance(bind, str):
+        raise TypeError(f"`bind` must be a str like '127.0.0.1:8765', got {bind!r}")
+    host, sep, port_text = bind.rpartition(":")
+    if host.startswith("[") and host.endswith("]"):
+        host = host[1:-1]
+    if not sep or not host or not port_text.isdigit() or int(port_text) > 65535:
+        raise ValueError(
+            f"`bind` must be 'host:port' with a port in 0..65535 (e.g. '127.0.0.1:8765', "
+            f"'[::1]:8765', '0.0.0.0:8765'), got {bind!r}"
+        )
+    return host, int(port_text)
+
+
+def check_options(bind: str, token: str | None) -> tuple[str, int]:
+    """Check a bind and its token as :func:`serve` does (without serving); return
+    ``(host, port)``. ``ActorSystem(console=..., console_token=...)`` calls it at
+    construction, so a bad option fails there, not at ``start()``.
+
+    Raises:
+        ValueError: a bad ``bind``, a non-loopback bind without a token, a short token.
+    """
+    host, port = parse_bind(bind)
+    if token is not None and (not isinstance(token, str) or len(token) < MIN_TOKEN_LENGTH):
+        given = f"{len(token)} characters" if isinstance(token, str) else repr(token)
+        raise ValueError(
+            f"`token` must be a str of at least {MIN_TOKEN_LENGTH} characters "
+            f"(e.g. secrets.token_urlsafe()), got {given}"
+        )
+    if token is None and not is_loopback(host):
+        raise ValueError(
+            f"binding the console to {bind!r} (not loopback) needs a `token`; "
+            f"bind to 127.0.0.1 or ::1, or pass token=secrets.token_urlsafe()"
+        )
+    return host, port
+
+
+def is_loopback(host: str) -> bool:
+    """Whether ``host`` names this machine only (``localhost``, 127.0.0.0/8, ``::1``)."""
+    if host == "localhost":
+        return True
+    try:
+        return ipaddress.ip_address(host).is_loopback
+    except ValueError:
+        return False
+
+
+@final
+class Console:
+    """A running console server. Close it with :meth:`close` or ``async with``.
+
+    Not constructed directly: use :func:`serve` or :func:`serve_store`.
+    """
+
+    def __init__(self, runner: web.AppRunner, app: web.Application, host: str, port: int) -> None:
+        self._runner = runner
+        self.app = app
+        self.host = host
+        self.port = port
+
+    @property
+    def url(self) -> str:
+        """The page's URL (``http://127.0.0.1:8765/``)."""
+        host = f"[{self.host}]" if ":" in self.host else self.host
+        return f"http://{host}:{self.port}/"
+
+    async def close(self) -> None:
+        """Stop serving: open pages' event streams end; idempotent."""
+        await self._runner.cleanup()
+
+    async def __aenter__(self) -> Console:
+        return self
+
+    async def __aexit__(
+        self,
+        exc_type: type[BaseException] | None,
+        exc: BaseException | None,
+        tb: TracebackType | None,
+    ) -> None:
+        await self.close()
+
+
+async def serve(
+    system: ActorSystem,
+    bind: str = DEFAULT_BIND,
+    token: str | None = None,
+    *,
+    metrics: MetricsEndpoint | None = None,
+    members: Members | None = None,
+    interval: float = DEFAULT_INTERVAL,
+) -> Console:
+    """Serve the live console of a running ``system`` until the returned
+    :class:`Console` is closed.
+
+    Args:
+        system: the system to show (started; the page says so when it stops).
+        bind: ``"host:port"``; loopback by default. Port 0 picks a free port
+            (see :attr:`Console.port`).
+        token: required for any bind that is not loopback: at least
+            :data:`MIN_TOKEN_LENGTH` characters, asked of every request.
+        metrics: serves ``/metrics``, e.g.
+            ``tocsin.metrics.prometheus_endpoint(tocsin.metrics.Metrics.of(system))``.
+        members: an async callable listing cluster members (name, address, joined,
+            last_seen), shown when given.
+        interval: seconds between live updates of open pages.
+
+    Raises:
+        ValueError: a bad ``bind``, a non-loopback bind without a token, a short token.
+        OSError: the address is in use or cannot be bound.
+    """
+    return await _serve(SystemSource(system, members), bind, token, metrics, interval)
+
+
+async def serve_store(
+    store: Store,
+    bind: str = DEFAULT_BIND,
+    token: str | None = None,
+    *,
+    metrics: MetricsEndpoint | None = None,
+    members: Members | None = None,
+    interval: float = DEFAULT_INTERVAL,
+) -> Console:
+    """Serve the console from an opened durable ``store`` alone (no running system):
+    durable tasks, parked tasks with retry / discard, and members when given.
+    Same arguments and errors as :func:`serve`."""
+    return await _serve(StoreSource(store, members), bind, token, metrics, interval)
+
+
+async def _serve(
+    source: ConsoleSource,
+    bind: str,
+    token: str | None,
+    metrics: MetricsEndpoint | None,
+    interval: float,
+) -> Console:
+    host, port = check_options(bind, token)
+    if not (isinstance(interval, int | float) and 0.05 <= interval <= 3600):
+        raise ValueError(f"`interval` must be between 0.05 and 3600 seconds, got {interval!r}")
+    allowed: set[str] | None = set() if token is None else None
+    app = build_app(
+        source,
+        token=token,
+        csrf=secrets.token_urlsafe(32),
+        allowed_hosts=allowed,
+        interval=float(interval),
+        metrics=metrics,
+    )
+    runner = web.AppRunner(app, access_log=None, handle_signals=False, shutdown_timeout=1.0)
+    await runner.setup()
+    site = web.TCPSite(runner, host, port)
+    try:
+        await site.start()
+    except BaseException:
+        await runner.cleanup()
+        raise
+    server = site._server
+    assert server is not None
+    actual = server.sockets[0].getsockname()[1]  # type: ignore[attr-defined]
+    if allowed is not None:
+        names = {"127.0.0.1", "localhost", "[::1]", f"[{host}]" if ":" in host else host}
+        allowed.update(f"{name}:{actual}" for name in names)
+    return Console(runner, app, host, actual)

@@ -1,0 +1,191 @@
+# SPDX-License-Identifier: Apache-2.0
+"""The console in a real browser (Debian's chromium + chromium-driver, through Selenium).
+
+On a running system: a schedule's next fire time ticks forward on its own (server-sent
+events), the Retry button of a parked task makes it run and leave the parked list, hostile
+payload text shows as text (no alert), and screenshots are saved under ``tmp_path``.
+
+Skips when chromium or chromedriver is missing, unless ``TOCSIN_REQUIRE_BROWSER=1`` or
+``CI`` is set (``.ci/run`` sets it and installs both): then it fails instead.
+"""
+
+from __future__ import annotations
+
+import asyncio
+import os
+import shutil
+from collections.abc import Iterator
+from pathlib import Path
+from typing import Any
+
+import pytest
+from console_support import FAILING, HOSTILE, RAN, populate
+
+from tocsin import ActorSystem
+from tocsin.console import serve
+from tocsin.stores import MemoryStore
+
+#: Real seconds any one browser wait may take (a bound for a busy 2-core machine, not a
+#: speed expectation).
+WAIT = 30.0
+
+
+def _binaries() -> tuple[str, str]:
+    chromium = shutil.which("chromium") or shutil.which("chromium-browser")
+    driver = shutil.which("chromedriver") or (
+        "/usr/bin/chromedriver" if os.path.exists("/usr/bin/chromedriver") else None
+    )
+    required = os.environ.get("TOCSIN_REQUIRE_BROWSER") == "1" or bool(os.environ.get("CI"))
+    if chromium is None or driver is None:
+        message = (
+            "chromium and chromium-driver are needed (apt-get install chromium chromium-driver)"
+        )
+        if required:
+            pytest.fail(message + " (TOCSIN_REQUIRE_BROWSER/CI is set)")
+        pytest.skip(message)
+    return chromium, driver
+
+
+@pytest.fixture
+def browser(tmp_path: Path) -> Iterator[Any]:
+    chromium, driver_path = _binaries()
+    from selenium import webdriver
+    from selenium.webdriver.chrome.service import Service
+
+    options = webdriver.ChromeOptions()
+    options.binary_location = chromium
+    for flag in (
+        "--headless=new",
+        "--no-sandbox",
+        "--disable-gpu",
+        "--disable-dev-shm-usage",
+        "--disable-background-networking",
+        "--disable-component-update",
+        "--disable-sync",
+        "--no-first-run",
+        f"--user-data-dir={tmp_path / 'chromium-profile'}",
+        "--window-size=1280,1000",
+    ):
+        options.add_argument(flag)
+    driver = webdriver.Chrome(service=Service(driver_path), options=options)
+    driver.set_page_load_timeout(WAIT)
+    try:
+        yield driver
+    finally:
+        driver.quit()
+
+
+@pytest.fixture(autouse=True)
+def _reset() -> None:
+    FAILING.clear()
+    RAN.clear()
+
+
+async def _wait_parked(system: ActorSystem, store: MemoryStore, count: int) -> None:
+    for _ in range(int(WAIT / 0.05)):
+        if len(await store.list_tasks(state="parked")) == count:
+            return
+        await asyncio.sleep(0.05)
+    raise AssertionError(f"{count} tasks were not parked within {WAIT} s")
+
+
+async def test_console_ticks_live_and_retries_a_parked_task_in_a_real_browser(
+    browser: Any, tmp_path: Path
+) -> None:
+    from selenium.common.exceptions import (
+        NoAlertPresentException,
+        StaleElementReferenceException,
+    )
+    from selenium.webdriver.common.by import By
+    from selenium.webdriver.common.keys import Keys
+    from selenium.webdriver.support.ui import WebDriverWait
+
+    store = MemoryStore()
+    async with ActorSystem(store=store) as system:  # real time: a browser lives in it
+        await populate(system)
+        await _wait_parked(system, store, 2)
+        async with await serve(system, "127.0.0.1:0", interval=0.2) as server:
+            # Live updates replace whole sections: read in one script call (atomic in the
+            # page), and retry a click whose element was swapped under it.
+            def next_fire(driver: Any) -> str:
+                text: str = driver.execute_script(
+                    "for (const tr of document.querySelectorAll('#schedules tr')) {"
+                    "  if (tr.textContent.includes('every-second')) {"
+                    "    return tr.querySelector('.next-fire time').textContent; } }"
+                    "return '';"
+                )
+                return text
+
+            def parked_text(driver: Any) -> str:
+                text: str = driver.execute_script(
+                    "return document.getElementById('parked').textContent;"
+                )
+                return text
+
+            def click(selector: str) -> None:
+                for _ in range(20):
+                    try:
+                        browser.find_element(By.CSS_SELECTOR, selector).click()
+                        return
+                    except StaleElementReferenceException:
+                        continue
+                raise AssertionError(f"{selector} kept being replaced")
+
+            def scenario() -> None:
+                browser.get(server.url)
+                assert browser.title == "tocsin console"
+                wait = WebDriverWait(
+                    browser,
+                    WAIT,
+                    poll_frequency=0.1,
+                    ignored_exceptions=(StaleElementReferenceException,),
+                )
+                # Live updates: the next fire time moves forward without a reload.
+                first = next_fire(browser)
+                wait.until(lambda d: next_fire(d) > first)
+                assert (
+                    browser.execute_script(
+                        "return document.getElementById('live-state').textContent;"
+                    )
+                    == "Live"
+                )
+                # Hostile text is shown as text and never runs.
+                assert HOSTILE in parked_text(browser)
+                with pytest.raises(NoAlertPresentException):
+                    browser.switch_to.alert.accept()
+                browser.save_screenshot(str(tmp_path / "console.png"))
+                # Keyboard: the first Tab reaches the skip link; a focused button keeps its
+                # focus while live updates arrive.
+                browser.find_element(By.TAG_NAME, "body").send_keys(Keys.TAB)
+                assert (
+                    browser.execute_script("return document.activeElement.textContent;")
+                    == "Skip to content"
+                )
+                browser.execute_script(
+                    "document.querySelector(\"button[aria-label^='Discard task t-ship']\").focus();"
+                )
+                before = next_fire(browser)
+                wait.until(lambda d: next_fire(d) > before)  # at least one update arrived
+                focused = browser.execute_script(
+                    "return document.activeElement.getAttribute('aria-label');"
+                )
+                assert focused.startswith("Discard task t-ship")
+                # Retry: the task succeeds this time and leaves the parked list.
+                assert "t-charge" in parked_text(browser)
+                FAILING.discard("charge")
+                click("button[aria-label='Retry task t-charge (charge) of ConsoleWorker/order-1']")
+                wait.until(lambda d: "t-charge" not in parked_text(d))
+                assert "t-ship" in parked_text(browser)
+                assert "is pending again" in browser.find_element(By.ID, "notice").text
+                # Readable on a phone: the same page at a phone's width.
+                browser.set_window_size(390, 844)
+                browser.save_screenshot(str(tmp_path / "console-phone.png"))
+
+            await asyncio.to_thread(scenario)
+        assert RAN.count("charge") == 2
+    for name in ("console.png", "console-phone.png"):
+        shot = tmp_path / name
+        assert shot.stat().st_size > 10_000, f"{name} looks empty"
+    if os.environ.get("TOCSIN_SCREENSHOT_DIR"):  # docs/operations.md takes its picture here
+        for name in ("console.png", "console-phone.png"):
+            shutil.copy(tmp_path / name, Path(os.environ["TOCSIN_SCREENSHOT_DIR"]) / name)

@@ -1,0 +1,333 @@
+# SPDX-License-Identifier: Apache-2.0
+"""Every console endpoint over real HTTP (aiohttp client against the real server)."""
+
+from __future__ import annotations
+
+import asyncio
+import json
+from collections.abc import AsyncIterator
+from contextlib import asynccontextmanager
+from typing import Any
+
+import aiohttp
+import pytest
+from console_support import FAILING, HOSTILE, HOSTILE_NAME, RAN, populate
+from prometheus_client.parser import text_string_to_metric_families
+from yarl import URL
+
+from tocsin import ActorSystem, ManualClock
+from tocsin.console import Console, serve, serve_store
+from tocsin.metrics import Metrics, prometheus_endpoint
+from tocsin.stores import MemoryStore
+
+T0 = 1_700_000_000.0
+TOKEN = "s3cret-token-for-tests-only"
+
+
+@pytest.fixture(autouse=True)
+def _reset() -> None:
+    FAILING.clear()
+    RAN.clear()
+
+
+@asynccontextmanager
+async def console(**options: Any) -> AsyncIterator[tuple[ActorSystem, ManualClock, Console]]:
+    clock = ManualClock(wall=T0)
+    async with ActorSystem(clock=clock, store=MemoryStore()) as system:
+        await populate(system)
+        await clock.advance(0)  # both tasks run, fail, and park (max_retries=0)
+        metrics = prometheus_endpoint(Metrics.of(system))
+        server = await serve(system, "127.0.0.1:0", metrics=metrics, interval=0.05, **options)
+        async with server:
+            yield system, clock, server
+
+
+async def get(url: str, **kw: Any) -> tuple[int, str, Any]:
+    async with aiohttp.ClientSession() as http, http.get(url, **kw) as r:
+        return r.status, await r.text(), r.headers
+
+
+async def test_page_shows_schedules_with_cron_description_and_parked_tasks() -> None:
+    async with console() as (_system, _clock, server):
+        status, html, headers = await get(server.url)
+        assert status == 200
+        assert headers["Content-Type"].startswith("text/html")
+        assert "standup" in html
+        assert "Europe/Paris" in html
+        assert "At 09:30, on Monday through Friday" in html
+        assert "t-charge" in html
+        assert "t-ship" in html
+        assert 'aria-label="Retry task t-charge (charge) of ConsoleWorker/order-1"' in html
+        assert "/user/sink" in html
+
+
+async def test_hostile_payload_text_is_escaped_everywhere() -> None:
+    async with console() as (_system, _clock, server):
+        _, html, headers = await get(server.url)
+        assert HOSTILE not in html
+        assert HOSTILE_NAME not in html
+        assert "/user/sink&lt;img src=x onerror=alert(1)&gt;" in html
+        assert "&lt;script&gt;alert(&#x27;pwned&#x27;)&lt;/script&gt;" in html
+        assert "<script>" not in html.replace('<script src="static/console.js" defer>', "")
+        assert "script-src 'self'" in headers["Content-Security-Policy"]
+        assert headers["X-Content-Type-Options"] == "nosniff"
+        _, raw, _ = await get(server.url + "snapshot.json")
+        assert HOSTILE in raw  # JSON carries the data as data (served as application/json)
+
+
+async def test_events_stream_pushes_rendered_sections_to_every_subscriber() -> None:
+    async with console() as (_system, _clock, server):
+
+        async def first_update() -> dict[str, str]:
+            async with aiohttp.ClientSession() as http, http.get(server.url + "events") as r:
+                assert r.headers["Content-Type"] == "text/event-stream"
+                event = None
+                async for line in r.content:
+                    text = line.decode().rstrip("\n")
+                    if text.startswith("event: "):
+                        event = text[7:]
+                    elif text.startswith("data: ") and event == "update":
+                        data: dict[str, str] = json.loads(text[6:])
+                        return data
+            raise AssertionError("stream ended")
+
+        a, b = await asyncio.gather(first_update(), first_update())
+        assert set(a) == {"summary", "schedules", "parked", "tasks", "actors", "members"}
+        assert "standup" in b["schedules"]
+        assert HOSTILE not in a["schedules"]
+
+
+async def test_retry_button_makes_a_parked_task_run_again_now() -> None:
+    async with console() as (_system, clock, server):
+        _, html, _ = await get(server.url)
+        csrf = html.split('name="csrf" value="', 1)[1].split('"', 1)[0]
+        FAILING.discard("charge")
+        form = {"csrf": csrf, "kind": "ConsoleWorker", "identity": "order-1", "id": "t-charge"}
+        async with aiohttp.ClientSession() as http:
+            async with http.post(server.url + "tasks/retry", data=form, allow_redirects=False) as r:
+                assert r.status == 303
+                assert "done=retried" in r.headers["Location"]
+            await clock.advance(0)  # the woken alarm fires: the task runs and succeeds
+            assert RAN.count("charge") == 2
+            async with http.get(server.url + "?done=retried&id=t-charge&actor=x") as r:
+                page = await r.text()
+        parked = page.split('id="parked"', 1)[1].split("</section>", 1)[0]
+        assert "t-charge" not in parked
+        assert "t-ship" in parked
+        assert "Task t-charge of x is pending again" in page
+
+
+async def test_discard_button_deletes_a_parked_task() -> None:
+    async with console() as (_system, _clock, server):
+        _, html, _ = await get(server.url)
+        csrf = html.split('name="csrf" value="', 1)[1].split('"', 1)[0]
+        form = {"csrf": csrf, "kind": "ConsoleWorker", "identity": "order-1", "id": "t-ship"}
+        async with aiohttp.ClientSession() as http:
+            async with http.post(server.url + "tasks/discard", data=form) as r:
+                assert r.status == 200  # followed the redirect to the page
+                page = await r.text()
+            assert "t-ship" not in page.split('id="parked"', 1)[1].split("</section>", 1)[0]
+            again = dict(form)
+            async with http.post(server.url + "tasks/discard", data=again) as r:
+                assert r.status == 409  # not there any more: said so, nothing done
+                assert "no task 't-ship'" in await r.text()
+
+
+async def test_actions_refuse_a_missing_csrf_token_or_another_origin() -> None:
+    async with console() as (_system, _clock, server):
+        _, html, _ = await get(server.url)
+        csrf = html.split('name="csrf" value="', 1)[1].split('"', 1)[0]
+        form = {"kind": "ConsoleWorker", "identity": "order-1", "id": "t-ship"}
+        async with aiohttp.ClientSession() as http:
+            async with http.post(server.url + "tasks/retry", data=form) as r:
+                assert r.status == 403
+            async with http.post(
+                server.url + "tasks/retry",
+                data={**form, "csrf": csrf},
+                headers={"Origin": "http://evil.example"},
+            ) as r:
+                assert r.status == 403
+            async with http.get(server.url + "tasks/retry") as r:
+                assert r.status == 405  # actions are POST only
+
+
+async def test_metrics_endpoint_serves_prometheus_text() -> None:
+    async with console() as (_system, clock, server):
+        await clock.advance(2.0)
+        status, text, headers = await get(server.url + "metrics")
+        assert status == 200
+        assert headers["Content-Type"].startswith("text/plain")
+        families = {f.name: f for f in text_string_to_metric_families(text)}
+        runs = {s.labels["outcome"]: s.value for s in families["tocsin_durable_task_runs"].samples}
+        assert runs["failed"] == 2
+        assert families["tocsin_durable_task_parks"].samples[0].value == 2
+
+
+async def test_static_files_and_unknown_routes() -> None:
+    async with console() as (_system, _clock, server):
+        status, js, headers = await get(server.url + "static/console.js")
+        assert status == 200
+        assert "EventSource" in js
+        assert headers["Content-Type"].startswith("text/javascript")
+        status, _, _ = await get(server.url + "static/../_app.py")
+        assert status == 404
+        status, _, _ = await get(server.url + "nothing-here")
+        assert status == 404
+
+
+async def test_loopback_console_refuses_foreign_host_headers() -> None:
+    async with console() as (_system, _clock, server):
+        status, _, _ = await get(server.url, headers={"Host": "evil.example:8765"})
+        assert status == 421  # DNS rebinding: a foreign name pointing at 127.0.0.1
+        status, _, _ = await get(f"http://localhost:{server.port}/")
+        assert status == 200
+
+
+async def test_token_is_required_everywhere_but_static_and_login() -> None:
+    async with console(token=TOKEN) as (_system, _clock, server):
+        status, html, _ = await get(server.url)
+        assert status == 401
+        assert "Console token" in html
+        status, _, _ = await get(server.url + "metrics")
+        assert status == 401
+        status, _, _ = await get(server.url + "static/console.css")
+        assert status == 200
+        status, _, _ = await get(
+            server.url + "metrics", headers={"Authorization": "Bearer " + TOKEN}
+        )
+        assert status == 200
+        status, _, _ = await get(server.url, headers={"Authorization": "Bearer wrong"})
+        assert status == 401
+        # The default jar refuses cookies of IP-address hosts; a browser does not.
+        async with aiohttp.ClientSession(cookie_jar=aiohttp.CookieJar(unsafe=True)) as http:
+            async with http.post(server.url + "login", data={"token": "wrong"}) as r:
+                assert r.status == 401
+            async with http.post(server.url + "login", data={"token": TOKEN}) as r:
+                assert r.status == 200  # redirected to the page, with the session cookie
+                assert "standup" in await r.text()
+            cookie = http.cookie_jar.filter_cookies(URL(server.url))["tocsin_console"]
+            assert TOKEN not in cookie.value
+            async with http.get(server.url + "events") as r:
+                assert r.status == 200
+        jar = aiohttp.CookieJar(unsafe=True)
+        async with (
+            aiohttp.ClientSession(cookie_jar=jar) as http,
+            http.get(server.url + f"?token={TOKEN}") as r,
+        ):
+            assert r.status == 200
+            assert "standup" in await r.text()
+            assert TOKEN not in str(r.url)  # redirected off the URL holding the token
+
+
+async def test_bad_binds_and_tokens_are_refused_at_the_call() -> None:
+    async with ActorSystem(clock=ManualClock(wall=T0)) as system:
+        with pytest.raises(ValueError, match=r"not loopback.*needs a `token`"):
+            await serve(system, "0.0.0.0:0")
+        with pytest.raises(ValueError, match=r"at least 16 characters.*got 5 characters"):
+            await serve(system, "0.0.0.0:0", token="short")
+        with pytest.raises(ValueError, match="`bind` must be 'host:port'"):
+            await serve(system, "127.0.0.1")
+        with pytest.raises(ValueError, match="`bind` must be"):
+            await serve(system, "127.0.0.1:99999")
+        with pytest.raises(ValueError, match="`interval`"):
+            await serve(system, "127.0.0.1:0", interval=0)
+        server = await serve(system, "0.0.0.0:0", token=TOKEN)  # any address, with a token
+        await server.close()
+
+
+async def test_store_only_console_lists_tasks_and_acts_without_a_system() -> None:
+    clock = ManualClock(wall=T0)
+    store = MemoryStore()
+    async with ActorSystem(clock=clock, store=store) as system:
+        await populate(system)
+        await clock.advance(0)
+    await store.open()
+    async with await serve_store(store, "127.0.0.1:0") as server:
+        _, html, _ = await get(server.url)
+        assert "t-charge" in html
+        assert "store memory://" in html
+        assert "Schedules live in a running system" in html
+        csrf = html.split('name="csrf" value="', 1)[1].split('"', 1)[0]
+        form = {"csrf": csrf, "kind": "ConsoleWorker", "identity": "order-1", "id": "t-charge"}
+        async with (
+            aiohttp.ClientSession() as http,
+            http.post(server.url + "tasks/retry", data=form) as r,
+        ):
+            assert r.status == 200
+        row = await store.get_task("ConsoleWorker", "order-1", "t-charge")
+        assert row is not None
+        assert row.state == "pending"
+        assert row.attempts == 0
+    await store.close()
+
+
+async def test_serve_console_adds_prometheus_metrics_in_one_call() -> None:
+    from tocsin.metrics import serve_console
+
+    async with ActorSystem(clock=ManualClock(wall=T0)) as system:
+        await populate(system)
+        async with await serve_console(system, "127.0.0.1:0") as server:
+            status, text, _ = await get(server.url + "metrics")
+            assert status == 200
+            assert "tocsin_schedules" in text
+            _, html, _ = await get(server.url)
+            assert 'href="metrics"' in html
+
+
+async def test_members_are_listed_and_escaped_when_given() -> None:
+    from dataclasses import dataclass
+    from datetime import UTC, datetime
+
+    @dataclass(frozen=True)
+    class Member:
+        name: str
+        address: str
+        joined: datetime
+        last_seen: datetime
+
+    async def members() -> list[Member]:
+        at = datetime.fromtimestamp(T0, tz=UTC)
+        return [Member(f"n1{HOSTILE}", "tocsin://n1@10.0.0.5:7100", at, at)]
+
+    async with console(members=members) as (_system, _clock, server):
+        _, html, _ = await get(server.url)
+        section = html.split('id="members"', 1)[1].split("</section>", 1)[0]
+        assert "tocsin://n1@10.0.0.5:7100" in section
+        assert "n1&lt;script&gt;" in section
+        assert "2023-11-14T22:13:20Z" in section
+
+
+async def test_dead_letters_per_second_are_shown_from_successive_refreshes() -> None:
+    async with console() as (system, _clock, server):
+        sink = await system.actor_of(f"sink{HOSTILE_NAME}")
+        await system.stop_actor(sink)
+        rate = None
+        async with aiohttp.ClientSession() as http, http.get(server.url + "events") as r:
+            buffer = b""
+            async for chunk in r.content.iter_any():
+                buffer += chunk
+                events, _, buffer = buffer.rpartition(b"\n\n")
+                for event in events.split(b"\n\n"):
+                    if event.startswith(b"event: update"):
+                        summary = json.loads(event.split(b"data: ", 1)[1]).get("summary", "")
+                        if "— per second" not in summary and "per second" in summary:
+                            rate = summary.split("total, ", 1)[1].split(" per second", 1)[0]
+                if rate is not None:
+                    break
+                for _ in range(3):
+                    sink.tell("lost")  # dead letters keep arriving between refreshes
+        assert rate is not None
+        assert float(rate) >= 0
+        assert system.dead_letters >= 3
+
+
+async def test_closing_the_server_ends_open_event_streams() -> None:
+    clock = ManualClock(wall=T0)
+    async with ActorSystem(clock=clock) as system:
+        server = await serve(system, "127.0.0.1:0", interval=0.05)
+        async with aiohttp.ClientSession() as http, http.get(server.url + "events") as r:
+            await r.content.readuntil(b"event: update")
+            closing = asyncio.create_task(server.close())
+            rest = await asyncio.wait_for(r.content.read(), 30)  # EOF: the stream ended
+            assert isinstance(rest, bytes)
+            await asyncio.wait_for(closing, 30)

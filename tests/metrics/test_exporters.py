@@ -1,0 +1,137 @@
+# SPDX-License-Identifier: Apache-2.0
+"""Prometheus and OpenTelemetry exporters: names, types and values as each ecosystem reads them."""
+
+from __future__ import annotations
+
+from typing import Any
+
+from opentelemetry.sdk.metrics import MeterProvider
+from opentelemetry.sdk.metrics.export import InMemoryMetricReader
+from prometheus_client import CollectorRegistry, generate_latest
+from prometheus_client.parser import text_string_to_metric_families
+
+from tocsin import Actor, ActorSystem, ManualClock, ReceiveContext
+from tocsin.metrics import Metrics, PrometheusCollector, instrument_otel, prometheus_endpoint
+
+T0 = 1_700_000_000.0
+
+
+class Sink(Actor):
+    async def receive(self, ctx: ReceiveContext) -> None:
+        pass
+
+
+async def _system_with_ticks(clock: ManualClock) -> ActorSystem:
+    system = ActorSystem(clock=clock)
+    await system.start()
+    pid = await system.spawn(Sink, "sink")
+    await system.schedule("t", pid, 1.0, reference="every")
+    await system.schedule_cron("t", pid, "0 0 12 * * ?", reference="noon", timezone="UTC")
+    return system
+
+
+def _families(text: str) -> dict[str, Any]:
+    return {f.name: f for f in text_string_to_metric_families(text)}
+
+
+async def test_prometheus_exposition_parses_with_conventional_names_and_types() -> None:
+    clock = ManualClock(wall=T0)
+    system = await _system_with_ticks(clock)
+    try:
+        expose = prometheus_endpoint(Metrics.of(system))
+        await clock.advance(3.0)
+        body, content_type = expose()
+        assert content_type.startswith("text/plain")
+        families = _families(body.decode())
+        # The parser strips _total from counter family names, as Prometheus does.
+        ticks = families["tocsin_schedule_ticks_delivered"]
+        assert ticks.type == "counter"
+        assert ticks.samples[0].name == "tocsin_schedule_ticks_delivered_total"
+        assert ticks.samples[0].value == 3
+        lateness = families["tocsin_schedule_lateness_seconds"]
+        assert lateness.type == "histogram"
+        count = [s for s in lateness.samples if s.name.endswith("_count")]
+        assert count[0].value == 3
+        inf = [s for s in lateness.samples if s.labels.get("le") == "+Inf"]
+        assert inf[0].value == 3
+        schedules = families["tocsin_schedules"]
+        assert schedules.type == "gauge"
+        kinds = {(s.labels["kind"], s.labels["paused"]): s.value for s in schedules.samples}
+        assert kinds == {("cron", "false"): 1, ("interval", "false"): 1}
+        assert families["tocsin_actors"].samples[0].value == 1
+    finally:
+        await system.stop()
+
+
+async def test_collector_registers_in_a_users_registry_before_the_system_starts() -> None:
+    clock = ManualClock(wall=T0)
+    system = ActorSystem(clock=clock)
+    registry = CollectorRegistry()
+    registry.register(PrometheusCollector(Metrics.of(system)))  # must not read the system
+    before = _families(generate_latest(registry).decode())
+    assert before["tocsin_schedule_ticks_delivered"].samples == []
+    await system.start()
+    try:
+        after = _families(generate_latest(registry).decode())
+        assert after["tocsin_schedule_ticks_delivered"].samples[0].value == 0
+    finally:
+        await system.stop()
+
+
+async def test_otel_observable_instruments_report_counters_gauges_and_histograms() -> None:
+    clock = ManualClock(wall=T0)
+    system = await _system_with_ticks(clock)
+    try:
+        reader = InMemoryMetricReader()
+        provider = MeterProvider(metric_readers=[reader])
+        instruments = instrument_otel(Metrics.of(system), provider)
+        assert instruments
+        await clock.advance(2.0)
+        reader.get_metrics_data()  # first collection: histograms record what was new
+        await clock.advance(1.0)
+        data = reader.get_metrics_data()
+        points: dict[str, Any] = {}
+        units: dict[str, str] = {}
+        for rm in data.resource_metrics:
+            for sm in rm.scope_metrics:
+                assert sm.scope.name == "tocsin"
+                for metric in sm.metrics:
+                    points[metric.name] = metric.data
+                    units[metric.name] = metric.unit
+        ticks = points["tocsin.schedule.ticks_delivered"]
+        assert ticks.is_monotonic
+        assert ticks.data_points[0].value == 3
+        assert units["tocsin.schedule.lateness"] == "s"
+        lateness = points["tocsin.schedule.lateness"].data_points[0]
+        assert lateness.count >= 2  # recorded at collection time: this one or the last
+        kinds = {
+            (p.attributes["kind"], p.attributes["paused"]): p.value
+            for p in points["tocsin.schedules"].data_points
+        }
+        assert kinds[("interval", "false")] == 1
+        provider.shutdown()
+    finally:
+        await system.stop()
+
+
+async def test_otel_instruments_made_before_start_cover_every_metric() -> None:
+    from tocsin.stores import MemoryStore
+
+    clock = ManualClock(wall=T0)
+    system = ActorSystem(clock=clock, store=MemoryStore())
+    reader = InMemoryMetricReader()
+    provider = MeterProvider(metric_readers=[reader])
+    instruments = instrument_otel(Metrics.of(system), provider)
+    names = {i.name for i in instruments}
+    assert {"tocsin.durable.task_runs", "tocsin.store.call_duration",
+            "tocsin.schedule.lateness", "tocsin.actor.restarts"} <= names  # fmt: skip
+    await system.start()
+    try:
+        data = reader.get_metrics_data()
+        seen = {m.name for rm in data.resource_metrics for sm in rm.scope_metrics
+                for m in sm.metrics}  # fmt: skip
+        assert "tocsin.durable.task_runs" in seen
+        assert "tocsin.schedule.ticks_delivered" in seen
+    finally:
+        await system.stop()
+        provider.shutdown()
