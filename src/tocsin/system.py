@@ -542,11 +542,21 @@ class ActorSystem(SchedulingCalls):
         The PID is stable across activations: messages to a passivated identity activate
         it again. Returns once the activation's ``pre_start`` has run.
 
+        In cluster mode (``cluster=``) the identity has one activation in the whole
+        cluster: the directory says where. When another node owns it (or should claim
+        it), the PID returned is the identity's PID at that node and this call returns
+        without activating anything here; otherwise it activates here with this node's
+        ownership epoch, which fences every write (``docs/cluster.md``).
+
         Args:
             kind: a :class:`~tocsin.DurableActor` subclass.
             identity: any non-empty str naming the instance (``"order-42"``).
             passivate_after: idle seconds before passivation (default: the class's
                 ``passivate_after``, else never).
+
+        Raises:
+            CoordinatorError: cluster mode, and the coordinator failed (nothing was
+                decided; call again).
         """
         runtime = self._live("activate a durable actor")
         if not (isinstance(kind, type) and issubclass(kind, DurableActor)):
