@@ -226,20 +226,20 @@ def test_durable_actors_keep_one_writer_across_a_sigkill_and_a_zombie(
         store = f"{dsn}#s_{tag}"
     log = tmp_path / "ticks.log"
     seeds = {"a": "8", "b": "0", "c": "0"}
+    # stderr to files: an unread pipe filled by logged warnings would block a node.
+    errs = {name: tmp_path / f"{name}.stderr" for name in ("a", "b", "c")}
+    files = {name: path.open("wb") for name, path in errs.items()}
     procs = {
-        name: spawn("durable", coordinator, store, name, "1.0", str(log), seeds[name])
+        name: spawn(
+            "durable", coordinator, store, name, "1.0", str(log), seeds[name], stderr=files[name]
+        )
         for name in ("a", "b", "c")
     }
     fenced: dict[str, int] = {}
     try:
         for name in ("b", "c", "a"):  # a waits for b and c, then seeds
-            proc = procs[name]
-            assert proc.stdout is not None
-            line = proc.stdout.readline()
-            if not line:
-                proc.kill()
-                stderr = proc.stderr.read() if proc.stderr is not None else ""
-                raise AssertionError(f"node {name} exited before ready:\n{stderr}")
+            line = ready_line(procs[name], f"durable node {name}")
+            assert line, f"node {name} exited before ready:\n{errs[name].read_text()[-5000:]}"
             assert json.loads(line)["event"] == "ready", name
         time.sleep(3.0)
         procs["b"].send_signal(signal.SIGKILL)
@@ -251,18 +251,18 @@ def test_durable_actors_keep_one_writer_across_a_sigkill_and_a_zombie(
         ended = time.time()
         for name in ("a", "c"):
             proc = procs[name]
-            assert proc.stdout is not None
-            proc.stdout.readline()  # skip a line written before the last tick
-            line = proc.stdout.readline()
+            ready_line(proc, f"durable node {name}")  # skip a line from before the end
+            line = ready_line(proc, f"durable node {name}")
             fenced[name] = json.loads(line)["count"] if line else -1
     finally:
         for proc in procs.values():
             proc.send_signal(signal.SIGCONT)
             proc.kill()
             proc.wait(timeout=30)
+        for file in files.values():
+            file.close()
     for name in ("a", "c"):
-        stderr = procs[name].stderr
-        assert fenced[name] >= 0, f"node {name} died: {stderr.read() if stderr else ''}"
+        assert fenced[name] >= 0, f"node {name} died: {errs[name].read_text()[-5000:]}"
     counts: dict[str, list[int]] = {}
     last: dict[str, float] = {}
     for line in log.read_text().splitlines():
