@@ -33,6 +33,7 @@ import atexit
 import contextlib
 import os
 import sqlite3
+import statistics
 import sys
 import tempfile
 import time
@@ -95,61 +96,182 @@ def configs(args: Any) -> list[Config]:
                 {"test": "arbitrate", "backend": backend, "n": n // 2, "url": url},
             )
         )
+        for clustered in (False, True):
+            if backend == "redis" and not clustered:
+                continue  # the same SQLite store as the sqlite row: nothing new
+            mode = "cluster" if clustered else "single-node"
+            out.append(
+                Config(
+                    f"durable/{backend}/{mode}",
+                    {
+                        "test": "durable",
+                        "backend": backend,
+                        "clustered": clustered,
+                        "n": 50 if args.quick else 2000,
+                        "url": url,
+                    },
+                    timeout=300.0,
+                )
+            )
         for lease in (3.0,) if args.quick else (3.0, 10.0):
             out.append(
                 Config(
                     f"failover/{backend}/lease-{lease:g}s",
                     {"test": "failover", "backend": backend, "lease": lease, "url": url, "n": 0},
-                    timeout=120.0,
+                    timeout=180.0,
                 )
             )
     return out
 
 
-async def _failover(backend: str, url: str, tmp: str, lease: float) -> dict[str, Any]:
-    import random
-    import signal
+def _specs(backend: str, url: str, tmp: str) -> tuple[str, str]:
+    """(coordinator URL, durable store spec) of a fresh cluster on ``backend``. The store
+    is PostgreSQL next to a PostgreSQL coordinator, else a SQLite file (fencing runs in
+    the SQLite and PostgreSQL stores; Redis is a coordinator only)."""
+    tag = uuid.uuid4().hex[:8]
+    store = f"sqlite:///{tmp}/store.db"
+    if backend == "sqlite":
+        return f"sqlite:///{tmp}/coordinator.db", store
+    if backend == "redis":
+        return f"{url}?prefix=f{tag}:", store
+    return f"{url}?schema=c_{tag}", f"{url}#s_{tag}"
+
+
+def _spawn_node(mode: str, coordinator: str, store: str, name: str, lease: float) -> Any:
+    """Start ``bench/_cluster_node.py`` as another node process; wait for its ready line."""
+    import select
     import subprocess
 
-    from tocsin.clock import SystemClock
-    from tocsin.cluster import Cluster, ClusterNode
+    script = Path(__file__).with_name("_cluster_node.py")
+    proc = subprocess.Popen(
+        [sys.executable, str(script), mode, coordinator, store, name, str(lease)],
+        stdout=subprocess.PIPE, text=True,
+    )  # fmt: skip
+    assert proc.stdout is not None
+    if not select.select([proc.stdout], [], [], 60.0)[0]:
+        proc.kill()
+        raise RuntimeError(f"node {name} printed nothing within 60 s")
+    line = proc.stdout.readline()
+    if '"ready"' not in line:
+        proc.kill()
+        raise RuntimeError(f"node {name} did not start: {line!r}")
+    return proc
 
-    if backend == "sqlite":
-        url = f"sqlite:///{tmp}/failover.db"
-    elif backend == "redis":
-        url = f"{url}?prefix=f{uuid.uuid4().hex[:8]}:"
-    else:
-        url = f"{url}?schema=f_{uuid.uuid4().hex[:8]}"
-    root = Path(__file__).resolve().parent.parent
-    worker = root / "tests" / "integration" / "_cluster_worker.py"
-    env = {**os.environ, "PYTHONPATH": f"{root / 'src'}{os.pathsep}{root}"}
-    owner = subprocess.Popen(
-        [sys.executable, str(worker), "owner", url, "owner", str(lease), "Order", "42"],
-        stdout=subprocess.PIPE, text=True, env=env,
-    )  # fmt: skip
-    survivor = ClusterNode(
-        Cluster(url, lease=lease), name="survivor", address="survivor",
-        clock=SystemClock(), publish=lambda event: None,
-    )  # fmt: skip
+
+async def _members(system: Any, count: int) -> None:
+    """Wait (bounded) until ``system`` sees ``count`` live members."""
+    for _ in range(600):
+        if len(system.cluster.members()) >= count:
+            return
+        await asyncio.sleep(0.05)
+    raise RuntimeError(f"{system.name} saw {system.cluster.members()} after 30 s")
+
+
+async def _durable_latency(
+    backend: str, url: str, tmp: str, n: int, clustered: bool
+) -> dict[str, Any]:
+    """Asks to a durable actor: owned here vs owned by another node process (remoting).
+    ``ask`` with the PID held, and ``durable()`` + ``ask`` (resolving it each time)."""
+    from _cluster_node import Account, node
+
+    from tocsin.cluster._placement import rendezvous_owner
+    from tocsin.durable import Call
+
+    coordinator, store = _specs(backend, url, tmp)
+    remote = _spawn_node("serve", coordinator, store, "remote", 10.0) if clustered else None
+    system = node("local", coordinator if clustered else None, store, 10.0)
+    owners = {"local": "local", "remote": "remote"} if clustered else {"local": "local"}
+    ids = {
+        where: next(
+            f"acct-{i}"
+            for i in range(1000)
+            if not clustered or rendezvous_owner(Account.kind, f"acct-{i}", list(owners)) == where
+        )
+        for where in owners
+    }
+    samples: dict[str, list[float]] = {}
+    clock = time.perf_counter
     try:
-        assert owner.stdout is not None
-        line = await asyncio.get_running_loop().run_in_executor(None, owner.stdout.readline)
-        assert '"owned": 1' in line, line
-        await survivor.start()
-        await asyncio.sleep(random.uniform(0, lease / 3))  # a random phase of its renewals
-        owner.send_signal(signal.SIGKILL)
-        killed = time.perf_counter()
-        while True:
-            entry = await survivor.directory.acquire("Order", "42")
-            if entry is not None and entry.node == "survivor":
-                break
-            await asyncio.sleep(0.05)
-        return {"failover_s": time.perf_counter() - killed, "lease_s": lease, "epoch": entry.epoch}
+        async with system:
+            if clustered:
+                await _members(system, 2)
+            pids = {where: await system.durable(Account, ids[where]) for where in owners}
+            for where, pid in pids.items():
+                assert await pid.ask(Call("where"), timeout=10.0) == where
+                for _ in range(min(n, 50)):  # warm up (connections, statement caches)
+                    await pid.ask(Call("deposit", 1), timeout=10.0)
+            for _ in range(n):
+                for where, pid in pids.items():  # interleaved: noise falls on both alike
+                    t0 = clock()
+                    await pid.ask(Call("deposit", 1), timeout=10.0)
+                    samples.setdefault(f"{where}_ask", []).append(clock() - t0)
+            for _ in range(n):
+                for where in owners:
+                    t0 = clock()
+                    pid = await system.durable(Account, ids[where])
+                    await pid.ask(Call("deposit", 1), timeout=10.0)
+                    samples.setdefault(f"{where}_resolve_ask", []).append(clock() - t0)
+    finally:
+        if remote is not None:
+            remote.kill()
+            remote.wait()
+    out: dict[str, Any] = {"asks": n}
+    for key, values in samples.items():
+        values.sort()
+        out[f"{key}_p50_us"] = percentile(values, 0.50) * 1e6
+        out[f"{key}_p99_us"] = percentile(values, 0.99) * 1e6
+    return out
+
+
+async def _failover(backend: str, url: str, tmp: str, lease: float) -> dict[str, Any]:
+    """SIGKILL an owner process at a random phase of its renewals; seconds from the kill
+    until (a) the identity it owned answers an ask from another node, and (b) another
+    identity it owned runs its due task (every 0.1 s) on another node."""
+    import random
+    import signal
+
+    import _cluster_node
+    from _cluster_node import Account, node
+
+    from tocsin.durable import Call
+
+    coordinator, store = _specs(backend, url, tmp)
+    owner = _spawn_node("own", coordinator, store, "owner", lease)
+    survivor = node("survivor", coordinator, store, lease)
+    beats: list[float] = []
+    _cluster_node.on_beat = lambda name: beats.append(time.perf_counter())
+    answered = None
+    try:
+        async with survivor:
+            await _members(survivor, 2)
+            await asyncio.sleep(random.uniform(0, lease / 3))  # a random phase of renewals
+            owner.send_signal(signal.SIGKILL)
+            killed = time.perf_counter()
+            while answered is None and time.perf_counter() - killed < 3 * lease + 30:
+                # What a client does: resolve and ask, retry on failure every 50 ms.
+                try:
+                    pid = await survivor.durable(Account, "m")
+                    if await pid.ask(Call("where"), timeout=0.2) == "survivor":
+                        answered = time.perf_counter()
+                        break
+                except Exception:  # the dead owner's address: refused or timed out
+                    pass
+                await asyncio.sleep(0.05)
+            while not beats and time.perf_counter() - killed < 3 * lease + 30:
+                await asyncio.sleep(0.01)
+            poll = survivor.cluster.config.poll_interval
     finally:
         if owner.poll() is None:
             owner.kill()
         owner.wait()
-        await survivor.stop()
+    if answered is None or not beats:
+        raise RuntimeError(f"no failover within {3 * lease + 30} s: {answered=}, {beats=}")
+    return {
+        "message_s": answered - killed,
+        "task_s": beats[0] - killed,
+        "lease_s": lease,
+        "poll_s": poll,
+    }
 
 
 # -- children --------------------------------------------------------------------------
@@ -260,6 +382,8 @@ def child(params: dict[str, Any]) -> dict[str, Any]:
             return asyncio.run(_arbitrate(backend, url, tmp, n))
         if params["test"] == "failover":
             return asyncio.run(_failover(backend, url, tmp, params["lease"]))
+        if params["test"] == "durable":
+            return asyncio.run(_durable_latency(backend, url, tmp, n, params["clustered"]))
         run = _bare if params["system"] == "bare" else _tocsin
         samples = sorted(asyncio.run(run(backend, url, tmp, n)))
     return {
@@ -317,20 +441,51 @@ def report(args: Any, runs: Runs) -> dict[str, Any]:
             rows,
         )
     )
-    print("\n### Failover: SIGKILL of an owner until another node owns the identity\n")
+    print("\n### Durable message latency: ask to an identity owned here vs by another node\n")
+    durable_rows = []
+    for backend in BACKENDS:
+        for mode in ("single-node", "cluster"):
+            row = median_row(runs.get(f"durable/{backend}/{mode}", []))
+            if "skipped" in row or "failed" in row:
+                continue
+            for where in ("local", "remote") if mode == "cluster" else ("local",):
+                durable_rows.append(
+                    (backend, mode, "this node" if where == "local" else "other process",
+                     row.get(f"{where}_ask_p50_us"), row.get(f"{where}_ask_p99_us"),
+                     row.get(f"{where}_resolve_ask_p50_us"),
+                     row.get(f"{where}_resolve_ask_p99_us"))
+                )  # fmt: skip
+            if mode == "cluster":
+                per_run = [
+                    r["remote_ask_p50_us"] / r["local_ask_p50_us"]
+                    for r in runs.get(f"durable/{backend}/cluster", [])
+                    if r and "local_ask_p50_us" in r
+                ]
+                if per_run:
+                    ratios[f"{backend}_remote_over_local_ask_p50"] = statistics.median(per_run)
+    headers = ["coordinator", "mode", "owner", "ask p50 µs", "ask p99 µs",
+               "durable()+ask p50 µs", "durable()+ask p99 µs"]  # fmt: skip
+    print(table(headers, durable_rows))
+    print("\n### Failover: SIGKILL of an owner until its identities work on another node\n")
     failover_rows = []
     for backend in BACKENDS:
         for lease in (3.0, 10.0):
             runs_f = [r for r in runs.get(f"failover/{backend}/lease-{lease:g}s", []) if r]
             if not runs_f or "skipped" in runs_f[0]:
                 continue
-            values = sorted(r["failover_s"] for r in runs_f)
-            failover_rows.append((backend, lease, values[len(values) // 2], values[0], values[-1]))
-            targets[
-                f"{backend} lease {lease:g} s: failover within lease + 0.5 s "
-                f"(max {fmt(values[-1])} s)"
-            ] = values[-1] <= lease + 0.5
-    print(table(["coordinator", "lease s", "median s", "min s", "max s"], failover_rows))
+            poll = runs_f[0]["poll_s"]
+            cells: list[Any] = [backend, lease, poll]
+            for key in ("message_s", "task_s"):
+                values = sorted(r[key] for r in runs_f)
+                cells.append(f"{fmt(values[len(values) // 2])} ({fmt(values[0])}–{fmt(values[-1])})")
+                targets[
+                    f"{backend} lease {lease:g} s: {key[:-2]} failover within lease + poll "
+                    f"{lease + poll:g} s (max {fmt(values[-1])} s)"
+                ] = values[-1] <= lease + poll
+            failover_rows.append(cells)
+    headers = ["coordinator", "lease s", "poll s", "message answered: median (min–max) s",
+               "due task run: median (min–max) s"]  # fmt: skip
+    print(table(headers, failover_rows))
     print()
     print(table(["target (measured)", "met"], [(k, "yes" if v else "NO") for k, v in targets.items()]))
     return {"bench": "cluster", "ratios": ratios, "targets": targets}
