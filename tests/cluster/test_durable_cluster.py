@@ -151,6 +151,35 @@ async def test_a_dead_owners_due_task_runs_within_the_lease_plus_one_renewal() -
         assert RUNS[0][0] != home
 
 
+async def test_a_dead_owners_due_task_runs_within_the_lease_plus_the_poll_interval() -> None:
+    # A 9 s lease renews every 3 s; with poll_interval 0.5 s the survivors read the
+    # members every 0.5 s, so they notice the dead owner (and poll its due tasks) within
+    # 0.5 s of its expiry, not at their next renewal up to 3 s later.
+    RUNS.clear()
+    lease, poll = 9.0, 0.5
+    clock = ManualClock(wall=T0)
+    config = Cluster(f"memory://{uuid.uuid4().hex}", lease=lease, poll_interval=poll)
+    store = MemoryStore()
+    owner, b, c = (ActorSystem(n, clock=clock, store=store, cluster=config) for n in "abc")
+    try:
+        await owner.start()
+        pid = await owner.durable(Account, "acct-7", passivate_after=1.0)  # alone: owns it
+        await pid.ask(Call("later", 12.2))  # due just after the owner's lease lapses
+        await clock.advance(1.5)  # the survivors renew out of phase with the owner
+        await b.start()
+        await c.start()
+        await clock.advance(1.5)  # t = 3: the owner renews, then dies at once
+        freeze(owner.cluster)
+        # Its lease lapses at t = 12; the survivors renew at t = 10.5 and 13.5 but read
+        # the members every 0.5 s: by t = 12.5 one has claimed the identity and run it.
+        await clock.advance(lease + poll + 0.1)
+        assert [node for node, _ in RUNS] in (["b"], ["c"])
+    finally:
+        for system in (owner, b, c):
+            if system.running:
+                await system.stop()
+
+
 class _OpensWhenLetGo:
     """The shared store, but this node's ``open`` waits for ``let_go`` (a slow store)."""
 

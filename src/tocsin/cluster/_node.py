@@ -73,6 +73,7 @@ class ClusterNode:
             publish=publish,
             counters=self._counters,
             on_lease_lost=on_lease_lost,
+            watch_every=config.poll_interval,
         )
         self.directory = Directory(self.coordinator, self.membership, self._counters)
         self.cron_claims = CronClaims(
