@@ -199,16 +199,13 @@ class Membership:
                     await self._join(wait=2 * self.lease)
                 except CoordinatorError as exc:
                     _log.warning("node %s: rejoin failed: %s", self.name, exc)
-        try:
-            await self._refresh(announce=True)
-        except CoordinatorError as exc:
-            _log.warning("node %s: reading the members failed: %s", self.name, exc)
+        await self._watch()
 
     # -- the view ----------------------------------------------------------------------
 
     def members(self) -> list[Member]:
-        """Live nodes (this one included) as of the last refresh (at most ``lease/3`` old),
-        sorted by name."""
+        """Live nodes (this one included) as of the last refresh (at most ``lease/3`` old,
+        or ``poll_interval`` when that is shorter), sorted by name."""
         return list(self._members)
 
     def address_of(self, node: str) -> str | None:
@@ -223,6 +220,7 @@ class Membership:
         return [member.name for member in self._members]
 
     async def _watch(self) -> None:
+        """Read the view and announce what changed (a failure is logged: next time)."""
         try:
             await self._refresh(announce=True)
         except CoordinatorError as exc:
