@@ -297,6 +297,23 @@ async def test_members_are_listed_and_escaped_when_given() -> None:
         assert "2023-11-14T22:13:20Z" in section
 
 
+async def test_a_member_list_that_cannot_be_read_is_said_and_the_page_still_shows() -> None:
+    from tocsin.errors import CoordinatorError
+
+    async def members() -> list[Any]:
+        raise CoordinatorError(f"Redis coordinator unreachable {HOSTILE}")
+
+    async with console(members=members) as (_system, _clock, server):
+        status, html, _ = await get(server.url)
+        assert status == 200
+        section = html.split('id="members"', 1)[1].split("</section>", 1)[0]
+        assert "Cannot read the members" in section
+        assert "unreachable &lt;script&gt;" in section
+        assert "t-charge" in html  # the other sections are read as usual
+        _, body, _ = await get(server.url + "snapshot.json")
+        assert json.loads(body)["members_error"].startswith("Redis coordinator unreachable")
+
+
 async def test_dead_letters_per_second_are_shown_from_successive_refreshes() -> None:
     async with console() as (system, _clock, server):
         sink = await system.actor_of(f"sink{HOSTILE_NAME}")

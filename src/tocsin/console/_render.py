@@ -189,6 +189,11 @@ def _actors(s: Snapshot) -> str:
 
 
 def _members(s: Snapshot) -> str:
+    if s.members_error is not None:
+        return (
+            '<p class="empty"><strong class="bad">Cannot read the members: '
+            f"{e(s.members_error)}</strong> (tried again at the next refresh)</p>"
+        )
     if s.members is None:
         return '<p class="empty">Not part of a cluster.</p>'
     rows = []
