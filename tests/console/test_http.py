@@ -61,6 +61,23 @@ async def test_page_shows_schedules_with_cron_description_and_parked_tasks() -> 
         assert "/user/sink" in html
 
 
+async def test_each_schedule_shows_how_late_its_last_tick_fired() -> None:
+    async with console() as (_system, clock, server):
+        _, html, _ = await get(server.url)
+        row = html.split("every-second", 1)[1].split("</tr>", 1)[0]
+        assert 'data-label="Last tick late by">—<' in row  # not fired yet
+        await clock.advance(1.0)  # on time
+        _, html, _ = await get(server.url)
+        row = html.split("every-second", 1)[1].split("</tr>", 1)[0]
+        assert 'data-label="Last tick late by">0.0 ms<' in row
+        await clock.jump(2.5)  # a stall: the tick due at +2 s fires at +3.5 s
+        _, html, _ = await get(server.url)
+        row = html.split("every-second", 1)[1].split("</tr>", 1)[0]
+        assert 'data-label="Last tick late by">1500.0 ms<' in row
+        standup = html.split("standup", 1)[1].split("</tr>", 1)[0]
+        assert 'data-label="Last tick late by">—<' in standup
+
+
 async def test_hostile_payload_text_is_escaped_everywhere() -> None:
     async with console() as (_system, _clock, server):
         _, html, headers = await get(server.url)

@@ -22,6 +22,8 @@ from ..clock import Clock, SystemClock
 from ..cron import CronExpression
 from ..durable._runtime import durable_of
 from ..errors import TocsinError
+from ..scheduling._introspect import last_lateness
+from ..scheduling._scheduler import Scheduler
 from ..stores import DeleteTask, Store, TaskRow, UpsertTask
 
 if TYPE_CHECKING:
@@ -63,6 +65,8 @@ class ScheduleView:
     next_fire_at: datetime | None
     paused: bool
     ticks: int
+    #: Seconds its last tick fired after its deadline; None before its first tick.
+    lateness: float | None = None
 
 
 @dataclass(frozen=True, slots=True)
@@ -238,6 +242,8 @@ class SystemSource:
         if system.running:
             infos = system.list_schedules()
             infos.sort(key=_fire_order)
+            scheduler = system.runtime.schedules if system.runtime is not None else None
+            late = last_lateness(scheduler) if isinstance(scheduler, Scheduler) else {}
             schedules = tuple(
                 ScheduleView(
                     s.reference,
@@ -249,6 +255,7 @@ class SystemSource:
                     s.next_fire_at,
                     s.paused,
                     s.ticks,
+                    late.get(s.reference),
                 )
                 for s in infos[:MAX_TASKS]
             )
