@@ -130,7 +130,8 @@ async def test_console_shows_the_live_members_and_a_node_that_leaves_disappears(
         try:
             await wait_page(url, "shop-b", present=True)
             section = await wait_page(url, "shop-a", present=True)
-            assert a.address is not None and b.address is not None
+            assert a.address is not None
+            assert b.address is not None
             assert a.address in section  # the node's remoting address, as peers dial it
             assert b.address in section
             for _ in range(int(WAIT / 0.1)):  # /metrics is read by its own refresher
