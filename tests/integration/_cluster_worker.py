@@ -19,7 +19,7 @@ each tick adding one to a stored count and appending ``NAME IDENTITY COUNT WALL`
 the write committed. With SEED > 0 it starts ``c-0`` … ``c-SEED-1`` (through their
 owners, wherever they are). Prints ``ready``. On SIGUSR1 it activates a probe identity
 that this node owns (the rendezvous hash prefers it over all three names) and tells it to
-hold a write in flight: the probe writes, prints ``holding``, waits ``2 * LEASE`` real
+hold a write in flight: the probe writes, prints ``holding``, waits ``4 * LEASE`` real
 seconds and writes again (a zombie frozen meanwhile finds that write refused; appending
 ``NAME probe after`` to LOG only if it committed). On SIGTERM it prints its
 ``fenced_writes`` as ``{"event": "fenced", "count": N}`` and exits at once. Nothing else
@@ -166,7 +166,7 @@ async def durable(url: str, store_spec: str, name: str, lease: float, log: str, 
             if rendezvous_owner(Probe.kind, f"probe-{i}", ["a", "b", "c"]) == name
         )
         pid = await system.durable(Probe, identity)
-        pid.tell(Call("hold", 2 * lease))
+        pid.tell(Call("hold", 4 * lease))
 
     def fenced_and_exit() -> None:
         emit(event="fenced", count=system.cluster.metrics().fenced_writes)

@@ -222,10 +222,12 @@ def test_durable_actors_keep_one_writer_across_a_sigkill_and_a_zombie(
     The zombie's refused write is provoked, not hoped for: ticks take microseconds, so a
     freeze rarely lands inside one (and a suspended *task* is cancelled when the lease is
     lost, before it writes). Right before the freeze, node c starts a message handler on
-    an identity it owns that writes, then waits ``2 * lease`` and writes again. The
-    freeze outlasts both the lease and that wait; on waking, c's lease expiry is the
-    earlier deadline, so the activation has lost its epoch before the handler resumes,
-    and the second write is refused (``fenced_writes`` >= 1) and never lands."""
+    an identity it owns that writes, then waits ``4 * lease`` and writes again. The test
+    freezes c as soon as it reads ``holding``; c's lease, renewed at most just before the
+    freeze, ends within ``lease`` of it, so (unless the freeze comes ``3 * lease`` late)
+    the second write is due after the lease is gone: c's own expiry timer has taken the
+    activation's epoch by then, and the write is refused (``fenced_writes`` >= 1) and
+    never lands."""
     if store_kind == "sqlite":
         coordinator = f"sqlite:///{tmp_path}/coordinator.db"
         store = f"sqlite:///{tmp_path}/store.db"
