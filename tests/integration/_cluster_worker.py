@@ -141,6 +141,7 @@ async def durable(url: str, store_spec: str, name: str, lease: float, log: str, 
     from tocsin import ActorSystem, Remoting
     from tocsin.cluster._placement import rendezvous_owner
     from tocsin.durable import Call, DurableActor
+    from tocsin.errors import FencedError
     from tocsin.stores import Store
 
     fd = os.open(log, os.O_WRONLY | os.O_APPEND | os.O_CREAT, 0o644)
@@ -164,8 +165,15 @@ async def durable(url: str, store_spec: str, name: str, lease: float, log: str, 
             # does not cancel a running handler, so the second write is really attempted.
             await self.storage.put("held", "before")
             emit(event="holding")
-            await asyncio.sleep(seconds)
-            await self.storage.put("held", "after")  # the zombie's write: refused
+            try:
+                await asyncio.sleep(seconds)
+                await self.storage.put("held", "after")  # the zombie's write: refused
+            except FencedError:
+                os.write(fd, f"{name} probe refused\n".encode())
+                raise
+            except asyncio.CancelledError:
+                os.write(fd, f"{name} probe cancelled\n".encode())
+                raise
             os.write(fd, f"{name} probe after\n".encode())
 
     store: str | Store = store_spec
