@@ -1,0 +1,234 @@
+# SPDX-License-Identifier: Apache-2.0
+"""One worker process of ``tocsin run``: build its system, call ``main``, stop on request.
+
+A worker is forked by the arbiter (``_arbiter.py``) and never returns into the arbiter's
+code: :func:`child_main` ends with ``os._exit``. It stops its system gracefully when
+
+* it receives SIGTERM or SIGINT (the arbiter forwards a stop, or Ctrl-C reached the
+  whole process group),
+* the arbiter dies: Linux sends SIGTERM through ``PR_SET_PDEATHSIG``; everywhere, the
+  worker also watches the read end of a pipe whose only write end the arbiter holds, and
+  sees end-of-file when the arbiter is gone, even after SIGKILL (the portable fallback).
+
+A stop that overruns the grace (``stop_timeout``) plus :data:`HARD_EXIT_MARGIN` ends the
+process from a watchdog thread, which does not need the event loop to be responsive.
+Durable task runs cut short by a stop or a kill are not marked done, so they run again
+(at-least-once) when that worker's store is opened next.
+
+Everything cluster-related is in :func:`build_system` and :data:`CLUSTER_READY`.
+"""
+
+from __future__ import annotations
+
+import asyncio
+import contextlib
+import ctypes
+import json
+import logging
+import os
+import signal
+import sys
+import threading
+from collections.abc import Callable, Coroutine
+from dataclasses import dataclass
+from typing import Any, Final, NoReturn
+
+# HOOK(kernel): ActorSystem moves to tocsin/system.py; import it from ..system then.
+from ..actor import ActorSystem
+
+__all__ = [
+    "CLUSTER_READY",
+    "EXIT_FAILED",
+    "EXIT_OK",
+    "EXIT_STOP_OVERRAN",
+    "ActorSystem",
+    "WorkerSpec",
+    "build_system",
+    "child_main",
+    "set_parent_death_signal",
+    "stop_system",
+]
+
+log = logging.getLogger("tocsin.run")
+
+#: Whether workers join one cluster (issue 12, remoting issue 11). Until both are on main
+#: each worker is an independent node with its own store; flip this and fill in
+#: :func:`build_system` when they land (a shared default store, ``--coordinator``).
+CLUSTER_READY: Final = False
+
+EXIT_OK: Final = 0
+#: The system failed to start or ``main`` raised: the arbiter restarts it with backoff.
+EXIT_FAILED: Final = 1
+#: The stop overran the grace; the watchdog ended the process.
+EXIT_STOP_OVERRAN: Final = 3
+#: Seconds past ``stop_timeout`` after which the worker's watchdog ends the process. The
+#: arbiter's own SIGKILL comes later (``_arbiter.KILL_MARGIN``), so a worker that
+#: outlives its arbiter still ends.
+HARD_EXIT_MARGIN: Final = 3.0
+
+#: ``prctl`` option number from <linux/prctl.h>.
+_PR_SET_PDEATHSIG: Final = 1
+
+
+@dataclass(frozen=True, slots=True)
+class WorkerSpec:
+    """Everything one worker needs to build its system (made by the arbiter before fork)."""
+
+    number: int
+    name: str
+    store: str
+    listen: str
+    coordinator: str
+    secret: str
+    stop_timeout: float
+
+
+def build_system(spec: WorkerSpec) -> ActorSystem:
+    """Make worker ``spec.number``'s system: the one place a worker's system is configured.
+
+    Today: an independent system with its own store (two systems sharing one store outside
+    cluster mode is refused, issue 10 item 6).
+    """
+    # HOOK(remote, cluster): once Remoting (issue 11) and Cluster (issue 12) are on main:
+    #     return ActorSystem(spec.name, store=spec.store,
+    #                        remoting=Remoting(listen=spec.listen, secret=spec.secret),
+    #                        cluster=Cluster(coordinator=spec.coordinator))
+    # and set CLUSTER_READY = True (the default store becomes one shared file).
+    return ActorSystem(spec.name, store=spec.store)
+
+
+def listen_address(spec: WorkerSpec, system: ActorSystem) -> str | None:
+    """Where the worker can be reached, for the arbiter's log (None without remoting)."""
+    # HOOK(remote): return system.address (e.g. "tocsin://shop-1@/run/shop/worker-1.sock").
+    return spec.listen if CLUSTER_READY else None
+
+
+async def stop_system(system: ActorSystem, timeout: float) -> None:
+    """Stop ``system``, cancelling what still runs after ``timeout`` seconds."""
+    # HOOK(kernel): `await system.stop(timeout=timeout)` once the stop grace is on main
+    # (issue 10 item 2). Until then durable runs in flight are already interrupted by
+    # stop() and a handler stuck in an await is ended by the watchdog (HARD_EXIT_MARGIN).
+    del timeout
+    await system.stop()
+
+
+def set_parent_death_signal(sig: int, parent: int) -> bool:
+    """Ask Linux to send ``sig`` to this process when its parent dies (``PR_SET_PDEATHSIG``).
+
+    Returns False where unsupported (not Linux, no libc): the death pipe still works.
+    The parent may have died between ``fork`` and this call; then the signal is raised
+    now, since the kernel would never send it.
+    """
+    if not sys.platform.startswith("linux"):
+        return False
+    try:
+        libc = ctypes.CDLL(None, use_errno=True)
+        result = libc.prctl(_PR_SET_PDEATHSIG, ctypes.c_ulong(sig), 0, 0, 0)
+    except (OSError, AttributeError):
+        return False
+    if result != 0:
+        return False
+    if os.getppid() != parent:
+        os.kill(os.getpid(), sig)
+    return True
+
+
+MainFunc = Callable[[ActorSystem], Coroutine[Any, Any, None]]
+
+
+def child_main(
+    spec: WorkerSpec,
+    main: MainFunc,
+    *,
+    status_fd: int,
+    death_fd: int,
+    parent: int,
+    parent_death_signal: bool,
+) -> NoReturn:
+    """Run one worker in a freshly forked child; never returns (``os._exit``).
+
+    ``os._exit`` and not ``sys.exit``: the child must not run the arbiter's ``atexit``
+    handlers or flush buffers it inherited (the arbiter flushes them before forking).
+    """
+    code = EXIT_FAILED
+    try:
+        if parent_death_signal:
+            set_parent_death_signal(signal.SIGTERM, parent)
+        code = asyncio.run(_serve(spec, main, status_fd, death_fd))
+    except BaseException:
+        log.exception("worker %d failed", spec.number)
+    finally:
+        with contextlib.suppress(BaseException):
+            logging.shutdown()
+            sys.stdout.flush()
+            sys.stderr.flush()
+        os._exit(code)
+
+
+async def _serve(spec: WorkerSpec, main: MainFunc, status_fd: int, death_fd: int) -> int:
+    loop = asyncio.get_running_loop()
+    stop = asyncio.Event()
+    watchdog: list[threading.Timer] = []
+
+    def request_stop(why: str) -> None:
+        if stop.is_set():
+            return
+        log.info("worker %d stopping (%s)", spec.number, why)
+        stop.set()
+        timer = threading.Timer(spec.stop_timeout + HARD_EXIT_MARGIN, _overran, (spec,))
+        timer.daemon = True
+        timer.start()
+        watchdog.append(timer)
+
+    def on_death_pipe() -> None:
+        try:
+            data = os.read(death_fd, 1)
+        except BlockingIOError:
+            return
+        if not data:  # end of file: the arbiter is gone
+            loop.remove_reader(death_fd)
+            request_stop("the arbiter is gone")
+
+    for sig in (signal.SIGTERM, signal.SIGINT):
+        loop.add_signal_handler(sig, request_stop, signal.Signals(sig).name)
+    os.set_blocking(death_fd, False)
+    loop.add_reader(death_fd, on_death_pipe)
+
+    system = build_system(spec)
+    await system.start()
+    code = EXIT_OK
+    try:
+        main_task = asyncio.ensure_future(main(system))
+        stop_task = asyncio.ensure_future(stop.wait())
+        await asyncio.wait({main_task, stop_task}, return_when=asyncio.FIRST_COMPLETED)
+        if not main_task.done():  # asked to stop while main still ran
+            main_task.cancel()
+            await asyncio.wait({main_task})
+        elif main_task.exception() is not None:
+            stop_task.cancel()
+            log.error("main() of worker %d raised", spec.number, exc_info=main_task.exception())
+            code = EXIT_FAILED
+        else:
+            _report(status_fd, {"event": "ready", "listen": listen_address(spec, system)})
+            await stop_task
+    finally:
+        await stop_system(system, spec.stop_timeout)
+        for timer in watchdog:
+            timer.cancel()
+    return code
+
+
+def _report(fd: int, event: dict[str, Any]) -> None:
+    """Tell the arbiter something (one JSON line on this worker's status pipe)."""
+    with contextlib.suppress(OSError):  # the arbiter is gone: the death pipe says so too
+        os.write(fd, json.dumps(event).encode() + b"\n")
+
+
+def _overran(spec: WorkerSpec) -> None:
+    line = (
+        f"worker {spec.number} (pid {os.getpid()}) did not stop within "
+        f"{spec.stop_timeout + HARD_EXIT_MARGIN:g} s; exiting now\n"
+    )
+    with contextlib.suppress(OSError):
+        os.write(2, line.encode())
+    os._exit(EXIT_STOP_OVERRAN)
