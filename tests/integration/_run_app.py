@@ -1,0 +1,96 @@
+# SPDX-License-Identifier: Apache-2.0
+"""Applications run by ``test_run_processes.py`` under ``tocsin run`` (real processes).
+
+``RUN_TEST_LOG`` (inherited from the test) names an append-only file; each line is
+``<event> <worker system name> <os pid> <wall time>``.
+
+Run as a script (``python _run_app.py FUNC RUN_DIR WORKERS``) it starts the arbiter through
+its private API with ``PR_SET_PDEATHSIG`` off, so the portable fallback (the pipe the
+workers watch) is tested on its own.
+"""
+
+from __future__ import annotations
+
+import asyncio
+import dataclasses
+import os
+import sys
+import time
+
+from tocsin import Actor, ActorSystem, ReceiveContext
+from tocsin.durable import DurableActor
+
+
+def record(event: str, system: ActorSystem | str) -> None:
+    name = system if isinstance(system, str) else system.name
+    path = os.environ.get("RUN_TEST_LOG")
+    if not path:
+        return
+    fd = os.open(path, os.O_WRONLY | os.O_APPEND | os.O_CREAT, 0o644)
+    try:
+        os.write(fd, f"{event} {name} {os.getpid()} {time.time():.6f}\n".encode())
+        os.fsync(fd)
+    finally:
+        os.close(fd)
+
+
+class Echo(Actor):
+    async def receive(self, ctx: ReceiveContext) -> None:
+        ctx.respond(ctx.message)
+
+
+async def main(system: ActorSystem) -> None:
+    """A healthy worker: one actor, answers an ask, then serves."""
+    pid = await system.spawn(Echo, "echo")
+    assert await pid.ask("ping", timeout=10) == "ping"
+    record("main", system)
+
+
+async def crash(system: ActorSystem) -> None:
+    """A broken deploy: main raises at once, every time."""
+    record("crash", system)
+    raise RuntimeError("main fails on purpose")
+
+
+class Slow(DurableActor):
+    """Queues one task, once per store; the task takes a minute (it is in flight at stop)."""
+
+    kind = "run-test-slow"
+
+    async def pre_start(self, ctx: ReceiveContext) -> None:
+        if await self.storage.get("seeded"):
+            return
+        async with self.transaction():
+            await self.queue("work", None, id="long")
+            await self.storage.put("seeded", True)
+
+    async def work(self, payload: None) -> None:
+        record("work-start", _worker_name)
+        await asyncio.sleep(60)
+        record("work-done", _worker_name)
+
+
+_worker_name = "?"
+
+
+async def durable_in_flight(system: ActorSystem) -> None:
+    """A durable task that is still running when the stop comes."""
+    global _worker_name
+    _worker_name = system.name
+    await system.durable(Slow, "slow")
+    record("main", system)
+
+
+if __name__ == "__main__":
+    from tocsin.cli._arbiter import Arbiter
+    from tocsin.cli._runconfig import load_main, make_config, open_run_dir, setup_logging
+
+    func_name, run_dir, workers = sys.argv[1], sys.argv[2], int(sys.argv[3])
+    label, func = load_main(f"_run_app:{func_name}")
+    config = dataclasses.replace(
+        make_config(label, workers=workers, run_dir=run_dir, name="nodeath"),
+        parent_death_signal=False,
+    )
+    setup_logging()
+    directory = open_run_dir(config.run_dir)
+    sys.exit(Arbiter(config, func, directory).run())

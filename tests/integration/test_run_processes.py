@@ -1,0 +1,301 @@
+# SPDX-License-Identifier: Apache-2.0
+"""``tocsin run`` with real processes: restarts, graceful stop, rolling restart, backoff,
+no orphans, the secret's handling.
+
+Each test starts a real arbiter (``python -m tocsin.cli run _run_app:FUNC``) whose workers
+are real forked processes, signals them, and reads the arbiter's log (its stderr, in a
+file) and ``/proc``. Waits are bounded polls of real time; assertions are about outcomes
+(who runs, who was replaced, the exit status, the order of events), never about speed.
+"""
+
+from __future__ import annotations
+
+import os
+import re
+import signal
+import subprocess
+import sys
+import time
+from collections.abc import Iterator
+from datetime import datetime
+from pathlib import Path
+
+import pytest
+
+pytestmark = [
+    pytest.mark.integration,
+    pytest.mark.skipif(not sys.platform.startswith("linux"), reason="reads /proc"),
+]
+
+HERE = Path(__file__).resolve().parent
+#: Real seconds any single wait may take (a busy 2-core machine; normally well under 2 s).
+WAIT = 60.0
+STARTED = re.compile(r"worker (\d+) started \(pid (\d+)")
+READY = re.compile(r"worker (\d+) \(pid (\d+)\) ready")
+
+
+class Run:
+    """One ``tocsin run`` arbiter process and its log."""
+
+    def __init__(self, tmp: Path, *args: str, script: bool = False) -> None:
+        self.log_path = tmp / "arbiter.log"
+        self.events = tmp / "events.log"
+        self.run_dir = tmp / "run"
+        env = dict(
+            os.environ,
+            PYTHONPATH=os.pathsep.join([str(HERE), *sys.path]),
+            RUN_TEST_LOG=str(self.events),
+        )
+        if script:
+            argv = [sys.executable, str(HERE / "_run_app.py"), *args]
+        else:
+            argv = [sys.executable, "-m", "tocsin.cli", "run", *args]
+            argv += ["--run-dir", str(self.run_dir)]
+        self._log = self.log_path.open("ab")
+        self.proc = subprocess.Popen(
+            argv, cwd=HERE, env=env, stdout=self._log, stderr=subprocess.STDOUT
+        )
+
+    @property
+    def text(self) -> str:
+        return self.log_path.read_text(errors="replace")
+
+    def wait_for(self, pattern: str, count: int = 1) -> list[re.Match[str]]:
+        """Poll the log until ``pattern`` matched ``count`` times; fail after WAIT seconds."""
+        end = time.monotonic() + WAIT
+        while time.monotonic() < end:
+            found = list(re.finditer(pattern, self.text))
+            if len(found) >= count:
+                return found
+            if self.proc.poll() is not None:
+                break
+            time.sleep(0.05)
+        self.close()
+        pytest.fail(f"no {count} x {pattern!r} in the arbiter's log:\n{self.text}")
+
+    def ready_pids(self, workers: int) -> dict[int, int]:
+        """Wait until every worker reported ready; worker number -> pid (latest)."""
+        for n in range(1, workers + 1):
+            self.wait_for(rf"worker {n} \(pid \d+\) ready")
+        return {int(m[1]): int(m[2]) for m in READY.finditer(self.text)}
+
+    def signal(self, sig: int) -> None:
+        self.proc.send_signal(sig)
+
+    def wait_exit(self) -> int:
+        try:
+            return self.proc.wait(WAIT)
+        except subprocess.TimeoutExpired:
+            self.close()
+            pytest.fail(f"the arbiter did not exit:\n{self.text}")
+
+    def close(self) -> None:
+        if self.proc.poll() is None:
+            self.proc.kill()
+            self.proc.wait(10)
+        for pid in started_pids(self.text):
+            if alive(pid):
+                os.kill(pid, signal.SIGKILL)
+        self._log.close()
+
+
+def started_pids(text: str) -> list[int]:
+    return [int(m[2]) for m in STARTED.finditer(text)]
+
+
+def alive(pid: int) -> bool:
+    """Whether ``pid`` runs (a zombie, exited but not reaped by its new parent, is dead)."""
+    try:
+        stat = Path(f"/proc/{pid}/stat").read_text()
+    except (FileNotFoundError, ProcessLookupError):
+        return False
+    return stat.rsplit(")", 1)[1].split()[0] != "Z"
+
+
+def wait_dead(pids: list[int]) -> list[int]:
+    """Poll until none of ``pids`` runs; return those still running after WAIT seconds."""
+    end = time.monotonic() + WAIT
+    while time.monotonic() < end and any(alive(p) for p in pids):
+        time.sleep(0.05)
+    return [p for p in pids if alive(p)]
+
+
+def stamps(text: str, pattern: str) -> list[datetime]:
+    """Timestamps (the log's asctime) of the lines matching ``pattern``."""
+    return [
+        datetime.strptime(line[:23], "%Y-%m-%d %H:%M:%S,%f")
+        for line in text.splitlines()
+        if re.search(pattern, line)
+    ]
+
+
+@pytest.fixture
+def runs(tmp_path: Path) -> Iterator[list[Run]]:
+    started: list[Run] = []
+    yield started
+    for run in started:
+        run.close()
+
+
+def test_sigkilled_worker_is_replaced_under_its_number(tmp_path: Path, runs: list[Run]) -> None:
+    run = Run(tmp_path, "_run_app:main", "--workers", "2")
+    runs.append(run)
+    before = run.ready_pids(2)
+    os.kill(before[2], signal.SIGKILL)
+    run.wait_for(rf"worker 2 \(pid {before[2]}\) was killed by SIGKILL.*restarting it")
+    after = run.ready_pids(2)
+    run.wait_for(r"worker 2 \(pid \d+\) ready", count=2)
+    after = {int(m[1]): int(m[2]) for m in READY.finditer(run.text)}
+    assert after[1] == before[1]  # the other worker was left alone
+    assert after[2] != before[2] and alive(after[2]) and not alive(before[2])
+    run.signal(signal.SIGTERM)
+    assert run.wait_exit() == 0, run.text
+
+
+def test_sigterm_stops_every_worker_within_the_grace_and_exits_0(
+    tmp_path: Path, runs: list[Run]
+) -> None:
+    run = Run(tmp_path, "_run_app:main", "--workers", "2", "--stop-timeout", "5")
+    runs.append(run)
+    pids = run.ready_pids(2)
+    run.signal(signal.SIGTERM)
+    assert run.wait_exit() == 0, run.text
+    assert wait_dead(list(pids.values())) == []
+    assert "stopped cleanly" in run.text
+    assert "SIGKILL" not in run.text
+
+
+def test_durable_run_in_flight_at_sigterm_is_interrupted_and_runs_again_next_time(
+    tmp_path: Path, runs: list[Run]
+) -> None:
+    """The task sleeps 60 s; the stop (grace 5 s) cuts it short, exit 0; the next run of
+    the same run directory (same per-worker stores) runs it again."""
+    first = Run(tmp_path, "_run_app:durable_in_flight", "--workers", "2", "--stop-timeout", "5")
+    runs.append(first)
+    first.ready_pids(2)
+    deadline = time.monotonic() + WAIT
+    while time.monotonic() < deadline:
+        events = first.events.read_text() if first.events.exists() else ""
+        if events.count("work-start") == 2:
+            break
+        time.sleep(0.05)
+    else:
+        pytest.fail(f"the durable tasks did not start: {events!r}\n{first.text}")
+    first.signal(signal.SIGTERM)
+    assert first.wait_exit() == 0, first.text
+    first.close()
+
+    second = Run(tmp_path, "_run_app:durable_in_flight", "--workers", "2", "--stop-timeout", "5")
+    runs.append(second)
+    second.ready_pids(2)
+    deadline = time.monotonic() + WAIT
+    while time.monotonic() < deadline and second.events.read_text().count("work-start") < 4:
+        time.sleep(0.05)
+    lines = [line.split() for line in second.events.read_text().splitlines()]
+    starts = sorted(name for event, name, *_ in lines if event == "work-start")
+    assert starts == ["tocsin-1", "tocsin-1", "tocsin-2", "tocsin-2"], lines
+    assert not any(event == "work-done" for event, *_ in lines)
+    second.signal(signal.SIGTERM)
+    assert second.wait_exit() == 0, second.text
+
+
+def test_sighup_restarts_the_workers_one_at_a_time(tmp_path: Path, runs: list[Run]) -> None:
+    run = Run(tmp_path, "_run_app:main", "--workers", "2")
+    runs.append(run)
+    before = run.ready_pids(2)
+    run.signal(signal.SIGHUP)
+    run.wait_for("rolling restart done")
+    after = {int(m[1]): int(m[2]) for m in READY.finditer(run.text)}
+    assert after[1] != before[1] and after[2] != before[2]
+    assert wait_dead([before[1], before[2]]) == []
+    # The order the arbiter saw: worker 2 is stopped only once worker 1's replacement is
+    # ready, so at most one worker is down at any moment.
+    text = run.text
+    order = [
+        text.index(f"stopping worker 1 (pid {before[1]})"),
+        text.index(f"worker 1 (pid {before[1]}) exited with status 0 for the rolling restart"),
+        text.index(f"worker 1 (pid {after[1]}) ready"),
+        text.index(f"stopping worker 2 (pid {before[2]})"),
+        text.index(f"worker 2 (pid {before[2]}) exited with status 0 for the rolling restart"),
+        text.index(f"worker 2 (pid {after[2]}) ready"),
+    ]
+    assert order == sorted(order), text
+    run.signal(signal.SIGTERM)
+    assert run.wait_exit() == 0, run.text
+
+
+def test_crash_looping_main_is_restarted_with_growing_delays(
+    tmp_path: Path, runs: list[Run]
+) -> None:
+    run = Run(tmp_path, "_run_app:crash", "--workers", "1")
+    runs.append(run)
+    found = run.wait_for(r"restarting it in ([\d.]+) s", count=4)
+    delays = [float(m[1]) for m in found[:4]]
+    assert delays == [0.5, 1.0, 2.0, 4.0]
+    run.wait_for(r"worker 1 started", count=5)
+    starts = stamps(run.text, r"worker 1 started")
+    exits = stamps(run.text, r"worker 1 \(pid \d+\) exited with status 1")
+    for exited, restarted, delay in zip(exits, starts[1:], delays, strict=False):
+        assert (restarted - exited).total_seconds() >= delay - 0.002  # log stamps are ms
+    assert "main fails on purpose" in run.text  # the traceback is logged by the worker
+    run.signal(signal.SIGTERM)
+    assert run.wait_exit() in (0, 1)
+
+
+@pytest.mark.parametrize("death_signal", [True, False], ids=["pdeathsig", "pipe-only"])
+def test_sigkill_of_the_arbiter_leaves_no_worker_alive(
+    tmp_path: Path, runs: list[Run], death_signal: bool
+) -> None:
+    if death_signal:
+        run = Run(tmp_path, "_run_app:main", "--workers", "2")
+    else:
+        run = Run(tmp_path, "main", str(tmp_path / "run"), "2", script=True)
+    runs.append(run)
+    pids = run.ready_pids(2)
+    run.signal(signal.SIGKILL)
+    run.proc.wait(10)
+    assert wait_dead(list(pids.values())) == [], run.text
+    # They stopped gracefully (the death pipe or PR_SET_PDEATHSIG), not by a kill.
+    assert run.text.count("stopping (the arbiter is gone)") + run.text.count(
+        "stopping (SIGTERM)"
+    ) == 2, run.text
+
+
+def test_secret_is_a_0600_file_and_in_no_argv_or_environment(
+    tmp_path: Path, runs: list[Run]
+) -> None:
+    run = Run(tmp_path, "_run_app:main", "--workers", "2")
+    runs.append(run)
+    pids = run.ready_pids(2)
+    secret_file = run.run_dir / "secret"
+    assert secret_file.stat().st_mode & 0o777 == 0o600
+    assert run.run_dir.stat().st_mode & 0o777 == 0o700
+    secret = secret_file.read_text().strip()
+    assert len(secret) == 64
+    for pid in [run.proc.pid, *pids.values()]:
+        assert secret.encode() not in Path(f"/proc/{pid}/cmdline").read_bytes()
+        assert secret.encode() not in Path(f"/proc/{pid}/environ").read_bytes()
+    run.signal(signal.SIGTERM)
+    assert run.wait_exit() == 0
+
+
+def test_a_second_run_on_the_same_run_directory_is_refused(
+    tmp_path: Path, runs: list[Run]
+) -> None:
+    run = Run(tmp_path, "_run_app:main", "--workers", "1")
+    runs.append(run)
+    run.ready_pids(1)
+    env = dict(os.environ, PYTHONPATH=os.pathsep.join([str(HERE), *sys.path]))
+    second = subprocess.run(
+        [sys.executable, "-m", "tocsin.cli", "run", "_run_app:main", "--run-dir", str(run.run_dir)],
+        cwd=HERE,
+        env=env,
+        capture_output=True,
+        text=True,
+        timeout=WAIT,
+        check=False,
+    )
+    assert second.returncode == 2
+    assert f"in use by another tocsin run (pid {run.proc.pid})" in second.stderr
+    run.signal(signal.SIGTERM)
+    assert run.wait_exit() == 0
