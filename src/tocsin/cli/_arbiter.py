@@ -198,7 +198,11 @@ class Arbiter:
         log.info("worker %d started (pid %d, store %s)", slot.number, pid, spec.store)
 
     def _become_worker(
-        self, spec: _worker.WorkerSpec, status_r: int, status_w: int, mask: set[signal.Signals]
+        self,
+        spec: _worker.WorkerSpec,
+        status_r: int,
+        status_w: int,
+        mask: set[int | signal.Signals],
     ) -> None:
         from ._runconfig import set_log_role
 

@@ -44,7 +44,9 @@ MainFunc = Callable[[ActorSystem], Coroutine[Any, Any, None]]
 
 #: Linux ``sun_path`` holds 108 bytes including the NUL; a longer socket path cannot bind.
 MAX_SOCKET_PATH: Final = 107
-LOG_FORMAT: Final = "%(asctime)s [%(tocsin_role)s pid %(process)d] %(levelname)s %(name)s: %(message)s"
+LOG_FORMAT: Final = (
+    "%(asctime)s [%(tocsin_role)s pid %(process)d] %(levelname)s %(name)s: %(message)s"
+)
 
 
 class RunUsageError(ValueError):
@@ -116,7 +118,9 @@ def make_config(
     _check_seconds("restart_backoff[0]", low)
     _check_seconds("restart_backoff[1]", high)
     if high < low:
-        raise RunUsageError(f"`restart_backoff` must be (min, max) with min <= max, got {restart_backoff!r}")
+        raise RunUsageError(
+            f"`restart_backoff` must be (min, max) with min <= max, got {restart_backoff!r}"
+        )
     directory = Path(run_dir if run_dir is not None else Path.cwd() / ".tocsin" / name).absolute()
     longest = directory / f"worker-{workers}.sock"
     if len(os.fsencode(longest)) > MAX_SOCKET_PATH:
