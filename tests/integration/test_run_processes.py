@@ -37,7 +37,7 @@ READY = re.compile(r"worker (\d+) \(pid (\d+)\) ready")
 class Run:
     """One ``tocsin run`` arbiter process and its log."""
 
-    def __init__(self, tmp: Path, *args: str, script: bool = False) -> None:
+    def __init__(self, tmp: Path, *args: str, script: str | None = None) -> None:
         self.log_path = tmp / "arbiter.log"
         self.events = tmp / "events.log"
         self.run_dir = tmp / "run"
@@ -47,7 +47,7 @@ class Run:
             RUN_TEST_LOG=str(self.events),
         )
         if script:
-            argv = [sys.executable, str(HERE / "_run_app.py"), *args]
+            argv = [sys.executable, str(HERE / script), *args]
         else:
             argv = [sys.executable, "-m", "tocsin.cli", "run", *args]
             argv += ["--run-dir", str(self.run_dir)]
@@ -251,7 +251,7 @@ def test_sigkill_of_the_arbiter_leaves_no_worker_alive(
     if death_signal:
         run = Run(tmp_path, "_run_app:main", "--workers", "2")
     else:
-        run = Run(tmp_path, "main", str(tmp_path / "run"), "2", script=True)
+        run = Run(tmp_path, "main", str(tmp_path / "run"), "2", script="_run_app.py")
     runs.append(run)
     pids = run.ready_pids(2)
     run.signal(signal.SIGKILL)
@@ -299,3 +299,12 @@ def test_a_second_run_on_the_same_run_directory_is_refused(tmp_path: Path, runs:
     assert f"in use by another tocsin run (pid {run.proc.pid})" in second.stderr
     run.signal(signal.SIGTERM)
     assert run.wait_exit() == 0
+
+
+def test_tocsin_run_embeds_a_main_defined_in_the_program(tmp_path: Path, runs: list[Run]) -> None:
+    run = Run(tmp_path, str(tmp_path / "run"), script="_run_embedded.py")
+    runs.append(run)
+    run.ready_pids(2)
+    assert run.text.count("embedded main ran in embedded-") == 2
+    run.signal(signal.SIGTERM)
+    assert run.wait_exit() == 0, run.text

@@ -1,0 +1,202 @@
+# SPDX-License-Identifier: Apache-2.0
+"""``tocsin run`` / ``tocsin.run``: every bad argument is refused before anything starts.
+
+No process is forked here (the supervisor's behaviour is in
+``tests/integration/test_run_processes.py``).
+"""
+
+from __future__ import annotations
+
+import math
+import os
+import stat
+import subprocess
+import sys
+import threading
+from pathlib import Path
+
+import pytest
+
+import tocsin
+from tocsin.cli._arbiter import describe_exit
+from tocsin.cli._runconfig import (
+    RunUsageError,
+    default_workers,
+    load_main,
+    make_config,
+    open_run_dir,
+)
+
+
+async def good_main(system: tocsin.ActorSystem) -> None:
+    del system
+
+
+def sync_main(system: tocsin.ActorSystem) -> None:
+    del system
+
+
+def test_defaults_are_one_worker_per_core_and_one_sqlite_file_per_worker(tmp_path: Path) -> None:
+    config = make_config("app:main", run_dir=tmp_path)
+    assert config.workers == default_workers() >= 1
+    assert config.store == f"sqlite:///{tmp_path}/worker-{{worker}}.db"
+    spec = config.worker_spec(2, "s" * 64)
+    assert spec.name == "tocsin-2"
+    assert spec.store == f"sqlite:///{tmp_path}/worker-2.db"
+    assert spec.listen == f"unix://{tmp_path}/worker-2.sock"
+    assert spec.coordinator == f"sqlite:///{tmp_path}/coordinator.db"
+
+
+def test_default_run_dir_is_named_after_the_run_in_the_current_directory() -> None:
+    config = make_config("app:main", name="shop", workers=1)
+    assert config.run_dir == Path.cwd().absolute() / ".tocsin" / "shop"
+
+
+@pytest.mark.parametrize("workers", [0, -1, True, 2.0, "2"])
+def test_workers_must_be_a_positive_int(workers: object) -> None:
+    with pytest.raises(RunUsageError, match=r"`workers` must be a positive int, got"):
+        make_config("app:main", workers=workers)  # type: ignore[arg-type]
+
+
+@pytest.mark.parametrize("name", ["", "a/b", " shop", 3])
+def test_name_must_be_a_plain_word(name: object) -> None:
+    with pytest.raises(RunUsageError, match="`name` must be"):
+        make_config("app:main", name=name, workers=1)  # type: ignore[arg-type]
+
+
+@pytest.mark.parametrize("value", [0, -1, math.nan, math.inf, True])
+def test_stop_timeout_must_be_positive_finite_seconds(value: object) -> None:
+    with pytest.raises(RunUsageError, match="`stop_timeout` must be a positive finite"):
+        make_config("app:main", workers=1, stop_timeout=value)  # type: ignore[arg-type]
+
+
+def test_restart_backoff_must_be_min_then_max() -> None:
+    with pytest.raises(RunUsageError, match=r"min <= max, got \(2, 1\)"):
+        make_config("app:main", workers=1, restart_backoff=(2, 1))
+
+
+def test_a_store_shared_by_several_workers_is_refused_outside_cluster_mode(
+    tmp_path: Path,
+) -> None:
+    url = f"sqlite:///{tmp_path}/app.db"
+    with pytest.raises(RunUsageError, match=r"shared by 2 workers.*\{worker\}"):
+        make_config("app:main", workers=2, store=url)
+    assert make_config("app:main", workers=1, store=url).store == url
+    per_worker = f"sqlite:///{tmp_path}/app-{{worker}}.db"
+    config = make_config("app:main", workers=2, store=per_worker)
+    assert config.worker_spec(2, "s").store == f"sqlite:///{tmp_path}/app-2.db"
+    assert make_config("app:main", workers=2, store="memory://").store == "memory://"
+
+
+def test_a_bad_store_url_is_refused_with_the_store_message() -> None:
+    with pytest.raises(RunUsageError, match="`store`: "):
+        make_config("app:main", workers=1, store="bogus://x")
+
+
+def test_coordinator_is_refused_until_cluster_mode_lands() -> None:
+    with pytest.raises(RunUsageError, match=r"`coordinator` given .* cluster mode"):
+        make_config("app:main", workers=1, coordinator="sqlite:///c.db")
+
+
+def test_a_run_dir_too_long_for_socket_paths_is_refused(tmp_path: Path) -> None:
+    with pytest.raises(RunUsageError, match="too long for Unix socket paths"):
+        make_config("app:main", workers=1, run_dir=tmp_path / ("x" * 120))
+
+
+@pytest.mark.parametrize(
+    ("target", "message"),
+    [
+        ("nocolon", "MODULE:FUNC expected"),
+        ("a:b:c", "MODULE:FUNC expected"),
+        (":main", "MODULE:FUNC expected"),
+        ("tocsin_no_such_module:main", "cannot import 'tocsin_no_such_module': ModuleNotFound"),
+        ("os:no_such_function", "module 'os' has no attribute 'no_such_function'"),
+        ("os:getcwd", r"must be `async def main\(system: ActorSystem\) -> None`"),
+    ],
+)
+def test_a_bad_target_is_refused_with_what_was_wrong(target: str, message: str) -> None:
+    with pytest.raises(RunUsageError, match=message):
+        load_main(target)
+
+
+def test_a_target_may_be_a_function_or_a_dotted_name() -> None:
+    label, func = load_main(good_main)
+    assert func is good_main
+    assert label.endswith(":good_main")
+    with pytest.raises(RunUsageError, match="must be `async def"):
+        load_main(sync_main)  # type: ignore[arg-type]
+
+
+def test_run_dir_is_private_and_gets_a_fresh_0600_secret_each_run(tmp_path: Path) -> None:
+    path = tmp_path / "run"
+    first = open_run_dir(path)
+    assert stat.S_IMODE(path.stat().st_mode) == 0o700
+    assert stat.S_IMODE(first.secret_file.stat().st_mode) == 0o600
+    assert first.secret_file.read_text().strip() == first.secret
+    first.close()
+    os.chmod(first.secret_file, 0o644)  # an older file with loose bits is re-moded
+    second = open_run_dir(path)
+    assert second.secret != first.secret
+    assert stat.S_IMODE(second.secret_file.stat().st_mode) == 0o600
+    second.close()
+
+
+def test_a_locked_run_dir_is_refused_naming_the_holder(tmp_path: Path) -> None:
+    held = open_run_dir(tmp_path)
+    try:
+        with pytest.raises(
+            RunUsageError, match=rf"in use by another tocsin run \(pid {os.getpid()}\)"
+        ):
+            open_run_dir(tmp_path)
+    finally:
+        held.close()
+    open_run_dir(tmp_path).close()  # free again once the holder is gone
+
+
+def test_exit_descriptions_name_the_signal() -> None:
+    assert describe_exit(1) == "exited with status 1"
+    assert describe_exit(-9) == "was killed by SIGKILL"
+
+
+async def test_run_refuses_to_start_inside_a_running_event_loop(tmp_path: Path) -> None:
+    with pytest.raises(RuntimeError, match="outside a running event loop"):
+        tocsin.run(good_main, workers=1, run_dir=tmp_path)
+
+
+def test_run_refuses_to_start_outside_the_main_thread(tmp_path: Path) -> None:
+    errors: list[BaseException] = []
+
+    def target() -> None:
+        try:
+            tocsin.run(good_main, workers=1, run_dir=tmp_path)
+        except BaseException as exc:
+            errors.append(exc)
+
+    thread = threading.Thread(target=target)
+    thread.start()
+    thread.join(30)
+    assert len(errors) == 1
+    assert isinstance(errors[0], RuntimeError)
+    assert "main thread" in str(errors[0])
+
+
+def test_run_raises_value_error_for_a_bad_argument(tmp_path: Path) -> None:
+    with pytest.raises(ValueError, match="`workers` must be a positive int"):
+        tocsin.run(good_main, workers=0, run_dir=tmp_path)
+
+
+def test_the_command_prints_one_line_and_exits_2_on_a_bad_target(tmp_path: Path) -> None:
+    result = subprocess.run(
+        [sys.executable, "-m", "tocsin.cli", "run", "tocsin_no_such_module:main"],
+        cwd=tmp_path,
+        capture_output=True,
+        text=True,
+        timeout=60,
+        check=False,
+    )
+    assert result.returncode == 2
+    assert result.stderr.strip().splitlines() == [
+        "tocsin run: cannot import 'tocsin_no_such_module': "
+        "ModuleNotFoundError: No module named 'tocsin_no_such_module'"
+    ]
+    assert not (tmp_path / ".tocsin").exists()  # nothing was created
