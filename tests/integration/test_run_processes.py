@@ -37,13 +37,13 @@ READY = re.compile(r"worker (\d+) \(pid (\d+)\) ready")
 class Run:
     """One ``tocsin run`` arbiter process and its log."""
 
-    def __init__(self, tmp: Path, *args: str, script: str | None = None) -> None:
+    def __init__(self, tmp: Path, *args: str, script: str | None = None, path: Path = HERE) -> None:
         self.log_path = tmp / "arbiter.log"
         self.events = tmp / "events.log"
         self.run_dir = tmp / "run"
         env = dict(
             os.environ,
-            PYTHONPATH=os.pathsep.join([str(HERE), *sys.path]),
+            PYTHONPATH=os.pathsep.join([str(path), *sys.path]),
             RUN_TEST_LOG=str(self.events),
         )
         if script:
@@ -308,3 +308,42 @@ def test_tocsin_run_embeds_a_main_defined_in_the_program(tmp_path: Path, runs: l
     assert run.text.count("embedded main ran in embedded-") == 2
     run.signal(signal.SIGTERM)
     assert run.wait_exit() == 0, run.text
+
+
+APP_V1 = """
+import logging
+async def main(system):
+    logging.getLogger("app").info("code version %s in %s", VERSION, system.name)
+VERSION = 1
+"""
+
+
+def test_sighup_runs_the_code_now_on_disk_and_a_broken_deploy_stops_the_rollout(
+    tmp_path: Path, runs: list[Run]
+) -> None:
+    app_dir = tmp_path / "app"
+    app_dir.mkdir()
+    module = app_dir / "deployed_app.py"
+    module.write_text(APP_V1)
+    run = Run(tmp_path, "deployed_app:main", "--workers", "2", path=app_dir)
+    runs.append(run)
+    run.ready_pids(2)
+    assert run.text.count("code version 1 in") == 2
+    # Another size too: a .pyc is trusted when source mtime (seconds) and size match.
+    module.write_text(APP_V1.replace("VERSION = 1", "VERSION = 2  # the new deploy"))
+    run.signal(signal.SIGHUP)
+    run.wait_for("rolling restart done")
+    assert run.text.count("code version 2 in") == 2  # the arbiter never held version 1
+
+    # A deploy that does not start: the first replacement fails, the rollout stops, the
+    # other worker keeps serving, and the failing one backs off.
+    before = {int(m[1]): int(m[2]) for m in READY.finditer(run.text)}
+    module.write_text("this is not python\n")
+    run.signal(signal.SIGHUP)
+    run.wait_for("rolling restart aborted: the new worker 1 failed")
+    assert alive(before[2])
+    assert f"stopping worker 2 (pid {before[2]})" not in run.text
+    run.wait_for(r"worker 1 cannot load deployed_app:main")
+    run.signal(signal.SIGTERM)
+    run.wait_exit()
+    assert wait_dead([before[2]]) == []

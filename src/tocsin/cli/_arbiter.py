@@ -11,15 +11,19 @@ workers). Differences, and why:
 * A rolling restart (SIGHUP) stops a worker *before* starting its replacement, one at a
   time, and waits for the replacement to be ready (its ``main`` returned) before the next:
   a worker's number names its socket and, until cluster mode, its store, which two
-  processes must not hold at once. The other workers keep serving meanwhile.
+  processes must not hold at once. The other workers keep serving meanwhile. If a
+  replacement fails before it is ready, the rolling restart stops there: a broken
+  deploy takes down one worker, not all of them.
 * A worker that exits less than :data:`STABLE_AFTER` seconds after it started is crash
   looping: it is restarted after ``min(max, min * 2**(n-1))`` seconds for the n-th quick
   exit in a row (``restart_backoff=(min, max)``); a worker that ran longer is replaced at
   once. Deterministic (no jitter): each worker's loop is spaced on its own, and the
   delays printed are the delays applied.
-* Workers are forked, not exec'd: ``main`` is loaded once, before the first fork, so a
-  bad ``MODULE:FUNC`` is one error line rather than a crash loop, and ``tocsin.run``
-  accepts any function, including one defined in ``__main__``.
+* Workers are forked, not exec'd, and a ``MODULE:FUNC`` is imported by each worker after
+  its fork (the arbiter checks it once in a throw-away child, so a bad name is one error
+  line rather than a crash loop, yet never holds the application's modules itself):
+  a rolling restart runs the code now on disk, as gunicorn does without ``--preload``.
+  ``tocsin.run`` also accepts a function object, even one defined in ``__main__``.
 """
 
 from __future__ import annotations
@@ -90,7 +94,7 @@ class Arbiter:
     1 otherwise.
     """
 
-    def __init__(self, config: RunConfig, main: MainFunc, run_dir: RunDir) -> None:
+    def __init__(self, config: RunConfig, main: MainFunc | str, run_dir: RunDir) -> None:
         self.config = config
         self.main = main
         self.run_dir = run_dir
@@ -204,7 +208,7 @@ class Arbiter:
         status_w: int,
         mask: set[int | signal.Signals],
     ) -> None:
-        from ._runconfig import set_log_role
+        from ._runconfig import load_main, set_log_role
 
         try:
             signal.set_wakeup_fd(-1)
@@ -220,9 +224,16 @@ class Arbiter:
             set_log_role(f"worker {spec.number}")
         except BaseException:
             os._exit(_worker.EXIT_FAILED)
+        try:
+            # A name is imported here, after the fork: each worker runs the code on disk now.
+            main = self.main if not isinstance(self.main, str) else load_main(self.main)[1]
+        except BaseException:
+            log.exception("worker %d cannot load %s", spec.number, self.config.target)
+            logging.shutdown()
+            os._exit(_worker.EXIT_FAILED)
         _worker.child_main(
             spec,
-            self.main,
+            main,
             status_fd=status_w,
             death_fd=self._death_r,
             parent=os.getppid(),
@@ -269,8 +280,15 @@ class Arbiter:
             uptime,
             f"in {delay:g} s ({slot.quick_exits} quick exit(s) in a row)" if delay else "now",
         )
-        if slot is self.rolling:  # crashed while replacing it: move on
-            self._roll_next()
+        if slot is self.rolling:
+            # The new code (or config) does not start: replacing the others would take
+            # the whole service down. They keep running what they run; this one backs off.
+            log.error(
+                "rolling restart aborted: the new worker %d failed; the other workers keep "
+                "running as they were",
+                slot.number,
+            )
+            self.roll, self.rolling, self.roll_deadline, self.roll_again = [], None, None, False
         if not delay:
             self._spawn(slot)
 

@@ -14,7 +14,14 @@ import sys
 import threading
 
 from ._arbiter import Arbiter
-from ._runconfig import MainFunc, RunUsageError, load_main, make_config, open_run_dir, setup_logging
+from ._runconfig import (
+    MainFunc,
+    RunUsageError,
+    check_main,
+    make_config,
+    open_run_dir,
+    setup_logging,
+)
 
 __all__ = ["register", "run"]
 
@@ -79,7 +86,7 @@ def run(
         raise RuntimeError(
             "tocsin.run() blocks and forks: call it outside a running event loop (like asyncio.run)"
         )
-    label, func = load_main(main)
+    label = check_main(main)
     config = make_config(
         label,
         workers=workers,
@@ -93,7 +100,7 @@ def run(
     setup_logging()
     directory = open_run_dir(config.run_dir)
     try:
-        return Arbiter(config, func, directory).run()
+        return Arbiter(config, main, directory).run()
     finally:
         directory.close()
 
@@ -139,7 +146,7 @@ def register(subparsers: argparse._SubParsersAction[argparse.ArgumentParser]) ->
 def _command(args: argparse.Namespace) -> int:
     setup_logging(args.log_level, force=True)
     try:
-        label, func = load_main(args.target)
+        label = check_main(args.target)
         config = make_config(
             label,
             workers=args.workers,
@@ -154,6 +161,6 @@ def _command(args: argparse.Namespace) -> int:
         print(f"tocsin run: {exc}", file=sys.stderr)
         return EXIT_USAGE
     try:
-        return Arbiter(config, func, directory).run()
+        return Arbiter(config, args.target, directory).run()
     finally:
         directory.close()

@@ -32,6 +32,7 @@ __all__ = [
     "RunConfig",
     "RunDir",
     "RunUsageError",
+    "check_main",
     "default_workers",
     "load_main",
     "make_config",
@@ -218,6 +219,50 @@ def load_main(target: str | MainFunc) -> tuple[str, MainFunc]:
         )
     main: MainFunc = func
     return label, main
+
+
+def check_main(target: str | MainFunc) -> str:
+    """Check ``target`` as :func:`load_main` does, without importing it into this process.
+
+    A ``"module:func"`` name is checked in a forked child, so the arbiter never holds the
+    application's modules: every worker imports them fresh after its own fork, and a
+    rolling restart (SIGHUP) runs the code as it is on disk now. A function object is
+    checked here (its code is what is in memory).
+
+    Returns:
+        The label naming ``target`` in logs.
+
+    Raises:
+        RunUsageError: as :func:`load_main`.
+    """
+    if not isinstance(target, str):
+        return load_main(target)[0]
+    read_fd, write_fd = os.pipe()
+    for stream in (sys.stdout, sys.stderr):
+        stream.flush()
+    pid = os.fork()
+    if pid == 0:  # pragma: no cover - the child reports through the pipe
+        code = 0
+        try:
+            os.close(read_fd)
+            load_main(target)
+        except RunUsageError as exc:
+            os.write(write_fd, str(exc).encode())
+            code = 1
+        except BaseException as exc:
+            os.write(write_fd, f"loading {target}: {type(exc).__name__}: {exc}".encode())
+            code = 1
+        os._exit(code)
+    os.close(write_fd)
+    chunks = []
+    while chunk := os.read(read_fd, 65536):
+        chunks.append(chunk)
+    os.close(read_fd)
+    _, status = os.waitpid(pid, 0)
+    if os.waitstatus_to_exitcode(status) != 0:
+        message = b"".join(chunks).decode(errors="replace")
+        raise RunUsageError(message or f"loading {target} failed (status {status})")
+    return target
 
 
 @dataclass(frozen=True, slots=True)
