@@ -46,6 +46,7 @@ __all__ = [
     "build_system",
     "child_main",
     "set_parent_death_signal",
+    "set_process_name",
     "stop_system",
 ]
 
@@ -66,8 +67,9 @@ EXIT_STOP_OVERRAN: Final = 3
 #: outlives its arbiter still ends.
 HARD_EXIT_MARGIN: Final = 3.0
 
-#: ``prctl`` option number from <linux/prctl.h>.
+#: ``prctl`` option numbers from <linux/prctl.h>.
 _PR_SET_PDEATHSIG: Final = 1
+_PR_SET_NAME: Final = 15
 
 
 @dataclass(frozen=True, slots=True)
@@ -133,6 +135,18 @@ def set_parent_death_signal(sig: int, parent: int) -> bool:
     return True
 
 
+def set_process_name(name: str) -> None:
+    """Show ``name`` (15 bytes at most) as this process's name in ``ps -o comm`` and ``top``.
+
+    Linux only, best effort: worker processes otherwise all look like the arbiter.
+    """
+    if not sys.platform.startswith("linux"):
+        return
+    with contextlib.suppress(OSError, AttributeError):
+        libc = ctypes.CDLL(None, use_errno=True)
+        libc.prctl(_PR_SET_NAME, ctypes.c_char_p(name.encode()[:15]), 0, 0, 0)
+
+
 MainFunc = Callable[[ActorSystem], Coroutine[Any, Any, None]]
 
 
@@ -154,6 +168,7 @@ def child_main(
     try:
         if parent_death_signal:
             set_parent_death_signal(signal.SIGTERM, parent)
+        set_process_name(spec.name)
         code = asyncio.run(_serve(spec, main, status_fd, death_fd))
     except BaseException:
         log.exception("worker %d failed", spec.number)
