@@ -347,3 +347,15 @@ def test_sighup_runs_the_code_now_on_disk_and_a_broken_deploy_stops_the_rollout(
     run.signal(signal.SIGTERM)
     run.wait_exit()
     assert wait_dead([before[2]]) == []
+
+
+def test_sigterm_while_workers_start_still_stops_them_cleanly(
+    tmp_path: Path, runs: list[Run]
+) -> None:
+    run = Run(tmp_path, "_run_app:main", "--workers", "2")
+    runs.append(run)
+    run.wait_for(r"worker 2 started")  # worker 2 is still starting: importing, opening its store
+    run.signal(signal.SIGTERM)
+    assert run.wait_exit() == 0, run.text
+    assert wait_dead(started_pids(run.text)) == []
+    assert "killed" not in run.text

@@ -212,9 +212,10 @@ class Arbiter:
 
         try:
             signal.set_wakeup_fd(-1)
-            for sig in _HANDLED:
-                signal.signal(sig, signal.SIG_DFL)
+            signal.signal(signal.SIGCHLD, signal.SIG_DFL)
             signal.signal(signal.SIGHUP, signal.SIG_IGN)  # reloads are the arbiter's business
+            signal.signal(signal.SIGTERM, _worker.early_stop_handler)
+            signal.signal(signal.SIGINT, _worker.early_stop_handler)
             signal.pthread_sigmask(signal.SIG_SETMASK, mask)
             for fd in (status_r, self._wake_r, self._wake_w, self._death_w):
                 os.close(fd)

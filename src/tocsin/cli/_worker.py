@@ -45,6 +45,7 @@ __all__ = [
     "WorkerSpec",
     "build_system",
     "child_main",
+    "early_stop_handler",
     "set_parent_death_signal",
     "set_process_name",
     "stop_system",
@@ -135,6 +136,20 @@ def set_parent_death_signal(sig: int, parent: int) -> bool:
     return True
 
 
+_early_stop: list[str] = []
+
+
+def early_stop_handler(signum: int, frame: object) -> None:
+    """Remember a stop signal that arrives before the worker's event loop handles them.
+
+    Installed by the arbiter in the child right after ``fork``; :func:`_serve` replaces it
+    with the loop's handler and honours what was remembered. Without it a SIGTERM during
+    start-up would kill the worker outright instead of stopping it.
+    """
+    del frame
+    _early_stop.append(signal.Signals(signum).name)
+
+
 def set_process_name(name: str) -> None:
     """Show ``name`` (15 bytes at most) as this process's name in ``ps -o comm`` and ``top``.
 
@@ -206,6 +221,8 @@ async def _serve(spec: WorkerSpec, main: MainFunc, status_fd: int, death_fd: int
 
     for sig in (signal.SIGTERM, signal.SIGINT):
         loop.add_signal_handler(sig, request_stop, signal.Signals(sig).name)
+    if _early_stop:
+        request_stop(_early_stop[0])
     os.set_blocking(death_fd, False)
     loop.add_reader(death_fd, on_death_pipe)
 
