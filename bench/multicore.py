@@ -64,7 +64,7 @@ def calibrate(target_s: float = 0.001) -> int:
 def add_arguments(parser: argparse.ArgumentParser) -> None:
     parser.add_argument("--workers", type=int, default=2, help="the many-worker side (default 2)")
     parser.add_argument("--tasks", type=int, default=4000, help="durable tasks (default 4000)")
-    parser.add_argument("--messages", type=int, default=400_000, help="tells (default 400k)")
+    parser.add_argument("--messages", type=int, default=2_000_000, help="tells (default 2M)")
     parser.add_argument("--commits", type=int, default=4000, help="raw commits per process")
 
 
@@ -147,6 +147,8 @@ def _tocsin_run(params: dict[str, Any]) -> dict[str, Any]:
         "slowest_worker_s": max(r["end"] - r["start"] for r in results),
         # CPU the workers used while measured / wall time: how many cores they really got.
         "cores_used": sum(r["cpu_s"] for r in results) / elapsed,
+        # Work per CPU-second: flat from 1 to N workers means no per-worker overhead lost.
+        "per_cpu_s": total / sum(r["cpu_s"] for r in results),
         "loadavg": os.getloadavg()[0],
     }
 
@@ -219,9 +221,11 @@ def report(args: argparse.Namespace, runs: Runs) -> dict[str, Any]:
             speedups[group] = speedup
         unit = "tasks/s (~1 ms CPU each)" if group == "durable" else "tells/s"
         cores = f"{one.get('cores_used', 0):.2f} / {many.get('cores_used', 0):.2f}"
-        rows.append([group, unit, one.get("per_s"), many.get("per_s"), speedup, cores])
+        per_cpu = f"{one.get('per_cpu_s', 0):,.0f} / {many.get('per_cpu_s', 0):,.0f}"
+        rows.append([group, unit, one.get("per_s"), many.get("per_s"), speedup, cores, per_cpu])
     print(f"\n### tocsin run: 1 worker vs {w} (medians of the runs)\n")
-    headers = ["workload", "unit", "1 worker", f"{w} workers", "speedup", "cores used (1 / N)"]
+    headers = ["workload", "unit", "1 worker", f"{w} workers", "speedup"]
+    headers += ["cores used (1 / N)", "per CPU-second (1 / N)"]
     print(table(headers, rows))
     srows = []
     for name in ("sqlite-shared/1p", f"sqlite-shared/{w}p", f"sqlite-own/{w}p"):
