@@ -81,6 +81,36 @@ async def durable_in_flight(system: ActorSystem) -> None:
     record("main", system)
 
 
+#: One-shot tasks per worker in ``many_tasks``, due over SPREAD seconds.
+TASKS = 150
+SPREAD = 5.0
+
+
+class Many(DurableActor):
+    """Seeds TASKS one-shots once per store (atomically with its flag); each logs its run."""
+
+    kind = "run-test-many"
+
+    async def pre_start(self, ctx: ReceiveContext) -> None:
+        if await self.storage.get("seeded"):
+            return
+        async with self.transaction():
+            for n in range(TASKS):
+                await self.schedule(0.05 + SPREAD * n / TASKS, "one", n, id=f"t{n}")
+            await self.storage.put("seeded", True)
+
+    async def one(self, n: int) -> None:
+        record(f"task-{n}", _worker_name)
+
+
+async def many_tasks(system: ActorSystem) -> None:
+    """Durable one-shots due over a few seconds, to be SIGKILLed in the middle of."""
+    global _worker_name
+    _worker_name = system.name
+    await system.durable(Many, "many")
+    record("main", system)
+
+
 if __name__ == "__main__":
     from tocsin.cli._arbiter import Arbiter
     from tocsin.cli._runconfig import load_main, make_config, open_run_dir, setup_logging

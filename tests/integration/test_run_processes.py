@@ -359,3 +359,46 @@ def test_sigterm_while_workers_start_still_stops_them_cleanly(
     assert run.wait_exit() == 0, run.text
     assert wait_dead(started_pids(run.text)) == []
     assert "killed" not in run.text
+
+
+def test_a_worker_sigkilled_mid_run_is_replaced_and_loses_no_durable_task(
+    tmp_path: Path, runs: list[Run]
+) -> None:
+    """Until cluster mode a worker's number is its store: the replacement reopens it and
+    runs every task the killed one had not finished (at-least-once: repeats allowed)."""
+    import _run_app
+
+    run = Run(tmp_path, "_run_app:many_tasks", "--workers", "2")
+    runs.append(run)
+    before = run.ready_pids(2)
+
+    def task_runs() -> list[tuple[str, str, int]]:
+        text = run.events.read_text() if run.events.exists() else ""
+        rows = [line.split() for line in text.splitlines()]
+        return [(event, name, int(pid)) for event, name, pid, _ in rows if event != "main"]
+
+    deadline = time.monotonic() + WAIT
+    while time.monotonic() < deadline:
+        if sum(1 for _, name, _ in task_runs() if name == "tocsin-2") >= 10:
+            break
+        time.sleep(0.02)
+    os.kill(before[2], signal.SIGKILL)
+    run.wait_for(rf"worker 2 \(pid {before[2]}\) was killed by SIGKILL")
+    run.wait_for(r"worker 2 \(pid \d+\) ready", count=2)
+    expected = {f"task-{n}" for n in range(_run_app.TASKS)}
+    deadline = time.monotonic() + WAIT
+    while time.monotonic() < deadline:
+        done = {
+            name: {e for e, nm, _ in task_runs() if nm == name} for name in ("tocsin-1", "tocsin-2")
+        }
+        if all(tasks == expected for tasks in done.values()):
+            break
+        time.sleep(0.05)
+    for name, tasks in done.items():
+        assert tasks == expected, (name, sorted(expected - tasks))
+    # The killed worker ran some, its replacement the rest.
+    pids = {pid for _, name, pid in task_runs() if name == "tocsin-2"}
+    assert before[2] in pids
+    assert len(pids) == 2
+    run.signal(signal.SIGTERM)
+    assert run.wait_exit() == 0, run.text
