@@ -111,6 +111,22 @@ async def many_tasks(system: ActorSystem) -> None:
     record("main", system)
 
 
+class Wedge(Actor):
+    """Blocks its worker's event loop for good, half a second after it starts."""
+
+    async def pre_start(self, ctx: ReceiveContext) -> None:
+        await ctx.schedule_once("wedge", ctx.self, 0.5)
+
+    async def receive(self, ctx: ReceiveContext) -> None:
+        record("wedged", ctx.system)
+        time.sleep(3600)  # a blocking call in a handler: nothing on this loop runs again
+
+
+async def wedged(system: ActorSystem) -> None:
+    """A worker whose loop wedges after it is ready: no signal handler can run in it."""
+    await system.spawn(Wedge, "wedge")
+
+
 if __name__ == "__main__":
     from tocsin.cli._arbiter import Arbiter
     from tocsin.cli._runconfig import load_main, make_config, open_run_dir, setup_logging

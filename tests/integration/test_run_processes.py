@@ -402,3 +402,39 @@ def test_a_worker_sigkilled_mid_run_is_replaced_and_loses_no_durable_task(
     assert len(pids) == 2
     run.signal(signal.SIGTERM)
     assert run.wait_exit() == 0, run.text
+
+
+def wait_wedged(run: Run, count: int) -> None:
+    deadline = time.monotonic() + WAIT
+    while time.monotonic() < deadline:
+        if run.events.exists() and run.events.read_text().count("wedged") >= count:
+            return
+        time.sleep(0.05)
+    pytest.fail(f"the workers did not wedge:\n{run.text}")
+
+
+def test_a_wedged_worker_is_killed_after_the_grace_and_the_exit_says_so(
+    tmp_path: Path, runs: list[Run]
+) -> None:
+    run = Run(tmp_path, "_run_app:wedged", "--workers", "1", "--stop-timeout", "1")
+    runs.append(run)
+    pids = run.ready_pids(1)
+    wait_wedged(run, 1)
+    run.signal(signal.SIGTERM)
+    assert run.wait_exit() == 1, run.text  # not a clean stop
+    assert "did not stop within 6 s; sending SIGKILL" in run.text
+    assert wait_dead(list(pids.values())) == []
+
+
+def test_a_wedged_worker_ends_by_itself_when_its_arbiter_is_sigkilled(
+    tmp_path: Path, runs: list[Run]
+) -> None:
+    run = Run(tmp_path, "_run_app:wedged", "--workers", "2", "--stop-timeout", "1")
+    runs.append(run)
+    pids = run.ready_pids(2)
+    wait_wedged(run, 2)
+    run.signal(signal.SIGKILL)
+    run.proc.wait(10)
+    # The death-pipe thread arms the watchdog, which exits at stop timeout + 3 s.
+    assert wait_dead(list(pids.values())) == [], run.text
+    assert run.text.count("did not stop within 4 s; exiting now") == 2, run.text

@@ -6,12 +6,15 @@ code: :func:`child_main` ends with ``os._exit``. It stops its system gracefully 
 
 * it receives SIGTERM or SIGINT (the arbiter forwards a stop, or Ctrl-C reached the
   whole process group),
-* the arbiter dies: Linux sends SIGTERM through ``PR_SET_PDEATHSIG``; everywhere, the
-  worker also watches the read end of a pipe whose only write end the arbiter holds, and
-  sees end-of-file when the arbiter is gone, even after SIGKILL (the portable fallback).
+* the arbiter dies: Linux sends SIGTERM through ``PR_SET_PDEATHSIG``; everywhere, a
+  thread of the worker also watches the read end of a pipe whose only write end the
+  arbiter holds, and sees end-of-file when the arbiter is gone, even after SIGKILL (the
+  portable fallback).
 
 A stop that overruns the grace (``stop_timeout``) plus :data:`HARD_EXIT_MARGIN` ends the
-process from a watchdog thread, which does not need the event loop to be responsive.
+process from a watchdog thread, which does not need the event loop to be responsive:
+a worker whose loop is wedged (a handler blocking it) still ends when its arbiter dies.
+A wedged worker cannot run its SIGTERM handler; a living arbiter SIGKILLs it instead.
 Durable task runs cut short by a stop or a kill are not marked done, so they run again
 (at-least-once) when that worker's store is opened next.
 
@@ -26,6 +29,7 @@ import ctypes
 import json
 import logging
 import os
+import select
 import signal
 import sys
 import threading
@@ -195,36 +199,74 @@ def child_main(
         os._exit(code)
 
 
+class _Watchdog:
+    """Ends the process if a stop overruns the grace, without needing the event loop.
+
+    Armed once (thread-safe): by the loop on a stop signal, or by the death-pipe thread
+    when the arbiter is gone, even while the loop is wedged (a handler blocking it in a
+    C call or a CPU loop) and so cannot run any stop at all.
+    """
+
+    def __init__(self, spec: WorkerSpec) -> None:
+        self.spec = spec
+        self._lock = threading.Lock()
+        self._timer: threading.Timer | None = None
+
+    def arm(self) -> None:
+        with self._lock:
+            if self._timer is None:
+                delay = self.spec.stop_timeout + HARD_EXIT_MARGIN
+                self._timer = threading.Timer(delay, _overran, (self.spec,))
+                self._timer.daemon = True
+                self._timer.start()
+
+    def disarm(self) -> None:
+        with self._lock:
+            if self._timer is not None:
+                self._timer.cancel()
+
+
+def _watch_arbiter(
+    death_fd: int,
+    loop: asyncio.AbstractEventLoop,
+    watchdog: _Watchdog,
+    on_gone: Callable[[str], None],
+) -> None:
+    """Thread body: block until the death pipe reads end-of-file (the arbiter is gone).
+
+    Nobody ever writes to the pipe, so readable means end-of-file. ``select`` rather
+    than a read: it works whatever the descriptor's blocking flag, which every worker
+    shares with the others.
+    """
+    with contextlib.suppress(OSError, ValueError):
+        select.select([death_fd], [], [])
+    watchdog.arm()
+    with contextlib.suppress(RuntimeError):  # the loop has closed: nothing left to stop
+        loop.call_soon_threadsafe(on_gone, "the arbiter is gone")
+
+
 async def _serve(spec: WorkerSpec, main: MainFunc, status_fd: int, death_fd: int) -> int:
     loop = asyncio.get_running_loop()
     stop = asyncio.Event()
-    watchdog: list[threading.Timer] = []
+    watchdog = _Watchdog(spec)
 
     def request_stop(why: str) -> None:
         if stop.is_set():
             return
         log.info("worker %d stopping (%s)", spec.number, why)
         stop.set()
-        timer = threading.Timer(spec.stop_timeout + HARD_EXIT_MARGIN, _overran, (spec,))
-        timer.daemon = True
-        timer.start()
-        watchdog.append(timer)
-
-    def on_death_pipe() -> None:
-        try:
-            data = os.read(death_fd, 1)
-        except BlockingIOError:
-            return
-        if not data:  # end of file: the arbiter is gone
-            loop.remove_reader(death_fd)
-            request_stop("the arbiter is gone")
+        watchdog.arm()
 
     for sig in (signal.SIGTERM, signal.SIGINT):
         loop.add_signal_handler(sig, request_stop, signal.Signals(sig).name)
     if _early_stop:
         request_stop(_early_stop[0])
-    os.set_blocking(death_fd, False)
-    loop.add_reader(death_fd, on_death_pipe)
+    threading.Thread(
+        target=_watch_arbiter,
+        args=(death_fd, loop, watchdog, request_stop),
+        name="tocsin-arbiter-watch",
+        daemon=True,
+    ).start()
 
     system = build_system(spec)
     await system.start()
@@ -245,8 +287,7 @@ async def _serve(spec: WorkerSpec, main: MainFunc, status_fd: int, death_fd: int
             await stop_task
     finally:
         await stop_system(system, spec.stop_timeout)
-        for timer in watchdog:
-            timer.cancel()
+        watchdog.disarm()
     return code
 
 
