@@ -36,7 +36,7 @@ import select
 import signal
 import sys
 from dataclasses import dataclass
-from typing import Final
+from typing import Final, NoReturn, final
 
 from ..clock import SystemClock
 from . import _worker
@@ -86,6 +86,7 @@ def describe_exit(code: int) -> str:
     return f"exited with status {code}"
 
 
+@final
 class Arbiter:
     """Starts ``config.workers`` workers and keeps them running until told to stop.
 
@@ -207,7 +208,8 @@ class Arbiter:
         status_r: int,
         status_w: int,
         mask: set[int | signal.Signals],
-    ) -> None:
+    ) -> NoReturn:
+        """The child's side of ``fork``: drop the arbiter's state, become worker N."""
         from ._runconfig import load_main, set_log_role
 
         try:

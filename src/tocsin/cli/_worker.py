@@ -35,7 +35,7 @@ import sys
 import threading
 from collections.abc import Callable, Coroutine
 from dataclasses import dataclass
-from typing import Any, Final, NoReturn
+from typing import Any, Final, NoReturn, final
 
 # HOOK(kernel): ActorSystem moves to tocsin/system.py; import it from ..system then.
 from ..actor import ActorSystem
@@ -199,6 +199,7 @@ def child_main(
         os._exit(code)
 
 
+@final
 class _Watchdog:
     """Ends the process if a stop overruns the grace, without needing the event loop.
 
