@@ -52,8 +52,15 @@ class Run:
             argv = [sys.executable, "-m", "tocsin.cli", "run", *args]
             argv += ["--run-dir", str(self.run_dir)]
         self._log = self.log_path.open("ab")
+        # Its own process group, as a shell gives a foreground job: Ctrl-C reaches the
+        # group, and so does systemd's default stop (KillMode=control-group).
         self.proc = subprocess.Popen(
-            argv, cwd=HERE, env=env, stdout=self._log, stderr=subprocess.STDOUT
+            argv,
+            cwd=HERE,
+            env=env,
+            stdout=self._log,
+            stderr=subprocess.STDOUT,
+            start_new_session=True,
         )
 
     @property
@@ -438,3 +445,16 @@ def test_a_wedged_worker_ends_by_itself_when_its_arbiter_is_sigkilled(
     # The death-pipe thread arms the watchdog, which exits at stop timeout + 3 s.
     assert wait_dead(list(pids.values())) == [], run.text
     assert run.text.count("did not stop within 4 s; exiting now") == 2, run.text
+
+
+@pytest.mark.parametrize("sig", [signal.SIGINT, signal.SIGTERM], ids=["ctrl-c", "systemd-group"])
+def test_a_signal_to_the_whole_process_group_stops_cleanly_without_restarts(
+    tmp_path: Path, runs: list[Run], sig: signal.Signals
+) -> None:
+    run = Run(tmp_path, "_run_app:main", "--workers", "2")
+    runs.append(run)
+    pids = run.ready_pids(2)
+    os.killpg(run.proc.pid, sig)
+    assert run.wait_exit() == 0, run.text
+    assert "restarting" not in run.text
+    assert wait_dead(list(pids.values())) == []
