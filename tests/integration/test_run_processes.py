@@ -270,6 +270,18 @@ def test_sigkill_of_the_arbiter_leaves_no_worker_alive(
     assert graceful == 2, run.text
 
 
+def test_a_stale_socket_file_from_a_killed_run_is_removed(tmp_path: Path, runs: list[Run]) -> None:
+    (tmp_path / "run").mkdir(mode=0o700)
+    stale = tmp_path / "run" / "worker-1.sock"
+    stale.write_text("left by a SIGKILLed worker")
+    run = Run(tmp_path, "_run_app:main", "--workers", "1")
+    runs.append(run)
+    run.ready_pids(1)
+    assert not stale.exists()
+    run.signal(signal.SIGTERM)
+    assert run.wait_exit() == 0
+
+
 def test_secret_is_a_0600_file_and_in_no_argv_or_environment(
     tmp_path: Path, runs: list[Run]
 ) -> None:

@@ -49,6 +49,7 @@ __all__ = [
     "WorkerSpec",
     "build_system",
     "child_main",
+    "clear_stale_socket",
     "early_stop_handler",
     "set_parent_death_signal",
     "set_process_name",
@@ -102,6 +103,18 @@ def build_system(spec: WorkerSpec) -> ActorSystem:
     #                        cluster=Cluster(coordinator=spec.coordinator))
     # and set CLUSTER_READY = True (the default store becomes one shared file).
     return ActorSystem(spec.name, store=spec.store)
+
+
+def clear_stale_socket(spec: WorkerSpec) -> None:
+    """Remove this worker's socket file left by an earlier process of the same number.
+
+    Safe: the arbiter holds the run directory's lock, and the previous holder of this
+    number has exited (the arbiter reaped it) before this one was forked. Without it a
+    worker killed by SIGKILL would leave a file that makes the next ``bind`` fail.
+    """
+    path = spec.listen.removeprefix("unix://")
+    with contextlib.suppress(FileNotFoundError):
+        os.unlink(path)
 
 
 def listen_address(spec: WorkerSpec, system: ActorSystem) -> str | None:
@@ -269,6 +282,7 @@ async def _serve(spec: WorkerSpec, main: MainFunc, status_fd: int, death_fd: int
         daemon=True,
     ).start()
 
+    clear_stale_socket(spec)
     system = build_system(spec)
     await system.start()
     code = EXIT_OK
