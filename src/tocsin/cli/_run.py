@@ -53,7 +53,10 @@ def run(
     ``asyncio.run``), before starting threads: workers are forked.
 
     Args:
-        main: ``async def main(system) -> None``, or its name as ``"module:func"``.
+        main: ``async def main(system) -> None``, or its name as ``"module:func"``. A name
+            is imported by each worker after its fork (checked once beforehand in a
+            throw-away child), so a rolling restart runs the code now on disk; a function
+            object runs the code this process holds.
         workers: number of worker processes (default: one per core available).
         name: prefix of the workers' system names; also the default run directory's name.
         store: durable store URL. Default: one SQLite file per worker in the run
