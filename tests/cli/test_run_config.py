@@ -73,6 +73,10 @@ def test_stop_timeout_must_be_positive_finite_seconds(value: object) -> None:
 def test_restart_backoff_must_be_min_then_max() -> None:
     with pytest.raises(RunUsageError, match=r"min <= max, got \(2, 1\)"):
         make_config("app:main", workers=1, restart_backoff=(2, 1))
+    with pytest.raises(RunUsageError, match=r"a \(min, max\) pair of seconds, got 5"):
+        make_config("app:main", workers=1, restart_backoff=5)  # type: ignore[arg-type]
+    with pytest.raises(RunUsageError, match="`restart_backoff\\[0\\]` must be a positive"):
+        make_config("app:main", workers=1, restart_backoff=(0, 1))
 
 
 def test_a_store_shared_by_several_workers_is_refused_outside_cluster_mode(

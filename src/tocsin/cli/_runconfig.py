@@ -115,6 +115,10 @@ def make_config(
     if not isinstance(name, str) or not name or "/" in name or name.strip() != name:
         raise RunUsageError(f"`name` must be a non-empty str without '/' or spaces, got {name!r}")
     _check_seconds("stop_timeout", stop_timeout)
+    if not isinstance(restart_backoff, tuple | list) or len(restart_backoff) != 2:
+        raise RunUsageError(
+            f"`restart_backoff` must be a (min, max) pair of seconds, got {restart_backoff!r}"
+        )
     low, high = restart_backoff
     _check_seconds("restart_backoff[0]", low)
     _check_seconds("restart_backoff[1]", high)
