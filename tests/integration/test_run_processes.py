@@ -470,3 +470,16 @@ def test_a_signal_to_the_whole_process_group_stops_cleanly_without_restarts(
     assert run.wait_exit() == 0, run.text
     assert "restarting" not in run.text
     assert wait_dead(list(pids.values())) == []
+
+
+def test_sighup_with_one_worker_replaces_it(tmp_path: Path, runs: list[Run]) -> None:
+    run = Run(tmp_path, "_run_app:main", "--workers", "1")
+    runs.append(run)
+    before = run.ready_pids(1)
+    run.signal(signal.SIGHUP)
+    run.wait_for("rolling restart done")
+    after = {int(m[1]): int(m[2]) for m in READY.finditer(run.text)}
+    assert after[1] != before[1]
+    assert alive(after[1])
+    run.signal(signal.SIGTERM)
+    assert run.wait_exit() == 0, run.text
