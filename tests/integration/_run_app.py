@@ -4,17 +4,13 @@
 ``RUN_TEST_LOG`` (inherited from the test) names an append-only file; each line is
 ``<event> <worker system name> <os pid> <wall time>``.
 
-Run as a script (``python _run_app.py FUNC RUN_DIR WORKERS``) it starts the arbiter through
-its private API with ``PR_SET_PDEATHSIG`` off, so the portable fallback (the pipe the
-workers watch) is tested on its own.
+``_run_nodeath.py`` runs these with ``PR_SET_PDEATHSIG`` off.
 """
 
 from __future__ import annotations
 
 import asyncio
-import dataclasses
 import os
-import sys
 import time
 
 from tocsin import Actor, ActorSystem, ReceiveContext
@@ -125,18 +121,3 @@ class Wedge(Actor):
 async def wedged(system: ActorSystem) -> None:
     """A worker whose loop wedges after it is ready: no signal handler can run in it."""
     await system.spawn(Wedge, "wedge")
-
-
-if __name__ == "__main__":
-    from tocsin.cli._arbiter import Arbiter
-    from tocsin.cli._runconfig import load_main, make_config, open_run_dir, setup_logging
-
-    func_name, run_dir, workers = sys.argv[1], sys.argv[2], int(sys.argv[3])
-    label, func = load_main(f"_run_app:{func_name}")
-    config = dataclasses.replace(
-        make_config(label, workers=workers, run_dir=run_dir, name="nodeath"),
-        parent_death_signal=False,
-    )
-    setup_logging()
-    directory = open_run_dir(config.run_dir)
-    sys.exit(Arbiter(config, func, directory).run())

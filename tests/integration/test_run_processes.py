@@ -258,7 +258,7 @@ def test_sigkill_of_the_arbiter_leaves_no_worker_alive(
     if death_signal:
         run = Run(tmp_path, "_run_app:main", "--workers", "2")
     else:
-        run = Run(tmp_path, "main", str(tmp_path / "run"), "2", script="_run_app.py")
+        run = Run(tmp_path, "main", str(tmp_path / "run"), "2", script="_run_nodeath.py")
     runs.append(run)
     pids = run.ready_pids(2)
     run.signal(signal.SIGKILL)
