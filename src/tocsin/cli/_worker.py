@@ -119,7 +119,9 @@ def clear_stale_socket(spec: WorkerSpec) -> None:
 
 def listen_address(spec: WorkerSpec, system: ActorSystem) -> str | None:
     """Where the worker can be reached, for the arbiter's log (None without remoting)."""
-    # HOOK(remote): return system.address (e.g. "tocsin://shop-1@/run/shop/worker-1.sock").
+    # HOOK(remote): return system.address (e.g. "tocsin://shop-1@unix:%2Fvar%2Flib%2Fshop%2F
+    # worker-1.sock"; checked against the `remote` branch: with `remoting=` passed in
+    # build_system, worker 1 asks an actor of worker 2 by its PID string).
     return spec.listen if CLUSTER_READY else None
 
 
