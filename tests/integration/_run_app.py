@@ -121,3 +121,43 @@ class Wedge(Actor):
 async def wedged(system: ActorSystem) -> None:
     """A worker whose loop wedges after it is ready: no signal handler can run in it."""
     await system.spawn(Wedge, "wedge")
+
+
+class Stuck(Actor):
+    """A handler that awaits for an hour: only the stop grace ends it."""
+
+    async def receive(self, ctx: ReceiveContext) -> None:
+        record("stuck", ctx.system)
+        await asyncio.sleep(3600)
+
+
+async def stuck(system: ActorSystem) -> None:
+    pid = await system.spawn(Stuck, "stuck")
+    pid.tell("hang")
+
+
+_probes: set[asyncio.Task[None]] = set()
+
+
+async def cross(system: ActorSystem) -> None:
+    """Worker 1 asks the echo actor of worker 2, found by its PID string (remoting over
+    the run's Unix sockets, authenticated with the run's secret)."""
+    await system.spawn(Echo, "echo")
+    number = system.name.rsplit("-", 1)[1]
+    if number != "1":
+        return
+    other = system.address.replace("-1@", "-2@").replace("worker-1.sock", "worker-2.sock")
+
+    async def probe() -> None:
+        for _ in range(300):  # worker 2 may still be starting
+            try:
+                pid = await system.actor_of(f"{other}/user/echo")
+                answer = await pid.ask("hello", timeout=5)
+            except Exception:
+                await asyncio.sleep(0.1)
+                continue
+            record(f"answer:{answer}", system)
+            return
+
+    task = asyncio.get_running_loop().create_task(probe())
+    _probes.add(task)

@@ -483,3 +483,38 @@ def test_sighup_with_one_worker_replaces_it(tmp_path: Path, runs: list[Run]) -> 
     assert alive(after[1])
     run.signal(signal.SIGTERM)
     assert run.wait_exit() == 0, run.text
+
+
+def test_a_handler_stuck_in_an_await_is_cancelled_at_the_grace_and_the_run_exits_0(
+    tmp_path: Path, runs: list[Run]
+) -> None:
+    run = Run(tmp_path, "_run_app:stuck", "--workers", "2", "--stop-timeout", "1")
+    runs.append(run)
+    pids = run.ready_pids(2)
+    deadline = time.monotonic() + WAIT
+    while time.monotonic() < deadline:
+        if run.events.exists() and run.events.read_text().count("stuck") == 2:
+            break
+        time.sleep(0.05)
+    run.signal(signal.SIGTERM)
+    assert run.wait_exit() == 0, run.text
+    assert "SIGKILL" not in run.text
+    assert "did not stop" not in run.text
+    assert wait_dead(list(pids.values())) == []
+
+
+def test_a_worker_reaches_an_actor_of_another_worker_by_its_pid_string(
+    tmp_path: Path, runs: list[Run]
+) -> None:
+    run = Run(tmp_path, "_run_app:cross", "--workers", "2")
+    runs.append(run)
+    run.ready_pids(2)
+    run.wait_for(r"worker 2 \(pid \d+\) ready, listening on tocsin://tocsin-2@unix:")
+    deadline = time.monotonic() + WAIT
+    while time.monotonic() < deadline:
+        if run.events.exists() and "answer:" in run.events.read_text():
+            break
+        time.sleep(0.05)
+    assert "answer:hello tocsin-1" in run.events.read_text(), run.text
+    run.signal(signal.SIGTERM)
+    assert run.wait_exit() == 0, run.text

@@ -37,8 +37,8 @@ from collections.abc import Callable, Coroutine
 from dataclasses import dataclass
 from typing import Any, Final, NoReturn, final
 
-# HOOK(kernel): ActorSystem moves to tocsin/system.py; import it from ..system then.
-from ..actor import ActorSystem
+from ..remote import Remoting
+from ..system import ActorSystem
 
 __all__ = [
     "CLUSTER_READY",
@@ -94,15 +94,19 @@ class WorkerSpec:
 def build_system(spec: WorkerSpec) -> ActorSystem:
     """Make worker ``spec.number``'s system: the one place a worker's system is configured.
 
-    Today: an independent system with its own store (two systems sharing one store outside
-    cluster mode is refused, issue 10 item 6).
+    Today: a node with remoting on its Unix socket (``unix://RUN_DIR/worker-N.sock``,
+    authenticated with the run's secret), so an actor on another worker is reached by
+    its PID string, and its own store (two systems sharing one store outside cluster
+    mode is refused, issue 10 item 6).
     """
-    # HOOK(remote, cluster): once Remoting (issue 11) and Cluster (issue 12) are on main:
-    #     return ActorSystem(spec.name, store=spec.store,
-    #                        remoting=Remoting(listen=spec.listen, secret=spec.secret),
-    #                        cluster=Cluster(coordinator=spec.coordinator))
+    # HOOK(cluster): once Cluster (issue 12) is wired into ActorSystem, add
+    #     cluster=Cluster(coordinator=spec.coordinator)
     # and set CLUSTER_READY = True (the default store becomes one shared file).
-    return ActorSystem(spec.name, store=spec.store)
+    return ActorSystem(
+        spec.name,
+        store=spec.store,
+        remoting=Remoting(listen=spec.listen, secret=spec.secret),
+    )
 
 
 def clear_stale_socket(spec: WorkerSpec) -> None:
@@ -118,20 +122,18 @@ def clear_stale_socket(spec: WorkerSpec) -> None:
 
 
 def listen_address(spec: WorkerSpec, system: ActorSystem) -> str | None:
-    """Where the worker can be reached, for the arbiter's log (None without remoting)."""
-    # HOOK(remote): return system.address (e.g. "tocsin://shop-1@unix:%2Fvar%2Flib%2Fshop%2F
-    # worker-1.sock"; checked against the `remote` branch: with `remoting=` passed in
-    # build_system, worker 1 asks an actor of worker 2 by its PID string).
-    return spec.listen if CLUSTER_READY else None
+    """Where the worker can be reached, for the arbiter's log."""
+    del spec
+    return system.address
 
 
 async def stop_system(system: ActorSystem, timeout: float) -> None:
-    """Stop ``system``, cancelling what still runs after ``timeout`` seconds."""
-    # HOOK(kernel): `await system.stop(timeout=timeout)` once the stop grace is on main
-    # (issue 10 item 2). Until then durable runs in flight are already interrupted by
-    # stop() and a handler stuck in an await is ended by the watchdog (HARD_EXIT_MARGIN).
-    del timeout
-    await system.stop()
+    """Stop ``system``, cancelling what still runs after ``timeout`` seconds.
+
+    Handlers still running after the grace are cancelled (their ``post_stop`` still runs);
+    durable task runs in flight are interrupted at once and run again on the next start.
+    """
+    await system.stop(timeout=timeout)
 
 
 def set_parent_death_signal(sig: int, parent: int) -> bool:
