@@ -19,13 +19,8 @@ import pytest
 
 import tocsin
 from tocsin.cli._arbiter import describe_exit
-from tocsin.cli._runconfig import (
-    RunUsageError,
-    default_workers,
-    load_main,
-    make_config,
-    open_run_dir,
-)
+from tocsin.cli._runconfig import RunUsageError, default_workers, make_config, open_run_dir
+from tocsin.cli._runtarget import check_targets, load_main, load_messages
 
 
 async def good_main(system: tocsin.ActorSystem) -> None:
@@ -110,9 +105,9 @@ def test_a_run_dir_too_long_for_socket_paths_is_refused(tmp_path: Path) -> None:
 @pytest.mark.parametrize(
     ("target", "message"),
     [
-        ("nocolon", "MODULE:FUNC expected"),
-        ("a:b:c", "MODULE:FUNC expected"),
-        (":main", "MODULE:FUNC expected"),
+        ("nocolon", r"MODULE:FUNC \(e.g. shop.app:main\) expected, got 'nocolon'"),
+        ("a:b:c", r"MODULE:FUNC \(e.g. shop.app:main\) expected"),
+        (":main", r"MODULE:FUNC \(e.g. shop.app:main\) expected"),
         ("tocsin_no_such_module:main", "cannot import 'tocsin_no_such_module': ModuleNotFound"),
         ("os:no_such_function", "module 'os' has no attribute 'no_such_function'"),
         ("os:getcwd", r"must be `async def main\(system: ActorSystem\) -> None`"),
@@ -204,3 +199,28 @@ def test_the_command_prints_one_line_and_exits_2_on_a_bad_target(tmp_path: Path)
         "ModuleNotFoundError: No module named 'tocsin_no_such_module'"
     ]
     assert not (tmp_path / ".tocsin").exists()  # nothing was created
+
+
+class Ping:
+    pass
+
+
+def test_messages_are_classes_given_or_named() -> None:
+    assert load_messages([Ping]) == (Ping,)
+    # By name: imported afresh (pytest imported this file under another module name).
+    named = load_messages("tests.cli.test_run_config:MESSAGES")
+    assert [c.__qualname__ for c in named] == ["Ping"]
+    with pytest.raises(RunUsageError, match=r"MODULE:ATTR \(e.g. shop.messages:ALL\) expected"):
+        load_messages("no_colon")
+    with pytest.raises(RunUsageError, match="must hold classes only, got \\[1\\]"):
+        load_messages([Ping, 1])  # type: ignore[list-item]
+    with pytest.raises(RunUsageError, match="must be an iterable of classes, got 3"):
+        load_messages(3)  # type: ignore[arg-type]
+
+
+def test_check_targets_reports_a_bad_messages_name_without_importing_it() -> None:
+    with pytest.raises(RunUsageError, match="cannot import 'tocsin_no_such_module'"):
+        check_targets(good_main, "tocsin_no_such_module:ALL")
+
+
+MESSAGES = [Ping]

@@ -12,6 +12,7 @@ from __future__ import annotations
 import asyncio
 import os
 import time
+from dataclasses import dataclass
 
 from tocsin import Actor, ActorSystem, ReceiveContext
 from tocsin.durable import DurableActor
@@ -139,6 +140,16 @@ async def stuck(system: ActorSystem) -> None:
 _probes: set[asyncio.Task[None]] = set()
 
 
+@dataclass(frozen=True, slots=True)
+class Greeting:
+    """An application message class registered with ``--messages _run_app:MESSAGES``."""
+
+    text: str
+
+
+MESSAGES = [Greeting]
+
+
 async def cross(system: ActorSystem) -> None:
     """Worker 1 asks the echo actor of worker 2, found by its PID string (remoting over
     the run's Unix sockets, authenticated with the run's secret)."""
@@ -152,11 +163,11 @@ async def cross(system: ActorSystem) -> None:
         for _ in range(300):  # worker 2 may still be starting
             try:
                 pid = await system.actor_of(f"{other}/user/echo")
-                answer = await pid.ask("hello", timeout=5)
+                answer = await pid.ask(Greeting("hello"), timeout=5)
             except Exception:
                 await asyncio.sleep(0.1)
                 continue
-            record(f"answer:{answer}", system)
+            record(f"answer:{type(answer).__name__}:{answer.text}", system)
             return
 
     task = asyncio.get_running_loop().create_task(probe())

@@ -13,11 +13,12 @@ import dataclasses
 import sys
 
 from tocsin.cli._arbiter import Arbiter
-from tocsin.cli._runconfig import check_main, make_config, open_run_dir, setup_logging
+from tocsin.cli._runconfig import make_config, open_run_dir, setup_logging
+from tocsin.cli._runtarget import check_targets
 
 if __name__ == "__main__":
     func_name, run_dir, workers = sys.argv[1], sys.argv[2], int(sys.argv[3])
-    label = check_main(f"_run_app:{func_name}")
+    label = check_targets(f"_run_app:{func_name}")
     config = dataclasses.replace(
         make_config(label, workers=workers, run_dir=run_dir, name="nodeath"),
         parent_death_signal=False,

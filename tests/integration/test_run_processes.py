@@ -503,10 +503,10 @@ def test_a_handler_stuck_in_an_await_is_cancelled_at_the_grace_and_the_run_exits
     assert wait_dead(list(pids.values())) == []
 
 
-def test_a_worker_reaches_an_actor_of_another_worker_by_its_pid_string(
+def test_a_worker_asks_an_actor_of_another_worker_with_a_registered_message_class(
     tmp_path: Path, runs: list[Run]
 ) -> None:
-    run = Run(tmp_path, "_run_app:cross", "--workers", "2")
+    run = Run(tmp_path, "_run_app:cross", "--workers", "2", "--messages", "_run_app:MESSAGES")
     runs.append(run)
     run.ready_pids(2)
     run.wait_for(r"worker 2 \(pid \d+\) ready, listening on tocsin://tocsin-2@unix:")
@@ -515,6 +515,6 @@ def test_a_worker_reaches_an_actor_of_another_worker_by_its_pid_string(
         if run.events.exists() and "answer:" in run.events.read_text():
             break
         time.sleep(0.05)
-    assert "answer:hello tocsin-1" in run.events.read_text(), run.text
+    assert "answer:Greeting:hello tocsin-1" in run.events.read_text(), run.text
     run.signal(signal.SIGTERM)
     assert run.wait_exit() == 0, run.text

@@ -29,6 +29,7 @@ workers). Differences, and why:
 from __future__ import annotations
 
 import contextlib
+import dataclasses
 import json
 import logging
 import os
@@ -210,7 +211,8 @@ class Arbiter:
         mask: set[int | signal.Signals],
     ) -> NoReturn:
         """The child's side of ``fork``: drop the arbiter's state, become worker N."""
-        from ._runconfig import load_main, set_log_role
+        from ._runconfig import set_log_role
+        from ._runtarget import load_main, load_messages
 
         try:
             signal.set_wakeup_fd(-1)
@@ -230,6 +232,7 @@ class Arbiter:
         try:
             # A name is imported here, after the fork: each worker runs the code on disk now.
             main = self.main if not isinstance(self.main, str) else load_main(self.main)[1]
+            spec = dataclasses.replace(spec, messages=load_messages(self.config.messages))
         except BaseException:
             log.exception("worker %d cannot load %s", spec.number, self.config.target)
             logging.shutdown()

@@ -12,16 +12,11 @@ import asyncio
 import os
 import sys
 import threading
+from collections.abc import Iterable
 
 from ._arbiter import Arbiter
-from ._runconfig import (
-    MainFunc,
-    RunUsageError,
-    check_main,
-    make_config,
-    open_run_dir,
-    setup_logging,
-)
+from ._runconfig import MainFunc, RunUsageError, make_config, open_run_dir, setup_logging
+from ._runtarget import check_targets
 
 __all__ = ["register", "run"]
 
@@ -38,6 +33,7 @@ def run(
     run_dir: str | os.PathLike[str] | None = None,
     stop_timeout: float = 10.0,
     restart_backoff: tuple[float, float] = (0.5, 30.0),
+    messages: str | Iterable[type] = (),
 ) -> int:
     """Run ``main`` in ``workers`` processes until SIGTERM or SIGINT; return the exit status.
 
@@ -70,6 +66,8 @@ def run(
         stop_timeout: grace (seconds) each worker has to stop; the arbiter kills a
             worker still running 5 s after it.
         restart_backoff: ``(min, max)`` seconds between restarts of a crash-looping worker.
+        messages: the classes that may cross between workers besides codec-safe values
+            (``Remoting(messages=...)``), or their name as ``"module:ATTR"``.
 
     Returns:
         0 after a clean stop (every worker exited 0 within the grace), 1 otherwise.
@@ -89,7 +87,7 @@ def run(
         raise RuntimeError(
             "tocsin.run() blocks and forks: call it outside a running event loop (like asyncio.run)"
         )
-    label = check_main(main)
+    label = check_targets(main, messages)
     config = make_config(
         label,
         workers=workers,
@@ -99,6 +97,7 @@ def run(
         run_dir=run_dir,
         stop_timeout=stop_timeout,
         restart_backoff=restart_backoff,
+        messages=messages,
     )
     setup_logging()
     directory = open_run_dir(config.run_dir)
@@ -138,6 +137,12 @@ def register(subparsers: argparse._SubParsersAction[argparse.ArgumentParser]) ->
         "--stop-timeout", type=float, default=10.0, help="grace for a stop, seconds (default 10)"
     )
     parser.add_argument(
+        "--messages",
+        default=None,
+        metavar="MODULE:ATTR",
+        help="classes that may cross between workers (an iterable of classes)",
+    )
+    parser.add_argument(
         "--log-level",
         default="INFO",
         choices=("DEBUG", "INFO", "WARNING", "ERROR"),
@@ -149,7 +154,7 @@ def register(subparsers: argparse._SubParsersAction[argparse.ArgumentParser]) ->
 def _command(args: argparse.Namespace) -> int:
     setup_logging(args.log_level, force=True)
     try:
-        label = check_main(args.target)
+        label = check_targets(args.target, args.messages or ())
         config = make_config(
             label,
             workers=args.workers,
@@ -158,6 +163,7 @@ def _command(args: argparse.Namespace) -> int:
             coordinator=args.coordinator,
             run_dir=args.run_dir,
             stop_timeout=args.stop_timeout,
+            messages=args.messages or (),
         )
         directory = open_run_dir(config.run_dir)
     except RunUsageError as exc:

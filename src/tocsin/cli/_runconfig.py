@@ -10,14 +10,12 @@ from __future__ import annotations
 
 import contextlib
 import fcntl
-import importlib
-import inspect
 import logging
 import math
 import os
 import secrets
 import sys
-from collections.abc import Callable, Coroutine
+from collections.abc import Callable, Coroutine, Iterable
 from dataclasses import dataclass
 from pathlib import Path
 from typing import Any, Final
@@ -32,9 +30,7 @@ __all__ = [
     "RunConfig",
     "RunDir",
     "RunUsageError",
-    "check_main",
     "default_workers",
-    "load_main",
     "make_config",
     "open_run_dir",
     "set_log_role",
@@ -69,6 +65,9 @@ class RunConfig:
     coordinator: str
     stop_timeout: float
     restart_backoff: tuple[float, float]
+    #: Classes remoting lets cross between workers, or their ``"module:ATTR"`` name
+    #: (imported by each worker after its fork, like ``target``).
+    messages: str | tuple[type, ...] = ()
     #: Off only in the test of the portable fallback (the pipe the workers watch).
     parent_death_signal: bool = True
 
@@ -102,6 +101,7 @@ def make_config(
     run_dir: str | os.PathLike[str] | None = None,
     stop_timeout: float = 10.0,
     restart_backoff: tuple[float, float] = (0.5, 30.0),
+    messages: str | Iterable[type] = (),
 ) -> RunConfig:
     """Check every argument and fill in the defaults.
 
@@ -167,6 +167,7 @@ def make_config(
         coordinator=coordinator,
         stop_timeout=float(stop_timeout),
         restart_backoff=(float(low), float(high)),
+        messages=messages if isinstance(messages, str) else tuple(messages),
     )
 
 
@@ -178,95 +179,6 @@ def _check_seconds(name: str, value: object) -> None:
         or value <= 0
     ):
         raise RunUsageError(f"`{name}` must be a positive finite number of seconds, got {value!r}")
-
-
-def load_main(target: str | MainFunc) -> tuple[str, MainFunc]:
-    """Resolve ``"package.module:func"`` (or take a function) and check it is ``async def``.
-
-    The current directory is put first on ``sys.path`` when a name is given, as
-    ``python -m`` and gunicorn do, so ``tocsin run app:main`` finds ``./app.py``.
-
-    Returns:
-        ``(label, func)``; the label names the function in logs.
-
-    Raises:
-        RunUsageError: malformed name, import failure (with the exception's text), missing
-            attribute, or not a coroutine function.
-    """
-    if callable(target) and not isinstance(target, str):
-        func: Any = target
-        label = f"{getattr(func, '__module__', '?')}:{getattr(func, '__qualname__', func)!s}"
-    else:
-        if not isinstance(target, str) or target.count(":") != 1:
-            raise RunUsageError(f"MODULE:FUNC expected (e.g. shop.app:main), got {target!r}")
-        module_name, _, attr = target.partition(":")
-        if not module_name or not attr:
-            raise RunUsageError(f"MODULE:FUNC expected (e.g. shop.app:main), got {target!r}")
-        if os.getcwd() not in sys.path:
-            sys.path.insert(0, os.getcwd())
-        try:
-            module = importlib.import_module(module_name)
-        except Exception as exc:
-            raise RunUsageError(
-                f"cannot import {module_name!r}: {type(exc).__name__}: {exc}"
-            ) from exc
-        func = module
-        for part in attr.split("."):
-            try:
-                func = getattr(func, part)
-            except AttributeError:
-                raise RunUsageError(f"module {module_name!r} has no attribute {attr!r}") from None
-        label = target
-    if not inspect.iscoroutinefunction(func):
-        raise RunUsageError(
-            f"{label} must be `async def main(system: ActorSystem) -> None`, got {func!r}"
-        )
-    main: MainFunc = func
-    return label, main
-
-
-def check_main(target: str | MainFunc) -> str:
-    """Check ``target`` as :func:`load_main` does, without importing it into this process.
-
-    A ``"module:func"`` name is checked in a forked child, so the arbiter never holds the
-    application's modules: every worker imports them fresh after its own fork, and a
-    rolling restart (SIGHUP) runs the code as it is on disk now. A function object is
-    checked here (its code is what is in memory).
-
-    Returns:
-        The label naming ``target`` in logs.
-
-    Raises:
-        RunUsageError: as :func:`load_main`.
-    """
-    if not isinstance(target, str):
-        return load_main(target)[0]
-    read_fd, write_fd = os.pipe()
-    for stream in (sys.stdout, sys.stderr):
-        stream.flush()
-    pid = os.fork()
-    if pid == 0:  # pragma: no cover - the child reports through the pipe
-        code = 0
-        try:
-            os.close(read_fd)
-            load_main(target)
-        except RunUsageError as exc:
-            os.write(write_fd, str(exc).encode())
-            code = 1
-        except BaseException as exc:
-            os.write(write_fd, f"loading {target}: {type(exc).__name__}: {exc}".encode())
-            code = 1
-        os._exit(code)
-    os.close(write_fd)
-    chunks = []
-    while chunk := os.read(read_fd, 65536):
-        chunks.append(chunk)
-    os.close(read_fd)
-    _, status = os.waitpid(pid, 0)
-    if os.waitstatus_to_exitcode(status) != 0:
-        message = b"".join(chunks).decode(errors="replace")
-        raise RunUsageError(message or f"loading {target} failed (status {status})")
-    return target
 
 
 @dataclass(frozen=True, slots=True)

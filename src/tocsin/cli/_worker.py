@@ -89,6 +89,8 @@ class WorkerSpec:
     coordinator: str
     secret: str
     stop_timeout: float
+    #: Classes remoting lets cross between workers (resolved in the worker).
+    messages: tuple[type, ...] = ()
 
 
 def build_system(spec: WorkerSpec) -> ActorSystem:
@@ -105,7 +107,7 @@ def build_system(spec: WorkerSpec) -> ActorSystem:
     return ActorSystem(
         spec.name,
         store=spec.store,
-        remoting=Remoting(listen=spec.listen, secret=spec.secret),
+        remoting=Remoting(listen=spec.listen, secret=spec.secret, messages=spec.messages),
     )
 
 
