@@ -92,9 +92,11 @@ def test_a_bad_store_url_is_refused_with_the_store_message() -> None:
         make_config("app:main", workers=1, store="bogus://x")
 
 
-def test_coordinator_is_refused_until_cluster_mode_lands() -> None:
-    with pytest.raises(RunUsageError, match=r"`coordinator` given .* cluster mode"):
-        make_config("app:main", workers=1, coordinator="sqlite:///c.db")
+def test_a_bad_coordinator_url_is_refused_with_the_cluster_message() -> None:
+    with pytest.raises(RunUsageError, match="`coordinator`: "):
+        make_config("app:main", workers=1, coordinator="bogus://x")
+    config = make_config("app:main", workers=1, coordinator="redis://localhost:6379/0")
+    assert config.worker_spec(1, "s").coordinator == "redis://localhost:6379/0"
 
 
 def test_a_run_dir_too_long_for_socket_paths_is_refused(tmp_path: Path) -> None:

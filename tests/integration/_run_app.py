@@ -172,3 +172,16 @@ async def cross(system: ActorSystem) -> None:
 
     task = asyncio.get_running_loop().create_task(probe())
     _probes.add(task)
+
+
+class CronTick(Actor):
+    async def receive(self, ctx: ReceiveContext) -> None:
+        record("cron", ctx.system)
+
+
+async def cron_once(system: ActorSystem) -> None:
+    """Every worker registers the same cron schedule (every 2 s); the cluster's claim lets
+    one worker deliver each tick."""
+    pid = await system.spawn(CronTick, "cron")
+    await system.schedule_cron("tick", pid, "*/2 * * * * ?", reference="every-2s", replace=True)
+    record("main", system)

@@ -56,11 +56,11 @@ def run(
         workers: number of worker processes (default: one per core available).
         name: prefix of the workers' system names; also the default run directory's name.
         store: durable store URL. Default: one SQLite file per worker in the run
-            directory. Until cluster mode (issue 12) a store cannot be shared by several
-            workers: with more than one, put ``{worker}`` in it (replaced by the worker
-            number), e.g. ``"sqlite:///data/app-{worker}.db"``.
-        coordinator: cluster coordinator URL (default: ``sqlite:///<run_dir>/coordinator.db``);
-            refused until cluster mode is in this build.
+            directory. Until cluster-wide durable actors are wired, several workers cannot
+            share a store: with more than one, put ``{worker}`` in it (replaced by the
+            worker number), e.g. ``"sqlite:///data/app-{worker}.db"``.
+        coordinator: the cluster coordinator URL the workers join (membership, cron once
+            per tick across them); default ``sqlite:///<run_dir>/coordinator.db``.
         run_dir: directory for the lock, the per-run secret (mode 0600), sockets and the
             default stores (default: ``./.tocsin/<name>``, created with mode 0700).
         stop_timeout: grace (seconds) each worker has to stop; the arbiter kills a
@@ -128,7 +128,9 @@ def register(subparsers: argparse._SubParsersAction[argparse.ArgumentParser]) ->
         "(default: sqlite:///RUN_DIR/worker-{worker}.db)",
     )
     parser.add_argument(
-        "--coordinator", default=None, help="cluster coordinator URL (needs cluster mode)"
+        "--coordinator",
+        default=None,
+        help="cluster coordinator URL (default: sqlite:///RUN_DIR/coordinator.db)",
     )
     parser.add_argument(
         "--run-dir", default=None, help="lock, secret, sockets, stores (default: ./.tocsin/NAME)"

@@ -20,7 +20,8 @@ from dataclasses import dataclass
 from pathlib import Path
 from typing import Any, Final
 
-from ..errors import InvalidStoreURLError
+from ..cluster import Cluster
+from ..errors import InvalidCoordinatorURLError, InvalidStoreURLError
 from ..stores import open_store
 from . import _worker
 from ._worker import ActorSystem
@@ -133,31 +134,31 @@ def make_config(
             f"`run_dir` is too long for Unix socket paths ({len(os.fsencode(longest))} bytes "
             f"for {longest}, at most {MAX_SOCKET_PATH}); choose a shorter run directory"
         )
-    if coordinator is not None and not _worker.CLUSTER_READY:
-        raise RunUsageError(
-            f"`coordinator` given ({coordinator!r}) but cluster mode is not in this build yet "
-            "(issue 12); leave it out: each worker then runs as an independent node"
-        )
     if coordinator is None:
         coordinator = f"sqlite:///{directory / 'coordinator.db'}"
     if store is None:
-        per_worker = "store.db" if _worker.CLUSTER_READY else "worker-{worker}.db"
+        per_worker = "store.db" if _worker.SHARED_STORE_READY else "worker-{worker}.db"
         store = f"sqlite:///{directory / per_worker}"
     elif (
         workers > 1
         and "{worker}" not in store
         and not store.startswith("memory:")
-        and not _worker.CLUSTER_READY
+        and not _worker.SHARED_STORE_READY
     ):
         raise RunUsageError(
-            f"`store` {store!r} would be shared by {workers} workers, and outside cluster mode "
-            "a store belongs to one system; put {worker} in it for one store per worker "
+            f"`store` {store!r} would be shared by {workers} workers, and cluster-wide durable "
+            "actors are not wired yet (two workers could run one task); put {worker} in it "
+            "for one store per worker "
             "(e.g. sqlite:///data/app-{worker}.db) or run 1 worker"
         )
     try:
         open_store(store.replace("{worker}", "1"))  # validates; opens nothing
     except InvalidStoreURLError as exc:
         raise RunUsageError(f"`store`: {exc}") from None
+    try:
+        Cluster(coordinator=coordinator)  # validates the URL; connects to nothing
+    except InvalidCoordinatorURLError as exc:
+        raise RunUsageError(f"`coordinator`: {exc}") from None
     return RunConfig(
         target=target,
         workers=workers,

@@ -18,7 +18,7 @@ A wedged worker cannot run its SIGTERM handler; a living arbiter SIGKILLs it ins
 Durable task runs cut short by a stop or a kill are not marked done, so they run again
 (at-least-once) when that worker's store is opened next.
 
-Everything cluster-related is in :func:`build_system` and :data:`CLUSTER_READY`.
+Everything cluster-related is in :func:`build_system` and :data:`SHARED_STORE_READY`.
 """
 
 from __future__ import annotations
@@ -37,14 +37,15 @@ from collections.abc import Callable, Coroutine
 from dataclasses import dataclass
 from typing import Any, Final, NoReturn, final
 
+from ..cluster import Cluster
 from ..remote import Remoting
 from ..system import ActorSystem
 
 __all__ = [
-    "CLUSTER_READY",
     "EXIT_FAILED",
     "EXIT_OK",
     "EXIT_STOP_OVERRAN",
+    "SHARED_STORE_READY",
     "ActorSystem",
     "WorkerSpec",
     "build_system",
@@ -58,10 +59,11 @@ __all__ = [
 
 log = logging.getLogger("tocsin.run")
 
-#: Whether workers join one cluster (issue 12, remoting issue 11). Until both are on main
-#: each worker is an independent node with its own store; flip this and fill in
-#: :func:`build_system` when they land (a shared default store, ``--coordinator``).
-CLUSTER_READY: Final = False
+#: Whether the workers may share one durable store. Not yet: cluster-wide durable actors
+#: (directory routing and epoch fencing in the stores) are not wired into ActorSystem,
+#: so two workers on one store could both run a task. Until then each worker keeps its
+#: own store; flip this when they are (the default store becomes one shared file).
+SHARED_STORE_READY: Final = False
 
 EXIT_OK: Final = 0
 #: The system failed to start or ``main`` raised: the arbiter restarts it with backoff.
@@ -96,18 +98,17 @@ class WorkerSpec:
 def build_system(spec: WorkerSpec) -> ActorSystem:
     """Make worker ``spec.number``'s system: the one place a worker's system is configured.
 
-    Today: a node with remoting on its Unix socket (``unix://RUN_DIR/worker-N.sock``,
-    authenticated with the run's secret), so an actor on another worker is reached by
-    its PID string, and its own store (two systems sharing one store outside cluster
-    mode is refused, issue 10 item 6).
+    A cluster node: remoting on its Unix socket (``unix://RUN_DIR/worker-N.sock``,
+    authenticated with the run's secret), so an actor on another worker is reached by its
+    PID string; membership and cron claims through the coordinator, so a cron schedule
+    fires once per tick across the workers; and, until :data:`SHARED_STORE_READY`, its
+    own durable store.
     """
-    # HOOK(cluster): once Cluster (issue 12) is wired into ActorSystem, add
-    #     cluster=Cluster(coordinator=spec.coordinator)
-    # and set CLUSTER_READY = True (the default store becomes one shared file).
     return ActorSystem(
         spec.name,
         store=spec.store,
         remoting=Remoting(listen=spec.listen, secret=spec.secret, messages=spec.messages),
+        cluster=Cluster(coordinator=spec.coordinator),
     )
 
 
