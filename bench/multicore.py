@@ -13,7 +13,7 @@ Configurations (each in a fresh process, interleaved, median of 3):
   cluster mode, measured without tocsin: P processes commit ``--commits`` one-row
   transactions (WAL, ``synchronous=NORMAL``), into one shared SQLite file or one file each.
 
-Until cluster mode (issue 12) each worker is an independent node with its own store, so
+Each worker keeps its own store (cluster-wide durable actors are not wired yet), so
 these are the figures of independent nodes on one machine: they show how far the CPU
 scales and where the single SQLite writer would stop a shared store.
 
