@@ -81,7 +81,7 @@ __version__ = "0.1.0.dev0"
 
 # `run` manages processes, so it lives in the cli layer; imported after __version__,
 # which tocsin.cli reads while it loads.
-from .cli._run import run
+from .cli._run import run  # noqa: E402
 
 __all__ = [
     "PID",
