@@ -14,7 +14,7 @@ def make_certs(directory: Path, name: str = "ca") -> dict[str, Path]:
     assert openssl, "the openssl command is needed to make test certificates"
 
     def run(*args: str) -> None:
-        subprocess.run([openssl, *args], cwd=directory, check=True, capture_output=True)
+        subprocess.run([openssl, *args], cwd=directory, check=True, capture_output=True, timeout=60)
 
     run(
         "req",

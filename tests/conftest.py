@@ -11,9 +11,18 @@ from __future__ import annotations
 from collections.abc import Iterator
 
 import pytest
+from hypothesis import HealthCheck, settings
 
 #: pytester runs user test files through the plugin in a subprocess (tests/testing/).
 pytest_plugins = ["pytester"]
+
+# Hypothesis times each example (200 ms deadline) and its data generation (the too_slow
+# health check) in real time: speed assertions that a busy 2-core machine breaks at random
+# (a descheduled example fails as DeadlineExceeded or "Flaky"). Tests assert outcomes, not
+# speed (STYLE.md), so every property test runs without them (a hang is still caught: by
+# tocsin_async_timeout in async tests, by the CI job's limit otherwise).
+settings.register_profile("tocsin", deadline=None, suppress_health_check=[HealthCheck.too_slow])
+settings.load_profile("tocsin")
 
 
 # --- PostgreSQL: one throwaway server per session (tests/integration/pg.py) --------------

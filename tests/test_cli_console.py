@@ -14,6 +14,7 @@ from collections.abc import Iterator
 from pathlib import Path
 
 import pytest
+from tests.procs import ready_line
 
 from tocsin.cli import main
 from tocsin.stores import TaskRow, UpsertTask
@@ -46,17 +47,21 @@ def db(tmp_path: Path) -> Path:
 
 
 @pytest.fixture
-def server(db: Path) -> Iterator[tuple[subprocess.Popen[str], str]]:
-    proc = subprocess.Popen(
-        [sys.executable, "-m", "tocsin.cli", "console", "--store", f"sqlite:///{db}",
-         "--bind", "127.0.0.1:0", "--interval", "0.1"],
-        stdout=subprocess.PIPE, stderr=subprocess.PIPE, text=True,
-        env={**os.environ, "PYTHONUNBUFFERED": "1"},
-    )  # fmt: skip
+def server(db: Path, tmp_path: Path) -> Iterator[tuple[subprocess.Popen[str], str]]:
+    # stderr to a file: nothing reads a pipe while the console serves, and a full one
+    # (64 KiB of logged requests or warnings) would block the server mid-test.
+    errors = tmp_path / "console.stderr"
+    with errors.open("wb") as stderr:
+        proc = subprocess.Popen(
+            [sys.executable, "-m", "tocsin.cli", "console", "--store", f"sqlite:///{db}",
+             "--bind", "127.0.0.1:0", "--interval", "0.1"],
+            stdout=subprocess.PIPE, stderr=stderr, text=True,
+            env={**os.environ, "PYTHONUNBUFFERED": "1"},
+        )  # fmt: skip
     try:
-        assert proc.stdout is not None
-        line = proc.stdout.readline()  # "tocsin console: serving http://127.0.0.1:PORT/ ..."
-        assert "serving http://" in line, (line, proc.stderr.read() if proc.stderr else "")
+        # "tocsin console: serving http://127.0.0.1:PORT/ ..."
+        line = ready_line(proc, "tocsin console")
+        assert "serving http://" in line, (line, errors.read_text(errors="replace"))
         yield proc, line.split("serving ", 1)[1].split(" ", 1)[0]
     finally:
         if proc.poll() is None:

@@ -38,7 +38,11 @@ def test_incarnations_differ_across_processes() -> None:
     others = {
         int(
             subprocess.run(
-                [sys.executable, "-c", code], capture_output=True, text=True, check=True
+                [sys.executable, "-c", code],
+                capture_output=True,
+                text=True,
+                check=True,
+                timeout=60,
             ).stdout
         )
         for _ in range(2)

@@ -24,6 +24,7 @@ import queue
 import signal
 import subprocess
 import sys
+import tempfile
 import threading
 import time
 import uuid
@@ -32,6 +33,7 @@ from pathlib import Path
 from typing import Any
 
 import pytest
+from tests.procs import ready_line
 
 from tocsin.cluster import open_coordinator
 
@@ -54,15 +56,23 @@ def coordinator_url(request: pytest.FixtureRequest, tmp_path: Path) -> str:
     return f"{url}?prefix=p{uuid.uuid4().hex[:12]}:"
 
 
-def spawn(*args: str) -> subprocess.Popen[str]:
+def spawn(*args: str, stderr: Any = subprocess.PIPE) -> subprocess.Popen[str]:
+    """Start a worker. Its stderr is a pipe only for callers that read it to the end
+    (``communicate``); a long-running node writes it to a file (``stderr=``), since an
+    unread pipe that fills up (64 KiB of logged warnings) would block the node mid-run."""
     env = {**os.environ, "PYTHONPATH": f"{ROOT / 'src'}{os.pathsep}{ROOT}"}
     return subprocess.Popen(
         [sys.executable, str(WORKER), *args],
         stdout=subprocess.PIPE,
-        stderr=subprocess.PIPE,
+        stderr=stderr,
         text=True,
         env=env,
     )
+
+
+def _tail(file: Any) -> str:
+    file.seek(0)
+    return bytes(file.read()[-5000:]).decode(errors="replace")
 
 
 async def coordinator_now(url: str) -> float:
@@ -91,7 +101,8 @@ class Node:
 
     def __init__(self, url: str, name: str, lease: float) -> None:
         self.name = name
-        self.proc = spawn("member", url, name, str(lease))
+        self.stderr = tempfile.TemporaryFile()  # noqa: SIM115  (closed by stop())
+        self.proc = spawn("member", url, name, str(lease), stderr=self.stderr)
         self.lines: queue.Queue[dict[str, Any]] = queue.Queue()
         self.seen: list[dict[str, Any]] = []
         threading.Thread(target=self._read, daemon=True).start()
@@ -109,11 +120,8 @@ class Node:
         while True:
             remaining = deadline - time.monotonic()
             if remaining <= 0:
-                stderr = ""
-                if self.proc.poll() is not None and self.proc.stderr is not None:
-                    stderr = self.proc.stderr.read()
                 raise AssertionError(f"{self.name}: no {match} within {WAIT} s: {self.seen}"
-                                     f"\n{stderr}")  # fmt: skip
+                                     f"\n{_tail(self.stderr)}")  # fmt: skip
             try:
                 line = self.lines.get(timeout=remaining)
             except queue.Empty:
@@ -127,6 +135,7 @@ class Node:
             self.proc.send_signal(signal.SIGCONT)
             self.proc.kill()
         self.proc.wait(timeout=30)
+        self.stderr.close()
 
 
 @pytest.fixture
@@ -162,13 +171,14 @@ def test_cron_ticks_are_delivered_once_across_a_sigkill_and_a_zombie(
     coordinator_url: str, tmp_path: Path
 ) -> None:
     log = tmp_path / "deliveries.log"
+    errs = {name: (tmp_path / f"{name}.stderr").open("wb") for name in ("a", "b", "c")}
     procs = {
-        name: spawn("cron", coordinator_url, name, "1.0", str(log)) for name in ("a", "b", "c")
+        name: spawn("cron", coordinator_url, name, "1.0", str(log), stderr=errs[name])
+        for name in ("a", "b", "c")
     }
     try:
-        for proc in procs.values():
-            assert proc.stdout is not None
-            assert json.loads(proc.stdout.readline())["event"] == "ready"
+        for name, proc in procs.items():
+            assert json.loads(ready_line(proc, f"cron node {name}"))["event"] == "ready"
         started = time.time()
         time.sleep(3.0)
         procs["b"].send_signal(signal.SIGKILL)
@@ -183,6 +193,8 @@ def test_cron_ticks_are_delivered_once_across_a_sigkill_and_a_zombie(
             proc.send_signal(signal.SIGCONT)
             proc.kill()
             proc.wait(timeout=30)
+        for err in errs.values():
+            err.close()
     lines = [line.split() for line in log.read_text().splitlines()]
     instants = [int(instant) for _, instant in lines]
     assert len(instants) == len(set(instants)), "a tick was delivered twice"

@@ -24,6 +24,7 @@ from typing import Any
 
 import pytest
 from tests.certs import make_certs
+from tests.procs import ready_line
 
 from tocsin import (
     PID,
@@ -84,8 +85,7 @@ def start_peer(name: str, listen: str, *, tls_dir: Path | None = None) -> Peer:
         text=True,
         env=env,
     )
-    assert proc.stdout is not None
-    line = proc.stdout.readline()
+    line = ready_line(proc, f"peer {name}")
     if not line:
         proc.wait(10)
         pytest.fail(f"peer {name} did not start (exit {proc.returncode})")

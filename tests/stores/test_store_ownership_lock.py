@@ -19,6 +19,7 @@ import time
 from pathlib import Path
 
 import pytest
+from tests.procs import ready_line
 from tests.stores.test_store_contract import (
     Backend,
     _postgres_backend,
@@ -254,8 +255,7 @@ def _start_holder(*args: str) -> subprocess.Popen[str]:
         text=True,
         cwd=Path(__file__).parents[2],
     )
-    assert proc.stdout is not None
-    line = proc.stdout.readline()  # blocks until held (or the child died: "")
+    line = ready_line(proc, "the lock holder")  # once held (or "" if the child died)
     assert line.strip() == "held", f"holder did not start (exit {proc.poll()})"
     return proc
 

@@ -78,7 +78,9 @@ def test_resolve_store_passes_stores_and_none_through() -> None:
 
 def test_importing_tocsin_stores_does_not_import_asyncpg() -> None:
     code = "import sys, tocsin.stores; print('asyncpg' in sys.modules)"
-    out = subprocess.run([sys.executable, "-c", code], capture_output=True, text=True, check=True)
+    out = subprocess.run(
+        [sys.executable, "-c", code], capture_output=True, text=True, check=True, timeout=60
+    )
     assert out.stdout.strip() == "False"
 
 

@@ -367,7 +367,7 @@ def test_async_hypothesis_tests_run_each_example_on_the_loop(pytester: pytest.Py
 
         EXAMPLES = []
 
-        @settings(max_examples=20, database=None)
+        @settings(max_examples=20, database=None, deadline=None)
         @given(st.integers(min_value=0, max_value=10**6))
         async def test_property_holds(n):
             await asyncio.sleep(0)
@@ -376,7 +376,7 @@ def test_async_hypothesis_tests_run_each_example_on_the_loop(pytester: pytest.Py
         def test_examples_ran():
             assert len(EXAMPLES) >= 1
 
-        @settings(max_examples=50, database=None)
+        @settings(max_examples=50, database=None, deadline=None)
         @given(st.integers(min_value=0, max_value=100))
         async def test_property_fails(n):
             await asyncio.sleep(0)

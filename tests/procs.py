@@ -1,0 +1,28 @@
+# SPDX-License-Identifier: Apache-2.0
+"""Child processes in tests: read a child's first line of output, bounded in real time."""
+
+from __future__ import annotations
+
+import select
+import subprocess
+
+#: Real seconds a child may take to print its ready line. A bound on a hang, not a speed
+#: claim: a loaded 2-core machine can take several seconds just to import a child.
+READY_WAIT = 60.0
+
+
+def ready_line(proc: subprocess.Popen[str], what: str, timeout: float = READY_WAIT) -> str:
+    """The first line ``proc`` prints on its stdout (a pipe), waiting at most ``timeout``.
+
+    A plain ``readline()`` waits forever for a child that hangs before printing (and, in
+    an async test, blocks the event loop with it). On timeout the child is killed and the
+    test fails naming ``what``; a child that exits first gives ``""``.
+    """
+    assert proc.stdout is not None
+    ready, _, _ = select.select([proc.stdout], [], [], timeout)
+    if not ready:
+        proc.kill()
+        proc.wait(10)
+        raise AssertionError(f"{what} printed nothing within {timeout} s")
+    # The child writes its line with one flushed write: once readable, it is all there.
+    return proc.stdout.readline()
