@@ -20,7 +20,8 @@ reasonably catch the builtin)::
     ├── RemotingDisabledError
     ├── CodecError                        (TypeError)
     ├── StoreError
-    │   └── InvalidStoreURLError          (ValueError)
+    │   ├── InvalidStoreURLError          (ValueError)
+    │   └── FencedError
     ├── TaskNotFoundError                 (LookupError)
     ├── TaskTimeoutError                  (TimeoutError)
     ├── WrongEventLoopError               (RuntimeError)
@@ -46,6 +47,7 @@ __all__ = [
     "CodecError",
     "CoordinatorError",
     "DeadActorError",
+    "FencedError",
     "InvalidCoordinatorURLError",
     "InvalidCronExpressionError",
     "InvalidIntervalError",
@@ -282,4 +284,15 @@ class NodeNameTakenError(CoordinatorError):
     A node restarted under its old name waits for its previous lease to lapse (at most
     ``lease`` seconds); this is raised only if the name is still held after that, which
     means another running node uses it. Give every node its own name.
+    """
+
+
+class FencedError(StoreError):
+    """A durable write was refused: a newer ownership epoch holds its identity.
+
+    Cluster mode (``docs/cluster.md``): every write of a durable activation carries its
+    node's ownership epoch into the store's own transaction (a ``Fence`` op, first in the
+    batch). A node that lost its lease (paused, partitioned) while another node took the
+    identity over writes with an older epoch: the store refuses the whole batch, nothing
+    of it is kept, the activation stops and ``fenced_writes`` is counted.
     """

@@ -28,10 +28,11 @@ from .actor._runtime import Runtime
 from .actor._scheduling import ScheduleService, SchedulingCalls
 from .actor._supervision import Directive, Supervisor
 from .clock import Clock, SystemClock
-from .cluster import Cluster, ClusterNode
+from .cluster import Cluster, ClusterNode, NodeLeft
+from .cluster._durable import ClusterOwnership, in_process_pid, register_in_process
 from .durable._actor import DurableActor
 from .durable._runtime import DurableRuntime
-from .errors import ActorSystemNotStartedError, RemotingDisabledError
+from .errors import ActorNotFoundError, ActorSystemNotStartedError, RemotingDisabledError
 from .remote import RemoteMetrics, Remoting
 from .remote._service import RemoteService
 from .scheduling._cron import local_zone_name, zone
@@ -150,6 +151,8 @@ class ActorSystem(SchedulingCalls):
         self._remote: RemoteService | None = None
         self._cluster_config = _check_cluster(cluster, remoting)
         self._cluster: ClusterNode | None = None
+        self._unregister_in_process: Callable[[], None] | None = None
+        self._ownership: ClusterOwnership | None = None
         #: Optional services to start (option name, value, token) and the running ones'
         #: closers, in start order.
         self._options: list[tuple[OptionalService, Any, str | None]] = []
@@ -228,20 +231,25 @@ class ActorSystem(SchedulingCalls):
                     name=self.name,
                     address=self.address,
                     clock=self.clock,
-                    publish=self.events.publish,
+                    publish=self._cluster_event,
+                    on_lease_lost=self._lease_lost,
                 )
                 await node.start()
                 self._cluster = node
                 scheduler.cron_gate = node.cron_claims
+                if remote is None:
+                    # memory:// without remoting: in-process peers reach this node here.
+                    self._unregister_in_process = register_in_process(
+                        self.address, self._local_path
+                    )
             if self._store_spec is not None:
-                durable = DurableRuntime(runtime, self._store_spec, timezone=self.timezone)
-                await durable.start()
-                self._durable = durable
+                await self._start_durable(runtime, self._store_spec)
             # Last, so a page never shows a half-started system; a failed one (address in
             # use) fails the whole start.
             for service, value, token in self._options:
                 self._closers.append(await service.start(self, value, token))
         except BaseException:
+            self._drop_in_process()
             await self._close_services()
             started, self._durable = self._durable, None
             self._teardown(runtime, scheduler, deadlines)
@@ -254,6 +262,54 @@ class ActorSystem(SchedulingCalls):
                 self._remote = None
                 await remote.stop()
             raise
+
+    async def _start_durable(self, runtime: Runtime, store: str | Store | None) -> DurableRuntime:
+        """Open the durable runtime; in cluster mode behind the cluster's ownership gate
+        (an identity activates only where the directory says, with its epoch)."""
+        cluster = self._cluster
+        # Cluster nodes share the store: single activation keeps an identity's tasks apart.
+        durable = DurableRuntime(runtime, store, timezone=self.timezone, exclusive=cluster is None)
+        if cluster is not None:
+            durable.gate = self._ownership = ClusterOwnership(cluster, self._pid_at)
+        await durable.start()
+        self._durable = durable
+        return durable
+
+    def _pid_at(self, address: str, path: str) -> PID | None:
+        """The PID at ``path`` of the node at ``address`` (remoting, else in-process)."""
+        runtime = self._runtime
+        if runtime is None:
+            return None
+        if self._remote is not None:
+            return runtime.pid_from_wire(address + path)
+        return in_process_pid(address, path)
+
+    def _local_path(self, path: str) -> PID | None:
+        runtime = self._runtime
+        if runtime is None or not runtime.running:
+            return None
+        try:
+            return runtime.pid_of(path)
+        except ActorNotFoundError:
+            return None
+
+    def _cluster_event(self, event: object) -> None:
+        self.events.publish(event)
+        if isinstance(event, NodeLeft) and self._durable is not None:
+            # Its passivated identities with due tasks are free now: the preferred node
+            # arms their alarms at once instead of at its next periodic poll.
+            self._durable.poll_soon()
+
+    def _lease_lost(self) -> None:
+        """This node lost its cluster lease: its durable activations stop at once (their
+        epochs may already be another node's; fencing refuses their writes anyway)."""
+        if self._durable is not None:
+            self._durable.lose_ownership()
+
+    def _drop_in_process(self) -> None:
+        unregister, self._unregister_in_process = self._unregister_in_process, None
+        if unregister is not None:
+            unregister()
 
     async def _close_services(self) -> None:
         closers, self._closers = self._closers, []
@@ -323,6 +379,7 @@ class ActorSystem(SchedulingCalls):
             if durable is not None:
                 self._durable = None
                 await durable.close()
+            self._drop_in_process()
             cluster, self._cluster = self._cluster, None
             if cluster is not None:
                 await cluster.stop()  # leave: this node's identities may move at once
@@ -485,11 +542,21 @@ class ActorSystem(SchedulingCalls):
         The PID is stable across activations: messages to a passivated identity activate
         it again. Returns once the activation's ``pre_start`` has run.
 
+        In cluster mode (``cluster=``) the identity has one activation in the whole
+        cluster: the directory says where. When another node owns it (or should claim
+        it), the PID returned is the identity's PID at that node and this call returns
+        without activating anything here; otherwise it activates here with this node's
+        ownership epoch, which fences every write (``docs/cluster.md``).
+
         Args:
             kind: a :class:`~tocsin.DurableActor` subclass.
             identity: any non-empty str naming the instance (``"order-42"``).
             passivate_after: idle seconds before passivation (default: the class's
                 ``passivate_after``, else never).
+
+        Raises:
+            CoordinatorError: cluster mode, and the coordinator failed (nothing was
+                decided; call again).
         """
         runtime = self._live("activate a durable actor")
         if not (isinstance(kind, type) and issubclass(kind, DurableActor)):
@@ -502,9 +569,15 @@ class ActorSystem(SchedulingCalls):
             idle = kind.passivate_after
         durable = self._durable
         if durable is None:
-            durable = DurableRuntime(runtime, None, timezone=self.timezone)
-            await durable.start()
-            self._durable = durable
+            durable = await self._start_durable(runtime, None)
+        cluster, ownership = self._cluster, self._ownership
+        if cluster is not None and ownership is not None:
+            # Cluster mode: the one activation may live on another node (or belong there).
+            placement = await cluster.directory.locate(kind.kind, identity)
+            if placement is not None and placement.node != self.name:
+                pid = ownership.owner_pid(placement.node, kind.kind, identity)
+                if pid is not None:
+                    return pid
         return await durable.pid_of(kind, identity, idle)
 
     @property

@@ -16,7 +16,7 @@ from pathlib import Path
 
 import pytest
 
-from tocsin.cron import CronExpression
+from tocsin.cron import CronExpression, InvalidCronExpressionError
 
 _REPO = Path(__file__).resolve().parents[2]
 
@@ -79,3 +79,22 @@ def fire_times(cron: CronExpression, start_ms: int, n: int) -> list[int]:
             break
         times.append(int(moment.timestamp() * 1000))
     return times
+
+
+def check_row(row: Row, dialects: tuple[str, ...]) -> None:
+    """Assert that tocsin agrees with one vector row, read in one of ``dialects``.
+
+    An ``INVALID`` row must be refused; an ``EITHER`` row may be; any other row must
+    parse and give exactly the row's fire times.
+    """
+    if row.expect == "INVALID":
+        with pytest.raises(InvalidCronExpressionError):
+            CronExpression.parse(row.expr, row.tz)
+        return
+    try:
+        cron = CronExpression.parse(row.expr, row.tz)
+    except InvalidCronExpressionError:
+        assert row.expect == "EITHER", f"rejected a valid expression {row.expr!r}"
+        return
+    assert cron.dialect in dialects
+    assert fire_times(cron, row.start_ms, row.n) == list(row.fire_times)

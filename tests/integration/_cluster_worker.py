@@ -12,6 +12,13 @@ per event (``ready``, ``joined``, ``left``, ``lost``, ``members``), flushed, unt
 reference ``every-second`` to an actor that appends ``NAME SECOND`` to LOG (one ``write``
 per line, O_APPEND), until killed.
 
+``durable URL STORE NAME LEASE LOG SEED``: a real ``ActorSystem`` with remoting, the
+shared durable STORE (``sqlite:///path`` or ``postgresql://...#SCHEMA``) and
+``cluster=Cluster(URL, lease=LEASE)``; durable ``Counter`` identities tick every 0.2 s,
+each tick adding one to a stored count and appending ``NAME IDENTITY COUNT WALL`` to LOG after
+the write committed. With SEED > 0 it starts ``c-0`` … ``c-SEED-1`` (through their
+owners, wherever they are). Prints ``ready``, then its ``fenced_writes`` every 0.5 s.
+
 ``owner URL NAME LEASE KIND ID``: join, claim ownership of ``(KIND, ID)``, print
 ``{"owned": epoch}`` and keep renewing until killed (``bench/cluster.py`` failover).
 """
@@ -98,6 +105,52 @@ async def cron(url: str, name: str, lease: float, log: str) -> None:
             await asyncio.sleep(3600)
 
 
+async def durable(url: str, store_spec: str, name: str, lease: float, log: str, seed: int) -> None:
+    import os
+
+    from tocsin import ActorSystem, Remoting
+    from tocsin.durable import Call, DurableActor
+    from tocsin.stores import Store
+
+    fd = os.open(log, os.O_WRONLY | os.O_APPEND | os.O_CREAT, 0o644)
+
+    class Counter(DurableActor):
+        kind = "chaos.Counter"
+
+        async def start(self, payload: Any) -> None:
+            await self.every(0.2, "tick", id="tick")
+
+        async def tick(self, payload: Any) -> None:
+            count = int(await self.storage.get("count", 0)) + 1
+            await self.storage.put("count", count)  # fenced: a zombie's put raises
+            os.write(fd, f"{name} {self.identity} {count} {self.now().timestamp()}\n".encode())
+
+    store: str | Store = store_spec
+    if store_spec.startswith("postgresql://"):
+        from tocsin.stores.postgres import PostgresStore
+
+        dsn, _, schema = store_spec.partition("#")
+        store = PostgresStore(dsn, schema=schema)
+    system = ActorSystem(
+        name,
+        store=store,
+        remoting=Remoting(listen="tcp://127.0.0.1:0", secret=b"cluster-test-secret!"),
+        cluster=Cluster(url, lease=lease),
+    )
+    async with system:
+        if seed:
+            # Wait until the three nodes are members, so the identities spread.
+            while len(system.cluster.members()) < 3:
+                await asyncio.sleep(lease / 3)
+            for i in range(seed):
+                pid = await system.durable(Counter, f"c-{i}")
+                await pid.ask(Call("start"), timeout=20.0)
+        emit(event="ready")
+        while True:
+            await asyncio.sleep(0.5)
+            emit(event="fenced", count=system.cluster.metrics().fenced_writes)
+
+
 async def owner(url: str, name: str, lease: float, kind: str, identity: str) -> None:
     node = ClusterNode(
         Cluster(url, lease=lease), name=name, address=name, clock=SystemClock(),
@@ -117,6 +170,9 @@ if __name__ == "__main__":
     mode, url = sys.argv[1], sys.argv[2]
     if mode == "cron":
         asyncio.run(cron(url, sys.argv[3], float(sys.argv[4]), sys.argv[5]))
+    elif mode == "durable":
+        args = sys.argv[3:]
+        asyncio.run(durable(url, args[0], args[1], float(args[2]), args[3], int(args[4])))
     elif mode == "owner":
         args = sys.argv[3:]
         asyncio.run(owner(url, args[0], float(args[1]), args[2], args[3]))

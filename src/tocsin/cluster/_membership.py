@@ -188,6 +188,13 @@ class Membership:
         sorted by name."""
         return list(self._members)
 
+    def address_of(self, node: str) -> str | None:
+        """The address of live node ``node`` as of the last refresh (None if unknown)."""
+        if node == self.name:
+            return self.address
+        row = self._view.get(node)
+        return None if row is None else row.address
+
     def member_names(self) -> list[str]:
         """Names of the live nodes of the last refresh."""
         return [member.name for member in self._members]

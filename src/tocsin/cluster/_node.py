@@ -148,6 +148,10 @@ class ClusterNode:
         """The cron references paused cluster-wide."""
         return await self.coordinator.paused_crons()
 
+    def count_fenced_write(self) -> None:
+        """Count one durable write refused by the fence (``metrics().fenced_writes``)."""
+        self._counters.fenced_writes += 1
+
     def metrics(self) -> ClusterMetrics:
         """This node's cluster counters (a snapshot)."""
         return self._counters.snapshot()

@@ -83,14 +83,15 @@ class Directory:
         self._membership = membership
         self._counters = counters
 
-    def _mine(self, entry: Ownership) -> bool:
+    def mine(self, entry: Ownership) -> bool:
+        """Whether ``entry`` names this node (this incarnation) as the owner."""
         return (entry.node, entry.incarnation) == (
             self._membership.name,
             self._membership.incarnation,
         )
 
     def _placement(self, entry: Ownership) -> Placement:
-        return Placement(entry.node, entry.epoch, self._mine(entry) and entry.alive)
+        return Placement(entry.node, entry.epoch, self.mine(entry) and entry.alive)
 
     async def locate(self, kind: str, identity: str) -> Placement | None:
         """Where the activation of ``(kind, identity)`` is, or where it should go.
@@ -106,7 +107,13 @@ class Directory:
         entry = await self._coordinator.owner(kind, identity)
         if entry is not None and entry.alive:
             return self._placement(entry)
-        preferred = rendezvous_owner(kind, identity, self._membership.member_names())
+        names = self._membership.member_names()
+        if entry is not None:
+            # The owner's lease is gone even if this node's view (up to lease/3 old)
+            # still lists it: never prefer it.
+            me = self._membership.name
+            names = [name for name in names if name != entry.node or name == me]
+        preferred = rendezvous_owner(kind, identity, names)
         if preferred is None or preferred == self._membership.name:
             acquired = await self.acquire(kind, identity, previous=entry)
             return None if acquired is None else self._placement(acquired)
@@ -136,9 +143,9 @@ class Directory:
             entry = await self._coordinator.owner(kind, identity)
         if (
             entry is not None
-            and self._mine(entry)
+            and self.mine(entry)
             and previous is not None
-            and not self._mine(previous)
+            and not self.mine(previous)
         ):
             self._counters.takeovers += 1
         return entry

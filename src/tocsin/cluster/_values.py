@@ -142,6 +142,8 @@ class ClusterMetrics:
         claims_failed: claims that raised: the tick is not delivered by this node.
         ownership_claims: directory claims made for durable identities.
         takeovers: identities this node took over from an owner whose lease had expired.
+        fenced_writes: durable writes of this node refused because a newer ownership
+            epoch holds the identity (a zombie's writes; each stops its activation).
     """
 
     leases_renewed: int
@@ -154,6 +156,7 @@ class ClusterMetrics:
     claims_failed: int
     ownership_claims: int
     takeovers: int
+    fenced_writes: int = 0
 
 
 @final
@@ -166,6 +169,7 @@ class Counters:
         "claims_skipped_late",
         "claims_skipped_paused",
         "claims_won",
+        "fenced_writes",
         "leases_lost",
         "leases_renewed",
         "ownership_claims",
@@ -184,6 +188,7 @@ class Counters:
         self.claims_failed = 0
         self.ownership_claims = 0
         self.takeovers = 0
+        self.fenced_writes = 0
 
     def snapshot(self) -> ClusterMetrics:
         return ClusterMetrics(
@@ -197,4 +202,5 @@ class Counters:
             claims_failed=self.claims_failed,
             ownership_claims=self.ownership_claims,
             takeovers=self.takeovers,
+            fenced_writes=self.fenced_writes,
         )

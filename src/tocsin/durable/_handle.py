@@ -20,7 +20,8 @@ from ..actor._events import DeadLetterReason
 from ..actor._pid import PID, new_incarnation
 from ..actor._supervision import DEFAULT_SUPERVISOR
 from ..actor._target import SendTarget
-from ..stores import DeleteState, Op, PutState, Store
+from ..errors import FencedError
+from ..stores import DeleteState, Fence, Op, PutState, Store
 from ._drain import DrainTurn
 from ._storage import MISSING, Storage
 
@@ -77,6 +78,9 @@ class DurableHandle(SendTarget):
         self.touched: set[str] = set()
         self.tx: list[Op] | None = None
         self.storage = Storage(self)
+        #: Cluster mode: the ownership epoch of the running activation (the fencing
+        #: token its writes carry); ``None`` outside cluster mode or while not owned.
+        self.epoch: int | None = None
 
     # -- the PID's target --------------------------------------------------------------
 
@@ -122,9 +126,72 @@ class DurableHandle(SendTarget):
         return actor
 
     def activate(self) -> asyncio.Task[None]:
-        """Start an activation (idempotent while one is starting or running)."""
+        """Start an activation (idempotent while one is starting or running).
+
+        In cluster mode the identity is claimed first (``DurableRuntime.gate``): the
+        activation starts only with this node's epoch; if another node owns it, the
+        waiting messages are forwarded there and nothing starts here.
+        """
         if self.starting is not None:
             return self.starting
+        if self.durable.gate is not None and self.epoch is None:
+            self.runtime.busy += 1
+            self.starting = self.runtime.loop.create_task(self._claim())
+            return self.starting
+        return self._activate()
+
+    async def _claim(self) -> None:
+        from ._drain import DrainTurn
+
+        gate = self.durable.gate
+        assert gate is not None
+        claim = None
+        try:
+            try:
+                claim = await gate.claim(self.kind, self.identity)
+                if claim.epoch is not None:
+                    # The new owner's fence goes in alone, before the activation reads
+                    # anything: from here on no older owner's write can land.
+                    await self.store.apply([Fence(self.kind, self.identity, claim.epoch)])
+            except FencedError as exc:
+                gate.fenced(self.kind, self.identity)
+                _log.warning("durable %s: a newer owner holds it: %s", self.path, exc)
+                claim = None
+            except Exception as exc:  # unknown outcome: nothing starts; a retry re-reads
+                _log.warning("durable %s: claiming it failed: %s", self.path, exc)
+                claim = None
+        finally:
+            self.starting = None
+            self.runtime.busy_done()
+        if claim is not None and claim.epoch is not None:
+            if self.runtime.running and not self.durable.stopping and self.cell is None:
+                self.epoch = claim.epoch
+                await asyncio.shield(self._activate())
+                return
+            claim = None  # the system began stopping meanwhile: nothing starts here
+        pending, self.pending = self.pending, []
+        owner = None if claim is None else claim.owner
+        for message, sender, reply in pending:
+            if isinstance(message, DrainTurn):
+                self.drain_queued = False  # the owner's own alarm runs its tasks
+                continue
+            if owner is not None:
+                owner._target.deliver(message, sender, reply)
+            else:
+                self.runtime.undeliverable(
+                    message, sender, self.pid, DeadLetterReason.STOPPED, reply
+                )
+
+    def lose_ownership(self) -> None:
+        """This node no longer owns the identity (lease lost): forget the epoch and stop
+        the activation; nothing it does from here can be written under its old epoch."""
+        self.epoch = None
+        self.rearm(None)
+        self.request_stop()
+        if self.budget is not None:
+            self.budget.interrupt()
+
+    def _activate(self) -> asyncio.Task[None]:
         runtime = self.runtime
         supervisor = getattr(self.cls, "supervisor", None) or DEFAULT_SUPERVISOR
         cell = Cell(
@@ -156,6 +223,8 @@ class DurableHandle(SendTarget):
         if self.cell is cell:
             self.cell = None
             self.drain_queued = False
+            # Cluster mode: the next activation claims again (the owner may have changed).
+            self.epoch = None
             if self.pending and self.runtime.running and not self.durable.stopping:
                 self.activate()
                 return
@@ -205,9 +274,41 @@ class DurableHandle(SendTarget):
     def commit(self, ops: Sequence[Op]) -> Awaitable[None]:
         """The one write path of this identity: task writes, completions and
         ``transaction()`` commits all end here, so a fencing epoch (cluster ownership)
-        can later be checked in one place. Returns the store's awaitable itself (no
-        coroutine frame of its own on the path of every write)."""
-        return self.store.apply(ops)
+        is checked in one place. Returns the store's awaitable itself (no coroutine
+        frame of its own on the path of every write) outside cluster mode.
+
+        Cluster mode: the batch begins with this activation's :class:`Fence`; a store
+        that holds a newer epoch refuses it whole (:class:`FencedError`), and the
+        activation stops. An activation that no longer owns the identity (its lease was
+        lost) is refused without asking the store.
+        """
+        if self.durable.gate is None:
+            return self.store.apply(ops)
+        return self._fenced_commit(ops)
+
+    async def _fenced_commit(self, ops: Sequence[Op]) -> None:
+        gate = self.durable.gate
+        assert gate is not None
+        epoch = self.epoch
+        if epoch is None:
+            gate.fenced(self.kind, self.identity)
+            raise FencedError(
+                f"durable {self.path}: this node no longer owns it (its cluster lease was "
+                "lost); the write was not made"
+            )
+        try:
+            await self.store.apply([Fence(self.kind, self.identity, epoch), *ops])
+        except FencedError:
+            gate.fenced(self.kind, self.identity)
+            if self.epoch == epoch:
+                _log.warning(
+                    "durable %s: write refused, a newer owner holds epoch > %d; stopping this "
+                    "activation",
+                    self.path,
+                    epoch,
+                )
+                self.lose_ownership()
+            raise
 
     def buffered_state(self, key: str) -> Any:
         """A buffered value (bytes), ``None`` for a buffered delete, else MISSING."""

@@ -31,6 +31,7 @@ from ._checks import check_text
 from ._drain import COMPLETION_BATCH, DRAIN_LIMIT
 from ._handle import LOOKAHEAD, DurableHandle
 from ._ops import RunCounters
+from ._ownership import OwnershipGate
 
 if TYPE_CHECKING:
     from ._actor import DurableActor
@@ -84,6 +85,8 @@ class DurableRuntime:
         resolved = resolve_store(store) if store is not None else None
         self.store: Store = resolved if resolved is not None else MemoryStore()
         self.handles: dict[tuple[str, str], DurableHandle] = {}
+        #: Cluster mode: where identities live (None: every identity is this node's).
+        self.gate: OwnershipGate | None = None
         #: The handle of each live activation's cell.
         self.cells: dict[Cell, DurableHandle] = {}
         self.kinds: dict[str, type[DurableActor]] = {}
@@ -227,9 +230,16 @@ class DurableRuntime:
         handle = self.handle(cls, identity, passivate_after)
         if handle.cell is None:
             handle.activate()
-        if handle.starting is not None:
+        while handle.starting is not None:  # a claim (cluster mode), then the start
             await asyncio.shield(handle.starting)
         return handle.pid
+
+    def lose_ownership(self) -> None:
+        """Cluster mode: this node lost its lease; every activation stops (its epoch may
+        already be another node's) and every alarm is dropped (the poll re-arms those
+        this node may run once it holds a lease again)."""
+        for handle in list(self.handles.values()):
+            handle.lose_ownership()
 
     def _changed_outside(self) -> None:
         if self.runtime.running and not self.stopping:
@@ -259,7 +269,10 @@ class DurableRuntime:
         if not runtime.running:
             return
         horizon = runtime.clock.wall() + LOOKAHEAD
+        gate = self.gate
         for due in await self.store.due_actors(horizon, POLL_LIMIT):
+            if gate is not None and not await self._may_run(gate, due.kind, due.identity):
+                continue  # another node owns it (or should claim it): its poll arms it
             handle = self.handles.get((due.kind, due.identity))
             if handle is None:
                 cls = self.kinds.get(due.kind) or registered_kind(due.kind)
@@ -275,6 +288,20 @@ class DurableRuntime:
                 handle = self.handle(cls, due.identity, getattr(cls, "passivate_after", None))
             handle.arm(due.due)
         runtime.deadlines.add(runtime.clock.monotonic() + LOOKAHEAD / 2, self._poll)
+
+    @staticmethod
+    async def _may_run(gate: OwnershipGate, kind: str, identity: str) -> bool:
+        try:
+            return await gate.may_run(kind, identity)
+        except Exception as exc:  # the next poll asks again
+            _log.warning("durable %s/%s: asking its owner failed: %s", kind, identity, exc)
+            return False
+
+    def poll_soon(self) -> None:
+        """Look for due identities now (cluster mode: a node left, its identities with
+        due tasks may now be this node's to run)."""
+        if self.runtime.running and not self.stopping:
+            self._start_poll()
 
     def _start_poll(self) -> None:
         if self._poll_task is None or self._poll_task.done():

@@ -282,6 +282,8 @@ _CLUSTER: Final = (
      "Directory claims made for durable identities."),
     ("takeovers", "cluster.takeovers", _COUNTER,
      "Identities taken over from an owner whose lease had expired."),
+    ("fenced_writes", "cluster.fenced_writes", _COUNTER,
+     "Durable writes refused because a newer ownership epoch holds the identity."),
 )  # fmt: skip
 
 

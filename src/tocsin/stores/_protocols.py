@@ -22,6 +22,7 @@ __all__ = [
     "DeleteState",
     "DeleteTask",
     "DueActor",
+    "Fence",
     "Op",
     "PutState",
     "Store",
@@ -91,7 +92,18 @@ class DeleteTask(msgspec.Struct, frozen=True):
     id: str
 
 
-Op = PutState | DeleteState | UpsertTask | DeleteTask
+class Fence(msgspec.Struct, frozen=True):
+    """Cluster mode: the batch is written by the owner of ``(kind, identity)`` at
+    ``epoch``. One upsert into ``tocsin_fences``, placed first in the batch; the store
+    refuses it (:class:`~tocsin.errors.FencedError`, the whole batch with it) when a
+    newer epoch was written before: a zombie owner changes nothing."""
+
+    kind: str
+    identity: str
+    epoch: int
+
+
+Op = PutState | DeleteState | UpsertTask | DeleteTask | Fence
 
 
 class DueActor(msgspec.Struct, frozen=True):

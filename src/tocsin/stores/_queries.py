@@ -12,12 +12,14 @@ import itertools
 import re
 from typing import Final
 
-from ._protocols import DeleteState, DeleteTask, PutState, UpsertTask
+from ._protocols import DeleteState, DeleteTask, Fence, PutState, UpsertTask
 
 __all__ = [
     "COLUMNS",
     "DUE_ACTORS",
     "DUE_TASKS",
+    "FENCED_MESSAGE",
+    "FENCED_SQLSTATE",
     "FIND_TASKS",
     "GET_STATE",
     "GET_TASK",
@@ -51,7 +53,17 @@ WRITES: Final[dict[type, str]] = {
         "ON CONFLICT (kind, identity, key) DO UPDATE SET value = excluded.value"
     ),
     DeleteState: "DELETE FROM tocsin_state WHERE kind = ? AND identity = ? AND key = ?",
+    # Cluster fencing: the trigger on tocsin_fences refuses an epoch going back, which
+    # aborts the whole batch inside the store's own transaction (docs/cluster.md).
+    Fence: (
+        "INSERT INTO tocsin_fences (kind, identity, epoch) VALUES (?, ?, ?) "
+        "ON CONFLICT (kind, identity) DO UPDATE SET epoch = excluded.epoch"
+    ),
 }
+
+#: What the fence triggers say (SQLite's RAISE message; PostgreSQL's SQLSTATE too).
+FENCED_MESSAGE: Final = "tocsin fenced"
+FENCED_SQLSTATE: Final = "T0C51"
 
 GET_STATE: Final = "SELECT value FROM tocsin_state WHERE kind = ? AND identity = ? AND key = ?"
 GET_TASK: Final = f"{_SELECT_TASKS} WHERE kind = ? AND identity = ? AND id = ?"

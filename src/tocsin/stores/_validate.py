@@ -15,7 +15,7 @@ from collections.abc import Sequence
 from typing import Final
 
 from ..errors import StoreError
-from ._protocols import DeleteState, DeleteTask, Op, PutState, TaskRow, UpsertTask
+from ._protocols import DeleteState, DeleteTask, Fence, Op, PutState, TaskRow, UpsertTask
 
 __all__ = ["TASK_STATES", "validate_ops"]
 
@@ -44,9 +44,15 @@ def validate_ops(ops: Sequence[Op]) -> None:
             _keys(where, op.kind, op.identity, ("key", op.key))
         elif isinstance(op, DeleteTask):
             _keys(where, op.kind, op.identity, ("id", op.id))
+        elif isinstance(op, Fence):
+            _text(f"{where}.kind", op.kind)
+            _text(f"{where}.identity", op.identity)
+            if type(op.epoch) is not int or not 1 <= op.epoch <= 2**63 - 1:
+                raise StoreError(f"{where}.epoch must be an int in [1, 2**63-1], got {op.epoch!r}")
         else:
             raise StoreError(
-                f"{where} must be PutState, DeleteState, UpsertTask or DeleteTask, got {type(op)!r}"
+                f"{where} must be PutState, DeleteState, UpsertTask, DeleteTask or Fence, "
+                f"got {type(op)!r}"
             )
 
 

@@ -12,8 +12,18 @@ from typing import final
 
 import msgspec
 
+from ..errors import FencedError
 from ._ownership import Holder, ownership_error
-from ._protocols import DeleteState, DeleteTask, DueActor, Op, PutState, TaskRow, TaskState
+from ._protocols import (
+    DeleteState,
+    DeleteTask,
+    DueActor,
+    Fence,
+    Op,
+    PutState,
+    TaskRow,
+    TaskState,
+)
 from ._validate import validate_ops
 
 __all__ = ["MemoryStore"]
@@ -39,6 +49,7 @@ class MemoryStore:
     def __init__(self) -> None:
         self._tasks: dict[_Key, TaskRow] = {}
         self._state: dict[_Key, bytes] = {}
+        self._fences: dict[tuple[str, str], int] = {}
         self._owned = False
         self._watchers: list[Callable[[], None]] = []
 
@@ -87,8 +98,16 @@ class MemoryStore:
     async def apply(self, ops: Sequence[Op]) -> None:
         """Apply a batch atomically: all ops, in order, or (on :class:`StoreError`) none."""
         validate_ops(ops)
+        for op in ops:  # the fence check of the SQL stores' trigger, before any write
+            if isinstance(op, Fence) and self._fences.get((op.kind, op.identity), 0) > op.epoch:
+                raise FencedError(
+                    f"memory store: tocsin fenced: epoch {op.epoch} < "
+                    f"{self._fences[op.kind, op.identity]} for {op.kind}/{op.identity}"
+                )
         for op in ops:
-            if isinstance(op, PutState):
+            if isinstance(op, Fence):
+                self._fences[op.kind, op.identity] = op.epoch
+            elif isinstance(op, PutState):
                 self._state[op.kind, op.identity, op.key] = op.value
             elif isinstance(op, DeleteState):
                 self._state.pop((op.kind, op.identity, op.key), None)

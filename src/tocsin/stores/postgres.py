@@ -25,12 +25,13 @@ from urllib.parse import urlsplit, urlunsplit
 
 import msgspec
 
-from ..errors import StoreError
+from ..errors import FencedError, StoreError
 from . import _queries as q
 from ._postgres_session import CHANGES_CHANNEL, Session
 from ._protocols import (
     DeleteTask,
     DueActor,
+    Fence,
     Op,
     PutState,
     TaskRow,
@@ -78,6 +79,8 @@ def _params(op: Op) -> tuple[Any, ...]:
         return (op.kind, op.identity, op.id)
     if isinstance(op, PutState):
         return (op.kind, op.identity, op.key, op.value)
+    if isinstance(op, Fence):
+        return (op.kind, op.identity, op.epoch)
     return (op.kind, op.identity, op.key)
 
 
@@ -304,6 +307,8 @@ class PostgresStore:
         try:
             yield
         except (asyncpg.PostgresError, asyncpg.InterfaceError, OSError, TimeoutError) as exc:
+            if getattr(exc, "sqlstate", None) == q.FENCED_SQLSTATE:
+                raise FencedError(f"PostgreSQL store {self.url}: {what} refused: {exc}") from exc
             raise StoreError(f"PostgreSQL store {self.url}: {what} failed: {exc}") from exc
 
 

@@ -48,12 +48,13 @@ from typing import Any, Final, Literal, TypeVar, final
 
 import msgspec
 
-from ..errors import StoreError
+from ..errors import FencedError, StoreError
 from . import _queries as q
 from ._ownership import OWNER_SUFFIX, FileLock
 from ._protocols import (
     DeleteTask,
     DueActor,
+    Fence,
     Op,
     PutState,
     TaskRow,
@@ -106,6 +107,8 @@ def _params(op: Op) -> tuple[Any, ...]:
         return (op.kind, op.identity, op.id)
     if isinstance(op, PutState):
         return (op.kind, op.identity, op.key, op.value)
+    if isinstance(op, Fence):
+        return (op.kind, op.identity, op.epoch)
     return (op.kind, op.identity, op.key)
 
 
@@ -119,6 +122,8 @@ def _store_error(what: str, path: str, exc: BaseException) -> StoreError:
     A function, not a ``@contextmanager``: a generator-based ``with`` costs ~1.5 µs on
     every store call, a ``try`` costs nothing until it catches.
     """
+    if isinstance(exc, sqlite3.IntegrityError) and q.FENCED_MESSAGE in str(exc):
+        return FencedError(f"SQLite store {path!r}: {what} refused: {exc}")
     return StoreError(f"SQLite store {path!r}: {what} failed: {exc}")
 
 

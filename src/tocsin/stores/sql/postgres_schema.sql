@@ -52,3 +52,25 @@ CREATE TABLE IF NOT EXISTS tocsin_owner (
     host      text,
     pid       integer
 );
+
+-- Cluster fencing (docs/cluster.md): the newest ownership epoch written for each durable
+-- identity. Every batch of a cluster owner begins with an upsert of its epoch here; the
+-- trigger aborts the transaction (SQLSTATE T0C51) when the epoch goes back, so a zombie
+-- owner that lost its lease writes nothing.
+CREATE TABLE IF NOT EXISTS tocsin_fences (
+    kind     text COLLATE "C" NOT NULL,
+    identity text COLLATE "C" NOT NULL,
+    epoch    bigint NOT NULL,
+    PRIMARY KEY (kind, identity)
+);
+CREATE OR REPLACE FUNCTION tocsin_fence() RETURNS trigger LANGUAGE plpgsql AS $$
+BEGIN
+    IF NEW.epoch < OLD.epoch THEN
+        RAISE EXCEPTION 'tocsin fenced: epoch % < %', NEW.epoch, OLD.epoch
+            USING ERRCODE = 'T0C51';
+    END IF;
+    RETURN NEW;
+END $$;
+DROP TRIGGER IF EXISTS tocsin_fence ON tocsin_fences;
+CREATE TRIGGER tocsin_fence BEFORE UPDATE OF epoch ON tocsin_fences
+    FOR EACH ROW EXECUTE FUNCTION tocsin_fence();

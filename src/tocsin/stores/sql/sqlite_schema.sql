@@ -47,3 +47,17 @@ CREATE TABLE IF NOT EXISTS tocsin_state (
 ) WITHOUT ROWID;
 
 PRAGMA user_version = 2;
+
+-- Cluster fencing (docs/cluster.md): the newest ownership epoch written for each durable
+-- identity. Every batch of a cluster owner begins with an upsert of its epoch here; the
+-- trigger aborts the batch (and so the store's transaction) when the epoch goes back,
+-- so a zombie owner that lost its lease writes nothing.
+CREATE TABLE IF NOT EXISTS tocsin_fences (
+    kind     TEXT NOT NULL,
+    identity TEXT NOT NULL,
+    epoch    INTEGER NOT NULL,
+    PRIMARY KEY (kind, identity)
+) WITHOUT ROWID;
+CREATE TRIGGER IF NOT EXISTS tocsin_fence BEFORE UPDATE OF epoch ON tocsin_fences
+WHEN NEW.epoch < OLD.epoch
+BEGIN SELECT RAISE(ABORT, 'tocsin fenced: a newer epoch owns this identity'); END;

@@ -1,0 +1,105 @@
+# SPDX-License-Identifier: Apache-2.0
+"""Cluster-wide durable actors: the directory behind the durable runtime's ownership gate.
+
+The durable layer asks two questions (:class:`~tocsin.durable._ownership.OwnershipGate`):
+
+* ``claim``: an activation is about to start here. A live owner in the directory keeps the
+  identity (the messages are forwarded to it; it never forwards further, so there is no
+  loop); otherwise this node claims it by compare-and-set, the epoch growing by one, and
+  activates with that epoch. A node without a live lease claims nothing.
+* ``may_run``: the due-task poll found work for an identity. Only its live owner arms the
+  alarm, or, when its owner is gone, the node the rendezvous hash prefers: two nodes never
+  race to run one passivated identity's tasks (and if their views of the members differ
+  for a moment, the compare-and-set still lets only one activate).
+
+Nodes of one process on ``memory://`` without remoting reach each other through
+:data:`_IN_PROCESS` (address -> that system's path lookup), as the contract promises.
+"""
+
+from __future__ import annotations
+
+from collections.abc import Callable
+from typing import TYPE_CHECKING, final
+
+from ..durable._ownership import Claim
+from ._placement import rendezvous_owner
+
+if TYPE_CHECKING:
+    from ..actor._pid import PID
+    from ._node import ClusterNode
+
+__all__ = ["ClusterOwnership", "durable_path", "in_process_pid", "register_in_process"]
+
+#: Systems of this process on a memory:// cluster without remoting, by address.
+_IN_PROCESS: dict[str, Callable[[str], PID | None]] = {}
+
+
+def durable_path(kind: str, identity: str) -> str:
+    """The path of a durable identity's PID on every node."""
+    return f"/durable/{kind}/{identity}"
+
+
+def register_in_process(address: str, lookup: Callable[[str], PID | None]) -> Callable[[], None]:
+    """Make this process's system at ``address`` reachable by its in-process peers;
+    returns the unregister function."""
+    _IN_PROCESS[address] = lookup
+
+    def remove() -> None:
+        if _IN_PROCESS.get(address) is lookup:
+            del _IN_PROCESS[address]
+
+    return remove
+
+
+def in_process_pid(address: str, path: str) -> PID | None:
+    """The PID at ``path`` of the in-process system at ``address`` (None if not here)."""
+    lookup = _IN_PROCESS.get(address)
+    return None if lookup is None else lookup(path)
+
+
+@final
+class ClusterOwnership:
+    """The :class:`~tocsin.durable._ownership.OwnershipGate` of one cluster node.
+
+    Args:
+        node: this node's cluster side.
+        pid_at: the PID at ``(address, path)`` of another node (remoting, or in-process).
+    """
+
+    def __init__(self, node: ClusterNode, pid_at: Callable[[str, str], PID | None]) -> None:
+        self._node = node
+        self._pid_at = pid_at
+
+    def owner_pid(self, node: str, kind: str, identity: str) -> PID | None:
+        """The identity's PID at ``node`` (None if ``node`` is not a known live member)."""
+        address = self._node.membership.address_of(node)
+        if address is None:
+            return None
+        return self._pid_at(address, durable_path(kind, identity))
+
+    async def claim(self, kind: str, identity: str) -> Claim:
+        directory = self._node.directory
+        entry = await self._node.coordinator.owner(kind, identity)
+        if entry is None or not entry.alive:
+            # Free (never owned, or its owner's lease is gone): compare-and-set it here.
+            entry = await directory.acquire(kind, identity, previous=entry)
+        if entry is None:
+            return Claim(None)  # no lease here: nothing may activate on this node
+        if directory.mine(entry):
+            return Claim(entry.epoch)
+        return Claim(None, self.owner_pid(entry.node, kind, identity))
+
+    def fenced(self, kind: str, identity: str) -> None:
+        self._node.count_fenced_write()
+
+    async def may_run(self, kind: str, identity: str) -> bool:
+        membership = self._node.membership
+        if not membership.holds_lease():
+            return False
+        entry = await self._node.coordinator.owner(kind, identity)
+        if entry is not None and entry.alive:
+            return self._node.directory.mine(entry)
+        names = membership.member_names()
+        if entry is not None:  # its owner's lease is gone, even if the view lags
+            names = [name for name in names if name != entry.node or name == membership.name]
+        return rendezvous_owner(kind, identity, names) == membership.name
