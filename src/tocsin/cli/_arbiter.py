@@ -36,6 +36,7 @@ import os
 import select
 import signal
 import sys
+import traceback
 from dataclasses import dataclass
 from typing import Final, NoReturn, final
 
@@ -228,6 +229,11 @@ class Arbiter:
                     os.close(other.status_fd)
             set_log_role(f"worker {spec.number}")
         except BaseException:
+            # Logging may be what failed: the traceback goes straight to stderr, so an
+            # exit here is never silent (the arbiter then logs the exit status).
+            with contextlib.suppress(BaseException):
+                traceback.print_exc()
+                sys.stderr.flush()
             os._exit(_worker.EXIT_FAILED)
         try:
             # A name is imported here, after the fork: each worker runs the code on disk now.
