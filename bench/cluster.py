@@ -196,7 +196,9 @@ async def _bare(backend: str, url: str, tmp: str, n: int) -> list[float]:
 
         pool = await asyncpg.create_pool(url, min_size=1, max_size=4)
         table_name = "bare_" + uuid.uuid4().hex[:8]
-        await pool.execute(f"CREATE TABLE {table_name} (key text PRIMARY KEY, node text, expires float8)")
+        await pool.execute(
+            f"CREATE TABLE {table_name} (key text PRIMARY KEY, node text, expires float8)"
+        )
         sql = f"INSERT INTO {table_name} VALUES ($1, $2, $3) ON CONFLICT DO NOTHING"
         for i in range(n):
             t0 = clock()
@@ -332,7 +334,9 @@ def report(args: Any, runs: Runs) -> dict[str, Any]:
             ] = values[-1] <= lease + 0.5
     print(table(["coordinator", "lease s", "median s", "min s", "max s"], failover_rows))
     print()
-    print(table(["target (measured)", "met"], [(k, "yes" if v else "NO") for k, v in targets.items()]))
+    print(
+        table(["target (measured)", "met"], [(k, "yes" if v else "NO") for k, v in targets.items()])
+    )
     return {"bench": "cluster", "ratios": ratios, "targets": targets}
 
 

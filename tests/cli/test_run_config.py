@@ -31,13 +31,13 @@ def sync_main(system: tocsin.ActorSystem) -> None:
     del system
 
 
-def test_defaults_are_one_worker_per_core_and_one_sqlite_file_per_worker(tmp_path: Path) -> None:
+def test_defaults_are_one_worker_per_core_sharing_one_sqlite_store(tmp_path: Path) -> None:
     config = make_config("app:main", run_dir=tmp_path)
     assert config.workers == default_workers() >= 1
-    assert config.store == f"sqlite:///{tmp_path}/worker-{{worker}}.db"
+    assert config.store == f"sqlite:///{tmp_path}/store.db"
     spec = config.worker_spec(2, "s" * 64)
     assert spec.name == "tocsin-2"
-    assert spec.store == f"sqlite:///{tmp_path}/worker-2.db"
+    assert spec.store == config.worker_spec(1, "s" * 64).store == config.store
     assert spec.listen == f"unix://{tmp_path}/worker-2.sock"
     assert spec.coordinator == f"sqlite:///{tmp_path}/coordinator.db"
 
@@ -74,17 +74,25 @@ def test_restart_backoff_must_be_min_then_max() -> None:
         make_config("app:main", workers=1, restart_backoff=(0, 1))
 
 
-def test_a_store_shared_by_several_workers_is_refused_outside_cluster_mode(
-    tmp_path: Path,
-) -> None:
+def test_every_worker_gets_the_one_store_given(tmp_path: Path) -> None:
     url = f"sqlite:///{tmp_path}/app.db"
-    with pytest.raises(RunUsageError, match=r"shared by 2 workers.*\{worker\}"):
+    config = make_config("app:main", workers=2, store=url)
+    assert config.worker_spec(1, "s").store == config.worker_spec(2, "s").store == url
+    pg = "postgresql://app@db/app"
+    assert make_config("app:main", workers=3, store=pg).worker_spec(3, "s").store == pg
+
+
+def test_a_per_worker_store_is_refused_since_workers_share_one(tmp_path: Path) -> None:
+    per_worker = f"sqlite:///{tmp_path}/app-{{worker}}.db"
+    with pytest.raises(RunUsageError, match=r"contains \{worker\}: the workers share one"):
+        make_config("app:main", workers=2, store=per_worker)
+
+
+@pytest.mark.parametrize("url", ["memory://", "sqlite://:memory:"])
+def test_a_process_private_store_is_refused_for_several_workers(url: str) -> None:
+    with pytest.raises(RunUsageError, match=r"private to each process, and 2 workers"):
         make_config("app:main", workers=2, store=url)
     assert make_config("app:main", workers=1, store=url).store == url
-    per_worker = f"sqlite:///{tmp_path}/app-{{worker}}.db"
-    config = make_config("app:main", workers=2, store=per_worker)
-    assert config.worker_spec(2, "s").store == f"sqlite:///{tmp_path}/app-2.db"
-    assert make_config("app:main", workers=2, store="memory://").store == "memory://"
 
 
 def test_a_bad_store_url_is_refused_with_the_store_message() -> None:

@@ -78,15 +78,20 @@ async def durable_in_flight(system: ActorSystem) -> None:
     record("main", system)
 
 
-#: One-shot tasks per worker in ``many_tasks``, due over SPREAD seconds.
-TASKS = 150
-SPREAD = 5.0
+#: Durable identities in ``shared_work``, the one-shot tasks each seeds, and the seconds
+#: over which those tasks fall due.
+IDENTITIES = 24
+TASKS = 8
+SPREAD = 6.0
+WORKERS = 2
 
 
-class Many(DurableActor):
-    """Seeds TASKS one-shots once per store (atomically with its flag); each logs its run."""
+class Job(DurableActor):
+    """Seeds TASKS one-shots once (atomically with its flag). Each run adds its number to
+    the set ``done`` in storage (read, then write: a lost update would drop one) and
+    logs ``job:<identity>:<n>``."""
 
-    kind = "run-test-many"
+    kind = "run-test-job"
 
     async def pre_start(self, ctx: ReceiveContext) -> None:
         if await self.storage.get("seeded"):
@@ -96,15 +101,33 @@ class Many(DurableActor):
                 await self.schedule(0.05 + SPREAD * n / TASKS, "one", n, id=f"t{n}")
             await self.storage.put("seeded", True)
 
+    async def receive(self, ctx: ReceiveContext) -> None:
+        ctx.respond(ctx.system.name)
+
     async def one(self, n: int) -> None:
-        record(f"task-{n}", _worker_name)
+        done = await self.storage.get("done", frozenset())
+        await self.storage.put("done", done | {n})
+        record(f"job:{self.identity}:{n}", _worker_name)
 
 
-async def many_tasks(system: ActorSystem) -> None:
-    """Durable one-shots due over a few seconds, to be SIGKILLed in the middle of."""
+async def wait_members(system: ActorSystem, count: int) -> None:
+    """Wait (bounded) until ``count`` workers are members: placement then spreads the
+    identities over all of them instead of the first one up."""
+    for _ in range(1200):
+        if len(system.cluster.members()) >= count:
+            return
+        await asyncio.sleep(0.05)
+
+
+async def shared_work(system: ActorSystem) -> None:
+    """Every worker activates the same IDENTITIES durable jobs (an ask reaches each one's
+    single activation, wherever rendezvous hashing placed it)."""
     global _worker_name
     _worker_name = system.name
-    await system.durable(Many, "many")
+    await wait_members(system, WORKERS)
+    for i in range(IDENTITIES):
+        pid = await system.durable(Job, f"job-{i}")
+        await pid.ask("hello", timeout=30)
     record("main", system)
 
 

@@ -10,13 +10,14 @@ file) and ``/proc``. Waits are bounded polls of real time; assertions are about 
 
 from __future__ import annotations
 
+import asyncio
 import os
 import re
 import signal
 import subprocess
 import sys
 import time
-from collections.abc import Iterator
+from collections.abc import Callable, Iterator
 from datetime import datetime
 from pathlib import Path
 
@@ -173,38 +174,52 @@ def test_sigterm_stops_every_worker_within_the_grace_and_exits_0(
     assert "SIGKILL" not in run.text
 
 
+def events_of(run: Run) -> list[tuple[str, str, int]]:
+    """``(event, worker system name, os pid)`` rows the application recorded so far."""
+    text = run.events.read_text() if run.events.exists() else ""
+    return [(event, name, int(pid)) for event, name, pid, _ in map(str.split, text.splitlines())]
+
+
+def wait_events(run: Run, done: Callable[[list[tuple[str, str, int]]], bool]) -> None:
+    """Poll the application's events until ``done(events)``; fail after WAIT seconds."""
+    deadline = time.monotonic() + WAIT
+    while time.monotonic() < deadline:
+        if done(events_of(run)):
+            return
+        time.sleep(0.05)
+    run.close()
+    pytest.fail(f"events never matched: {events_of(run)}\n{run.text}")
+
+
 def test_durable_run_in_flight_at_sigterm_is_interrupted_and_runs_again_next_time(
     tmp_path: Path, runs: list[Run]
 ) -> None:
     """The task sleeps 60 s; the stop (grace 5 s) cuts it short, exit 0; the next run of
-    the same run directory (same per-worker stores) runs it again."""
+    the same run directory (the same shared store) runs it again, on whichever worker
+    owns the identity then. The workers share one store, so the one identity has one
+    activation: one run in each of the two runs."""
     first = Run(tmp_path, "_run_app:durable_in_flight", "--workers", "2", "--stop-timeout", "5")
     runs.append(first)
     first.ready_pids(2)
-    deadline = time.monotonic() + WAIT
-    while time.monotonic() < deadline:
-        events = first.events.read_text() if first.events.exists() else ""
-        if events.count("work-start") == 2:
-            break
-        time.sleep(0.05)
-    else:
-        pytest.fail(f"the durable tasks did not start: {events!r}\n{first.text}")
+    wait_events(first, lambda rows: any(e == "work-start" for e, _, _ in rows))
     first.signal(signal.SIGTERM)
     assert first.wait_exit() == 0, first.text
     first.close()
+    rows = events_of(first)
+    assert [e for e, _, _ in rows].count("work-start") == 1, rows
+    before = len(rows)
 
     second = Run(tmp_path, "_run_app:durable_in_flight", "--workers", "2", "--stop-timeout", "5")
     runs.append(second)
     second.ready_pids(2)
-    deadline = time.monotonic() + WAIT
-    while time.monotonic() < deadline and second.events.read_text().count("work-start") < 4:
-        time.sleep(0.05)
-    lines = [line.split() for line in second.events.read_text().splitlines()]
-    starts = sorted(name for event, name, *_ in lines if event == "work-start")
-    assert starts == ["tocsin-1", "tocsin-1", "tocsin-2", "tocsin-2"], lines
-    assert not any(event == "work-done" for event, *_ in lines)
+    # The task is due already (it never finished): the owner's activation or the due-task
+    # poll runs it; the stopped workers left the cluster, so nothing waits for a lease.
+    wait_events(second, lambda rows: [e for e, _, _ in rows[before:]].count("work-start") >= 1)
     second.signal(signal.SIGTERM)
     assert second.wait_exit() == 0, second.text
+    rows = events_of(second)
+    assert [e for e, _, _ in rows].count("work-start") == 2, rows
+    assert not any(e == "work-done" for e, _, _ in rows)
 
 
 def test_sighup_restarts_the_workers_one_at_a_time(tmp_path: Path, runs: list[Run]) -> None:
@@ -380,47 +395,93 @@ def test_sigterm_while_workers_start_still_stops_them_cleanly(
     assert "killed" not in run.text
 
 
+def job_runs(run: Run) -> list[tuple[str, str, int]]:
+    """``(job:<identity>:<n>, worker name, pid)`` rows of ``_run_app.shared_work``."""
+    return [row for row in events_of(run) if row[0].startswith("job:")]
+
+
+def every_job() -> set[str]:
+    import _run_app
+
+    return {f"job:job-{i}:{n}" for i in range(_run_app.IDENTITIES) for n in range(_run_app.TASKS)}
+
+
+def every_done() -> dict[str, object]:
+    """What ``stored_done`` must find: every identity's set holds every task number."""
+    import _run_app
+
+    return {f"job-{i}": frozenset(range(_run_app.TASKS)) for i in range(_run_app.IDENTITIES)}
+
+
+async def stored_done(run_dir: Path) -> dict[str, object]:
+    """Each identity's ``done`` set as the shared store holds it (opened read-only)."""
+    import _run_app
+
+    from tocsin._codec import decode
+    from tocsin.stores.sqlite import SQLiteStore
+
+    store = SQLiteStore(str(run_dir / "store.db"), read_only=True)
+    await store.open()
+    try:
+        done: dict[str, object] = {}
+        for i in range(_run_app.IDENTITIES):
+            raw = await store.get_state(_run_app.Job.kind, f"job-{i}", "done")
+            done[f"job-{i}"] = decode(raw) if raw is not None else None
+        return done
+    finally:
+        await store.close()
+
+
+def test_two_workers_share_durable_work_and_each_task_runs_exactly_once(
+    tmp_path: Path, runs: list[Run]
+) -> None:
+    """24 identities placed by rendezvous hashing over the two workers: both run some,
+    and with no failure every task runs exactly once, on the worker owning its identity."""
+
+    run = Run(tmp_path, "_run_app:shared_work", "--workers", "2")
+    runs.append(run)
+    run.ready_pids(2)
+    wait_events(run, lambda rows: {e for e, _, _ in rows} >= every_job())
+    run.signal(signal.SIGTERM)
+    assert run.wait_exit() == 0, run.text
+    rows = job_runs(run)
+    assert sorted(e for e, _, _ in rows) == sorted(every_job())  # each exactly once
+    owners: dict[str, set[str]] = {}
+    for event, name, _ in rows:
+        owners.setdefault(event.split(":")[1], set()).add(name)
+    assert all(len(names) == 1 for names in owners.values()), owners  # one activation each
+    per_worker = {w: sum(1 for _, name, _ in rows if name == w) for w in ("tocsin-1", "tocsin-2")}
+    assert all(count > 0 for count in per_worker.values()), per_worker
+    assert asyncio.run(stored_done(run.run_dir)) == every_done()
+
+
 def test_a_worker_sigkilled_mid_run_is_replaced_and_loses_no_durable_task(
     tmp_path: Path, runs: list[Run]
 ) -> None:
-    """Until cluster mode a worker's number is its store: the replacement reopens it and
-    runs every task the killed one had not finished (at-least-once: repeats allowed)."""
-    import _run_app
+    """SIGKILL worker 2 while its identities' tasks fall due: its replacement (or worker
+    1) claims them once the killed incarnation's lease is gone, and every task runs
+    (at-least-once: a task the killed worker ran but had not marked done may run again).
+    No update is lost: each identity's stored ``done`` set holds every task number."""
 
-    run = Run(tmp_path, "_run_app:many_tasks", "--workers", "2")
+    run = Run(tmp_path, "_run_app:shared_work", "--workers", "2")
     runs.append(run)
     before = run.ready_pids(2)
-
-    def task_runs() -> list[tuple[str, str, int]]:
-        text = run.events.read_text() if run.events.exists() else ""
-        rows = [line.split() for line in text.splitlines()]
-        return [(event, name, int(pid)) for event, name, pid, _ in rows if event != "main"]
-
-    deadline = time.monotonic() + WAIT
-    while time.monotonic() < deadline:
-        if sum(1 for _, name, _ in task_runs() if name == "tocsin-2") >= 10:
-            break
-        time.sleep(0.02)
+    wait_events(
+        run, lambda rows: sum(1 for e, n, _ in rows if n == "tocsin-2" and e[:4] == "job:") > 4
+    )
     os.kill(before[2], signal.SIGKILL)
     run.wait_for(rf"worker 2 \(pid {before[2]}\) was killed by SIGKILL")
     run.wait_for(r"worker 2 \(pid \d+\) ready", count=2)
-    expected = {f"task-{n}" for n in range(_run_app.TASKS)}
-    deadline = time.monotonic() + WAIT
-    while time.monotonic() < deadline:
-        done = {
-            name: {e for e, nm, _ in task_runs() if nm == name} for name in ("tocsin-1", "tocsin-2")
-        }
-        if all(tasks == expected for tasks in done.values()):
-            break
-        time.sleep(0.05)
-    for name, tasks in done.items():
-        assert tasks == expected, (name, sorted(expected - tasks))
-    # The killed worker ran some, its replacement the rest.
-    pids = {pid for _, name, pid in task_runs() if name == "tocsin-2"}
-    assert before[2] in pids
-    assert len(pids) == 2
+    wait_events(run, lambda rows: {e for e, _, _ in rows} >= every_job())
     run.signal(signal.SIGTERM)
     assert run.wait_exit() == 0, run.text
+    rows = job_runs(run)
+    assert {e for e, _, _ in rows} == every_job()
+    killed = {e.split(":")[1] for e, _, pid in rows if pid == before[2]}
+    assert killed, rows  # the killed worker did own some identities ...
+    later = {e.split(":")[1] for e, _, pid in rows if pid != before[2]}
+    assert killed & later, rows  # ... and some of them ran on after its death, elsewhere
+    assert asyncio.run(stored_done(run.run_dir)) == every_done()
 
 
 def wait_wedged(run: Run, count: int) -> None:

@@ -10,8 +10,8 @@ workers). Differences, and why:
   number to the pipe, so none is lost between two ``select`` calls.
 * A rolling restart (SIGHUP) stops a worker *before* starting its replacement, one at a
   time, and waits for the replacement to be ready (its ``main`` returned) before the next:
-  a worker's number names its socket, its cluster node name and (for now) its store, which two
-  processes must not hold at once. The other workers keep serving meanwhile. If a
+  a worker's number names its socket and its cluster node name, which two processes must
+  not hold at once. The other workers keep serving meanwhile. If a
   replacement fails before it is ready, the rolling restart stops there: a broken
   deploy takes down one worker, not all of them.
 * A worker that exits less than :data:`STABLE_AFTER` seconds after it started is crash

@@ -55,10 +55,10 @@ def run(
             object runs the code this process holds.
         workers: number of worker processes (default: one per core available).
         name: prefix of the workers' system names; also the default run directory's name.
-        store: durable store URL. Default: one SQLite file per worker in the run
-            directory. Until cluster-wide durable actors are wired, several workers cannot
-            share a store: with more than one, put ``{worker}`` in it (replaced by the
-            worker number), e.g. ``"sqlite:///data/app-{worker}.db"``.
+        store: the durable store URL every worker shares (``sqlite:///…`` on this
+            machine, ``postgresql://…``). Default: ``sqlite:///<run_dir>/store.db``. Each
+            durable identity is active on one worker at a time (placed by rendezvous
+            hashing over the live workers) and its writes are fenced by its claim.
         coordinator: the cluster coordinator URL the workers join (membership, cron once
             per tick across them); default ``sqlite:///<run_dir>/coordinator.db``.
         run_dir: directory for the lock, the per-run secret (mode 0600), sockets and the
@@ -124,8 +124,7 @@ def register(subparsers: argparse._SubParsersAction[argparse.ArgumentParser]) ->
     parser.add_argument(
         "--store",
         default=None,
-        help="store URL; {worker} is replaced by the worker number "
-        "(default: sqlite:///RUN_DIR/worker-{worker}.db)",
+        help="durable store URL shared by every worker (default: sqlite:///RUN_DIR/store.db)",
     )
     parser.add_argument(
         "--coordinator",

@@ -55,7 +55,7 @@ class RunUsageError(ValueError):
 class RunConfig:
     """The checked settings of one run (see :func:`tocsin.run` for each field's meaning).
 
-    ``store`` may contain ``{worker}``, replaced by each worker's number.
+    Every worker uses the same ``store`` and ``coordinator``.
     """
 
     target: str
@@ -77,7 +77,7 @@ class RunConfig:
         return _worker.WorkerSpec(
             number=number,
             name=f"{self.name}-{number}",
-            store=self.store.replace("{worker}", str(number)),
+            store=self.store,
             listen=f"unix://{self.run_dir / f'worker-{number}.sock'}",
             coordinator=self.coordinator,
             secret=secret,
@@ -137,22 +137,22 @@ def make_config(
     if coordinator is None:
         coordinator = f"sqlite:///{directory / 'coordinator.db'}"
     if store is None:
-        per_worker = "store.db" if _worker.SHARED_STORE_READY else "worker-{worker}.db"
-        store = f"sqlite:///{directory / per_worker}"
-    elif (
-        workers > 1
-        and "{worker}" not in store
-        and not store.startswith("memory:")
-        and not _worker.SHARED_STORE_READY
-    ):
+        store = f"sqlite:///{directory / 'store.db'}"
+    elif "{worker}" in store:
+        # Earlier releases kept one store per worker; now the workers are one cluster and
+        # an identity moves between them, so its state must be in the store they share.
         raise RunUsageError(
-            f"`store` {store!r} would be shared by {workers} workers, and cluster-wide durable "
-            "actors are not wired yet (two workers could run one task); put {worker} in it "
-            "for one store per worker "
-            "(e.g. sqlite:///data/app-{worker}.db) or run 1 worker"
+            f"`store` {store!r} contains {{worker}}: the workers share one durable store "
+            "(an identity may move from one worker to another); give one URL without "
+            "{worker}, e.g. sqlite:///data/app.db or postgresql://db/app"
+        )
+    elif workers > 1 and (store.startswith("memory:") or ":memory:" in store):
+        raise RunUsageError(
+            f"`store` {store!r} is private to each process, and {workers} workers must share "
+            "their durable store; use a SQLite file or PostgreSQL, or run 1 worker"
         )
     try:
-        open_store(store.replace("{worker}", "1"))  # validates; opens nothing
+        open_store(store)  # validates; opens nothing
     except InvalidStoreURLError as exc:
         raise RunUsageError(f"`store`: {exc}") from None
     try:

@@ -16,9 +16,11 @@ process from a watchdog thread, which does not need the event loop to be respons
 a worker whose loop is wedged (a handler blocking it) still ends when its arbiter dies.
 A wedged worker cannot run its SIGTERM handler; a living arbiter SIGKILLs it instead.
 Durable task runs cut short by a stop or a kill are not marked done, so they run again
-(at-least-once) when that worker's store is opened next.
+(at-least-once): every worker shares one durable store, and the identity is claimed again
+(by this worker's replacement or another worker) once the stopped one has left the
+cluster or its lease has run out.
 
-Everything cluster-related is in :func:`build_system` and :data:`SHARED_STORE_READY`.
+Everything cluster-related is in :func:`build_system`.
 """
 
 from __future__ import annotations
@@ -45,7 +47,6 @@ __all__ = [
     "EXIT_FAILED",
     "EXIT_OK",
     "EXIT_STOP_OVERRAN",
-    "SHARED_STORE_READY",
     "ActorSystem",
     "WorkerSpec",
     "build_system",
@@ -58,12 +59,6 @@ __all__ = [
 ]
 
 log = logging.getLogger("tocsin.run")
-
-#: Whether the workers may share one durable store. Not yet: cluster-wide durable actors
-#: (directory routing and epoch fencing in the stores) are not wired into ActorSystem,
-#: so two workers on one store could both run a task. Until then each worker keeps its
-#: own store; flip this when they are (the default store becomes one shared file).
-SHARED_STORE_READY: Final = False
 
 EXIT_OK: Final = 0
 #: The system failed to start or ``main`` raised: the arbiter restarts it with backoff.
@@ -101,8 +96,10 @@ def build_system(spec: WorkerSpec) -> ActorSystem:
     A cluster node: remoting on its Unix socket (``unix://RUN_DIR/worker-N.sock``,
     authenticated with the run's secret), so an actor on another worker is reached by its
     PID string; membership and cron claims through the coordinator, so a cron schedule
-    fires once per tick across the workers; and, until :data:`SHARED_STORE_READY`, its
-    own durable store.
+    fires once per tick across the workers; and the run's one durable store, shared by
+    every worker: each durable identity is active on one worker at a time (the
+    directory's claim, placed by rendezvous hashing), and its writes are fenced by the
+    claim's epoch, so a worker that lost its claim cannot change the identity's state.
     """
     return ActorSystem(
         spec.name,
