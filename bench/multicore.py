@@ -4,18 +4,21 @@
 Configurations (each in a fresh process, interleaved, median of 3):
 
 * ``durable/<W>w``: ``--tasks`` durable tasks of ~1 ms CPU each (a pure-Python loop
-  calibrated once in the parent), split evenly over W workers, each queueing its share
-  on 16 durable actors of its own SQLite store and running them. Throughput = tasks /
-  (last worker done − go signal).
+  calibrated once in the parent) on ``--identities`` durable identities of one cluster:
+  the W workers share the run's SQLite store and rendezvous hashing places the
+  identities over them (activated before the go signal; the activation time, directory
+  claims on the SQLite coordinator, is reported apart). Each worker queues the tasks of
+  its share of identities (a remote ask when another worker owns one); each task runs
+  on its identity's owner. Throughput = tasks / (last task run − go signal).
 * ``actor/<W>w``: ``--messages`` tells to 16 counter actors per worker, split over W
   workers, timed from the go signal until the last worker processed its share.
-* ``sqlite-shared/<P>p`` and ``sqlite-own/<P>p``: the limit a shared store will hit in
-  cluster mode, measured without tocsin: P processes commit ``--commits`` one-row
-  transactions (WAL, ``synchronous=NORMAL``), into one shared SQLite file or one file each.
+* ``sqlite-shared/<P>p`` and ``sqlite-own/<P>p``: the shared store's single writer,
+  measured without tocsin: P processes commit ``--commits`` one-row transactions (WAL,
+  ``synchronous=NORMAL``), into one shared SQLite file or one file each.
 
-Each worker keeps its own store (cluster-wide durable actors are not wired yet), so
-these are the figures of independent nodes on one machine: they show how far the CPU
-scales and where the single SQLite writer would stop a shared store.
+What bounds the durable speedup, as reported: the cores the workers really got (other
+processes share the machine), the placement split (the busiest worker's share of the
+tasks), and the shared store's writer (one commit at a time across the workers).
 
 Usage: ``.venv/bin/python bench/multicore.py [--quick] [--workers 2] [--tasks 4000]``.
 """
@@ -23,6 +26,7 @@ Usage: ``.venv/bin/python bench/multicore.py [--quick] [--workers 2] [--tasks 40
 from __future__ import annotations
 
 import argparse
+import contextlib
 import json
 import os
 import signal
@@ -66,6 +70,9 @@ def add_arguments(parser: argparse.ArgumentParser) -> None:
     parser.add_argument("--tasks", type=int, default=4000, help="durable tasks (default 4000)")
     parser.add_argument("--messages", type=int, default=2_000_000, help="tells (default 2M)")
     parser.add_argument("--commits", type=int, default=4000, help="raw commits per process")
+    parser.add_argument(
+        "--identities", type=int, default=256, help="durable identities (default 256)"
+    )
 
 
 def configs(args: argparse.Namespace) -> list[Config]:
@@ -76,6 +83,7 @@ def configs(args: argparse.Namespace) -> list[Config]:
     out = []
     for w in sorted({1, args.workers}):
         params = {"kind": "run", "mode": "durable", "workers": w, "total": tasks, "burn": burn_n}
+        params["identities"] = args.identities
         out.append(Config(f"durable/{w}w", params, timeout=LIMIT))
     for w in sorted({1, args.workers}):
         params = {"kind": "run", "mode": "actor", "workers": w, "total": messages, "burn": 0}
@@ -111,6 +119,7 @@ def _tocsin_run(params: dict[str, Any]) -> dict[str, Any]:
             BENCH_TOTAL=str(params["total"]),
             BENCH_WORKERS=str(workers),
             BENCH_BURN=str(params["burn"]),
+            BENCH_IDENTITIES=str(params.get("identities", 256)),
         )
         log_path = bench_dir / "arbiter.log"
         with log_path.open("wb") as log:
@@ -128,10 +137,17 @@ def _tocsin_run(params: dict[str, Any]) -> dict[str, Any]:
                 # Every worker's main has returned (the arbiter logs "ready"); the go file
                 # then starts them together.
                 _wait(lambda: log_path.read_text().count(") ready") == workers, proc)
+                load = os.getloadavg()[0]
                 go = time.time()
                 (bench_dir / "go").write_text("go")
-                _wait(lambda: len(list(bench_dir.glob("result-*.json"))) == workers, proc)
-                results = [json.loads(p.read_text()) for p in bench_dir.glob("result-*.json")]
+                if params["mode"] == "durable":
+                    _wait(lambda: _progress(bench_dir) >= params["total"], proc)
+                    time.sleep(2 * 0.05)  # one more progress file each: their final CPU
+                    pattern = "progress-*.json"
+                else:
+                    _wait(lambda: len(list(bench_dir.glob("result-*.json"))) == workers, proc)
+                    pattern = "result-*.json"
+                results = [json.loads(p.read_text()) for p in bench_dir.glob(pattern)]
             finally:
                 proc.send_signal(signal.SIGTERM)
                 code = proc.wait(60)
@@ -149,8 +165,23 @@ def _tocsin_run(params: dict[str, Any]) -> dict[str, Any]:
         "cores_used": sum(r["cpu_s"] for r in results) / elapsed,
         # Work per CPU-second: flat from 1 to N workers means no per-worker overhead lost.
         "per_cpu_s": total / sum(r["cpu_s"] for r in results),
-        "loadavg": os.getloadavg()[0],
+        # Tasks (or messages) each worker ran: placement by rendezvous hashing is uneven,
+        # and the busiest worker bounds the speedup.
+        "split": sorted(r["done"] for r in results),
+        # Activating the identities (directory claims on the coordinator), before go.
+        "activate_s": max((r.get("activate_s", 0.0) for r in results), default=0.0),
+        "loadavg": load,
     }
+
+
+def _progress(bench_dir: Path) -> int:
+    """Durable tasks run so far, over every worker's latest progress file."""
+    total = 0
+    for path in bench_dir.glob("progress-*.json"):
+        # Replaced between glob and read: the next poll sees the new one.
+        with contextlib.suppress(OSError, ValueError):
+            total += json.loads(path.read_text())["done"]
+    return total
 
 
 def _wait(condition: Any, proc: subprocess.Popen[bytes]) -> None:
@@ -222,10 +253,16 @@ def report(args: argparse.Namespace, runs: Runs) -> dict[str, Any]:
         unit = "tasks/s (~1 ms CPU each)" if group == "durable" else "tells/s"
         cores = f"{one.get('cores_used', 0):.2f} / {many.get('cores_used', 0):.2f}"
         per_cpu = f"{one.get('per_cpu_s', 0):,.0f} / {many.get('per_cpu_s', 0):,.0f}"
-        rows.append([group, unit, one.get("per_s"), many.get("per_s"), speedup, cores, per_cpu])
+        split = many.get("split") or []
+        # The speedup placement allows: all the work over the busiest worker's share.
+        bound = sum(split) / max(split) if split else None
+        load = f"{one.get('loadavg', 0):.2f} / {many.get('loadavg', 0):.2f}"
+        row = [group, unit, one.get("per_s"), many.get("per_s"), speedup, cores, per_cpu]
+        rows.append([*row, "/".join(map(str, split)), bound, load])
     print(f"\n### tocsin run: 1 worker vs {w} (medians of the runs)\n")
     headers = ["workload", "unit", "1 worker", f"{w} workers", "speedup"]
-    headers += ["cores used (1 / N)", "per CPU-second (1 / N)"]
+    headers += ["cores used (1 / N)", "per CPU-second (1 / N)", "split (N)"]
+    headers += ["placement bound", "load 1 min (1 / N)"]
     print(table(headers, rows))
     srows = []
     for name in ("sqlite-shared/1p", f"sqlite-shared/{w}p", f"sqlite-own/{w}p"):
@@ -233,6 +270,10 @@ def report(args: argparse.Namespace, runs: Runs) -> dict[str, Any]:
         srows.append([name, m.get("per_s")])
     print("\n### SQLite commits/s: one shared file vs one file per process\n")
     print(table(["configuration", "commits/s (all processes)"], srows))
+    one, many = med.get("durable/1w", {}), med.get(f"durable/{w}w", {})
+    print(f"\n### Activating {args.identities} durable identities (before go)\n")
+    arows = [["1 worker", one.get("activate_s")], [f"{w} workers", many.get("activate_s")]]
+    print(table(["configuration", "seconds (slowest worker)"], arows))
     return {"speedups": speedups, "target": {"durable_speedup_2w": 1.7}}
 
 
