@@ -234,3 +234,60 @@ def test_check_targets_reports_a_bad_messages_name_without_importing_it() -> Non
 
 
 MESSAGES = [Ping]
+
+
+def test_listen_gives_worker_n_the_port_plus_n_minus_1_and_advertise_its_host(
+    tmp_path: Path,
+) -> None:
+    config = make_config(
+        "app:main", workers=3, run_dir=tmp_path, listen="tcp://0.0.0.0:7100", advertise="10.0.0.5"
+    )
+    spec = config.worker_spec(3, "s" * 64)
+    assert spec.listen == "tcp://0.0.0.0:7102"
+    assert spec.advertise == "tcp://10.0.0.5:7102"
+    plain = make_config("app:main", workers=2, run_dir=tmp_path, listen="tcp://127.0.0.1:7100")
+    assert plain.worker_spec(1, "s").listen == "tcp://127.0.0.1:7100"
+    assert plain.worker_spec(1, "s").advertise is None
+
+
+@pytest.mark.parametrize(
+    ("listen", "message"),
+    [
+        ("unix:///tmp/x.sock", r"`listen` must be 'tcp://HOST:PORT'"),
+        ("tcp://127.0.0.1:0", r"`listen` needs a real port"),
+        ("tcp://127.0.0.1:65535", r"leaves no room for 2 ports"),
+        ("tcp://127.0.0.1", r"`listen`"),
+    ],
+)
+def test_a_bad_listen_address_is_refused(listen: str, message: str) -> None:
+    with pytest.raises(RunUsageError, match=message):
+        make_config("app:main", workers=2, listen=listen)
+
+
+def test_advertise_needs_listen_and_a_bare_host() -> None:
+    with pytest.raises(RunUsageError, match=r"`advertise` '10.0.0.5' needs `listen`"):
+        make_config("app:main", workers=1, advertise="10.0.0.5")
+    with pytest.raises(RunUsageError, match=r"`advertise` must be the host"):
+        make_config("app:main", workers=1, listen="tcp://0.0.0.0:7100", advertise="tcp://h:1")
+
+
+def test_a_shared_secret_file_is_used_as_it_is_and_must_be_private(tmp_path: Path) -> None:
+    secret = tmp_path / "cluster.secret"
+    secret.write_text("x" * 40 + "\n")
+    secret.chmod(0o644)
+    with pytest.raises(RunUsageError, match=r"has mode 0644: other users could read it"):
+        make_config("app:main", workers=1, secret_file=secret)
+    secret.chmod(0o600)
+    config = make_config("app:main", workers=1, run_dir=tmp_path / "run", secret_file=secret)
+    run_dir = open_run_dir(config.run_dir, config.secret_file)
+    try:
+        assert run_dir.secret == "x" * 40
+        assert run_dir.secret_file == secret
+        assert not (tmp_path / "run" / "secret").exists()  # nothing generated
+    finally:
+        run_dir.close()
+    secret.write_text("short")
+    with pytest.raises(RunUsageError, match=r"holds 5 characters, at least 16"):
+        make_config("app:main", workers=1, secret_file=secret)
+    with pytest.raises(RunUsageError, match=r"cannot be read"):
+        make_config("app:main", workers=1, secret_file=tmp_path / "missing")

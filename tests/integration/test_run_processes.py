@@ -13,10 +13,13 @@ from __future__ import annotations
 import asyncio
 import os
 import re
+import secrets
 import signal
+import socket
 import subprocess
 import sys
 import time
+import uuid
 from collections.abc import Callable, Iterator
 from datetime import datetime
 from pathlib import Path
@@ -632,3 +635,51 @@ def test_a_cron_schedule_registered_by_every_worker_fires_once_per_tick(
         per_tick.setdefault(tick, []).append(name)
     assert len(per_tick) >= 4, seen
     assert all(len(names) == 1 for names in per_tick.values()), per_tick
+
+
+def free_port() -> int:
+    with socket.socket() as sock:
+        sock.bind(("127.0.0.1", 0))
+        port: int = sock.getsockname()[1]
+        return port
+
+
+def test_two_machines_share_durable_work_over_tcp_with_a_shared_secret_and_postgresql(
+    tmp_path: Path, runs: list[Run], postgres_dsn: str
+) -> None:
+    """Two ``tocsin run`` arbiters stand for two machines: each listens on TCP
+    (``--listen``), both read one secret file and share a PostgreSQL store and
+    coordinator. Their workers form one cluster: the durable jobs spread over both
+    "machines", each task runs exactly once."""
+    secret = tmp_path / "cluster.secret"
+    secret.write_text(secrets.token_hex(32))
+    secret.chmod(0o600)
+    tag = uuid.uuid4().hex[:12]
+    shared = ["--coordinator", f"{postgres_dsn}?schema=c_{tag}", "--store", postgres_dsn]
+    shared += ["--secret-file", str(secret), "--workers", "1"]
+    machines = {}
+    for name in ("a", "b"):
+        listen = f"tcp://127.0.0.1:{free_port()}"
+        args = ("_run_app:shared_work", "--name", name, "--listen", listen, *shared)
+        machines[name] = Run(tmp_path / name, *args)
+        runs.append(machines[name])
+    for name, run in machines.items():
+        run.wait_for(rf"worker 1 \(pid \d+\) ready, listening on tocsin://{name}-1@127\.0\.0\.1:")
+    for run in machines.values():
+        wait_events(run, lambda rows: any(e == "main" for e, _, _ in rows))
+
+    def all_rows() -> list[tuple[str, str, int]]:
+        return [row for run in machines.values() for row in job_runs(run)]
+
+    deadline = time.monotonic() + WAIT
+    while time.monotonic() < deadline and {e for e, _, _ in all_rows()} < every_job():
+        time.sleep(0.05)
+    for run in machines.values():
+        run.signal(signal.SIGTERM)
+    for run in machines.values():
+        assert run.wait_exit() == 0, run.text
+    rows = all_rows()
+    assert sorted(e for e, _, _ in rows) == sorted(every_job()), rows  # each exactly once
+    per_machine = {w: sum(1 for _, name, _ in rows if name == w) for w in ("a-1", "b-1")}
+    assert all(count > 0 for count in per_machine.values()), per_machine
+    assert not (tmp_path / "a" / "run" / "secret").exists()  # the shared file, not a new one

@@ -34,6 +34,9 @@ def run(
     stop_timeout: float = 10.0,
     restart_backoff: tuple[float, float] = (0.5, 30.0),
     messages: str | Iterable[type] = (),
+    listen: str | None = None,
+    advertise: str | None = None,
+    secret_file: str | os.PathLike[str] | None = None,
 ) -> int:
     """Run ``main`` in ``workers`` processes until SIGTERM or SIGINT; return the exit status.
 
@@ -68,6 +71,13 @@ def run(
         restart_backoff: ``(min, max)`` seconds between restarts of a crash-looping worker.
         messages: the classes that may cross between workers besides codec-safe values
             (``Remoting(messages=...)``), or their name as ``"module:ATTR"``.
+        listen: ``"tcp://HOST:PORT"`` to listen on TCP instead of Unix sockets (worker n
+            on PORT + n - 1), so that workers of other machines can reach these.
+        advertise: the host other machines dial, when it differs from ``listen``'s (a
+            wildcard ``0.0.0.0`` needs it).
+        secret_file: a file holding the secret every machine of the cluster shares
+            (readable by its owner only, 16 characters or more); default: a fresh secret
+            per run, written to ``<run_dir>/secret``.
 
     Returns:
         0 after a clean stop (every worker exited 0 within the grace), 1 otherwise.
@@ -98,9 +108,12 @@ def run(
         stop_timeout=stop_timeout,
         restart_backoff=restart_backoff,
         messages=messages,
+        listen=listen,
+        advertise=advertise,
+        secret_file=secret_file,
     )
     setup_logging()
-    directory = open_run_dir(config.run_dir)
+    directory = open_run_dir(config.run_dir, config.secret_file)
     try:
         return Arbiter(config, main, directory).run()
     finally:
@@ -144,6 +157,21 @@ def register(subparsers: argparse._SubParsersAction[argparse.ArgumentParser]) ->
         help="classes that may cross between workers (an iterable of classes)",
     )
     parser.add_argument(
+        "--listen",
+        default=None,
+        metavar="tcp://HOST:PORT",
+        help="listen on TCP (worker n on PORT+n-1) instead of Unix sockets in RUN_DIR",
+    )
+    parser.add_argument(
+        "--advertise", default=None, metavar="HOST", help="the host other machines dial"
+    )
+    parser.add_argument(
+        "--secret-file",
+        default=None,
+        metavar="PATH",
+        help="the secret the machines of one cluster share (mode 0600; default: new per run)",
+    )
+    parser.add_argument(
         "--log-level",
         default="INFO",
         choices=("DEBUG", "INFO", "WARNING", "ERROR"),
@@ -165,8 +193,11 @@ def _command(args: argparse.Namespace) -> int:
             run_dir=args.run_dir,
             stop_timeout=args.stop_timeout,
             messages=args.messages or (),
+            listen=args.listen,
+            advertise=args.advertise,
+            secret_file=args.secret_file,
         )
-        directory = open_run_dir(config.run_dir)
+        directory = open_run_dir(config.run_dir, config.secret_file)
     except RunUsageError as exc:
         print(f"tocsin run: {exc}", file=sys.stderr)
         return EXIT_USAGE

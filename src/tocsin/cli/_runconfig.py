@@ -14,6 +14,7 @@ import logging
 import math
 import os
 import secrets
+import stat
 import sys
 from collections.abc import Callable, Coroutine, Iterable
 from dataclasses import dataclass
@@ -22,6 +23,7 @@ from typing import Any, Final
 
 from ..cluster import Cluster
 from ..errors import InvalidCoordinatorURLError, InvalidStoreURLError
+from ..remote._address import NodeAddress
 from ..stores import open_store
 from . import _worker
 from ._worker import ActorSystem
@@ -34,6 +36,7 @@ __all__ = [
     "default_workers",
     "make_config",
     "open_run_dir",
+    "read_secret_file",
     "set_log_role",
     "setup_logging",
 ]
@@ -71,14 +74,28 @@ class RunConfig:
     messages: str | tuple[type, ...] = ()
     #: Off only in the test of the portable fallback (the pipe the workers watch).
     parent_death_signal: bool = True
+    #: ``tcp://HOST:PORT``: worker n listens on PORT + n - 1 (None: Unix sockets).
+    listen: str | None = None
+    #: The host other machines dial (worker n: ``tcp://ADVERTISE:PORT + n - 1``).
+    advertise: str | None = None
+    #: A secret file shared by the machines of one cluster (None: a fresh secret per run).
+    secret_file: Path | None = None
 
     def worker_spec(self, number: int, secret: str) -> _worker.WorkerSpec:
         """The settings of worker ``number`` (1-based)."""
+        listen = f"unix://{self.run_dir / f'worker-{number}.sock'}"
+        advertise = None
+        if self.listen is not None:
+            host, port = _tcp_host_port(self.listen)
+            listen = f"tcp://{host}:{port + number - 1}"
+            if self.advertise is not None:
+                advertise = f"tcp://{self.advertise}:{port + number - 1}"
         return _worker.WorkerSpec(
             number=number,
             name=f"{self.name}-{number}",
             store=self.store,
-            listen=f"unix://{self.run_dir / f'worker-{number}.sock'}",
+            listen=listen,
+            advertise=advertise,
             coordinator=self.coordinator,
             secret=secret,
             stop_timeout=self.stop_timeout,
@@ -103,6 +120,9 @@ def make_config(
     stop_timeout: float = 10.0,
     restart_backoff: tuple[float, float] = (0.5, 30.0),
     messages: str | Iterable[type] = (),
+    listen: str | None = None,
+    advertise: str | None = None,
+    secret_file: str | os.PathLike[str] | None = None,
 ) -> RunConfig:
     """Check every argument and fill in the defaults.
 
@@ -155,6 +175,14 @@ def make_config(
         open_store(store)  # validates; opens nothing
     except InvalidStoreURLError as exc:
         raise RunUsageError(f"`store`: {exc}") from None
+    if listen is not None:
+        _check_listen(listen, workers)
+    if advertise is not None:
+        _check_advertise(advertise, listen)
+    secret_path = None
+    if secret_file is not None:
+        secret_path = Path(secret_file).absolute()
+        read_secret_file(secret_path)  # checked now: one error line, not N failing workers
     try:
         Cluster(coordinator=coordinator)  # validates the URL; connects to nothing
     except InvalidCoordinatorURLError as exc:
@@ -169,7 +197,90 @@ def make_config(
         stop_timeout=float(stop_timeout),
         restart_backoff=(float(low), float(high)),
         messages=messages if isinstance(messages, str) else tuple(messages),
+        listen=listen,
+        advertise=advertise,
+        secret_file=secret_path,
     )
+
+
+def _tcp_host_port(listen: str) -> tuple[str, int]:
+    host, _, port = listen.removeprefix("tcp://").rpartition(":")
+    return host, int(port)
+
+
+def _check_listen(listen: object, workers: int) -> None:
+    """``tcp://HOST:PORT`` with a real port: worker n takes PORT + n - 1."""
+    allowed = "'tcp://HOST:PORT' (worker n listens on PORT + n - 1)"
+    if not isinstance(listen, str) or not listen.startswith("tcp://"):
+        raise RunUsageError(f"`listen` must be {allowed}, got {listen!r}")
+    try:
+        address = NodeAddress.parse(listen, param="listen")
+    except ValueError as exc:
+        raise RunUsageError(str(exc)) from None
+    if address.port == 0:
+        raise RunUsageError(
+            f"`listen` needs a real port (worker n listens on PORT + n - 1, which other "
+            f"machines must know), got {listen!r}"
+        )
+    if address.port + workers - 1 > 65535:
+        raise RunUsageError(
+            f"`listen` {listen!r} leaves no room for {workers} ports (PORT + {workers - 1} "
+            "must be at most 65535)"
+        )
+
+
+def _check_advertise(advertise: object, listen: str | None) -> None:
+    """A host name or address other machines dial (no scheme, no port)."""
+    if listen is None:
+        raise RunUsageError(
+            f"`advertise` {advertise!r} needs `listen` (tcp://HOST:PORT): workers on Unix "
+            "sockets are reached on this machine only"
+        )
+    if (
+        not isinstance(advertise, str)
+        or not advertise
+        or "/" in advertise
+        or advertise.strip() != advertise
+    ):
+        raise RunUsageError(
+            f"`advertise` must be the host other machines dial (e.g. 10.0.0.5 or "
+            f"node-a.internal, without scheme or port), got {advertise!r}"
+        )
+    try:
+        NodeAddress.parse(f"tcp://{advertise}:1", param="advertise")
+    except ValueError as exc:
+        raise RunUsageError(f"`advertise` must be a host without port: {exc}") from None
+
+
+#: Fewest characters a shared secret file holds (what ``Remoting`` asks: 16 bytes).
+MIN_SECRET = 16
+
+
+def read_secret_file(path: Path) -> str:
+    """The secret in ``path``: readable by its owner only, at least 16 characters.
+
+    Raises:
+        RunUsageError: missing, not a regular file, readable by group or others, or too
+            short (the message says which and how to fix it).
+    """
+    try:
+        info = os.stat(path)
+        if not stat.S_ISREG(info.st_mode):
+            raise RunUsageError(f"`secret_file` {str(path)!r} is not a regular file")
+        if info.st_mode & 0o077:
+            raise RunUsageError(
+                f"`secret_file` {str(path)!r} has mode {info.st_mode & 0o777:04o}: other users "
+                f"could read it; make it readable by its owner only (chmod 600 {path})"
+            )
+        text = path.read_text().strip()
+    except OSError as exc:
+        raise RunUsageError(f"`secret_file` {str(path)!r} cannot be read: {exc.strerror}") from None
+    if len(text) < MIN_SECRET:
+        raise RunUsageError(
+            f"`secret_file` {str(path)!r} holds {len(text)} characters, at least {MIN_SECRET} "
+            "needed (e.g. the output of `python -c 'import secrets; print(secrets.token_hex(32))'`)"
+        )
+    return text
 
 
 def _check_seconds(name: str, value: object) -> None:
@@ -195,8 +306,11 @@ class RunDir:
         os.close(self.lock_fd)
 
 
-def open_run_dir(path: Path) -> RunDir:
+def open_run_dir(path: Path, secret_file: Path | None = None) -> RunDir:
     """Create (mode 0700) or reuse the run directory, lock it, write a fresh secret.
+
+    With ``secret_file`` (machines of one cluster share it) that file's secret is used
+    instead, and nothing is written.
 
     The lock (``flock`` on ``arbiter.lock``) is released by the kernel when the arbiter
     and every worker that inherited it have exited, so a run killed with SIGKILL never
@@ -230,6 +344,13 @@ def open_run_dir(path: Path) -> RunDir:
         ) from None
     os.ftruncate(fd, 0)
     os.pwrite(fd, f"{os.getpid()}\n".encode(), 0)
+    if secret_file is not None:
+        try:
+            shared = read_secret_file(secret_file)
+        except RunUsageError:
+            os.close(fd)
+            raise
+        return RunDir(path=path, lock_fd=fd, secret=shared, secret_file=secret_file)
     secret = secrets.token_hex(32)
     secret_file = path / "secret"
     sfd = os.open(

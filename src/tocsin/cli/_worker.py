@@ -88,23 +88,31 @@ class WorkerSpec:
     stop_timeout: float
     #: Classes remoting lets cross between workers (resolved in the worker).
     messages: tuple[type, ...] = ()
+    #: The address other nodes dial, when it differs from ``listen`` (``--advertise``).
+    advertise: str | None = None
 
 
 def build_system(spec: WorkerSpec) -> ActorSystem:
     """Make worker ``spec.number``'s system: the one place a worker's system is configured.
 
-    A cluster node: remoting on its Unix socket (``unix://RUN_DIR/worker-N.sock``,
-    authenticated with the run's secret), so an actor on another worker is reached by its
-    PID string; membership and cron claims through the coordinator, so a cron schedule
-    fires once per tick across the workers; and the run's one durable store, shared by
-    every worker: each durable identity is active on one worker at a time (the
-    directory's claim, placed by rendezvous hashing), and its writes are fenced by the
-    claim's epoch, so a worker that lost its claim cannot change the identity's state.
+    A cluster node: remoting on its Unix socket (``unix://RUN_DIR/worker-N.sock``) or its
+    TCP port (``--listen``), authenticated with the run's secret, so an actor on another
+    worker is reached by its PID string; membership and cron claims through the
+    coordinator, so a cron schedule fires once per tick across the workers; and the
+    run's one durable store, shared by every worker: each durable identity is active on
+    one worker at a time (the directory's claim, placed by rendezvous hashing), and its
+    writes are fenced by the claim's epoch, so a worker that lost its claim cannot change
+    the identity's state.
     """
     return ActorSystem(
         spec.name,
         store=spec.store,
-        remoting=Remoting(listen=spec.listen, secret=spec.secret, messages=spec.messages),
+        remoting=Remoting(
+            listen=spec.listen,
+            secret=spec.secret,
+            messages=spec.messages,
+            advertise=spec.advertise,
+        ),
         cluster=Cluster(coordinator=spec.coordinator),
     )
 
@@ -116,6 +124,8 @@ def clear_stale_socket(spec: WorkerSpec) -> None:
     number has exited (the arbiter reaped it) before this one was forked. Without it a
     worker killed by SIGKILL would leave a file that makes the next ``bind`` fail.
     """
+    if not spec.listen.startswith("unix://"):
+        return  # a TCP port: nothing on disk
     path = spec.listen.removeprefix("unix://")
     with contextlib.suppress(FileNotFoundError):
         os.unlink(path)
