@@ -488,6 +488,9 @@ def test_a_worker_sigkilled_mid_run_is_replaced_and_loses_no_durable_task(
     os.kill(before[2], signal.SIGKILL)
     run.wait_for(rf"worker 2 \(pid {before[2]}\) was killed by SIGKILL")
     run.wait_for(r"worker 2 \(pid \d+\) ready", count=2)
+    # The replacement deleted the dead process's lease (it could not leave by itself),
+    # so it joined at once and the identities could move without waiting for expiry.
+    assert "worker 2: released the lease of its dead predecessor" in run.text
     wait_events(run, lambda rows: {e for e, _, _ in rows} >= every_job())
     run.signal(signal.SIGTERM)
     assert run.wait_exit() == 0, run.text

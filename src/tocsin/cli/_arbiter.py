@@ -75,6 +75,8 @@ class _Slot:
     restart_at: float | None = None
     kill_at: float | None = None
     retiring: bool = False  # asked to stop for a rolling restart
+    incarnation: str | None = None  # the live process's cluster incarnation, once joined
+    release: str | None = None  # a dead predecessor's incarnation, for the next spawn
 
 
 def describe_exit(code: int) -> str:
@@ -178,6 +180,8 @@ class Arbiter:
 
     def _spawn(self, slot: _Slot) -> None:
         spec = self.config.worker_spec(slot.number, self.run_dir.secret)
+        spec = dataclasses.replace(spec, release=slot.release)
+        slot.release = slot.incarnation = None
         status_r, status_w = os.pipe()
         for stream in (sys.stdout, sys.stderr):
             with contextlib.suppress(Exception):
@@ -270,6 +274,9 @@ class Arbiter:
         self._close_status(slot)
         pid, uptime = slot.pid, self.clock.monotonic() - slot.started
         slot.pid, slot.kill_at, slot.ready = None, None, False
+        if code != 0:
+            # It may not have left the cluster: its replacement releases its lease.
+            slot.release = slot.incarnation
         how = describe_exit(code)
         if self.stopping:
             if code != 0:
@@ -327,7 +334,10 @@ class Arbiter:
                 event = json.loads(line)
             except ValueError:
                 continue
-            if isinstance(event, dict) and event.get("event") == "ready":
+            if isinstance(event, dict) and event.get("event") == "joined":
+                incarnation = event.get("incarnation")
+                slot.incarnation = incarnation if isinstance(incarnation, str) else None
+            elif isinstance(event, dict) and event.get("event") == "ready":
                 slot.ready = True
                 where = event.get("listen")
                 log.info(

@@ -40,6 +40,8 @@ from dataclasses import dataclass
 from typing import Any, Final, NoReturn, final
 
 from ..cluster import Cluster
+from ..cluster._url import open_coordinator
+from ..errors import CoordinatorError
 from ..remote import Remoting
 from ..system import ActorSystem
 
@@ -53,6 +55,7 @@ __all__ = [
     "child_main",
     "clear_stale_socket",
     "early_stop_handler",
+    "release_lease",
     "set_parent_death_signal",
     "set_process_name",
     "stop_system",
@@ -90,6 +93,9 @@ class WorkerSpec:
     messages: tuple[type, ...] = ()
     #: The address other nodes dial, when it differs from ``listen`` (``--advertise``).
     advertise: str | None = None
+    #: The cluster incarnation of this number's previous process, which died without
+    #: leaving (SIGKILL, a crash): its lease is released before this one joins.
+    release: str | None = None
 
 
 def build_system(spec: WorkerSpec) -> ActorSystem:
@@ -129,6 +135,39 @@ def clear_stale_socket(spec: WorkerSpec) -> None:
     path = spec.listen.removeprefix("unix://")
     with contextlib.suppress(FileNotFoundError):
         os.unlink(path)
+
+
+async def release_lease(spec: WorkerSpec, incarnation: str) -> None:
+    """Delete the lease of this worker number's dead predecessor (``incarnation``).
+
+    The arbiter reaped that process, so it can no longer act: its lease would only make
+    this replacement wait for it to lapse before joining under the same name (up to the
+    cluster's lease, 10 s), and keep the dead worker's durable identities from moving
+    meanwhile. Deleting exactly that incarnation's lease (never a newer one) lets both
+    happen at once. A coordinator that fails here is only logged: the lease then
+    lapses by itself, as without this step.
+    """
+    coordinator = open_coordinator(spec.coordinator)
+    try:
+        await coordinator.open()
+        try:
+            left = await coordinator.leave(spec.name, incarnation)
+        finally:
+            await coordinator.close()
+    except CoordinatorError as exc:
+        log.warning(
+            "worker %d: releasing the lease of its dead predecessor failed (%s); it lapses "
+            "by itself",
+            spec.number,
+            exc,
+        )
+        return
+    if left:
+        log.info(
+            "worker %d: released the lease of its dead predecessor; its durable identities "
+            "may move at once",
+            spec.number,
+        )
 
 
 def listen_address(spec: WorkerSpec, system: ActorSystem) -> str | None:
@@ -297,8 +336,11 @@ async def _serve(spec: WorkerSpec, main: MainFunc, status_fd: int, death_fd: int
     ).start()
 
     clear_stale_socket(spec)
+    if spec.release is not None:
+        await release_lease(spec, spec.release)
     system = build_system(spec)
     await system.start()
+    _report(status_fd, {"event": "joined", "incarnation": system.cluster.membership.incarnation})
     code = EXIT_OK
     try:
         main_task = asyncio.ensure_future(main(system))
