@@ -135,11 +135,18 @@ async def _durable(system: ActorSystem, number: int, pids: list[Any]) -> None:
     mine = [k for k in range(IDENTITIES) if k % WORKERS == number - 1]
     per = {k: TOTAL // IDENTITIES + (1 if k < TOTAL % IDENTITIES else 0) for k in mine}
 
+    # Store commits while measured (how hard the shared SQLite writer is used): a figure
+    # the store counts; read through the system's internals, in this bench only.
+    store = getattr(getattr(system, "_durable", None), "store", None)
+    commits0 = getattr(store, "commits", 0)
+
     async def progress() -> None:
         while True:
             cpu = time.process_time() - cpu0
             result = {"worker": number, "start": started, "done": DONE.count}
+            commits = getattr(store, "commits", 0) - commits0
             result |= {"end": DONE.last, "cpu_s": cpu, "activate_s": sum(ACTIVATION)}
+            result["commits"] = commits
             _write(f"progress-{number}.json", result)
             await asyncio.sleep(PROGRESS_EVERY)
 

@@ -10,6 +10,9 @@ Configurations (each in a fresh process, interleaved, median of 3):
   claims on the SQLite coordinator, is reported apart). Each worker queues the tasks of
   its share of identities (a remote ask when another worker owns one); each task runs
   on its identity's owner. Throughput = tasks / (last task run − go signal).
+* ``cpu/<P>p``: the ceiling, without tocsin: P plain forked processes run the same
+  number of ~1 ms work units. On a shared machine its speedup says how much of a second
+  core the scheduler gave this session during the run.
 * ``actor/<W>w``: ``--messages`` tells to 16 counter actors per worker, split over W
   workers, timed from the go signal until the last worker processed its share.
 * ``sqlite-shared/<P>p`` and ``sqlite-own/<P>p``: the shared store's single writer,
@@ -89,6 +92,11 @@ def configs(args: argparse.Namespace) -> list[Config]:
         params = {"kind": "run", "mode": "actor", "workers": w, "total": messages, "burn": 0}
         out.append(Config(f"actor/{w}w", params, timeout=LIMIT))
     for p in sorted({1, args.workers}):
+        # The ceiling the machine allows right now: plain forked processes running the
+        # same ~1 ms work units, no tocsin (same session, so the same CPU share).
+        params = {"kind": "cpu", "procs": p, "units": tasks, "burn": burn_n}
+        out.append(Config(f"cpu/{p}p", params, timeout=LIMIT))
+    for p in sorted({1, args.workers}):
         for shared in (True, False):
             if p == 1 and not shared:
                 continue
@@ -104,7 +112,45 @@ def configs(args: argparse.Namespace) -> list[Config]:
 def child(params: dict[str, Any]) -> dict[str, Any]:
     if params["kind"] == "sqlite":
         return _sqlite(params)
+    if params["kind"] == "cpu":
+        return _cpu(params)
     return _tocsin_run(params)
+
+
+def _cpu(params: dict[str, Any]) -> dict[str, Any]:
+    """P forked processes split ``units`` calls of ``burn`` (~1 ms each): units/s."""
+    sys.path.insert(0, str(HERE))
+    from _multicore_app import burn
+
+    procs, units, n = params["procs"], params["units"], params["burn"]
+    go_r, go_w = os.pipe()
+    pids = []
+    for i in range(procs):
+        pid = os.fork()
+        if pid == 0:
+            os.close(go_w)
+            os.read(go_r, 1)
+            for _ in range(units // procs + (1 if i < units % procs else 0)):
+                burn(n)
+            os._exit(0)
+        pids.append(pid)
+    os.close(go_r)
+    cpu0 = os.times()
+    t0 = time.perf_counter()
+    os.write(go_w, b"g" * procs)
+    for pid in pids:
+        os.waitpid(pid, 0)
+    elapsed = time.perf_counter() - t0
+    cpu1 = os.times()
+    os.close(go_w)
+    used = (cpu1.children_user - cpu0.children_user) + (cpu1.children_system - cpu0.children_system)
+    return {
+        "procs": procs,
+        "per_s": units / elapsed,
+        "elapsed_s": elapsed,
+        "cores_used": used / elapsed,
+        "loadavg": os.getloadavg()[0],
+    }
 
 
 def _tocsin_run(params: dict[str, Any]) -> dict[str, Any]:
@@ -168,6 +214,8 @@ def _tocsin_run(params: dict[str, Any]) -> dict[str, Any]:
         # Tasks (or messages) each worker ran: placement by rendezvous hashing is uneven,
         # and the busiest worker bounds the speedup.
         "split": sorted(r["done"] for r in results),
+        # Store commits by all workers while measured (durable mode).
+        "commits": sum(r.get("commits", 0) for r in results),
         # Activating the identities (directory claims on the coordinator), before go.
         "activate_s": max((r.get("activate_s", 0.0) for r in results), default=0.0),
         "loadavg": load,
@@ -241,18 +289,27 @@ def report(args: argparse.Namespace, runs: Runs) -> dict[str, Any]:
     w = args.workers
     rows = []
     speedups: dict[str, float] = {}
-    for group in ("durable", "actor"):
-        one, many = med.get(f"{group}/1w", {}), med.get(f"{group}/{w}w", {})
+    for group in ("cpu", "durable", "actor"):
+        suffix = "p" if group == "cpu" else "w"
+        one, many = med.get(f"{group}/1{suffix}", {}), med.get(f"{group}/{w}{suffix}", {})
         speedup = (many.get("per_s") or 0) / (one.get("per_s") or 1) if one and many else None
         # Per-repetition ratios (back to back) are steadier than a ratio of medians.
-        pairs = zip(runs.get(f"{group}/1w", []), runs.get(f"{group}/{w}w", []), strict=False)
+        pairs = zip(
+            runs.get(f"{group}/1{suffix}", []), runs.get(f"{group}/{w}{suffix}", []), strict=False
+        )
         ratios = sorted(b["per_s"] / a["per_s"] for a, b in pairs if a and b and "per_s" in a)
         if ratios:
             speedup = ratios[len(ratios) // 2]
             speedups[group] = speedup
-        unit = "tasks/s (~1 ms CPU each)" if group == "durable" else "tells/s"
+        unit = {
+            "cpu": "work units/s, plain processes (~1 ms CPU each)",
+            "durable": "tasks/s (~1 ms CPU each)",
+            "actor": "tells/s",
+        }[group]
         cores = f"{one.get('cores_used', 0):.2f} / {many.get('cores_used', 0):.2f}"
         per_cpu = f"{one.get('per_cpu_s', 0):,.0f} / {many.get('per_cpu_s', 0):,.0f}"
+        if group == "cpu":
+            per_cpu = "–"
         split = many.get("split") or []
         # The speedup placement allows: all the work over the busiest worker's share.
         bound = sum(split) / max(split) if split else None
@@ -274,6 +331,9 @@ def report(args: argparse.Namespace, runs: Runs) -> dict[str, Any]:
     print(f"\n### Activating {args.identities} durable identities (before go)\n")
     arows = [["1 worker", one.get("activate_s")], [f"{w} workers", many.get("activate_s")]]
     print(table(["configuration", "seconds (slowest worker)"], arows))
+    print("\n### Durable: store commits while measured (all workers)\n")
+    crows = [["1 worker", one.get("commits")], [f"{w} workers", many.get("commits")]]
+    print(table(["configuration", "commits"], crows))
     return {"speedups": speedups, "target": {"durable_speedup_2w": 1.7}}
 
 
