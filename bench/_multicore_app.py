@@ -38,9 +38,19 @@ TOTAL = int(os.environ.get("BENCH_TOTAL", "1000"))
 WORKERS = int(os.environ.get("BENCH_WORKERS", "1"))
 BURN = int(os.environ.get("BENCH_BURN", "10000"))
 ACTORS = int(os.environ.get("BENCH_ACTORS", "16"))
-IDENTITIES = int(os.environ.get("BENCH_IDENTITIES", "256"))
+IDENTITIES = int(os.environ.get("BENCH_IDENTITIES", "1024"))
 #: Seconds between two progress files of a durable worker.
 PROGRESS_EVERY = 0.05
+
+
+def run_delay() -> float:
+    """Seconds this process's main thread has been runnable but not running (waiting for
+    a core: ``/proc/self/schedstat``, field 2); 0.0 where unavailable."""
+    try:
+        with open("/proc/self/schedstat") as f:
+            return int(f.read().split()[1]) / 1e9
+    except (OSError, IndexError, ValueError):
+        return 0.0
 
 
 def burn(n: int) -> int:
@@ -131,7 +141,7 @@ async def _activate(system: ActorSystem, number: int) -> list[Any]:
 
 async def _durable(system: ActorSystem, number: int, pids: list[Any]) -> None:
     await _wait_go()
-    started, cpu0 = time.time(), time.process_time()
+    started, cpu0, delay0 = time.time(), time.process_time(), run_delay()
     mine = [k for k in range(IDENTITIES) if k % WORKERS == number - 1]
     per = {k: TOTAL // IDENTITIES + (1 if k < TOTAL % IDENTITIES else 0) for k in mine}
 
@@ -147,6 +157,8 @@ async def _durable(system: ActorSystem, number: int, pids: list[Any]) -> None:
             commits = getattr(store, "commits", 0) - commits0
             result |= {"end": DONE.last, "cpu_s": cpu, "activate_s": sum(ACTIVATION)}
             result["commits"] = commits
+            if DONE.last:
+                result["run_delay_s"] = run_delay() - delay0
             _write(f"progress-{number}.json", result)
             await asyncio.sleep(PROGRESS_EVERY)
 
@@ -165,7 +177,7 @@ async def _actors(system: ActorSystem, number: int) -> None:
     await _wait_go()
     DONE.target = share
     DONE.future = asyncio.get_running_loop().create_future()
-    started, cpu0 = time.time(), time.process_time()
+    started, cpu0, delay0 = time.time(), time.process_time(), run_delay()
     pids = [await system.spawn(Counter, f"c{k}") for k in range(ACTORS)]
     for i in range(share):
         pids[i % ACTORS].tell(i)
@@ -174,6 +186,7 @@ async def _actors(system: ActorSystem, number: int) -> None:
     await DONE.future
     ended, cpu = time.time(), time.process_time() - cpu0
     result = {"worker": number, "start": started, "end": ended, "done": share, "cpu_s": cpu}
+    result["run_delay_s"] = run_delay() - delay0
     _write(f"result-{number}.json", result)
 
 

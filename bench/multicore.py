@@ -74,7 +74,7 @@ def add_arguments(parser: argparse.ArgumentParser) -> None:
     parser.add_argument("--messages", type=int, default=2_000_000, help="tells (default 2M)")
     parser.add_argument("--commits", type=int, default=4000, help="raw commits per process")
     parser.add_argument(
-        "--identities", type=int, default=256, help="durable identities (default 256)"
+        "--identities", type=int, default=1024, help="durable identities (default 1024)"
     )
 
 
@@ -165,7 +165,7 @@ def _tocsin_run(params: dict[str, Any]) -> dict[str, Any]:
             BENCH_TOTAL=str(params["total"]),
             BENCH_WORKERS=str(workers),
             BENCH_BURN=str(params["burn"]),
-            BENCH_IDENTITIES=str(params.get("identities", 256)),
+            BENCH_IDENTITIES=str(params.get("identities", 1024)),
         )
         log_path = bench_dir / "arbiter.log"
         with log_path.open("wb") as log:
@@ -211,6 +211,10 @@ def _tocsin_run(params: dict[str, Any]) -> dict[str, Any]:
         "cores_used": sum(r["cpu_s"] for r in results) / elapsed,
         # Work per CPU-second: flat from 1 to N workers means no per-worker overhead lost.
         "per_cpu_s": total / sum(r["cpu_s"] for r in results),
+        # Cores the workers were runnable on but not given (waiting in the run queue,
+        # /proc schedstat): cores used + this ~ W means the scheduler, not tocsin, held
+        # them back (other processes on the machine).
+        "cores_denied": sum(r.get("run_delay_s", 0.0) for r in results) / elapsed,
         # Tasks (or messages) each worker ran: placement by rendezvous hashing is uneven,
         # and the busiest worker bounds the speedup.
         "split": sorted(r["done"] for r in results),
@@ -307,6 +311,10 @@ def report(args: argparse.Namespace, runs: Runs) -> dict[str, Any]:
             "actor": "tells/s",
         }[group]
         cores = f"{one.get('cores_used', 0):.2f} / {many.get('cores_used', 0):.2f}"
+        if group != "cpu":
+            cores += (
+                f" (denied {one.get('cores_denied', 0):.2f} / {many.get('cores_denied', 0):.2f})"
+            )
         per_cpu = f"{one.get('per_cpu_s', 0):,.0f} / {many.get('per_cpu_s', 0):,.0f}"
         if group == "cpu":
             per_cpu = "–"
