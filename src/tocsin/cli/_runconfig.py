@@ -14,7 +14,6 @@ import logging
 import math
 import os
 import secrets
-import stat
 import sys
 from collections.abc import Callable, Coroutine, Iterable
 from dataclasses import dataclass
@@ -23,9 +22,10 @@ from typing import Any, Final
 
 from ..cluster import Cluster
 from ..errors import InvalidCoordinatorURLError, InvalidStoreURLError
-from ..remote._address import NodeAddress
 from ..stores import open_store
 from . import _worker
+from ._runerrors import RunUsageError
+from ._runnet import check_advertise, check_listen, read_secret_file, tcp_host_port
 from ._worker import ActorSystem
 
 __all__ = [
@@ -36,7 +36,6 @@ __all__ = [
     "default_workers",
     "make_config",
     "open_run_dir",
-    "read_secret_file",
     "set_log_role",
     "setup_logging",
 ]
@@ -48,10 +47,6 @@ MAX_SOCKET_PATH: Final = 107
 LOG_FORMAT: Final = (
     "%(asctime)s [%(tocsin_role)s pid %(process)d] %(levelname)s %(name)s: %(message)s"
 )
-
-
-class RunUsageError(ValueError):
-    """A ``tocsin run`` argument is wrong; the message names it, what was given and why."""
 
 
 @dataclass(frozen=True, slots=True)
@@ -86,7 +81,7 @@ class RunConfig:
         listen = f"unix://{self.run_dir / f'worker-{number}.sock'}"
         advertise = None
         if self.listen is not None:
-            host, port = _tcp_host_port(self.listen)
+            host, port = tcp_host_port(self.listen)
             listen = f"tcp://{host}:{port + number - 1}"
             if self.advertise is not None:
                 advertise = f"tcp://{self.advertise}:{port + number - 1}"
@@ -176,9 +171,9 @@ def make_config(
     except InvalidStoreURLError as exc:
         raise RunUsageError(f"`store`: {exc}") from None
     if listen is not None:
-        _check_listen(listen, workers)
+        check_listen(listen, workers)
     if advertise is not None:
-        _check_advertise(advertise, listen)
+        check_advertise(advertise, listen)
     secret_path = None
     if secret_file is not None:
         secret_path = Path(secret_file).absolute()
@@ -201,86 +196,6 @@ def make_config(
         advertise=advertise,
         secret_file=secret_path,
     )
-
-
-def _tcp_host_port(listen: str) -> tuple[str, int]:
-    host, _, port = listen.removeprefix("tcp://").rpartition(":")
-    return host, int(port)
-
-
-def _check_listen(listen: object, workers: int) -> None:
-    """``tcp://HOST:PORT`` with a real port: worker n takes PORT + n - 1."""
-    allowed = "'tcp://HOST:PORT' (worker n listens on PORT + n - 1)"
-    if not isinstance(listen, str) or not listen.startswith("tcp://"):
-        raise RunUsageError(f"`listen` must be {allowed}, got {listen!r}")
-    try:
-        address = NodeAddress.parse(listen, param="listen")
-    except ValueError as exc:
-        raise RunUsageError(str(exc)) from None
-    if address.port == 0:
-        raise RunUsageError(
-            f"`listen` needs a real port (worker n listens on PORT + n - 1, which other "
-            f"machines must know), got {listen!r}"
-        )
-    if address.port + workers - 1 > 65535:
-        raise RunUsageError(
-            f"`listen` {listen!r} leaves no room for {workers} ports (PORT + {workers - 1} "
-            "must be at most 65535)"
-        )
-
-
-def _check_advertise(advertise: object, listen: str | None) -> None:
-    """A host name or address other machines dial (no scheme, no port)."""
-    if listen is None:
-        raise RunUsageError(
-            f"`advertise` {advertise!r} needs `listen` (tcp://HOST:PORT): workers on Unix "
-            "sockets are reached on this machine only"
-        )
-    if (
-        not isinstance(advertise, str)
-        or not advertise
-        or "/" in advertise
-        or advertise.strip() != advertise
-    ):
-        raise RunUsageError(
-            f"`advertise` must be the host other machines dial (e.g. 10.0.0.5 or "
-            f"node-a.internal, without scheme or port), got {advertise!r}"
-        )
-    try:
-        NodeAddress.parse(f"tcp://{advertise}:1", param="advertise")
-    except ValueError as exc:
-        raise RunUsageError(f"`advertise` must be a host without port: {exc}") from None
-
-
-#: Fewest characters a shared secret file holds (what ``Remoting`` asks: 16 bytes).
-MIN_SECRET = 16
-
-
-def read_secret_file(path: Path) -> str:
-    """The secret in ``path``: readable by its owner only, at least 16 characters.
-
-    Raises:
-        RunUsageError: missing, not a regular file, readable by group or others, or too
-            short (the message says which and how to fix it).
-    """
-    try:
-        info = os.stat(path)
-        if not stat.S_ISREG(info.st_mode):
-            raise RunUsageError(f"`secret_file` {str(path)!r} is not a regular file")
-        if info.st_mode & 0o077:
-            raise RunUsageError(
-                f"`secret_file` {str(path)!r} has mode {info.st_mode & 0o777:04o}: other users "
-                f"could read it; make it readable by its owner only (chmod 600 {path})"
-            )
-        text = path.read_text().strip()
-    except OSError as exc:
-        raise RunUsageError(f"`secret_file` {str(path)!r} cannot be read: {exc.strerror}") from None
-    if len(text) < MIN_SECRET:
-        raise RunUsageError(
-            f"`secret_file` {str(path)!r} holds {len(text)} characters, at least {MIN_SECRET} "
-            "needed (e.g. the output of `python -c 'import secrets; print(secrets.token_hex(32))'`)"
-        )
-    return text
 
 
 def _check_seconds(name: str, value: object) -> None:
