@@ -339,6 +339,16 @@ def report(args: argparse.Namespace, runs: Runs) -> dict[str, Any]:
     print(f"\n### Activating {args.identities} durable identities (before go)\n")
     arows = [["1 worker", one.get("activate_s")], [f"{w} workers", many.get("activate_s")]]
     print(table(["configuration", "seconds (slowest worker)"], arows))
+    print(f"\n### Durable, each repetition (1 worker then {w}, back to back)\n")
+    prow = []
+    pairs = zip(runs.get("durable/1w", []), runs.get(f"durable/{w}w", []), strict=False)
+    for rep, (a, b) in enumerate(pairs, 1):
+        if a and b:
+            used = f"{a['cores_used']:.2f} / {b['cores_used']:.2f}"
+            denied = f"{a.get('cores_denied', 0):.2f} / {b.get('cores_denied', 0):.2f}"
+            prow.append([rep, a["per_s"], b["per_s"], b["per_s"] / a["per_s"], used, denied])
+    headers = ["rep", "1 worker", f"{w} workers", "speedup", "cores used", "cores denied"]
+    print(table(headers, prow))
     print("\n### Durable: store commits while measured (all workers)\n")
     crows = [["1 worker", one.get("commits")], [f"{w} workers", many.get("commits")]]
     print(table(["configuration", "commits"], crows))
