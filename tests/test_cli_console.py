@@ -103,7 +103,7 @@ def test_console_serves_a_store_and_stops_cleanly_on_sigterm(
         (["console", "--store", "sqlite:///{db}", "--bind", "nonsense"], "`bind` must be"),
         (["console", "--store", "sqlite:///{missing}"], "no such SQLite store file"),
         (["console", "--store", "nope://x"], "store"),
-        (["console", "--store", "sqlite:///{db}", "--coordinator", "memory://"], "cluster"),
+        (["console", "--store", "sqlite:///{db}", "--coordinator", "memory://"], "one process"),
     ],
 )
 def test_bad_usage_exits_2_with_a_message(
@@ -115,6 +115,7 @@ def test_bad_usage_exits_2_with_a_message(
 ) -> None:
     monkeypatch.delenv("TOCSIN_STORE", raising=False)
     monkeypatch.delenv("TOCSIN_CONSOLE_TOKEN", raising=False)
+    monkeypatch.delenv("TOCSIN_COORDINATOR", raising=False)
     args = [a.format(db=db, missing=db.parent / "missing.db") for a in argv]
     assert main(args) == 2
     assert message in capsys.readouterr().err

@@ -98,9 +98,24 @@ async def test_postgres_store_refuses_a_zombies_writes(postgres_dsn: str) -> Non
     await _zombie_writes_are_refused(lambda: PostgresStore(postgres_dsn, schema=schema))
 
 
-@pytest.mark.parametrize("kind", ["memory", "sqlite"])
-async def test_a_stale_fence_refuses_the_whole_batch(kind: str, tmp_path: Path) -> None:
-    store: Store = MemoryStore() if kind == "memory" else SQLiteStore(tmp_path / "s.db")
+def _store(kind: str, tmp_path: Path, request: pytest.FixtureRequest) -> Store:
+    if kind == "memory":
+        return MemoryStore()
+    if kind == "sqlite":
+        return SQLiteStore(tmp_path / "s.db")
+    from tocsin.stores.postgres import PostgresStore
+
+    dsn: str = request.getfixturevalue("postgres_dsn")
+    return PostgresStore(dsn, schema=f"fence_{uuid.uuid4().hex[:12]}")
+
+
+@pytest.mark.parametrize("kind", ["memory", "sqlite", "postgres"])
+async def test_a_stale_fence_refuses_the_whole_batch(
+    kind: str, tmp_path: Path, request: pytest.FixtureRequest
+) -> None:
+    """The fence is the batch's first statement, in the store's own transaction: a stale
+    epoch fails the whole batch and nothing it carried is written."""
+    store = _store(kind, tmp_path, request)
     await store.open()
     try:
         await store.apply([Fence("K", "i", 1), PutState("K", "i", "k", b"1")])

@@ -30,6 +30,40 @@ from tocsin.stores import MemoryStore
 WAIT = 30.0
 
 
+#: Visible text whose contrast with its background is below WCAG AA (4.5:1), as the
+#: browser renders it (computed colours, the nearest opaque background up the tree).
+LOW_CONTRAST = """
+function lum(color) {
+  const [r, g, b] = color.match(/[\\d.]+/g).slice(0, 3).map(Number).map(v => {
+    v /= 255; return v <= 0.03928 ? v / 12.92 : Math.pow((v + 0.055) / 1.055, 2.4); });
+  return 0.2126 * r + 0.7152 * g + 0.0722 * b;
+}
+function background(el) {
+  for (; el; el = el.parentElement) {
+    const parts = getComputedStyle(el).backgroundColor.match(/[\\d.]+/g);
+    if (parts && (parts.length < 4 || Number(parts[3]) > 0)) return parts.join(',');
+  }
+  return '255,255,255';
+}
+const bad = [];
+for (const el of document.querySelectorAll('body *')) {
+  if (!el.getClientRects().length) continue;  // not rendered
+  if (![...el.childNodes].some(n => n.nodeType === 3 && n.textContent.trim())) continue;
+  const a = lum(getComputedStyle(el).color), b = lum(background(el));
+  const ratio = (Math.max(a, b) + 0.05) / (Math.min(a, b) + 0.05);
+  if (ratio < 4.5) bad.push(`${el.tagName}.${el.className} ${ratio.toFixed(2)}`);
+}
+return bad;
+"""
+#: Buttons, links and form fields without an accessible name.
+UNNAMED_CONTROLS = """
+return [...document.querySelectorAll('button, a, input:not([type=hidden]), select')]
+  .filter(el => !(el.getAttribute('aria-label') || el.textContent.trim() ||
+                  (el.labels && el.labels.length)))
+  .map(el => el.outerHTML.slice(0, 80));
+"""
+
+
 def _binaries() -> tuple[str, str]:
     chromium = shutil.which("chromium") or shutil.which("chromium-browser")
     driver = shutil.which("chromedriver") or (
@@ -154,6 +188,8 @@ async def test_console_ticks_live_and_retries_a_parked_task_in_a_real_browser(
                 with pytest.raises(NoAlertPresentException):
                     browser.switch_to.alert.accept()
                 browser.save_screenshot(str(tmp_path / "console.png"))
+                assert browser.execute_script(LOW_CONTRAST) == []
+                assert browser.execute_script(UNNAMED_CONTROLS) == []
                 # Keyboard: the first Tab reaches the skip link; a focused button keeps its
                 # focus while live updates arrive.
                 browser.find_element(By.TAG_NAME, "body").send_keys(Keys.TAB)
@@ -180,6 +216,11 @@ async def test_console_ticks_live_and_retries_a_parked_task_in_a_real_browser(
                 # Readable on a phone: the same page at a phone's width.
                 browser.set_window_size(390, 844)
                 browser.save_screenshot(str(tmp_path / "console-phone.png"))
+                width = browser.execute_script(
+                    "return [document.documentElement.scrollWidth, window.innerWidth];"
+                )
+                assert width[0] <= width[1], f"sideways scrolling on a phone: {width}"
+                assert browser.execute_script(LOW_CONTRAST) == []  # the cards too
 
             await asyncio.to_thread(scenario)
         assert RAN.count("charge") == 2

@@ -61,6 +61,23 @@ async def test_page_shows_schedules_with_cron_description_and_parked_tasks() -> 
         assert "/user/sink" in html
 
 
+async def test_each_schedule_shows_how_late_its_last_tick_fired() -> None:
+    async with console() as (_system, clock, server):
+        _, html, _ = await get(server.url)
+        row = html.split("every-second", 1)[1].split("</tr>", 1)[0]
+        assert 'data-label="Last tick late by">—<' in row  # not fired yet
+        await clock.advance(1.0)  # on time
+        _, html, _ = await get(server.url)
+        row = html.split("every-second", 1)[1].split("</tr>", 1)[0]
+        assert 'data-label="Last tick late by">0.0 ms<' in row
+        await clock.jump(2.5)  # a stall: the tick due at +2 s fires at +3.5 s
+        _, html, _ = await get(server.url)
+        row = html.split("every-second", 1)[1].split("</tr>", 1)[0]
+        assert 'data-label="Last tick late by">1500.0 ms<' in row
+        standup = html.split("standup", 1)[1].split("</tr>", 1)[0]
+        assert 'data-label="Last tick late by">—<' in standup
+
+
 async def test_hostile_payload_text_is_escaped_everywhere() -> None:
     async with console() as (_system, _clock, server):
         _, html, headers = await get(server.url)
@@ -295,6 +312,23 @@ async def test_members_are_listed_and_escaped_when_given() -> None:
         assert "tocsin://n1@10.0.0.5:7100" in section
         assert "n1&lt;script&gt;" in section
         assert "2023-11-14T22:13:20Z" in section
+
+
+async def test_a_member_list_that_cannot_be_read_is_said_and_the_page_still_shows() -> None:
+    from tocsin.errors import CoordinatorError
+
+    async def members() -> list[Any]:
+        raise CoordinatorError(f"Redis coordinator unreachable {HOSTILE}")
+
+    async with console(members=members) as (_system, _clock, server):
+        status, html, _ = await get(server.url)
+        assert status == 200
+        section = html.split('id="members"', 1)[1].split("</section>", 1)[0]
+        assert "Cannot read the members" in section
+        assert "unreachable &lt;script&gt;" in section
+        assert "t-charge" in html  # the other sections are read as usual
+        _, body, _ = await get(server.url + "snapshot.json")
+        assert json.loads(body)["members_error"].startswith("Redis coordinator unreachable")
 
 
 async def test_dead_letters_per_second_are_shown_from_successive_refreshes() -> None:

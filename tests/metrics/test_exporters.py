@@ -135,3 +135,72 @@ async def test_otel_instruments_made_before_start_cover_every_metric() -> None:
     finally:
         await system.stop()
         provider.shutdown()
+
+
+async def test_cluster_counters_reach_prometheus_and_otel_with_their_values() -> None:
+    import uuid
+    from datetime import UTC, datetime
+
+    from tocsin import Cluster
+
+    clock = ManualClock(wall=datetime(2030, 1, 1, 9, 0, 30, tzinfo=UTC).timestamp())
+    url = f"memory://{uuid.uuid4().hex}"
+    systems = [ActorSystem(n, clock=clock, cluster=Cluster(url, lease=3.0)) for n in "ab"]
+    reader = InMemoryMetricReader()
+    provider = MeterProvider(metric_readers=[reader])
+    instrument_otel(Metrics.of(systems[0]), provider)
+    try:
+        for system in systems:
+            await system.start()
+            pid = await system.spawn(Sink, "sink")
+            await system.schedule_cron("t", pid, "0 * * * * ?", reference="report")
+        await clock.advance(120)  # 09:01 and 09:02: each claimed by one node, lost by one
+        texts = [_families(prometheus_endpoint(Metrics.of(s))()[0].decode()) for s in systems]
+        for families in texts:
+            assert families["tocsin_cluster_members"].samples[0].value == 2
+            assert families["tocsin_cluster_leases_renewed"].type == "counter"
+            assert families["tocsin_cluster_leases_renewed"].samples[0].value > 0
+            for name in ("leases_lost", "renew_failures", "cron_claims_skipped_late",
+                         "cron_claims_skipped_paused", "cron_claims_failed",
+                         "ownership_claims", "takeovers", "fenced_writes"):  # fmt: skip
+                family = families[f"tocsin_cluster_{name}"]
+                assert family.type == "counter"
+                assert family.samples[0].name == f"tocsin_cluster_{name}_total"
+                assert family.samples[0].value == 0
+
+        def total(name: str) -> float:
+            return sum(f[f"tocsin_cluster_{name}"].samples[0].value for f in texts)
+
+        assert (total("cron_claims_won"), total("cron_claims_lost")) == (2, 2)
+        points = {
+            m.name: m.data
+            for rm in reader.get_metrics_data().resource_metrics
+            for sm in rm.scope_metrics
+            for m in sm.metrics
+        }
+        mine = texts[0]
+        assert points["tocsin.cluster.members"].data_points[0].value == 2
+        for name in ("cron_claims_won", "cron_claims_lost", "takeovers", "fenced_writes"):
+            counter = points[f"tocsin.cluster.{name}"]
+            assert counter.is_monotonic
+            assert counter.data_points[0].value == mine[f"tocsin_cluster_{name}"].samples[0].value
+    finally:
+        for system in systems:
+            await system.stop()
+        provider.shutdown()
+
+
+def test_every_metric_is_listed_by_its_full_name_in_the_operations_guide() -> None:
+    from pathlib import Path
+
+    from tocsin.metrics import MetricKind
+
+    guide = (Path(__file__).parents[2] / "docs" / "operations.md").read_text()
+    table = guide.split("### Every metric", 1)[1].split("\n\n", 2)[1]
+    missing = []
+    for metric in Metrics.of(ActorSystem()).collect():  # every family, before start
+        name = metric.prometheus_name
+        name += "_total" if metric.kind is MetricKind.COUNTER else ""
+        if f"`{name}`" not in table:
+            missing.append(name)
+    assert missing == []

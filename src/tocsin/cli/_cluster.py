@@ -24,14 +24,14 @@ from typing import Any, Final
 from ..cluster import Coordinator, open_coordinator
 from ..errors import CoordinatorError, InvalidCoordinatorURLError
 
-__all__ = ["register"]
+__all__ = ["UsageError", "cli_coordinator", "register"]
 
 EXIT_OK: Final = 0
 EXIT_FAILED: Final = 1
 EXIT_USAGE: Final = 2
 
 
-class _Usage(Exception):
+class UsageError(Exception):
     """The command line is wrong (exit code 2)."""
 
 
@@ -67,8 +67,8 @@ def _run(
     ns: argparse.Namespace,
 ) -> int:
     try:
-        coordinator = _coordinator(ns.coordinator)
-    except _Usage as exc:
+        coordinator = cli_coordinator(ns.coordinator)
+    except UsageError as exc:
         print(f"tocsin cluster: error: {exc}", file=sys.stderr)
         return EXIT_USAGE
 
@@ -90,23 +90,30 @@ def _run(
     return EXIT_OK
 
 
-def _coordinator(url: str | None) -> Coordinator:
+def cli_coordinator(url: str | None) -> Coordinator:
+    """The (not yet opened) coordinator a command line names, as ``tocsin cluster`` and
+    ``tocsin console --coordinator`` accept it.
+
+    Raises:
+        UsageError: no URL, a bad one, ``memory://`` (lives inside one process), a SQLite
+            file that does not exist (never created by mistake), or a missing driver.
+    """
     if not url:
-        raise _Usage("no coordinator: pass --coordinator URL or set TOCSIN_COORDINATOR")
+        raise UsageError("no coordinator: pass --coordinator URL or set TOCSIN_COORDINATOR")
     if url.lower().startswith("memory://"):
-        raise _Usage(
+        raise UsageError(
             "a memory:// coordinator lives inside one process; the command line can only "
             "reach postgresql://, redis:// or sqlite:/// coordinators"
         )
     try:
         coordinator = open_coordinator(url)
     except InvalidCoordinatorURLError as exc:
-        raise _Usage(str(exc)) from None
+        raise UsageError(str(exc)) from None
     except ImportError as exc:
-        raise _Usage(str(exc)) from None
+        raise UsageError(str(exc)) from None
     path = getattr(coordinator, "path", None)  # SQLite: never create a file by mistake
     if isinstance(path, str) and not os.path.exists(path):
-        raise _Usage(f"no such SQLite coordinator file: {os.path.abspath(path)}")
+        raise UsageError(f"no such SQLite coordinator file: {os.path.abspath(path)}")
     return coordinator
 
 

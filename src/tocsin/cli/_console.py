@@ -1,10 +1,14 @@
 # SPDX-License-Identifier: Apache-2.0
 """``tocsin console``: serve the web console from the stores alone (no running system).
 
-Shows durable tasks and parked tasks (with retry / discard), and cluster members when a
-coordinator is given, and serves ``/metrics`` (task counts by state) when
-``prometheus_client`` is installed. Runs until Ctrl-C / SIGTERM. Exit codes: 0 stopped
-cleanly, 1 the server failed (address in use, store error), 2 bad usage.
+Shows durable tasks and parked tasks (with retry / discard), and, with ``--coordinator
+URL`` (PostgreSQL, Redis or a SQLite file, as ``tocsin cluster`` takes it), the cluster's
+live members, read from the coordinator at every refresh; serves ``/metrics`` (task counts
+by state, live members) when ``prometheus_client`` is installed. The console takes no
+lease: it reads the coordinator and never joins the cluster. Runs until Ctrl-C / SIGTERM.
+Exit codes: 0 stopped cleanly, 1 the server failed (address in use, store or coordinator
+unreachable at start), 2 bad usage (bad store or coordinator URL, a missing SQLite file).
+A coordinator that fails later is shown on the page, and read again at the next refresh.
 
 The token comes from ``--token`` or ``TOCSIN_CONSOLE_TOKEN`` (prefer the variable: a
 command line is visible to other users of the machine).
@@ -18,12 +22,16 @@ import contextlib
 import os
 import signal
 import sys
+from collections.abc import Awaitable, Callable
+from datetime import UTC, datetime
 from typing import Any
 
-from ..errors import InvalidStoreURLError, StoreError
+from ..cluster import Coordinator, Member
+from ..errors import CoordinatorError, InvalidStoreURLError, StoreError
 from ..stores import Store, open_store
+from ._cluster import UsageError, cli_coordinator
 
-__all__ = ["register"]
+__all__ = ["live_members", "register"]
 
 _HINT = "tocsin console needs aiohttp: pip install 'tocsin[console]'"
 
@@ -38,7 +46,12 @@ def register(subparsers: argparse._SubParsersAction[argparse.ArgumentParser]) ->
         default=os.environ.get("TOCSIN_STORE"),
         help="store URL, e.g. sqlite:///tasks.db (default: $TOCSIN_STORE)",
     )
-    parser.add_argument("--coordinator", help="cluster coordinator URL: show its members")
+    parser.add_argument(
+        "--coordinator",
+        default=os.environ.get("TOCSIN_COORDINATOR"),
+        help="cluster coordinator URL (postgresql://, redis://, sqlite:///): show its live "
+        "members (default: $TOCSIN_COORDINATOR)",
+    )
     parser.add_argument(
         "--bind", default="127.0.0.1:8765", help="HOST:PORT to listen on (default: %(default)s)"
     )
@@ -73,51 +86,93 @@ def _run(args: argparse.Namespace) -> int:
         print(f"tocsin console: error: no such SQLite store file: {os.path.abspath(path)}",
               file=sys.stderr)  # fmt: skip
         return 2
+    coordinator: Coordinator | None = None
     if args.coordinator:
-        # Hook for issue 12: members come from the cluster package's coordinator.
-        print("tocsin console: error: --coordinator needs the cluster package (issue 12), "
-              "which this build does not have yet", file=sys.stderr)  # fmt: skip
-        return 2
+        try:
+            coordinator = cli_coordinator(args.coordinator)
+        except UsageError as exc:  # bad URL, memory://, no such SQLite file, no driver
+            print(f"tocsin console: error: {exc}", file=sys.stderr)
+            return 2
     try:
-        return asyncio.run(_serve(console, store, args))
+        return asyncio.run(_serve(console, store, coordinator, args))
     except ValueError as exc:  # bad --bind / --token / --interval
         print(f"tocsin console: error: {exc}", file=sys.stderr)
         return 2
-    except (OSError, StoreError) as exc:
+    except (OSError, StoreError, CoordinatorError) as exc:
         print(f"tocsin console: error: {exc}", file=sys.stderr)
         return 1
 
 
-async def _serve(console: Any, store: Store, args: argparse.Namespace) -> int:
+async def _serve(
+    console: Any, store: Store, coordinator: Coordinator | None, args: argparse.Namespace
+) -> int:
     await store.open()
     try:
-        metrics, refresh = _store_metrics(store, args.interval)
-        server = await console.serve_store(
-            store, args.bind, args.token, metrics=metrics, interval=args.interval
-        )
-        print(f"tocsin console: serving {server.url} (Ctrl-C to stop)", flush=True)
-        stop = asyncio.Event()
-        loop = asyncio.get_running_loop()
-        for sig in (signal.SIGINT, signal.SIGTERM):
-            with contextlib.suppress(NotImplementedError, RuntimeError):
-                loop.add_signal_handler(sig, stop.set)
-        refresher = loop.create_task(refresh(stop)) if refresh is not None else None
+        if coordinator is not None:
+            await coordinator.open()
         try:
-            await stop.wait()
+            return await _serve_open(console, store, coordinator, args)
         finally:
-            if refresher is not None:
-                refresher.cancel()
-                await asyncio.gather(refresher, return_exceptions=True)
-            await server.close()
+            if coordinator is not None:
+                await coordinator.close()
     finally:
         await store.close()
+
+
+async def _serve_open(
+    console: Any, store: Store, coordinator: Coordinator | None, args: argparse.Namespace
+) -> int:
+    members = None if coordinator is None else live_members(coordinator)
+    metrics, refresh = _store_metrics(store, members, args.interval)
+    server = await console.serve_store(
+        store, args.bind, args.token, metrics=metrics, members=members, interval=args.interval
+    )
+    print(f"tocsin console: serving {server.url} (Ctrl-C to stop)", flush=True)
+    stop = asyncio.Event()
+    loop = asyncio.get_running_loop()
+    for sig in (signal.SIGINT, signal.SIGTERM):
+        with contextlib.suppress(NotImplementedError, RuntimeError):
+            loop.add_signal_handler(sig, stop.set)
+    refresher = loop.create_task(refresh(stop)) if refresh is not None else None
+    try:
+        await stop.wait()
+    finally:
+        if refresher is not None:
+            refresher.cancel()
+            await asyncio.gather(refresher, return_exceptions=True)
+        await server.close()
     return 0
 
 
-def _store_metrics(store: Store, interval: float) -> tuple[Any, Any]:
-    """``(endpoint, refresher)``: ``tocsin_durable_tasks{state}`` from the store, read every
-    ``interval`` by the refresher (a Prometheus scrape cannot await a store); ``(None,
-    None)`` without prometheus_client."""
+def live_members(coordinator: Coordinator) -> Callable[[], Awaitable[list[Member]]]:
+    """The console's member list: the coordinator's live leases, read at each refresh
+    (one ``leases()`` call, as ``tocsin cluster members`` makes), by node name.
+
+    Nothing is written to the coordinator: the console is not a member and takes no lease.
+    """
+
+    async def members() -> list[Member]:
+        _, rows = await coordinator.leases()
+        return [
+            Member(row.node, row.address, _utc(row.joined), _utc(row.renewed))
+            for row in sorted(rows, key=lambda r: r.node)
+            if row.alive
+        ]
+
+    return members
+
+
+def _utc(epoch: float) -> datetime:
+    return datetime.fromtimestamp(epoch, tz=UTC)
+
+
+def _store_metrics(
+    store: Store, members: Callable[[], Awaitable[list[Member]]] | None, interval: float
+) -> tuple[Any, Any]:
+    """``(endpoint, refresher)``: ``tocsin_durable_tasks{state}`` from the store (and
+    ``tocsin_cluster_members`` from the coordinator, when given), read every ``interval``
+    by the refresher (a Prometheus scrape cannot await a store); ``(None, None)`` without
+    prometheus_client."""
     try:
         import prometheus_client  # noqa: F401
 
@@ -125,12 +180,18 @@ def _store_metrics(store: Store, interval: float) -> tuple[Any, Any]:
     except ImportError:
         return None, None
     counts: dict[str, int] = {}
+    live: list[int] = []  # [count] once read; empty while the coordinator cannot be read
 
-    def tasks() -> list[Metric]:
+    def read() -> list[Metric]:
         samples = tuple(Sample(counts.get(s, 0), (("state", s),))
                         for s in ("pending", "running", "parked"))  # fmt: skip
-        return [Metric("durable.tasks", MetricKind.GAUGE, "Durable tasks in the store by state.",
-                       "", samples)]  # fmt: skip
+        out = [Metric("durable.tasks", MetricKind.GAUGE, "Durable tasks in the store by state.",
+                      "", samples)]  # fmt: skip
+        if members is not None:
+            out.append(Metric("cluster.members", MetricKind.GAUGE,
+                              "Live nodes of the cluster, as the coordinator sees them.", "",
+                              tuple(Sample(n) for n in live)))  # fmt: skip
+        return out
 
     async def refresh(stop: asyncio.Event) -> None:
         while not stop.is_set():
@@ -139,7 +200,13 @@ def _store_metrics(store: Store, interval: float) -> tuple[Any, Any]:
                 counts.clear()
                 for row in rows:
                     counts[row.state] = counts.get(row.state, 0) + 1
+            if members is not None:
+                # No sample while the coordinator fails: a stale count would look live.
+                try:
+                    live[:] = [len(await members())]
+                except CoordinatorError:
+                    live.clear()
             with contextlib.suppress(TimeoutError):
                 await asyncio.wait_for(stop.wait(), interval)
 
-    return prometheus_endpoint(Metrics([tasks])), refresh
+    return prometheus_endpoint(Metrics([read])), refresh

@@ -22,6 +22,8 @@ from ..clock import Clock, SystemClock
 from ..cron import CronExpression
 from ..durable._runtime import durable_of
 from ..errors import TocsinError
+from ..scheduling._introspect import last_lateness
+from ..scheduling._scheduler import Scheduler
 from ..stores import DeleteTask, Store, TaskRow, UpsertTask
 
 if TYPE_CHECKING:
@@ -63,6 +65,8 @@ class ScheduleView:
     next_fire_at: datetime | None
     paused: bool
     ticks: int
+    #: Seconds its last tick fired after its deadline; None before its first tick.
+    lateness: float | None = None
 
 
 @dataclass(frozen=True, slots=True)
@@ -100,6 +104,7 @@ class Snapshot:
     store_error: str | None = None
     schedules_total: int = 0
     actors_total: int = 0
+    members_error: str | None = None  # the member list could not be read this time
 
 
 class ConsoleSource(Protocol):
@@ -172,6 +177,20 @@ async def _read_tasks(
     return tuple(_task(r) for r in rows[:MAX_TASKS]), len(rows), parked, None
 
 
+async def _read_members(
+    members: Members | None,
+) -> tuple[tuple[Any, ...] | None, str | None]:
+    """The members and no error, or no members and the error text: a coordinator that
+    is unreachable for a moment is said on the page, and the other sections still show
+    (the next refresh tries again)."""
+    if members is None:
+        return None, None
+    try:
+        return tuple(await members()), None
+    except TocsinError as exc:  # CoordinatorError: unreachable, timed out
+        return None, str(exc)
+
+
 async def _parked_row(store: Store | None, kind: str, identity: str, task_id: str) -> TaskRow:
     if store is None:
         raise ActionError("this system has no durable store yet: nothing is parked")
@@ -223,6 +242,8 @@ class SystemSource:
         if system.running:
             infos = system.list_schedules()
             infos.sort(key=_fire_order)
+            scheduler = system.runtime.schedules if system.runtime is not None else None
+            late = last_lateness(scheduler) if isinstance(scheduler, Scheduler) else {}
             schedules = tuple(
                 ScheduleView(
                     s.reference,
@@ -234,6 +255,7 @@ class SystemSource:
                     s.next_fire_at,
                     s.paused,
                     s.ticks,
+                    late.get(s.reference),
                 )
                 for s in infos[:MAX_TASKS]
             )
@@ -242,7 +264,7 @@ class SystemSource:
             actors = actor_stats(system.runtime)
             actors.sort(key=lambda a: (-a.mailbox, a.path))
         tasks, total, parked, error = await _read_tasks(self._store())
-        members = tuple(await self._members()) if self._members is not None else None
+        members, members_error = await _read_members(self._members)
         return Snapshot(
             taken_at=_utc(self.clock.wall()),
             mode=f"system {system.name}",
@@ -257,6 +279,7 @@ class SystemSource:
             store_error=error,
             schedules_total=len(infos),
             actors_total=len(actors),
+            members_error=members_error,
         )
 
     async def retry(self, kind: str, identity: str, task_id: str) -> TaskRow:
@@ -293,7 +316,7 @@ class StoreSource:
 
     async def snapshot(self) -> Snapshot:
         tasks, total, parked, error = await _read_tasks(self.store)
-        members = tuple(await self._members()) if self._members is not None else None
+        members, members_error = await _read_members(self._members)
         return Snapshot(
             taken_at=_utc(self.clock.wall()),
             mode=f"store {redact_url(self.store.url)}",
@@ -306,6 +329,7 @@ class StoreSource:
             members=members,
             dead_letters=None,
             store_error=error,
+            members_error=members_error,
         )
 
     async def retry(self, kind: str, identity: str, task_id: str) -> TaskRow:

@@ -108,14 +108,20 @@ def _schedules(s: Snapshot) -> str:
                 f'<span class="next-fire">{_time(v.next_fire_at)}</span>',
                 "paused" if v.paused else "active",
                 e(v.ticks),
+                "—" if v.lateness is None else e(_ms(v.lateness)),
             )
         )
         for v in s.schedules
     ]
     headers = ("Reference", "Target", "Kind", "Every / cron", "Zone", "Next fire (UTC)",
-               "State", "Ticks")  # fmt: skip
+               "State", "Ticks", "Last tick late by")  # fmt: skip
     table = _table("Live schedules, soonest first", headers, rows, "No live schedules.")
     return table + _more(s.schedules_total, len(s.schedules))
+
+
+def _ms(seconds: float) -> str:
+    """A lateness for people: milliseconds to one decimal below 10 s, else seconds."""
+    return f"{seconds * 1000:.1f} ms" if seconds < 10 else f"{seconds:,.0f} s"
 
 
 def _actions(t: TaskView, csrf: str) -> str:
@@ -189,6 +195,11 @@ def _actors(s: Snapshot) -> str:
 
 
 def _members(s: Snapshot) -> str:
+    if s.members_error is not None:
+        return (
+            '<p class="empty"><strong class="bad">Cannot read the members: '
+            f"{e(s.members_error)}</strong> (tried again at the next refresh)</p>"
+        )
     if s.members is None:
         return '<p class="empty">Not part of a cluster.</p>'
     rows = []

@@ -11,7 +11,14 @@ from ..actor._schedule_info import ScheduleInfo, SchedulerMetrics
 if TYPE_CHECKING:
     from ._scheduler import Scheduler, ScheduleRecord
 
-__all__ = ["lateness_ring", "schedule_counts", "schedule_info", "scheduler_metrics", "utc"]
+__all__ = [
+    "last_lateness",
+    "lateness_ring",
+    "schedule_counts",
+    "schedule_info",
+    "scheduler_metrics",
+    "utc",
+]
 
 
 def schedule_info(
@@ -73,6 +80,12 @@ def lateness_ring(scheduler: Scheduler) -> tuple[int, list[float]]:
     ticks fired after it. The ring is the scheduler's own list, not a copy: read it
     before yielding to the loop."""
     return scheduler._fired, scheduler._lateness
+
+
+def last_lateness(scheduler: Scheduler) -> dict[str, float]:
+    """Seconds each schedule's last tick fired after its deadline, by reference, for
+    the schedules that have fired (the console's per-schedule lateness, issue 14)."""
+    return {ref: r.late for ref, r in scheduler._refs.items() if r.late is not None}
 
 
 def schedule_counts(scheduler: Scheduler) -> dict[tuple[str, bool], int]:

@@ -64,6 +64,7 @@ class ScheduleRecord(Deadline, RuntimeItem):
         "delay",
         "final",
         "interval",
+        "late",
         "message",
         "owner",
         "paused",
@@ -100,6 +101,10 @@ class ScheduleRecord(Deadline, RuntimeItem):
         self.created_at = created_at
         self.scheduler = scheduler
         self.ticks = 0
+        # Seconds its last tick fired after its deadline (None before the first): the
+        # console's per-schedule lateness (issue 14). The float is the one the lateness
+        # ring holds, so the hot path pays one slot store, no allocation.
+        self.late: float | None = None
         self.paused = False
         self.dead = False
         # Its last tick is on its way: retire it when that tick is opened or rejected
@@ -157,7 +162,7 @@ class ScheduleRecord(Deadline, RuntimeItem):
         target = self.target._target
         scheduler = self.scheduler
         fired = scheduler._fired
-        scheduler._lateness[fired & _LATENESS_MASK] = now - deadline
+        self.late = scheduler._lateness[fired & _LATENESS_MASK] = now - deadline
         scheduler._fired = fired + 1
         cron = self.cron
         if cron is not None:
