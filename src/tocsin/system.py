@@ -224,9 +224,9 @@ class ActorSystem(SchedulingCalls):
             remote.attach(runtime)
             self._remote = remote
         try:
+            node = None
             if self._cluster_config is not None:
-                # Joined before anything may claim: cron ticks are claimed from now on.
-                node = ClusterNode(
+                node = self._cluster = ClusterNode(
                     self._cluster_config,
                     name=self.name,
                     address=self.address,
@@ -234,16 +234,22 @@ class ActorSystem(SchedulingCalls):
                     publish=self._cluster_event,
                     on_lease_lost=self._lease_lost,
                 )
+            if self._store_spec is not None:
+                # Before joining: once peers list this node they send it messages for the
+                # durable identities it should own; a store still opening would answer
+                # them DeadActorError. Unjoined, it claims and runs nothing (no lease).
+                await self._start_durable(runtime, self._store_spec)
+            if node is not None:
+                # Joined before anything may claim: cron ticks are claimed from now on.
                 await node.start()
-                self._cluster = node
                 scheduler.cron_gate = node.cron_claims
                 if remote is None:
                     # memory:// without remoting: in-process peers reach this node here.
                     self._unregister_in_process = register_in_process(
                         self.address, self._local_path
                     )
-            if self._store_spec is not None:
-                await self._start_durable(runtime, self._store_spec)
+                if self._durable is not None:
+                    self._durable.poll_soon()  # its first poll, unjoined, ran nothing
             # Last, so a page never shows a half-started system; a failed one (address in
             # use) fails the whole start.
             for service, value, token in self._options:

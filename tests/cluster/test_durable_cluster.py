@@ -5,6 +5,7 @@ expires, and a passivated identity's due tasks run by one node only."""
 
 from __future__ import annotations
 
+import asyncio
 import uuid
 from collections import Counter
 from collections.abc import AsyncIterator
@@ -14,6 +15,7 @@ from typing import Any
 from tests.cluster.cluster_support import freeze
 
 from tocsin import ActorSystem, Cluster, ManualClock, ReceiveContext
+from tocsin.cluster._placement import rendezvous_owner
 from tocsin.durable import Call, DurableActor
 from tocsin.stores import MemoryStore
 
@@ -147,6 +149,81 @@ async def test_a_dead_owners_due_task_runs_within_the_lease_plus_one_renewal() -
         await clock.advance(LEASE + LEASE / 3 + 1.5)
         assert len(RUNS) == 1
         assert RUNS[0][0] != home
+
+
+async def test_a_dead_owners_due_task_runs_within_the_lease_plus_the_poll_interval() -> None:
+    # A 9 s lease renews every 3 s; with poll_interval 0.5 s the survivors read the
+    # members every 0.5 s, so they notice the dead owner (and poll its due tasks) within
+    # 0.5 s of its expiry, not at their next renewal up to 3 s later.
+    RUNS.clear()
+    lease, poll = 9.0, 0.5
+    clock = ManualClock(wall=T0)
+    config = Cluster(f"memory://{uuid.uuid4().hex}", lease=lease, poll_interval=poll)
+    store = MemoryStore()
+    owner, b, c = (ActorSystem(n, clock=clock, store=store, cluster=config) for n in "abc")
+    try:
+        await owner.start()
+        pid = await owner.durable(Account, "acct-7", passivate_after=1.0)  # alone: owns it
+        await pid.ask(Call("later", 12.2))  # due just after the owner's lease lapses
+        await clock.advance(1.5)  # the survivors renew out of phase with the owner
+        await b.start()
+        await c.start()
+        await clock.advance(1.5)  # t = 3: the owner renews, then dies at once
+        freeze(owner.cluster)
+        # Its lease lapses at t = 12; the survivors renew at t = 10.5 and 13.5 but read
+        # the members every 0.5 s: by t = 12.5 one has claimed the identity and run it.
+        await clock.advance(lease + poll + 0.1)
+        assert [node for node, _ in RUNS] in (["b"], ["c"])
+    finally:
+        for system in (owner, b, c):
+            if system.running:
+                await system.stop()
+
+
+class _OpensWhenLetGo:
+    """The shared store, but this node's ``open`` waits for ``let_go`` (a slow store)."""
+
+    def __init__(self, inner: MemoryStore) -> None:
+        self.inner = inner
+        self.let_go = asyncio.Event()
+
+    async def open(self, *, exclusive: bool = False) -> None:
+        await self.let_go.wait()
+        await self.inner.open(exclusive=exclusive)
+
+    def __getattr__(self, name: str) -> Any:
+        return getattr(self.inner, name)
+
+
+async def test_a_node_joins_only_once_it_can_serve_its_durable_identities() -> None:
+    # Found by the real-process chaos test: a peer listed a node whose store was still
+    # opening, sent it an identity it was preferred for, and got DeadActorError.
+    clock = ManualClock(wall=T0)
+    url = f"memory://{uuid.uuid4().hex}"
+    store = MemoryStore()
+    slow = _OpensWhenLetGo(store)
+    a = ActorSystem("a", clock=clock, store=store, cluster=Cluster(url, lease=LEASE))
+    b = ActorSystem("b", clock=clock, store=slow, cluster=Cluster(url, lease=LEASE))  # type: ignore[arg-type]
+    await a.start()
+    try:
+        starting = asyncio.create_task(b.start())
+        await clock.advance(LEASE)  # a's view is refreshed three times meanwhile
+        assert [m.name for m in a.cluster.members()] == ["a"]
+        slow.let_go.set()
+        await starting
+        await clock.advance(LEASE / 3)
+        assert [m.name for m in a.cluster.members()] == ["a", "b"]
+        identity = next(
+            f"acct-{i}"
+            for i in range(100)
+            if rendezvous_owner(Account.kind, f"acct-{i}", ["a", "b"]) == "b"
+        )
+        pid = await a.durable(Account, identity)
+        assert await pid.ask(Call("where")) == "b"
+    finally:
+        for system in (a, b):
+            if system.running:
+                await system.stop()
 
 
 async def test_outside_cluster_mode_nothing_is_fenced() -> None:

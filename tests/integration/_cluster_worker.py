@@ -17,7 +17,13 @@ shared durable STORE (``sqlite:///path`` or ``postgresql://...#SCHEMA``) and
 ``cluster=Cluster(URL, lease=LEASE)``; durable ``Counter`` identities tick every 0.2 s,
 each tick adding one to a stored count and appending ``NAME IDENTITY COUNT WALL`` to LOG after
 the write committed. With SEED > 0 it starts ``c-0`` … ``c-SEED-1`` (through their
-owners, wherever they are). Prints ``ready``, then its ``fenced_writes`` every 0.5 s.
+owners, wherever they are). Prints ``ready``. On SIGUSR1 it activates a probe identity
+that this node owns (the rendezvous hash prefers it over all three names) and tells it to
+hold a write in flight: the probe writes, prints ``holding``, waits ``4 * LEASE`` real
+seconds and writes again (a zombie frozen meanwhile finds that write refused; appending
+``NAME probe after`` to LOG only if it committed). On SIGTERM it prints its
+``fenced_writes`` as ``{"event": "fenced", "count": N}`` and exits at once. Nothing else
+is printed, so the parent reads each line as it comes (no stale line buffered ahead).
 
 ``owner URL NAME LEASE KIND ID``: join, claim ownership of ``(KIND, ID)``, print
 ``{"owned": epoch}`` and keep renewing until killed (``bench/cluster.py`` failover).
@@ -107,8 +113,10 @@ async def cron(url: str, name: str, lease: float, log: str) -> None:
 
 async def durable(url: str, store_spec: str, name: str, lease: float, log: str, seed: int) -> None:
     import os
+    import signal
 
     from tocsin import ActorSystem, Remoting
+    from tocsin.cluster._placement import rendezvous_owner
     from tocsin.durable import Call, DurableActor
     from tocsin.stores import Store
 
@@ -125,6 +133,18 @@ async def durable(url: str, store_spec: str, name: str, lease: float, log: str, 
             await self.storage.put("count", count)  # fenced: a zombie's put raises
             os.write(fd, f"{name} {self.identity} {count} {self.now().timestamp()}\n".encode())
 
+    class Probe(DurableActor):
+        kind = "chaos.Probe"
+
+        async def hold(self, seconds: float) -> None:
+            # A message handler, not a task: losing the lease stops the activation but
+            # does not cancel a running handler, so the second write is really attempted.
+            await self.storage.put("held", "before")
+            emit(event="holding")
+            await asyncio.sleep(seconds)
+            await self.storage.put("held", "after")  # the zombie's write: refused
+            os.write(fd, f"{name} probe after\n".encode())
+
     store: str | Store = store_spec
     if store_spec.startswith("postgresql://"):
         from tocsin.stores.postgres import PostgresStore
@@ -137,7 +157,26 @@ async def durable(url: str, store_spec: str, name: str, lease: float, log: str, 
         remoting=Remoting(listen="tcp://127.0.0.1:0", secret=b"cluster-test-secret!"),
         cluster=Cluster(url, lease=lease),
     )
+
+    async def probe() -> None:
+        # Preferred over all three names, hence over any live subset: activates here.
+        identity = next(
+            f"probe-{i}"
+            for i in range(1000)
+            if rendezvous_owner(Probe.kind, f"probe-{i}", ["a", "b", "c"]) == name
+        )
+        pid = await system.durable(Probe, identity)
+        pid.tell(Call("hold", 4 * lease))
+
+    def fenced_and_exit() -> None:
+        emit(event="fenced", count=system.cluster.metrics().fenced_writes)
+        os._exit(0)
+
+    tasks: set[asyncio.Task[None]] = set()
     async with system:
+        loop = asyncio.get_running_loop()
+        loop.add_signal_handler(signal.SIGUSR1, lambda: tasks.add(loop.create_task(probe())))
+        loop.add_signal_handler(signal.SIGTERM, fenced_and_exit)
         if seed:
             # Wait until the three nodes are members, so the identities spread.
             while len(system.cluster.members()) < 3:
@@ -147,8 +186,7 @@ async def durable(url: str, store_spec: str, name: str, lease: float, log: str, 
                 await pid.ask(Call("start"), timeout=20.0)
         emit(event="ready")
         while True:
-            await asyncio.sleep(0.5)
-            emit(event="fenced", count=system.cluster.metrics().fenced_writes)
+            await asyncio.sleep(3600)
 
 
 async def owner(url: str, name: str, lease: float, kind: str, identity: str) -> None:

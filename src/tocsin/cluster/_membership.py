@@ -9,6 +9,12 @@ lease is held until ``t0 + lease`` where ``t0`` is when the last accepted renewa
 does (clock rates assumed equal; drift of a few ppm is far inside the margin) — and a node
 that was frozen (SIGSTOP, a VM pause) finds its lease gone before it acts on it.
 
+Peers notice a dead node when they next read the lease table: at each renewal, and, when
+``watch_every`` (the cluster's ``poll_interval``) is shorter than ``lease/3``, every
+``watch_every`` seconds in between. ``NodeLeft`` then makes the durable runtime look for
+the dead node's due tasks at once, so they run elsewhere within ``lease + poll_interval``
+(one lease-table read per ``poll_interval`` is the price).
+
 When the lease is lost the ``on_lease_lost`` callback runs (the system stops its durable
 activations: their epochs may already belong to another node) and the node joins again
 as a new incarnation.
@@ -20,6 +26,7 @@ an existing engine instead of gossip).
 
 from __future__ import annotations
 
+import asyncio
 import logging
 import uuid
 from collections.abc import Callable
@@ -54,6 +61,9 @@ class Membership:
         publish: called with each :class:`NodeJoined` / :class:`NodeLeft`.
         counters: where renewals and losses are counted.
         on_lease_lost: called once each time this node loses its lease.
+        watch_every: seconds between two reads of the view (``NodeJoined``/``NodeLeft``
+            noticed within that); ``None`` or anything from ``lease/3`` up: at each
+            renewal only.
     """
 
     def __init__(
@@ -67,6 +77,7 @@ class Membership:
         publish: Callable[[object], None],
         counters: Counters,
         on_lease_lost: Callable[[], None] | None = None,
+        watch_every: float | None = None,
     ) -> None:
         self.coordinator = coordinator
         self.name = name
@@ -83,6 +94,14 @@ class Membership:
         self._view: dict[str, LeaseRow] = {}
         self._members: list[Member] = []
         self._renewer = Periodic(clock, lease / 3, self.tick, f"tocsin-cluster-renew-{name}")
+        self._watcher: Periodic | None = None
+        if watch_every is not None and watch_every < lease / 3:
+            self._watcher = Periodic(
+                clock, watch_every, self._watch, f"tocsin-cluster-watch-{name}"
+            )
+        # Two reads of the view in flight (a renewal's and a watch) must not apply out of
+        # order: an older read applied last would announce a dead node joining again.
+        self._refreshing = asyncio.Lock()
 
     # -- lifecycle ---------------------------------------------------------------------
 
@@ -97,11 +116,15 @@ class Membership:
         await self._join(wait=2 * self.lease)
         await self._refresh(announce=False)
         self._renewer.start()
+        if self._watcher is not None:
+            self._watcher.start()
 
     async def stop(self) -> None:
         """Stop renewing and leave (delete the lease). A coordinator that fails here is
         logged: the lease then simply expires."""
         await self._renewer.stop()
+        if self._watcher is not None:
+            await self._watcher.stop()
         self._cancel_expiry()
         was_holding, self._holding = self._holding, False
         if was_holding:
@@ -176,16 +199,13 @@ class Membership:
                     await self._join(wait=2 * self.lease)
                 except CoordinatorError as exc:
                     _log.warning("node %s: rejoin failed: %s", self.name, exc)
-        try:
-            await self._refresh(announce=True)
-        except CoordinatorError as exc:
-            _log.warning("node %s: reading the members failed: %s", self.name, exc)
+        await self._watch()
 
     # -- the view ----------------------------------------------------------------------
 
     def members(self) -> list[Member]:
-        """Live nodes (this one included) as of the last refresh (at most ``lease/3`` old),
-        sorted by name."""
+        """Live nodes (this one included) as of the last refresh (at most ``lease/3`` old,
+        or ``poll_interval`` when that is shorter), sorted by name."""
         return list(self._members)
 
     def address_of(self, node: str) -> str | None:
@@ -199,7 +219,18 @@ class Membership:
         """Names of the live nodes of the last refresh."""
         return [member.name for member in self._members]
 
+    async def _watch(self) -> None:
+        """Read the view and announce what changed (a failure is logged: next time)."""
+        try:
+            await self._refresh(announce=True)
+        except CoordinatorError as exc:
+            _log.warning("node %s: reading the members failed: %s", self.name, exc)
+
     async def _refresh(self, *, announce: bool) -> None:
+        async with self._refreshing:
+            await self._apply_view(announce=announce)
+
+    async def _apply_view(self, *, announce: bool) -> None:
         _, rows = await self.coordinator.leases()
         known = {row.node: row for row in rows}
         live = {row.node: row for row in rows if row.alive}

@@ -73,6 +73,7 @@ class ClusterNode:
             publish=publish,
             counters=self._counters,
             on_lease_lost=on_lease_lost,
+            watch_every=config.poll_interval,
         )
         self.directory = Directory(self.coordinator, self.membership, self._counters)
         self.cron_claims = CronClaims(
@@ -120,7 +121,7 @@ class ClusterNode:
 
     def members(self) -> list[Member]:
         """Live nodes, this one included, sorted by name: a snapshot as of the last lease
-        renewal (at most ``lease / 3`` seconds old)."""
+        renewal or view read (at most ``min(lease / 3, poll_interval)`` seconds old)."""
         return self.membership.members()
 
     async def pause_cron(self, reference: str) -> None:

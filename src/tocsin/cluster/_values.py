@@ -51,9 +51,11 @@ class Cluster:
             ``lease/3``. A node not renewed within ``lease`` is dead: its durable
             identities may activate elsewhere. Between :data:`MIN_LEASE` and
             :data:`MAX_LEASE`.
-        poll_interval: seconds between two looks for due tasks of passivated identities
-            this node owns or may claim (a dead owner's identities come back within
-            ``lease + poll_interval``). Between 0.05 s and ``lease``; ``None`` (the
+        poll_interval: seconds between two reads of the member list besides the
+            renewals (used when shorter than ``lease/3``): a dead node is noticed
+            (``NodeLeft``) within ``poll_interval`` of its lease's expiry, and every node
+            then looks for its identities' due tasks, so they run elsewhere within
+            ``lease + poll_interval``. Between 0.05 s and ``lease``; ``None`` (the
             default) means ``min(1.0, lease)``. Always a float once constructed.
 
     Raises:
