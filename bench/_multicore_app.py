@@ -68,10 +68,16 @@ class _Done:
         self.future: asyncio.Future[None] | None = None
 
         self.last = 0.0
+        self.max_gap = 0.0
+        self.gap_end = 0.0
 
     def hit(self) -> None:
         self.count += 1
-        self.last = time.time()
+        now = time.time()
+        if self.last and now - self.last > self.max_gap:
+            # The longest pause between two task runs of this worker, and when it ended.
+            self.max_gap, self.gap_end = now - self.last, now
+        self.last = now
         if self.count == self.target and self.future is not None and not self.future.done():
             self.future.set_result(None)
 
@@ -157,6 +163,8 @@ async def _durable(system: ActorSystem, number: int, pids: list[Any]) -> None:
             commits = getattr(store, "commits", 0) - commits0
             result |= {"end": DONE.last, "cpu_s": cpu, "activate_s": sum(ACTIVATION)}
             result["commits"] = commits
+            result["max_gap_s"] = DONE.max_gap
+            result["gap_end"] = DONE.gap_end - started if DONE.gap_end else 0.0
             if DONE.last:
                 result["run_delay_s"] = run_delay() - delay0
             _write(f"progress-{number}.json", result)

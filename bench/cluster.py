@@ -350,7 +350,9 @@ def report(args: Any, runs: Runs) -> dict[str, Any]:
                     continue
                 poll = runs_f[0]["poll_s"]
                 values = sorted(r["failover_s"] for r in runs_f)
-                cells.append(f"{fmt(values[len(values) // 2])} ({fmt(values[0])}–{fmt(values[-1])})")
+                cells.append(
+                    f"{fmt(values[len(values) // 2])} ({fmt(values[0])}–{fmt(values[-1])})"
+                )
                 targets[
                     f"{backend} lease {lease:g} s: {probe} failover within lease + poll "
                     f"{lease + poll:g} s (max {fmt(values[-1])} s)"

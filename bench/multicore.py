@@ -218,9 +218,13 @@ def _tocsin_run(params: dict[str, Any]) -> dict[str, Any]:
         # Tasks (or messages) each worker ran: placement by rendezvous hashing is uneven,
         # and the busiest worker bounds the speedup.
         "split": sorted(r["done"] for r in results),
-        # Per worker: tasks run, seconds from go to its last, CPU seconds, run-queue wait.
+        # Per worker: tasks run, seconds from go to its last, CPU seconds, run-queue wait,
+        # the longest pause between two of its task runs and when (s after go) it ended.
         "per_worker": [
-            [r["done"], r["end"] - go, r["cpu_s"], r.get("run_delay_s", 0.0)]
+            [
+                *(r["done"], r["end"] - go, r["cpu_s"], r.get("run_delay_s", 0.0)),
+                *(r.get("max_gap_s", 0.0), r.get("gap_end", 0.0)),
+            ]
             for r in sorted(results, key=lambda r: r["worker"])
         ],
         # Store commits by all workers while measured (durable mode).
