@@ -10,7 +10,9 @@ per event (``ready``, ``joined``, ``left``, ``lost``, ``members``), flushed, unt
 ``cron URL NAME LEASE LOG``: a real ``ActorSystem`` with remoting and
 ``cluster=Cluster(URL, lease=LEASE)`` schedules ``* * * * * ?`` (every second) with
 reference ``every-second`` to an actor that appends ``NAME SECOND`` to LOG (one ``write``
-per line, O_APPEND), until killed.
+per line, O_APPEND), until killed. SECOND is the instant the delivered tick stands for
+(the claim key), not the second it arrived in: a node woken from SIGSTOP delivers the
+tick it claimed late, in a later second than the tick's own.
 
 ``durable URL STORE NAME LEASE LOG SEED``: a real ``ActorSystem`` with remoting, the
 shared durable STORE (``sqlite:///path`` or ``postgresql://...#SCHEMA``) and
@@ -86,17 +88,34 @@ async def member(url: str, name: str, lease: float) -> None:
 
 async def cron(url: str, name: str, lease: float, log: str) -> None:
     import os
+    from collections import deque
 
     from tocsin import Actor, ActorSystem, ReceiveContext, Remoting
 
     fd = os.open(log, os.O_WRONLY | os.O_APPEND | os.O_CREAT, 0o644)
+    won: deque[float] = deque()  # instants of won ticks, in delivery (mailbox) order
 
     class Job(Actor):
         async def receive(self, ctx: ReceiveContext) -> None:
-            # The tick's second: delivered within a second of its instant (a wall-clock
-            # timer may fire up to 1 ms early, hence the 10 ms).
-            second = int(ctx.system.clock.wall() + 0.01)
+            second = round(won.popleft())
             os.write(fd, f"{name} {second}\n".encode())
+
+    class Recording:
+        """The node's claim gate, noting the instant of each tick it won and delivers:
+        the tick message carries no instant, and the wall clock at receipt is a later
+        second for a tick claimed late (a zombie's first tick after SIGCONT)."""
+
+        def __init__(self, inner: Any) -> None:
+            self.inner = inner
+
+        def deliver_if_won(
+            self, reference: str, fire_at: float, period: float, deliver: Any, skipped: Any = None
+        ) -> None:
+            def recorded() -> None:
+                won.append(fire_at)
+                deliver()
+
+            self.inner.deliver_if_won(reference, fire_at, period, recorded, skipped)
 
     system = ActorSystem(
         name,
@@ -104,6 +123,10 @@ async def cron(url: str, name: str, lease: float, log: str) -> None:
         cluster=Cluster(url, lease=lease),
     )
     async with system:
+        scheduler = system._scheduler  # test-only: the gate is internal
+        assert scheduler is not None
+        assert scheduler.cron_gate is not None
+        scheduler.cron_gate = Recording(scheduler.cron_gate)
         pid = await system.spawn(Job, "job")
         await system.schedule_cron("run", pid, "* * * * * ?", reference="every-second")
         emit(event="ready")
