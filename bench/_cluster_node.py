@@ -186,9 +186,7 @@ async def durable_latency(
     return out
 
 
-async def failover(
-    backend: str, url: str, tmp: str, lease: float, probe: str
-) -> dict[str, Any]:
+async def failover(backend: str, url: str, tmp: str, lease: float, probe: str) -> dict[str, Any]:
     """SIGKILL an owner process at a random phase of its renewals; seconds from the kill
     until (``probe="message"``) the identity it owned answers an ask from another node,
     or (``probe="task"``) another identity it owned runs its due task (every 0.1 s) on

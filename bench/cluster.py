@@ -183,7 +183,9 @@ async def _bare(backend: str, url: str, tmp: str, n: int) -> list[float]:
 
         pool = await asyncpg.create_pool(url, min_size=1, max_size=4)
         table_name = "bare_" + uuid.uuid4().hex[:8]
-        await pool.execute(f"CREATE TABLE {table_name} (key text PRIMARY KEY, node text, expires float8)")
+        await pool.execute(
+            f"CREATE TABLE {table_name} (key text PRIMARY KEY, node text, expires float8)"
+        )
         sql = f"INSERT INTO {table_name} VALUES ($1, $2, $3) ON CONFLICT DO NOTHING"
         for i in range(n):
             t0 = clock()
@@ -348,7 +350,9 @@ def report(args: Any, runs: Runs) -> dict[str, Any]:
                     continue
                 poll = runs_f[0]["poll_s"]
                 values = sorted(r["failover_s"] for r in runs_f)
-                cells.append(f"{fmt(values[len(values) // 2])} ({fmt(values[0])}–{fmt(values[-1])})")
+                cells.append(
+                    f"{fmt(values[len(values) // 2])} ({fmt(values[0])}–{fmt(values[-1])})"
+                )
                 targets[
                     f"{backend} lease {lease:g} s: {probe} failover within lease + poll "
                     f"{lease + poll:g} s (max {fmt(values[-1])} s)"
@@ -359,7 +363,9 @@ def report(args: Any, runs: Runs) -> dict[str, Any]:
                "due task run: median (min–max) s"]  # fmt: skip
     print(table(headers, failover_rows))
     print()
-    print(table(["target (measured)", "met"], [(k, "yes" if v else "NO") for k, v in targets.items()]))
+    print(
+        table(["target (measured)", "met"], [(k, "yes" if v else "NO") for k, v in targets.items()])
+    )
     return {"bench": "cluster", "ratios": ratios, "targets": targets}
 
 

@@ -80,6 +80,10 @@ del _SERVICES, _CONSOLE_SERVICE
 
 __version__ = "0.1.0.dev0"
 
+# `run` manages processes, so it lives in the cli layer; imported after __version__,
+# which tocsin.cli reads while it loads.
+from .cli._run import run  # noqa: E402
+
 __all__ = [
     "PID",
     "Actor",
@@ -146,6 +150,7 @@ __all__ = [
     "TocsinError",
     "WrongEventLoopError",
     "parse_pid",
+    "run",
 ]
 
 # Public objects report the path users import them from (``tocsin.PID``, not

@@ -14,7 +14,7 @@ from collections.abc import Sequence
 
 from .. import __version__
 from ..errors import TocsinError
-from . import _cluster, _console, _cron, _demo, _tasks
+from . import _cluster, _console, _cron, _demo, _run, _tasks
 
 __all__ = ["main"]
 
@@ -31,6 +31,7 @@ def build_parser() -> argparse.ArgumentParser:
     _tasks.register(subparsers)
     _cluster.register(subparsers)
     _console.register(subparsers)  # issue 14
+    _run.register(subparsers)
     return parser
 
 

@@ -25,6 +25,7 @@ from typing import Any, Final, TypeVar, final
 
 from ..clock import Clock, SystemClock
 from ..errors import CoordinatorError
+from ..stores._sqlite_wal import set_wal_mode
 from ._protocol import EXPIRED_LEASE_RETENTION as RETENTION
 from ._protocol import ClaimOutcome, LeaseRow, Ownership
 
@@ -115,7 +116,8 @@ class SQLiteCoordinator:
     def _connect_thread(self) -> sqlite3.Connection:
         conn = sqlite3.connect(self.path, isolation_level=None, check_same_thread=False)
         conn.execute(f"PRAGMA busy_timeout = {BUSY_TIMEOUT_MS}")
-        conn.execute("PRAGMA journal_mode = WAL")
+        # Retried: two nodes opening a new file at once made one fail here (issue 13).
+        set_wal_mode(conn, budget=BUSY_TIMEOUT_MS / 1000)
         conn.execute("PRAGMA synchronous = NORMAL")
         conn.execute("BEGIN IMMEDIATE")  # two nodes creating the schema at once
         try:

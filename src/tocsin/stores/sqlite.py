@@ -66,6 +66,7 @@ from ._sqlite_inline import LoopConnection
 from ._sqlite_readonly import connect_read_only, open_error
 from ._sqlite_schema import create_schema, row_from_sql
 from ._sqlite_thread import Worker, transaction
+from ._sqlite_wal import set_wal_mode
 from ._validate import validate_ops
 
 __all__ = [
@@ -442,7 +443,8 @@ class SQLiteStore:
         conn = sqlite3.connect(self.path, isolation_level=None, check_same_thread=False)
         try:
             conn.execute(f"PRAGMA busy_timeout = {BUSY_TIMEOUT_MS}")
-            conn.execute("PRAGMA journal_mode = WAL")  # a no-op ("memory") for :memory:
+            # Retried: this pragma ignores busy_timeout when processes open a file at once.
+            set_wal_mode(conn, budget=BUSY_TIMEOUT_MS / 1000)  # "memory" for :memory:
             conn.execute(f"PRAGMA synchronous = {self.synchronous}")
             conn.execute(f"PRAGMA cache_size = {CACHE_KIB}")
             # BEGIN IMMEDIATE takes the write lock first: two processes opening a new file

@@ -1,0 +1,454 @@
+# SPDX-License-Identifier: Apache-2.0
+"""The arbiter of ``tocsin run``: forks the workers, restarts them, stops them.
+
+Prior art: gunicorn's ``Arbiter`` (a single-threaded master that forks workers, wakes on
+signals through a self-pipe, reaps with ``waitpid(WNOHANG)``, and answers SIGTERM with a
+graceful stop, a second signal or the grace running out with SIGKILL, SIGHUP with new
+workers). Differences, and why:
+
+* Signals reach the loop through ``signal.set_wakeup_fd``: the C handler writes the signal
+  number to the pipe, so none is lost between two ``select`` calls.
+* A rolling restart (SIGHUP) stops a worker *before* starting its replacement, one at a
+  time, and waits for the replacement to be ready (its ``main`` returned) before the next:
+  a worker's number names its socket and its cluster node name, which two processes must
+  not hold at once. The other workers keep serving meanwhile. If a
+  replacement fails before it is ready, the rolling restart stops there: a broken
+  deploy takes down one worker, not all of them.
+* A worker that exits less than :data:`STABLE_AFTER` seconds after it started is crash
+  looping: it is restarted after ``min(max, min * 2**(n-1))`` seconds for the n-th quick
+  exit in a row (``restart_backoff=(min, max)``); a worker that ran longer is replaced at
+  once. Deterministic (no jitter): each worker's loop is spaced on its own, and the
+  delays printed are the delays applied.
+* Workers are forked, not exec'd, and a ``MODULE:FUNC`` is imported by each worker after
+  its fork (the arbiter checks it once in a throw-away child, so a bad name is one error
+  line rather than a crash loop, yet never holds the application's modules itself):
+  a rolling restart runs the code now on disk, as gunicorn does without ``--preload``.
+  ``tocsin.run`` also accepts a function object, even one defined in ``__main__``.
+"""
+
+from __future__ import annotations
+
+import contextlib
+import dataclasses
+import json
+import logging
+import os
+import select
+import signal
+import sys
+import traceback
+from dataclasses import dataclass
+from typing import Final, NoReturn, final
+
+from ..clock import SystemClock
+from . import _worker
+from ._runconfig import MainFunc, RunConfig, RunDir
+
+__all__ = ["KILL_MARGIN", "STABLE_AFTER", "Arbiter"]
+
+log = logging.getLogger("tocsin.run")
+
+#: A worker that ran this long (seconds) before exiting is not crash looping.
+STABLE_AFTER: Final = 10.0
+#: Seconds past ``stop_timeout`` after which the arbiter SIGKILLs a worker still stopping.
+KILL_MARGIN: Final = 5.0
+#: Seconds a replacement may take to be ready during a rolling restart before the next
+#: worker is restarted anyway (its ``main`` may legitimately be slow; we do not wait forever).
+BOOT_TIMEOUT: Final = 60.0
+#: Upper bound of one ``select`` wait: a backstop should a wake-up ever be missed.
+MAX_WAIT: Final = 1.0
+
+_HANDLED: Final = (signal.SIGTERM, signal.SIGINT, signal.SIGHUP, signal.SIGCHLD)
+
+
+@dataclass(slots=True)
+class _Slot:
+    """One worker number and the process currently holding it (mutable arbiter state)."""
+
+    number: int
+    pid: int | None = None
+    started: float = 0.0
+    ready: bool = False
+    status_fd: int | None = None
+    buffer: bytes = b""
+    quick_exits: int = 0
+    restart_at: float | None = None
+    kill_at: float | None = None
+    retiring: bool = False  # asked to stop for a rolling restart
+    incarnation: str | None = None  # the live process's cluster incarnation, once joined
+    release: str | None = None  # a dead predecessor's incarnation, for the next spawn
+
+
+def describe_exit(code: int) -> str:
+    """``"exited with status 1"`` or ``"was killed by SIGKILL"``."""
+    if code < 0:
+        try:
+            name = signal.Signals(-code).name
+        except ValueError:
+            name = f"signal {-code}"
+        return f"was killed by {name}"
+    return f"exited with status {code}"
+
+
+@final
+class Arbiter:
+    """Starts ``config.workers`` workers and keeps them running until told to stop.
+
+    Call :meth:`run` from the main thread with no event loop running; it returns the exit
+    status: 0 after a clean stop (every worker stopped within the grace, exit status 0),
+    1 otherwise.
+    """
+
+    def __init__(self, config: RunConfig, main: MainFunc | str, run_dir: RunDir) -> None:
+        self.config = config
+        self.main = main
+        self.run_dir = run_dir
+        self.clock = SystemClock()
+        self.slots = [_Slot(n) for n in range(1, config.workers + 1)]
+        self.stopping = False
+        self.clean = True
+        self.roll: list[int] = []  # worker numbers still to restart, SIGHUP
+        self.rolling: _Slot | None = None  # the worker being replaced
+        self.roll_deadline: float | None = None
+        self.roll_again = False
+        self._wake_r, self._wake_w = os.pipe()
+        # The death pipe: only the arbiter keeps the write end; when it dies, every worker
+        # reads end-of-file (children close their inherited copy right after fork).
+        self._death_r, self._death_w = os.pipe()
+
+    # -- main loop -------------------------------------------------------------------
+
+    def run(self) -> int:
+        for fd in (self._wake_r, self._wake_w):
+            os.set_blocking(fd, False)
+        previous = {sig: signal.signal(sig, _noop) for sig in _HANDLED}
+        old_wakeup = signal.set_wakeup_fd(self._wake_w, warn_on_full_buffer=False)
+        try:
+            log.info(
+                "starting %d worker%s of %s in %s (secret in %s, mode 0600)",
+                len(self.slots),
+                "s" if len(self.slots) != 1 else "",
+                self.config.target,
+                self.run_dir.path,
+                self.run_dir.secret_file,
+            )
+            for slot in self.slots:
+                self._spawn(slot)
+            while not (self.stopping and not any(s.pid for s in self.slots)):
+                self._wait()
+                self._reap()
+                self._tick()
+        finally:
+            signal.set_wakeup_fd(old_wakeup)
+            for sig, handler in previous.items():
+                signal.signal(sig, handler)
+            self._kill_all(signal.SIGKILL)  # only if we leave by an exception
+            for fd in (self._wake_r, self._wake_w, self._death_r, self._death_w):
+                os.close(fd)
+            for slot in self.slots:
+                self._close_status(slot)
+        log.info("stopped %s", "cleanly" if self.clean else "with errors (see above)")
+        return 0 if self.clean else 1
+
+    def _wait(self) -> None:
+        now = self.clock.monotonic()
+        deadlines = [d for s in self.slots for d in (s.restart_at, s.kill_at) if d is not None]
+        if self.roll_deadline is not None:
+            deadlines.append(self.roll_deadline)
+        timeout = min([MAX_WAIT, *(max(0.0, d - now) for d in deadlines)])
+        fds = [self._wake_r] + [s.status_fd for s in self.slots if s.status_fd is not None]
+        readable, _, _ = select.select(fds, [], [], timeout)
+        for fd in readable:
+            if fd == self._wake_r:
+                self._drain_signals()
+            else:
+                self._read_status(next(s for s in self.slots if s.status_fd == fd))
+
+    def _drain_signals(self) -> None:
+        try:
+            data = os.read(self._wake_r, 512)
+        except BlockingIOError:
+            return
+        for signum in data:
+            if signum in (signal.SIGTERM, signal.SIGINT):
+                self._begin_stop(signal.Signals(signum).name)
+            elif signum == signal.SIGHUP:
+                self._begin_roll()
+            # SIGCHLD: _reap runs after every wake-up anyway.
+
+    # -- starting and reaping --------------------------------------------------------
+
+    def _spawn(self, slot: _Slot) -> None:
+        spec = self.config.worker_spec(slot.number, self.run_dir.secret)
+        spec = dataclasses.replace(spec, release=slot.release)
+        slot.release = slot.incarnation = None
+        status_r, status_w = os.pipe()
+        for stream in (sys.stdout, sys.stderr):
+            with contextlib.suppress(Exception):
+                stream.flush()
+        # Signals stay blocked across fork so the child cannot run the arbiter's handlers
+        # (or write to its wake-up pipe) before it has reset them.
+        mask = signal.pthread_sigmask(signal.SIG_BLOCK, _HANDLED)
+        try:
+            pid = os.fork()
+        except OSError as exc:
+            signal.pthread_sigmask(signal.SIG_SETMASK, mask)
+            os.close(status_r)
+            os.close(status_w)
+            log.error("worker %d could not be started: %s", slot.number, exc)
+            self._schedule_restart(slot, quick=True)
+            return
+        if pid == 0:  # the child: never returns
+            self._become_worker(spec, status_r, status_w, mask)
+        signal.pthread_sigmask(signal.SIG_SETMASK, mask)
+        os.close(status_w)
+        os.set_blocking(status_r, False)
+        slot.pid, slot.started, slot.ready = pid, self.clock.monotonic(), False
+        slot.status_fd, slot.buffer = status_r, b""
+        slot.restart_at = slot.kill_at = None
+        log.info("worker %d started (pid %d, store %s)", slot.number, pid, spec.store)
+
+    def _become_worker(
+        self,
+        spec: _worker.WorkerSpec,
+        status_r: int,
+        status_w: int,
+        mask: set[int | signal.Signals],
+    ) -> NoReturn:
+        """The child's side of ``fork``: drop the arbiter's state, become worker N."""
+        from ._runconfig import set_log_role
+        from ._runtarget import load_main, load_messages
+
+        try:
+            signal.set_wakeup_fd(-1)
+            signal.signal(signal.SIGCHLD, signal.SIG_DFL)
+            signal.signal(signal.SIGHUP, signal.SIG_IGN)  # reloads are the arbiter's business
+            signal.signal(signal.SIGTERM, _worker.early_stop_handler)
+            signal.signal(signal.SIGINT, _worker.early_stop_handler)
+            signal.pthread_sigmask(signal.SIG_SETMASK, mask)
+            for fd in (status_r, self._wake_r, self._wake_w, self._death_w):
+                os.close(fd)
+            for other in self.slots:
+                if other.status_fd is not None:
+                    os.close(other.status_fd)
+            set_log_role(f"worker {spec.number}")
+        except BaseException:
+            # Logging may be what failed: the traceback goes straight to stderr, so an
+            # exit here is never silent (the arbiter then logs the exit status).
+            with contextlib.suppress(BaseException):
+                traceback.print_exc()
+                sys.stderr.flush()
+            os._exit(_worker.EXIT_FAILED)
+        try:
+            # A name is imported here, after the fork: each worker runs the code on disk now.
+            main = self.main if not isinstance(self.main, str) else load_main(self.main)[1]
+            spec = dataclasses.replace(spec, messages=load_messages(self.config.messages))
+        except BaseException:
+            log.exception("worker %d cannot load %s", spec.number, self.config.target)
+            logging.shutdown()
+            os._exit(_worker.EXIT_FAILED)
+        _worker.child_main(
+            spec,
+            main,
+            status_fd=status_w,
+            death_fd=self._death_r,
+            parent=os.getppid(),
+            parent_death_signal=self.config.parent_death_signal,
+        )
+
+    def _reap(self) -> None:
+        for slot in self.slots:
+            if slot.pid is None:
+                continue
+            try:
+                pid, status = os.waitpid(slot.pid, os.WNOHANG)
+            except ChildProcessError:  # reaped elsewhere (an embedding app's SIGCHLD policy)
+                pid, status = slot.pid, 0
+            if pid == 0:
+                continue
+            self._exited(slot, os.waitstatus_to_exitcode(status))
+
+    def _exited(self, slot: _Slot, code: int) -> None:
+        if slot.status_fd is not None:
+            self._read_status(slot)
+        self._close_status(slot)
+        pid, uptime = slot.pid, self.clock.monotonic() - slot.started
+        slot.pid, slot.kill_at, slot.ready = None, None, False
+        if code != 0:
+            # It may not have left the cluster: its replacement releases its lease.
+            slot.release = slot.incarnation
+        how = describe_exit(code)
+        if self.stopping:
+            if code != 0:
+                self.clean = False
+            log.info("worker %d (pid %s) %s", slot.number, pid, how)
+            return
+        if slot.retiring:
+            slot.retiring = False
+            log.info("worker %d (pid %s) %s for the rolling restart", slot.number, pid, how)
+            self._spawn(slot)
+            self.roll_deadline = self.clock.monotonic() + BOOT_TIMEOUT
+            return
+        quick = uptime < STABLE_AFTER
+        delay = self._schedule_restart(slot, quick=quick)
+        log.warning(
+            "worker %d (pid %s) %s after %.1f s; restarting it %s",
+            slot.number,
+            pid,
+            how,
+            uptime,
+            f"in {delay:g} s ({slot.quick_exits} quick exit(s) in a row)" if delay else "now",
+        )
+        if slot is self.rolling:
+            # The new code (or config) does not start: replacing the others would take
+            # the whole service down. They keep running what they run; this one backs off.
+            log.error(
+                "rolling restart aborted: the new worker %d failed; the other workers keep "
+                "running as they were",
+                slot.number,
+            )
+            self.roll, self.rolling, self.roll_deadline, self.roll_again = [], None, None, False
+        if not delay:
+            self._spawn(slot)
+
+    def _schedule_restart(self, slot: _Slot, *, quick: bool) -> float:
+        low, high = self.config.restart_backoff
+        slot.quick_exits = slot.quick_exits + 1 if quick else 0
+        delay = min(high, low * 2 ** (slot.quick_exits - 1)) if slot.quick_exits else 0.0
+        slot.restart_at = self.clock.monotonic() + delay if delay else None
+        return delay
+
+    def _read_status(self, slot: _Slot) -> None:
+        assert slot.status_fd is not None
+        try:
+            data = os.read(slot.status_fd, 4096)
+        except BlockingIOError:
+            return
+        if not data:
+            self._close_status(slot)
+            return
+        slot.buffer += data
+        *lines, slot.buffer = slot.buffer.split(b"\n")
+        for line in lines:
+            try:
+                event = json.loads(line)
+            except ValueError:
+                continue
+            if isinstance(event, dict) and event.get("event") == "joined":
+                incarnation = event.get("incarnation")
+                slot.incarnation = incarnation if isinstance(incarnation, str) else None
+            elif isinstance(event, dict) and event.get("event") == "ready":
+                slot.ready = True
+                where = event.get("listen")
+                log.info(
+                    "worker %d (pid %s) ready%s",
+                    slot.number,
+                    slot.pid,
+                    f", listening on {where}" if where else " (no remoting: not listening)",
+                )
+                if slot is self.rolling:
+                    self._roll_next()
+
+    def _close_status(self, slot: _Slot) -> None:
+        if slot.status_fd is not None:
+            os.close(slot.status_fd)
+            slot.status_fd = None
+
+    # -- time-driven steps -------------------------------------------------------------
+
+    def _tick(self) -> None:
+        now = self.clock.monotonic()
+        for slot in self.slots:
+            if slot.restart_at is not None and now >= slot.restart_at and not self.stopping:
+                self._spawn(slot)
+            if slot.kill_at is not None and now >= slot.kill_at and slot.pid is not None:
+                log.error(
+                    "worker %d (pid %d) did not stop within %g s; sending SIGKILL",
+                    slot.number,
+                    slot.pid,
+                    self.config.stop_timeout + KILL_MARGIN,
+                )
+                if self.stopping:
+                    self.clean = False
+                slot.kill_at = None
+                with contextlib.suppress(ProcessLookupError):
+                    os.kill(slot.pid, signal.SIGKILL)
+        if self.roll_deadline is not None and now >= self.roll_deadline and self.rolling:
+            log.warning(
+                "worker %d was not ready within %g s; rolling restart goes on",
+                self.rolling.number,
+                BOOT_TIMEOUT,
+            )
+            self._roll_next()
+
+    # -- stop ----------------------------------------------------------------------------
+
+    def _begin_stop(self, why: str) -> None:
+        if self.stopping:
+            log.warning("%s again: killing the workers now", why)
+            self.clean = False
+            self._kill_all(signal.SIGKILL)
+            return
+        self.stopping = True
+        self.roll, self.rolling, self.roll_deadline = [], None, None
+        live = [s for s in self.slots if s.pid is not None]
+        log.info(
+            "%s: stopping %d worker%s (grace %g s)",
+            why,
+            len(live),
+            "s" if len(live) != 1 else "",
+            self.config.stop_timeout,
+        )
+        deadline = self.clock.monotonic() + self.config.stop_timeout + KILL_MARGIN
+        for slot in self.slots:
+            slot.restart_at = None
+            if slot.pid is not None:
+                slot.kill_at = deadline
+                with contextlib.suppress(ProcessLookupError):
+                    os.kill(slot.pid, signal.SIGTERM)
+
+    def _kill_all(self, sig: int) -> None:
+        for slot in self.slots:
+            if slot.pid is not None:
+                with contextlib.suppress(ProcessLookupError):
+                    os.kill(slot.pid, sig)
+                if sig == signal.SIGKILL:
+                    with contextlib.suppress(ChildProcessError):
+                        os.waitpid(slot.pid, 0)
+                    slot.pid = None
+
+    # -- rolling restart -----------------------------------------------------------------
+
+    def _begin_roll(self) -> None:
+        if self.stopping:
+            return
+        if self.rolling is not None or self.roll:
+            self.roll_again = True
+            log.info("SIGHUP: a rolling restart is under way; another follows it")
+            return
+        log.info("SIGHUP: rolling restart of %d worker(s), one at a time", len(self.slots))
+        self.roll = [s.number for s in self.slots]
+        self._roll_next()
+
+    def _roll_next(self) -> None:
+        self.rolling, self.roll_deadline = None, None
+        while self.roll:
+            slot = self.slots[self.roll.pop(0) - 1]
+            if slot.pid is None:  # waiting for a backoff restart: that is a restart already
+                continue
+            self.rolling = slot
+            slot.retiring = True
+            slot.kill_at = self.clock.monotonic() + self.config.stop_timeout + KILL_MARGIN
+            log.info("rolling restart: stopping worker %d (pid %d)", slot.number, slot.pid)
+            with contextlib.suppress(ProcessLookupError):
+                os.kill(slot.pid, signal.SIGTERM)
+            return
+        if self.roll_again:
+            self.roll_again = False
+            self._begin_roll()
+        else:
+            log.info("rolling restart done")
+
+
+def _noop(signum: int, frame: object) -> None:
+    """Python-level handler; the work is done by the loop reading the wake-up fd."""

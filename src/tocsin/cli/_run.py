@@ -1,0 +1,207 @@
+# SPDX-License-Identifier: Apache-2.0
+"""``tocsin run MODULE:FUNC`` and :func:`tocsin.run`: one worker process per core.
+
+The arbiter (``_arbiter.py``) forks the workers (``_worker.py``) after everything was
+checked here (``_runconfig.py``). See ``docs/deploying.md``.
+"""
+
+from __future__ import annotations
+
+import argparse
+import asyncio
+import os
+import sys
+import threading
+from collections.abc import Iterable
+
+from ._arbiter import Arbiter
+from ._runconfig import MainFunc, RunUsageError, make_config, open_run_dir, setup_logging
+from ._runtarget import check_targets
+
+__all__ = ["register", "run"]
+
+EXIT_USAGE = 2
+
+
+def run(
+    main: MainFunc | str,
+    *,
+    workers: int | None = None,
+    name: str = "tocsin",
+    store: str | None = None,
+    coordinator: str | None = None,
+    run_dir: str | os.PathLike[str] | None = None,
+    stop_timeout: float = 10.0,
+    restart_backoff: tuple[float, float] = (0.5, 30.0),
+    messages: str | Iterable[type] = (),
+    listen: str | None = None,
+    advertise: str | None = None,
+    secret_file: str | os.PathLike[str] | None = None,
+) -> int:
+    """Run ``main`` in ``workers`` processes until SIGTERM or SIGINT; return the exit status.
+
+    Each worker process builds an :class:`~tocsin.ActorSystem` named ``f"{name}-{n}"``
+    (n = 1..workers), starts it, then awaits ``main(system)``; once ``main`` returns the
+    worker serves until asked to stop. This process becomes the arbiter: it restarts a
+    worker that exits or is killed (at once if it had run for 10 s, else after a backoff
+    growing from ``restart_backoff[0]`` to ``restart_backoff[1]`` seconds), answers
+    SIGTERM/SIGINT by stopping every worker gracefully and SIGHUP by restarting them one at
+    a time. Workers die with the arbiter, even when it is SIGKILLed.
+
+    Blocks; call it from the main thread of a program with no event loop running (as
+    ``asyncio.run``), before starting threads: workers are forked.
+
+    Args:
+        main: ``async def main(system) -> None``, or its name as ``"module:func"``. A name
+            is imported by each worker after its fork (checked once beforehand in a
+            throw-away child), so a rolling restart runs the code now on disk; a function
+            object runs the code this process holds.
+        workers: number of worker processes (default: one per core available).
+        name: prefix of the workers' system names; also the default run directory's name.
+        store: the durable store URL every worker shares (``sqlite:///…`` on this
+            machine, ``postgresql://…``). Default: ``sqlite:///<run_dir>/store.db``. Each
+            durable identity is active on one worker at a time (placed by rendezvous
+            hashing over the live workers) and its writes are fenced by its claim.
+        coordinator: the cluster coordinator URL the workers join (membership, cron once
+            per tick across them); default ``sqlite:///<run_dir>/coordinator.db``.
+        run_dir: directory for the lock, the per-run secret (mode 0600), sockets and the
+            default stores (default: ``./.tocsin/<name>``, created with mode 0700).
+        stop_timeout: grace (seconds) each worker has to stop; the arbiter kills a
+            worker still running 5 s after it.
+        restart_backoff: ``(min, max)`` seconds between restarts of a crash-looping worker.
+        messages: the classes that may cross between workers besides codec-safe values
+            (``Remoting(messages=...)``), or their name as ``"module:ATTR"``.
+        listen: ``"tcp://HOST:PORT"`` to listen on TCP instead of Unix sockets (worker n
+            on PORT + n - 1), so that workers of other machines can reach these.
+        advertise: the host other machines dial, when it differs from ``listen``'s (a
+            wildcard ``0.0.0.0`` needs it).
+        secret_file: a file holding the secret every machine of the cluster shares
+            (readable by its owner only, 16 characters or more); default: a fresh secret
+            per run, written to ``<run_dir>/secret``.
+
+    Returns:
+        0 after a clean stop (every worker exited 0 within the grace), 1 otherwise.
+
+    Raises:
+        ValueError: a bad argument (the message names it); nothing was started.
+        RuntimeError: called from a thread other than the main thread, or with an event
+            loop running in this thread.
+    """
+    if threading.current_thread() is not threading.main_thread():
+        raise RuntimeError("tocsin.run() handles signals: call it from the main thread")
+    try:
+        asyncio.get_running_loop()
+    except RuntimeError:
+        pass
+    else:
+        raise RuntimeError(
+            "tocsin.run() blocks and forks: call it outside a running event loop (like asyncio.run)"
+        )
+    label = check_targets(main, messages)
+    config = make_config(
+        label,
+        workers=workers,
+        name=name,
+        store=store,
+        coordinator=coordinator,
+        run_dir=run_dir,
+        stop_timeout=stop_timeout,
+        restart_backoff=restart_backoff,
+        messages=messages,
+        listen=listen,
+        advertise=advertise,
+        secret_file=secret_file,
+    )
+    setup_logging()
+    directory = open_run_dir(config.run_dir, config.secret_file)
+    try:
+        return Arbiter(config, main, directory).run()
+    finally:
+        directory.close()
+
+
+def register(subparsers: argparse._SubParsersAction[argparse.ArgumentParser]) -> None:
+    """Add the ``run`` command to a ``tocsin`` parser."""
+    parser = subparsers.add_parser(
+        "run",
+        help="run MODULE:FUNC in one worker process per core, supervised",
+        description=(
+            "Start N worker processes, each an ActorSystem calling `async def FUNC(system)`; "
+            "restart a worker that dies; SIGTERM/SIGINT stop all gracefully (exit 0), "
+            "SIGHUP restarts them one at a time."
+        ),
+    )
+    parser.add_argument("target", metavar="MODULE:FUNC", help="e.g. shop.app:main")
+    parser.add_argument("--workers", type=int, default=None, help="default: one per core")
+    parser.add_argument("--name", default="tocsin", help="system name prefix (default: tocsin)")
+    parser.add_argument(
+        "--store",
+        default=None,
+        help="durable store URL shared by every worker (default: sqlite:///RUN_DIR/store.db)",
+    )
+    parser.add_argument(
+        "--coordinator",
+        default=None,
+        help="cluster coordinator URL (default: sqlite:///RUN_DIR/coordinator.db)",
+    )
+    parser.add_argument(
+        "--run-dir", default=None, help="lock, secret, sockets, stores (default: ./.tocsin/NAME)"
+    )
+    parser.add_argument(
+        "--stop-timeout", type=float, default=10.0, help="grace for a stop, seconds (default 10)"
+    )
+    parser.add_argument(
+        "--messages",
+        default=None,
+        metavar="MODULE:ATTR",
+        help="classes that may cross between workers (an iterable of classes)",
+    )
+    parser.add_argument(
+        "--listen",
+        default=None,
+        metavar="tcp://HOST:PORT",
+        help="listen on TCP (worker n on PORT+n-1) instead of Unix sockets in RUN_DIR",
+    )
+    parser.add_argument(
+        "--advertise", default=None, metavar="HOST", help="the host other machines dial"
+    )
+    parser.add_argument(
+        "--secret-file",
+        default=None,
+        metavar="PATH",
+        help="the secret the machines of one cluster share (mode 0600; default: new per run)",
+    )
+    parser.add_argument(
+        "--log-level",
+        default="INFO",
+        choices=("DEBUG", "INFO", "WARNING", "ERROR"),
+        help="default INFO",
+    )
+    parser.set_defaults(func=_command)
+
+
+def _command(args: argparse.Namespace) -> int:
+    setup_logging(args.log_level, force=True)
+    try:
+        label = check_targets(args.target, args.messages or ())
+        config = make_config(
+            label,
+            workers=args.workers,
+            name=args.name,
+            store=args.store,
+            coordinator=args.coordinator,
+            run_dir=args.run_dir,
+            stop_timeout=args.stop_timeout,
+            messages=args.messages or (),
+            listen=args.listen,
+            advertise=args.advertise,
+            secret_file=args.secret_file,
+        )
+        directory = open_run_dir(config.run_dir, config.secret_file)
+    except RunUsageError as exc:
+        print(f"tocsin run: {exc}", file=sys.stderr)
+        return EXIT_USAGE
+    try:
+        return Arbiter(config, args.target, directory).run()
+    finally:
+        directory.close()

@@ -1,0 +1,314 @@
+# SPDX-License-Identifier: Apache-2.0
+"""What one ``tocsin run`` needs before any worker starts: the checked configuration, the
+loaded ``main``, the run directory (locked, with its per-run secret) and the log format.
+
+Everything here runs in the arbiter, before the first fork, so every mistake is reported
+once, as one line, instead of N times by crash-looping workers.
+"""
+
+from __future__ import annotations
+
+import contextlib
+import fcntl
+import logging
+import math
+import os
+import secrets
+import sys
+from collections.abc import Callable, Coroutine, Iterable
+from dataclasses import dataclass
+from pathlib import Path
+from typing import Any, Final
+
+from ..cluster import Cluster
+from ..errors import InvalidCoordinatorURLError, InvalidStoreURLError
+from ..stores import open_store
+from . import _worker
+from ._runerrors import RunUsageError
+from ._runnet import check_advertise, check_listen, read_secret_file, tcp_host_port
+from ._worker import ActorSystem
+
+__all__ = [
+    "MainFunc",
+    "RunConfig",
+    "RunDir",
+    "RunUsageError",
+    "default_workers",
+    "make_config",
+    "open_run_dir",
+    "set_log_role",
+    "setup_logging",
+]
+
+MainFunc = Callable[[ActorSystem], Coroutine[Any, Any, None]]
+
+#: Linux ``sun_path`` holds 108 bytes including the NUL; a longer socket path cannot bind.
+MAX_SOCKET_PATH: Final = 107
+LOG_FORMAT: Final = (
+    "%(asctime)s [%(tocsin_role)s pid %(process)d] %(levelname)s %(name)s: %(message)s"
+)
+
+
+@dataclass(frozen=True, slots=True)
+class RunConfig:
+    """The checked settings of one run (see :func:`tocsin.run` for each field's meaning).
+
+    Every worker uses the same ``store`` and ``coordinator``.
+    """
+
+    target: str
+    workers: int
+    name: str
+    run_dir: Path
+    store: str
+    coordinator: str
+    stop_timeout: float
+    restart_backoff: tuple[float, float]
+    #: Classes remoting lets cross between workers, or their ``"module:ATTR"`` name
+    #: (imported by each worker after its fork, like ``target``).
+    messages: str | tuple[type, ...] = ()
+    #: Off only in the test of the portable fallback (the pipe the workers watch).
+    parent_death_signal: bool = True
+    #: ``tcp://HOST:PORT``: worker n listens on PORT + n - 1 (None: Unix sockets).
+    listen: str | None = None
+    #: The host other machines dial (worker n: ``tcp://ADVERTISE:PORT + n - 1``).
+    advertise: str | None = None
+    #: A secret file shared by the machines of one cluster (None: a fresh secret per run).
+    secret_file: Path | None = None
+
+    def worker_spec(self, number: int, secret: str) -> _worker.WorkerSpec:
+        """The settings of worker ``number`` (1-based)."""
+        listen = f"unix://{self.run_dir / f'worker-{number}.sock'}"
+        advertise = None
+        if self.listen is not None:
+            host, port = tcp_host_port(self.listen)
+            listen = f"tcp://{host}:{port + number - 1}"
+            if self.advertise is not None:
+                advertise = f"tcp://{self.advertise}:{port + number - 1}"
+        return _worker.WorkerSpec(
+            number=number,
+            name=f"{self.name}-{number}",
+            store=self.store,
+            listen=listen,
+            advertise=advertise,
+            coordinator=self.coordinator,
+            secret=secret,
+            stop_timeout=self.stop_timeout,
+        )
+
+
+def default_workers() -> int:
+    """One worker per core this process may run on (the CPU affinity mask, not the host)."""
+    with contextlib.suppress(AttributeError, OSError):
+        return max(1, len(os.sched_getaffinity(0)))
+    return max(1, os.cpu_count() or 1)
+
+
+def make_config(
+    target: str,
+    *,
+    workers: int | None = None,
+    name: str = "tocsin",
+    store: str | None = None,
+    coordinator: str | None = None,
+    run_dir: str | os.PathLike[str] | None = None,
+    stop_timeout: float = 10.0,
+    restart_backoff: tuple[float, float] = (0.5, 30.0),
+    messages: str | Iterable[type] = (),
+    listen: str | None = None,
+    advertise: str | None = None,
+    secret_file: str | os.PathLike[str] | None = None,
+) -> RunConfig:
+    """Check every argument and fill in the defaults.
+
+    Raises:
+        RunUsageError: an argument is wrong (the message names it and what is allowed).
+    """
+    if workers is None:
+        workers = default_workers()
+    if isinstance(workers, bool) or not isinstance(workers, int) or workers < 1:
+        raise RunUsageError(f"`workers` must be a positive int, got {workers!r}")
+    if not isinstance(name, str) or not name or "/" in name or name.strip() != name:
+        raise RunUsageError(f"`name` must be a non-empty str without '/' or spaces, got {name!r}")
+    _check_seconds("stop_timeout", stop_timeout)
+    if not isinstance(restart_backoff, tuple | list) or len(restart_backoff) != 2:
+        raise RunUsageError(
+            f"`restart_backoff` must be a (min, max) pair of seconds, got {restart_backoff!r}"
+        )
+    low, high = restart_backoff
+    _check_seconds("restart_backoff[0]", low)
+    _check_seconds("restart_backoff[1]", high)
+    if high < low:
+        raise RunUsageError(
+            f"`restart_backoff` must be (min, max) with min <= max, got {restart_backoff!r}"
+        )
+    directory = Path(run_dir if run_dir is not None else Path.cwd() / ".tocsin" / name).absolute()
+    longest = directory / f"worker-{workers}.sock"
+    if len(os.fsencode(longest)) > MAX_SOCKET_PATH:
+        raise RunUsageError(
+            f"`run_dir` is too long for Unix socket paths ({len(os.fsencode(longest))} bytes "
+            f"for {longest}, at most {MAX_SOCKET_PATH}); choose a shorter run directory"
+        )
+    if coordinator is None:
+        coordinator = f"sqlite:///{directory / 'coordinator.db'}"
+    if store is None:
+        store = f"sqlite:///{directory / 'store.db'}"
+    elif "{worker}" in store:
+        # Earlier releases kept one store per worker; now the workers are one cluster and
+        # an identity moves between them, so its state must be in the store they share.
+        raise RunUsageError(
+            f"`store` {store!r} contains {{worker}}: the workers share one durable store "
+            "(an identity may move from one worker to another); give one URL without "
+            "{worker}, e.g. sqlite:///data/app.db or postgresql://db/app"
+        )
+    elif workers > 1 and (store.startswith("memory:") or ":memory:" in store):
+        raise RunUsageError(
+            f"`store` {store!r} is private to each process, and {workers} workers must share "
+            "their durable store; use a SQLite file or PostgreSQL, or run 1 worker"
+        )
+    try:
+        open_store(store)  # validates; opens nothing
+    except InvalidStoreURLError as exc:
+        raise RunUsageError(f"`store`: {exc}") from None
+    if listen is not None:
+        check_listen(listen, workers)
+    if advertise is not None:
+        check_advertise(advertise, listen)
+    secret_path = None
+    if secret_file is not None:
+        secret_path = Path(secret_file).absolute()
+        read_secret_file(secret_path)  # checked now: one error line, not N failing workers
+    try:
+        Cluster(coordinator=coordinator)  # validates the URL; connects to nothing
+    except InvalidCoordinatorURLError as exc:
+        raise RunUsageError(f"`coordinator`: {exc}") from None
+    return RunConfig(
+        target=target,
+        workers=workers,
+        name=name,
+        run_dir=directory,
+        store=store,
+        coordinator=coordinator,
+        stop_timeout=float(stop_timeout),
+        restart_backoff=(float(low), float(high)),
+        messages=messages if isinstance(messages, str) else tuple(messages),
+        listen=listen,
+        advertise=advertise,
+        secret_file=secret_path,
+    )
+
+
+def _check_seconds(name: str, value: object) -> None:
+    if (
+        isinstance(value, bool)
+        or not isinstance(value, int | float)
+        or not math.isfinite(value)
+        or value <= 0
+    ):
+        raise RunUsageError(f"`{name}` must be a positive finite number of seconds, got {value!r}")
+
+
+@dataclass(frozen=True, slots=True)
+class RunDir:
+    """An open run directory: its lock is held (by the arbiter and, inherited, its workers)."""
+
+    path: Path
+    lock_fd: int
+    secret: str
+    secret_file: Path
+
+    def close(self) -> None:
+        os.close(self.lock_fd)
+
+
+def open_run_dir(path: Path, secret_file: Path | None = None) -> RunDir:
+    """Create (mode 0700) or reuse the run directory, lock it, write a fresh secret.
+
+    With ``secret_file`` (machines of one cluster share it) that file's secret is used
+    instead, and nothing is written.
+
+    The lock (``flock`` on ``arbiter.lock``) is released by the kernel when the arbiter
+    and every worker that inherited it have exited, so a run killed with SIGKILL never
+    blocks the next one, and a second ``tocsin run`` on the same directory is refused
+    while the first (or one of its workers) still lives.
+
+    The secret is 32 random bytes as hex, written to ``secret`` with mode 0600 (created
+    that way; an older file is truncated and re-moded). Workers get it through ``fork``
+    (their memory), never through argv or the environment; the file is for tools run by
+    the same user that must reach the workers.
+
+    Raises:
+        RunUsageError: the directory cannot be created, is not a directory, or is in use.
+    """
+    try:
+        path.mkdir(mode=0o700, parents=True, exist_ok=True)
+    except OSError as exc:
+        raise RunUsageError(f"`run_dir` {str(path)!r} cannot be created: {exc.strerror}") from None
+    if not path.is_dir():
+        raise RunUsageError(f"`run_dir` {str(path)!r} is not a directory")
+    lock_path = path / "arbiter.lock"
+    fd = os.open(lock_path, os.O_RDWR | os.O_CREAT | os.O_CLOEXEC, 0o600)
+    try:
+        fcntl.flock(fd, fcntl.LOCK_EX | fcntl.LOCK_NB)
+    except BlockingIOError:
+        holder = os.read(fd, 64).decode(errors="replace").strip() or "?"
+        os.close(fd)
+        raise RunUsageError(
+            f"`run_dir` {str(path)!r} is in use by another tocsin run (pid {holder}); "
+            "stop it or choose another run directory"
+        ) from None
+    os.ftruncate(fd, 0)
+    os.pwrite(fd, f"{os.getpid()}\n".encode(), 0)
+    if secret_file is not None:
+        try:
+            shared = read_secret_file(secret_file)
+        except RunUsageError:
+            os.close(fd)
+            raise
+        return RunDir(path=path, lock_fd=fd, secret=shared, secret_file=secret_file)
+    secret = secrets.token_hex(32)
+    secret_file = path / "secret"
+    sfd = os.open(
+        secret_file, os.O_WRONLY | os.O_CREAT | os.O_TRUNC | os.O_NOFOLLOW | os.O_CLOEXEC, 0o600
+    )
+    try:
+        os.fchmod(sfd, 0o600)  # an older file may have been made with other bits
+        os.write(sfd, secret.encode() + b"\n")
+    finally:
+        os.close(sfd)
+    return RunDir(path=path, lock_fd=fd, secret=secret, secret_file=secret_file)
+
+
+# -- logs: every line says who wrote it ------------------------------------------------
+
+_role = "arbiter"
+_factory_installed = False
+
+
+def set_log_role(role: str) -> None:
+    """Name this process in every log record (``%(tocsin_role)s``): "arbiter", "worker 2"."""
+    global _role, _factory_installed
+    _role = role
+    if _factory_installed:
+        return
+    previous = logging.getLogRecordFactory()
+
+    def factory(*args: Any, **kwargs: Any) -> logging.LogRecord:
+        record = previous(*args, **kwargs)
+        record.tocsin_role = _role
+        return record
+
+    logging.setLogRecordFactory(factory)
+    _factory_installed = True
+
+
+def setup_logging(level: int | str = logging.INFO, *, force: bool = False) -> None:
+    """Log to stderr with the role and pid on every line, unless logging is configured.
+
+    ``force`` replaces an existing configuration (the ``tocsin run`` command does).
+    """
+    set_log_role(_role)
+    root = logging.getLogger()
+    if root.handlers and not force:
+        return
+    logging.basicConfig(level=level, format=LOG_FORMAT, stream=sys.stderr, force=True)

@@ -1,0 +1,10 @@
+# SPDX-License-Identifier: Apache-2.0
+"""The one error of ``tocsin run``'s argument checks (``_runconfig``, ``_runnet``)."""
+
+from __future__ import annotations
+
+__all__ = ["RunUsageError"]
+
+
+class RunUsageError(ValueError):
+    """A ``tocsin run`` argument is wrong; the message names it, what was given and why."""

@@ -1,0 +1,293 @@
+# SPDX-License-Identifier: Apache-2.0
+"""``tocsin run`` / ``tocsin.run``: every bad argument is refused before anything starts.
+
+No process is forked here (the supervisor's behaviour is in
+``tests/integration/test_run_processes.py``).
+"""
+
+from __future__ import annotations
+
+import math
+import os
+import stat
+import subprocess
+import sys
+import threading
+from pathlib import Path
+
+import pytest
+
+import tocsin
+from tocsin.cli._arbiter import describe_exit
+from tocsin.cli._runconfig import RunUsageError, default_workers, make_config, open_run_dir
+from tocsin.cli._runtarget import check_targets, load_main, load_messages
+
+
+async def good_main(system: tocsin.ActorSystem) -> None:
+    del system
+
+
+def sync_main(system: tocsin.ActorSystem) -> None:
+    del system
+
+
+def test_defaults_are_one_worker_per_core_sharing_one_sqlite_store(tmp_path: Path) -> None:
+    config = make_config("app:main", run_dir=tmp_path)
+    assert config.workers == default_workers() >= 1
+    assert config.store == f"sqlite:///{tmp_path}/store.db"
+    spec = config.worker_spec(2, "s" * 64)
+    assert spec.name == "tocsin-2"
+    assert spec.store == config.worker_spec(1, "s" * 64).store == config.store
+    assert spec.listen == f"unix://{tmp_path}/worker-2.sock"
+    assert spec.coordinator == f"sqlite:///{tmp_path}/coordinator.db"
+
+
+def test_default_run_dir_is_named_after_the_run_in_the_current_directory() -> None:
+    config = make_config("app:main", name="shop", workers=1)
+    assert config.run_dir == Path.cwd().absolute() / ".tocsin" / "shop"
+
+
+@pytest.mark.parametrize("workers", [0, -1, True, 2.0, "2"])
+def test_workers_must_be_a_positive_int(workers: object) -> None:
+    with pytest.raises(RunUsageError, match=r"`workers` must be a positive int, got"):
+        make_config("app:main", workers=workers)  # type: ignore[arg-type]
+
+
+@pytest.mark.parametrize("name", ["", "a/b", " shop", 3])
+def test_name_must_be_a_plain_word(name: object) -> None:
+    with pytest.raises(RunUsageError, match="`name` must be"):
+        make_config("app:main", name=name, workers=1)  # type: ignore[arg-type]
+
+
+@pytest.mark.parametrize("value", [0, -1, math.nan, math.inf, True])
+def test_stop_timeout_must_be_positive_finite_seconds(value: object) -> None:
+    with pytest.raises(RunUsageError, match="`stop_timeout` must be a positive finite"):
+        make_config("app:main", workers=1, stop_timeout=value)  # type: ignore[arg-type]
+
+
+def test_restart_backoff_must_be_min_then_max() -> None:
+    with pytest.raises(RunUsageError, match=r"min <= max, got \(2, 1\)"):
+        make_config("app:main", workers=1, restart_backoff=(2, 1))
+    with pytest.raises(RunUsageError, match=r"a \(min, max\) pair of seconds, got 5"):
+        make_config("app:main", workers=1, restart_backoff=5)  # type: ignore[arg-type]
+    with pytest.raises(RunUsageError, match="`restart_backoff\\[0\\]` must be a positive"):
+        make_config("app:main", workers=1, restart_backoff=(0, 1))
+
+
+def test_every_worker_gets_the_one_store_given(tmp_path: Path) -> None:
+    url = f"sqlite:///{tmp_path}/app.db"
+    config = make_config("app:main", workers=2, store=url)
+    assert config.worker_spec(1, "s").store == config.worker_spec(2, "s").store == url
+    pg = "postgresql://app@db/app"
+    assert make_config("app:main", workers=3, store=pg).worker_spec(3, "s").store == pg
+
+
+def test_a_per_worker_store_is_refused_since_workers_share_one(tmp_path: Path) -> None:
+    per_worker = f"sqlite:///{tmp_path}/app-{{worker}}.db"
+    with pytest.raises(RunUsageError, match=r"contains \{worker\}: the workers share one"):
+        make_config("app:main", workers=2, store=per_worker)
+
+
+@pytest.mark.parametrize("url", ["memory://", "sqlite://:memory:"])
+def test_a_process_private_store_is_refused_for_several_workers(url: str) -> None:
+    with pytest.raises(RunUsageError, match=r"private to each process, and 2 workers"):
+        make_config("app:main", workers=2, store=url)
+    assert make_config("app:main", workers=1, store=url).store == url
+
+
+def test_a_bad_store_url_is_refused_with_the_store_message() -> None:
+    with pytest.raises(RunUsageError, match="`store`: "):
+        make_config("app:main", workers=1, store="bogus://x")
+
+
+def test_a_bad_coordinator_url_is_refused_with_the_cluster_message() -> None:
+    with pytest.raises(RunUsageError, match="`coordinator`: "):
+        make_config("app:main", workers=1, coordinator="bogus://x")
+    config = make_config("app:main", workers=1, coordinator="redis://localhost:6379/0")
+    assert config.worker_spec(1, "s").coordinator == "redis://localhost:6379/0"
+
+
+def test_a_run_dir_too_long_for_socket_paths_is_refused(tmp_path: Path) -> None:
+    with pytest.raises(RunUsageError, match="too long for Unix socket paths"):
+        make_config("app:main", workers=1, run_dir=tmp_path / ("x" * 120))
+
+
+@pytest.mark.parametrize(
+    ("target", "message"),
+    [
+        ("nocolon", r"MODULE:FUNC \(e.g. shop.app:main\) expected, got 'nocolon'"),
+        ("a:b:c", r"MODULE:FUNC \(e.g. shop.app:main\) expected"),
+        (":main", r"MODULE:FUNC \(e.g. shop.app:main\) expected"),
+        ("tocsin_no_such_module:main", "cannot import 'tocsin_no_such_module': ModuleNotFound"),
+        ("os:no_such_function", "module 'os' has no attribute 'no_such_function'"),
+        ("os:getcwd", r"must be `async def main\(system: ActorSystem\) -> None`"),
+    ],
+)
+def test_a_bad_target_is_refused_with_what_was_wrong(target: str, message: str) -> None:
+    with pytest.raises(RunUsageError, match=message):
+        load_main(target)
+
+
+def test_a_target_may_be_a_function_or_a_dotted_name() -> None:
+    label, func = load_main(good_main)
+    assert func is good_main
+    assert label.endswith(":good_main")
+    with pytest.raises(RunUsageError, match="must be `async def"):
+        load_main(sync_main)  # type: ignore[arg-type]
+
+
+def test_run_dir_is_private_and_gets_a_fresh_0600_secret_each_run(tmp_path: Path) -> None:
+    path = tmp_path / "run"
+    first = open_run_dir(path)
+    assert stat.S_IMODE(path.stat().st_mode) == 0o700
+    assert stat.S_IMODE(first.secret_file.stat().st_mode) == 0o600
+    assert first.secret_file.read_text().strip() == first.secret
+    first.close()
+    os.chmod(first.secret_file, 0o644)  # an older file with loose bits is re-moded
+    second = open_run_dir(path)
+    assert second.secret != first.secret
+    assert stat.S_IMODE(second.secret_file.stat().st_mode) == 0o600
+    second.close()
+
+
+def test_a_locked_run_dir_is_refused_naming_the_holder(tmp_path: Path) -> None:
+    held = open_run_dir(tmp_path)
+    try:
+        with pytest.raises(
+            RunUsageError, match=rf"in use by another tocsin run \(pid {os.getpid()}\)"
+        ):
+            open_run_dir(tmp_path)
+    finally:
+        held.close()
+    open_run_dir(tmp_path).close()  # free again once the holder is gone
+
+
+def test_exit_descriptions_name_the_signal() -> None:
+    assert describe_exit(1) == "exited with status 1"
+    assert describe_exit(-9) == "was killed by SIGKILL"
+
+
+async def test_run_refuses_to_start_inside_a_running_event_loop(tmp_path: Path) -> None:
+    with pytest.raises(RuntimeError, match="outside a running event loop"):
+        tocsin.run(good_main, workers=1, run_dir=tmp_path)
+
+
+def test_run_refuses_to_start_outside_the_main_thread(tmp_path: Path) -> None:
+    errors: list[BaseException] = []
+
+    def target() -> None:
+        try:
+            tocsin.run(good_main, workers=1, run_dir=tmp_path)
+        except BaseException as exc:
+            errors.append(exc)
+
+    thread = threading.Thread(target=target)
+    thread.start()
+    thread.join(30)
+    assert len(errors) == 1
+    assert isinstance(errors[0], RuntimeError)
+    assert "main thread" in str(errors[0])
+
+
+def test_run_raises_value_error_for_a_bad_argument(tmp_path: Path) -> None:
+    with pytest.raises(ValueError, match="`workers` must be a positive int"):
+        tocsin.run(good_main, workers=0, run_dir=tmp_path)
+
+
+def test_the_command_prints_one_line_and_exits_2_on_a_bad_target(tmp_path: Path) -> None:
+    result = subprocess.run(
+        [sys.executable, "-m", "tocsin.cli", "run", "tocsin_no_such_module:main"],
+        cwd=tmp_path,
+        capture_output=True,
+        text=True,
+        timeout=60,
+        check=False,
+    )
+    assert result.returncode == 2
+    assert result.stderr.strip().splitlines() == [
+        "tocsin run: cannot import 'tocsin_no_such_module': "
+        "ModuleNotFoundError: No module named 'tocsin_no_such_module'"
+    ]
+    assert not (tmp_path / ".tocsin").exists()  # nothing was created
+
+
+class Ping:
+    pass
+
+
+def test_messages_are_classes_given_or_named() -> None:
+    assert load_messages([Ping]) == (Ping,)
+    # By name: imported afresh (pytest imported this file under another module name).
+    named = load_messages("tests.cli.test_run_config:MESSAGES")
+    assert [c.__qualname__ for c in named] == ["Ping"]
+    with pytest.raises(RunUsageError, match=r"MODULE:ATTR \(e.g. shop.messages:ALL\) expected"):
+        load_messages("no_colon")
+    with pytest.raises(RunUsageError, match="must hold classes only, got \\[1\\]"):
+        load_messages([Ping, 1])  # type: ignore[list-item]
+    with pytest.raises(RunUsageError, match="must be an iterable of classes, got 3"):
+        load_messages(3)  # type: ignore[arg-type]
+
+
+def test_check_targets_reports_a_bad_messages_name_without_importing_it() -> None:
+    with pytest.raises(RunUsageError, match="cannot import 'tocsin_no_such_module'"):
+        check_targets(good_main, "tocsin_no_such_module:ALL")
+
+
+MESSAGES = [Ping]
+
+
+def test_listen_gives_worker_n_the_port_plus_n_minus_1_and_advertise_its_host(
+    tmp_path: Path,
+) -> None:
+    config = make_config(
+        "app:main", workers=3, run_dir=tmp_path, listen="tcp://0.0.0.0:7100", advertise="10.0.0.5"
+    )
+    spec = config.worker_spec(3, "s" * 64)
+    assert spec.listen == "tcp://0.0.0.0:7102"
+    assert spec.advertise == "tcp://10.0.0.5:7102"
+    plain = make_config("app:main", workers=2, run_dir=tmp_path, listen="tcp://127.0.0.1:7100")
+    assert plain.worker_spec(1, "s").listen == "tcp://127.0.0.1:7100"
+    assert plain.worker_spec(1, "s").advertise is None
+
+
+@pytest.mark.parametrize(
+    ("listen", "message"),
+    [
+        ("unix:///tmp/x.sock", r"`listen` must be 'tcp://HOST:PORT'"),
+        ("tcp://127.0.0.1:0", r"`listen` needs a real port"),
+        ("tcp://127.0.0.1:65535", r"leaves no room for 2 ports"),
+        ("tcp://127.0.0.1", r"`listen`"),
+    ],
+)
+def test_a_bad_listen_address_is_refused(listen: str, message: str) -> None:
+    with pytest.raises(RunUsageError, match=message):
+        make_config("app:main", workers=2, listen=listen)
+
+
+def test_advertise_needs_listen_and_a_bare_host() -> None:
+    with pytest.raises(RunUsageError, match=r"`advertise` '10.0.0.5' needs `listen`"):
+        make_config("app:main", workers=1, advertise="10.0.0.5")
+    with pytest.raises(RunUsageError, match=r"`advertise` must be the host"):
+        make_config("app:main", workers=1, listen="tcp://0.0.0.0:7100", advertise="tcp://h:1")
+
+
+def test_a_shared_secret_file_is_used_as_it_is_and_must_be_private(tmp_path: Path) -> None:
+    secret = tmp_path / "cluster.secret"
+    secret.write_text("x" * 40 + "\n")
+    secret.chmod(0o644)
+    with pytest.raises(RunUsageError, match=r"has mode 0644: other users could read it"):
+        make_config("app:main", workers=1, secret_file=secret)
+    secret.chmod(0o600)
+    config = make_config("app:main", workers=1, run_dir=tmp_path / "run", secret_file=secret)
+    run_dir = open_run_dir(config.run_dir, config.secret_file)
+    try:
+        assert run_dir.secret == "x" * 40
+        assert run_dir.secret_file == secret
+        assert not (tmp_path / "run" / "secret").exists()  # nothing generated
+    finally:
+        run_dir.close()
+    secret.write_text("short")
+    with pytest.raises(RunUsageError, match=r"holds 5 characters, at least 16"):
+        make_config("app:main", workers=1, secret_file=secret)
+    with pytest.raises(RunUsageError, match=r"cannot be read"):
+        make_config("app:main", workers=1, secret_file=tmp_path / "missing")
