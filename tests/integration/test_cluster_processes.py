@@ -268,6 +268,11 @@ def test_durable_actors_keep_one_writer_across_a_sigkill_and_a_zombie(
         procs["c"].send_signal(signal.SIGCONT)
         time.sleep(4.0)
         ended = time.time()
+        # The zombie's handler reports its second write (refused, cancelled or, wrongly,
+        # committed) once it gets to it; on a busy machine that can be after the sleep.
+        deadline = time.monotonic() + WAIT
+        while " probe " not in log.read_text() and time.monotonic() < deadline:
+            time.sleep(0.1)
         for name in ("a", "c"):
             procs[name].send_signal(signal.SIGTERM)  # it prints its fenced_writes, exits
             line = event(name)
