@@ -38,7 +38,6 @@ from __future__ import annotations
 
 import asyncio
 import concurrent.futures
-import contextlib
 import itertools
 import logging
 import os
@@ -46,20 +45,22 @@ import sqlite3
 from collections.abc import Callable, Sequence
 from typing import Any, Final, Literal, TypeVar, final
 
-import msgspec
-
-from ..errors import FencedError, StoreError
+from ..errors import StoreError
 from . import _queries as q
 from ._ownership import OWNER_SUFFIX, FileLock
 from ._protocols import (
-    DeleteTask,
     DueActor,
-    Fence,
     Op,
-    PutState,
     TaskRow,
     TaskState,
-    UpsertTask,
+)
+from ._sqlite_calls import (
+    BUSY_TIMEOUT_MS,
+    DB_ERRORS,
+    cannot_be_database,
+    checkpoint,
+    op_params,
+    store_error,
 )
 from ._sqlite_changes import DataVersionWatch
 from ._sqlite_inline import LoopConnection
@@ -79,9 +80,6 @@ __all__ = [
 
 T = TypeVar("T")
 
-#: How long a write waits for another process holding the file's write lock (the CLI and
-#: an application can share one file) before failing with "database is locked".
-BUSY_TIMEOUT_MS: Final = 5_000
 #: Largest ``apply`` batch committed on the loop thread (about 3–10 µs per op); larger
 #: batches go to the worker thread.
 INLINE_MAX_OPS: Final = 128
@@ -98,40 +96,6 @@ CHECKPOINT_CHECK_EVERY: Final = 100
 CHECKPOINT_WAL_BYTES: Final = 16 * 1024 * 1024
 
 _log = logging.getLogger("tocsin.stores.sqlite")
-
-
-def _params(op: Op) -> tuple[Any, ...]:
-    if isinstance(op, UpsertTask):
-        # TaskRow's field order is q.COLUMNS' order (a contract test pins it).
-        return msgspec.structs.astuple(op.row)
-    if isinstance(op, DeleteTask):
-        return (op.kind, op.identity, op.id)
-    if isinstance(op, PutState):
-        return (op.kind, op.identity, op.key, op.value)
-    if isinstance(op, Fence):
-        return (op.kind, op.identity, op.epoch)
-    return (op.kind, op.identity, op.key)
-
-
-#: The errors of sqlite3 and of the file system that become :class:`StoreError`.
-_DB_ERRORS: Final = (sqlite3.Error, OSError)
-
-
-def _store_error(what: str, path: str, exc: BaseException) -> StoreError:
-    """The one wording of a failed store call (raised ``from`` the sqlite3/OS error).
-
-    A function, not a ``@contextmanager``: a generator-based ``with`` costs ~1.5 µs on
-    every store call, a ``try`` costs nothing until it catches.
-    """
-    if isinstance(exc, sqlite3.IntegrityError) and q.FENCED_MESSAGE in str(exc):
-        return FencedError(f"SQLite store {path!r}: {what} refused: {exc}")
-    return StoreError(f"SQLite store {path!r}: {what} failed: {exc}")
-
-
-def _cannot_be_database(path: str) -> bool:
-    """True when ``path`` is a directory or lies in a directory that does not exist."""
-    full = os.path.abspath(path)
-    return not os.path.isdir(os.path.dirname(full)) or os.path.isdir(full)
 
 
 @final
@@ -202,7 +166,7 @@ class SQLiteStore:
                 process) owns this file; the message names its host and pid.
         """
         if exclusive and self.path != ":memory:":
-            if _cannot_be_database(self.path):
+            if cannot_be_database(self.path):
                 # Before the side lock file: a path that cannot be a database must leave
                 # nothing behind (no stray `<path>-owner`), and gets open()'s own message.
                 raise open_error(self.path, FileNotFoundError(self.path))
@@ -234,7 +198,7 @@ class SQLiteStore:
                     if self.path == ":memory:" or self.read_only
                     else LoopConnection(self.path, CACHE_KIB)
                 )
-            except _DB_ERRORS as exc:
+            except DB_ERRORS as exc:
                 raise open_error(self.path, exc) from exc
         except BaseException:
             worker.stop()  # connected after all (we were cancelled): let it close
@@ -287,7 +251,7 @@ class SQLiteStore:
             return None  # ":memory:": private to this store, nobody else writes it
         try:
             rows = inline.read("PRAGMA data_version", ())
-        except _DB_ERRORS as exc:
+        except DB_ERRORS as exc:
             _log.warning("SQLite store %r: reading data_version failed: %s", self.path, exc)
             return None
         return None if rows is None else int(rows[0][0])
@@ -305,18 +269,18 @@ class SQLiteStore:
 
         def write(conn: sqlite3.Connection) -> None:
             for cls, group in itertools.groupby(batch, type):
-                conn.executemany(q.WRITES[cls], [_params(op) for op in group])
+                conn.executemany(q.WRITES[cls], [op_params(op) for op in group])
 
         inline = self._inline
         if inline is not None and self._inline_writes and len(batch) <= INLINE_MAX_OPS:
             try:
                 if len(batch) == 1:
                     op = batch[0]
-                    done = inline.write_one(q.WRITES[type(op)], _params(op))
+                    done = inline.write_one(q.WRITES[type(op)], op_params(op))
                 else:
                     done = inline.write(write)
-            except _DB_ERRORS as exc:
-                raise _store_error("apply", self.path, exc) from exc
+            except DB_ERRORS as exc:
+                raise store_error("apply", self.path, exc) from exc
             if done:
                 self._committed_inline()
                 return
@@ -389,8 +353,8 @@ class SQLiteStore:
         if bounded and inline is not None:
             try:
                 rows = inline.read(sql, args)
-            except _DB_ERRORS as exc:
-                raise _store_error("query", self.path, exc) from exc
+            except DB_ERRORS as exc:
+                raise store_error("query", self.path, exc) from exc
             if rows is not None:
                 return rows
         return await self._call(lambda conn: conn.execute(sql, args).fetchall(), write=False)
@@ -405,8 +369,8 @@ class SQLiteStore:
         job = worker.submit(fn, write=write)
         try:
             result: T = await asyncio.wrap_future(job.future)
-        except _DB_ERRORS as exc:
-            raise _store_error(what, self.path, exc) from exc
+        except DB_ERRORS as exc:
+            raise store_error(what, self.path, exc) from exc
         return result
 
     def _committed_inline(self) -> None:
@@ -414,7 +378,7 @@ class SQLiteStore:
         the WAL's size and, past :data:`CHECKPOINT_WAL_BYTES`, ask the worker thread for a
         ``TRUNCATE`` checkpoint unless one is pending.
 
-        See :func:`_checkpoint` for why it is a PASSIVE then a TRUNCATE checkpoint.
+        See :func:`._sqlite_calls.checkpoint` for why it is a PASSIVE then a TRUNCATE checkpoint.
         """
         self._since_checkpoint += 1
         if self._since_checkpoint < CHECKPOINT_CHECK_EVERY:
@@ -435,7 +399,7 @@ class SQLiteStore:
             return
         worker = self._worker
         assert worker is not None
-        self._checkpoint = worker.submit(_checkpoint, write=False).future
+        self._checkpoint = worker.submit(checkpoint, write=False).future
 
     def _open_connection(self) -> sqlite3.Connection:
         if self.read_only:
@@ -454,41 +418,3 @@ class SQLiteStore:
             conn.close()
             raise
         return conn
-
-
-def _checkpoint(conn: sqlite3.Connection) -> list[Any]:
-    """Copy the WAL into the database and reset it, never making writers wait.
-
-    A PASSIVE checkpoint alone never blocks writers, so a writer faster than it keeps
-    appending and the WAL is never reset: it reached 1.8 GB after 100,000 one-row commits
-    in ``bench/durable.py``, and every read then searches a huge WAL index. So after the
-    PASSIVE copy (the bulk of the work, writers unaffected), a TRUNCATE resets the WAL,
-    but only if the copy was complete, and without waiting (``busy_timeout = 0``): a
-    TRUNCATE that waited for another connection's read snapshot held the write lock for
-    the whole busy timeout, and every write queued behind it (5 s stalls). If it cannot
-    run now, the next check tries again.
-
-    After a reset, the first commit rewrites the WAL header and syncs it. That commit is
-    made here, on the worker (a write of ``user_version`` with its own value), so that
-    the loop-side connection, which never syncs, does not inherit it.
-    """
-    conn.execute("PRAGMA busy_timeout = 0")
-    try:
-        [(busy, frames, copied)] = conn.execute("PRAGMA wal_checkpoint(PASSIVE)").fetchall()
-        if busy or frames != copied:
-            return [(busy, frames, copied)]
-        result = conn.execute("PRAGMA wal_checkpoint(TRUNCATE)").fetchall()
-        if result[0][0] == 0:
-            # Not busy: the WAL was reset. Make the first commit after the reset here, on
-            # the worker; if a loop-side write got there first, this one finds the lock
-            # and is skipped (that write already made the commit).
-            with contextlib.suppress(sqlite3.OperationalError):
-                transaction(conn, _rewrite_user_version)
-        return result
-    finally:
-        conn.execute(f"PRAGMA busy_timeout = {BUSY_TIMEOUT_MS}")
-
-
-def _rewrite_user_version(conn: sqlite3.Connection) -> None:
-    (version,) = conn.execute("PRAGMA user_version").fetchone()
-    conn.execute(f"PRAGMA user_version = {int(version)}")
