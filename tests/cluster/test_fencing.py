@@ -12,12 +12,12 @@ from typing import Any
 
 import pytest
 from tests.cluster.cluster_support import freeze
+from tests.durable.durable_support import postgres_backend, sqlite_backend
 
 from tocsin import ActorSystem, Cluster, ManualClock
 from tocsin.durable import Call, DurableActor
 from tocsin.errors import FencedError, StoreError
 from tocsin.stores import Fence, MemoryStore, PutState, Store
-from tocsin.stores.sqlite import SQLiteStore
 
 T0 = 1_800_000_000.0
 LEASE = 3.0
@@ -87,26 +87,11 @@ async def test_memory_store_refuses_a_zombies_writes() -> None:
 
 
 async def test_sqlite_store_refuses_a_zombies_writes(tmp_path: Path) -> None:
-    path = tmp_path / "shared.db"
-    await _zombie_writes_are_refused(lambda: SQLiteStore(path))
+    await _zombie_writes_are_refused(sqlite_backend(tmp_path).make)
 
 
 async def test_postgres_store_refuses_a_zombies_writes(postgres_dsn: str) -> None:
-    from tocsin.stores.postgres import PostgresStore
-
-    schema = f"fence_{uuid.uuid4().hex[:12]}"
-    await _zombie_writes_are_refused(lambda: PostgresStore(postgres_dsn, schema=schema))
-
-
-def _store(kind: str, tmp_path: Path, request: pytest.FixtureRequest) -> Store:
-    if kind == "memory":
-        return MemoryStore()
-    if kind == "sqlite":
-        return SQLiteStore(tmp_path / "s.db")
-    from tocsin.stores.postgres import PostgresStore
-
-    dsn: str = request.getfixturevalue("postgres_dsn")
-    return PostgresStore(dsn, schema=f"fence_{uuid.uuid4().hex[:12]}")
+    await _zombie_writes_are_refused(postgres_backend(postgres_dsn).make)
 
 
 @pytest.mark.parametrize("kind", ["memory", "sqlite", "postgres"])
@@ -115,7 +100,12 @@ async def test_a_stale_fence_refuses_the_whole_batch(
 ) -> None:
     """The fence is the batch's first statement, in the store's own transaction: a stale
     epoch fails the whole batch and nothing it carried is written."""
-    store = _store(kind, tmp_path, request)
+    if kind == "memory":
+        store: Store = MemoryStore()
+    elif kind == "sqlite":
+        store = sqlite_backend(tmp_path).make()
+    else:
+        store = postgres_backend(request.getfixturevalue("postgres_dsn")).make()
     await store.open()
     try:
         await store.apply([Fence("K", "i", 1), PutState("K", "i", "k", b"1")])

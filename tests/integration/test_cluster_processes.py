@@ -32,9 +32,9 @@ import tempfile
 import threading
 import time
 import uuid
-from collections.abc import Iterator
+from collections.abc import Iterable, Iterator
 from pathlib import Path
-from typing import Any
+from typing import IO, Any
 
 import pytest
 from tests.procs import ready_line
@@ -58,6 +58,18 @@ def coordinator_url(request: pytest.FixtureRequest, tmp_path: Path) -> str:
         return f"{dsn}?schema=p_{uuid.uuid4().hex[:12]}"
     url: str = request.getfixturevalue("redis_url")
     return f"{url}?prefix=p{uuid.uuid4().hex[:12]}:"
+
+
+def kill_all(procs: Iterable[subprocess.Popen[str]], files: Iterable[IO[bytes]]) -> None:
+    """SIGKILL each process still running (woken first: a SIGSTOPped one included),
+    reap it, then close the files its stderr went to."""
+    for proc in procs:
+        if proc.poll() is None:
+            proc.send_signal(signal.SIGCONT)
+            proc.kill()
+        proc.wait(timeout=30)
+    for file in files:
+        file.close()
 
 
 def spawn(*args: str, stderr: Any = subprocess.PIPE) -> subprocess.Popen[str]:
@@ -135,11 +147,7 @@ class Node:
                 return line
 
     def stop(self) -> None:
-        if self.proc.poll() is None:
-            self.proc.send_signal(signal.SIGCONT)
-            self.proc.kill()
-        self.proc.wait(timeout=30)
-        self.stderr.close()
+        kill_all([self.proc], [self.stderr])
 
 
 @pytest.fixture
@@ -193,12 +201,7 @@ def test_cron_ticks_are_delivered_once_across_a_sigkill_and_a_zombie(
         time.sleep(3.0)
         ended = time.time()
     finally:
-        for proc in procs.values():
-            proc.send_signal(signal.SIGCONT)
-            proc.kill()
-            proc.wait(timeout=30)
-        for err in errs.values():
-            err.close()
+        kill_all(procs.values(), errs.values())
     lines = [line.split() for line in log.read_text().splitlines()]
     instants = [int(instant) for _, instant in lines]
     assert len(instants) == len(set(instants)), "a tick was delivered twice"
@@ -279,12 +282,7 @@ def test_durable_actors_keep_one_writer_across_a_sigkill_and_a_zombie(
             assert line["event"] == "fenced", line
             fenced[name] = line["count"]
     finally:
-        for proc in procs.values():
-            proc.send_signal(signal.SIGCONT)
-            proc.kill()
-            proc.wait(timeout=30)
-        for file in files.values():
-            file.close()
+        kill_all(procs.values(), files.values())
     counts: dict[str, list[int]] = {}
     last: dict[str, float] = {}
     probe: list[str] = []
