@@ -30,6 +30,7 @@ from .actor._supervision import Directive, Supervisor
 from .clock import Clock, SystemClock
 from .cluster import Cluster, ClusterNode, NodeLeft
 from .cluster._durable import ClusterOwnership, in_process_pid, register_in_process
+from .cluster._identity import bind_store, warn_if_clustered
 from .durable._actor import DurableActor
 from .durable._runtime import DurableRuntime
 from .errors import ActorNotFoundError, ActorSystemNotStartedError, RemotingDisabledError
@@ -238,10 +239,16 @@ class ActorSystem(SchedulingCalls):
                 # Before joining: once peers list this node they send it messages for the
                 # durable identities it should own; a store still opening would answer
                 # them DeadActorError. Unjoined, it claims and runs nothing (no lease).
-                await self._start_durable(runtime, self._store_spec)
+                durable = await self._start_durable(runtime, self._store_spec)
+                if node is None:
+                    await warn_if_clustered(durable.store)
+                else:  # one store, one cluster: refuse before joining (issue 19)
+                    await bind_store(durable.store, node.coordinator, record=False)
             if node is not None:
                 # Joined before anything may claim: cron ticks are claimed from now on.
                 await node.start()
+                if self._durable is not None:  # recorded once joined (a typo never is)
+                    await bind_store(self._durable.store, node.coordinator, record=True)
                 scheduler.cron_gate = node.cron_claims
                 if remote is None:
                     # memory:// without remoting: in-process peers reach this node here.

@@ -7,7 +7,9 @@ sees them now; ``--json``: one JSON document ``{"members": [{"name", "address",
 ``resume REF`` set the cluster-wide flag that every node reads in the same atomic step as
 each cron tick claim, so the next tick obeys. The URL
 comes from ``--coordinator`` or ``TOCSIN_COORDINATOR``. Exit codes: 0 done, 1 the
-coordinator failed, 2 bad usage (bad URL, a SQLite file that does not exist, memory://).
+coordinator failed, 2 bad usage (bad URL, a SQLite file that does not exist or holds
+other tables than a coordinator's, e.g. the durable store: nothing is written to it,
+memory://).
 """
 
 from __future__ import annotations
@@ -81,6 +83,9 @@ def _run(
 
     try:
         asyncio.run(main())
+    except InvalidCoordinatorURLError as exc:  # e.g. a SQLite file that is no coordinator
+        print(f"tocsin cluster: error: {exc}", file=sys.stderr)
+        return EXIT_USAGE
     except CoordinatorError as exc:
         print(f"tocsin cluster: error: {exc}", file=sys.stderr)
         return EXIT_FAILED

@@ -16,9 +16,17 @@ import re
 from collections.abc import AsyncIterator
 from contextlib import asynccontextmanager
 from typing import Any, Final, final
-from urllib.parse import parse_qsl, urlencode, urlsplit, urlunsplit
 
-from ..errors import CoordinatorError
+from ..errors import CoordinatorError, InvalidCoordinatorURLError
+from ..stores._dsn import (
+    CONNECT_TIMEOUT,
+    PG_OPTIONS,
+    check_connect_timeout,
+    no_answer,
+    redact,
+    split_options,
+    unknown_message,
+)
 from ._protocol import EXPIRED_LEASE_RETENTION as RETENTION
 from ._protocol import ClaimOutcome, LeaseRow, Ownership
 
@@ -107,47 +115,56 @@ def _lease(row: Any, now: float) -> LeaseRow:
     )
 
 
-def _split_dsn(dsn: str) -> tuple[str, str | None]:
-    """The DSN without tocsin's own ``schema=`` query option, and that option."""
-    parts = urlsplit(dsn)
-    query = parse_qsl(parts.query, keep_blank_values=True)
-    schema = next((v for k, v in query if k == "schema"), None)
-    rest = [(k, v) for k, v in query if k != "schema"]
-    return urlunsplit(parts._replace(query=urlencode(rest))), schema
-
-
-def _redact(dsn: str) -> str:
-    parts = urlsplit(dsn)
-    if parts.password is None:
-        return dsn
-    user, _, host = parts.netloc.rpartition("@")
-    return urlunsplit(parts._replace(netloc=f"{user.partition(':')[0]}:***@{host}"))
-
-
 @final
 class PostgresCoordinator:
     """A :class:`~tocsin.cluster.Coordinator` in a PostgreSQL database.
 
     Args:
-        dsn: ``postgresql://user:password@host:port/database``; a ``schema=NAME`` query
-            option is read by tocsin (not sent to the server).
+        dsn: ``postgresql://user:password@host:port/database``; the ``schema=NAME`` and
+            ``connect_timeout=SECONDS`` query options are read by tocsin (not sent to the
+            server); any option not in :data:`~tocsin.stores._dsn.PG_OPTIONS` is refused.
         schema: the PostgreSQL schema holding the ``tocsin_cluster_*`` tables, created if
             missing (default: the DSN's ``schema=``, else ``"public"``).
         command_timeout: seconds a statement may take before it fails (its outcome then
             unknown, as for any :class:`~tocsin.errors.CoordinatorError`).
+        connect_timeout: seconds opening a connection may take, server startup and login
+            included (default: the DSN's ``connect_timeout=``, else 10): a server that
+            accepts TCP but never answers fails ``open()`` after that long, and the error
+            names the server and the bound.
+
+    Raises:
+        InvalidCoordinatorURLError: an unknown query option, or a bad ``connect_timeout``.
+        ValueError: a ``schema`` that is not a lower-case SQL identifier.
     """
 
     def __init__(
-        self, dsn: str, *, schema: str | None = None, command_timeout: float = 10.0
+        self,
+        dsn: str,
+        *,
+        schema: str | None = None,
+        command_timeout: float = 10.0,
+        connect_timeout: float | None = None,
     ) -> None:
-        self._dsn, url_schema = _split_dsn(dsn)
-        self.schema = schema or url_schema or "public"
+        self._dsn, options, unknown = split_options(dsn, PG_OPTIONS, ("schema", "connect_timeout"))
+        if unknown:
+            raise InvalidCoordinatorURLError(
+                "coordinator URL " + unknown_message(dsn, unknown, PG_OPTIONS)
+            )
+        self.schema = schema or options.get("schema") or "public"
         if not _SCHEMA_NAME.fullmatch(self.schema):
             raise ValueError(
                 "`schema` must be a lower-case SQL identifier ([a-z_][a-z0-9_]*), "
                 f"got {self.schema!r}"
             )
-        self.url = _redact(dsn)
+        try:
+            self.connect_timeout = check_connect_timeout(
+                connect_timeout
+                if connect_timeout is not None
+                else options.get("connect_timeout", CONNECT_TIMEOUT)
+            )
+        except ValueError as exc:
+            raise InvalidCoordinatorURLError(f"coordinator URL {redact(dsn)!r}: {exc}") from None
+        self.url = redact(dsn)
         self._command_timeout = command_timeout
         self._pool: Any = None
         self._claims = 0
@@ -174,14 +191,23 @@ class PostgresCoordinator:
     async def open(self) -> None:
         if self._pool is not None:
             return
-        async with self._errors("open"):
-            pool = await asyncpg.create_pool(
-                self._dsn,
-                min_size=1,
-                max_size=4,
-                command_timeout=self._command_timeout,
-                server_settings={"search_path": self.schema},
-            )
+        try:
+            async with self._errors("open"):
+                pool = await asyncpg.create_pool(
+                    self._dsn,
+                    min_size=1,
+                    max_size=4,
+                    command_timeout=self._command_timeout,
+                    timeout=self.connect_timeout,
+                    server_settings={"search_path": self.schema},
+                )
+        except CoordinatorError as exc:
+            if isinstance(exc.__cause__, TimeoutError):  # asyncpg's says nothing at all
+                raise CoordinatorError(
+                    f"PostgreSQL coordinator {self.url}: open failed: "
+                    f"{no_answer(self._dsn, self.connect_timeout)}"
+                ) from exc.__cause__
+            raise
         try:
             async with self._errors("create schema"), pool.acquire() as conn, conn.transaction():
                 await conn.execute("SELECT pg_advisory_xact_lock($1)", SCHEMA_LOCK_KEY)

@@ -18,13 +18,15 @@ from __future__ import annotations
 from collections.abc import AsyncIterator
 from contextlib import asynccontextmanager
 from typing import Any, Final, final
-from urllib.parse import parse_qsl, urlencode, urlsplit, urlunsplit
+from urllib.parse import urlsplit, urlunsplit
 
 import msgspec
 
 from ..errors import CoordinatorError
+from ..stores._dsn import REDIS_OPTIONS, split_options
 from ._protocol import EXPIRED_LEASE_RETENTION as RETENTION
 from ._protocol import ClaimOutcome, LeaseRow, Ownership
+from ._url import check_coordinator_url
 
 try:
     import redis.asyncio as aioredis
@@ -184,11 +186,11 @@ def _field(kind: str, identity: str) -> str:
 
 
 def _split_url(url: str) -> tuple[str, str | None]:
-    parts = urlsplit(url)
-    query = parse_qsl(parts.query, keep_blank_values=True)
-    prefix = next((v for k, v in query if k == "prefix"), None)
-    rest = [(k, v) for k, v in query if k != "prefix"]
-    return urlunsplit(parts._replace(query=urlencode(rest))), prefix
+    # The same checks as Cluster(...): an unknown option or a database that is not a
+    # number is refused here too, for a RedisCoordinator made by hand.
+    check_coordinator_url(url)
+    rest, options, _ = split_options(url, REDIS_OPTIONS, ("prefix",))
+    return rest, options.get("prefix")
 
 
 @final
@@ -197,7 +199,9 @@ class RedisCoordinator:
 
     Args:
         url: ``redis://[user:password@]host:port/db`` (also ``rediss://``, ``unix://``);
-            a ``prefix=`` query option is read by tocsin, not sent to Redis.
+            a ``prefix=`` query option is read by tocsin, not sent to Redis; any option
+            not in :data:`~tocsin.stores._dsn.REDIS_OPTIONS` is refused, and so is a
+            database that is not a number (``redis://host/abc``).
         prefix: the prefix of every key (default: the URL's ``prefix=``, else ``tocsin:``).
         socket_timeout: seconds a command may take before it fails (outcome unknown).
 

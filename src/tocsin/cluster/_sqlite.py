@@ -24,7 +24,7 @@ from pathlib import Path
 from typing import Any, Final, TypeVar, final
 
 from ..clock import Clock, SystemClock
-from ..errors import CoordinatorError
+from ..errors import CoordinatorError, InvalidCoordinatorURLError
 from ..stores._sqlite_wal import set_wal_mode
 from ._protocol import EXPIRED_LEASE_RETENTION as RETENTION
 from ._protocol import ClaimOutcome, LeaseRow, Ownership
@@ -111,25 +111,55 @@ class SQLiteCoordinator:
         except sqlite3.Error as exc:
             executor.shutdown(wait=False)
             raise CoordinatorError(f"cannot open SQLite coordinator {self.path!r}: {exc}") from exc
+        except BaseException:
+            executor.shutdown(wait=False)
+            raise
         self._executor, self._thread_conn, self._inline = executor, thread_conn, inline
 
     def _connect_thread(self) -> sqlite3.Connection:
         conn = sqlite3.connect(self.path, isolation_level=None, check_same_thread=False)
-        conn.execute(f"PRAGMA busy_timeout = {BUSY_TIMEOUT_MS}")
-        # Retried: two nodes opening a new file at once made one fail here (issue 13).
-        set_wal_mode(conn, budget=BUSY_TIMEOUT_MS / 1000)
-        conn.execute("PRAGMA synchronous = NORMAL")
-        conn.execute("BEGIN IMMEDIATE")  # two nodes creating the schema at once
         try:
-            # One statement at a time: executescript() would COMMIT the open transaction.
-            for statement in filter(str.strip, _SCHEMA.split(";")):
-                conn.execute(statement)
-            conn.execute("COMMIT")
+            conn.execute(f"PRAGMA busy_timeout = {BUSY_TIMEOUT_MS}")
+            # Before anything writes (WAL mode is kept in the file): pointed at another
+            # application's database or at the durable store, change nothing in it.
+            self._refuse_foreign(conn)
+            # Retried: two nodes opening a new file at once made one fail here (issue 13).
+            set_wal_mode(conn, budget=BUSY_TIMEOUT_MS / 1000)
+            conn.execute("PRAGMA synchronous = NORMAL")
+            conn.execute("BEGIN IMMEDIATE")  # two nodes creating the schema at once
+            try:
+                self._refuse_foreign(conn)  # again, under the write lock
+                # One statement at a time: executescript() would COMMIT the transaction.
+                for statement in filter(str.strip, _SCHEMA.split(";")):
+                    conn.execute(statement)
+                conn.execute("COMMIT")
+            except BaseException:
+                if conn.in_transaction:
+                    conn.execute("ROLLBACK")
+                raise
         except BaseException:
-            if conn.in_transaction:
-                conn.execute("ROLLBACK")
+            conn.close()
             raise
         return conn
+
+    def _refuse_foreign(self, conn: sqlite3.Connection) -> None:
+        """Refuse a file holding any table but the coordinator's (an empty or new file,
+        or one with only ``tocsin_cluster_*`` tables, is a coordinator)."""
+        names = [
+            row[0]
+            for row in conn.execute(
+                "SELECT name FROM sqlite_master WHERE type = 'table' ORDER BY name"
+            )
+        ]
+        foreign = [n for n in names if not n.startswith(("tocsin_cluster_", "sqlite_"))]
+        if foreign:
+            shown = ", ".join(foreign[:5]) + (", ..." if len(foreign) > 5 else "")
+            what = "a tocsin durable store" if "tocsin_tasks" in foreign else "another database"
+            raise InvalidCoordinatorURLError(
+                f"{self.path!r} is not a SQLite coordinator file: it holds {what} "
+                f"(tables {shown}); give the coordinator a file of its own, e.g. "
+                "sqlite:///cluster.db (tocsin creates it)"
+            )
 
     async def close(self) -> None:
         inline, self._inline = self._inline, None

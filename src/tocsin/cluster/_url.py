@@ -9,9 +9,18 @@ the working directory, ``sqlite:////abs/path.db`` (four slashes) is absolute. A 
 from __future__ import annotations
 
 from typing import Final
+from urllib.parse import urlsplit
 
 from ..clock import Clock
 from ..errors import InvalidCoordinatorURLError
+from ..stores._dsn import (
+    PG_OPTIONS,
+    REDIS_OPTIONS,
+    check_connect_timeout,
+    redact,
+    split_options,
+    unknown_message,
+)
 from ._protocol import Coordinator
 
 __all__ = ["ALLOWED", "check_coordinator_url", "open_coordinator"]
@@ -48,22 +57,60 @@ def check_coordinator_url(url: object) -> str:
             )
         return scheme
     if scheme == "sqlite":
-        path = rest.partition("?")[0]
+        path, _, query = rest.partition("?")
         if not path.startswith("/") or len(path) < 2 or path in ("/:memory:",):
             raise InvalidCoordinatorURLError(
                 f"coordinator URL {url!r} has no shareable file path (write "
                 f"sqlite:///relative.db or sqlite:////absolute.db); allowed: {ALLOWED}"
             )
+        if query:
+            raise InvalidCoordinatorURLError(
+                f"coordinator URL {url!r}: a SQLite coordinator URL takes no query options "
+                f"(got {query!r})"
+            )
         return scheme
     if scheme in ("postgresql", "postgres", *_REDIS):
         if not rest:
             raise InvalidCoordinatorURLError(
-                f"coordinator URL {url!r} names no server; allowed: {ALLOWED}"
+                f"coordinator URL {redact(url)!r} names no server; allowed: {ALLOWED}"
             )
+        if scheme in _REDIS:
+            _check_redis(url, scheme)
+        else:
+            _check_postgres(url)
         return scheme
     raise InvalidCoordinatorURLError(
         f"coordinator URL {url!r} has unknown scheme {scheme!r}; allowed: {ALLOWED}"
     )
+
+
+def _check_postgres(url: str) -> None:
+    _, mine, unknown = split_options(url, PG_OPTIONS, ("schema", "connect_timeout"))
+    if unknown:
+        raise InvalidCoordinatorURLError(
+            "coordinator URL " + unknown_message(url, unknown, PG_OPTIONS)
+        )
+    if "connect_timeout" in mine:
+        try:
+            check_connect_timeout(mine["connect_timeout"])
+        except ValueError as exc:
+            raise InvalidCoordinatorURLError(f"coordinator URL {redact(url)!r}: {exc}") from None
+
+
+def _check_redis(url: str, scheme: str) -> None:
+    _, mine, unknown = split_options(url, REDIS_OPTIONS, ("db",))
+    if unknown:
+        raise InvalidCoordinatorURLError(
+            "coordinator URL " + unknown_message(url, unknown, REDIS_OPTIONS)
+        )
+    # redis-py would fail on the first command (`/abc`) or take a part of it; say it now.
+    path = urlsplit(url).path.strip("/") if scheme != "unix" else ""
+    for db in (path, mine.get("db", "")):
+        if db and not (db.isascii() and db.isdigit()):
+            raise InvalidCoordinatorURLError(
+                f"coordinator URL {redact(url)!r}: the Redis database must be a number "
+                f"(redis://host:port/0, or ?db=0), got {db!r}"
+            )
 
 
 def open_coordinator(url: str, *, clock: Clock | None = None) -> Coordinator:

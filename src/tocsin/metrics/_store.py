@@ -88,6 +88,9 @@ class TimedStore:
     async def close(self) -> None:
         await self.inner.close()
 
+    async def swap_cluster(self, expected: str | None, new: str | None) -> str | None:
+        return await self.inner.swap_cluster(expected, new)  # once per start: untimed
+
     async def apply(self, ops: Sequence[Op]) -> None:
         started = self._now()
         try:

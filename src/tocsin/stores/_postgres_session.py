@@ -41,8 +41,11 @@ class Session:
         schema: str,
         url: str,
         errors: Callable[[str], AbstractAsyncContextManager[None]],
+        *,
+        connect_timeout: float,
     ) -> None:
         self._dsn = dsn
+        self._connect_timeout = connect_timeout
         self._schema = schema
         self._url = url
         self._errors = errors
@@ -113,7 +116,9 @@ class Session:
 
             async with self._errors("open"):
                 conn = await asyncpg.connect(
-                    self._dsn, server_settings={"search_path": self._schema}
+                    self._dsn,
+                    timeout=self._connect_timeout,
+                    server_settings={"search_path": self._schema},
                 )
             conn.add_termination_listener(self._lost)
             self._conn = conn

@@ -173,6 +173,17 @@ class Store(Protocol):
         """Release connections (idempotent)."""
         ...
 
+    async def swap_cluster(self, expected: str | None, new: str | None) -> str | None:
+        """Compare-and-set the cluster this store belongs to (its coordinator's
+        fingerprint, see ``docs/cluster.md``), atomically across processes.
+
+        Reads the recorded fingerprint; when it equals ``expected`` (``None``: nothing
+        recorded), replaces it with ``new`` (``None`` deletes it). ``swap_cluster(None,
+        None)`` is a pure read. Returns the fingerprint recorded *before* the call, so the
+        swap happened exactly when the result equals ``expected``.
+        """
+        ...
+
     async def apply(self, ops: Sequence[Op]) -> None:
         """Apply a batch of writes atomically."""
         ...

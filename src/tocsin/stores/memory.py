@@ -50,6 +50,7 @@ class MemoryStore:
         self._tasks: dict[_Key, TaskRow] = {}
         self._state: dict[_Key, bytes] = {}
         self._fences: dict[tuple[str, str], int] = {}
+        self._cluster: str | None = None
         self._owned = False
         self._watchers: list[Callable[[], None]] = []
 
@@ -94,6 +95,13 @@ class MemoryStore:
         """Call every watcher (a write made outside the system that owns this store)."""
         for callback in list(self._watchers):
             callback()
+
+    async def swap_cluster(self, expected: str | None, new: str | None) -> str | None:
+        """Compare-and-set the recorded cluster fingerprint (atomic: nothing is awaited)."""
+        current = self._cluster
+        if current == expected:
+            self._cluster = new
+        return current
 
     async def apply(self, ops: Sequence[Op]) -> None:
         """Apply a batch atomically: all ops, in order, or (on :class:`StoreError`) none."""

@@ -25,8 +25,16 @@ from urllib.parse import urlsplit, urlunsplit
 
 import msgspec
 
-from ..errors import FencedError, StoreError
+from ..errors import FencedError, InvalidStoreURLError, StoreError
 from . import _queries as q
+from ._dsn import (
+    CONNECT_TIMEOUT,
+    PG_OPTIONS,
+    check_connect_timeout,
+    no_answer,
+    split_options,
+    unknown_message,
+)
 from ._postgres_session import CHANGES_CHANNEL, Session
 from ._protocols import (
     DeleteTask,
@@ -60,6 +68,11 @@ _FIND_TASKS: Final = q.numbered(q.FIND_TASKS)
 _DUE_TASKS: Final = q.numbered(q.DUE_TASKS)
 _NEXT_DUE: Final = q.numbered(q.NEXT_DUE)
 _DUE_ACTORS: Final = q.numbered(q.DUE_ACTORS)
+_GET_CLUSTER: Final = "SELECT value FROM tocsin_meta WHERE key = 'cluster'"
+_SET_CLUSTER: Final = (
+    "INSERT INTO tocsin_meta (key, value) VALUES ('cluster', $1) "
+    "ON CONFLICT (key) DO UPDATE SET value = excluded.value"
+)
 
 
 def _params(op: Op) -> tuple[Any, ...]:
@@ -103,17 +116,47 @@ class PostgresStore:
     processes may share the database.
 
     Args:
-        dsn: ``postgresql://user:password@host:port/database`` (``postgres://`` too).
+        dsn: ``postgresql://user:password@host:port/database`` (``postgres://`` too). The
+            ``schema=NAME`` and ``connect_timeout=SECONDS`` query options are read by
+            tocsin (not sent to the server); any option not in
+            :data:`~tocsin.stores._dsn.PG_OPTIONS` is refused.
         schema: the PostgreSQL schema holding tocsin's tables, created if missing;
             lets several applications (or tests) share one database. Lower-case
-            identifier, default ``"public"``.
+            identifier; default: the DSN's ``schema=``, else ``"public"``.
         min_size: connections kept open by the pool.
         max_size: connections the pool may open.
+        connect_timeout: seconds opening a connection may take, server startup and login
+            included (default: the DSN's ``connect_timeout=``, else 10): a server that
+            accepts TCP but never answers fails ``open()`` after that long, and the
+            :class:`StoreError` names the server and the bound.
+
+    Raises:
+        InvalidStoreURLError: an unknown query option or a bad ``connect_timeout``.
+        ValueError: a bad ``schema``, ``min_size`` or ``max_size``.
     """
 
     def __init__(
-        self, dsn: str, *, schema: str = "public", min_size: int = 1, max_size: int = 4
+        self,
+        dsn: str,
+        *,
+        schema: str | None = None,
+        min_size: int = 1,
+        max_size: int = 4,
+        connect_timeout: float | None = None,
     ) -> None:
+        given = dsn
+        dsn, options, unknown = split_options(dsn, PG_OPTIONS, ("schema", "connect_timeout"))
+        if unknown:
+            raise InvalidStoreURLError("store URL " + unknown_message(given, unknown, PG_OPTIONS))
+        try:
+            self.connect_timeout = check_connect_timeout(
+                connect_timeout
+                if connect_timeout is not None
+                else options.get("connect_timeout", CONNECT_TIMEOUT)
+            )
+        except ValueError as exc:
+            raise InvalidStoreURLError(f"store URL {_redact(given)!r}: {exc}") from None
+        schema = schema or options.get("schema") or "public"
         if not _SCHEMA_NAME.fullmatch(schema):
             raise ValueError(
                 f"`schema` must be a lower-case SQL identifier ([a-z_][a-z0-9_]*), got {schema!r}"
@@ -125,12 +168,14 @@ class PostgresStore:
             )
         self._dsn = dsn
         self.schema = schema
-        self.url = _redact(dsn)
+        self.url = _redact(given)
         self._min_size = min_size
         self._max_size = max_size
         self._pool: Any = None
         #: The one connection outside the pool: ownership lock and LISTEN.
-        self._session = Session(dsn, schema, self.url, self._errors)
+        self._session = Session(
+            dsn, schema, self.url, self._errors, connect_timeout=self.connect_timeout
+        )
 
     def __repr__(self) -> str:
         return f"PostgresStore({self.url!r}, schema={self.schema!r})"
@@ -164,13 +209,22 @@ class PostgresStore:
     async def _open(self) -> None:
         if self._pool is not None:
             return
-        async with self._errors("open"):
-            pool = await asyncpg.create_pool(
-                self._dsn,
-                min_size=self._min_size,
-                max_size=self._max_size,
-                server_settings={"search_path": self.schema},
-            )
+        try:
+            async with self._errors("open"):
+                pool = await asyncpg.create_pool(
+                    self._dsn,
+                    min_size=self._min_size,
+                    max_size=self._max_size,
+                    timeout=self.connect_timeout,
+                    server_settings={"search_path": self.schema},
+                )
+        except StoreError as exc:
+            if isinstance(exc.__cause__, TimeoutError):  # asyncpg's says nothing at all
+                raise StoreError(
+                    f"PostgreSQL store {self.url}: open failed: "
+                    f"{no_answer(self._dsn, self.connect_timeout)}"
+                ) from exc.__cause__
+            raise
         try:
             async with self._errors("create schema"), pool.acquire() as conn, conn.transaction():
                 await conn.execute("SELECT pg_advisory_xact_lock($1)", SCHEMA_LOCK_KEY)
@@ -210,6 +264,25 @@ class PostgresStore:
         pool = self._require()
         async with self._errors("announce"):
             await pool.execute("SELECT pg_notify($1, $2)", CHANGES_CHANNEL, self.schema)
+
+    async def swap_cluster(self, expected: str | None, new: str | None) -> str | None:
+        """Compare-and-set the recorded cluster fingerprint in one transaction; the
+        table lock makes two first joins at once take turns (it is taken only when a
+        node starts)."""
+        pool = self._require()
+        async with self._errors("record the cluster"), pool.acquire() as conn:
+            if expected == new:  # a pure read (or a no-op write): no lock
+                current: str | None = await conn.fetchval(_GET_CLUSTER)
+                return current
+            async with conn.transaction():
+                await conn.execute("LOCK TABLE tocsin_meta IN SHARE ROW EXCLUSIVE MODE")
+                current = await conn.fetchval(_GET_CLUSTER)
+                if current == expected:
+                    if new is None:
+                        await conn.execute("DELETE FROM tocsin_meta WHERE key = 'cluster'")
+                    else:
+                        await conn.execute(_SET_CLUSTER, new)
+            return current
 
     # --- Store protocol --------------------------------------------------------------------
 

@@ -97,6 +97,12 @@ CHECKPOINT_WAL_BYTES: Final = 16 * 1024 * 1024
 
 _log = logging.getLogger("tocsin.stores.sqlite")
 
+_GET_CLUSTER: Final = "SELECT value FROM tocsin_meta WHERE key = 'cluster'"
+_SET_CLUSTER: Final = (
+    "INSERT INTO tocsin_meta (key, value) VALUES ('cluster', ?) "
+    "ON CONFLICT (key) DO UPDATE SET value = excluded.value"
+)
+
 
 @final
 class SQLiteStore:
@@ -244,6 +250,27 @@ class SQLiteStore:
 
     async def announce(self) -> None:
         """Nothing to do: watchers of a SQLite file see every commit in ``data_version``."""
+
+    async def swap_cluster(self, expected: str | None, new: str | None) -> str | None:
+        """Compare-and-set the recorded cluster fingerprint, in one ``BEGIN IMMEDIATE``
+        transaction on the worker thread (processes sharing the file take turns)."""
+        if self.read_only:
+            if expected != new:
+                raise StoreError(f"{self!r} was opened read-only; it cannot record a cluster")
+            rows = await self._read(_GET_CLUSTER, ())
+            return str(rows[0][0]) if rows else None
+
+        def swap(conn: sqlite3.Connection) -> str | None:
+            row = conn.execute(_GET_CLUSTER).fetchone()
+            current = None if row is None else str(row[0])
+            if current == expected and current != new:
+                if new is None:
+                    conn.execute("DELETE FROM tocsin_meta WHERE key = 'cluster'")
+                else:
+                    conn.execute(_SET_CLUSTER, (new,))
+            return current
+
+        return await self._call(swap, write=True, what="record the cluster")
 
     def _read_data_version(self) -> int | None:
         inline = self._inline

@@ -74,3 +74,11 @@ END $$;
 DROP TRIGGER IF EXISTS tocsin_fence ON tocsin_fences;
 CREATE TRIGGER tocsin_fence BEFORE UPDATE OF epoch ON tocsin_fences
     FOR EACH ROW EXECUTE FUNCTION tocsin_fence();
+
+-- Facts about the store itself, one row per key (issue 19). 'cluster': the fingerprint of
+-- the coordinator of the cluster this store belongs to, written at that cluster's first
+-- join (Store.swap_cluster); a node with another coordinator refuses to start.
+CREATE TABLE IF NOT EXISTS tocsin_meta (
+    key   text COLLATE "C" PRIMARY KEY,
+    value text NOT NULL
+);

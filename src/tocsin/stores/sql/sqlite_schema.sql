@@ -61,3 +61,11 @@ CREATE TABLE IF NOT EXISTS tocsin_fences (
 CREATE TRIGGER IF NOT EXISTS tocsin_fence BEFORE UPDATE OF epoch ON tocsin_fences
 WHEN NEW.epoch < OLD.epoch
 BEGIN SELECT RAISE(ABORT, 'tocsin fenced: a newer epoch owns this identity'); END;
+
+-- Facts about the store itself, one row per key (issue 19). 'cluster': the fingerprint of
+-- the coordinator of the cluster this store belongs to, written at that cluster's first
+-- join (Store.swap_cluster); a node with another coordinator refuses to start.
+CREATE TABLE IF NOT EXISTS tocsin_meta (
+    key   TEXT PRIMARY KEY,
+    value TEXT NOT NULL
+) WITHOUT ROWID;
