@@ -260,7 +260,9 @@ class SQLiteStore:
             rows = await self._read(_GET_CLUSTER, ())
             return str(rows[0][0]) if rows else None
 
-        def swap(conn: sqlite3.Connection) -> str | None:
+        found: list[str | None] = []  # a write job returns nothing: its read goes here
+
+        def swap(conn: sqlite3.Connection) -> None:
             row = conn.execute(_GET_CLUSTER).fetchone()
             current = None if row is None else str(row[0])
             if current == expected and current != new:
@@ -268,9 +270,10 @@ class SQLiteStore:
                     conn.execute("DELETE FROM tocsin_meta WHERE key = 'cluster'")
                 else:
                     conn.execute(_SET_CLUSTER, (new,))
-            return current
+            found.append(current)
 
-        return await self._call(swap, write=True, what="record the cluster")
+        await self._call(swap, write=True, what="record the cluster")
+        return found[-1]
 
     def _read_data_version(self) -> int | None:
         inline = self._inline
