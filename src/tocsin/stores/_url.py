@@ -5,6 +5,8 @@ SQLite paths follow SQLAlchemy: after ``sqlite://`` comes ``/`` then the path, s
 ``sqlite:///tasks.db`` is ``tasks.db`` relative to the working directory and
 ``sqlite:////var/lib/app/tasks.db`` (four slashes) is absolute. ``sqlite://:memory:``
 is a private in-memory database. ``?synchronous=FULL`` selects fsync-per-commit.
+PostgreSQL URLs take ``?schema=NAME`` and ``?connect_timeout=SECONDS`` (read by tocsin)
+and libpq's parameters (``stores/_dsn.py``); any other query option is refused.
 """
 
 from __future__ import annotations
