@@ -8,6 +8,7 @@ side starts real ``ActorSystem`` nodes on SQLite and PostgreSQL stores and coord
 
 from __future__ import annotations
 
+import asyncio
 import logging
 import os
 import sqlite3
@@ -308,3 +309,43 @@ async def test_a_system_outside_cluster_mode_warns_on_a_clustered_store(
         async with ActorSystem("alone", store=store):
             pass
     assert any("not in cluster mode" in r.getMessage() for r in caplog.records)
+
+
+# --- tocsin cluster forget-store ----------------------------------------------------------
+
+
+async def test_forget_store_lets_a_cluster_move_to_another_coordinator(
+    tmp_path: Path, capsys: pytest.CaptureFixture[str]
+) -> None:
+    from tocsin.cli import main
+
+    store = f"sqlite:///{tmp_path}/store.db"
+    old = node("a", store, f"sqlite:///{tmp_path}/old.db", tmp_path)
+    await old.start()
+    await old.stop()
+    moved = node("a", store, f"sqlite:///{tmp_path}/new.db", tmp_path)
+    with pytest.raises(StoreError):
+        await moved.start()
+    assert await asyncio.to_thread(main, ["cluster", "forget-store", "--store", store]) == 0
+    out = capsys.readouterr().out
+    assert (
+        f"no longer belongs to the cluster of sqlite:///{os.path.realpath(tmp_path)}/old.db" in out
+    )
+    await moved.start()  # records the new coordinator
+    await moved.stop()
+    assert await asyncio.to_thread(main, ["cluster", "forget-store", "--store", store]) == 0
+    assert "new.db" in capsys.readouterr().out
+    assert await asyncio.to_thread(main, ["cluster", "forget-store", "--store", store]) == 0
+    assert "belongs to no cluster yet" in capsys.readouterr().out
+
+
+def test_forget_store_never_creates_a_store(
+    tmp_path: Path, capsys: pytest.CaptureFixture[str]
+) -> None:
+    from tocsin.cli import main
+
+    missing = tmp_path / "nope.db"
+    assert main(["cluster", "forget-store", "--store", f"sqlite:///{missing}"]) == 2
+    assert len(capsys.readouterr().err.strip().splitlines()) == 1
+    assert not missing.exists()
+    assert main(["cluster", "forget-store"]) == 2

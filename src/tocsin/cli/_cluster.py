@@ -6,7 +6,9 @@ sees them now; ``--json``: one JSON document ``{"members": [{"name", "address",
 "joined", "last_seen"}], "paused": [...]}`` with ISO 8601 UTC times); ``pause REF`` /
 ``resume REF`` set the cluster-wide flag that every node reads in the same atomic step as
 each cron tick claim, so the next tick obeys. The URL
-comes from ``--coordinator`` or ``TOCSIN_COORDINATOR``. Exit codes: 0 done, 1 the
+comes from ``--coordinator`` or ``TOCSIN_COORDINATOR``. ``forget-store --store URL``
+deletes the durable store's record of its cluster (``TOCSIN_STORE`` too), so that a
+cluster moved to another coordinator on purpose may use it. Exit codes: 0 done, 1 the
 coordinator failed, 2 bad usage (bad URL, a SQLite file that does not exist or holds
 other tables than a coordinator's, e.g. the durable store: nothing is written to it,
 memory://).
@@ -24,7 +26,10 @@ from datetime import UTC, datetime
 from typing import Any, Final
 
 from ..cluster import Coordinator, open_coordinator
-from ..errors import CoordinatorError, InvalidCoordinatorURLError
+from ..errors import CoordinatorError, InvalidCoordinatorURLError, InvalidStoreURLError, StoreError
+from ..stores import open_store
+from ..stores._sqlite_readonly import connect_read_only
+from ..stores.sqlite import SQLiteStore
 
 __all__ = ["UsageError", "cli_coordinator", "register"]
 
@@ -62,6 +67,64 @@ def register(subparsers: argparse._SubParsersAction[argparse.ArgumentParser]) ->
         sub.add_argument("reference", help="the cron schedule's reference")
         common(sub)
         sub.set_defaults(func=lambda ns, handler=handler: _run(handler, ns))
+    forget = actions.add_parser(
+        "forget-store",
+        help="forget which cluster a durable store belongs to (stop that cluster first)",
+    )
+    forget.add_argument(
+        "--store",
+        default=os.environ.get("TOCSIN_STORE"),
+        help="durable store URL, e.g. postgresql://db/shop (default: $TOCSIN_STORE)",
+    )
+    forget.set_defaults(func=_forget_store)
+
+
+def _forget_store(ns: argparse.Namespace) -> int:
+    """Delete the store's cluster record (docs/cluster.md, "One store, one cluster"): the
+    next node to join records its own coordinator. For moving a cluster to another
+    coordinator on purpose, once every node of the old one has stopped."""
+    if not ns.store:
+        print(
+            "tocsin cluster: error: no store: pass --store URL or set TOCSIN_STORE", file=sys.stderr
+        )
+        return EXIT_USAGE
+    try:
+        store = open_store(ns.store)
+        if isinstance(store, SQLiteStore) and store.path != ":memory:":
+            connect_read_only(store.path).close()  # an existing tocsin store, or nothing
+    except (InvalidStoreURLError, StoreError) as exc:
+        print(f"tocsin cluster: error: {exc}", file=sys.stderr)
+        return EXIT_USAGE
+
+    async def main() -> str | None:
+        await store.open()
+        try:
+            recorded = await store.swap_cluster(None, None)
+            while recorded is not None:
+                found = await store.swap_cluster(recorded, None)
+                if found == recorded:
+                    break
+                recorded = found  # changed meanwhile (a node joined): forget that one
+            return recorded
+        finally:
+            await store.close()
+
+    try:
+        recorded = asyncio.run(main())
+    except StoreError as exc:
+        print(f"tocsin cluster: error: {exc}", file=sys.stderr)
+        return EXIT_FAILED
+    except ImportError as exc:
+        print(f"tocsin cluster: error: {exc}", file=sys.stderr)
+        return EXIT_USAGE
+    if recorded is None:
+        print(f"{store.url} belongs to no cluster yet; nothing to forget")
+    else:
+        print(
+            f"{store.url} no longer belongs to the cluster of {recorded}; the next node "
+            "that joins records its own coordinator"
+        )
+    return EXIT_OK
 
 
 def _run(
