@@ -142,8 +142,9 @@ def _refusal(store: Store, recorded: str, mine: str) -> StoreError:
         f"the durable store {store.url} belongs to another cluster: it was first joined "
         f"with the coordinator {recorded}, and this node's coordinator is {mine}; two "
         "clusters on one store would each run every durable identity. Give this node "
-        "that cluster's coordinator, or another store (docs/cluster.md, \"Second "
-        'cluster on a store")'
+        "that cluster's coordinator, or another store; if that cluster moved to this "
+        "coordinator on purpose, stop its nodes and run `tocsin cluster forget-store "
+        f'--store {store.url}` (docs/cluster.md, "One store, one cluster")'
     )
 
 
