@@ -135,6 +135,7 @@ def test_the_fingerprint_is_the_normalized_url_without_secrets(
     assert fp("postgresql://db.example/shop?schema=a") != fp(pg)
     assert fp("postgresql://db.example/other") != fp(pg)
     assert fp("postgresql://db.example:5433/shop") != fp(pg)
+    assert fp("postgresql:///shop?host=/run/PG") == "postgresql:///run/PG/shop?schema=public"
 
     redis = "redis://:pw@Cache:6379/2?prefix=shop:&socket_timeout=3"
     assert fp(redis) == "redis://cache:6379/2?prefix=shop%3A"

@@ -93,7 +93,11 @@ def _process_gone(token: str) -> bool:
 
 def _hosts(netloc: str, default_port: int) -> str:
     hosts = []
-    for host in netloc.rpartition("@")[2].lower().split(","):
+    for host in netloc.rpartition("@")[2].split(","):
+        if host.startswith("/"):  # a Unix socket directory: a path, case kept
+            hosts.append(host)
+            continue
+        host = host.lower()
         if host and ":" not in host.rpartition("]")[2]:
             host = f"{host}:{default_port}"
         hosts.append(host)

@@ -46,7 +46,10 @@ class Cluster:
         coordinator: a coordinator URL (``postgresql://…``, ``redis://…``,
             ``sqlite:///path``, ``memory://NAME``) or a
             :class:`~tocsin.cluster.Coordinator` instance (which the node uses as is:
-            open it before starting the system and close it after).
+            open it before starting the system and close it after). URL query options
+            are a closed list (PostgreSQL ``?schema=`` and ``?connect_timeout=``, Redis
+            ``?prefix=``, and the drivers' own); any other is refused here, as is a
+            Redis database that is not a number.
         lease: seconds a node stays a member without renewing; it renews every
             ``lease/3``. A node not renewed within ``lease`` is dead: its durable
             identities may activate elsewhere. Between :data:`MIN_LEASE` and
