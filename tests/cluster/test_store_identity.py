@@ -296,7 +296,14 @@ async def test_systems_of_one_process_share_a_memory_cluster_on_a_file(tmp_path:
         await system.stop()
     again = ActorSystem("a", store=store, cluster=Cluster(url))
     await again.start()  # the same process: the same cluster
+    # Another memory:// name while the recorded one is in use: another cluster.
+    other = ActorSystem("b", store=store, cluster=Cluster(f"memory://{uuid.uuid4().hex}"))
+    with pytest.raises(StoreError, match="belongs to another cluster"):
+        await other.start()
     await again.stop()
+    # Once nobody here uses the recorded one, the next name takes the record over.
+    await other.start()
+    await other.stop()
 
 
 async def test_a_system_outside_cluster_mode_warns_on_a_clustered_store(

@@ -26,8 +26,11 @@ and drops (:func:`fingerprint`):
   process (``#host:pid:start-time``). A node of another process is refused while the
   recording process lives; once it has ended (same host: its pid is gone or belongs to a
   process started later), the record is taken over, so a restarted process is never
-  refused for good. A recorder on another host cannot be checked and is refused: a
-  memory coordinator is for tests and one process, not for several machines.
+  refused for good. In the recording process itself, another ``memory://NAME`` takes
+  the record over once the recorded one is closed (no system of this process uses it):
+  a test suite may give each test its own name on one file. A recorder on another host
+  cannot be checked and is refused: a memory coordinator is for tests and one process,
+  not for several machines.
 
 Rejected: a random cluster id kept in the coordinator (lost with the coordinator's data,
 exactly when it matters); the coordinator URL as given (``sqlite:///rel.db`` from two
@@ -44,6 +47,7 @@ from urllib.parse import parse_qsl, quote, urlsplit
 
 from ..errors import StoreError
 from ..stores import Store
+from ._memory import MemoryCoordinator
 from ._protocol import Coordinator
 
 __all__ = ["bind_store", "fingerprint", "warn_if_clustered"]
@@ -153,10 +157,14 @@ def _refusal(store: Store, recorded: str, mine: str) -> StoreError:
 
 
 def _replaceable(recorded: str, mine: str) -> bool:
-    """A memory coordinator's record whose process has ended gives way to this node."""
+    """A memory coordinator's record gives way to this node once nothing uses it: its
+    process has ended, or it is this process and that coordinator is closed here."""
     if not (recorded.startswith("memory://") and mine.startswith("memory://")):
         return False
-    return _process_gone(recorded.rpartition("#")[2])
+    name, _, token = recorded.removeprefix("memory://").rpartition("#")
+    if token == _this_process():
+        return not MemoryCoordinator.is_open(name)
+    return _process_gone(token)
 
 
 async def bind_store(store: Store, coordinator: Coordinator, *, record: bool) -> None:

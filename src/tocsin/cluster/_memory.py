@@ -60,6 +60,12 @@ class MemoryCoordinator:
     def __repr__(self) -> str:
         return f"MemoryCoordinator({self.url!r})"
 
+    @classmethod
+    def is_open(cls, name: str) -> bool:
+        """Whether a ``memory://NAME`` coordinator of this process is open (its shared
+        state exists), e.g. for the store's cluster record (``cluster/_identity.py``)."""
+        return name in cls._shared
+
     async def open(self) -> None:
         if self._state is not None:
             return
