@@ -73,6 +73,24 @@ async def test_swap_cluster_is_a_compare_and_set(make_store: Callable[[], Store]
         await again.close()
 
 
+async def test_first_records_at_once_have_one_winner(make_store: Callable[[], Store]) -> None:
+    # Separate store objects (SQLite, PostgreSQL: separate connections), as nodes have.
+    stores = [make_store() for _ in range(6)]
+    for store in stores:
+        await store.open()
+    try:
+        found = await asyncio.gather(
+            *(store.swap_cluster(None, f"c{i}") for i, store in enumerate(stores))
+        )
+        winners = [f"c{i}" for i, got in enumerate(found) if got is None]
+        assert len(winners) == 1
+        assert all(got in (None, winners[0]) for got in found)
+        assert await stores[0].swap_cluster(None, None) == winners[0]
+    finally:
+        for store in stores:
+            await store.close()
+
+
 async def test_an_old_sqlite_file_gains_the_table_on_open(tmp_path: Path) -> None:
     path = tmp_path / "old.db"
     store = SQLiteStore(path)
