@@ -78,6 +78,17 @@ def test_every_name_in_all_is_importable(package: str) -> None:
         assert namespace[name] is getattr(module, name)
 
 
+def test_the_version_has_one_home_that_the_build_reads() -> None:
+    """``tocsin/_version.py`` is the one place (pyproject's version is dynamic, read from it):
+    the package, the CLI's ``--version`` and the installed metadata agree."""
+    import importlib.metadata
+
+    import tocsin._version
+
+    assert tocsin.__version__ == tocsin._version.__version__
+    assert importlib.metadata.version("tocsin") == tocsin.__version__
+
+
 def test_the_actor_runtime_names_of_the_contract_are_exported() -> None:
     for name in [
         "ActorSystem", "Actor", "PID", "ReceiveContext", "NoSender", "Directive", "Supervisor",

@@ -19,6 +19,8 @@ SRC = Path(__file__).resolve().parents[1] / "src" / "tocsin"
 
 #: Bottom up. A module may import its own layer and the ones before it.
 LAYERS = [
+    # A leaf (it imports nothing), so every layer may read the version from it.
+    "_version",
     "errors",
     "clock",
     "cron",

@@ -7,6 +7,7 @@ that survive crashes, all driven by one controllable clock.
 
 from __future__ import annotations
 
+from ._version import __version__ as __version__
 from .actor import (
     PID,
     Actor,
@@ -78,10 +79,7 @@ from .system import ActorSystem
 _SERVICES.setdefault("console", _CONSOLE_SERVICE)
 del _SERVICES, _CONSOLE_SERVICE
 
-__version__ = "0.1.0.dev0"
-
-# `run` manages processes, so it lives in the cli layer; imported after __version__,
-# which tocsin.cli reads while it loads.
+# `run` manages processes, so it lives in the cli layer.
 from .cli._run import run  # noqa: E402
 
 __all__ = [
