@@ -21,12 +21,18 @@ from types import TracebackType
 from typing import TYPE_CHECKING, Any, final
 
 from ._deadlines import Deadline, DeadlineService, Seconds, WallWatch, to_seconds
-from .actor._actor import Actor
-from .actor._events import DeadLetter, EventStream
-from .actor._pid import PID, local_address
-from .actor._runtime import Runtime
-from .actor._scheduling import ScheduleService, SchedulingCalls
-from .actor._supervision import Directive, Supervisor
+from .actor._spi import (
+    PID,
+    Actor,
+    DeadLetter,
+    Directive,
+    EventStream,
+    Runtime,
+    ScheduleService,
+    SchedulingCalls,
+    Supervisor,
+    local_address,
+)
 from .clock import Clock, SystemClock
 from .cluster import Cluster, ClusterNode, NodeLeft
 from .cluster._durable import ClusterOwnership, in_process_pid, register_in_process
@@ -39,7 +45,7 @@ from .scheduling._cron import local_zone_name, zone
 from .scheduling._scheduler import Scheduler
 
 if TYPE_CHECKING:
-    from .actor._cell import Cell
+    from .actor._spi import Cell
     from .stores import Store
 
 __all__ = ["DEFAULT_STOP_TIMEOUT", "SERVICES", "ActorSystem", "OptionalService"]

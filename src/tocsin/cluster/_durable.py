@@ -25,7 +25,7 @@ from ..durable._ownership import Claim
 from ._placement import rendezvous_owner
 
 if TYPE_CHECKING:
-    from ..actor._pid import PID
+    from ..actor._spi import PID
     from ._node import ClusterNode
 
 __all__ = ["ClusterOwnership", "durable_path", "in_process_pid", "register_in_process"]

@@ -17,7 +17,7 @@ from urllib.parse import urlsplit, urlunsplit
 
 import msgspec
 
-from ..actor._ops import ActorStat, actor_stats
+from ..actor._spi import ActorStat, actor_stats
 from ..clock import Clock, SystemClock
 from ..cron import CronExpression
 from ..durable._runtime import durable_of

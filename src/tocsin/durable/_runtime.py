@@ -21,9 +21,7 @@ from collections.abc import Callable
 from typing import TYPE_CHECKING, final
 
 from .._deadlines import Deadline
-from ..actor._cell import Cell
-from ..actor._pid import PID
-from ..actor._runtime import Runtime
+from ..actor._spi import PID, Cell, Runtime
 from ..clock import ManualClock
 from ..scheduling._cron import local_zone_name
 from ..stores import Store, resolve_store

@@ -13,7 +13,7 @@ from collections.abc import Callable, Iterable
 from typing import TYPE_CHECKING, Final
 
 from ..actor import ActorRestarted
-from ..actor._ops import actor_stats
+from ..actor._spi import actor_stats
 from ..cluster import ClusterMetrics
 from ..durable import TaskParked
 from ..durable._ops import RunCounters
