@@ -35,14 +35,13 @@ from .actor._spi import (
 )
 from .clock import Clock, SystemClock
 from .cluster import Cluster, ClusterNode, NodeLeft
-from .cluster._durable import ClusterOwnership, in_process_pid, register_in_process
-from .durable._actor import DurableActor
-from .durable._runtime import DurableRuntime
+from .cluster._spi import ClusterOwnership, in_process_pid, register_in_process
+from .durable import DurableActor
+from .durable._spi import DurableRuntime
 from .errors import ActorNotFoundError, ActorSystemNotStartedError, RemotingDisabledError
 from .remote import RemoteMetrics, Remoting
-from .remote._service import RemoteService
-from .scheduling._cron import local_zone_name, zone
-from .scheduling._scheduler import Scheduler
+from .remote._spi import RemoteService
+from .scheduling._spi import Scheduler, local_zone_name, zone
 
 if TYPE_CHECKING:
     from .actor._spi import Cell

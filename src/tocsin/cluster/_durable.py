@@ -21,7 +21,7 @@ from __future__ import annotations
 from collections.abc import Callable
 from typing import TYPE_CHECKING, final
 
-from ..durable._ownership import Claim
+from ..durable._spi import Claim
 from ._placement import rendezvous_owner
 
 if TYPE_CHECKING:

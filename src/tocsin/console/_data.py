@@ -20,10 +20,9 @@ import msgspec
 from ..actor._spi import ActorStat, actor_stats
 from ..clock import Clock, SystemClock
 from ..cron import CronExpression
-from ..durable._runtime import durable_of
+from ..durable._spi import durable_of
 from ..errors import TocsinError
-from ..scheduling._introspect import last_lateness
-from ..scheduling._scheduler import Scheduler
+from ..scheduling._spi import Scheduler, last_lateness
 from ..stores import DeleteTask, Store, TaskRow, UpsertTask
 
 if TYPE_CHECKING:
