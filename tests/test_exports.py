@@ -63,10 +63,15 @@ def test_every_package_on_disk_is_covered() -> None:
     assert {"tocsin.scheduling", "tocsin.stores", "tocsin.cli"} <= set(PACKAGES)
 
 
+#: Names a package loads on first use (its module ``__getattr__``), so they are in its
+#: namespace only once read: ``tocsin.run`` (the CLI layer, kept out of ``import tocsin``).
+LAZY = {"tocsin": {"run"}}
+
+
 @pytest.mark.parametrize("package", REEXPORTING)
 def test_all_equals_the_public_names_defined_or_re_exported(package: str) -> None:
     module = importlib.import_module(package)
-    assert set(module.__all__) == public_names(module)
+    assert set(module.__all__) == public_names(module) | LAZY.get(package, set())
 
 
 @pytest.mark.parametrize("package", PUBLIC_PACKAGES)

@@ -13,6 +13,7 @@ the services every actor shares).
 from __future__ import annotations
 
 import asyncio
+import importlib
 import logging
 import threading
 from collections.abc import Awaitable, Callable
@@ -69,10 +70,25 @@ class OptionalService:
     start: Callable[[ActorSystem, Any, str | None], Awaitable[Closer]]
 
 
-#: Optional services by option name, registered by the layers that implement them when
-#: they are imported (``tocsin/__init__.py`` registers ``"console"`` from
-#: ``tocsin.metrics``): the facade sits below them and never imports them.
+#: Optional services by option name. The facade sits below the layers that implement
+#: them and never imports them at load time: a built-in one is found by name in
+#: ``_BUILT_IN_SERVICES`` (``"module:attribute"``, as an entry point) and registered here
+#: the first time a system is given its option, so ``import tocsin`` loads neither
+#: ``tocsin.metrics`` nor the console and has no side effect. One registered here first
+#: (a test's, a distribution's) is used instead.
 SERVICES: dict[str, OptionalService] = {}
+_BUILT_IN_SERVICES = {"console": "tocsin.metrics._console:CONSOLE_SERVICE"}
+
+
+def _optional_service(option: str) -> OptionalService:
+    """The service of ``option``, registering the built-in one on first use."""
+    service = SERVICES.get(option)
+    if service is None:
+        module, attribute = _BUILT_IN_SERVICES[option].split(":")
+        found: OptionalService = getattr(importlib.import_module(module), attribute)
+        service = SERVICES.setdefault(option, found)
+    return service
+
 
 _log = logging.getLogger("tocsin.actor")
 _ident = threading.get_ident
@@ -163,9 +179,7 @@ class ActorSystem(SchedulingCalls):
         self._options: list[tuple[OptionalService, Any, str | None]] = []
         self._closers: list[Closer] = []
         if console is not None:
-            service = SERVICES.get("console")
-            if service is None:  # only when tocsin.system is loaded without tocsin
-                raise ImportError("`console=` needs tocsin.metrics (import tocsin first)")
+            service = _optional_service("console")
             service.check(console, console_token)
             self._options.append((service, console, console_token))
         elif console_token is not None:
