@@ -118,6 +118,16 @@ def test_every_error_subclasses_tocsin_error_and_is_exported() -> None:
         assert error.__doc__, f"{error.__name__} needs a docstring saying when it is raised"
 
 
+def test_the_run_usage_error_is_a_tocsin_error_and_still_a_value_error() -> None:
+    """``tocsin.run(...)``'s bad-argument error: ``except TocsinError`` catches it (#21)."""
+    from tocsin.cli._runerrors import RunUsageError
+
+    assert issubclass(RunUsageError, tocsin.TocsinError)
+    assert issubclass(RunUsageError, ValueError)
+    with pytest.raises(tocsin.TocsinError, match="cannot import 'no_such_tocsin_app'"):
+        tocsin.run("no_such_tocsin_app:main")
+
+
 def test_errors_also_subclass_the_builtin_they_resemble() -> None:
     assert issubclass(tocsin.AskTimeoutError, TimeoutError)
     assert issubclass(tocsin.ActorSystemNotStartedError, RuntimeError)
