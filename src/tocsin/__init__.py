@@ -7,6 +7,9 @@ that survive crashes, all driven by one controllable clock.
 
 from __future__ import annotations
 
+import typing  # a module, so `tocsin.TYPE_CHECKING` is not a public name
+
+from ._version import __version__ as __version__
 from .actor import (
     PID,
     Actor,
@@ -66,23 +69,29 @@ from .errors import (
     TocsinError,
     WrongEventLoopError,
 )
-
-# ActorSystem(console=...): the facade sits below tocsin.metrics / tocsin.console and never
-# imports them; the top of the package registers the service instead (issue 14).
-from .metrics._console import CONSOLE_SERVICE as _CONSOLE_SERVICE
 from .remote import RemoteMetrics, Remoting
 from .scheduling import ScheduleInfo, ScheduleKind, SchedulerMetrics
-from .system import SERVICES as _SERVICES
 from .system import ActorSystem
 
-_SERVICES.setdefault("console", _CONSOLE_SERVICE)
-del _SERVICES, _CONSOLE_SERVICE
+if typing.TYPE_CHECKING:
+    from .cli._run import run
+else:
+    # Not seen by type checkers: a module ``__getattr__`` would make every misspelt
+    # ``tocsin.x`` type-check as Any.
+    def __getattr__(name: str) -> typing.Any:
+        """``tocsin.run``, loaded on first use: it manages processes and lives in the cli
+        layer, so a plain ``import tocsin`` loads no CLI and no argparse (issue 21)."""
+        if name == "run":
+            from .cli._run import run
 
-__version__ = "0.1.0.dev0"
+            globals()["run"] = run  # later lookups are plain attribute reads
+            return run
+        raise AttributeError(f"module {__name__!r} has no attribute {name!r}")
 
-# `run` manages processes, so it lives in the cli layer; imported after __version__,
-# which tocsin.cli reads while it loads.
-from .cli._run import run  # noqa: E402
+
+def __dir__() -> list[str]:
+    return sorted({*globals(), *__all__})
+
 
 __all__ = [
     "PID",
@@ -156,7 +165,7 @@ __all__ = [
 # Public objects report the path users import them from (``tocsin.PID``, not
 # ``tocsin.actor._pid.PID``) in reprs, tracebacks and docs, as httpx and trio do.
 for _name in __all__:
-    _obj = globals()[_name]
+    _obj = globals().get(_name)  # None for a name loaded on first use (``run``)
     if isinstance(_obj, type) and _obj.__module__.startswith("tocsin."):
         _obj.__module__ = "tocsin"
 del _name, _obj

@@ -13,6 +13,7 @@ the services every actor shares).
 from __future__ import annotations
 
 import asyncio
+import importlib
 import logging
 import threading
 from collections.abc import Awaitable, Callable
@@ -21,26 +22,36 @@ from types import TracebackType
 from typing import TYPE_CHECKING, Any, final
 
 from ._deadlines import Deadline, DeadlineService, Seconds, WallWatch, to_seconds
-from .actor._actor import Actor
-from .actor._events import DeadLetter, EventStream
-from .actor._pid import PID, local_address
-from .actor._runtime import Runtime
-from .actor._scheduling import ScheduleService, SchedulingCalls
-from .actor._supervision import Directive, Supervisor
+from .actor._spi import (
+    PID,
+    Actor,
+    DeadLetter,
+    Directive,
+    EventStream,
+    Runtime,
+    ScheduleService,
+    SchedulingCalls,
+    Supervisor,
+    local_address,
+)
 from .clock import Clock, SystemClock
 from .cluster import Cluster, ClusterNode, NodeLeft
-from .cluster._durable import ClusterOwnership, in_process_pid, register_in_process
-from .cluster._identity import bind_store, warn_if_clustered
-from .durable._actor import DurableActor
-from .durable._runtime import DurableRuntime
+from .cluster._spi import (
+    ClusterOwnership,
+    bind_store,
+    in_process_pid,
+    register_in_process,
+    warn_if_clustered,
+)
+from .durable import DurableActor
+from .durable._spi import DurableRuntime
 from .errors import ActorNotFoundError, ActorSystemNotStartedError, RemotingDisabledError
 from .remote import RemoteMetrics, Remoting
-from .remote._service import RemoteService
-from .scheduling._cron import local_zone_name, zone
-from .scheduling._scheduler import Scheduler
+from .remote._spi import RemoteService
+from .scheduling._spi import Scheduler, local_zone_name, zone
 
 if TYPE_CHECKING:
-    from .actor._cell import Cell
+    from .actor._spi import Cell
     from .stores import Store
 
 __all__ = ["DEFAULT_STOP_TIMEOUT", "SERVICES", "ActorSystem", "OptionalService"]
@@ -65,10 +76,25 @@ class OptionalService:
     start: Callable[[ActorSystem, Any, str | None], Awaitable[Closer]]
 
 
-#: Optional services by option name, registered by the layers that implement them when
-#: they are imported (``tocsin/__init__.py`` registers ``"console"`` from
-#: ``tocsin.metrics``): the facade sits below them and never imports them.
+#: Optional services by option name. The facade sits below the layers that implement
+#: them and never imports them at load time: a built-in one is found by name in
+#: ``_BUILT_IN_SERVICES`` (``"module:attribute"``, as an entry point) and registered here
+#: the first time a system is given its option, so ``import tocsin`` loads neither
+#: ``tocsin.metrics`` nor the console and has no side effect. One registered here first
+#: (a test's, a distribution's) is used instead.
 SERVICES: dict[str, OptionalService] = {}
+_BUILT_IN_SERVICES = {"console": "tocsin.metrics._console:CONSOLE_SERVICE"}
+
+
+def _optional_service(option: str) -> OptionalService:
+    """The service of ``option``, registering the built-in one on first use."""
+    service = SERVICES.get(option)
+    if service is None:
+        module, attribute = _BUILT_IN_SERVICES[option].split(":")
+        found: OptionalService = getattr(importlib.import_module(module), attribute)
+        service = SERVICES.setdefault(option, found)
+    return service
+
 
 _log = logging.getLogger("tocsin.actor")
 _ident = threading.get_ident
@@ -159,9 +185,7 @@ class ActorSystem(SchedulingCalls):
         self._options: list[tuple[OptionalService, Any, str | None]] = []
         self._closers: list[Closer] = []
         if console is not None:
-            service = SERVICES.get("console")
-            if service is None:  # only when tocsin.system is loaded without tocsin
-                raise ImportError("`console=` needs tocsin.metrics (import tocsin first)")
+            service = _optional_service("console")
             service.check(console, console_token)
             self._options.append((service, console, console_token))
         elif console_token is not None:

@@ -12,7 +12,7 @@ import argparse
 import sys
 from collections.abc import Sequence
 
-from .. import __version__
+from .._version import __version__
 from ..errors import TocsinError
 from . import _cluster, _console, _cron, _demo, _run, _tasks
 

@@ -28,7 +28,7 @@ from typing import Any, Final
 from ..cluster import Coordinator, open_coordinator
 from ..errors import CoordinatorError, InvalidCoordinatorURLError, InvalidStoreURLError, StoreError
 from ..stores import open_store
-from ..stores._sqlite_readonly import connect_read_only
+from ..stores._spi import connect_read_only
 from ..stores.sqlite import SQLiteStore
 
 __all__ = ["UsageError", "cli_coordinator", "register"]

@@ -22,9 +22,7 @@ from zoneinfo import ZoneInfo, ZoneInfoNotFoundError
 
 from tocsin.clock import SystemClock
 from tocsin.cron import CronExpression, InvalidCronExpressionError
-from tocsin.cron._describe import describe_fields
-from tocsin.cron._dialects import MACROS
-from tocsin.cron._fields import FIELD_NAMES, DayKind
+from tocsin.cron._spi import FIELD_NAMES, MACROS, DayKind, describe_fields
 from tocsin.errors import InvalidTimezoneError
 
 __all__ = ["register"]

@@ -3,8 +3,10 @@
 
 from __future__ import annotations
 
+from ..errors import TocsinError
+
 __all__ = ["RunUsageError"]
 
 
-class RunUsageError(ValueError):
+class RunUsageError(TocsinError, ValueError):
     """A ``tocsin run`` argument is wrong; the message names it, what was given and why."""

@@ -15,7 +15,7 @@ import stat
 from pathlib import Path
 from typing import Final
 
-from ..remote._address import NodeAddress
+from ..remote._spi import NodeAddress
 from ._runerrors import RunUsageError
 
 __all__ = ["MIN_SECRET", "check_advertise", "check_listen", "read_secret_file", "tcp_host_port"]

@@ -32,7 +32,7 @@ import msgspec
 from ..clock import SystemClock
 from ..errors import InvalidStoreURLError, StoreError
 from ..stores import DeleteTask, Store, TaskRow, UpsertTask, open_store
-from ..stores._sqlite_readonly import connect_read_only
+from ..stores._spi import connect_read_only
 from ..stores.sqlite import SQLiteStore
 
 __all__ = ["register"]

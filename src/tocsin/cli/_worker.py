@@ -40,7 +40,7 @@ from dataclasses import dataclass
 from typing import Any, Final, NoReturn, final
 
 from ..cluster import Cluster
-from ..cluster._url import open_coordinator
+from ..cluster._spi import open_coordinator
 from ..errors import CoordinatorError
 from ..remote import Remoting
 from ..system import ActorSystem

@@ -21,11 +21,11 @@ from __future__ import annotations
 from collections.abc import Callable
 from typing import TYPE_CHECKING, final
 
-from ..durable._ownership import Claim
+from ..durable._spi import Claim
 from ._placement import rendezvous_owner
 
 if TYPE_CHECKING:
-    from ..actor._pid import PID
+    from ..actor._spi import PID
     from ._node import ClusterNode
 
 __all__ = ["ClusterOwnership", "durable_path", "in_process_pid", "register_in_process"]

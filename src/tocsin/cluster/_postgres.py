@@ -18,7 +18,7 @@ from contextlib import asynccontextmanager
 from typing import Any, Final, final
 
 from ..errors import CoordinatorError, InvalidCoordinatorURLError
-from ..stores._dsn import (
+from ..stores._spi import (
     CONNECT_TIMEOUT,
     PG_OPTIONS,
     check_connect_timeout,

@@ -23,7 +23,7 @@ from urllib.parse import urlsplit, urlunsplit
 import msgspec
 
 from ..errors import CoordinatorError
-from ..stores._dsn import REDIS_OPTIONS, split_options
+from ..stores._spi import REDIS_OPTIONS, split_options
 from ._protocol import EXPIRED_LEASE_RETENTION as RETENTION
 from ._protocol import ClaimOutcome, LeaseRow, Ownership
 from ._url import check_coordinator_url

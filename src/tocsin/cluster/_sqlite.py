@@ -25,7 +25,7 @@ from typing import Any, Final, TypeVar, final
 
 from ..clock import Clock, SystemClock
 from ..errors import CoordinatorError, InvalidCoordinatorURLError
-from ..stores._sqlite_wal import set_wal_mode
+from ..stores._spi import set_wal_mode
 from ._protocol import EXPIRED_LEASE_RETENTION as RETENTION
 from ._protocol import ClaimOutcome, LeaseRow, Ownership
 

@@ -13,7 +13,7 @@ from urllib.parse import urlsplit
 
 from ..clock import Clock
 from ..errors import InvalidCoordinatorURLError
-from ..stores._dsn import (
+from ..stores._spi import (
     PG_OPTIONS,
     REDIS_OPTIONS,
     check_connect_timeout,

@@ -17,13 +17,12 @@ from urllib.parse import urlsplit, urlunsplit
 
 import msgspec
 
-from ..actor._ops import ActorStat, actor_stats
+from ..actor._spi import ActorStat, actor_stats
 from ..clock import Clock, SystemClock
 from ..cron import CronExpression
-from ..durable._runtime import durable_of
+from ..durable._spi import durable_of
 from ..errors import TocsinError
-from ..scheduling._introspect import last_lateness
-from ..scheduling._scheduler import Scheduler
+from ..scheduling._spi import Scheduler, last_lateness
 from ..stores import DeleteTask, Store, TaskRow, UpsertTask
 
 if TYPE_CHECKING:

@@ -9,15 +9,14 @@ from datetime import datetime
 from typing import TYPE_CHECKING, Any
 
 from .._deadlines import Seconds, to_seconds
-from ..actor._actor import Actor
-from ..actor._supervision import Supervisor
+from ..actor._spi import Actor, Supervisor
 from . import _cron, _tasks
 from ._checks import MAX_VALUE_BYTES, check_text
 from ._records import Call, TaskRecord
 from ._retry import RetryPolicy
 
 if TYPE_CHECKING:
-    from ..actor._context import ReceiveContext
+    from ..actor._spi import ReceiveContext
     from ._handle import DurableHandle
     from ._storage import Storage
 

@@ -20,7 +20,7 @@ from functools import lru_cache
 from typing import TYPE_CHECKING
 
 from ..errors import InvalidCronExpressionError
-from ..scheduling._cron import zone
+from ..scheduling._spi import zone
 
 if TYPE_CHECKING:
     from ..cron import CronExpression

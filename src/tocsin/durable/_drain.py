@@ -18,7 +18,7 @@ from typing import TYPE_CHECKING, final
 
 import msgspec
 
-from ..actor._mailbox import Turn
+from ..actor._spi import Turn
 from ..clock import WALL_TOLERANCE
 from ..stores import DeleteTask, Op, TaskRow, UpsertTask
 from ._cron import next_fire
@@ -28,7 +28,7 @@ from ._records import TaskParked, record_from_row
 from ._run import DROPPED, INTERRUPTED, run_task
 
 if TYPE_CHECKING:
-    from ..actor._cell import Cell
+    from ..actor._spi import Cell
     from ._actor import DurableActor
     from ._handle import DurableHandle
 

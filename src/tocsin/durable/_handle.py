@@ -15,11 +15,14 @@ from collections.abc import Awaitable, Sequence
 from typing import TYPE_CHECKING, Any, final
 
 from .._deadlines import Deadline
-from ..actor._cell import Cell
-from ..actor._events import DeadLetterReason
-from ..actor._pid import PID, new_incarnation
-from ..actor._supervision import DEFAULT_SUPERVISOR
-from ..actor._target import SendTarget
+from ..actor._spi import (
+    DEFAULT_SUPERVISOR,
+    PID,
+    Cell,
+    DeadLetterReason,
+    SendTarget,
+    new_incarnation,
+)
 from ..errors import FencedError
 from ..stores import DeleteState, Fence, Op, PutState, Store
 from ._drain import DrainTurn
@@ -30,7 +33,7 @@ from ._storage import MISSING, Storage
 LOOKAHEAD = 300.0
 
 if TYPE_CHECKING:
-    from ..actor._reply import Reply
+    from ..actor._spi import Reply
     from ._actor import DurableActor
     from ._run import Budget
     from ._runtime import DurableRuntime

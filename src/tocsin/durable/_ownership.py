@@ -17,7 +17,7 @@ from dataclasses import dataclass
 from typing import TYPE_CHECKING, Protocol, final
 
 if TYPE_CHECKING:
-    from ..actor._pid import PID
+    from ..actor._spi import PID
 
 __all__ = ["Claim", "OwnershipGate"]
 

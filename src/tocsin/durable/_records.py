@@ -11,7 +11,7 @@ from .._codec import Extension, decode
 from ..errors import CodecError
 
 if TYPE_CHECKING:
-    from ..actor._pid import PID
+    from ..actor._spi import PID
     from ..stores import TaskRow
 
 __all__ = [

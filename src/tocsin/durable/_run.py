@@ -38,7 +38,7 @@ from ..stores import TaskRow
 from ._records import running_record
 
 if TYPE_CHECKING:
-    from ..actor._cell import Cell
+    from ..actor._spi import Cell
     from ._actor import DurableActor
     from ._handle import DurableHandle
 

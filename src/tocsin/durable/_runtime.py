@@ -21,11 +21,9 @@ from collections.abc import Callable
 from typing import TYPE_CHECKING, final
 
 from .._deadlines import Deadline
-from ..actor._cell import Cell
-from ..actor._pid import PID
-from ..actor._runtime import Runtime
+from ..actor._spi import PID, Cell, Runtime
 from ..clock import ManualClock
-from ..scheduling._cron import local_zone_name
+from ..scheduling._spi import local_zone_name
 from ..stores import Store, resolve_store
 from ._checks import check_text
 from ._drain import COMPLETION_BATCH, DRAIN_LIMIT

@@ -18,6 +18,7 @@ from __future__ import annotations
 from collections.abc import Iterable
 from typing import Any, final
 
+from .._version import __version__
 from ._model import HistogramValue, Metric, MetricKind
 from ._registry import Metrics
 
@@ -85,8 +86,6 @@ def instrument_otel(
     """
     api = _api()
     provider = meter_provider if meter_provider is not None else api.get_meter_provider()
-    from .. import __version__
-
     meter = provider.get_meter(meter_name, __version__)
     current = metrics.collect()
     histograms: dict[str, Any] = {}

@@ -13,16 +13,14 @@ from collections.abc import Callable, Iterable
 from typing import TYPE_CHECKING, Final
 
 from ..actor import ActorRestarted
-from ..actor._ops import actor_stats
+from ..actor._spi import actor_stats
 from ..cluster import ClusterMetrics
 from ..durable import TaskParked
-from ..durable._ops import RunCounters
-from ..durable._runtime import durable_of
+from ..durable._spi import RunCounters, durable_of
 from ..errors import ActorSystemNotStartedError, RemotingDisabledError
 from ..remote import RemoteMetrics
 from ..scheduling import SchedulerMetrics
-from ..scheduling._introspect import lateness_ring, schedule_counts
-from ..scheduling._scheduler import Scheduler
+from ..scheduling._spi import Scheduler, lateness_ring, schedule_counts
 from ._model import Metric, MetricKind, RingHistogram, Sample
 from ._store import OPERATIONS, TimedStore
 

@@ -29,7 +29,7 @@ from typing import Any, Final, final
 import msgspec
 
 from .._codec import Codec, Extension
-from ..durable._records import CALL_EXTENSION
+from ..durable._spi import CALL_EXTENSION
 from ..errors import CodecError
 
 __all__ = ["MESSAGE_CODE", "PID_CODE", "MessageRegistry", "WireCodec", "wire_name"]

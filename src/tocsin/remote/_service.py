@@ -21,9 +21,7 @@ from __future__ import annotations
 
 from typing import TYPE_CHECKING, Any, Final, final
 
-from ..actor._events import DeadLetter, DeadLetterReason
-from ..actor._lookup import PID_EXTENSION_CODE
-from ..actor._pid import PID, NoSender, parse_pid
+from ..actor._spi import PID, PID_EXTENSION_CODE, DeadLetter, DeadLetterReason, NoSender, parse_pid
 from ..clock import Clock
 from ..errors import ActorNotFoundError, NodeUnreachableError
 from ._address import parse_system_address
@@ -35,8 +33,7 @@ from ._replies import RemoteReply
 from ._target import RemoteTarget
 
 if TYPE_CHECKING:
-    from ..actor._cell import Cell
-    from ..actor._runtime import Runtime
+    from ..actor._spi import Cell, Runtime
 
 __all__ = ["LOOKUP_TIMEOUT", "RemoteService"]
 

@@ -23,16 +23,12 @@ import logging
 from collections.abc import Callable
 from typing import TYPE_CHECKING, Any, final
 
-from ..actor._events import DeadLetter, DeadLetterReason
-from ..actor._mailbox import ITEM_TYPES, STALE
-from ..actor._pid import PID
-from ..actor._reply import Reply
-from ..actor._target import SendTarget
+from ..actor._spi import ITEM_TYPES, PID, STALE, DeadLetter, DeadLetterReason, Reply, SendTarget
 from ..errors import CodecError, NodeUnreachableError, TocsinError
 from ._endpoint import Endpoint
 
 if TYPE_CHECKING:
-    from ..actor._runtime import Runtime
+    from ..actor._spi import Runtime
     from ._node import RemoteNode
 
 __all__ = ["RemoteTarget"]

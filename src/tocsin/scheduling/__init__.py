@@ -5,6 +5,6 @@ The calls live on :class:`~tocsin.ActorSystem` and :class:`~tocsin.ReceiveContex
 this package exports the snapshot types they return.
 """
 
-from ..actor._schedule_info import ScheduleInfo, ScheduleKind, SchedulerMetrics
+from ..actor._spi import ScheduleInfo, ScheduleKind, SchedulerMetrics
 
 __all__ = ["ScheduleInfo", "ScheduleKind", "SchedulerMetrics"]

@@ -6,7 +6,7 @@ from __future__ import annotations
 from datetime import UTC, datetime
 from typing import TYPE_CHECKING, Any
 
-from ..actor._schedule_info import ScheduleInfo, SchedulerMetrics
+from ..actor._spi import ScheduleInfo, SchedulerMetrics
 
 if TYPE_CHECKING:
     from ._scheduler import Scheduler, ScheduleRecord

@@ -19,9 +19,7 @@ from datetime import datetime
 from typing import TYPE_CHECKING, Any, Protocol, final
 
 from .._deadlines import Deadline, to_seconds
-from ..actor._mailbox import STALE, RuntimeItem
-from ..actor._pid import NoSender
-from ..actor._schedule_info import ScheduleInfo, ScheduleKind, SchedulerMetrics
+from ..actor._spi import STALE, NoSender, RuntimeItem, ScheduleInfo, ScheduleKind, SchedulerMetrics
 from ..clock import WALL_TOLERANCE
 from ..errors import (
     DeadActorError,
@@ -33,9 +31,7 @@ from ._cron import CronState
 from ._introspect import schedule_info, scheduler_metrics
 
 if TYPE_CHECKING:
-    from ..actor._cell import Cell
-    from ..actor._pid import PID
-    from ..actor._runtime import Runtime
+    from ..actor._spi import PID, Cell, Runtime
 
 __all__ = ["LATENESS_WINDOW", "ScheduleRecord", "Scheduler"]
 

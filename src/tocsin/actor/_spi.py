@@ -1,0 +1,74 @@
+# SPDX-License-Identifier: Apache-2.0
+"""The kernel's face for the layers above it (DESIGN.md "Layers"), as trio's ``_core``.
+
+:mod:`tocsin.actor` is the face for users; this module is the one for tocsin's own upper
+layers (scheduling, stores, durable, remote, cluster, the facade, the operators' view, the
+CLI): they import kernel names from here and from no other ``actor._*`` module, so what
+the kernel promises them is this ``__all__`` and nothing else. It only re-exports: the
+objects are the kernel's own (a mutable registry such as ``ITEM_TYPES`` is the same set),
+so no call gets slower for going through it.
+
+What the names are for:
+
+- PIDs and sending: ``PID``, ``NoSender``, ``parse_pid``, ``local_address``,
+  ``new_incarnation``, ``SendTarget`` (what a PID sends to: a cell, a durable identity, a
+  remote node), ``Reply`` (an ask's answer), ``PID_EXTENSION_CODE`` (a PID on the wire).
+- Cells and the runtime: ``Cell``, ``Runtime`` (the shared services ``start()`` hands
+  down), ``Turn`` and ``RuntimeItem`` / ``ITEM_TYPES`` / ``STALE`` (mailbox items that
+  are not plain messages, and "drop it").
+- Actors and supervision: ``Actor``, ``ReceiveContext``, ``Supervisor``, ``Directive``,
+  ``DEFAULT_SUPERVISOR``.
+- Events: ``EventStream``, ``DeadLetter``, ``DeadLetterReason``.
+- Scheduling's seat in the kernel: ``ScheduleService``, ``SchedulingCalls``,
+  ``ScheduleInfo``, ``ScheduleKind``, ``SchedulerMetrics``.
+- Introspection: ``ActorStat``, ``actor_stats``.
+"""
+
+from __future__ import annotations
+
+from ._actor import Actor
+from ._cell import Cell
+from ._context import ReceiveContext
+from ._events import DeadLetter, DeadLetterReason, EventStream
+from ._lookup import PID_EXTENSION_CODE
+from ._mailbox import ITEM_TYPES, STALE, RuntimeItem, Turn
+from ._ops import ActorStat, actor_stats
+from ._pid import PID, NoSender, local_address, new_incarnation, parse_pid
+from ._reply import Reply
+from ._runtime import Runtime
+from ._schedule_info import ScheduleInfo, ScheduleKind, SchedulerMetrics
+from ._scheduling import ScheduleService, SchedulingCalls
+from ._supervision import DEFAULT_SUPERVISOR, Directive, Supervisor
+from ._target import SendTarget
+
+__all__ = [
+    "DEFAULT_SUPERVISOR",
+    "ITEM_TYPES",
+    "PID",
+    "PID_EXTENSION_CODE",
+    "STALE",
+    "Actor",
+    "ActorStat",
+    "Cell",
+    "DeadLetter",
+    "DeadLetterReason",
+    "Directive",
+    "EventStream",
+    "NoSender",
+    "ReceiveContext",
+    "Reply",
+    "Runtime",
+    "RuntimeItem",
+    "ScheduleInfo",
+    "ScheduleKind",
+    "ScheduleService",
+    "SchedulerMetrics",
+    "SchedulingCalls",
+    "SendTarget",
+    "Supervisor",
+    "Turn",
+    "actor_stats",
+    "local_address",
+    "new_incarnation",
+    "parse_pid",
+]

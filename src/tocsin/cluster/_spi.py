@@ -1,0 +1,25 @@
+# SPDX-License-Identifier: Apache-2.0
+"""The cluster's face for the layers above it (the facade, ``tocsin run``'s workers),
+beside the public :mod:`tocsin.cluster`: they import these names from here and from no
+other ``cluster._*`` module (DESIGN.md "Layers"). Re-exports only.
+
+``ClusterOwnership`` is the durable-ownership backend the facade installs in a cluster;
+``register_in_process`` / ``in_process_pid`` let nodes of one process find each other's
+actors; ``open_coordinator`` makes a coordinator from its URL;
+``bind_store`` / ``warn_if_clustered`` check the store's cluster record.
+"""
+
+from __future__ import annotations
+
+from ._durable import ClusterOwnership, in_process_pid, register_in_process
+from ._identity import bind_store, warn_if_clustered
+from ._url import open_coordinator
+
+__all__ = [
+    "ClusterOwnership",
+    "bind_store",
+    "in_process_pid",
+    "open_coordinator",
+    "register_in_process",
+    "warn_if_clustered",
+]

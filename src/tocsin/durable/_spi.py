@@ -1,0 +1,18 @@
+# SPDX-License-Identifier: Apache-2.0
+"""Durable's face for the layers above it (remote, cluster, the facade, metrics, the
+console), beside the public :mod:`tocsin.durable`: they import these names from here and
+from no other ``durable._*`` module (DESIGN.md "Layers"). Re-exports only.
+
+``DurableRuntime`` is the service the facade starts and ``durable_of`` finds it from a
+runtime; ``Claim`` is what an ownership backend grants; ``RunCounters`` counts task runs
+for metrics; ``CALL_EXTENSION`` carries a ``Call`` on the wire.
+"""
+
+from __future__ import annotations
+
+from ._ops import RunCounters
+from ._ownership import Claim
+from ._records import CALL_EXTENSION
+from ._runtime import DurableRuntime, durable_of
+
+__all__ = ["CALL_EXTENSION", "Claim", "DurableRuntime", "RunCounters", "durable_of"]

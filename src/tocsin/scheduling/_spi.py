@@ -1,0 +1,24 @@
+# SPDX-License-Identifier: Apache-2.0
+"""Scheduling's face for the layers above it (durable, the facade, metrics, the console),
+beside the public :mod:`tocsin.scheduling`: they import these names from here and from no
+other ``scheduling._*`` module (DESIGN.md "Layers"). Re-exports only.
+
+``Scheduler`` is the service the facade starts; ``lateness_ring``, ``last_lateness`` and
+``schedule_counts`` read it for introspection; ``zone`` and ``local_zone_name`` resolve
+cron time zones the way schedules do.
+"""
+
+from __future__ import annotations
+
+from ._cron import local_zone_name, zone
+from ._introspect import last_lateness, lateness_ring, schedule_counts
+from ._scheduler import Scheduler
+
+__all__ = [
+    "Scheduler",
+    "last_lateness",
+    "lateness_ring",
+    "local_zone_name",
+    "schedule_counts",
+    "zone",
+]
