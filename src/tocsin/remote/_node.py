@@ -401,7 +401,7 @@ class RemoteNode:
                 or did not finish within ``connect_timeout``.
         """
         loop = asyncio.get_running_loop()
-        host = address.path if address.kind == "unix" else address.host
+        host = str(address)  # the peer in logs and errors: tcp://host:port, unix:///path
 
         def factory() -> Connection:
             return Connection(self, dialer=True, host=host)

@@ -22,7 +22,6 @@ still arrive once.
 from __future__ import annotations
 
 import asyncio
-import logging
 from collections.abc import Callable
 from typing import TYPE_CHECKING, Any, final
 
@@ -43,7 +42,6 @@ __all__ = ["RemoteTarget"]
 
 _UNREACHABLE = DeadLetterReason.UNREACHABLE
 _OVERFLOW = DeadLetterReason.OVERFLOW
-_log = logging.getLogger("tocsin.remote")
 _get_running_loop = asyncio._get_running_loop
 
 
@@ -105,9 +103,9 @@ class RemoteTarget(SendTarget):
                 encoded = node.encode_message(message)
             except CodecError as error:
                 # Checked at the scheduling call; only a message mutated since then gets
-                # here. A timer callback must not raise: the tick is a dead letter.
-                _log.warning("tick to %s cannot cross the wire any more: %s", self.pid, error)
-                self.undelivered(message, sender, f"the tick cannot cross the wire: {error}")
+                # here. A timer callback must not raise: the tick is a dead letter (the
+                # why is logged, rate-limited, by undelivered).
+                self.undelivered(message, sender, f"a tick cannot cross the wire any more: {error}")
                 return False
         else:
             encoded = node.encode_message(message)  # CodecError: at the sending call
