@@ -26,6 +26,7 @@ from tocsin import (
     TimezoneMismatchError,
 )
 from tocsin.cluster._sqlite import SQLiteCoordinator
+from tocsin.scheduling._cron import same_zone
 
 SECRET = b"cluster-zone-test-secret"
 # A winter day: Paris is UTC+1, so 02:00 Paris is 01:00 UTC.
@@ -90,6 +91,34 @@ async def test_a_node_of_another_zone_refuses_to_join_a_memory_cluster() -> None
         await also_paris.stop()
     finally:
         await paris.stop()
+
+
+async def test_another_name_of_the_same_zone_joins() -> None:
+    # A machine set to UTC reports "Etc/UTC" (/etc/localtime's target); an explicit "UTC"
+    # and the leases of versions before the zone was recorded read "UTC": one zone.
+    clock = ManualClock(wall=START)
+    url = f"memory://{uuid.uuid4().hex}"
+    systems = [
+        ActorSystem(n, clock=clock, timezone=z, cluster=Cluster(url))
+        for n, z in (("a", "UTC"), ("b", "Etc/UTC"), ("c", "Zulu"))
+    ]
+    try:
+        for system in systems:
+            await system.start()
+        await clock.advance(1.0)  # a's next read of the members
+        assert [m.name for m in systems[0].cluster.members()] == ["a", "b", "c"]
+    finally:
+        for system in systems:
+            await system.stop()
+
+
+def test_zones_are_compared_by_their_data_not_their_names() -> None:
+    assert same_zone("Europe/Paris", "Europe/Paris")
+    assert same_zone("UTC", "Etc/UTC")
+    assert same_zone("Asia/Calcutta", "Asia/Kolkata")
+    assert not same_zone("UTC", "Europe/London")  # equal offsets in winter, not in summer
+    assert not same_zone("UTC", "No/Such_Zone")
+    assert not same_zone("UTC", "../../etc/passwd")
 
 
 async def test_a_node_of_another_zone_refuses_to_join_a_sqlite_cluster(tmp_path: Path) -> None:

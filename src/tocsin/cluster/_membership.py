@@ -16,7 +16,8 @@ the dead node's due tasks at once, so they run elsewhere within ``lease + poll_i
 (one lease-table read per ``poll_interval`` is the price).
 
 Every lease carries the node's cron zone. At ``start`` a node whose zone differs from a
-live member's leaves again and raises :class:`~tocsin.errors.TimezoneMismatchError`:
+live member's (not merely another name of the same zone: ``UTC`` and ``Etc/UTC``) leaves
+again and raises :class:`~tocsin.errors.TimezoneMismatchError`:
 the check runs after this node's own lease is written, so of two nodes of different zones
 joining at the same moment at least one sees the other (both may refuse: never both stay).
 
@@ -40,6 +41,7 @@ from typing import Literal, final
 
 from ..clock import Clock, TimerHandle
 from ..errors import CoordinatorError, NodeNameTakenError, TimezoneMismatchError
+from ..scheduling._cron import same_zone
 from ._periodic import Periodic, sleep
 from ._protocol import Coordinator, LeaseRow
 from ._values import Counters, Member, NodeJoined, NodeLeft
@@ -172,7 +174,7 @@ class Membership:
         """Refuse to be a member when a live member's cron zone differs from ours."""
         others: dict[str, list[str]] = {}
         for row in self._view.values():
-            if row.node != self.name and row.zone != self.zone:
+            if row.node != self.name and not same_zone(row.zone, self.zone):
                 others.setdefault(row.zone, []).append(row.node)
         if not others:
             return
