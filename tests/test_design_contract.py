@@ -750,6 +750,7 @@ def test_dead_letter_reason_is_a_str_enum_with_the_design_values() -> None:
         "suspended",
         "not_found",
         "unreachable",
+        "overflow",
     }
     assert DeadLetterReason("stopped") == "stopped"
 

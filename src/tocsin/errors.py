@@ -28,14 +28,19 @@ reasonably catch the builtin)::
     ├── ActorStartError
     ├── RemoteActorError
     ├── NodeUnreachableError              (ConnectionError)
+    ├── BackpressureError
+    ├── AddressInUseError                 (OSError)
     └── CoordinatorError
         ├── InvalidCoordinatorURLError    (ValueError)
-        └── NodeNameTakenError
+        ├── NodeNameTakenError
+        └── TimezoneMismatchError
 
 Messages say what was given and what is allowed, and name the parameter.
 """
 
 from __future__ import annotations
+
+import errno
 
 __all__ = [
     "ActorNameTakenError",
@@ -43,7 +48,9 @@ __all__ = [
     "ActorStartError",
     "ActorSuspendedError",
     "ActorSystemNotStartedError",
+    "AddressInUseError",
     "AskTimeoutError",
+    "BackpressureError",
     "CodecError",
     "CoordinatorError",
     "DeadActorError",
@@ -63,6 +70,7 @@ __all__ = [
     "StoreError",
     "TaskNotFoundError",
     "TaskTimeoutError",
+    "TimezoneMismatchError",
     "TocsinError",
     "WrongEventLoopError",
 ]
@@ -258,6 +266,30 @@ class NodeUnreachableError(TocsinError, ConnectionError):
     """
 
 
+class BackpressureError(TocsinError):
+    """A message was refused at once because a bounded buffer on its way is full.
+
+    Raised by an ``ask`` to an actor on another node whose connection already holds
+    ``max_buffer`` bytes of unsent frames (the peer, or the network, is slower than this
+    node sends). The node is up; nothing was sent. A ``tell`` in the same case is a dead
+    letter with reason ``overflow`` (never ``unreachable``).
+    """
+
+
+class AddressInUseError(TocsinError, OSError):
+    """The remoting ``listen`` address is taken: a live listener holds it.
+
+    For a Unix socket the path is probed with a connect first: a socket file nobody
+    answers on (left by a crashed node) is removed and bound again, a live one is never
+    taken over. For TCP, the operating system's "address in use". ``errno`` is
+    ``EADDRINUSE``.
+    """
+
+    def __init__(self, text: str) -> None:
+        super().__init__(text)
+        self.errno = errno.EADDRINUSE
+
+
 class CoordinatorError(TocsinError):
     """The cluster coordinator failed (unreachable, I/O, schema, a script error).
 
@@ -284,6 +316,15 @@ class NodeNameTakenError(CoordinatorError):
     A node restarted under its old name waits for its previous lease to lapse (at most
     ``lease`` seconds); this is raised only if the name is still held after that, which
     means another running node uses it. Give every node its own name.
+    """
+
+
+class TimezoneMismatchError(CoordinatorError):
+    """A node's cron zone differs from the zone of the live members of its cluster.
+
+    Every node of a cluster must compute the same cron instants, so they share one zone
+    (``ActorSystem(timezone=...)``, else the machine's zone): a node whose zone differs
+    refuses to join, at ``start()``, and the message names both zones.
     """
 
 

@@ -119,7 +119,9 @@ class ActorSystem(SchedulingCalls):
             (``"sqlite:///app.db"``, ``"postgresql://..."``, ``"memory://"``) or a store
             object. Default: an in-process memory store.
         timezone: IANA zone in which cron expressions are evaluated by default (default:
-            this machine's zone).
+            this machine's zone), in cluster mode too: every node of a cluster must have
+            the same one (a node whose zone differs from the live members' refuses to
+            join with :class:`~tocsin.TimezoneMismatchError`).
         stop_timeout: default grace of :meth:`stop`, in seconds: handlers still running
             after it are cancelled.
         remoting: a :class:`~tocsin.Remoting` to reach and be reached by other
@@ -217,6 +219,9 @@ class ActorSystem(SchedulingCalls):
 
         Raises:
             WrongEventLoopError: the system is running on another event loop.
+            AddressInUseError: ``remoting``'s listen address is held by a live listener.
+            TimezoneMismatchError: cluster mode, and the live members of the cluster
+                evaluate cron in another zone than this system's ``timezone``.
         """
         runtime = self._runtime
         if runtime is not None and runtime.running:
@@ -258,6 +263,7 @@ class ActorSystem(SchedulingCalls):
                     clock=self.clock,
                     publish=self._cluster_event,
                     on_lease_lost=self._lease_lost,
+                    zone=self.timezone,  # every member must compute the same instants
                 )
             if self._store_spec is not None:
                 # Before joining: once peers list this node they send it messages for the

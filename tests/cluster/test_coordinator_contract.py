@@ -160,6 +160,29 @@ async def test_leave_deletes_only_that_incarnations_lease(backend: Backend) -> N
         await c.close()
 
 
+async def test_a_lease_carries_the_nodes_cron_zone_through_renewals(backend: Backend) -> None:
+    a, b = await opened(backend, 2)
+    try:
+        row = await a.join("paris", "i", "addr-p", LEASE, "Europe/Paris")
+        assert row is not None
+        assert row.zone == "Europe/Paris"
+        assert (await b.join("plain", "j", "addr-u", LEASE)) is not None  # no zone: UTC
+        renewed = await a.renew("paris", "i", LEASE)
+        assert renewed is not None
+        assert renewed.zone == "Europe/Paris"
+        _, rows = await b.leases()
+        assert [(r.node, r.zone) for r in rows] == [("paris", "Europe/Paris"), ("plain", "UTC")]
+        # A new life of the node records the zone it has now.
+        await backend.advance(LEASE + 0.5)
+        again = await b.join("paris", "i2", "addr-p", LEASE, "America/New_York")
+        assert again is not None
+        assert again.zone == "America/New_York"
+        _, rows = await a.leases()
+        assert {r.node: r.zone for r in rows}["paris"] == "America/New_York"
+    finally:
+        await close_all([a, b])
+
+
 # -- directory -----------------------------------------------------------------------
 
 

@@ -67,26 +67,25 @@ async def test_a_cron_schedule_made_on_every_node_fires_once_per_tick() -> None:
         assert (won, lost) == (3, 6)
 
 
-async def test_cron_needs_a_reference_and_defaults_to_utc_in_cluster_mode() -> None:
+async def test_cron_needs_a_reference_and_defaults_to_the_system_zone_in_cluster_mode() -> None:
+    # Issue 19 item 7: the system's zone, as outside cluster mode (it used to be UTC).
     async with cluster_of("a", timezone="Europe/Paris") as (_, [system]):
         pid = await system.spawn(lambda: Counter([], "a"), "counter")
         with pytest.raises(ScheduleReferenceRequiredError, match="explicit `reference`"):
             await system.schedule_cron("tick", pid, "0 * * * * ?")
         await system.schedule_cron("tick", pid, "0 0 9 * * ?", reference="daily")
-        await system.schedule_cron(
-            "tick", pid, "0 0 9 * * ?", reference="paris", timezone="Europe/Paris"
-        )
+        await system.schedule_cron("tick", pid, "0 0 9 * * ?", reference="utc", timezone="UTC")
         await system.schedule("tick", pid, 60.0, reference="local")
         infos = {info.reference: info for info in system.list_schedules()}
         assert {r: i.timezone for r, i in infos.items()} == {
-            "daily": "UTC",
-            "paris": "Europe/Paris",
+            "daily": "Europe/Paris",
+            "utc": "UTC",
             "local": None,
         }
         # Operators see which schedules are claimed cluster-wide (cron) and which are not.
         assert {r: i.cluster_claimed for r, i in infos.items()} == {
             "daily": True,
-            "paris": True,
+            "utc": True,
             "local": False,
         }
 

@@ -56,6 +56,7 @@ class RecordingHost:
 
     tells: list[tuple[str, str, str, object]] = field(default_factory=list)
     undelivered_infos: list[object] = field(default_factory=list)
+    undelivered_why: list[str] = field(default_factory=list)
     actors: dict[str, str] = field(default_factory=dict)
     answer: Callable[[object], object] = lambda message: message
     arrived: asyncio.Event = field(default_factory=asyncio.Event)
@@ -77,8 +78,9 @@ class RecordingHost:
     def resolve(self, path: str) -> str:
         return self.actors.get(path, "")
 
-    def undelivered(self, info: object) -> None:
+    def undelivered(self, info: object, why: str) -> None:
         self.undelivered_infos.append(info)
+        self.undelivered_why.append(why)
 
     async def wait_tells(self, count: int, timeout: float = 10.0) -> None:
         async with asyncio.timeout(timeout):

@@ -46,7 +46,11 @@ class DeadLetterReason(enum.StrEnum):
     NOT_FOUND = "not_found"
     """There is no target: a reply to ``NoSender``, an unknown path."""
     UNREACHABLE = "unreachable"
-    """The target lives on another node that cannot be reached (remoting)."""
+    """The target lives on another node that cannot be reached (remoting): down, refused
+    the handshake, or is another system than the PID names."""
+    OVERFLOW = "overflow"
+    """A bounded buffer on the way is full (remoting: the connection's send buffer past
+    ``max_buffer``); the target may well be up."""
 
 
 @dataclass(frozen=True, slots=True)

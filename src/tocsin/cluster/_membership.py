@@ -15,6 +15,12 @@ Peers notice a dead node when they next read the lease table: at each renewal, a
 the dead node's due tasks at once, so they run elsewhere within ``lease + poll_interval``
 (one lease-table read per ``poll_interval`` is the price).
 
+Every lease carries the node's cron zone. At ``start`` a node whose zone differs from a
+live member's (not merely another name of the same zone: ``UTC`` and ``Etc/UTC``) leaves
+again and raises :class:`~tocsin.errors.TimezoneMismatchError`:
+the check runs after this node's own lease is written, so of two nodes of different zones
+joining at the same moment at least one sees the other (both may refuse: never both stay).
+
 When the lease is lost the ``on_lease_lost`` callback runs (the system stops its durable
 activations: their epochs may already belong to another node) and the node joins again
 as a new incarnation.
@@ -34,7 +40,8 @@ from datetime import UTC, datetime
 from typing import Literal, final
 
 from ..clock import Clock, TimerHandle
-from ..errors import CoordinatorError, NodeNameTakenError
+from ..errors import CoordinatorError, NodeNameTakenError, TimezoneMismatchError
+from ..scheduling._spi import same_zone
 from ._periodic import Periodic, sleep
 from ._protocol import Coordinator, LeaseRow
 from ._values import Counters, Member, NodeJoined, NodeLeft
@@ -64,6 +71,8 @@ class Membership:
         watch_every: seconds between two reads of the view (``NodeJoined``/``NodeLeft``
             noticed within that); ``None`` or anything from ``lease/3`` up: at each
             renewal only.
+        zone: the IANA zone this node evaluates cron in (recorded with its lease and
+            compared with the live members' at ``start``).
     """
 
     def __init__(
@@ -78,11 +87,13 @@ class Membership:
         counters: Counters,
         on_lease_lost: Callable[[], None] | None = None,
         watch_every: float | None = None,
+        zone: str = "UTC",
     ) -> None:
         self.coordinator = coordinator
         self.name = name
         self.address = address
         self.lease = lease
+        self.zone = zone
         self.incarnation = ""
         self._clock = clock
         self._publish = publish
@@ -111,10 +122,17 @@ class Membership:
 
         Raises:
             NodeNameTakenError: another live node holds this name.
+            TimezoneMismatchError: a live member evaluates cron in another zone (this
+                node left again).
             CoordinatorError: the coordinator failed.
         """
         await self._join(wait=2 * self.lease)
-        await self._refresh(announce=False)
+        try:
+            await self._refresh(announce=False)
+            self._check_zone()
+        except BaseException:
+            await self.stop()  # leave: peers must not count on a node that did not start
+            raise
         self._renewer.start()
         if self._watcher is not None:
             self._watcher.start()
@@ -138,7 +156,9 @@ class Membership:
         incarnation = uuid.uuid4().hex
         while True:
             sent = self._clock.monotonic()
-            row = await self.coordinator.join(self.name, incarnation, self.address, self.lease)
+            row = await self.coordinator.join(
+                self.name, incarnation, self.address, self.lease, self.zone
+            )
             if row is not None:
                 self.incarnation = incarnation
                 self._held_from(sent)
@@ -149,6 +169,24 @@ class Membership:
                     f"(waited {wait:g} s for its lease to lapse); give each node its own name"
                 )
             await sleep(self._clock, self.lease / 3)
+
+    def _check_zone(self) -> None:
+        """Refuse to be a member when a live member's cron zone differs from ours."""
+        others: dict[str, list[str]] = {}
+        for row in self._view.values():
+            if row.node != self.name and not same_zone(row.zone, self.zone):
+                others.setdefault(row.zone, []).append(row.node)
+        if not others:
+            return
+        theirs = "; ".join(
+            f"{zone!r} ({', '.join(sorted(nodes))})" for zone, nodes in sorted(others.items())
+        )
+        raise TimezoneMismatchError(
+            f"node {self.name!r} evaluates cron in {self.zone!r}, but live members of the "
+            f"cluster evaluate it in {theirs}: every node must compute the same cron "
+            "instants. Give every node the same ActorSystem(timezone=...) (without it a "
+            "node uses its machine's zone)"
+        )
 
     # -- the lease ---------------------------------------------------------------------
 

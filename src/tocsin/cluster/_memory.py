@@ -28,6 +28,7 @@ class _Lease:
     joined: float
     renewed: float
     expires: float
+    zone: str = "UTC"
 
 
 @dataclass(slots=True)
@@ -103,10 +104,11 @@ class MemoryCoordinator:
             lease.renewed,
             lease.expires,
             lease.expires > now,
+            lease.zone,
         )
 
     async def join(
-        self, node: str, incarnation: str, address: str, lease: float
+        self, node: str, incarnation: str, address: str, lease: float, zone: str = "UTC"
     ) -> LeaseRow | None:
         state, now = self._s, self._clock.wall()
         held = state.leases.get(node)
@@ -115,7 +117,7 @@ class MemoryCoordinator:
         for name in [n for n, old in state.leases.items() if old.expires < now - RETENTION]:
             del state.leases[name]
         joined = held.joined if held is not None and held.incarnation == incarnation else now
-        state.leases[node] = new = _Lease(incarnation, address, joined, now, now + lease)
+        state.leases[node] = new = _Lease(incarnation, address, joined, now, now + lease, zone)
         return self._row(node, new, now)
 
     async def renew(self, node: str, incarnation: str, lease: float) -> LeaseRow | None:

@@ -44,6 +44,8 @@ class ClusterNode:
         clock: the system's clock.
         publish: publishes :class:`NodeJoined` / :class:`NodeLeft` (``system.events``).
         on_lease_lost: called when this node loses its lease (stop durable activations).
+        zone: the IANA zone this node evaluates cron in (``ActorSystem(timezone=...)``);
+            it must be the live members' zone.
     """
 
     def __init__(
@@ -55,6 +57,7 @@ class ClusterNode:
         clock: Clock,
         publish: Callable[[object], None],
         on_lease_lost: Callable[[], None] | None = None,
+        zone: str = "UTC",
     ) -> None:
         self.config = config
         if isinstance(config.coordinator, str):
@@ -74,6 +77,7 @@ class ClusterNode:
             counters=self._counters,
             on_lease_lost=on_lease_lost,
             watch_every=config.poll_interval,
+            zone=zone,
         )
         self.directory = Directory(self.coordinator, self.membership, self._counters)
         self.cron_claims = CronClaims(
@@ -93,6 +97,7 @@ class ClusterNode:
         Raises:
             CoordinatorError: the coordinator cannot be reached.
             NodeNameTakenError: another live node uses this name.
+            TimezoneMismatchError: the live members evaluate cron in another zone.
         """
         if self._started:
             return

@@ -61,16 +61,27 @@ CREATE INDEX IF NOT EXISTS tocsin_cluster_claims_expires ON tocsin_cluster_claim
 CREATE TABLE IF NOT EXISTS tocsin_cluster_paused (reference text PRIMARY KEY);
 """
 
-_LEASE_COLUMNS: Final = "node, incarnation, address, joined, renewed, expires"
+_LEASE_COLUMNS: Final = "node, incarnation, address, joined, renewed, expires, zone"
+# The lease's cron zone came with issue 19: added to tables of every age (the default is
+# what leases written before it mean: those versions ran cluster cron in UTC). Looked up
+# first, so a node's open never takes the table's ALTER lock once the column exists.
+_HAS_ZONE: Final = """
+SELECT 1 FROM information_schema.columns
+WHERE table_schema = $1 AND table_name = 'tocsin_cluster_leases' AND column_name = 'zone'
+"""
+_ADD_ZONE: Final = (
+    "ALTER TABLE tocsin_cluster_leases ADD COLUMN IF NOT EXISTS zone text NOT NULL DEFAULT 'UTC'"
+)
 
 _JOIN: Final = f"""
 WITH c AS MATERIALIZED (SELECT {_NOW} AS now),
 purge AS (DELETE FROM tocsin_cluster_leases
           WHERE expires < (SELECT now FROM c) - {RETENTION} AND node <> $2)
-INSERT INTO tocsin_cluster_leases AS l (node, incarnation, address, joined, renewed, expires)
-SELECT $2, $3, $4, c.now, c.now, c.now + $5 FROM c
+INSERT INTO tocsin_cluster_leases AS l
+    (node, incarnation, address, joined, renewed, expires, zone)
+SELECT $2, $3, $4, c.now, c.now, c.now + $5, $6 FROM c
 ON CONFLICT (node) DO UPDATE SET
-    incarnation = excluded.incarnation, address = excluded.address,
+    incarnation = excluded.incarnation, address = excluded.address, zone = excluded.zone,
     joined = CASE WHEN l.incarnation = excluded.incarnation THEN l.joined
                   ELSE excluded.joined END,
     renewed = excluded.renewed, expires = excluded.expires
@@ -112,6 +123,7 @@ def _lease(row: Any, now: float) -> LeaseRow:
         row["renewed"],
         row["expires"],
         row["expires"] > now,
+        row["zone"],
     )
 
 
@@ -213,6 +225,8 @@ class PostgresCoordinator:
                 await conn.execute("SELECT pg_advisory_xact_lock($1)", SCHEMA_LOCK_KEY)
                 await conn.execute(f'CREATE SCHEMA IF NOT EXISTS "{self.schema}"')
                 await conn.execute(_SCHEMA)
+                if await conn.fetchval(_HAS_ZONE, self.schema) is None:
+                    await conn.execute(_ADD_ZONE)
         except BaseException:
             await pool.close()
             raise
@@ -232,11 +246,11 @@ class PostgresCoordinator:
     # -- membership ------------------------------------------------------------------
 
     async def join(
-        self, node: str, incarnation: str, address: str, lease: float
+        self, node: str, incarnation: str, address: str, lease: float, zone: str = "UTC"
     ) -> LeaseRow | None:
         async with self._errors("join"):
             row = await self._require().fetchrow(
-                _JOIN, self._offset, node, incarnation, address, float(lease)
+                _JOIN, self._offset, node, incarnation, address, float(lease), zone
             )
         return None if row is None else _lease(row, row["renewed"])
 

@@ -52,6 +52,10 @@ class LeaseRow:
 
     ``alive`` is judged by the coordinator at the moment of the read (``expires`` later
     than its clock). ``incarnation`` tells a restarted node from its previous life.
+    ``zone`` is the IANA zone the node evaluates cron in (``ActorSystem(timezone=...)``):
+    every node of a cluster must have the same one, so all compute the same instants.
+    Leases written before the zone was recorded read ``"UTC"``, the zone those versions
+    used for cluster cron.
     """
 
     node: str
@@ -61,6 +65,7 @@ class LeaseRow:
     renewed: float
     expires: float
     alive: bool
+    zone: str = "UTC"
 
 
 @final
@@ -113,13 +118,14 @@ class Coordinator(Protocol):
     # -- membership ------------------------------------------------------------------
 
     async def join(
-        self, node: str, incarnation: str, address: str, lease: float
+        self, node: str, incarnation: str, address: str, lease: float, zone: str = "UTC"
     ) -> LeaseRow | None:
-        """Take the lease of ``node`` for ``lease`` seconds.
+        """Take the lease of ``node`` for ``lease`` seconds, recording its cron ``zone``.
 
         Returns the new lease, or ``None`` when a live lease of another incarnation holds
         the name (a previous life not yet expired, or another node using the name).
-        Leases expired more than :data:`EXPIRED_LEASE_RETENTION` ago are purged.
+        Leases expired more than :data:`EXPIRED_LEASE_RETENTION` ago are purged. The
+        zone is kept as given (renewals keep it); comparing zones is the caller's job.
         """
         ...
 

@@ -58,7 +58,7 @@ if raw then
   if l.i == ARGV[3] then joined = l.j end
 end
 local enc = cjson.encode({i = ARGV[3], a = ARGV[4], j = joined, r = now,
-                          e = now + tonumber(ARGV[5])})
+                          e = now + tonumber(ARGV[5]), z = ARGV[7]})
 redis.call('HSET', KEYS[1], ARGV[2], enc)
 return {enc, now}
 """
@@ -157,6 +157,7 @@ class _Lease(msgspec.Struct):
     j: float
     r: float
     e: float
+    z: str = "UTC"  # the cron zone (issue 19); leases written before it: UTC
 
 
 class _Entry(msgspec.Struct):
@@ -176,7 +177,14 @@ def _ms(seconds: float) -> int:
 def _lease(node: str, raw: str, now_ms: float) -> LeaseRow:
     lease = _lease_decoder.decode(raw)
     return LeaseRow(
-        node, lease.i, lease.a, lease.j / 1000, lease.r / 1000, lease.e / 1000, lease.e > now_ms
+        node,
+        lease.i,
+        lease.a,
+        lease.j / 1000,
+        lease.r / 1000,
+        lease.e / 1000,
+        lease.e > now_ms,
+        lease.z,
     )
 
 
@@ -289,7 +297,7 @@ class RedisCoordinator:
     # -- membership ------------------------------------------------------------------
 
     async def join(
-        self, node: str, incarnation: str, address: str, lease: float
+        self, node: str, incarnation: str, address: str, lease: float, zone: str = "UTC"
     ) -> LeaseRow | None:
         result = await self._run(
             "join",
@@ -299,6 +307,7 @@ class RedisCoordinator:
             address,
             _ms(lease),
             _ms(RETENTION),
+            zone,
         )
         return None if result is None else _lease(node, result[0], float(result[1]))
 

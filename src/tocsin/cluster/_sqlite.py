@@ -62,7 +62,10 @@ _PURGE_CLAIMS: Final = (
     "DELETE FROM tocsin_cluster_claims WHERE key IN "
     "(SELECT key FROM tocsin_cluster_claims WHERE expires <= ? LIMIT 256)"
 )
-_LEASE_COLUMNS: Final = "node, incarnation, address, joined, renewed, expires"
+_LEASE_COLUMNS: Final = "node, incarnation, address, joined, renewed, expires, zone"
+# The lease's cron zone came with issue 19: added to tables of every age (the default is
+# what leases written before it mean: those versions ran cluster cron in UTC).
+_ADD_ZONE: Final = "ALTER TABLE tocsin_cluster_leases ADD COLUMN zone TEXT NOT NULL DEFAULT 'UTC'"
 #: Claims between two purges of expired claims.
 PURGE_EVERY: Final = 512
 
@@ -73,7 +76,7 @@ def _is_busy(exc: sqlite3.Error) -> bool:
 
 
 def _lease(row: Any, now: float) -> LeaseRow:
-    return LeaseRow(row[0], row[1], row[2], row[3], row[4], row[5], row[5] > now)
+    return LeaseRow(row[0], row[1], row[2], row[3], row[4], row[5], row[5] > now, row[6])
 
 
 @final
@@ -132,6 +135,11 @@ class SQLiteCoordinator:
                 # One statement at a time: executescript() would COMMIT the transaction.
                 for statement in filter(str.strip, _SCHEMA.split(";")):
                     conn.execute(statement)
+                columns = {
+                    row[1] for row in conn.execute("PRAGMA table_info(tocsin_cluster_leases)")
+                }
+                if "zone" not in columns:
+                    conn.execute(_ADD_ZONE)
                 conn.execute("COMMIT")
             except BaseException:
                 if conn.in_transaction:
@@ -214,7 +222,7 @@ class SQLiteCoordinator:
     # -- membership ------------------------------------------------------------------
 
     async def join(
-        self, node: str, incarnation: str, address: str, lease: float
+        self, node: str, incarnation: str, address: str, lease: float, zone: str = "UTC"
     ) -> LeaseRow | None:
         def step(conn: sqlite3.Connection, now: float) -> LeaseRow | None:
             held = conn.execute(
@@ -226,10 +234,11 @@ class SQLiteCoordinator:
             joined = held[1] if held is not None and held[0] == incarnation else now
             conn.execute("DELETE FROM tocsin_cluster_leases WHERE expires < ?", (now - RETENTION,))
             conn.execute(
-                "INSERT OR REPLACE INTO tocsin_cluster_leases VALUES (?, ?, ?, ?, ?, ?)",
-                (node, incarnation, address, joined, now, now + lease),
+                f"INSERT OR REPLACE INTO tocsin_cluster_leases ({_LEASE_COLUMNS}) "
+                "VALUES (?, ?, ?, ?, ?, ?, ?)",
+                (node, incarnation, address, joined, now, now + lease, zone),
             )
-            return LeaseRow(node, incarnation, address, joined, now, now + lease, True)
+            return LeaseRow(node, incarnation, address, joined, now, now + lease, True, zone)
 
         return await self._step(step, write=True)
 

@@ -235,6 +235,8 @@ _REMOTE: Final = (
      "Frames whose message could not be decoded here (the connection stays open)."),
     ("unreachable", "remote.unreachable", _COUNTER,
      "Messages sent from here that became dead letters with reason unreachable."),
+    ("overflow", "remote.overflow", _COUNTER,
+     "Messages sent from here that became dead letters with reason overflow (send buffer full)."),
     ("not_found", "remote.not_found", _COUNTER,
      "Messages that arrived for an actor this node does not have."),
 )  # fmt: skip

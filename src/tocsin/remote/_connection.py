@@ -9,7 +9,15 @@ Reading, in order: the fixed-size handshake (:mod:`._handshake`), then frames. A
 4-byte big-endian length is checked against ``max_frame`` as soon as the 4 bytes are here,
 before any of the body is buffered; a zero or oversize length, a body that is not a valid
 envelope, or a first frame that is not :class:`Hello` closes *this* connection (counted,
-logged once per peer host) and nothing else.
+logged at most once a minute per peer host) and nothing else.
+
+A failed handshake is counted (``auth_failures``) and logged with the peer's address on
+the side that sees it: a wrong proof, bad opening bytes, no handshake within
+``connect_timeout``, or (listening side) a dialer that closes after the challenge, which
+is what a dialer holding another secret does. A connection closed before sending a byte
+(a port probe, a health check) is not an authentication attempt and is not counted. The
+dialer's failure says "authentication failed" and reaches its caller
+(:class:`~tocsin.NodeUnreachableError`, the dead letter's log line).
 
 Writing never blocks: :meth:`Connection.send` returns ``False`` when the frames queued on
 this connection would exceed ``max_buffer`` (they queue here while the transport's own
@@ -24,6 +32,7 @@ from __future__ import annotations
 
 import asyncio
 import logging
+import socket
 import struct
 from collections.abc import Callable
 from typing import TYPE_CHECKING, Any, Final, final
@@ -60,7 +69,11 @@ class Connection(asyncio.Protocol):
     def __init__(self, node: RemoteNode, *, dialer: bool, host: str) -> None:
         self.node = node
         self.dialer = dialer
-        self.host = host  # peer host, for logs
+        self.host = host  # the peer, for logs: its address (dialled, or host:port seen)
+        self.log_key = host  # the peer as logs are rate-limited: its host, not its port
+        #: Why the connection failed before it was ready, in words (the dialer's error).
+        self.failure = ""
+        self._counted = False  # this connection's failed handshake is counted already
         self.peer: Hello | None = None  # set when the peer's Hello arrives
         self.ready: asyncio.Future[None] = asyncio.get_running_loop().create_future()
         self.closed = False
@@ -97,6 +110,8 @@ class Connection(asyncio.Protocol):
     def connection_made(self, transport: asyncio.BaseTransport) -> None:
         assert isinstance(transport, asyncio.Transport)
         self._transport = transport
+        if not self.dialer:
+            self.host, self.log_key = _peer_of(transport)
         clock = self.node.clock
         self._timer = clock.call_at(
             clock.monotonic() + self.node.config.connect_timeout, self._handshake_timeout
@@ -126,8 +141,27 @@ class Connection(asyncio.Protocol):
         self._have = len(rest)
 
     def connection_lost(self, exc: Exception | None) -> None:
+        if not self.closed and not self.ready.done():
+            self._closed_in_handshake()
         self._close_state()
         self.node.connection_lost(self, exc)
+
+    def _closed_in_handshake(self) -> None:
+        """The peer closed the connection before the handshake was done."""
+        if self.dialer:
+            self.failure = (
+                f"the node at {self.host} closed the connection during the handshake "
+                "(it refused this node, or is not a tocsin node)"
+            )
+        elif self._stage == _AWAIT_DIALER_PROOF:
+            # A dialer that finds our proof wrong (it holds another secret) closes here:
+            # the one trace of its failed attempt on this side.
+            self._count_failure(
+                "authentication failed: the dialer closed the connection instead of "
+                "proving it holds the secret (it holds another one?)"
+            )
+        elif self._stage == _AWAIT_DIALER_HELLO and self._have:
+            self._count_failure("not a tocsin peer (closed before a whole opening)")
 
     # -- handshake ----------------------------------------------------------------------
 
@@ -160,14 +194,19 @@ class Connection(asyncio.Protocol):
         if self._stage == _AWAIT_LISTENER_REPLY:
             nonce_l = hs.verify_listener_reply(self._secret, self._nonce, step)
             if nonce_l is None:
-                return self._auth_failed("the listener does not hold the shared secret")
+                return self._auth_failed(
+                    f"authentication failed: the node at {self.host} does not prove it "
+                    "holds this node's secret (another secret, or not a tocsin node)"
+                )
             self._transport.write(hs.dialer_proof(self._secret, self._nonce, nonce_l))
             self._stage = _FRAMES
             self._send_hello()
             return True
         # _AWAIT_DIALER_PROOF
         if not hs.verify_dialer_proof(self._secret, self._peer_nonce, self._nonce, step):
-            return self._auth_failed("the dialer does not hold the shared secret")
+            return self._auth_failed(
+                "authentication failed: the dialer does not hold this node's secret"
+            )
         self._stage = _FRAMES
         return True
 
@@ -176,15 +215,26 @@ class Connection(asyncio.Protocol):
         self.send(msgspec.msgpack.encode(hello), force=True)
 
     def _auth_failed(self, reason: str) -> bool:
-        self._metrics.auth_failures += 1
-        self.node.log_once(self.host, f"remoting: refused {self.host}: {reason}")
+        self._count_failure(reason)
         self.abort()
         return False
 
+    def _count_failure(self, reason: str) -> None:
+        """Count and log (rate-limited, with the peer's address) a failed handshake."""
+        self.failure = reason
+        if self._counted:
+            return
+        self._counted = True
+        self._metrics.auth_failures += 1
+        side = "dialling" if self.dialer else "from"
+        self.node.warn(f"auth:{self.log_key}", f"remoting: refused {side} {self.host}: {reason}")
+
     def _handshake_timeout(self) -> None:
         if not self.ready.done() and not self.closed:
-            self._metrics.auth_failures += 1
-            self.node.log_once(self.host, f"remoting: {self.host} did not finish the handshake")
+            self._count_failure(
+                f"{self.host} did not finish the handshake within "
+                f"{self.node.config.connect_timeout:g} s"
+            )
             self.abort()
 
     # -- frames -------------------------------------------------------------------------
@@ -248,7 +298,11 @@ class Connection(asyncio.Protocol):
 
     def _protocol_error(self, reason: str) -> None:
         self._metrics.protocol_errors += 1
-        self.node.log_once(self.host, f"remoting: closed the connection with {self.host}: {reason}")
+        self.failure = reason
+        self.node.warn(
+            f"protocol:{self.log_key}",
+            f"remoting: closed the connection with {self.host}: {reason}",
+        )
         self.abort()
 
     # -- writing ------------------------------------------------------------------------
@@ -338,5 +392,28 @@ class Connection(asyncio.Protocol):
             self._timer.cancel()
             self._timer = None
         if not self.ready.done():
-            self.ready.set_exception(ConnectionError(f"connection to {self.host} closed"))
+            why = self.failure or f"the connection to {self.host} closed"
+            self.ready.set_exception(ConnectionError(why))
             self.ready.exception()  # retrieved: a failed dial is reported by its caller
+
+
+def _peer_of(transport: asyncio.Transport) -> tuple[str, str]:
+    """The inbound peer for logs: ``(label, rate-limit key)``.
+
+    TCP: ``host:port`` and the host. A Unix socket has no peer address; on Linux its
+    credentials say which process dialled (``SO_PEERCRED``).
+    """
+    peer = transport.get_extra_info("peername")
+    if isinstance(peer, tuple) and len(peer) >= 2:
+        host = str(peer[0])
+        return (f"[{host}]:{peer[1]}" if ":" in host else f"{host}:{peer[1]}"), host
+    sock = transport.get_extra_info("socket")
+    option = getattr(socket, "SO_PEERCRED", None)
+    if sock is not None and option is not None:
+        try:
+            pid, uid, _ = struct.unpack("3i", sock.getsockopt(socket.SOL_SOCKET, option, 12))
+        except (OSError, struct.error):
+            pass
+        else:
+            return f"a local process (pid {pid}, uid {uid}) on the Unix socket", f"uid {uid}"
+    return "a local process on the Unix socket", "unix"

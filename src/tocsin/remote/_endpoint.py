@@ -20,6 +20,14 @@ States::
   nobody sending, the endpoint rests (IDLE): the next send dials again.
 * A frame handed to a connection that is then lost may be lost with it (TCP gives no
   receipt); asks waiting on that connection fail with ``NodeUnreachableError`` at once.
+* **Which system.** A send names the system it is for (``expect``, the name in the PID's
+  address; ``""`` for "whoever listens there"). The peer's ``Hello`` says which system
+  answered: a frame for another name is never sent there; it is refused (UP) or dropped
+  when the connection comes up (queued), ``unreachable``, with "expected X, found Y".
+* **Why refused.** :attr:`Endpoint.refused` says why the last ``send``/``request`` was
+  refused: ``overflow`` (the send buffer is full: the peer is up but slower than us) or
+  ``unreachable``; :meth:`Endpoint.why` says it in words (the last dial failure, e.g.
+  "authentication failed: ...", or the name mismatch).
 
 Prior art: Proto.Actor ``remote/endpoint_manager.go`` (one endpoint per address, a
 writer that reconnects with backoff), Akka Artery's association states.
@@ -33,6 +41,7 @@ import random
 from collections.abc import Callable
 from typing import TYPE_CHECKING, Any, Final, final
 
+from ..actor._spi import DeadLetterReason
 from ..errors import NodeUnreachableError
 from ._address import NodeAddress
 from ._connection import Connection
@@ -52,6 +61,9 @@ CONNECTING: Final = "connecting"
 UP: Final = "up"
 DOWN: Final = "down"
 
+_OVERFLOW: Final = DeadLetterReason.OVERFLOW
+_UNREACHABLE: Final = DeadLetterReason.UNREACHABLE
+
 Callback = Callable[[Envelope | BaseException], None]
 
 
@@ -66,7 +78,12 @@ class Endpoint:
         self.conn: Connection | None = None
         self.extras: list[Connection] = []
         self.peer_system = ""
-        self._queue: list[tuple[bytes, int, Any]] = []  # (body, corr or 0, info/callback)
+        #: Why the last refused send was refused (read by the caller right after it).
+        self.refused: DeadLetterReason = _UNREACHABLE
+        #: Why the peer cannot be reached, in words: the last dial or handshake failure.
+        self.reason = "not connected"
+        # (body, corr or 0, info/callback, expected system name or "")
+        self._queue: list[tuple[bytes, int, Any, str]] = []
         self._queued = 0
         self._attempts = 0
         self._rested = 0.0  # seconds of backoff slept since the last send attempt
@@ -76,33 +93,66 @@ class Endpoint:
 
     # -- sending ------------------------------------------------------------------------
 
-    def send(self, body: bytes, info: object) -> bool:
-        """Send one frame. ``False`` when it cannot (peer down, buffer full): the caller
+    def send(self, body: bytes, info: object, expect: str = "") -> bool:
+        """Send one frame for the system named ``expect`` (``""``: whichever system
+        listens there). ``False`` when it cannot (:attr:`refused` says why): the caller
         makes the dead letter. ``info`` is handed to ``host.undelivered`` if a frame
         queued while connecting is dropped."""
         self._rested = 0.0
         state = self.state
         if state == UP:
-            assert self.conn is not None
-            return self.conn.send(body)
-        if state == DOWN:
+            conn = self.conn
+            assert conn is not None
+            if expect and expect != self.peer_system:
+                self.refused = _UNREACHABLE
+                return False
+            if conn.send(body):
+                return True
+            self.refused = _UNREACHABLE if conn.closed else _OVERFLOW
             return False
-        return self._enqueue(body, 0, info)
+        if state == DOWN:
+            self.refused = _UNREACHABLE
+            return False
+        return self._enqueue(body, 0, info, expect)
 
-    def request(self, body: bytes, corr: int, callback: Callback) -> bool:
+    def request(self, body: bytes, corr: int, callback: Callback, expect: str = "") -> bool:
         """Send a request frame whose answer (or the loss of the connection) is given to
-        ``callback``. ``False`` when it cannot be sent (``callback`` is not called)."""
+        ``callback``. ``False`` when it cannot be sent (``callback`` is not called;
+        :attr:`refused` says why)."""
         self._rested = 0.0
         if self.state == UP:
             conn = self.conn
             assert conn is not None
+            if expect and expect != self.peer_system:
+                self.refused = _UNREACHABLE
+                return False
             if not conn.send(body):
+                self.refused = _UNREACHABLE if conn.closed else _OVERFLOW
                 return False
             conn.pending[corr] = callback
             return True
         if self.state == DOWN:
+            self.refused = _UNREACHABLE
             return False
-        return self._enqueue(body, corr, callback)
+        return self._enqueue(body, corr, callback, expect)
+
+    def why(self, expect: str = "") -> str:
+        """Why a send to the system ``expect`` here was refused, in words."""
+        if self.refused is _OVERFLOW:
+            return (
+                f"the send buffer to {self.address} is full (max_buffer="
+                f"{self.node.config.max_buffer} bytes unsent): the node is up but reads "
+                "slower than this node sends"
+            )
+        if expect and self.state == UP and expect != self.peer_system:
+            return self.mismatch(expect, self.peer_system)
+        return self.reason
+
+    def mismatch(self, expect: str, found: str) -> str:
+        return (
+            f"expected system {expect!r} at {self.address}, found {found!r} (a PID of "
+            "another system, or of one that listened there before)"
+        )
 
     def forget(self, corr: int) -> None:
         """Stop waiting for the answer to ``corr`` (its asker timed out or was cancelled)."""
@@ -110,15 +160,19 @@ class Endpoint:
             self.conn.pending.pop(corr, None)
         for conn in self.extras:
             conn.pending.pop(corr, None)
-        for i, (_, c, _) in enumerate(self._queue):
+        for i, (_, c, _, _) in enumerate(self._queue):
             if c == corr:
                 del self._queue[i]
                 break
 
-    def _enqueue(self, body: bytes, corr: int, info: Any) -> bool:
-        if self.node.stopping or self._queued + len(body) > self.node.config.max_buffer:
+    def _enqueue(self, body: bytes, corr: int, info: Any, expect: str) -> bool:
+        if self.node.stopping:
+            self.refused = _UNREACHABLE
             return False
-        self._queue.append((body, corr, info))
+        if self._queued + len(body) > self.node.config.max_buffer:
+            self.refused = _OVERFLOW
+            return False
+        self._queue.append((body, corr, info, expect))
         self._queued += len(body)
         if self.state == IDLE:
             self._start_dial()
@@ -135,14 +189,16 @@ class Endpoint:
             conn = await self.node.dial(self.address)
         except (TimeoutError, OSError, ConnectionError) as exc:
             self._dial = None
+            self.reason = _failure(exc)
             if self.state == CONNECTING:
-                self._failed(exc)
+                self._failed()
             return
         self._dial = None
         if not conn.closed:
             self.adopt(conn)  # an extra if the peer's own connection came up first
         elif self.state == CONNECTING:
-            self._failed(ConnectionError(f"connection to {self.address} closed at once"))
+            self.reason = f"the connection to {self.address} closed at once"
+            self._failed()
 
     def adopt(self, conn: Connection) -> None:
         """Make ``conn`` (dialled here, or the peer's inbound one) the sending connection,
@@ -163,11 +219,17 @@ class Endpoint:
         self._ever_up = True
         self.conn = conn
         self.state = UP
+        self.reason = "not connected"
         self._attempts = 0
+        found = self.peer_system
         queue, self._queue, self._queued = self._queue, [], 0
-        for body, corr, info in queue:
-            if not conn.send(body):
-                self._drop(corr, info)
+        for body, corr, info, expect in queue:
+            if expect and expect != found:
+                # The Hello named another system: what was queued for this one never
+                # leaves (it would reach the wrong system's actors).
+                self._drop(corr, info, self.mismatch(expect, found))
+            elif not conn.send(body):
+                self._drop(corr, info, f"the connection to {self.address} closed")
             elif corr:
                 conn.pending[corr] = info
 
@@ -184,22 +246,29 @@ class Endpoint:
             extra = self.extras.pop(0)
             if not extra.closed:
                 self.conn = extra
+                if extra.peer is not None:
+                    self.peer_system = extra.peer.system
                 return
         self.state = DOWN
+        self.reason = f"lost the connection to {self.address}"
         self._schedule_retry()
 
-    def _failed(self, exc: BaseException) -> None:
+    def _failed(self) -> None:
         self.state = DOWN
+        self.node.warn(
+            f"dial:{self.address}", f"remoting: cannot reach {self.address}: {self.reason}"
+        )
         queue, self._queue, self._queued = self._queue, [], 0
-        for _, corr, info in queue:
-            self._drop(corr, info)
+        for _, corr, info, _ in queue:
+            self._drop(corr, info, self.reason)
         self._schedule_retry()
 
-    def _drop(self, corr: int, info: Any) -> None:
+    def _drop(self, corr: int, info: Any, why: str) -> None:
+        self.refused = _UNREACHABLE
         if corr:
-            info(NodeUnreachableError(f"node {self.address} is unreachable"))
+            info(NodeUnreachableError(f"node {self.address} is unreachable: {why}"))
         else:
-            self.node.host.undelivered(info)
+            self.node.host.undelivered(info, why)
 
     def _schedule_retry(self) -> None:
         if self.node.stopping or self._retry is not None:
@@ -223,8 +292,9 @@ class Endpoint:
     async def _redial(self) -> None:
         try:
             conn = await self.node.dial(self.address)
-        except (TimeoutError, OSError, ConnectionError):
+        except (TimeoutError, OSError, ConnectionError) as exc:
             self._dial = None
+            self.reason = _failure(exc)
             if self.state == DOWN:
                 self._schedule_retry()
             return
@@ -245,8 +315,8 @@ class Endpoint:
                 await self._dial
             self._dial = None
         queue, self._queue, self._queued = self._queue, [], 0
-        for _, corr, info in queue:
-            self._drop(corr, info)
+        for _, corr, info, _ in queue:
+            self._drop(corr, info, "this node is stopping")
         for conn in [self.conn, *self.extras]:
             if conn is not None:
                 _fail_pending(conn, self.address)
@@ -254,6 +324,14 @@ class Endpoint:
         self.conn = None
         self.extras = []
         self.state = IDLE
+
+
+def _failure(exc: BaseException) -> str:
+    """A dial failure in words (the handshake's own text, else the OS error's)."""
+    text = str(exc) or type(exc).__name__
+    if isinstance(exc, TimeoutError) and not str(exc):
+        return "no answer within the connect timeout"
+    return text
 
 
 def _fail_pending(conn: Connection, address: NodeAddress) -> None:

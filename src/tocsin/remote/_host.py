@@ -25,6 +25,7 @@ class Host(Protocol):
     def resolve(self, path: str) -> str:
         """``str(pid)`` of the local actor at ``path``, or ``""`` when there is none."""
 
-    def undelivered(self, info: object) -> None:
-        """A tell queued for a peer never left this node (the dial failed): ``info`` is
-        what the sender passed; make it a dead letter with reason ``unreachable``."""
+    def undelivered(self, info: object, why: str) -> None:
+        """A tell queued for a peer never left this node (the dial or the handshake
+        failed, or the node there is another system: ``why`` says so in words): ``info``
+        is what the sender passed; make it a dead letter with reason ``unreachable``."""

@@ -19,12 +19,19 @@ class RemoteMetrics:
         bytes_in, bytes_out: bytes received / written (handshakes and prefixes included).
         connections: connections open now (both directions).
         reconnects: connections re-established to a peer that had been up before.
-        auth_failures: connections refused for a failed or unfinished handshake.
+        auth_failures: connections refused for a failed or unfinished handshake, on
+            either side (a wrong proof, bad opening bytes, a dialer that closed instead of
+            proving it holds the secret, no handshake within ``connect_timeout``). A
+            connection closed before sending anything (a port probe) is not counted.
         protocol_errors: connections closed for a bad frame (length, encoding, order).
         undecodable: frames whose message could not be decoded here (unknown message
             class, fields that do not fit); the connection stays open.
         unreachable: messages sent from here that became dead letters with reason
-            ``unreachable`` (tells, and asks refused at once).
+            ``unreachable`` (tells, and asks refused at once): the node is down, failed
+            the handshake, or is another system than the PID names.
+        overflow: messages sent from here that became dead letters with reason
+            ``overflow``: the connection's send buffer held ``max_buffer`` bytes unsent
+            (the node is up, but slower than this node sends).
         not_found: messages that arrived for an actor this node does not have (or no
             longer has, in that incarnation): dead letters with reason ``not_found``.
     """
@@ -39,6 +46,7 @@ class RemoteMetrics:
     protocol_errors: int
     undecodable: int
     unreachable: int
+    overflow: int
     not_found: int
 
 
@@ -53,6 +61,7 @@ class Counters:
         "frames_in",
         "frames_out",
         "not_found",
+        "overflow",
         "protocol_errors",
         "reconnects",
         "undecodable",
@@ -62,4 +71,4 @@ class Counters:
     def __init__(self) -> None:
         self.frames_in = self.frames_out = self.bytes_in = self.bytes_out = 0
         self.reconnects = self.auth_failures = self.protocol_errors = self.undecodable = 0
-        self.unreachable = self.not_found = 0
+        self.unreachable = self.overflow = self.not_found = 0

@@ -15,16 +15,20 @@ from __future__ import annotations
 
 import asyncio
 import contextlib
+import errno
 import itertools
 import logging
 import os
+import socket
+import stat
 from collections.abc import Callable
 from typing import Any, Final, final
 
 import msgspec
 
+from ..actor._spi import DeadLetterReason
 from ..clock import Clock, SystemClock
-from ..errors import CodecError, NodeUnreachableError
+from ..errors import AddressInUseError, BackpressureError, CodecError, NodeUnreachableError
 from ._address import NodeAddress, parse_system_address
 from ._config import Remoting
 from ._connection import Connection
@@ -36,12 +40,16 @@ from ._metrics import Counters, RemoteMetrics
 from ._replies import PendingAsk, RemoteReply, forget_abandoned, outcome, too_big
 from ._tls import ssl_contexts
 
-__all__ = ["SILENT_TICKS", "RemoteNode"]
+__all__ = ["LOG_EVERY", "SILENT_TICKS", "RemoteNode", "refusal"]
 
 log = logging.getLogger("tocsin.remote")
 
 #: Heartbeat ticks without a frame received after which a connection is closed as lost.
 SILENT_TICKS: Final = 3
+#: Seconds between two log lines of one kind about one peer (the counters count them all).
+LOG_EVERY: Final = 60.0
+#: Peers remembered for that rate limit (a flood of addresses cannot grow it further).
+_LOG_KEYS: Final = 1024
 
 
 @final
@@ -80,7 +88,8 @@ class RemoteNode:
         self._connections: set[Connection] = set()
         self._server: asyncio.AbstractServer | None = None
         self._heartbeat: Any = None
-        self._logged: set[str] = set()
+        self._logged: dict[str, tuple[float, int]] = {}  # key -> (last logged, suppressed)
+        self._bound: tuple[int, int] | None = None  # (st_dev, st_ino) of our Unix socket
         self._server_ssl, self._client_ssl = ssl_contexts(config)
 
     # -- lifecycle ----------------------------------------------------------------------
@@ -89,7 +98,9 @@ class RemoteNode:
         """Listen; returns the system address (``tocsin://name@host:port``, real port).
 
         Raises:
-            OSError: the listen address cannot be bound.
+            AddressInUseError: a live listener holds the address (for a Unix socket: a
+                connect to the path is answered; a stale socket file is replaced).
+            OSError: the listen address cannot be bound otherwise.
         """
         loop = asyncio.get_running_loop()
         listen = self.config.listen_address
@@ -98,17 +109,106 @@ class RemoteNode:
             return Connection(self, dialer=False, host="?")
 
         if listen.kind == "unix":
-            self._server = await loop.create_unix_server(factory, listen.path, ssl=self._server_ssl)
+            sock = await self._bind_unix(listen.path)
+            try:
+                self._server = await loop.create_unix_server(
+                    factory, sock=sock, ssl=self._server_ssl
+                )
+            except BaseException:
+                sock.close()
+                self._unlink_own_socket()
+                raise
         else:
-            self._server = await loop.create_server(
-                factory, listen.host, listen.port, ssl=self._server_ssl
-            )
+            try:
+                self._server = await loop.create_server(
+                    factory, listen.host, listen.port, ssl=self._server_ssl
+                )
+            except OSError as exc:
+                if exc.errno != errno.EADDRINUSE:
+                    raise
+                raise AddressInUseError(
+                    f"`listen` address {listen} is in use: another process listens there "
+                    "(another node? give each node its own port, or port 0)"
+                ) from exc
             if self.config.advertise_address is None and listen.port == 0:
                 port = self._server.sockets[0].getsockname()[1]
                 self.node_address = NodeAddress("tcp", host=listen.host, port=port)
         self.address = self.node_address.system_address(self.system_name)
         self._arm_heartbeat()
         return self.address
+
+    async def _bind_unix(self, path: str) -> socket.socket:
+        """A socket bound at ``path``. A socket file already there is probed with a
+        connect: answered, it belongs to a live listener (:class:`AddressInUseError`,
+        never taken over); refused, it is stale (a crashed node's) and is replaced.
+
+        asyncio's own ``create_unix_server(path)`` unlinks any socket file in its way,
+        live or not: a second node on one path would silently take it over.
+        """
+        sock = socket.socket(socket.AF_UNIX, socket.SOCK_STREAM)
+        try:
+            try:
+                sock.bind(path)
+            except OSError as exc:
+                if exc.errno != errno.EADDRINUSE:
+                    raise
+                await self._clear_stale_socket(path)
+                try:
+                    sock.bind(path)
+                except OSError as again:
+                    if again.errno != errno.EADDRINUSE:
+                        raise
+                    # Another node bound it between our probe and our bind.
+                    raise _unix_in_use(path) from again
+            info = os.stat(path)
+        except BaseException:
+            sock.close()
+            raise
+        self._bound = (info.st_dev, info.st_ino)
+        return sock
+
+    async def _clear_stale_socket(self, path: str) -> None:
+        """Remove the socket file at ``path`` if no listener answers there."""
+        try:
+            mode = os.lstat(path).st_mode
+        except FileNotFoundError:
+            return  # gone meanwhile: bind again
+        if not stat.S_ISSOCK(mode):
+            raise AddressInUseError(
+                f"`listen` path {path!r} exists and is not a socket: not removing it "
+                "(choose another path)"
+            )
+        try:
+            async with asyncio.timeout(self.config.connect_timeout):
+                _, writer = await asyncio.open_unix_connection(path)
+        except (ConnectionRefusedError, FileNotFoundError):
+            # Nobody accepts there: the file of a node that died without unlinking it.
+            with contextlib.suppress(FileNotFoundError):
+                os.unlink(path)
+            log.info("remoting: removed the stale socket %s (nobody listens there)", path)
+            return
+        except (TimeoutError, OSError) as exc:
+            # Unanswered in time, or not ours to probe: never remove what may be live.
+            raise AddressInUseError(
+                f"`listen` path {path!r} is in use: a socket is there and probing it "
+                f"failed ({exc or type(exc).__name__}); not removing it"
+            ) from exc
+        writer.close()
+        with contextlib.suppress(OSError):
+            await writer.wait_closed()
+        raise _unix_in_use(path)
+
+    def _unlink_own_socket(self) -> None:
+        """Remove our Unix socket file, only if the file there is still the one we bound
+        (never another node's that replaced it)."""
+        bound, self._bound = self._bound, None
+        if bound is None:
+            return
+        path = self.config.listen_address.path
+        with contextlib.suppress(OSError):
+            info = os.stat(path)
+            if (info.st_dev, info.st_ino) == bound:
+                os.unlink(path)
 
     async def stop(self) -> None:
         """Close the listener and every connection; pending asks fail, queued tells
@@ -127,10 +227,7 @@ class RemoteNode:
             with contextlib.suppress(Exception):
                 await asyncio.wait_for(self._server.wait_closed(), 1.0)
             self._server = None
-        listen = self.config.listen_address
-        if listen.kind == "unix":
-            with contextlib.suppress(OSError):
-                os.unlink(listen.path)
+        self._unlink_own_socket()
         # Let the transports run their connection_lost callbacks.
         await asyncio.sleep(0)
 
@@ -163,14 +260,16 @@ class RemoteNode:
         sender: str,
         message: tuple[str, bytes],
         info: object,
+        expect: str = "",
     ) -> bool:
-        """Send a message encoded by :meth:`encode_message` one way. ``False``: dead-letter
-        it (``unreachable``)."""
+        """Send a message encoded by :meth:`encode_message` one way, to the system named
+        ``expect`` (``""``: whichever listens there). ``False``: dead-letter it, with the
+        reason the endpoint's ``refused`` gives (``unreachable`` or ``overflow``)."""
         body = self._encode(Tell(path, incarnation, sender, message[0], msgspec.Raw(message[1])))
         if len(body) > self._max_frame:
             raise too_big(len(body), self._max_frame)
         endpoint = to if isinstance(to, Endpoint) else self.endpoint(to)
-        return endpoint.send(body, info)
+        return endpoint.send(body, info, expect)
 
     def ask(
         self,
@@ -179,14 +278,15 @@ class RemoteNode:
         incarnation: str,
         sender: str,
         message: tuple[str, bytes],
+        expect: str = "",
     ) -> asyncio.Future[object]:
         """Send an encoded request; the future gets the reply value or the failure
-        (:class:`RemoteActorError`, :class:`NodeUnreachableError`, ``DeadActorError``, ...).
-        Cancelling the future forgets the request."""
+        (:class:`RemoteActorError`, :class:`NodeUnreachableError`, ``DeadActorError``,
+        :class:`BackpressureError`, ...). Cancelling the future forgets the request."""
         corr = next(self._corr)
         endpoint = to if isinstance(to, Endpoint) else self.endpoint(to)
         body = self._ask_body(corr, path, incarnation, sender, message)
-        return self._request(endpoint, body, corr, f"{endpoint.address}{path}")
+        return self._request(endpoint, body, corr, f"{endpoint.address}{path}", expect)
 
     def ask_then(
         self,
@@ -197,17 +297,18 @@ class RemoteNode:
         message: tuple[str, bytes],
         answer: Callable[[object, BaseException | None], None],
         gave_up: Callable[[], bool],
+        expect: str = "",
     ) -> int:
         """:meth:`ask` without a future: ``answer(value, None)`` or ``answer(None, error)``
         is called once, synchronously when the reply frame is read (no extra loop turn).
         ``gave_up()`` says whether the asker stopped waiting (timed out): such requests
         are forgotten at the next heartbeat tick, so nothing is registered per ask for
         it. Returns the correlation id, or 0 when the request could not be sent
-        (``answer`` is not called: the node is unreachable)."""
+        (``answer`` is not called; the endpoint's ``refused`` and ``why()`` say why)."""
         corr = next(self._corr)
         body = self._ask_body(corr, path, incarnation, sender, message)
         pending = PendingAsk(self.codec, answer, gave_up, f"{endpoint.address}{path}")
-        return corr if endpoint.request(body, corr, pending) else 0
+        return corr if endpoint.request(body, corr, pending, expect) else 0
 
     def _ask_body(
         self, corr: int, path: str, incarnation: str, sender: str, message: tuple[str, bytes]
@@ -219,16 +320,20 @@ class RemoteNode:
             raise too_big(len(body), self._max_frame)
         return body
 
-    async def lookup(self, address: NodeAddress, path: str, *, timeout: float) -> str:
+    async def lookup(
+        self, address: NodeAddress, path: str, *, timeout: float, expect: str = ""
+    ) -> str:
         """``str(pid)`` of the actor at ``path`` on that node, or ``""`` when it has none.
 
         Raises:
-            NodeUnreachableError: the node cannot be reached.
+            NodeUnreachableError: the node cannot be reached, or is not the system
+                ``expect`` (when given).
+            BackpressureError: the send buffer to that node is full.
             TimeoutError: no answer within ``timeout`` seconds.
         """
         corr = next(self._corr)
         body = self._encode(Lookup(corr, path))
-        future = self._request(self.endpoint(address), body, corr, str(address))
+        future = self._request(self.endpoint(address), body, corr, str(address), expect)
         clock = self.clock
         timer = clock.call_at(clock.monotonic() + timeout, _cancel(future))
         try:
@@ -245,7 +350,7 @@ class RemoteNode:
         return found
 
     def _request(
-        self, endpoint: Endpoint, body: bytes, corr: int, what: str
+        self, endpoint: Endpoint, body: bytes, corr: int, what: str, expect: str = ""
     ) -> asyncio.Future[object]:
         future: asyncio.Future[object] = asyncio.get_running_loop().create_future()
 
@@ -257,12 +362,8 @@ class RemoteNode:
             else:
                 self._settle(future, result, what)
 
-        if not endpoint.request(body, corr, answer):
-            future.set_exception(
-                NodeUnreachableError(
-                    f"node {endpoint.address} is unreachable (cannot send to {what})"
-                )
-            )
+        if not endpoint.request(body, corr, answer, expect):
+            future.set_exception(refusal(endpoint, expect, f"cannot send to {what}"))
             return future
         future.add_done_callback(lambda f: endpoint.forget(corr) if f.cancelled() else None)
         return future
@@ -286,6 +387,7 @@ class RemoteNode:
             protocol_errors=c.protocol_errors,
             undecodable=c.undecodable,
             unreachable=c.unreachable,
+            overflow=c.overflow,
             not_found=c.not_found,
         )
 
@@ -299,7 +401,7 @@ class RemoteNode:
                 or did not finish within ``connect_timeout``.
         """
         loop = asyncio.get_running_loop()
-        host = address.path if address.kind == "unix" else address.host
+        host = str(address)  # the peer in logs and errors: tcp://host:port, unix:///path
 
         def factory() -> Connection:
             return Connection(self, dialer=True, host=host)
@@ -359,11 +461,22 @@ class RemoteNode:
         for callback in pending.values():
             callback(NodeUnreachableError(f"lost the connection to {conn.host}"))
 
-    def log_once(self, key: str, text: str) -> None:
-        """Log a connection-level problem once per peer host (counters keep counting)."""
-        if key not in self._logged:
-            self._logged.add(key)
-            log.warning(text)
+    def warn(self, key: str, text: str) -> None:
+        """Log a connection-level problem at most once per :data:`LOG_EVERY` seconds per
+        ``key`` (a kind and a peer host); the counters keep counting every one, and the
+        next line says how many were not logged."""
+        now = self.clock.monotonic()
+        logged = self._logged
+        seen = logged.get(key)
+        if seen is not None and now - seen[0] < LOG_EVERY:
+            logged[key] = (seen[0], seen[1] + 1)
+            return
+        if seen is None and len(logged) >= _LOG_KEYS:
+            del logged[next(iter(logged))]  # the oldest peer: a flood cannot grow this
+        logged[key] = (now, 0)
+        if seen is not None and seen[1]:
+            text += f" (and {seen[1]} more like it since the last report)"
+        log.warning(text)
 
     # -- inbound ------------------------------------------------------------------------
 
@@ -406,7 +519,7 @@ class RemoteNode:
 
     def _undecodable(self, conn: Connection, exc: CodecError) -> None:
         self.counters.undecodable += 1
-        self.log_once(f"undecodable:{conn.host}", f"remoting: from {conn.host}: {exc}")
+        self.warn(f"undecodable:{conn.log_key}", f"remoting: from {conn.host}: {exc}")
 
     # -- heartbeats ---------------------------------------------------------------------
 
@@ -428,7 +541,7 @@ class RemoteNode:
             if conn.rx_frames == conn.seen_rx:
                 conn.quiet_ticks += 1
                 if conn.quiet_ticks >= SILENT_TICKS:
-                    self.log_once(f"silent:{conn.host}", f"remoting: {conn.host} went silent")
+                    self.warn(f"silent:{conn.log_key}", f"remoting: {conn.host} went silent")
                     conn.abort()
                     continue
             else:
@@ -438,6 +551,22 @@ class RemoteNode:
                 conn.heartbeat()
             conn.seen_tx = conn.tx_frames
         self._arm_heartbeat()
+
+
+def refusal(endpoint: Endpoint, expect: str, what: str) -> Exception:
+    """The error of a request ``endpoint`` refused (its ``refused`` says why)."""
+    if endpoint.refused is DeadLetterReason.OVERFLOW:
+        return BackpressureError(f"{what}: {endpoint.why(expect)}")
+    return NodeUnreachableError(
+        f"{what}: node {endpoint.address} is unreachable: {endpoint.why(expect)}"
+    )
+
+
+def _unix_in_use(path: str) -> AddressInUseError:
+    return AddressInUseError(
+        f"`listen` path {path!r} is in use by a live listener (another node? give each "
+        "node its own socket path); it was left alone"
+    )
 
 
 def _peer_node(address: str) -> tuple[str, NodeAddress]:

@@ -88,11 +88,11 @@ class RemoteService:
         if runtime is None or "@" not in address:
             return None
         try:
-            _, node_address = parse_system_address(address)
+            system, node_address = parse_system_address(address)
         except ValueError:
             return None
         endpoint = self.node.endpoint(node_address)
-        target = RemoteTarget(runtime, self.node, endpoint, path, incarnation)
+        target = RemoteTarget(runtime, self.node, endpoint, path, incarnation, system)
         pid = PID(address, path, incarnation or 0, target)
         target.pid = pid
         return pid
@@ -122,14 +122,18 @@ class RemoteService:
         Raises:
             ActorNotFoundError: that node has no live actor there (of that incarnation,
                 when the string names one).
-            NodeUnreachableError: the node cannot be reached, or did not answer within
-                :data:`LOOKUP_TIMEOUT` seconds.
+            NodeUnreachableError: the node cannot be reached, is another system than the
+                string names (``tocsin://other@host:port/...`` answered by ``srv``), or did
+                not answer within :data:`LOOKUP_TIMEOUT` seconds.
+            BackpressureError: the send buffer to that node is full.
             ValueError: not a PID string.
         """
         address, path, incarnation = parse_pid(text)
-        _, node_address = parse_system_address(address)
+        system, node_address = parse_system_address(address)
         try:
-            found = await self.node.lookup(node_address, path, timeout=LOOKUP_TIMEOUT)
+            found = await self.node.lookup(
+                node_address, path, timeout=LOOKUP_TIMEOUT, expect=system
+            )
         except TimeoutError as exc:
             raise NodeUnreachableError(
                 f"node {address} did not answer a lookup of {path!r} within {LOOKUP_TIMEOUT} s"
@@ -205,11 +209,11 @@ class RemoteService:
         pid = self._local(path, "")
         return "" if pid is None else pid.wire
 
-    def undelivered(self, info: object) -> None:
+    def undelivered(self, info: object, why: str) -> None:
         # ``info`` is what RemoteTarget.deliver gave with a frame queued while connecting.
         assert isinstance(info, tuple)
         target: RemoteTarget = info[0]
-        target.undelivered(info[1], info[2])
+        target.undelivered(info[1], info[2], why)
 
     def _dead_letter(self, message: object, sender: Any, reason: DeadLetterReason) -> None:
         runtime = self.runtime

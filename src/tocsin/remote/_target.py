@@ -4,10 +4,13 @@
 :class:`RemoteTarget` is what a PID of another node sends through (the kernel's
 :class:`~tocsin.actor._target.SendTarget`): ``deliver`` encodes the message at once (so a
 value that cannot cross raises :class:`~tocsin.CodecError` at the sending call), then hands
-a frame to the peer's endpoint. A tell the endpoint refuses (peer down, buffer full) is a
-dead letter with reason ``unreachable``; an ask becomes a correlation id whose answer
-resolves the asker's :class:`~tocsin.actor._reply.Reply`, or fails it with
-:class:`~tocsin.NodeUnreachableError` as soon as the connection is known lost.
+a frame to the peer's endpoint, for the system its PID names. A tell the endpoint refuses
+is a dead letter with reason ``overflow`` (the send buffer is full: the node is up) or
+``unreachable`` (the node is down, refused the handshake, or is another system), the why
+logged at most once a minute per peer; an ask becomes a correlation id whose answer
+resolves the asker's :class:`~tocsin.actor._reply.Reply`, or fails it at once with
+:class:`~tocsin.BackpressureError` / :class:`~tocsin.NodeUnreachableError`, or with the
+latter as soon as the connection is known lost.
 
 A schedule's tick (a :class:`~tocsin.actor._mailbox.RuntimeItem`) is opened here, on the
 scheduling node, at the moment it fires: a tick of a cancelled schedule is dropped before
@@ -19,13 +22,13 @@ still arrive once.
 from __future__ import annotations
 
 import asyncio
-import logging
 from collections.abc import Callable
 from typing import TYPE_CHECKING, Any, final
 
 from ..actor._spi import ITEM_TYPES, PID, STALE, DeadLetter, DeadLetterReason, Reply, SendTarget
-from ..errors import CodecError, NodeUnreachableError, TocsinError
+from ..errors import CodecError, TocsinError
 from ._endpoint import Endpoint
+from ._node import refusal
 
 if TYPE_CHECKING:
     from ..actor._spi import Runtime
@@ -34,7 +37,7 @@ if TYPE_CHECKING:
 __all__ = ["RemoteTarget"]
 
 _UNREACHABLE = DeadLetterReason.UNREACHABLE
-_log = logging.getLogger("tocsin.remote")
+_OVERFLOW = DeadLetterReason.OVERFLOW
 _get_running_loop = asyncio._get_running_loop
 
 
@@ -51,6 +54,7 @@ class RemoteTarget(SendTarget):
         "path",
         "pid",
         "runtime",
+        "system",
     )
 
     def __init__(
@@ -60,11 +64,15 @@ class RemoteTarget(SendTarget):
         endpoint: Endpoint,
         path: str,
         incarnation: int | None,
+        system: str = "",
     ) -> None:
         self.runtime = runtime
         self.node = node
         self.endpoint = endpoint
         self.path = path
+        #: The system name the PID's address gives: a node answering under another name
+        #: is not this target's (a stale PID, a typo): its frames never go there.
+        self.system = system
         #: Hex incarnation sent with every frame ("": whichever actor holds the path).
         self.incarnation = "" if not incarnation else format(incarnation, "x")
         self.pid: PID | None = None  # set by the resolver once the PID exists
@@ -91,9 +99,9 @@ class RemoteTarget(SendTarget):
                 encoded = node.encode_message(message)
             except CodecError as error:
                 # Checked at the scheduling call; only a message mutated since then gets
-                # here. A timer callback must not raise: the tick is a dead letter.
-                _log.warning("tick to %s cannot cross the wire any more: %s", self.pid, error)
-                self.undelivered(message, sender)
+                # here. A timer callback must not raise: the tick is a dead letter (the
+                # why is logged, rate-limited, by undelivered).
+                self.undelivered(message, sender, f"a tick cannot cross the wire any more: {error}")
                 return False
         else:
             encoded = node.encode_message(message)  # CodecError: at the sending call
@@ -104,35 +112,52 @@ class RemoteTarget(SendTarget):
             self._last_sender, self._last_wire = sender, sender_text
         if reply is None:
             info = (self, message, sender)  # for a dead letter if a queued frame never leaves
-            if node.tell(self.endpoint, self.path, self.incarnation, sender_text, encoded, info):
+            endpoint = self.endpoint
+            if node.tell(
+                endpoint, self.path, self.incarnation, sender_text, encoded, info, self.system
+            ):
                 return True
-            self.undelivered(message, sender)
+            self.undelivered(message, sender, endpoint.why(self.system), endpoint.refused)
             return False
+        endpoint = self.endpoint
         corr = node.ask_then(
-            self.endpoint,
+            endpoint,
             self.path,
             self.incarnation,
             sender_text,
             encoded,
             _answer(reply),
             reply.done,
+            self.system,
         )
         if not corr:
-            self.node.counters.unreachable += 1
-            self.runtime.dead_letter(DeadLetter(message, sender, self.pid, _UNREACHABLE))
+            self._count(endpoint.refused, endpoint.why(self.system))
+            self.runtime.dead_letter(DeadLetter(message, sender, self.pid, endpoint.refused))
             if not reply.done():
-                reply.set_exception(
-                    NodeUnreachableError(
-                        f"cannot ask {self.pid}: node {self.endpoint.address} is unreachable"
-                    )
-                )
+                reply.set_exception(refusal(endpoint, self.system, f"cannot ask {self.pid}"))
             return False
         return True
 
-    def undelivered(self, message: Any, sender: Any) -> None:
-        """A tell that cannot reach the node: a dead letter with reason ``unreachable``."""
-        self.node.counters.unreachable += 1
-        self.runtime.dead_letter(DeadLetter(message, sender, self.pid, _UNREACHABLE))
+    def undelivered(
+        self, message: Any, sender: Any, why: str, reason: DeadLetterReason = _UNREACHABLE
+    ) -> None:
+        """A tell that cannot reach the node: a dead letter with ``reason``
+        (``unreachable``, or ``overflow`` for a full send buffer); ``why`` is logged."""
+        self._count(reason, why)
+        self.runtime.dead_letter(DeadLetter(message, sender, self.pid, reason))
+
+    def _count(self, reason: DeadLetterReason, why: str) -> None:
+        node = self.node
+        if reason is _OVERFLOW:
+            node.counters.overflow += 1
+        else:
+            node.counters.unreachable += 1
+        address = self.endpoint.address
+        node.warn(
+            f"{reason}:{self.system}@{address}",
+            f"remoting: messages to {self.system or '?'}@{address} are dead letters "
+            f"({reason}): {why}",
+        )
 
     def alive(self) -> bool:
         # Whether a remote actor lives is the other node's knowledge: a send to one that

@@ -9,7 +9,9 @@ what guarantees that a backward wall jump never fires the same tick twice.
 
 from __future__ import annotations
 
+import importlib.resources
 import os
+import zoneinfo
 from datetime import datetime
 from functools import lru_cache
 from typing import TYPE_CHECKING, final
@@ -20,7 +22,7 @@ from ..errors import InvalidCronExpressionError, InvalidTimezoneError
 if TYPE_CHECKING:
     from ..cron import CronExpression
 
-__all__ = ["CronState", "local_zone_name", "zone"]
+__all__ = ["CronState", "local_zone_name", "same_zone", "zone"]
 
 
 @final
@@ -111,3 +113,32 @@ def local_zone_name() -> str:
         except InvalidTimezoneError:
             pass
     return "UTC"
+
+
+def same_zone(a: str, b: str) -> bool:
+    """Whether two IANA names are one zone: equal, or links to the same data (``UTC`` and
+    ``Etc/UTC``, ``Asia/Calcutta`` and ``Asia/Kolkata``), so cron fires at the same
+    instants in both. A name this machine does not know is only itself."""
+    if a == b:
+        return True
+    data = _zone_data(a)
+    return data is not None and data == _zone_data(b)
+
+
+@lru_cache(maxsize=64)
+def _zone_data(name: str) -> bytes | None:
+    """The TZif bytes :mod:`zoneinfo` loads for ``name`` (its search order: ``TZPATH``,
+    then the ``tzdata`` package), or None."""
+    parts = name.split("/")
+    if not name or name.startswith("/") or any(p in ("", ".", "..") for p in parts):
+        return None  # not a zone key (zoneinfo refuses these too)
+    for root in zoneinfo.TZPATH:
+        try:
+            with open(os.path.join(root, *parts), "rb") as file:
+                return file.read()
+        except OSError:
+            continue
+    try:
+        return importlib.resources.files("tzdata.zoneinfo").joinpath(*parts).read_bytes()
+    except (ImportError, OSError):
+        return None

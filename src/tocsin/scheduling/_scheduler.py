@@ -342,17 +342,15 @@ class Scheduler:
     ) -> str:
         clock = self._clock
         zone_name = timezone if timezone is not None else self._timezone
-        if self.cron_gate is not None:
-            # Cluster mode: ticks are claimed by reference, and every node must compute
-            # the same instants, so UTC unless a zone is given (docs/cluster.md).
-            if reference is None or reference == "":
-                raise ScheduleReferenceRequiredError(
-                    "schedule_cron in cluster mode needs an explicit `reference` (got "
-                    f"{reference!r}): ticks are claimed cluster-wide by reference, and a "
-                    "generated one differs on every node, so each node would deliver. Pass "
-                    "the same reference=... on every node, e.g. reference='nightly-report'"
-                )
-            zone_name = timezone if timezone is not None else "UTC"
+        # Cluster mode: ticks are claimed by reference. Every node computes the same
+        # instants because every member has the system's zone (checked at join).
+        if self.cron_gate is not None and (reference is None or reference == ""):
+            raise ScheduleReferenceRequiredError(
+                "schedule_cron in cluster mode needs an explicit `reference` (got "
+                f"{reference!r}): ticks are claimed cluster-wide by reference, and a "
+                "generated one differs on every node, so each node would deliver. Pass "
+                "the same reference=... on every node, e.g. reference='nightly-report'"
+            )
         state = CronState.create(expression, zone_name, clock.wall())
         record = self._register(message, pid, reference, sender, replace, owner, None, state)
         self._arm_cron(record, state)

@@ -5,12 +5,12 @@ other ``scheduling._*`` module (DESIGN.md "Layers"). Re-exports only.
 
 ``Scheduler`` is the service the facade starts; ``lateness_ring``, ``last_lateness`` and
 ``schedule_counts`` read it for introspection; ``zone`` and ``local_zone_name`` resolve
-cron time zones the way schedules do.
+cron time zones the way schedules do (``same_zone`` compares two by their rules).
 """
 
 from __future__ import annotations
 
-from ._cron import local_zone_name, zone
+from ._cron import local_zone_name, same_zone, zone
 from ._introspect import last_lateness, lateness_ring, schedule_counts
 from ._scheduler import Scheduler
 
@@ -19,6 +19,7 @@ __all__ = [
     "last_lateness",
     "lateness_ring",
     "local_zone_name",
+    "same_zone",
     "schedule_counts",
     "zone",
 ]
