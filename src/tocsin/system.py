@@ -549,10 +549,13 @@ class ActorSystem(SchedulingCalls):
         it again. Returns once the activation's ``pre_start`` has run.
 
         In cluster mode (``cluster=``) the identity has one activation in the whole
-        cluster: the directory says where. When another node owns it (or should claim
-        it), the PID returned is the identity's PID at that node and this call returns
-        without activating anything here; otherwise it activates here with this node's
-        ownership epoch, which fences every write (``docs/cluster.md``).
+        cluster: the directory says where, and a free identity is placed on the
+        coordinator's view of the live nodes. The PID returned is always this node's
+        PID of the identity: while another node owns it (or was chosen for it) this call
+        returns without activating anything here and each message is forwarded to the
+        owner found in the directory at that moment, so the PID keeps working across a
+        failover or a move; otherwise it activates here with this node's ownership epoch,
+        which fences every write (``docs/cluster.md``).
 
         Args:
             kind: a :class:`~tocsin.DurableActor` subclass.
@@ -576,14 +579,13 @@ class ActorSystem(SchedulingCalls):
         durable = self._durable
         if durable is None:
             durable = await self._start_durable(runtime, None)
-        cluster, ownership = self._cluster, self._ownership
-        if cluster is not None and ownership is not None:
-            # Cluster mode: the one activation may live on another node (or belong there).
-            placement = await cluster.directory.locate(kind.kind, identity)
-            if placement is not None and placement.node != self.name:
-                pid = ownership.owner_pid(placement.node, kind.kind, identity)
-                if pid is not None:
-                    return pid
+        cluster = self._cluster
+        if cluster is not None:
+            # Cluster mode: place a free identity on the coordinator's view (the entry may
+            # name another node). The PID returned is this node's: each activation claims
+            # through the directory and forwards to the owner wherever it is, so it keeps
+            # working across a failover, a rebalance or a lost claim race.
+            await cluster.directory.locate(kind.kind, identity)
         return await durable.pid_of(kind, identity, idle)
 
     @property

@@ -5,8 +5,11 @@ The durable layer asks two questions (:class:`~tocsin.durable._ownership.Ownersh
 
 * ``claim``: an activation is about to start here. A live owner in the directory keeps the
   identity (the messages are forwarded to it; it never forwards further, so there is no
-  loop); otherwise this node claims it by compare-and-set, the epoch growing by one, and
-  activates with that epoch. A node without a live lease claims nothing.
+  loop); otherwise this node claims it by compare-and-set, the epoch growing by one (or
+  to the ``floor`` the durable store asks for: one above the highest epoch it fenced,
+  so a coordinator that lost its directory never wedges an identity), and activates with
+  that epoch. A node without a live lease claims nothing. An owner this node's member
+  list does not know yet (it joined after the last read) is looked up again at once.
 * ``may_run``: the due-task poll found work for an identity. Only its live owner arms the
   alarm, or, when its owner is gone, the node the rendezvous hash prefers: two nodes never
   race to run one passivated identity's tasks (and if their views of the members differ
@@ -22,7 +25,7 @@ from collections.abc import Callable
 from typing import TYPE_CHECKING, final
 
 from ..durable._ownership import Claim
-from ._placement import rendezvous_owner
+from ._rendezvous import rendezvous_owner
 
 if TYPE_CHECKING:
     from ..actor._pid import PID
@@ -77,17 +80,27 @@ class ClusterOwnership:
             return None
         return self._pid_at(address, durable_path(kind, identity))
 
-    async def claim(self, kind: str, identity: str) -> Claim:
+    async def resolve(self, node: str, kind: str, identity: str) -> PID | None:
+        """:meth:`owner_pid`, reading the member list again when ``node`` is not in this
+        node's view (it joined after the last read: the directory named it first)."""
+        pid = self.owner_pid(node, kind, identity)
+        if pid is None and node != self._node.membership.name:
+            await self._node.membership.refresh()
+            pid = self.owner_pid(node, kind, identity)
+        return pid
+
+    async def claim(self, kind: str, identity: str, *, floor: int = 0) -> Claim:
         directory = self._node.directory
         entry = await self._node.coordinator.owner(kind, identity)
-        if entry is None or not entry.alive:
-            # Free (never owned, or its owner's lease is gone): compare-and-set it here.
-            entry = await directory.acquire(kind, identity, previous=entry)
+        if entry is None or not entry.alive or (directory.mine(entry) and entry.epoch < floor):
+            # Free (never owned, or its owner's lease is gone), or this node's own entry
+            # below the store's fence (the coordinator lost its data): compare-and-set it.
+            entry = await directory.acquire(kind, identity, previous=entry, floor=floor)
         if entry is None:
             return Claim(None)  # no lease here: nothing may activate on this node
         if directory.mine(entry):
             return Claim(entry.epoch)
-        return Claim(None, self.owner_pid(entry.node, kind, identity))
+        return Claim(None, await self.resolve(entry.node, kind, identity))
 
     def fenced(self, kind: str, identity: str) -> None:
         self._node.count_fenced_write()

@@ -18,40 +18,16 @@ consistent placement), Orleans' grain directory with activation epochs.
 
 from __future__ import annotations
 
-import hashlib
-from collections.abc import Iterable
 from dataclasses import dataclass
 from typing import final
 
 from ..errors import CoordinatorError
 from ._membership import Membership
 from ._protocol import Coordinator, Ownership
+from ._rendezvous import rendezvous_owner
 from ._values import Counters
 
 __all__ = ["Directory", "Placement", "rendezvous_owner"]
-
-
-def _weight(node: str, kind: str, identity: str) -> bytes:
-    # blake2b, not hash(): the same on every node and every run (PYTHONHASHSEED).
-    key = f"{len(kind)}:{kind}{len(identity)}:{identity}{node}".encode()
-    return hashlib.blake2b(key, digest_size=8).digest()
-
-
-def rendezvous_owner(kind: str, identity: str, nodes: Iterable[str]) -> str | None:
-    """The node that ``(kind, identity)`` prefers among ``nodes`` (``None`` if empty).
-
-    Deterministic across processes; ties (astronomically rare) go to the smaller name.
-    """
-    best: tuple[bytes, str] | None = None
-    for node in nodes:
-        candidate = (_weight(node, kind, identity), node)
-        if (
-            best is None
-            or candidate[0] > best[0]
-            or (candidate[0] == best[0] and candidate[1] < best[1])
-        ):
-            best = candidate
-    return None if best is None else best[1]
 
 
 @final
@@ -96,10 +72,13 @@ class Directory:
     async def locate(self, kind: str, identity: str) -> Placement | None:
         """Where the activation of ``(kind, identity)`` is, or where it should go.
 
-        A live owner wins. Otherwise the preferred node (rendezvous over the live
-        members): this node claims the entry when it is the preferred one; another
-        preferred node is returned with ``epoch=None`` and claims it when the message
-        arrives (:meth:`acquire`). ``None`` when no node is live (not even this one).
+        A live owner wins. Otherwise the identity is placed in one compare-and-set step
+        on the coordinator (:meth:`acquire` with ``place=True``): on the node the
+        rendezvous hash prefers among the leases live *at that step*, never on this
+        node's member list, which may be up to ``poll_interval`` old (an identity placed
+        one millisecond after a node joined may land on it). The entry then names that
+        node with its epoch; it finds the entry its own when the first message arrives
+        and activates. ``None`` when this node holds no lease (nothing may be decided).
 
         Raises:
             CoordinatorError: the coordinator failed (nothing was decided).
@@ -107,22 +86,22 @@ class Directory:
         entry = await self._coordinator.owner(kind, identity)
         if entry is not None and entry.alive:
             return self._placement(entry)
-        names = self._membership.member_names()
-        if entry is not None:
-            # The owner's lease is gone even if this node's view (up to lease/3 old)
-            # still lists it: never prefer it.
-            me = self._membership.name
-            names = [name for name in names if name != entry.node or name == me]
-        preferred = rendezvous_owner(kind, identity, names)
-        if preferred is None or preferred == self._membership.name:
-            acquired = await self.acquire(kind, identity, previous=entry)
-            return None if acquired is None else self._placement(acquired)
-        return Placement(preferred, None, False)
+        acquired = await self.acquire(kind, identity, previous=entry, place=True)
+        return None if acquired is None else self._placement(acquired)
 
     async def acquire(
-        self, kind: str, identity: str, *, previous: Ownership | None = None
+        self,
+        kind: str,
+        identity: str,
+        *,
+        previous: Ownership | None = None,
+        floor: int = 0,
+        place: bool = False,
     ) -> Ownership | None:
-        """Claim ``(kind, identity)`` for this node if its owner is not live.
+        """Claim ``(kind, identity)`` if its owner is not live: for this node, or with
+        ``place=True`` for the rendezvous choice among the coordinator's live leases.
+        ``floor`` is the least epoch to take (one above the store's fence); this node's
+        own entry below it is lifted to it.
 
         Returns the entry after the claim: this node's (activate here with its epoch),
         another live owner's (forward to it), or ``None`` (this node holds no lease:
@@ -136,7 +115,12 @@ class Directory:
         self._counters.ownership_claims += 1
         try:
             entry = await self._coordinator.claim_owner(
-                kind, identity, self._membership.name, self._membership.incarnation
+                kind,
+                identity,
+                self._membership.name,
+                self._membership.incarnation,
+                floor=floor,
+                place=place,
             )
         except CoordinatorError:
             # Unknown outcome: the claim may have been written. Read what is there.

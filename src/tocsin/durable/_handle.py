@@ -18,7 +18,7 @@ from .._deadlines import Deadline
 from ..actor._cell import Cell
 from ..actor._events import DeadLetterReason
 from ..actor._pid import PID, new_incarnation
-from ..actor._supervision import DEFAULT_SUPERVISOR
+from ..actor._supervision import DEFAULT_SUPERVISOR, Directive, Supervisor
 from ..actor._target import SendTarget
 from ..errors import FencedError
 from ..stores import DeleteState, Fence, Op, PutState, Store
@@ -32,10 +32,15 @@ LOOKAHEAD = 300.0
 if TYPE_CHECKING:
     from ..actor._reply import Reply
     from ._actor import DurableActor
+    from ._ownership import Claim, OwnershipGate
     from ._run import Budget
     from ._runtime import DurableRuntime
 
 __all__ = ["LOOKAHEAD", "DurableHandle"]
+
+#: Claims an activation makes when the store keeps refusing its fence (each one lifts
+#: the floor to one above what the store has fenced; only a race repeats it).
+_FENCE_ATTEMPTS = 4
 
 _log = logging.getLogger("tocsin.durable")
 
@@ -148,11 +153,7 @@ class DurableHandle(SendTarget):
         claim = None
         try:
             try:
-                claim = await gate.claim(self.kind, self.identity)
-                if claim.epoch is not None:
-                    # The new owner's fence goes in alone, before the activation reads
-                    # anything: from here on no older owner's write can land.
-                    await self.store.apply([Fence(self.kind, self.identity, claim.epoch)])
+                claim = await self._claim_fenced(gate)
             except FencedError as exc:
                 gate.fenced(self.kind, self.identity)
                 _log.warning("durable %s: a newer owner holds it: %s", self.path, exc)
@@ -182,6 +183,38 @@ class DurableHandle(SendTarget):
                     message, sender, self.pid, DeadLetterReason.STOPPED, reply
                 )
 
+    async def _claim_fenced(self, gate: OwnershipGate) -> Claim:
+        """Claim the identity and, when it is this node's, write its fence alone, before
+        the activation reads anything: from then on no older owner's write can land.
+
+        A store that refuses the fence has seen a higher epoch than the directory holds
+        (the coordinator lost its data, or another owner fenced in between): claim again
+        with a floor one above the store's highest epoch, a few times; the compare-and-set
+        still decides who owns it.
+        """
+        floor = 0
+        for _ in range(_FENCE_ATTEMPTS - 1):
+            claim = await gate.claim(self.kind, self.identity, floor=floor)
+            if claim.epoch is None:
+                return claim
+            try:
+                await self.store.apply([Fence(self.kind, self.identity, claim.epoch)])
+            except FencedError:
+                floor = await self.store.fence_epoch(self.kind, self.identity) + 1
+                _log.info(
+                    "durable %s: the store has fenced epoch %d, above the directory's %d "
+                    "(coordinator reset?): claiming above it",
+                    self.path,
+                    floor - 1,
+                    claim.epoch,
+                )
+                continue
+            return claim
+        claim = await gate.claim(self.kind, self.identity, floor=floor)
+        if claim.epoch is not None:
+            await self.store.apply([Fence(self.kind, self.identity, claim.epoch)])
+        return claim
+
     def lose_ownership(self) -> None:
         """This node no longer owns the identity (lease lost): forget the epoch and stop
         the activation; nothing it does from here can be written under its old epoch."""
@@ -194,6 +227,8 @@ class DurableHandle(SendTarget):
     def _activate(self) -> asyncio.Task[None]:
         runtime = self.runtime
         supervisor = getattr(self.cls, "supervisor", None) or DEFAULT_SUPERVISOR
+        if self.durable.gate is not None:
+            supervisor = self._fenced_stops(supervisor)
         cell = Cell(
             runtime, self.path, self.build, None, supervisor, self.passivate_after, self.pid
         )
@@ -206,6 +241,25 @@ class DurableHandle(SendTarget):
         runtime.busy += 1
         self.starting = runtime.loop.create_task(self._start(cell))
         return self.starting
+
+    def _fenced_stops(self, supervisor: Supervisor) -> Supervisor:
+        """Cluster mode: the class's supervisor, except that a failure once this node no
+        longer owns the identity (a write refused by the fence, or the lease lost) stops
+        the activation instead of restarting it: a restart would run ``pre_start`` again
+        on a node that is not the owner. The next message claims again and is forwarded
+        to the real owner."""
+
+        def decide(error: BaseException) -> Directive:
+            if isinstance(error, FencedError) or self.epoch is None:
+                return Directive.STOP
+            return supervisor.decide(error)
+
+        return Supervisor(
+            decide,
+            max_restarts=supervisor.max_restarts,
+            within=supervisor.within,
+            backoff=supervisor.backoff,
+        )
 
     async def _start(self, cell: Cell) -> None:
         try:

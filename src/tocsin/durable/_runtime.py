@@ -240,6 +240,9 @@ class DurableRuntime:
         this node may run once it holds a lease again)."""
         for handle in list(self.handles.values()):
             handle.lose_ownership()
+        # After a coordinator reset the node holds its lease again at once (same
+        # incarnation): look for due identities now, not at the next periodic poll.
+        self.poll_soon()
 
     def _changed_outside(self) -> None:
         if self.runtime.running and not self.stopping:
