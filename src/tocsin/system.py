@@ -276,7 +276,11 @@ class ActorSystem(SchedulingCalls):
         # Cluster nodes share the store: single activation keeps an identity's tasks apart.
         durable = DurableRuntime(runtime, store, timezone=self.timezone, exclusive=cluster is None)
         if cluster is not None:
-            durable.gate = self._ownership = ClusterOwnership(cluster, self._pid_at)
+            durable.gate = self._ownership = ClusterOwnership(
+                cluster,
+                self._pid_at,
+                lambda kind, identity: durable.store.fence_epoch(kind, identity),
+            )
         await durable.start()
         self._durable = durable
         return durable
@@ -579,13 +583,13 @@ class ActorSystem(SchedulingCalls):
         durable = self._durable
         if durable is None:
             durable = await self._start_durable(runtime, None)
-        cluster = self._cluster
-        if cluster is not None:
+        ownership = self._ownership
+        if ownership is not None:
             # Cluster mode: place a free identity on the coordinator's view (the entry may
             # name another node). The PID returned is this node's: each activation claims
             # through the directory and forwards to the owner wherever it is, so it keeps
             # working across a failover, a rebalance or a lost claim race.
-            await cluster.directory.locate(kind.kind, identity)
+            await ownership.place(kind.kind, identity)
         return await durable.pid_of(kind, identity, idle)
 
     @property

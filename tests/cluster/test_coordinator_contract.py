@@ -334,7 +334,8 @@ async def test_place_puts_a_free_identity_on_the_rendezvous_choice_of_the_live_l
             placed[entry.node] += 1
             # The placed node finds it already its own on arrival.
             assert await b.claim_owner("Order", identity, "n2", "i2") == entry
-        assert placed["n1"] > 0 and placed["n2"] > 0
+        assert placed["n1"] > 0
+        assert placed["n2"] > 0
         # A live owner is kept; place changes nothing then.
         entry = await b.owner("Order", "ident-0-é")
         assert await a.claim_owner("Order", "ident-0-é", "n1", "i1", place=True) == entry

@@ -21,7 +21,7 @@ Nodes of one process on ``memory://`` without remoting reach each other through
 
 from __future__ import annotations
 
-from collections.abc import Callable
+from collections.abc import Awaitable, Callable
 from typing import TYPE_CHECKING, final
 
 from ..durable._ownership import Claim
@@ -67,11 +67,19 @@ class ClusterOwnership:
     Args:
         node: this node's cluster side.
         pid_at: the PID at ``(address, path)`` of another node (remoting, or in-process).
+        fenced: the highest epoch the durable store has fenced for ``(kind, identity)``
+            (``Store.fence_epoch``): every new ownership takes an epoch above it.
     """
 
-    def __init__(self, node: ClusterNode, pid_at: Callable[[str, str], PID | None]) -> None:
+    def __init__(
+        self,
+        node: ClusterNode,
+        pid_at: Callable[[str, str], PID | None],
+        fenced: Callable[[str, str], Awaitable[int]],
+    ) -> None:
         self._node = node
         self._pid_at = pid_at
+        self._fenced = fenced
 
     def owner_pid(self, node: str, kind: str, identity: str) -> PID | None:
         """The identity's PID at ``node`` (None if ``node`` is not a known live member)."""
@@ -89,13 +97,22 @@ class ClusterOwnership:
             pid = self.owner_pid(node, kind, identity)
         return pid
 
-    async def claim(self, kind: str, identity: str, *, floor: int = 0) -> Claim:
+    async def place(self, kind: str, identity: str) -> None:
+        """Place a free identity on the coordinator's view (``system.durable``): the
+        entry may name another node, with an epoch above the store's fence."""
+        floor = await self._fenced(kind, identity) + 1
+        await self._node.directory.locate(kind, identity, floor=floor)
+
+    async def claim(self, kind: str, identity: str) -> Claim:
         directory = self._node.directory
+        # Read before the directory: every epoch fenced so far is at most this, so an
+        # ownership created above it can never share its epoch with an older owner.
+        fence = await self._fenced(kind, identity)
         entry = await self._node.coordinator.owner(kind, identity)
-        if entry is None or not entry.alive or (directory.mine(entry) and entry.epoch < floor):
+        if entry is None or not entry.alive or (directory.mine(entry) and entry.epoch < fence):
             # Free (never owned, or its owner's lease is gone), or this node's own entry
             # below the store's fence (the coordinator lost its data): compare-and-set it.
-            entry = await directory.acquire(kind, identity, previous=entry, floor=floor)
+            entry = await directory.acquire(kind, identity, previous=entry, floor=fence + 1)
         if entry is None:
             return Claim(None)  # no lease here: nothing may activate on this node
         if directory.mine(entry):

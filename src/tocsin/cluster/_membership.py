@@ -227,12 +227,19 @@ class Membership:
                     self.name, self.incarnation, self.address, self.lease
                 )
             except CoordinatorError as exc:
-                _log.warning("node %s: rejoining after a coordinator reset failed: %s", self.name, exc)
+                _log.warning(
+                    "node %s: rejoining after a coordinator reset failed: %s", self.name, exc
+                )
                 return False
             if row is None:
                 return False
             self._held_from(sent)
             self._counters.leases_lost += 1
+            # The peers lost their leases with this node's: until they join again (or
+            # their last known lease runs out) they are carried, not announced as gone.
+            for node, old in self._view.items():
+                if node != self.name:
+                    self._vanished.setdefault(node, old)
             _log.warning(
                 "node %s: the coordinator no longer held this node's live lease (it lost its "
                 "data?); joined again with the same incarnation; durable activations stop and "

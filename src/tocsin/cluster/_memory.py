@@ -170,7 +170,9 @@ class MemoryCoordinator:
             return current
         epoch = max(1 if current is None else current.epoch + 1, floor)
         if place:
-            live = {n: lease.incarnation for n, lease in state.leases.items() if lease.expires > now}
+            live = {
+                n: lease.incarnation for n, lease in state.leases.items() if lease.expires > now
+            }
             chosen = rendezvous_owner(kind, identity, live)
             if chosen is not None:
                 node, incarnation = chosen, live[chosen]

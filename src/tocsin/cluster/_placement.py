@@ -69,7 +69,7 @@ class Directory:
     def _placement(self, entry: Ownership) -> Placement:
         return Placement(entry.node, entry.epoch, self.mine(entry) and entry.alive)
 
-    async def locate(self, kind: str, identity: str) -> Placement | None:
+    async def locate(self, kind: str, identity: str, *, floor: int = 0) -> Placement | None:
         """Where the activation of ``(kind, identity)`` is, or where it should go.
 
         A live owner wins. Otherwise the identity is placed in one compare-and-set step
@@ -78,7 +78,8 @@ class Directory:
         node's member list, which may be up to ``poll_interval`` old (an identity placed
         one millisecond after a node joined may land on it). The entry then names that
         node with its epoch; it finds the entry its own when the first message arrives
-        and activates. ``None`` when this node holds no lease (nothing may be decided).
+        and activates. ``floor``: the least epoch of a new entry (one above the store's
+        fence). ``None`` when this node holds no lease (nothing may be decided).
 
         Raises:
             CoordinatorError: the coordinator failed (nothing was decided).
@@ -86,7 +87,7 @@ class Directory:
         entry = await self._coordinator.owner(kind, identity)
         if entry is not None and entry.alive:
             return self._placement(entry)
-        acquired = await self.acquire(kind, identity, previous=entry, place=True)
+        acquired = await self.acquire(kind, identity, previous=entry, floor=floor, place=True)
         return None if acquired is None else self._placement(acquired)
 
     async def acquire(

@@ -187,33 +187,22 @@ class DurableHandle(SendTarget):
         """Claim the identity and, when it is this node's, write its fence alone, before
         the activation reads anything: from then on no older owner's write can land.
 
-        A store that refuses the fence has seen a higher epoch than the directory holds
-        (the coordinator lost its data, or another owner fenced in between): claim again
-        with a floor one above the store's highest epoch, a few times; the compare-and-set
-        still decides who owns it.
+        The gate claims above the store's highest fence; a refusal here means another
+        owner fenced in between (a race): claim again, a few times (the compare-and-set
+        still decides who owns it).
         """
-        floor = 0
-        for _ in range(_FENCE_ATTEMPTS - 1):
-            claim = await gate.claim(self.kind, self.identity, floor=floor)
+        for attempt in range(1, _FENCE_ATTEMPTS + 1):
+            claim = await gate.claim(self.kind, self.identity)
             if claim.epoch is None:
                 return claim
             try:
                 await self.store.apply([Fence(self.kind, self.identity, claim.epoch)])
             except FencedError:
-                floor = await self.store.fence_epoch(self.kind, self.identity) + 1
-                _log.info(
-                    "durable %s: the store has fenced epoch %d, above the directory's %d "
-                    "(coordinator reset?): claiming above it",
-                    self.path,
-                    floor - 1,
-                    claim.epoch,
-                )
+                if attempt == _FENCE_ATTEMPTS:
+                    raise
                 continue
             return claim
-        claim = await gate.claim(self.kind, self.identity, floor=floor)
-        if claim.epoch is not None:
-            await self.store.apply([Fence(self.kind, self.identity, claim.epoch)])
-        return claim
+        raise AssertionError("unreachable")  # pragma: no cover
 
     def lose_ownership(self) -> None:
         """This node no longer owns the identity (lease lost): forget the epoch and stop

@@ -41,11 +41,11 @@ class Claim:
 class OwnershipGate(Protocol):
     """What a cluster gives the durable runtime (installed as ``DurableRuntime.gate``)."""
 
-    async def claim(self, kind: str, identity: str, *, floor: int = 0) -> Claim:
+    async def claim(self, kind: str, identity: str) -> Claim:
         """Own ``(kind, identity)`` here if it is free (or already this node's), else say
-        where it lives. ``floor``: the least epoch to own it with (one above the highest
-        epoch the store has fenced; the handle passes it after the store refused a
-        fence). Raises only for an unknown outcome (the caller retries later)."""
+        where it lives. A new ownership's epoch is above the highest epoch the store has
+        fenced for it (a coordinator that lost its directory restarts at 1). Raises only
+        for an unknown outcome (the caller retries later)."""
         ...
 
     async def may_run(self, kind: str, identity: str) -> bool:
