@@ -28,8 +28,9 @@ from .actor._runtime import Runtime
 from .actor._scheduling import ScheduleService, SchedulingCalls
 from .actor._supervision import Directive, Supervisor
 from .clock import Clock, SystemClock
-from .cluster import Cluster, ClusterNode, NodeLeft
+from .cluster import Cluster, ClusterNode, NodeJoined, NodeLeft
 from .cluster._durable import ClusterOwnership, in_process_pid, register_in_process
+from .cluster._rebalance import Rebalancer
 from .durable._actor import DurableActor
 from .durable._runtime import DurableRuntime
 from .errors import ActorNotFoundError, ActorSystemNotStartedError, RemotingDisabledError
@@ -153,6 +154,7 @@ class ActorSystem(SchedulingCalls):
         self._cluster: ClusterNode | None = None
         self._unregister_in_process: Callable[[], None] | None = None
         self._ownership: ClusterOwnership | None = None
+        self._rebalancer: Rebalancer | None = None
         #: Optional services to start (option name, value, token) and the running ones'
         #: closers, in start order.
         self._options: list[tuple[OptionalService, Any, str | None]] = []
@@ -276,10 +278,13 @@ class ActorSystem(SchedulingCalls):
         # Cluster nodes share the store: single activation keeps an identity's tasks apart.
         durable = DurableRuntime(runtime, store, timezone=self.timezone, exclusive=cluster is None)
         if cluster is not None:
-            durable.gate = self._ownership = ClusterOwnership(
-                cluster,
-                self._pid_at,
-                lambda kind, identity: durable.store.fence_epoch(kind, identity),
+
+            def fenced(kind: str, identity: str) -> Awaitable[int]:
+                return durable.store.fence_epoch(kind, identity)
+
+            durable.gate = self._ownership = ClusterOwnership(cluster, self._pid_at, fenced)
+            self._rebalancer = Rebalancer(
+                cluster, durable, fenced, self.clock, cluster.config.rebalance_rate
             )
         await durable.start()
         self._durable = durable
@@ -305,6 +310,8 @@ class ActorSystem(SchedulingCalls):
 
     def _cluster_event(self, event: object) -> None:
         self.events.publish(event)
+        if isinstance(event, NodeJoined) and self._rebalancer is not None:
+            self._rebalancer.node_joined()  # identities it now prefers move to it
         if isinstance(event, NodeLeft) and self._durable is not None:
             # Its passivated identities with due tasks are free now: the preferred node
             # arms their alarms at once instead of at its next periodic poll.

@@ -343,6 +343,39 @@ async def test_place_puts_a_free_identity_on_the_rendezvous_choice_of_the_live_l
         await close_all([a, b, c])
 
 
+async def test_hand_over_gives_an_owned_entry_to_the_preferred_live_node(
+    backend: Backend,
+) -> None:
+    # Issue 19, rebalancing: the owner hands an idle identity to the node it now prefers.
+    from tocsin.cluster import rendezvous_owner
+
+    a, b = await opened(backend, 2)
+    try:
+        await a.join("n1", "i1", "a1", LEASE)
+        identities = [f"h-{i}" for i in range(30)]
+        for identity in identities:
+            await a.claim_owner("Order", identity, "n1", "i1")
+        await b.join("n2", "i2", "a2", LEASE)
+        moved = 0
+        for identity in identities:
+            # Only the owner can hand over; another node changes nothing.
+            before = await b.owner("Order", identity)
+            assert await b.hand_over("Order", identity, "n2", "i2") == before
+            after = await a.hand_over("Order", identity, "n1", "i1", floor=7)
+            assert after is not None
+            if rendezvous_owner("Order", identity, ["n1", "n2"]) == "n2":
+                assert (after.node, after.incarnation, after.epoch) == ("n2", "i2", 7)
+                moved += 1
+                # n2 finds it its own on arrival.
+                assert await b.claim_owner("Order", identity, "n2", "i2") == after
+            else:
+                assert after == before  # still preferred: nothing changes
+        assert 0 < moved < len(identities)
+        assert await a.hand_over("Order", "never-owned", "n1", "i1") is None
+    finally:
+        await close_all([a, b])
+
+
 # -- cron single fire ----------------------------------------------------------------
 
 

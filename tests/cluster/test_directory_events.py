@@ -226,22 +226,29 @@ async def test_identities_placed_a_moment_after_a_node_joined_may_land_on_it() -
 
 
 async def test_a_refused_write_stops_the_activation_and_later_messages_reach_the_owner() -> None:
-    async with cluster_of("a", "b") as (_clock, systems):
-        a, b = systems
+    STARTS.clear()
+    clock = ManualClock(wall=T0)
+    url = f"memory://{uuid.uuid4().hex}"
+    store = MemoryStore()
+    a = ActorSystem("a", clock=clock, store=store, cluster=Cluster(url, lease=LEASE))
+    b = ActorSystem("b", clock=clock, store=store, cluster=Cluster(url, lease=LEASE))
+    await a.start()
+    try:
         identity = next(
             f"job-{i}"
             for i in range(100)
-            if rendezvous_owner(Job.kind, f"job-{i}", ["a", "b"]) == "a"
+            if rendezvous_owner(Job.kind, f"job-{i}", ["a", "b"]) == "b"
         )
-        pid = await a.durable(Job, identity)
+        pid = await a.durable(Job, identity)  # alone: a owns it
         assert await pid.ask(Call("add", 1)) == 1
+        await b.start()  # a's view does not list b yet: nothing rebalances
         # b took the identity over while a was cut off (a never noticed): the directory
         # names b at a newer epoch and b's fence is in the store.
         state = _state(a)
         node, _inc, epoch = state.directory[Job.kind, identity]
         assert node == "a"
         state.directory[Job.kind, identity] = ("b", b.cluster.membership.incarnation, epoch + 1)
-        await b._durable.store.apply([Fence(Job.kind, identity, epoch + 1)])  # type: ignore[union-attr]
+        await store.apply([Fence(Job.kind, identity, epoch + 1)])
         result = await asyncio.gather(pid.ask(Call("add", 1)), return_exceptions=True)
         assert type(result[0]).__name__ == "FencedError"
         await asyncio.sleep(0)
@@ -252,3 +259,114 @@ async def test_a_refused_write_stops_the_activation_and_later_messages_reach_the
         assert await pid.ask(Call("add", 1)) == 2
         assert STARTS["a", identity] == 1
         assert STARTS["b", identity] == 1
+    finally:
+        for system in (b, a):
+            if system.running:
+                await system.stop()
+
+
+# -- 4. rebalancing on join ----------------------------------------------------------------
+
+
+def _active(system: ActorSystem) -> set[str]:
+    durable = system._durable
+    assert durable is not None
+    return {identity for (_k, identity), h in durable.handles.items() if h.cell is not None}
+
+
+async def test_rebalance_rate_is_validated() -> None:
+    import pytest
+
+    for bad in (0, -1, float("inf"), float("nan"), True, "100", None):
+        with pytest.raises(ValueError, match="rebalance_rate"):
+            Cluster("memory://x", rebalance_rate=bad)  # type: ignore[arg-type]
+    assert Cluster("memory://x").rebalance_rate == 100.0
+    assert Cluster("memory://x", rebalance_rate=5).rebalance_rate == 5.0
+
+
+async def test_idle_identities_move_to_a_joining_node_at_the_rate_without_losing_messages() -> None:
+    STARTS.clear()
+    clock = ManualClock(wall=T0)
+    url = f"memory://{uuid.uuid4().hex}"
+    store = MemoryStore()
+    config = Cluster(url, lease=LEASE, rebalance_rate=10)
+    a = ActorSystem("a", clock=clock, store=store, cluster=config)
+    b = ActorSystem("b", clock=clock, store=store, cluster=config)
+    identities = [f"job-{i}" for i in range(40)]
+    await a.start()
+    try:
+        pids = {i: await a.durable(Job, i) for i in identities}
+        for identity in identities:
+            assert await pids[identity].ask(Call("add", 1)) == 1
+        assert _active(a) == set(identities)
+        await b.start()
+        should_move = {i for i in identities if rendezvous_owner(Job.kind, i, ["a", "b"]) == "b"}
+        assert 5 < len(should_move) < 35
+        await clock.advance(LEASE / 3)  # a's view shows b: NodeJoined, rebalancing starts
+        await clock.advance(1.0)
+        moved = set(identities) - _active(a)
+        assert moved <= should_move
+        assert 0 < len(moved) <= 12  # about 10 a second, not all at once
+        assert not (_active(a) & _active(b))
+        # Messages sent while identities move all land, once, on the one activation.
+        totals = dict.fromkeys(identities, 1)
+        for _ in range(6):
+            await clock.advance(0.5)
+            assert not (_active(a) & _active(b))
+            for identity in identities:
+                totals[identity] += 1
+                assert await pids[identity].ask(Call("add", 1)) == totals[identity]
+        await clock.advance(5.0)
+        for identity in identities:
+            home = await pids[identity].ask(Call("where"))
+            assert home == ("b" if identity in should_move else "a"), identity
+        assert _active(b) == should_move
+        assert a.cluster.metrics().handed_over == len(should_move)
+        assert all(STARTS["a", i] == 1 for i in identities)  # never reactivated on a
+        assert all(STARTS["b", i] == 1 for i in should_move)
+    finally:
+        for system in (b, a):
+            if system.running:
+                await system.stop()
+
+
+class Slow(DurableActor):
+    kind = "directory-test.Slow"
+    release: asyncio.Event | None = None
+
+    async def hold(self, payload: Any) -> str:
+        assert Slow.release is not None
+        await Slow.release.wait()
+        return str(self._handle.runtime.name)
+
+    async def where(self, payload: Any) -> str:
+        return str(self._handle.runtime.name)
+
+
+async def test_a_busy_identity_moves_once_idle() -> None:
+    clock = ManualClock(wall=T0)
+    url = f"memory://{uuid.uuid4().hex}"
+    store = MemoryStore()
+    a = ActorSystem("a", clock=clock, store=store, cluster=Cluster(url, lease=LEASE))
+    b = ActorSystem("b", clock=clock, store=store, cluster=Cluster(url, lease=LEASE))
+    Slow.release = asyncio.Event()
+    await a.start()
+    try:
+        identity = next(
+            f"s-{i}" for i in range(100) if rendezvous_owner(Slow.kind, f"s-{i}", ["a", "b"]) == "b"
+        )
+        pid = await a.durable(Slow, identity)
+        held = asyncio.ensure_future(pid.ask(Call("hold"), timeout=600))
+        await asyncio.sleep(0)
+        await b.start()
+        await clock.advance(LEASE / 3 + 3.0)
+        assert _active(a) == {identity}  # busy: stays
+        Slow.release.set()
+        assert await held == "a"
+        await clock.advance(2.0)  # the next look finds it idle
+        assert _active(a) == set()
+        assert await pid.ask(Call("where")) == "b"
+    finally:
+        for system in (b, a):
+            if system.running:
+                await system.stop()

@@ -105,14 +105,33 @@ class ClusterOwnership:
 
     async def claim(self, kind: str, identity: str) -> Claim:
         directory = self._node.directory
+        membership = self._node.membership
         # Read before the directory: every epoch fenced so far is at most this, so an
         # ownership created above it can never share its epoch with an older owner.
         fence = await self._fenced(kind, identity)
         entry = await self._node.coordinator.owner(kind, identity)
-        if entry is None or not entry.alive or (directory.mine(entry) and entry.epoch < fence):
-            # Free (never owned, or its owner's lease is gone), or this node's own entry
-            # below the store's fence (the coordinator lost its data): compare-and-set it.
+        if entry is None or not entry.alive:
+            # Free (never owned, or its owner's lease is gone): placed in one
+            # compare-and-set on the coordinator's view of the live nodes.
+            entry = await directory.acquire(
+                kind, identity, previous=entry, floor=fence + 1, place=True
+            )
+        elif directory.mine(entry) and entry.epoch < fence:
+            # This node's own entry below the store's fence (the coordinator lost its
+            # data): lifted above it.
             entry = await directory.acquire(kind, identity, previous=entry, floor=fence + 1)
+        elif (
+            directory.mine(entry)
+            and rendezvous_owner(kind, identity, membership.member_names()) != membership.name
+        ):
+            # A passivated identity of this node that a node joined since prefers: it
+            # moves now, at its next activation (nothing is active here to stop).
+            moved = await self._node.coordinator.hand_over(
+                kind, identity, membership.name, membership.incarnation, floor=fence + 1
+            )
+            if moved is not None and not directory.mine(moved):
+                self._node.count_handed_over()
+                entry = moved
         if entry is None:
             return Claim(None)  # no lease here: nothing may activate on this node
         if directory.mine(entry):

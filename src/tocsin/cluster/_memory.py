@@ -179,6 +179,23 @@ class MemoryCoordinator:
         state.directory[(kind, identity)] = (node, incarnation, epoch)
         return Ownership(kind, identity, node, incarnation, epoch, True)
 
+    async def hand_over(
+        self, kind: str, identity: str, node: str, incarnation: str, *, floor: int = 0
+    ) -> Ownership | None:
+        state, now = self._s, self._clock.wall()
+        current = await self.owner(kind, identity)
+        if current is None or (current.node, current.incarnation) != (node, incarnation):
+            return current
+        if not self._alive(node, incarnation, now):
+            return current
+        live = {n: lease.incarnation for n, lease in state.leases.items() if lease.expires > now}
+        chosen = rendezvous_owner(kind, identity, live)
+        if chosen is None or chosen == node:
+            return current
+        epoch = max(current.epoch + 1, floor)
+        state.directory[(kind, identity)] = (chosen, live[chosen], epoch)
+        return Ownership(kind, identity, chosen, live[chosen], epoch, True)
+
     # -- cron single fire ------------------------------------------------------------
 
     async def claim_tick(

@@ -359,6 +359,52 @@ class PostgresCoordinator:
             return Ownership(kind, identity, row["node"], row["incarnation"], row["epoch"], True)
         return Ownership(kind, identity, owner, owner_incarnation, epoch, True)
 
+    async def hand_over(
+        self, kind: str, identity: str, node: str, incarnation: str, *, floor: int = 0
+    ) -> Ownership | None:
+        async with (
+            self._errors("hand_over"),
+            self._require().acquire() as conn,
+            conn.transaction(),
+        ):
+            current = await conn.fetchrow(
+                "SELECT node, incarnation, epoch FROM tocsin_cluster_directory "
+                "WHERE kind = $1 AND identity = $2 FOR UPDATE",
+                kind,
+                identity,
+            )
+            if current is None:
+                return None
+            rows = await conn.fetch(
+                "SELECT node, incarnation FROM tocsin_cluster_leases "
+                f"WHERE expires > {_NOW} FOR SHARE",
+                self._offset,
+            )
+            live = {row["node"]: row["incarnation"] for row in rows}
+            found = Ownership(
+                kind, identity, current["node"], current["incarnation"], current["epoch"],
+                live.get(current["node"]) == current["incarnation"],
+            )  # fmt: skip
+            chosen = rendezvous_owner(kind, identity, live)
+            if (
+                (found.node, found.incarnation) != (node, incarnation)
+                or live.get(node) != incarnation
+                or chosen is None
+                or chosen == node
+            ):
+                return found
+            epoch = max(found.epoch + 1, floor)
+            await conn.execute(
+                "UPDATE tocsin_cluster_directory SET node = $3, incarnation = $4, epoch = $5 "
+                "WHERE kind = $1 AND identity = $2",
+                kind,
+                identity,
+                chosen,
+                live[chosen],
+                epoch,
+            )
+            return Ownership(kind, identity, chosen, live[chosen], epoch, True)
+
     # -- cron single fire ------------------------------------------------------------
 
     async def claim_tick(

@@ -175,6 +175,21 @@ class Coordinator(Protocol):
         """
         ...
 
+    async def hand_over(
+        self, kind: str, identity: str, node: str, incarnation: str, *, floor: int = 0
+    ) -> Ownership | None:
+        """Rebalancing: the caller owns ``(kind, identity)`` and has stopped its
+        activation; give the entry to the node the rendezvous hash prefers among the
+        leases live at this step, with the epoch ``max(epoch + 1, floor)``.
+
+        One atomic step. Nothing changes when the caller does not own the entry, holds no
+        live lease, or is itself the preferred node.
+
+        Returns:
+            The entry after the step (``None`` if there is none).
+        """
+        ...
+
     # -- cron single fire ------------------------------------------------------------
 
     async def claim_tick(

@@ -156,6 +156,38 @@ redis.call('HSET', KEYS[1], ARGV[2], enc)
 return {enc, 1}
 """
 )
+# ARGV: offset, field, node, incarnation, floor, kind, identity.
+_HAND_OVER: Final = (
+    _NOW
+    + _ALIVE
+    + """
+local cur = redis.call('HGET', KEYS[1], ARGV[2])
+if not cur then return false end
+local d = cjson.decode(cur)
+if d.n ~= ARGV[3] or d.i ~= ARGV[4] or not alive(d.n, d.i) then
+  return {cur, alive(d.n, d.i) and 1 or 0}
+end
+local kind, identity = ARGV[6], ARGV[7]
+local prefix = #kind .. ':' .. kind .. #identity .. ':' .. identity
+local best, bestw, inc = nil, nil, nil
+local all = redis.call('HGETALL', KEYS[2])
+for k = 1, #all, 2 do
+  local l = cjson.decode(all[k + 1])
+  if l.e > now then
+    local w = redis.sha1hex(prefix .. all[k])
+    if best == nil or w > bestw or (w == bestw and all[k] < best) then
+      best, bestw, inc = all[k], w, l.i
+    end
+  end
+end
+if best == nil or best == ARGV[3] then return {cur, 1} end
+local epoch = d.e + 1
+if tonumber(ARGV[5]) > epoch then epoch = tonumber(ARGV[5]) end
+local enc = cjson.encode({n = best, i = inc, e = epoch})
+redis.call('HSET', KEYS[1], ARGV[2], enc)
+return {enc, 1}
+"""
+)
 # The claim value is "<expires ms> <node>": with a clock offset (tests) Redis' own expiry
 # and ours differ, so an expired-by-offset claim is taken over explicitly.
 _CLAIM_TICK: Final = (
@@ -289,6 +321,7 @@ class RedisCoordinator:
             ("leases", _LEASES),
             ("owner", _OWNER),
             ("claim_owner", _CLAIM_OWNER),
+            ("hand_over", _HAND_OVER),
             ("claim_tick", _CLAIM_TICK),
         ):
             self._scripts[name] = client.register_script(source)
@@ -379,6 +412,15 @@ class RedisCoordinator:
             "1" if place else "0",
             kind,
             identity,
+        )
+        return self._ownership(kind, identity, result)
+
+    async def hand_over(
+        self, kind: str, identity: str, node: str, incarnation: str, *, floor: int = 0
+    ) -> Ownership | None:
+        keys = [self._keys["dir"], self._keys["leases"]]
+        result = await self._run(
+            "hand_over", keys, _field(kind, identity), node, incarnation, int(floor), kind, identity
         )
         return self._ownership(kind, identity, result)
 

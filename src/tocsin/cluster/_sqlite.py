@@ -299,6 +299,32 @@ class SQLiteCoordinator:
 
         return await self._step(step, write=True)
 
+    async def hand_over(
+        self, kind: str, identity: str, node: str, incarnation: str, *, floor: int = 0
+    ) -> Ownership | None:
+        def step(conn: sqlite3.Connection, now: float) -> Ownership | None:
+            current = self._owner(conn, now, kind, identity)
+            if current is None or (current.node, current.incarnation) != (node, incarnation):
+                return current
+            live = dict(
+                conn.execute(
+                    "SELECT node, incarnation FROM tocsin_cluster_leases WHERE expires > ?",
+                    (now,),
+                ).fetchall()
+            )
+            chosen = rendezvous_owner(kind, identity, live)
+            if live.get(node) != incarnation or chosen is None or chosen == node:
+                return current
+            epoch = max(current.epoch + 1, floor)
+            conn.execute(
+                "UPDATE tocsin_cluster_directory SET node = ?, incarnation = ?, epoch = ? "
+                "WHERE kind = ? AND identity = ?",
+                (chosen, live[chosen], epoch, kind, identity),
+            )
+            return Ownership(kind, identity, chosen, live[chosen], epoch, True)
+
+        return await self._step(step, write=True)
+
     # -- cron single fire ------------------------------------------------------------
 
     async def claim_tick(
