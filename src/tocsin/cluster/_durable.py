@@ -106,10 +106,13 @@ class ClusterOwnership:
     async def claim(self, kind: str, identity: str) -> Claim:
         directory = self._node.directory
         membership = self._node.membership
-        # Read before the directory: every epoch fenced so far is at most this, so an
-        # ownership created above it can never share its epoch with an older owner.
-        fence = await self._fenced(kind, identity)
         entry = await self._node.coordinator.owner(kind, identity)
+        if entry is not None and entry.alive and not directory.mine(entry):
+            return Claim(None, await self.resolve(entry.node, kind, identity))
+        # Every epoch fenced so far is at most this, so an ownership created above it
+        # never shares its epoch with an older owner (a fence written after this read is
+        # a newer owner's, whose live entry the compare-and-set below then finds).
+        fence = await self._fenced(kind, identity)
         if entry is None or not entry.alive:
             # Free (never owned, or its owner's lease is gone): placed in one
             # compare-and-set on the coordinator's view of the live nodes.
