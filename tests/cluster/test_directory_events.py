@@ -370,3 +370,27 @@ async def test_a_busy_identity_moves_once_idle() -> None:
         for system in (b, a):
             if system.running:
                 await system.stop()
+
+
+async def test_after_a_reset_each_node_rejoins_once_under_its_incarnation_and_no_one_left() -> None:
+    from tests.cluster.cluster_support import World
+
+    world = World(lease=3.0)
+    try:
+        nodes = await world.start("a", "b", "c")
+        await world.clock.advance(1.0)
+        incarnations = [n.membership.incarnation for n in nodes]
+        state = MemoryCoordinator._shared[world.name]
+        state.leases.clear()
+        state.directory.clear()
+        for _ in range(10):
+            await world.clock.advance(0.5)
+        assert [n.membership.incarnation for n in nodes] == incarnations
+        assert all(n.membership.holds_lease() for n in nodes)
+        assert world.lost == {"a": 1, "b": 1, "c": 1}  # activations stopped once each
+        assert sorted(state.leases) == ["a", "b", "c"]
+        for name in "abc":
+            assert [e for e in world.events[name] if isinstance(e, NodeLeft)] == []
+        assert all([m.name for m in n.members()] == ["a", "b", "c"] for n in nodes)
+    finally:
+        await world.close()

@@ -28,6 +28,7 @@ from __future__ import annotations
 
 import asyncio
 import logging
+import math
 import uuid
 from collections.abc import Callable
 from datetime import UTC, datetime
@@ -106,7 +107,9 @@ class Membership:
         #: coordinator lost its data): kept in the view until their last known expiry,
         #: so they can join again without a NodeLeft being invented for them.
         self._vanished: dict[str, LeaseRow] = {}
-        self._reset_seen = False
+        #: When (monotonic) the read that last found this node's lease missing was sent.
+        self._reset_seen: float | None = None
+        self._rejoined_at = -math.inf
         self._recovering = asyncio.Lock()
 
     # -- lifecycle ---------------------------------------------------------------------
@@ -198,7 +201,7 @@ class Membership:
             if row is not None:
                 self._counters.leases_renewed += 1
                 self._held_from(sent)
-            elif not await self._rejoin_after_reset():
+            elif not await self._rejoin_after_reset(sent):
                 self._cancel_expiry()
                 self._lose("the coordinator refused the renewal (expired or replaced)")
                 try:
@@ -207,7 +210,7 @@ class Membership:
                     _log.warning("node %s: rejoin failed: %s", self.name, exc)
         await self._watch()
 
-    async def _rejoin_after_reset(self) -> bool:
+    async def _rejoin_after_reset(self, seen: float) -> bool:
         """The coordinator no longer has this node's lease although, by this node's own
         clock, it cannot have expired: the coordinator lost its data (Redis restarted
         empty or flushed, its SQLite file deleted, a restore). Join again under the *same*
@@ -216,9 +219,15 @@ class Membership:
         directory went with the data, so every durable activation of this node stops
         (``on_lease_lost``) and reactivates on demand, claiming above the store's fence.
 
+        ``seen``: when (monotonic) the read that found the lease missing was sent; a
+        rejoin since then already answered it (a renewal and a view read can both find
+        the same reset).
+
         Returns whether this node holds its lease again this way.
         """
         async with self._recovering:
+            if self._rejoined_at >= seen:
+                return self.holds_lease()
             if not self.holds_lease():
                 return False
             sent = self._clock.monotonic()
@@ -234,6 +243,7 @@ class Membership:
             if row is None:
                 return False
             self._held_from(sent)
+            self._rejoined_at = sent
             self._counters.leases_lost += 1
             # The peers lost their leases with this node's: until they join again (or
             # their last known lease runs out) they are carried, not announced as gone.
@@ -279,15 +289,16 @@ class Membership:
         except CoordinatorError as exc:
             _log.warning("node %s: reading the members failed: %s", self.name, exc)
             return
-        if self._reset_seen:
-            self._reset_seen = False
-            await self._rejoin_after_reset()
+        seen, self._reset_seen = self._reset_seen, None
+        if seen is not None:
+            await self._rejoin_after_reset(seen)
 
     async def _refresh(self, *, announce: bool) -> None:
         async with self._refreshing:
             await self._apply_view(announce=announce)
 
     async def _apply_view(self, *, announce: bool) -> None:
+        sent = self._clock.monotonic()
         now, rows = await self.coordinator.leases()
         known = {row.node: row for row in rows}
         live = {row.node: row for row in rows if row.alive}
@@ -295,7 +306,8 @@ class Membership:
         # (conservative) clock: the coordinator lost its data. Peers missing from such a
         # read did not leave; they will join again (as this node does).
         reset = self.holds_lease() and self.name not in known
-        self._reset_seen = self._reset_seen or reset
+        if reset:
+            self._reset_seen = sent
         if reset:
             for node, old in self._view.items():
                 if node == self.name:
