@@ -2,11 +2,15 @@
 """Placement: where the one activation of a durable identity lives.
 
 The preferred owner of ``(kind, identity)`` is a rendezvous (highest-random-weight) hash
-over the live nodes: every node computes the same answer from the same member list, and
-when a node joins or leaves only the identities it wins or held move (about 1/N of them),
-unlike ``hash % N``. The preference only spreads load; the *owner* is whoever holds the
-directory entry, claimed by compare-and-set with a growing epoch, and taken over only
-once the owner's lease has expired on the coordinator's clock.
+over the live nodes (:mod:`._rendezvous`): every node and coordinator computes the same
+answer from the same member list, and when a node joins or leaves only the identities it
+wins or held move (about 1/N of them), unlike ``hash % N``. A free identity is placed by
+the coordinator, in the claim's own atomic step, over the leases live at that step: never
+on this node's member list, which may be ``poll_interval`` old (issue 19). The preference
+only spreads load; the *owner* is whoever holds the directory entry, claimed by
+compare-and-set with a growing epoch (above the store's fence: ``floor``), and taken over
+only once the owner's lease has expired on the coordinator's clock, or handed over by the
+owner itself when rebalancing (:mod:`._rebalance`).
 
 Unknown outcomes. A claim that raises may have been written: the next step re-reads the
 directory and never assumes "nobody owns it" (GoAkt's users report duplicate activations
@@ -36,15 +40,15 @@ class Placement:
     """Where to send a message for an identity.
 
     Attributes:
-        node: the node that holds (or should claim) the activation.
-        epoch: the ownership epoch when ``node`` holds the directory entry; ``None`` when
-            ``node`` is only the preferred node (it claims on arrival).
+        node: the node the directory entry names (it activates, or already has; a
+            placed node that has not activated yet finds the entry its own on arrival).
+        epoch: the ownership epoch of that entry.
         local: whether ``node`` is this node *and* this node owns the entry (activate
             here, fencing writes with ``epoch``).
     """
 
     node: str
-    epoch: int | None
+    epoch: int
     local: bool
 
 
