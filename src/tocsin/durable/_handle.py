@@ -264,9 +264,17 @@ class DurableHandle(SendTarget):
                 _log.warning("durable %s: handing it over failed: %s", self.path, exc)
         finally:
             self.moving = False
-        running = self.runtime.running and not self.durable.stopping
-        if self.pending and self.cell is None and running:
-            self.activate()
+            running = self.runtime.running and not self.durable.stopping
+            if self.pending and self.cell is None:
+                if running:
+                    self.activate()
+                else:  # the system is stopping (the move was cancelled): dead letters
+                    pending, self.pending = self.pending, []
+                    for message, sender, reply in pending:
+                        if not isinstance(message, DrainTurn):
+                            self.runtime.undeliverable(
+                                message, sender, self.pid, DeadLetterReason.STOPPED, reply
+                            )
         return True
 
     def lose_ownership(self) -> None:
