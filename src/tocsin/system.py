@@ -35,9 +35,10 @@ from .actor._spi import (
     local_address,
 )
 from .clock import Clock, SystemClock
-from .cluster import Cluster, ClusterNode, NodeLeft
+from .cluster import Cluster, ClusterNode, NodeJoined, NodeLeft
 from .cluster._spi import (
     ClusterOwnership,
+    Rebalancer,
     bind_store,
     in_process_pid,
     register_in_process,
@@ -182,6 +183,7 @@ class ActorSystem(SchedulingCalls):
         self._cluster: ClusterNode | None = None
         self._unregister_in_process: Callable[[], None] | None = None
         self._ownership: ClusterOwnership | None = None
+        self._rebalancer: Rebalancer | None = None
         #: Optional services to start (option name, value, token) and the running ones'
         #: closers, in start order.
         self._options: list[tuple[OptionalService, Any, str | None]] = []
@@ -313,7 +315,14 @@ class ActorSystem(SchedulingCalls):
         # Cluster nodes share the store: single activation keeps an identity's tasks apart.
         durable = DurableRuntime(runtime, store, timezone=self.timezone, exclusive=cluster is None)
         if cluster is not None:
-            durable.gate = self._ownership = ClusterOwnership(cluster, self._pid_at)
+
+            def fenced(kind: str, identity: str) -> Awaitable[int]:
+                return durable.store.fence_epoch(kind, identity)
+
+            durable.gate = self._ownership = ClusterOwnership(cluster, self._pid_at, fenced)
+            self._rebalancer = Rebalancer(
+                cluster, durable, fenced, self.clock, cluster.config.rebalance_rate
+            )
         await durable.start()
         self._durable = durable
         return durable
@@ -338,6 +347,8 @@ class ActorSystem(SchedulingCalls):
 
     def _cluster_event(self, event: object) -> None:
         self.events.publish(event)
+        if isinstance(event, NodeJoined) and self._rebalancer is not None:
+            self._rebalancer.node_joined()  # identities it now prefers move to it
         if isinstance(event, NodeLeft) and self._durable is not None:
             # Its passivated identities with due tasks are free now: the preferred node
             # arms their alarms at once instead of at its next periodic poll.
@@ -586,10 +597,13 @@ class ActorSystem(SchedulingCalls):
         it again. Returns once the activation's ``pre_start`` has run.
 
         In cluster mode (``cluster=``) the identity has one activation in the whole
-        cluster: the directory says where. When another node owns it (or should claim
-        it), the PID returned is the identity's PID at that node and this call returns
-        without activating anything here; otherwise it activates here with this node's
-        ownership epoch, which fences every write (``docs/cluster.md``).
+        cluster: the directory says where, and a free identity is placed on the
+        coordinator's view of the live nodes. The PID returned is always this node's
+        PID of the identity: while another node owns it (or was chosen for it) this call
+        returns without activating anything here and each message is forwarded to the
+        owner found in the directory at that moment, so the PID keeps working across a
+        failover or a move; otherwise it activates here with this node's ownership epoch,
+        which fences every write (``docs/cluster.md``).
 
         Args:
             kind: a :class:`~tocsin.DurableActor` subclass.
@@ -613,14 +627,13 @@ class ActorSystem(SchedulingCalls):
         durable = self._durable
         if durable is None:
             durable = await self._start_durable(runtime, None)
-        cluster, ownership = self._cluster, self._ownership
-        if cluster is not None and ownership is not None:
-            # Cluster mode: the one activation may live on another node (or belong there).
-            placement = await cluster.directory.locate(kind.kind, identity)
-            if placement is not None and placement.node != self.name:
-                pid = ownership.owner_pid(placement.node, kind.kind, identity)
-                if pid is not None:
-                    return pid
+        ownership = self._ownership
+        if ownership is not None:
+            # Cluster mode: place a free identity on the coordinator's view (the entry may
+            # name another node). The PID returned is this node's: each activation claims
+            # through the directory and forwards to the owner wherever it is, so it keeps
+            # working across a failover, a rebalance or a lost claim race.
+            await ownership.place(kind.kind, identity)
         return await durable.pid_of(kind, identity, idle)
 
     @property

@@ -10,9 +10,17 @@ for metrics; ``CALL_EXTENSION`` carries a ``Call`` on the wire.
 
 from __future__ import annotations
 
+from ._handle import DurableHandle
 from ._ops import RunCounters
 from ._ownership import Claim
 from ._records import CALL_EXTENSION
 from ._runtime import DurableRuntime, durable_of
 
-__all__ = ["CALL_EXTENSION", "Claim", "DurableRuntime", "RunCounters", "durable_of"]
+__all__ = [
+    "CALL_EXTENSION",
+    "Claim",
+    "DurableHandle",
+    "DurableRuntime",
+    "RunCounters",
+    "durable_of",
+]
