@@ -124,6 +124,13 @@ def _ms(seconds: float) -> str:
     return f"{seconds * 1000:.1f} ms" if seconds < 10 else f"{seconds:,.0f} s"
 
 
+def _attempts(t: TaskView) -> str:
+    """*Runs made / runs allowed*, as ``tocsin tasks list`` prints it (docs/cli.md): failed
+    runs since the last success, of the first run plus ``max_retries`` retries. A task
+    with ``max_retries=0`` that failed once is parked at "1/1", never "1/0"."""
+    return e(f"{t.attempts}/{t.max_retries + 1}")
+
+
 def _actions(t: TaskView, csrf: str) -> str:
     hidden = (
         f'<input type="hidden" name="csrf" value="{e(csrf)}">'
@@ -149,7 +156,7 @@ def _parked(s: Snapshot, csrf: str) -> str:
                 e(f"{t.kind}/{t.identity}"),
                 f"<code>{e(t.id)}</code>",
                 e(t.name),
-                e(f"{t.attempts}/{t.max_retries}"),
+                _attempts(t),
                 f'<span class="error">{e(t.last_error or "")}</span>',
                 _actions(t, csrf),
             )
@@ -171,7 +178,7 @@ def _tasks(s: Snapshot) -> str:
                 e(t.state),
                 _time(t.due),
                 "—" if t.every is None else e(f"{t.every:g} s"),
-                e(f"{t.attempts}/{t.max_retries}"),
+                _attempts(t),
             )
         )
         for t in s.tasks
