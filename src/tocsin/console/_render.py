@@ -239,8 +239,11 @@ def render_sections(s: Snapshot, csrf: str, dead_letter_rate: float | None) -> d
     }
 
 
-def render_page(sections: dict[str, str], notice: str | None, has_metrics: bool) -> str:
-    """The whole page around ``sections``; ``notice`` is the result of the last action."""
+def render_page(
+    sections: dict[str, str], notice: str | None, has_metrics: bool, sign_out: str | None = None
+) -> str:
+    """The whole page around ``sections``; ``notice`` is the result of the last action;
+    ``sign_out`` is the CSRF token of the sign-out form (None: no token, no sign-out)."""
     nav = "".join(f'<li><a href="#{sid}">{e(_TITLES[sid])}</a></li>' for sid in SECTIONS)
     if has_metrics:
         nav += '<li><a href="metrics">Prometheus metrics</a></li>'
@@ -250,6 +253,13 @@ def render_page(sections: dict[str, str], notice: str | None, has_metrics: bool)
         for sid in SECTIONS
     )
     status = f"<p>{e(notice)}</p>" if notice else ""
+    account = (
+        ""
+        if sign_out is None
+        else '<form method="post" action="logout" class="sign-out">'
+        f'<input type="hidden" name="csrf" value="{e(sign_out)}">'
+        '<button type="submit" id="sign-out">Sign out</button></form>'
+    )
     return (
         "<!doctype html>"
         '<html lang="en"><head><meta charset="utf-8">'
@@ -261,9 +271,10 @@ def render_page(sections: dict[str, str], notice: str | None, has_metrics: bool)
         '<a class="skip" href="#main">Skip to content</a>'
         "<header><h1>tocsin console</h1>"
         f'<nav aria-label="Sections"><ul>{nav}</ul></nav>'
-        '<p class="live-control"><button type="button" id="live-toggle" aria-pressed="false" '
-        'hidden>Pause live updates</button> <span id="live-state" class="note"></span></p>'
-        "</header>"
+        '<div class="controls"><p class="live-control"><button type="button" id="live-toggle" '
+        'aria-pressed="false" hidden>Pause live updates</button> '
+        '<span id="live-state" class="note"></span></p>'
+        f"{account}</div></header>"
         f'<main id="main"><div id="notice" role="status" aria-live="polite">{status}</div>'
         f"{body}</main></body></html>"
     )
