@@ -412,6 +412,8 @@ async def test_store_only_console_lists_tasks_and_acts_without_a_system() -> Non
         await populate(system)
         await clock.advance(0)
     await store.open()
+    announced: list[None] = []
+    await store.watch(lambda: announced.append(None))  # what a running system would hear
     async with await serve_store(store, "127.0.0.1:0") as server:
         _, html, _ = await get(server)
         assert "t-charge" in html
@@ -428,6 +430,7 @@ async def test_store_only_console_lists_tasks_and_acts_without_a_system() -> Non
         assert row is not None
         assert row.state == "pending"
         assert row.attempts == 0
+        assert len(announced) == 1  # as `tocsin tasks retry`: systems on the store run it now
     await store.close()
 
 
