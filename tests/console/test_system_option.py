@@ -98,6 +98,17 @@ async def test_a_console_token_given_is_asked_for() -> None:
         assert status == 200
 
 
+async def test_the_url_carries_a_token_given_with_url_special_characters_intact() -> None:
+    token = "a&b=c#d e/f?g%h+i-long-enough"
+    async with ActorSystem(console="127.0.0.1:0", console_token=token) as system:
+        url = system.console_url
+        assert url is not None
+        assert "a%26b%3Dc%23d%20e%2Ff%3Fg%25h%2Bi" in url
+        status, html = await fetch(url)
+        assert status == 200
+        assert "tocsin console: sign in" not in html
+
+
 @pytest.mark.parametrize(
     ("options", "message"),
     [

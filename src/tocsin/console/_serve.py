@@ -9,6 +9,7 @@ import logging
 import secrets
 from types import TracebackType
 from typing import TYPE_CHECKING, Final, final
+from urllib.parse import quote
 
 from aiohttp import web
 
@@ -128,7 +129,9 @@ class Console:
         """The address to open in a browser: :attr:`url` carrying the token
         (``http://127.0.0.1:8765/?token=...``), which the page swaps for a session cookie
         at once. A secret, like the token; :attr:`url` without a token."""
-        return self.url if self.token is None else f"{self.url}?token={self.token}"
+        if self.token is None:
+            return self.url
+        return f"{self.url}?token={quote(self.token, safe='')}"  # a token given may hold "&"
 
     async def close(self) -> None:
         """Stop serving: open pages' event streams end; idempotent."""
