@@ -258,8 +258,9 @@ async def test_token_is_required_everywhere_but_static_and_login() -> None:
         status, html, _ = await get(server, headers={})
         assert status == 401
         assert "Console token" in html
-        status, _, _ = await get(server, "metrics", headers={})
+        status, _, headers = await get(server, "metrics", headers={})
         assert status == 401
+        assert headers["WWW-Authenticate"] == 'Bearer realm="tocsin console"'
         status, _, _ = await get(server, "static/console.css", headers={})
         assert status == 200
         status, _, _ = await get(server, "login", headers={})

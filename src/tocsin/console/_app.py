@@ -65,8 +65,9 @@ _sessions_key: web.AppKey[Sessions] = web.AppKey("sessions", Sessions)
 
 #: What the sign-in page says, by why it is shown.
 _SIGN_IN: Final = {
-    "missing": "This console needs its token. Open the address printed when it started "
-    "(it ends in ?token=…), or paste the token here.",
+    "missing": "This console needs its token. Paste it here, or open the address that "
+    "carries it (printed or logged when the console started with a token made for it; "
+    "it ends in ?token=…).",
     "wrong": "Wrong token.",
     "ended": "Your session expired or was signed out. Sign in again.",
     "signed_out": "Signed out.",
@@ -287,7 +288,10 @@ def _login_page(why: str | None, *, status: int = 401) -> web.Response:
         '<input id="token" name="token" type="password" autocomplete="current-password" required> '
         '<button type="submit">Sign in</button></form></main></body></html>'
     )
-    return web.Response(status=status, text=html, content_type="text/html", charset="utf-8")
+    response = web.Response(status=status, text=html, content_type="text/html", charset="utf-8")
+    if status == 401:  # for scripts: say what credential is asked (RFC 6750)
+        response.headers["WWW-Authenticate"] = 'Bearer realm="tocsin console"'
+    return response
 
 
 def _notice(request: web.Request) -> str | None:
