@@ -135,11 +135,11 @@ class ActorSystem(SchedulingCalls):
         console: ``"host:port"`` to serve the live web console (with ``/metrics``) while
             the system runs: started last by :meth:`start`, closed first by :meth:`stop`.
             Needs the ``console`` extra. Port 0 picks a free port (``console_url``).
-        console_token: required when ``console`` is not a loopback address (at least 16
-            characters); asked of every request.
+        console_token: asked of every console request (at least 16 characters).
+            Default: a random token made at each start; ``console_url`` carries it.
 
     Raises:
-        ValueError: a bad ``console`` bind, or a non-loopback one without a token.
+        ValueError: a bad ``console`` bind, a short token, a token without ``console``.
         ImportError: ``console`` given without the ``console`` extra (aiohttp).
     """
 
@@ -194,7 +194,8 @@ class ActorSystem(SchedulingCalls):
             self._options.append((service, console, console_token))
         elif console_token is not None:
             raise ValueError("`console_token` was given without `console`")
-        #: The console's URL while it is served (None otherwise).
+        #: The console's address to open while it is served, carrying its token
+        #: (``http://127.0.0.1:8765/?token=...``: a secret); None otherwise.
         self.console_url: str | None = None
 
     # -- lifecycle ---------------------------------------------------------------------
