@@ -9,7 +9,7 @@ Usage::
 Prints, for the tree's ``src/tocsin``:
 
 - the ``import`` statements that name another package's private module (``..actor._cell``,
-  ``tocsin.stores._sqlite_wal``), every form (TYPE_CHECKING and function-local included),
+  ``tocsin.stores._sqlite_engine``), every form (TYPE_CHECKING and function-local included),
   per target module, with those of a package's ``_spi`` counted apart (that is its face
   for the layers above, DESIGN.md "Layers");
 - the modules a fresh ``import tocsin`` loads (all, tocsin's own, the CLI's, argparse);

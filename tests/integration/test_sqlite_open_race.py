@@ -21,7 +21,7 @@ from typing import Any
 import pytest
 
 from tocsin.cluster._sqlite import SQLiteCoordinator
-from tocsin.stores._sqlite_wal import MAX_DELAY, retry_delays, set_wal_mode
+from tocsin.stores._sqlite_engine import MAX_DELAY, retry_delays, set_wal_mode
 from tocsin.stores.sqlite import SQLiteStore
 
 ROUNDS = 30

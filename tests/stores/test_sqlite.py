@@ -14,7 +14,7 @@ import pytest
 from tocsin.errors import StoreError
 from tocsin.stores import DeleteState, PutState
 from tocsin.stores import sqlite as sqlite_module
-from tocsin.stores._sqlite_inline import is_busy
+from tocsin.stores._sqlite_engine import is_busy
 from tocsin.stores.sqlite import INLINE_MAX_OPS, SQLiteStore
 
 

@@ -7,25 +7,34 @@ IMMEDIATE``): every node of the file reads the same clock, and no other writer c
 between the read and the write. That is why this coordinator is for the nodes of one
 machine only (``tocsin run --workers N``), never for a file on a network share.
 
-Two connections, as in the SQLite store (``stores/_sqlite_inline.py``): a loop-side one
-with ``busy_timeout = 0`` runs each step on the event loop thread (a claim costs a few
-tens of microseconds, much less than a hand-off to a thread); when another process holds
-the lock it fails at once, and the step is run again on a worker thread whose connection
-waits up to ``busy_timeout`` for the lock. Nothing on the loop thread ever waits.
+The file is opened and called with the stores' SQLite engine (``stores/_sqlite_engine.py``,
+through :mod:`tocsin.stores._spi`), with the store's pragmas and busy timeout: a
+loop-side connection with ``busy_timeout = 0`` runs each step on the event loop thread (a
+claim costs a few tens of microseconds, much less than a hand-off to a thread); when
+another process holds the lock it answers ``BUSY`` at once, and the step is run again on
+the worker thread, whose connection waits up to ``busy_timeout`` (5 s) for the lock.
+Nothing on the loop thread ever waits. The tables are ``sql/sqlite_coordinator.sql``.
 """
 
 from __future__ import annotations
 
 import asyncio
-import concurrent.futures
 import sqlite3
 from collections.abc import Callable
+from importlib import resources
 from pathlib import Path
 from typing import Any, Final, TypeVar, final
 
 from ..clock import Clock, SystemClock
 from ..errors import CoordinatorError, InvalidCoordinatorURLError
-from ..stores._spi import set_wal_mode
+from ..stores._spi import (
+    Busy,
+    LoopConnection,
+    Worker,
+    execute_script,
+    open_connection,
+    transaction,
+)
 from ._protocol import EXPIRED_LEASE_RETENTION as RETENTION
 from ._protocol import ClaimOutcome, LeaseRow, Ownership
 from ._rendezvous import rendezvous_owner
@@ -34,21 +43,10 @@ __all__ = ["SQLiteCoordinator"]
 
 T = TypeVar("T")
 
-#: Milliseconds the worker thread's connection waits for another process's write lock.
-BUSY_TIMEOUT_MS: Final = 10_000
-
-_SCHEMA: Final = """
-CREATE TABLE IF NOT EXISTS tocsin_cluster_leases (
-    node TEXT PRIMARY KEY, incarnation TEXT NOT NULL, address TEXT NOT NULL,
-    joined REAL NOT NULL, renewed REAL NOT NULL, expires REAL NOT NULL);
-CREATE TABLE IF NOT EXISTS tocsin_cluster_directory (
-    kind TEXT NOT NULL, identity TEXT NOT NULL, node TEXT NOT NULL,
-    incarnation TEXT NOT NULL, epoch INTEGER NOT NULL, PRIMARY KEY (kind, identity));
-CREATE TABLE IF NOT EXISTS tocsin_cluster_claims (
-    key TEXT PRIMARY KEY, node TEXT NOT NULL, expires REAL NOT NULL);
-CREATE INDEX IF NOT EXISTS tocsin_cluster_claims_expires ON tocsin_cluster_claims (expires);
-CREATE TABLE IF NOT EXISTS tocsin_cluster_paused (reference TEXT PRIMARY KEY);
-"""
+#: The coordinator's ``synchronous``: commits append to the WAL without an fsync (durable
+#: against a process crash; a power loss may lose the last leases and claims, which the
+#: nodes write again within a lease).
+SYNCHRONOUS: Final = "NORMAL"
 
 # One statement (atomic in autocommit): insert the claim unless the reference is paused,
 # or take over an expired one. RETURNING says whether this call wrote it.
@@ -71,11 +69,6 @@ _ADD_ZONE: Final = "ALTER TABLE tocsin_cluster_leases ADD COLUMN zone TEXT NOT N
 PURGE_EVERY: Final = 512
 
 
-def _is_busy(exc: sqlite3.Error) -> bool:
-    code = getattr(exc, "sqlite_errorcode", None)
-    return isinstance(code, int) and code & 0xFF in (5, 6)  # SQLITE_BUSY, SQLITE_LOCKED
-
-
 def _lease(row: Any, now: float) -> LeaseRow:
     return LeaseRow(row[0], row[1], row[2], row[3], row[4], row[5], row[5] > now, row[6])
 
@@ -94,9 +87,8 @@ class SQLiteCoordinator:
         self.path = str(path)
         self.url = f"sqlite:///{self.path}"
         self._clock = clock if clock is not None else SystemClock()
-        self._inline: sqlite3.Connection | None = None
-        self._thread_conn: sqlite3.Connection | None = None
-        self._executor: concurrent.futures.ThreadPoolExecutor | None = None
+        self._inline: LoopConnection | None = None
+        self._worker: Worker | None = None
         self._claims = 0
 
     def __repr__(self) -> str:
@@ -105,51 +97,38 @@ class SQLiteCoordinator:
     async def open(self) -> None:
         if self._inline is not None:
             return
-        executor = concurrent.futures.ThreadPoolExecutor(1, thread_name_prefix="tocsin-coord")
+        worker = Worker(f"tocsin-coord:{self.path}", self._connect_thread)
+        worker.start()
         try:
-            loop = asyncio.get_running_loop()
-            thread_conn = await loop.run_in_executor(executor, self._connect_thread)
-            inline = sqlite3.connect(self.path, isolation_level=None, check_same_thread=False)
-            inline.execute("PRAGMA busy_timeout = 0")
-            inline.execute("PRAGMA synchronous = NORMAL")
-        except sqlite3.Error as exc:
-            executor.shutdown(wait=False)
-            raise CoordinatorError(f"cannot open SQLite coordinator {self.path!r}: {exc}") from exc
+            try:
+                await asyncio.wrap_future(worker.ready)
+                # After the worker set WAL mode (kept in the file) and created the tables.
+                inline = LoopConnection(self.path)
+            except sqlite3.Error as exc:
+                raise CoordinatorError(
+                    f"cannot open SQLite coordinator {self.path!r}: {exc}"
+                ) from exc
         except BaseException:
-            executor.shutdown(wait=False)
+            await worker.close()
             raise
-        self._executor, self._thread_conn, self._inline = executor, thread_conn, inline
+        self._worker, self._inline = worker, inline
 
     def _connect_thread(self) -> sqlite3.Connection:
-        conn = sqlite3.connect(self.path, isolation_level=None, check_same_thread=False)
-        try:
-            conn.execute(f"PRAGMA busy_timeout = {BUSY_TIMEOUT_MS}")
-            # Before anything writes (WAL mode is kept in the file): pointed at another
-            # application's database or at the durable store, change nothing in it.
-            self._refuse_foreign(conn)
-            # Retried: two nodes opening a new file at once made one fail here (issue 13).
-            set_wal_mode(conn, budget=BUSY_TIMEOUT_MS / 1000)
-            conn.execute("PRAGMA synchronous = NORMAL")
-            conn.execute("BEGIN IMMEDIATE")  # two nodes creating the schema at once
-            try:
-                self._refuse_foreign(conn)  # again, under the write lock
-                # One statement at a time: executescript() would COMMIT the transaction.
-                for statement in filter(str.strip, _SCHEMA.split(";")):
-                    conn.execute(statement)
-                columns = {
-                    row[1] for row in conn.execute("PRAGMA table_info(tocsin_cluster_leases)")
-                }
-                if "zone" not in columns:
-                    conn.execute(_ADD_ZONE)
-                conn.execute("COMMIT")
-            except BaseException:
-                if conn.in_transaction:
-                    conn.execute("ROLLBACK")
-                raise
-        except BaseException:
-            conn.close()
-            raise
-        return conn
+        # The refusal runs before anything writes (WAL mode is kept in the file): pointed
+        # at another application's database or at the durable store, change nothing in it.
+        # The WAL switch is retried (two nodes opening a new file at once made one fail
+        # there, issue 13); the tables are created under BEGIN IMMEDIATE.
+        return open_connection(
+            self.path, synchronous=SYNCHRONOUS, check=self._refuse_foreign, schema=self._schema
+        )
+
+    def _schema(self, conn: sqlite3.Connection) -> None:
+        self._refuse_foreign(conn)  # again, under the write lock
+        script = resources.files("tocsin.cluster").joinpath("sql/sqlite_coordinator.sql")
+        execute_script(conn, script.read_text("utf-8"))
+        columns = {row[1] for row in conn.execute("PRAGMA table_info(tocsin_cluster_leases)")}
+        if "zone" not in columns:
+            conn.execute(_ADD_ZONE)
 
     def _refuse_foreign(self, conn: sqlite3.Connection) -> None:
         """Refuse a file holding any table but the coordinator's (an empty or new file,
@@ -175,12 +154,9 @@ class SQLiteCoordinator:
         if inline is None:
             return
         inline.close()
-        thread_conn, self._thread_conn = self._thread_conn, None
-        executor, self._executor = self._executor, None
-        if executor is not None:
-            if thread_conn is not None:
-                await asyncio.get_running_loop().run_in_executor(executor, thread_conn.close)
-            executor.shutdown(wait=True)
+        worker, self._worker = self._worker, None
+        if worker is not None:
+            await worker.close()
 
     # -- running one atomic step -----------------------------------------------------
 
@@ -188,34 +164,22 @@ class SQLiteCoordinator:
         """Run ``fn(conn, now)`` as one transaction: on the loop if the lock is free at
         once, else on the worker thread (which waits for it). ``now`` is read after the
         lock is taken, so no other writer acts between the clock read and the write."""
-        inline = self._inline
-        if inline is None:
+        inline, worker = self._inline, self._worker
+        if inline is None or worker is None:
             raise CoordinatorError(f"{self!r} is not open: `await coordinator.open()` first")
+        begin = "BEGIN IMMEDIATE" if write else "BEGIN"
+
+        def run(conn: sqlite3.Connection) -> T:
+            return transaction(conn, lambda c: fn(c, self._clock.wall()), begin=begin)
+
         try:
-            return self._transaction(inline, fn, write)
-        except sqlite3.Error as exc:
-            if not _is_busy(exc):
-                raise CoordinatorError(f"SQLite coordinator {self.path!r}: {exc}") from exc
-        loop = asyncio.get_running_loop()
-        conn = self._thread_conn
-        assert conn is not None
-        try:
-            return await loop.run_in_executor(self._executor, self._transaction, conn, fn, write)
+            result = inline.attempt(run)
+            if not isinstance(result, Busy):
+                return result
+            # A "read" job: `run` makes its own transaction, and its result comes back.
+            return await worker.call(run, write=False)
         except sqlite3.Error as exc:
             raise CoordinatorError(f"SQLite coordinator {self.path!r}: {exc}") from exc
-
-    def _transaction(
-        self, conn: sqlite3.Connection, fn: Callable[[sqlite3.Connection, float], T], write: bool
-    ) -> T:
-        conn.execute("BEGIN IMMEDIATE" if write else "BEGIN")
-        try:
-            result = fn(conn, self._clock.wall())
-            conn.execute("COMMIT")
-        except BaseException:
-            if conn.in_transaction:
-                conn.execute("ROLLBACK")
-            raise
-        return result
 
     async def now(self) -> float:
         return self._clock.wall()
@@ -404,15 +368,12 @@ class SQLiteCoordinator:
             if now - fire_at > ttl:
                 return await self._step(late_or_paused, write=False)
             try:
-                won = inline.execute(
-                    _CLAIM, (key, node, max(now, fire_at) + ttl, reference, now)
-                ).fetchone()
+                won = inline.read(_CLAIM, (key, node, max(now, fire_at) + ttl, reference, now))
             except sqlite3.Error as exc:
-                if not _is_busy(exc):
-                    raise CoordinatorError(f"SQLite coordinator {self.path!r}: {exc}") from exc
-            else:
-                if won is not None:
-                    return ClaimOutcome.WON
+                raise CoordinatorError(f"SQLite coordinator {self.path!r}: {exc}") from exc
+            if won:
+                return ClaimOutcome.WON
+            if won is not None:  # not busy: the claim is held by another node, or paused
                 return await self._step(lost_or_paused, write=False)
         return await self._step(step, write=True)
 

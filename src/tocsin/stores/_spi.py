@@ -3,9 +3,14 @@
 ``tasks``), beside the public :mod:`tocsin.stores`: they import these names from here and
 from no other ``stores._*`` module (DESIGN.md "Layers"). Re-exports only.
 
-``set_wal_mode`` switches a SQLite file to WAL with the stores' open-race retry;
-``connect_read_only`` opens one for reading without creating or migrating it; the
-``_dsn`` names check and redact the URL options the coordinators share with the stores.
+The SQLite engine (:mod:`._sqlite_engine`, :mod:`._sqlite_thread`) is the one every tocsin
+SQLite file is opened and called with: ``open_connection`` (busy timeout, WAL with the
+open-race retry, ``synchronous``, the schema under ``BEGIN IMMEDIATE``), ``LoopConnection``
+(the loop side that never waits: ``BUSY`` instead), ``Worker`` (the thread side),
+``transaction`` and ``is_busy``. ``connect_read_only`` opens a file for reading without
+creating or migrating it. The PostgreSQL session layer (:mod:`._postgres_session`) opens
+a pool and turns driver errors into tocsin's. The ``_dsn`` names check and redact the URL
+options the coordinators share with the stores.
 """
 
 from __future__ import annotations
@@ -20,18 +25,38 @@ from ._dsn import (
     split_options,
     unknown_message,
 )
+from ._sqlite_engine import (
+    BUSY,
+    BUSY_TIMEOUT_MS,
+    Busy,
+    LoopConnection,
+    execute_script,
+    is_busy,
+    open_connection,
+    set_wal_mode,
+    transaction,
+)
 from ._sqlite_readonly import connect_read_only
-from ._sqlite_wal import set_wal_mode
+from ._sqlite_thread import Worker
 
 __all__ = [
+    "BUSY",
+    "BUSY_TIMEOUT_MS",
     "CONNECT_TIMEOUT",
     "PG_OPTIONS",
     "REDIS_OPTIONS",
+    "Busy",
+    "LoopConnection",
+    "Worker",
     "check_connect_timeout",
     "connect_read_only",
+    "execute_script",
+    "is_busy",
     "no_answer",
+    "open_connection",
     "redact",
     "set_wal_mode",
     "split_options",
+    "transaction",
     "unknown_message",
 ]

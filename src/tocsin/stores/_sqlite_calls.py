@@ -1,7 +1,7 @@
 # SPDX-License-Identifier: Apache-2.0
 """How one call of the SQLite store is made and how it fails (used by ``sqlite.py``):
-the busy timeout, an op's statement parameters, the one wording of a failed call, and
-the WAL checkpoint the worker thread runs."""
+an op's statement parameters, the one wording of a failed call, and the WAL checkpoint
+the worker thread runs (the busy timeout is the engine's, :mod:`._sqlite_engine`)."""
 
 from __future__ import annotations
 
@@ -15,20 +15,15 @@ import msgspec
 from ..errors import FencedError, StoreError
 from . import _queries as q
 from ._protocols import DeleteTask, Fence, Op, PutState, UpsertTask
-from ._sqlite_thread import transaction
+from ._sqlite_engine import BUSY_TIMEOUT_MS, transaction
 
 __all__ = [
-    "BUSY_TIMEOUT_MS",
     "DB_ERRORS",
     "cannot_be_database",
     "checkpoint",
     "op_params",
     "store_error",
 ]
-
-#: How long a write waits for another process holding the file's write lock (the CLI and
-#: an application can share one file) before failing with "database is locked".
-BUSY_TIMEOUT_MS: Final = 5_000
 
 
 def op_params(op: Op) -> tuple[Any, ...]:

@@ -1,5 +1,6 @@
 # SPDX-License-Identifier: Apache-2.0
-"""The SQLite store's worker thread: one connection, jobs in arrival order, group commit.
+"""The SQLite worker thread (store and coordinator): one connection, jobs in arrival
+order, group commit.
 
 Everything that may wait runs here, never on the event loop: a write whose database is
 locked by another connection (it waits up to ``busy_timeout``), a commit that fsyncs
@@ -13,14 +14,19 @@ future resolves only after its data is committed.
 
 from __future__ import annotations
 
+import asyncio
 import concurrent.futures
 import queue
 import sqlite3
 import threading
 from collections.abc import Callable
-from typing import Any, Final, final
+from typing import Any, Final, TypeVar, final
 
-__all__ = ["Job", "Worker", "transaction"]
+from ._sqlite_engine import transaction
+
+__all__ = ["Job", "Worker"]
+
+T = TypeVar("T")
 
 
 @final
@@ -36,22 +42,6 @@ class Job:
 
 
 _STOP: Final = Job(lambda conn: None, write=False)
-
-
-def transaction(conn: sqlite3.Connection, fn: Callable[[sqlite3.Connection], Any]) -> None:
-    """``BEGIN IMMEDIATE``, ``fn(conn)``, ``COMMIT``; on any error, roll back and re-raise.
-
-    The one transaction shape of both the worker (a group of one) and the loop-side
-    connection. A failed ``BEGIN`` leaves nothing to roll back.
-    """
-    conn.execute("BEGIN IMMEDIATE")
-    try:
-        fn(conn)
-        conn.execute("COMMIT")
-    except BaseException:
-        if conn.in_transaction:
-            conn.execute("ROLLBACK")
-        raise
 
 
 @final
@@ -81,9 +71,24 @@ class Worker:
         self._jobs.put(job)
         return job
 
+    async def call(self, fn: Callable[[sqlite3.Connection], T], *, write: bool) -> T:
+        """Run ``fn(conn)`` on the thread and return its result (``None`` for a write,
+        which runs in a transaction, possibly grouped with others). Cancelling the wait
+        withdraws a job the thread has not started; a started one completes."""
+        result: T = await asyncio.wrap_future(self.submit(fn, write=write).future)
+        return result
+
     def stop(self) -> None:
         """Ask the thread to finish every job already queued, close and exit."""
         self._jobs.put(_STOP)
+
+    async def close(self) -> None:
+        """:meth:`stop`, then wait until the thread has closed its connection and exited."""
+        self.stop()  # after every job already queued: they finish first
+        await asyncio.shield(asyncio.wrap_future(self.stopped))
+        # `stopped` is the thread's last act; the join waits out its final microseconds,
+        # so that "closed" really means "no thread left".
+        self.thread.join()
 
     def _work(self) -> None:
         conn: sqlite3.Connection | None = None

@@ -14,16 +14,19 @@ Durability trade-off (``synchronous``):
 Two connections, one rule: **what can wait runs on the worker thread; what cannot wait
 and is small runs on the loop thread.**
 
+Both connections are opened by the engine every tocsin SQLite file shares
+(:mod:`._sqlite_engine`: pragmas, busy timeout, the WAL-open retry).
+
 * The worker thread (:mod:`._sqlite_thread`) owns one connection with a busy timeout and
   runs, in arrival order: writes of more than :data:`INLINE_MAX_OPS` ops, every write at
   ``synchronous=FULL`` (an fsync), unbounded listings, the look-ahead poll, WAL
   checkpoints, and anything the loop-side connection found locked. Writes queued while it
   is busy are committed together (group commit).
-* The loop-side connection (:mod:`._sqlite_inline`) runs point reads, reads bounded by a
-  ``LIMIT`` of at most :data:`INLINE_MAX_ROWS`, and small commits at ``NORMAL``. It never
-  waits: a locked database sends the call to the worker thread; it never checkpoints.
-  Measured on the project's 2-core VM: a point read inline costs ~4 µs and a one-row
-  commit ~20 µs, against ~130–250 µs for the round trip to a thread alone.
+* The loop-side connection (:class:`._sqlite_engine.LoopConnection`) runs point reads,
+  reads bounded by a ``LIMIT`` of at most :data:`INLINE_MAX_ROWS`, and small commits at
+  ``NORMAL``. It never waits: a locked database sends the call to the worker thread; it
+  never checkpoints. Measured on the project's 2-core VM: a point read inline costs ~4 µs
+  and a one-row commit ~20 µs, against ~130–250 µs for the round trip to a thread alone.
 
 Rejected: a thread per call (``asyncio.to_thread``) needs a connection per thread and
 turns lock contention into ``SQLITE_BUSY`` retries; aiosqlite is the single-thread design
@@ -55,7 +58,6 @@ from ._protocols import (
     TaskState,
 )
 from ._sqlite_calls import (
-    BUSY_TIMEOUT_MS,
     DB_ERRORS,
     cannot_be_database,
     checkpoint,
@@ -63,11 +65,10 @@ from ._sqlite_calls import (
     store_error,
 )
 from ._sqlite_changes import DataVersionWatch
-from ._sqlite_inline import LoopConnection
+from ._sqlite_engine import LoopConnection, open_connection
 from ._sqlite_readonly import connect_read_only, open_error
 from ._sqlite_schema import create_schema, row_from_sql
-from ._sqlite_thread import Worker, transaction
-from ._sqlite_wal import set_wal_mode
+from ._sqlite_thread import Worker
 from ._validate import validate_ops
 
 __all__ = [
@@ -111,9 +112,10 @@ class SQLiteStore:
     Gives every guarantee of the Store protocol. ``apply`` returns once its batch is
     committed (see the module docstring for what "committed" survives under each
     ``synchronous`` setting). Several processes may share the file; writers wait up to
-    :data:`BUSY_TIMEOUT_MS` for each other, on the worker thread only. Cancelling an
-    ``apply`` that the worker has not started withdraws it; once started, or when it runs
-    on the loop thread, it completes (and is committed) regardless. A store is used from
+    :data:`~._sqlite_engine.BUSY_TIMEOUT_MS` (5 s) for each other, on the worker thread
+    only. Cancelling an ``apply`` that the worker has not started withdraws it; once
+    started, or when it runs on the loop thread, it completes (and is committed)
+    regardless. A store is used from
     the event loop thread that opened it.
 
     Args:
@@ -202,7 +204,7 @@ class SQLiteStore:
                 inline = (
                     None
                     if self.path == ":memory:" or self.read_only
-                    else LoopConnection(self.path, CACHE_KIB)
+                    else LoopConnection(self.path, cache_kib=CACHE_KIB, autocheckpoint=False)
                 )
             except DB_ERRORS as exc:
                 raise open_error(self.path, exc) from exc
@@ -225,11 +227,7 @@ class SQLiteStore:
             # First: the last connection to close checkpoints the WAL (an fsync), and that
             # must be the worker's, off the loop thread.
             inline.close()
-        worker.stop()  # after every job already queued: they finish first
-        await asyncio.shield(asyncio.wrap_future(worker.stopped))
-        # `stopped` is the thread's last act; the join waits out its final microseconds,
-        # so that "closed" really means "no thread left".
-        worker.thread.join()
+        await worker.close()  # after every job already queued: they finish first
         if owner is not None:
             owner.release()  # last: nobody else may own the file while we still write
 
@@ -401,9 +399,8 @@ class SQLiteStore:
         worker = self._worker
         if worker is None:
             raise StoreError(f"{self!r} is not open; call `await store.open()` first")
-        job = worker.submit(fn, write=write)
         try:
-            result: T = await asyncio.wrap_future(job.future)
+            result: T = await worker.call(fn, write=write)
         except DB_ERRORS as exc:
             raise store_error(what, self.path, exc) from exc
         return result
@@ -439,17 +436,9 @@ class SQLiteStore:
     def _open_connection(self) -> sqlite3.Connection:
         if self.read_only:
             return connect_read_only(self.path)  # issue 10 item 15: creates nothing
-        conn = sqlite3.connect(self.path, isolation_level=None, check_same_thread=False)
-        try:
-            conn.execute(f"PRAGMA busy_timeout = {BUSY_TIMEOUT_MS}")
-            # Retried: this pragma ignores busy_timeout when processes open a file at once.
-            set_wal_mode(conn, budget=BUSY_TIMEOUT_MS / 1000)  # "memory" for :memory:
-            conn.execute(f"PRAGMA synchronous = {self.synchronous}")
-            conn.execute(f"PRAGMA cache_size = {CACHE_KIB}")
-            # BEGIN IMMEDIATE takes the write lock first: two processes opening a new file
-            # at once create (or migrate) the schema one after the other, not interleaved.
-            transaction(conn, create_schema)
-        except BaseException:
-            conn.close()
-            raise
-        return conn
+        # The engine's pragmas (busy timeout, WAL with the open-race retry), then the
+        # schema under BEGIN IMMEDIATE: two processes opening a new file at once create
+        # (or migrate) it one after the other, not interleaved.
+        return open_connection(
+            self.path, synchronous=self.synchronous, cache_kib=CACHE_KIB, schema=create_schema
+        )
