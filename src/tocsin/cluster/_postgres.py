@@ -13,8 +13,7 @@ Times are ``double precision`` epoch seconds, as in the Python API.
 from __future__ import annotations
 
 import re
-from collections.abc import AsyncIterator
-from contextlib import asynccontextmanager
+from importlib import resources
 from typing import Any, Final, final
 
 from ..errors import CoordinatorError, InvalidCoordinatorURLError
@@ -22,7 +21,9 @@ from ..stores._spi import (
     CONNECT_TIMEOUT,
     PG_OPTIONS,
     check_connect_timeout,
-    no_answer,
+    create_pg_schema,
+    error_wrapper,
+    open_pool,
     redact,
     split_options,
     unknown_message,
@@ -31,8 +32,8 @@ from ._protocol import EXPIRED_LEASE_RETENTION as RETENTION
 from ._protocol import ClaimOutcome, LeaseRow, Ownership
 from ._rendezvous import rendezvous_owner
 
-try:
-    import asyncpg
+try:  # fail at import with the install hint (the session layer imports it on first use)
+    import asyncpg  # noqa: F401
 except ImportError as exc:  # pragma: no cover - depends on the environment
     raise ImportError(
         "the PostgreSQL coordinator needs asyncpg: pip install 'tocsin[postgres]'"
@@ -48,19 +49,6 @@ PURGE_EVERY: Final = 512
 
 # $1 in every statement is the test-only clock offset (0 in production).
 _NOW: Final = "(extract(epoch FROM clock_timestamp())::float8 + $1::float8)"
-
-_SCHEMA: Final = """
-CREATE TABLE IF NOT EXISTS tocsin_cluster_leases (
-    node text PRIMARY KEY, incarnation text NOT NULL, address text NOT NULL,
-    joined float8 NOT NULL, renewed float8 NOT NULL, expires float8 NOT NULL);
-CREATE TABLE IF NOT EXISTS tocsin_cluster_directory (
-    kind text NOT NULL, identity text NOT NULL, node text NOT NULL,
-    incarnation text NOT NULL, epoch bigint NOT NULL, PRIMARY KEY (kind, identity));
-CREATE TABLE IF NOT EXISTS tocsin_cluster_claims (
-    key text PRIMARY KEY, node text NOT NULL, expires float8 NOT NULL);
-CREATE INDEX IF NOT EXISTS tocsin_cluster_claims_expires ON tocsin_cluster_claims (expires);
-CREATE TABLE IF NOT EXISTS tocsin_cluster_paused (reference text PRIMARY KEY);
-"""
 
 _LEASE_COLUMNS: Final = "node, incarnation, address, joined, renewed, expires, zone"
 # The lease's cron zone came with issue 19: added to tables of every age (the default is
@@ -178,6 +166,10 @@ class PostgresCoordinator:
         except ValueError as exc:
             raise InvalidCoordinatorURLError(f"coordinator URL {redact(dsn)!r}: {exc}") from None
         self.url = redact(dsn)
+        #: The one place asyncpg/OS errors become :class:`CoordinatorError` (the stores'
+        #: session layer, as for the PostgreSQL store).
+        self._label = f"PostgreSQL coordinator {self.url}"
+        self._errors = error_wrapper(self._label, CoordinatorError)
         self._command_timeout = command_timeout
         self._pool: Any = None
         self._claims = 0
@@ -187,15 +179,6 @@ class PostgresCoordinator:
     def __repr__(self) -> str:
         return f"PostgresCoordinator({self.url!r}, schema={self.schema!r})"
 
-    @asynccontextmanager
-    async def _errors(self, what: str) -> AsyncIterator[None]:
-        try:
-            yield
-        except (asyncpg.PostgresError, asyncpg.InterfaceError, OSError, TimeoutError) as exc:
-            raise CoordinatorError(
-                f"PostgreSQL coordinator {self.url}: {what} failed: {exc}"
-            ) from exc
-
     def _require(self) -> Any:
         if self._pool is None:
             raise CoordinatorError(f"{self!r} is not open: `await coordinator.open()` first")
@@ -204,34 +187,35 @@ class PostgresCoordinator:
     async def open(self) -> None:
         if self._pool is not None:
             return
+        pool = await open_pool(
+            self._dsn,
+            schema=self.schema,
+            connect_timeout=self.connect_timeout,
+            label=self._label,
+            error=CoordinatorError,
+            min_size=1,
+            max_size=4,
+            command_timeout=self._command_timeout,
+        )
         try:
-            async with self._errors("open"):
-                pool = await asyncpg.create_pool(
-                    self._dsn,
-                    min_size=1,
-                    max_size=4,
-                    command_timeout=self._command_timeout,
-                    timeout=self.connect_timeout,
-                    server_settings={"search_path": self.schema},
-                )
-        except CoordinatorError as exc:
-            if isinstance(exc.__cause__, TimeoutError):  # asyncpg's says nothing at all
-                raise CoordinatorError(
-                    f"PostgreSQL coordinator {self.url}: open failed: "
-                    f"{no_answer(self._dsn, self.connect_timeout)}"
-                ) from exc.__cause__
-            raise
-        try:
-            async with self._errors("create schema"), pool.acquire() as conn, conn.transaction():
-                await conn.execute("SELECT pg_advisory_xact_lock($1)", SCHEMA_LOCK_KEY)
-                await conn.execute(f'CREATE SCHEMA IF NOT EXISTS "{self.schema}"')
-                await conn.execute(_SCHEMA)
-                if await conn.fetchval(_HAS_ZONE, self.schema) is None:
-                    await conn.execute(_ADD_ZONE)
+            script = resources.files("tocsin.cluster").joinpath("sql/postgres_coordinator.sql")
+            await create_pg_schema(
+                pool,
+                schema=self.schema,
+                lock_key=SCHEMA_LOCK_KEY,
+                script=script.read_text("utf-8"),
+                errors=self._errors,
+                migrate=self._migrate,
+            )
         except BaseException:
             await pool.close()
             raise
         self._pool = pool
+
+    async def _migrate(self, conn: Any) -> None:
+        """Columns added after the first version, to tables of every age."""
+        if await conn.fetchval(_HAS_ZONE, self.schema) is None:
+            await conn.execute(_ADD_ZONE)
 
     async def close(self) -> None:
         pool, self._pool = self._pool, None

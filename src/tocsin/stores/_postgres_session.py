@@ -1,5 +1,16 @@
 # SPDX-License-Identifier: Apache-2.0
-"""The PostgreSQL store's one connection outside its pool: ownership and change notices.
+"""The PostgreSQL session layer of the store and the coordinator, and the store's one
+connection outside its pool (ownership and change notices).
+
+Opening and failing the tocsin way, for both (the coordinator reaches these through
+:mod:`tocsin.stores._spi`): :func:`open_pool` connects with ``search_path`` set to the
+schema and a bound on connecting (``connect_timeout``), and words a server that never
+answers by its name and the bound (asyncpg's ``TimeoutError`` says nothing);
+:func:`create_schema` runs an idempotent schema script under an advisory lock;
+:func:`error_wrapper` is the one place asyncpg and network errors become a tocsin error
+(``StoreError``, ``CoordinatorError``) saying what failed.
+
+The dedicated connection.
 
 A session advisory lock belongs to the session that took it, so it cannot live on pooled
 connections (they come and go); ``LISTEN`` is also per session. One dedicated connection
@@ -12,15 +23,110 @@ open, an ERROR says what stopped working: nothing is lost silently.
 
 from __future__ import annotations
 
+import functools
 import logging
 import zlib
-from collections.abc import Callable
-from contextlib import AbstractAsyncContextManager
+from collections.abc import AsyncIterator, Awaitable, Callable
+from contextlib import AbstractAsyncContextManager, asynccontextmanager
 from typing import Any, Final, final
 
+from ..errors import TocsinError
+from ._dsn import no_answer
 from ._ownership import Holder, ownership_error
 
-__all__ = ["CHANGES_CHANNEL", "OWNER_LOCK_CLASS", "Session"]
+__all__ = [
+    "CHANGES_CHANNEL",
+    "OWNER_LOCK_CLASS",
+    "ErrorWrapper",
+    "Session",
+    "create_schema",
+    "driver_errors",
+    "error_wrapper",
+    "open_pool",
+]
+
+#: ``errors(what)``: a context in which asyncpg and network errors become a tocsin error
+#: saying that ``what`` failed.
+ErrorWrapper = Callable[[str], AbstractAsyncContextManager[None]]
+
+
+@functools.cache
+def driver_errors() -> tuple[type[BaseException], ...]:
+    """The errors of asyncpg, the network and a timeout that a tocsin error wraps."""
+    import asyncpg  # here, not at import: postgres.py says how to install it
+
+    return (asyncpg.PostgresError, asyncpg.InterfaceError, OSError, TimeoutError)
+
+
+def error_wrapper(label: str, error: type[TocsinError]) -> ErrorWrapper:
+    """The ``errors(what)`` of one client: inside it, a driver error becomes
+    ``error(f"{label}: {what} failed: {exc}")``, raised ``from`` it.
+
+    ``label`` names the client and its redacted URL (``"PostgreSQL coordinator
+    postgresql://db/x"``); no password is ever in it.
+    """
+
+    @asynccontextmanager
+    async def errors(what: str) -> AsyncIterator[None]:
+        try:
+            yield
+        except driver_errors() as exc:
+            raise error(f"{label}: {what} failed: {exc}") from exc
+
+    return errors
+
+
+async def open_pool(
+    dsn: str,
+    *,
+    schema: str,
+    connect_timeout: float,
+    label: str,
+    error: type[TocsinError],
+    **options: Any,
+) -> Any:
+    """An asyncpg pool on ``dsn`` whose sessions use ``schema`` (``search_path``), each
+    connection bounded by ``connect_timeout`` seconds; ``options`` go to
+    ``asyncpg.create_pool`` (``min_size``, ``max_size``, ``command_timeout``).
+
+    Raises:
+        TocsinError: ``error`` saying ``open failed``: with the server's name and the bound
+            when it never answered, with the driver's message otherwise.
+    """
+    import asyncpg
+
+    try:
+        return await asyncpg.create_pool(
+            dsn,
+            timeout=connect_timeout,
+            server_settings={"search_path": schema},
+            **options,
+        )
+    except TimeoutError as exc:  # asyncpg's says nothing at all
+        raise error(f"{label}: open failed: {no_answer(dsn, connect_timeout)}") from exc
+    except driver_errors() as exc:
+        raise error(f"{label}: open failed: {exc}") from exc
+
+
+async def create_schema(
+    pool: Any,
+    *,
+    schema: str,
+    lock_key: int,
+    script: str,
+    errors: ErrorWrapper,
+    migrate: Callable[[Any], Awaitable[None]] | None = None,
+) -> None:
+    """Create ``schema`` and run ``script`` (idempotent) in it, then ``migrate(conn)``,
+    in one transaction under the transaction advisory lock ``lock_key``: clients opening
+    a new database at once create it one after the other."""
+    async with errors("create schema"), pool.acquire() as conn, conn.transaction():
+        await conn.execute("SELECT pg_advisory_xact_lock($1)", lock_key)
+        await conn.execute(f'CREATE SCHEMA IF NOT EXISTS "{schema}"')
+        await conn.execute(script)
+        if migrate is not None:
+            await migrate(conn)
+
 
 #: First key of the session advisory lock that marks the owner of a schema's tables
 #: ("tocs"); the second is the CRC-32 of the schema name, so schemas are owned apart.

@@ -25,6 +25,8 @@ from ._dsn import (
     split_options,
     unknown_message,
 )
+from ._postgres_session import ErrorWrapper, driver_errors, error_wrapper, open_pool
+from ._postgres_session import create_schema as create_pg_schema
 from ._sqlite_engine import (
     BUSY,
     BUSY_TIMEOUT_MS,
@@ -46,14 +48,19 @@ __all__ = [
     "PG_OPTIONS",
     "REDIS_OPTIONS",
     "Busy",
+    "ErrorWrapper",
     "LoopConnection",
     "Worker",
     "check_connect_timeout",
     "connect_read_only",
+    "create_pg_schema",
+    "driver_errors",
+    "error_wrapper",
     "execute_script",
     "is_busy",
     "no_answer",
     "open_connection",
+    "open_pool",
     "redact",
     "set_wal_mode",
     "split_options",
