@@ -26,7 +26,7 @@ from tocsin import (
     TimezoneMismatchError,
 )
 from tocsin.cluster._sqlite import SQLiteCoordinator
-from tocsin.scheduling._cron import same_zone
+from tocsin.cron._zones import same_zone
 
 SECRET = b"cluster-zone-test-secret"
 # A winter day: Paris is UTC+1, so 02:00 Paris is 01:00 UTC.

@@ -14,15 +14,12 @@ from __future__ import annotations
 
 import argparse
 import json
-import os
 import sys
-from datetime import UTC, datetime, tzinfo
-from pathlib import Path
-from zoneinfo import ZoneInfo, ZoneInfoNotFoundError
+from datetime import UTC, datetime
 
 from tocsin.clock import SystemClock
 from tocsin.cron import CronExpression, InvalidCronExpressionError
-from tocsin.cron._spi import FIELD_NAMES, MACROS, DayKind, describe_fields
+from tocsin.cron._spi import FIELD_NAMES, MACROS, DayKind, describe_fields, local_zone
 from tocsin.errors import InvalidTimezoneError
 
 __all__ = ["register"]
@@ -65,25 +62,6 @@ def register(subparsers: argparse._SubParsersAction[argparse.ArgumentParser]) ->
     explain.set_defaults(func=run_explain)
 
 
-def _local_zone() -> tzinfo:
-    """The system zone as an IANA zone when it can be found (DST-aware), else UTC."""
-    name = os.environ.get("TZ", "").lstrip(":")
-    if name:
-        try:
-            return ZoneInfo(name)
-        except (ZoneInfoNotFoundError, ValueError, OSError):
-            pass
-    localtime = Path("/etc/localtime")
-    try:
-        target = str(localtime.resolve())
-        if "/zoneinfo/" in target:
-            return ZoneInfo(target.split("/zoneinfo/", 1)[1])
-        with localtime.open("rb") as file:
-            return ZoneInfo.from_file(file, key="localtime")
-    except (OSError, ValueError, ZoneInfoNotFoundError):
-        return UTC
-
-
 def _report(error: InvalidCronExpressionError) -> int:
     print(f"tocsin: invalid cron expression: {error}", file=sys.stderr)
     if error.expression and error.position is not None:
@@ -110,7 +88,8 @@ def run_next(args: argparse.Namespace) -> int:
         return _usage(
             f"--tz must be an IANA time zone such as Europe/Paris or UTC, got {args.tz!r}"
         )
-    zone = cron.timezone if cron.timezone is not None else _local_zone()
+    # The zone a schedule without `timezone=` fires in (the one local-zone lookup).
+    zone = cron.timezone if cron.timezone is not None else local_zone()
     if args.after is None:
         after = datetime.fromtimestamp(SystemClock().wall(), zone)
     else:

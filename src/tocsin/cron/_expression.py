@@ -6,12 +6,12 @@ from __future__ import annotations
 from collections.abc import Hashable, Iterator
 from datetime import datetime, tzinfo
 from typing import Literal, final
-from zoneinfo import ZoneInfo, ZoneInfoNotFoundError
 
 from tocsin.cron._describe import describe
 from tocsin.cron._dialects import dialect_of, parse
 from tocsin.cron._fields import CronFields
 from tocsin.cron._next import matches, next_fire
+from tocsin.cron._zones import zone
 from tocsin.errors import InvalidTimezoneError
 
 __all__ = ["CronDialect", "CronExpression"]
@@ -27,10 +27,7 @@ def _zone(timezone: tzinfo | str | None) -> tzinfo | None:
     if timezone is None or isinstance(timezone, tzinfo):
         return timezone
     if isinstance(timezone, str):
-        try:
-            return ZoneInfo(timezone)
-        except (ZoneInfoNotFoundError, ValueError, OSError):
-            pass
+        return zone(timezone)  # the one lookup: an unknown name is refused by name
     raise InvalidTimezoneError(
         f"`timezone` must be an IANA zone name such as 'Europe/Paris', a tzinfo, or None "
         f"(the zone of each datetime), got {timezone!r}"

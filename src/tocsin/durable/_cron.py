@@ -19,8 +19,8 @@ from datetime import datetime
 from functools import lru_cache
 from typing import TYPE_CHECKING
 
+from ..cron._spi import zone
 from ..errors import InvalidCronExpressionError
-from ..scheduling._spi import zone
 
 if TYPE_CHECKING:
     from ..cron import CronExpression

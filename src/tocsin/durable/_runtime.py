@@ -23,7 +23,7 @@ from typing import TYPE_CHECKING, Any, final
 from .._deadlines import Deadline
 from ..actor._spi import PID, Cell, Runtime
 from ..clock import ManualClock
-from ..scheduling._spi import local_zone_name
+from ..cron._spi import local_zone_name
 from ..stores import Store, resolve_store
 from ._checks import check_text
 from ._drain import COMPLETION_BATCH, DRAIN_LIMIT

@@ -4,13 +4,14 @@ beside the public :mod:`tocsin.scheduling`: they import these names from here an
 other ``scheduling._*`` module (DESIGN.md "Layers"). Re-exports only.
 
 ``Scheduler`` is the service the facade starts; ``lateness_ring``, ``last_lateness`` and
-``schedule_counts`` read it for introspection; ``zone`` and ``local_zone_name`` resolve
-cron time zones the way schedules do (``same_zone`` compares two by their rules).
+``schedule_counts`` read it for introspection. ``zone``, ``local_zone_name`` and
+``same_zone`` are the cron layer's one zone lookup (:mod:`tocsin.cron._zones`),
+re-exported for the layers that import them from here.
 """
 
 from __future__ import annotations
 
-from ._cron import local_zone_name, same_zone, zone
+from ..cron._spi import local_zone_name, same_zone, zone
 from ._introspect import last_lateness, lateness_ring, schedule_counts
 from ._scheduler import Scheduler
 
