@@ -190,8 +190,8 @@ def open_connection(
     *,
     synchronous: str,
     cache_kib: int | None = None,
-    check: Callable[[sqlite3.Connection], None] | None = None,
-    schema: Callable[[sqlite3.Connection], None] | None = None,
+    check: Callable[[sqlite3.Connection], object] | None = None,
+    schema: Callable[[sqlite3.Connection], object] | None = None,
 ) -> sqlite3.Connection:
     """Open the worker thread's connection to ``path`` the tocsin way.
 

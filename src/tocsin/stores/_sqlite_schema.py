@@ -14,6 +14,7 @@ from importlib import resources
 from typing import Any, Final
 
 from ._protocols import TaskRow
+from ._sqlite_engine import execute_script
 
 __all__ = ["create_schema", "row_from_sql"]
 
@@ -30,12 +31,7 @@ def create_schema(conn: sqlite3.Connection) -> None:
             if column not in have:
                 conn.execute(f"ALTER TABLE tocsin_tasks ADD COLUMN {column} {sql_type}")
     script = resources.files("tocsin.stores").joinpath("sql/sqlite_schema.sql")
-    statement = ""
-    for line in script.read_text("utf-8").splitlines(keepends=True):
-        statement += line
-        if sqlite3.complete_statement(statement):
-            conn.execute(statement)
-            statement = ""
+    execute_script(conn, script.read_text("utf-8"))
 
 
 def row_from_sql(r: Any) -> TaskRow:
