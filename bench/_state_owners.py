@@ -86,12 +86,25 @@ def _declared_fields(cls: ast.ClassDef) -> set[str]:
     return fields
 
 
+def _immutable(cls: ast.ClassDef) -> bool:
+    """A frozen dataclass, a NamedTuple, a msgspec Struct or an enum: no field of it can be
+    assigned after construction, so it owns no writable state to count."""
+    for deco in cls.decorator_list:
+        if isinstance(deco, ast.Call) and any(
+            k.arg == "frozen" and isinstance(k.value, ast.Constant) and k.value.value is True
+            for k in deco.keywords
+        ):
+            return True
+    bases = {b.id if isinstance(b, ast.Name) else getattr(b, "attr", "") for b in cls.bases}
+    return bool(bases & {"NamedTuple", "Struct", "Enum", "IntEnum", "StrEnum"})
+
+
 def _classes(modules: dict[str, ast.Module]) -> dict[str, set[str]]:
-    """field name -> {"module:Class", ...} declaring it."""
+    """field name -> {"module:Class", ...} declaring it (mutable classes only)."""
     owners: dict[str, set[str]] = defaultdict(set)
     for mod, tree in modules.items():
         for node in ast.walk(tree):
-            if isinstance(node, ast.ClassDef):
+            if isinstance(node, ast.ClassDef) and not _immutable(node):
                 for field in _declared_fields(node):
                     owners[field].add(f"{mod}:{node.name}")
     return owners
@@ -120,8 +133,32 @@ def _store_targets(tree: ast.Module) -> list[tuple[ast.Attribute, str | None]]:
     parameter or a local annotated in the enclosing function)."""
     found: list[tuple[ast.Attribute, str | None]] = []
 
-    def scan(body: ast.AST, names: dict[str, str]) -> None:
+    def self_types(cls: ast.ClassDef) -> dict[str, str]:
+        """``self.attr`` -> class name, from ``self.attr: T = ...`` / ``self.attr = T(...)``."""
+        types: dict[str, str] = {}
+        for sub in ast.walk(cls):
+            target: ast.expr | None = None
+            name: str | None = None
+            if isinstance(sub, ast.AnnAssign):
+                target, name = sub.target, _annotation_name(sub.annotation)
+            elif isinstance(sub, ast.Assign) and len(sub.targets) == 1:
+                target = sub.targets[0]
+                if isinstance(sub.value, ast.Call):
+                    name = _annotation_name(sub.value.func)
+            if (
+                name
+                and isinstance(target, ast.Attribute)
+                and isinstance(target.value, ast.Name)
+                and target.value.id == "self"
+            ):
+                types.setdefault(target.attr, name)
+        return types
+
+    def scan(body: ast.AST, names: dict[str, str], attrs: dict[str, str]) -> None:
         for node in ast.iter_child_nodes(body):
+            if isinstance(node, ast.ClassDef):
+                scan(node, names, self_types(node))
+                continue
             if isinstance(node, ast.FunctionDef | ast.AsyncFunctionDef):
                 inner = dict(names)
                 args = node.args
@@ -134,14 +171,24 @@ def _store_targets(tree: ast.Module) -> list[tuple[ast.Attribute, str | None]]:
                         name = _annotation_name(sub.annotation)
                         if name:
                             inner[sub.target.id] = name
-                scan(node, inner)
+                    elif (  # `ctx = self.ctx`: the local has the attribute's class
+                        isinstance(sub, ast.Assign)
+                        and len(sub.targets) == 1
+                        and isinstance(sub.targets[0], ast.Name)
+                        and isinstance(sub.value, ast.Attribute)
+                        and isinstance(sub.value.value, ast.Name)
+                        and sub.value.value.id == "self"
+                        and sub.value.attr in attrs
+                    ):
+                        inner[sub.targets[0].id] = attrs[sub.value.attr]
+                scan(node, inner, attrs)
                 continue
             if isinstance(node, ast.Attribute) and isinstance(node.ctx, ast.Store | ast.Del):
                 base = node.value
                 found.append((node, names.get(base.id) if isinstance(base, ast.Name) else None))
-            scan(node, names)
+            scan(node, names, attrs)
 
-    scan(tree, {})
+    scan(tree, {}, {})
     return found
 
 
