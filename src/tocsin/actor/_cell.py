@@ -184,6 +184,25 @@ class Cell(SendTarget):
         context? (Not once it is stopping, nor from ``post_stop``.)"""
         return self.state < _STOPPING and not self.in_post_stop
 
+    # -- the schedule-owner hook (what upper layers registered as owned by this actor) ---
+
+    def own(self, item: Any) -> None:
+        """Register ``item`` as owned by this actor (released once it fully stops)."""
+        owned = self.owned
+        if owned is None:
+            owned = self.owned = set()
+        owned.add(item)
+
+    def disown(self, item: Any) -> None:
+        """Forget ``item`` (it ended before the actor did)."""
+        if self.owned is not None:
+            self.owned.discard(item)
+
+    def release_owned(self) -> set[Any]:
+        """What this actor owned, handed over once (its stop listener releases it)."""
+        owned, self.owned = self.owned, None
+        return owned or set()
+
     def wake(self) -> None:
         runtime = self.runtime
         self.draining = True
