@@ -77,6 +77,27 @@ CASES: list[tuple[str, str, dict[str, Any], str, bool]] = [
         True,
     ),
     (
+        "actor_runtime",
+        "spawn 20k",
+        {"system": "tocsin", "test": "spawn", "n": 20_000, "traced": False},
+        "spawn_us",
+        True,
+    ),
+    (
+        "remote",
+        "remote tell 20k",
+        {"system": "tocsin", "test": "tell", "n": 20_000},
+        "msgs_per_s",
+        False,
+    ),
+    (
+        "remote",
+        "remote ask 2k",
+        {"system": "tocsin", "test": "ask", "n": 2_000, "warmup": 200},
+        "ask_p50_us",
+        True,
+    ),
+    (
         "durable",
         "schedule 10k, 1 actor, loop (one commit each)",
         {"test": "schedule", "system": "tocsin", "n": 10_000, "shape": "1 actor", "mode": "loop"},

@@ -5,7 +5,15 @@ An idle actor owns no task and no mailbox object, so 100,000 idle actors stay ch
 delivery to an idle actor creates its mailbox and one task; the task drains the mailbox
 in batches of :data:`THROUGHPUT` messages, yielding to the loop between batches (fair
 dispatch), and ends when the mailbox is empty. What the mailbox holds is described in
-``_mailbox.py``; what happens on a failure, in ``_supervising.py``.
+``_mailbox.py``.
+
+The start and the stop (first ``pre_start``, the grace's interrupt, a restart's backoff
+wait, the final teardown) live here too, as methods: they write the same fields as the
+turn loop (state, task, mailbox, the draining flag), so one class in one module owns them
+all (a split carries its state, STYLE rule 1; pykka keeps its actor loop in one class).
+What to do about a failure is decided and applied by the cell's
+:class:`~tocsin.actor._supervising.Supervision` (``_supervising.py``), which owns the
+restart window and acts on the cell only through its methods.
 
 Prior art: pykka's ``_actor_loop_setup/running/teardown``, Proto.Actor's mailbox
 (``throughput`` batch, system messages first).
@@ -20,14 +28,22 @@ from collections import deque
 from collections.abc import Callable
 from typing import TYPE_CHECKING, Any, final
 
-from . import _lifecycle, _supervising
+from ..errors import DeadActorError
 from ._actor import Actor
 from ._context import ReceiveContext
-from ._events import ActorReinstated, DeadLetterReason
+from ._events import (
+    ActorReinstated,
+    ActorStarted,
+    ActorStopped,
+    ActorSuspended,
+    DeadLetterReason,
+)
 from ._mailbox import ITEM_TYPES, STALE, TURN_TYPES, Ask, Mailbox
 from ._passivation import Passivation
 from ._pid import PID, NoSender, new_incarnation
+from ._reply import fail_reply
 from ._state import CellState
+from ._supervising import Supervision
 from ._target import SendTarget
 
 if TYPE_CHECKING:
@@ -77,9 +93,9 @@ class Cell(SendTarget):
         "pausing",
         "pid",
         "post_stop_done",
-        "restarts",
         "runtime",
         "state",
+        "supervision",
         "supervisor",
         "sysq",
         "task",
@@ -113,7 +129,8 @@ class Cell(SendTarget):
         self.task: asyncio.Task[Any] | None = None
         #: Failures escalated by children, handled before the next message.
         self.sysq: list[tuple[Cell, BaseException]] | None = None
-        self.restarts: list[float] | None = None
+        #: Made at the first failure (most actors never fail; spawn stays lighter).
+        self.supervision: Supervision | None = None
         #: The schedule-owner hook: what upper layers registered as owned by this actor
         #: (the scheduler's records), released by their stop listener.
         self.owned: set[Any] | None = None
@@ -167,10 +184,29 @@ class Cell(SendTarget):
         context? (Not once it is stopping, nor from ``post_stop``.)"""
         return self.state < _STOPPING and not self.in_post_stop
 
+    # -- the schedule-owner hook (what upper layers registered as owned by this actor) ---
+
+    def own(self, item: Any) -> None:
+        """Register ``item`` as owned by this actor (released once it fully stops)."""
+        owned = self.owned
+        if owned is None:
+            owned = self.owned = set()
+        owned.add(item)
+
+    def disown(self, item: Any) -> None:
+        """Forget ``item`` (it ended before the actor did)."""
+        if self.owned is not None:
+            self.owned.discard(item)
+
+    def release_owned(self) -> set[Any]:
+        """What this actor owned, handed over once (its stop listener releases it)."""
+        owned, self.owned = self.owned, None
+        return owned or set()
+
     def wake(self) -> None:
         runtime = self.runtime
         self.draining = True
-        runtime.busy += 1
+        runtime.busy_begin()
         self.task = runtime.loop.create_task(self._run())
 
     async def _run(self) -> None:
@@ -182,7 +218,7 @@ class Cell(SendTarget):
                 # Only the stop's grace cancels a turn (interrupt); anything else re-raises.
                 if not self.interrupted or task is None or task.uncancel() > 0:
                     raise
-                _lifecycle.fail_current(self)
+                self._fail_current()
             if self.state is _STOPPING:
                 await self._finish_stop()
         finally:
@@ -204,7 +240,7 @@ class Cell(SendTarget):
         runtime = self.runtime
         while True:
             if self.sysq:
-                await _supervising.process_escalations(self)
+                await self._take_escalations()
             mailbox = self.mailbox
             if self.state is not _RUNNING or not mailbox:
                 return
@@ -251,16 +287,16 @@ class Cell(SendTarget):
                     if reply is not None and not reply.done():
                         reply.set_exception(exc)
                     ctx._reply = None
-                    await _supervising.failed(self, exc)
+                    await self._supervise().failed(exc)
                     actor = self.actor
                 else:
                     if reply is not None and not reply.done():
-                        _lifecycle.hold_unanswered(self, reply)
+                        self._hold_unanswered(reply)
                 if self.state is not _RUNNING or self.sysq:
                     break
             ctx.message = None
             ctx._reply = None
-            runtime.progress += handled
+            runtime.handled(handled)
             if mailbox and self.state is _RUNNING:
                 await asyncio.sleep(0)  # fairness: let other actors and I/O run
 
@@ -276,8 +312,46 @@ class Cell(SendTarget):
         return actor
 
     async def first_start(self) -> BaseException | None:
-        """Run the first ``pre_start`` (see ``_lifecycle.first_start``)."""
-        return await _lifecycle.first_start(self)
+        """Run the first ``pre_start`` (in the spawner's coroutine) and open the mailbox.
+
+        Returns ``None`` once the actor is up, or, when ``pre_start`` failed and the
+        supervisor did not bring the actor up, the last error, after the actor has fully
+        stopped (so its name is free again).
+        """
+        self.draining = True  # deliveries meanwhile only enqueue
+        # The spawner's task runs this actor's turn for now, so that a stop called from
+        # `pre_start` returns at once (as from `receive`) instead of awaiting itself.
+        self.task = asyncio.current_task()
+        runtime = self.runtime
+        self.borrowed = True  # the task is the spawner's: the grace never cancels it
+        runtime.busy_begin()
+        error: BaseException | None = None
+        try:
+            try:
+                await self.actor.pre_start(self.ctx)
+            except Exception as exc:
+                if self.state is _STARTING:
+                    self.state = _RUNNING
+                error = await self._supervise().failed(exc)
+            if self.state is _STARTING:
+                self.state = _RUNNING
+            if self.state is not _STOPPING and self.state is not _STOPPED:
+                error = None  # up: pre_start succeeded, or a restart did, or resumed
+                runtime.events.publish(ActorStarted(self.pid))
+                if self.passivate_after is not None:
+                    self.last_active = runtime.clock.monotonic()
+                    self.passivation = Passivation(self)
+                    runtime.deadlines.add(self.last_active + self.passivate_after, self.passivation)
+        finally:
+            self.borrowed = False
+            self.task = None
+            self.draining = False
+            runtime.busy_done()
+        if self.state is _STOPPING or (self.mailbox and self.state is _RUNNING):
+            self.wake()
+        if error is not None:
+            await self.stop()
+        return error
 
     def reinstate(self) -> None:
         """Reopen the mailbox of a suspended actor (no-op otherwise)."""
@@ -288,8 +362,22 @@ class Cell(SendTarget):
                 self.wake()
 
     async def pause(self, seconds: float) -> None:
-        """Wait on the system clock inside the turn; a stop request ends the wait."""
-        await _lifecycle.pause(self, seconds)
+        """Wait ``seconds`` on the system clock inside the turn (a restart's backoff);
+        a stop request ends the wait at once."""
+        waiter: asyncio.Future[None] = self.runtime.loop.create_future()
+        self.pausing = waiter
+        sleeper = asyncio.ensure_future(self.runtime.sleep(seconds))
+
+        def wake(_: object) -> None:
+            if not waiter.done():
+                waiter.set_result(None)
+
+        sleeper.add_done_callback(wake)
+        try:
+            await waiter
+        finally:
+            self.pausing = None
+            sleeper.cancel()
 
     def request_stop(self) -> None:
         """Begin stopping after the current message; never waits."""
@@ -315,12 +403,138 @@ class Cell(SendTarget):
         await asyncio.shield(stopped)
 
     def interrupt(self) -> bool:
-        """Cancel the handler this actor is running (the stop's grace ran out)."""
-        return _lifecycle.interrupt(self)
+        """Cancel the handler this actor is running (the stop's grace ran out).
+
+        Only a turn in its own drain task is cancelled, and not while it is already
+        finishing its stop (``post_stop`` still runs). Returns whether it cancelled.
+        """
+        task = self.task
+        if task is None or self.finishing or self.interrupted or self.borrowed:
+            return False
+        if task is asyncio.current_task():
+            return False
+        self.interrupted = True
+        task.cancel()
+        return True
 
     async def stop_children(self) -> None:
         if self.children:
             await asyncio.gather(*(child.stop() for child in list(self.children.values())))
 
     async def _finish_stop(self) -> None:
-        await _lifecycle.finish_stop(self)
+        runtime = self.runtime
+        self.finishing = True
+        if self.passivation is not None:
+            runtime.deadlines.remove(self.passivation)
+        await self.stop_children()
+        if not self.post_stop_done:
+            await self.run_post_stop("")
+        self.state = _STOPPED
+        self._reject_mailbox(DeadLetterReason.STOPPED)
+        if self.unanswered:
+            for reply in list(self.unanswered):
+                fail_reply(reply, self.pid, DeadLetterReason.STOPPED)
+        runtime.cell_stopped(self)
+        runtime.events.publish(ActorStopped(self.pid))
+        if self._stopped is not None and not self._stopped.done():
+            self._stopped.set_result(None)
+
+    def _reject_mailbox(self, reason: DeadLetterReason) -> None:
+        mailbox = self.mailbox
+        self.mailbox = None
+        if not mailbox:
+            return
+        items = iter(mailbox)
+        undeliverable = self.runtime.undeliverable
+        for message, sender in zip(items, items, strict=True):
+            reply = None
+            if type(message) is Ask:
+                reply = message.reply
+                message = message.message
+            undeliverable(message, sender, self.pid, reason, reply)
+
+    def _hold_unanswered(self, reply: Reply) -> None:
+        """Remember an ask handled without an answer, so the stop can still answer it.
+
+        Without this, an ask with ``timeout=None`` whose handler did not call
+        ``respond`` would hang forever, even across ``system.stop()``.
+        """
+        held = self.unanswered
+        if held is None:
+            held = self.unanswered = set()
+        held.add(reply)
+        reply.add_done_callback(held.discard)  # called with the reply itself
+
+    def _fail_current(self) -> None:
+        """The turn was cut short by the stop's grace: fail the ask it was handling."""
+        ctx = self.ctx
+        reply = ctx._reply
+        ctx._reply = None
+        if reply is not None and not reply.done():
+            reply.set_exception(DeadActorError(f"{self.pid} was stopped while handling this ask"))
+
+    # -- what supervision does to the cell (see _supervising.Supervision) ----------------
+
+    def _supervise(self) -> Supervision:
+        supervision = self.supervision
+        if supervision is None:
+            supervision = self.supervision = Supervision(self)
+        return supervision
+
+    async def run_post_stop(self, during: str) -> None:
+        """Call ``post_stop`` on the current instance (``during``: "restart" or "");
+        scheduling from it raises, and a failure is logged, never raised."""
+        self.in_post_stop = True
+        try:
+            await self.actor.post_stop(self.ctx)
+        except Exception:
+            if during:
+                _log.exception("post_stop of %s failed during %s", self.pid, during)
+            else:
+                _log.exception("post_stop of %s failed", self.pid)
+        finally:
+            self.in_post_stop = False
+
+    async def backoff(self, seconds: float) -> bool:
+        """A restart's wait, between ``post_stop`` and the fresh instance; return whether
+        the actor is still alive after it (a stop during the wait finishes it)."""
+        self.post_stop_done = True  # a stop during the wait must not call it again
+        await self.pause(seconds)
+        if not self.alive():
+            return False
+        self.post_stop_done = False
+        return True
+
+    def renew_actor(self) -> bool:
+        """A restart's fresh instance from the factory; when the factory fails, log it,
+        begin the stop (``post_stop`` already ran) and return False."""
+        try:
+            self.actor = self.make_actor()
+        except Exception:
+            _log.exception("factory of %s failed during restart; stopping it", self.pid)
+            self.post_stop_done = True
+            self.request_stop()
+            return False
+        return True
+
+    def suspend(self, error: BaseException) -> None:
+        """SUSPEND: close the mailbox (queued messages become dead letters) until reinstated."""
+        self.state = _SUSPENDED
+        self._reject_mailbox(DeadLetterReason.SUSPENDED)
+        self.runtime.events.publish(ActorSuspended(self.pid, error))
+
+    def escalated(self, child: Cell, error: BaseException) -> None:
+        """A child escalated ``error``: handle it in this actor's next turn."""
+        if self.sysq is None:
+            self.sysq = []
+        self.sysq.append((child, error))
+        if not self.draining and self.state is _RUNNING:
+            self.wake()
+
+    async def _take_escalations(self) -> None:
+        """Handle failures escalated by children: this actor fails with their error."""
+        sysq = self.sysq
+        while sysq and self.state is _RUNNING:
+            child, error = sysq.pop(0)
+            if child.alive():
+                await self._supervise().child_failed(child, error)

@@ -174,6 +174,14 @@ class Runtime:
 
     # -- activity (what a ManualClock waits for) ---------------------------------------
 
+    def busy_begin(self) -> None:
+        """One more piece of activity (a drain task, a first start) until ``busy_done``."""
+        self.busy += 1
+
+    def handled(self, count: int) -> None:
+        """``count`` more messages handled (``progress``, once per drain batch)."""
+        self.progress += count
+
     def busy_done(self) -> None:
         self.busy -= 1
         if self.busy == 0 and self.idle_waiters:

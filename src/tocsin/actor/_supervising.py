@@ -2,10 +2,12 @@
 """The supervision algorithm: what a cell does when ``receive`` or ``pre_start`` raised.
 
 Runs inside the failed actor's turn. The supervisor (``_supervision.Supervisor``) gives a
-directive; this module applies it: restart (children stopped, ``post_stop`` on the failed
-instance, optional backoff, a fresh instance from the factory, its ``pre_start``), resume,
-suspend, stop, or escalate to the parent. Restarts are counted in a sliding window; past
-the limit the actor stops.
+directive; a :class:`Supervision` (one per cell, made at its first failure) applies it:
+restart (children stopped, ``post_stop`` on the failed instance, optional backoff, a fresh
+instance from the factory, its ``pre_start``), resume, suspend, stop, or escalate to the
+parent. Restarts are counted in a sliding window, which the supervision owns; past the
+limit the actor stops. It acts on the cell only through the methods of :class:`Supervised`
+(the cell's own module writes the cell's fields), so this module imports no cell.
 
 Every supervised failure is logged at ERROR with its traceback on ``tocsin.actor``, so a
 restart loop is visible by default (issue 10, item 13).
@@ -19,151 +21,154 @@ from __future__ import annotations
 
 import asyncio
 import logging
-from typing import TYPE_CHECKING
+from typing import TYPE_CHECKING, Any, Protocol, final
 
-from . import _lifecycle
-from ._events import ActorRestarted, ActorSuspended, DeadLetterReason
-from ._state import CellState
+from ._events import ActorRestarted
 from ._supervision import Directive
 
 if TYPE_CHECKING:
-    from ._cell import Cell
+    from ._actor import Actor
+    from ._context import ReceiveContext
+    from ._pid import PID
+    from ._runtime import Runtime
+    from ._supervision import Supervisor
 
-__all__ = ["apply", "decide", "escalate", "failed", "process_escalations", "restart", "suspend"]
+__all__ = ["Supervised", "Supervision"]
 
 _log = logging.getLogger("tocsin.actor")
 
 
-async def failed(cell: Cell, error: Exception) -> BaseException:
-    """Apply the supervisor's directive for ``error``; return the last error seen (a
-    restart's ``pre_start`` may fail again)."""
-    directive = decide(cell, error)
-    _log.error(
-        "actor %s failed: %r; supervisor directive: %s",
-        cell.pid,
-        error,
-        directive.value,
-        exc_info=error,
-    )
-    if directive is Directive.RESTART:
-        return await restart(cell, error)
-    apply(cell, directive, error)
-    return error
+class Supervised(Protocol):
+    """What supervision needs from the cell it supervises (``_cell.Cell``)."""
+
+    @property
+    def pid(self) -> PID: ...
+    @property
+    def runtime(self) -> Runtime: ...
+    @property
+    def supervisor(self) -> Supervisor: ...
+    @property
+    def actor(self) -> Actor: ...
+    @property
+    def ctx(self) -> ReceiveContext: ...
+    @property
+    def parent(self) -> Any: ...  # a Supervised, or None for a top-level actor
+
+    def alive(self) -> bool: ...
+    def request_stop(self) -> None: ...
+    async def stop_children(self) -> None: ...
+    async def run_post_stop(self, during: str) -> None: ...
+    async def backoff(self, seconds: float) -> bool: ...
+    def renew_actor(self) -> bool: ...
+    def suspend(self, error: BaseException) -> None: ...
+    def escalated(self, child: Any, error: BaseException) -> None: ...
 
 
-def decide(cell: Cell, error: BaseException) -> Directive:
-    """The supervisor's directive, turned into STOP past the restart limit."""
-    directive = cell.supervisor.decide(error)
-    if directive is Directive.RESTART and not _may_restart(cell):
-        _log.error("actor %s passed its restart limit; stopping it", cell.pid)
-        return Directive.STOP
-    return directive
+@final
+class Supervision:
+    """One cell's failure handling: the supervisor's directive, applied, and the restart
+    window it is counted in (owned here)."""
 
+    __slots__ = ("_cell", "_restarts")
 
-def _may_restart(cell: Cell) -> bool:
-    supervisor = cell.supervisor
-    now = cell.runtime.clock.monotonic()
-    horizon = now - supervisor.within
-    times = [t for t in (cell.restarts or ()) if t > horizon]
-    limit = supervisor.max_restarts
-    if limit is not None and len(times) >= limit:
-        cell.restarts = times
-        return False
-    times.append(now)
-    cell.restarts = times
-    return True
+    def __init__(self, cell: Supervised) -> None:
+        self._cell = cell
+        #: Monotonic times of the restarts inside the supervisor's window.
+        self._restarts: list[float] = []
 
-
-def apply(cell: Cell, directive: Directive, error: BaseException) -> None:
-    """Apply a directive other than RESTART."""
-    if directive is Directive.RESUME:
-        return
-    if directive is Directive.SUSPEND:
-        suspend(cell, error)
-    elif directive is Directive.ESCALATE and cell.parent is not None:
-        escalate(cell.parent, cell, error)
-    else:  # STOP, or ESCALATE from a top-level actor
-        cell.request_stop()
-
-
-async def restart(cell: Cell, error: BaseException) -> BaseException:
-    """Restart ``cell`` until a ``pre_start`` succeeds or the supervisor gives up; return
-    the last error."""
-    while True:
-        await cell.stop_children()
-        cell.in_post_stop = True  # scheduling from post_stop raises, restart or not
-        try:
-            await cell.actor.post_stop(cell.ctx)
-        except Exception:
-            _log.exception("post_stop of %s failed during restart", cell.pid)
-        finally:
-            cell.in_post_stop = False
-        delay = cell.supervisor.backoff_delay(len(cell.restarts or ()))
-        if delay > 0:
-            cell.post_stop_done = True  # a stop during the wait must not call it again
-            await cell.pause(delay)
-            if not cell.alive():
-                return error  # stopped while waiting: the stop finishes it
-            cell.post_stop_done = False
-        try:
-            cell.actor = cell.make_actor()
-        except Exception:
-            _log.exception("factory of %s failed during restart; stopping it", cell.pid)
-            cell.post_stop_done = True
-            cell.request_stop()
-            return error
-        cell.runtime.events.publish(ActorRestarted(cell.pid, error))
-        try:
-            await cell.actor.pre_start(cell.ctx)
-            return error
-        except Exception as exc:
-            error = exc
-            directive = decide(cell, exc)
-            _log.error(
-                "pre_start of %s failed during restart: %r; supervisor directive: %s",
-                cell.pid,
-                exc,
-                directive.value,
-                exc_info=exc,
-            )
-            if directive is not Directive.RESTART:
-                apply(cell, directive, exc)
-                return exc
-            await asyncio.sleep(0)  # a crash loop must not starve the event loop
-
-
-async def process_escalations(cell: Cell) -> None:
-    """Handle failures escalated by children: this actor fails with their error."""
-    while cell.sysq and cell.alive_running():
-        child, error = cell.sysq.pop(0)
-        if not child.alive():
-            continue
-        directive = decide(cell, error)
+    async def failed(self, error: Exception) -> BaseException:
+        """Apply the supervisor's directive for ``error``; return the last error seen (a
+        restart's ``pre_start`` may fail again)."""
+        directive = self.decide(error)
         _log.error(
-            "actor %s escalated %r to %s; supervisor directive: %s",
-            child.pid,
+            "actor %s failed: %r; supervisor directive: %s",
+            self._cell.pid,
             error,
-            cell.pid,
             directive.value,
             exc_info=error,
         )
         if directive is Directive.RESTART:
-            await restart(cell, error)  # stops children, the failed one included
+            return await self.restart(error)
+        self.apply(directive, error)
+        return error
+
+    async def child_failed(self, child: Supervised, error: BaseException) -> None:
+        """A child escalated ``error`` and this actor's turn handles it now: this actor
+        fails with the child's error."""
+        directive = self.decide(error)
+        _log.error(
+            "actor %s escalated %r to %s; supervisor directive: %s",
+            child.pid,
+            error,
+            self._cell.pid,
+            directive.value,
+            exc_info=error,
+        )
+        if directive is Directive.RESTART:
+            await self.restart(error)  # stops children, the failed one included
         else:
-            apply(cell, directive, error)
+            self.apply(directive, error)
 
+    def decide(self, error: BaseException) -> Directive:
+        """The supervisor's directive, turned into STOP past the restart limit."""
+        cell = self._cell
+        directive = cell.supervisor.decide(error)
+        if directive is Directive.RESTART and not self._may_restart():
+            _log.error("actor %s passed its restart limit; stopping it", cell.pid)
+            return Directive.STOP
+        return directive
 
-def suspend(cell: Cell, error: BaseException) -> None:
-    """SUSPEND: close the mailbox (queued messages become dead letters) until reinstated."""
-    cell.state = CellState.SUSPENDED
-    _lifecycle.reject_mailbox(cell, DeadLetterReason.SUSPENDED)
-    cell.runtime.events.publish(ActorSuspended(cell.pid, error))
+    def _may_restart(self) -> bool:
+        supervisor = self._cell.supervisor
+        now = self._cell.runtime.clock.monotonic()
+        horizon = now - supervisor.within
+        times = [t for t in self._restarts if t > horizon]
+        self._restarts = times
+        limit = supervisor.max_restarts
+        if limit is not None and len(times) >= limit:
+            return False
+        times.append(now)
+        return True
 
+    def apply(self, directive: Directive, error: BaseException) -> None:
+        """Apply a directive other than RESTART."""
+        cell = self._cell
+        if directive is Directive.RESUME:
+            return
+        if directive is Directive.SUSPEND:
+            cell.suspend(error)
+        elif directive is Directive.ESCALATE and cell.parent is not None:
+            cell.parent.escalated(cell, error)
+        else:  # STOP, or ESCALATE from a top-level actor
+            cell.request_stop()
 
-def escalate(cell: Cell, child: Cell, error: BaseException) -> None:
-    """A child escalated ``error``: handle it in this actor's next turn."""
-    if cell.sysq is None:
-        cell.sysq = []
-    cell.sysq.append((child, error))
-    if not cell.draining and cell.state is CellState.RUNNING:
-        cell.wake()
+    async def restart(self, error: BaseException) -> BaseException:
+        """Restart the cell until a ``pre_start`` succeeds or the supervisor gives up;
+        return the last error."""
+        cell = self._cell
+        while True:
+            await cell.stop_children()
+            await cell.run_post_stop("restart")
+            delay = cell.supervisor.backoff_delay(len(self._restarts))
+            if delay > 0 and not await cell.backoff(delay):
+                return error  # stopped while waiting: the stop finishes it
+            if not cell.renew_actor():
+                return error
+            cell.runtime.events.publish(ActorRestarted(cell.pid, error))
+            try:
+                await cell.actor.pre_start(cell.ctx)
+                return error
+            except Exception as exc:
+                error = exc
+                directive = self.decide(exc)
+                _log.error(
+                    "pre_start of %s failed during restart: %r; supervisor directive: %s",
+                    cell.pid,
+                    exc,
+                    directive.value,
+                    exc_info=exc,
+                )
+                if directive is not Directive.RESTART:
+                    self.apply(directive, exc)
+                    return exc
+                await asyncio.sleep(0)  # a crash loop must not starve the event loop

@@ -35,7 +35,7 @@ import logging
 import socket
 import struct
 from collections.abc import Callable
-from typing import TYPE_CHECKING, Any, Final, final
+from typing import TYPE_CHECKING, Any, Final, Protocol, final
 
 import msgspec
 
@@ -43,10 +43,11 @@ from . import _handshake as hs
 from ._envelopes import PROTOCOL_VERSION, Envelope, Heartbeat, Hello, decoder
 
 if TYPE_CHECKING:
-    from ._endpoint import Endpoint
-    from ._node import RemoteNode
+    from ..clock import Clock
+    from ._config import Remoting
+    from ._metrics import Counters
 
-__all__ = ["Connection"]
+__all__ = ["Connection", "Hub", "Owner"]
 
 log = logging.getLogger("tocsin.remote")
 
@@ -62,11 +63,43 @@ _AWAIT_DIALER_PROOF: Final = 2  # listener: mac_d
 _FRAMES: Final = 3
 
 
+class Hub(Protocol):
+    """What a connection needs from the node that made it (the ``RemoteNode``)."""
+
+    @property
+    def config(self) -> Remoting: ...
+    @property
+    def counters(self) -> Counters: ...
+    @property
+    def clock(self) -> Clock: ...
+    @property
+    def system_name(self) -> str: ...
+    @property
+    def address(self) -> str: ...
+    def dispatch(self, conn: Connection, envelope: Envelope) -> None:
+        """One envelope arrived on ``conn`` (after its Hello)."""
+
+    def connection_ready(self, conn: Connection) -> bool:
+        """The peer's Hello arrived; False when the node refused the connection."""
+
+    def connection_lost(self, conn: Connection, exc: Exception | None) -> None:
+        """``conn`` closed (for whatever reason)."""
+
+    def warn(self, key: str, text: str) -> None:
+        """Log a connection-level problem, rate-limited by ``key``."""
+
+
+class Owner(Protocol):
+    """What uses a connection to send (an ``Endpoint``): told when it is lost."""
+
+    def lost(self, conn: Connection) -> None: ...
+
+
 @final
 class Connection(asyncio.Protocol):
-    """One authenticated connection to a peer node. Made by :class:`RemoteNode`."""
+    """One authenticated connection to a peer node. Made by a :class:`Hub` (the node)."""
 
-    def __init__(self, node: RemoteNode, *, dialer: bool, host: str) -> None:
+    def __init__(self, node: Hub, *, dialer: bool, host: str) -> None:
         self.node = node
         self.dialer = dialer
         self.host = host  # the peer, for logs: its address (dialled, or host:port seen)
@@ -80,7 +113,7 @@ class Connection(asyncio.Protocol):
         self.pending: dict[int, Callable[[Envelope | BaseException], None]] = {}
         #: Endpoints using this connection (usually one; two when a peer was dialled at
         #: another address than the one it advertises).
-        self.owners: list[Endpoint] = []
+        self.owners: list[Owner] = []
         self.rx_frames = 0
         self.tx_frames = 0
         self.quiet_ticks = 0
@@ -362,6 +395,50 @@ class Connection(asyncio.Protocol):
 
     def heartbeat(self) -> None:
         self.send(_HEARTBEAT, force=True)
+
+    def tick(self, silent_ticks: int) -> bool:
+        """One heartbeat tick of the node: count it quiet when no frame arrived since the
+        last one, and send a heartbeat when none left. False (nothing sent) once
+        ``silent_ticks`` quiet ticks in a row: the peer went silent, the node closes it."""
+        if self.rx_frames == self.seen_rx:
+            self.quiet_ticks += 1
+            if self.quiet_ticks >= silent_ticks:
+                return False
+        else:
+            self.quiet_ticks = 0
+        self.seen_rx = self.rx_frames
+        if self.tx_frames == self.seen_tx:
+            self.heartbeat()
+        self.seen_tx = self.tx_frames
+        return True
+
+    # -- who uses it, and what waits on it ------------------------------------------------
+
+    def identified(self, host: str) -> None:
+        """The peer's Hello named its address: an inbound connection is logged by it."""
+        if not self.dialer:
+            self.host = host
+
+    def adopted(self, owner: Owner) -> None:
+        """``owner`` sends on this connection (told by :meth:`Owner.lost` when it closes)."""
+        if owner not in self.owners:
+            self.owners.append(owner)
+
+    def expect(self, corr: int, callback: Callable[[Envelope | BaseException], None]) -> None:
+        """``callback`` gets the answer frame to request ``corr`` (or the loss)."""
+        self.pending[corr] = callback
+
+    def release(
+        self,
+    ) -> tuple[list[Owner], dict[int, Callable[[Envelope | BaseException], None]]]:
+        """The owners and the waiting requests, handed over once (the connection closed)."""
+        owners, self.owners = self.owners, []
+        return owners, self.take_pending()
+
+    def take_pending(self) -> dict[int, Callable[[Envelope | BaseException], None]]:
+        """The requests waiting on this connection, handed over (to be failed)."""
+        pending, self.pending = self.pending, {}
+        return pending
 
     # -- closing ------------------------------------------------------------------------
 

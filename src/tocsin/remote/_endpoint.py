@@ -39,7 +39,7 @@ import asyncio
 import contextlib
 import random
 from collections.abc import Callable
-from typing import TYPE_CHECKING, Any, Final, final
+from typing import TYPE_CHECKING, Any, Final, Protocol, final
 
 from ..actor._spi import DeadLetterReason
 from ..errors import NodeUnreachableError
@@ -48,9 +48,12 @@ from ._connection import Connection
 from ._envelopes import Envelope
 
 if TYPE_CHECKING:
-    from ._node import RemoteNode
+    from ..clock import Clock
+    from ._config import Remoting
+    from ._host import Host
+    from ._metrics import Counters
 
-__all__ = ["GIVE_UP_AFTER", "Endpoint"]
+__all__ = ["GIVE_UP_AFTER", "Endpoint", "Switchboard"]
 
 #: Seconds of failed reconnects with no send attempted before an endpoint stops retrying.
 GIVE_UP_AFTER: Final = 30.0
@@ -67,11 +70,32 @@ _UNREACHABLE: Final = DeadLetterReason.UNREACHABLE
 Callback = Callable[[Envelope | BaseException], None]
 
 
+class Switchboard(Protocol):
+    """What an endpoint needs from the node that made it (the ``RemoteNode``)."""
+
+    @property
+    def config(self) -> Remoting: ...
+    @property
+    def counters(self) -> Counters: ...
+    @property
+    def clock(self) -> Clock: ...
+    @property
+    def host(self) -> Host: ...
+    @property
+    def stopping(self) -> bool: ...
+    async def dial(self, address: NodeAddress) -> Connection:
+        """Connect and authenticate to ``address`` (raises as ``RemoteNode.dial``)."""
+
+    def warn(self, key: str, text: str) -> None:
+        """Log a connection-level problem, rate-limited by ``key``."""
+
+
 @final
 class Endpoint:
-    """The link to one peer node. Made by :class:`RemoteNode`; not thread-safe."""
+    """The link to one peer node. Made by a :class:`Switchboard` (the node); not
+    thread-safe."""
 
-    def __init__(self, node: RemoteNode, address: NodeAddress) -> None:
+    def __init__(self, node: Switchboard, address: NodeAddress) -> None:
         self.node = node
         self.address = address
         self.state = IDLE
@@ -129,7 +153,7 @@ class Endpoint:
             if not conn.send(body):
                 self.refused = _UNREACHABLE if conn.closed else _OVERFLOW
                 return False
-            conn.pending[corr] = callback
+            conn.expect(corr, callback)
             return True
         if self.state == DOWN:
             self.refused = _UNREACHABLE
@@ -205,8 +229,7 @@ class Endpoint:
         unless one is up already (then it is kept as an extra, for receiving)."""
         if conn.peer is not None:
             self.peer_system = conn.peer.system
-        if self not in conn.owners:
-            conn.owners.append(self)
+        conn.adopted(self)
         if self.state == UP and self.conn is not None and not self.conn.closed:
             if conn is not self.conn and conn not in self.extras:
                 self.extras.append(conn)
@@ -231,7 +254,7 @@ class Endpoint:
             elif not conn.send(body):
                 self._drop(corr, info, f"the connection to {self.address} closed")
             elif corr:
-                conn.pending[corr] = info
+                conn.expect(corr, info)
 
     def lost(self, conn: Connection) -> None:
         """``conn`` closed: fail what waits on it; promote an extra or go DOWN and retry."""
@@ -335,6 +358,5 @@ def _failure(exc: BaseException) -> str:
 
 
 def _fail_pending(conn: Connection, address: NodeAddress) -> None:
-    pending, conn.pending = conn.pending, {}
-    for callback in pending.values():
+    for callback in conn.take_pending().values():
         callback(NodeUnreachableError(f"lost the connection to node {address}"))

@@ -447,17 +447,15 @@ class RemoteNode:
             conn.abort()
             self.counters.protocol_errors += 1
             return False
-        if not conn.dialer:
-            conn.host = str(address)
+        conn.identified(str(address))
         self.endpoint(address).adopt(conn)
         return True
 
     def connection_lost(self, conn: Connection, exc: Exception | None) -> None:
         self._connections.discard(conn)
-        owners, conn.owners = conn.owners, []
+        owners, pending = conn.release()
         for endpoint in owners:
             endpoint.lost(conn)
-        pending, conn.pending = conn.pending, {}
         for callback in pending.values():
             callback(NodeUnreachableError(f"lost the connection to {conn.host}"))
 
@@ -538,18 +536,9 @@ class RemoteNode:
                 continue
             if conn.pending:
                 forget_abandoned(conn.pending)
-            if conn.rx_frames == conn.seen_rx:
-                conn.quiet_ticks += 1
-                if conn.quiet_ticks >= SILENT_TICKS:
-                    self.warn(f"silent:{conn.log_key}", f"remoting: {conn.host} went silent")
-                    conn.abort()
-                    continue
-            else:
-                conn.quiet_ticks = 0
-            conn.seen_rx = conn.rx_frames
-            if conn.tx_frames == conn.seen_tx:
-                conn.heartbeat()
-            conn.seen_tx = conn.tx_frames
+            if not conn.tick(SILENT_TICKS):
+                self.warn(f"silent:{conn.log_key}", f"remoting: {conn.host} went silent")
+                conn.abort()
         self._arm_heartbeat()
 
 

@@ -10,7 +10,7 @@ suspended or absent target.
 from __future__ import annotations
 
 from collections.abc import Callable
-from typing import TYPE_CHECKING, Any, final
+from typing import TYPE_CHECKING, Any, Protocol, final
 
 import msgspec
 
@@ -24,19 +24,31 @@ from ..errors import (
 from ._envelopes import Envelope, Fail, Found, Reply
 
 if TYPE_CHECKING:
+    from ._config import Remoting
     from ._connection import Connection
     from ._messages import WireCodec
-    from ._node import RemoteNode
 
 __all__ = [
     "PendingAsk",
     "RemoteReply",
+    "ReplyWire",
     "clip",
     "failure",
     "forget_abandoned",
     "outcome",
     "too_big",
 ]
+
+
+class ReplyWire(Protocol):
+    """What a :class:`RemoteReply` needs from the node it answers through (the
+    ``RemoteNode``): the codec, the envelope encoder and the frame cap."""
+
+    @property
+    def codec(self) -> WireCodec: ...
+    @property
+    def config(self) -> Remoting: ...
+    def encode(self, envelope: Envelope) -> bytes: ...
 
 
 @final
@@ -52,7 +64,7 @@ class RemoteReply:
 
     __slots__ = ("_callbacks", "_conn", "_corr", "_node")
 
-    def __init__(self, node: RemoteNode, conn: Connection, corr: int) -> None:
+    def __init__(self, node: ReplyWire, conn: Connection, corr: int) -> None:
         self._node = node
         self._conn: Connection | None = conn
         self._corr = corr

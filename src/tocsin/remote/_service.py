@@ -92,10 +92,10 @@ class RemoteService:
         except ValueError:
             return None
         endpoint = self.node.endpoint(node_address)
-        target = RemoteTarget(runtime, self.node, endpoint, path, incarnation, system)
-        pid = PID(address, path, incarnation or 0, target)
-        target.pid = pid
-        return pid
+        target = RemoteTarget(
+            runtime, self.node, endpoint, path, incarnation, system, address=address
+        )
+        return target.pid
 
     def pid_from_wire(self, text: str) -> PID:
         """A PID read from the wire (this node's actors included). Cached.

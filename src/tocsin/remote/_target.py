@@ -43,7 +43,8 @@ _get_running_loop = asyncio._get_running_loop
 
 @final
 class RemoteTarget(SendTarget):
-    """Sends to one actor path on another node. Made by the remote resolver."""
+    """Sends to one actor path on another node. Made by the remote resolver, which hands
+    out the target's :attr:`pid` (made here: the PID and its target point at each other)."""
 
     __slots__ = (
         "_last_sender",
@@ -65,6 +66,8 @@ class RemoteTarget(SendTarget):
         path: str,
         incarnation: int | None,
         system: str = "",
+        *,
+        address: str,
     ) -> None:
         self.runtime = runtime
         self.node = node
@@ -75,7 +78,8 @@ class RemoteTarget(SendTarget):
         self.system = system
         #: Hex incarnation sent with every frame ("": whichever actor holds the path).
         self.incarnation = "" if not incarnation else format(incarnation, "x")
-        self.pid: PID | None = None  # set by the resolver once the PID exists
+        #: The PID this target sends for (``address`` is its system address).
+        self.pid = PID(address, path, incarnation or 0, self)
         # The last sender's wire string: an actor usually sends to one peer many times.
         self._last_sender: Any = None
         self._last_wire = ""

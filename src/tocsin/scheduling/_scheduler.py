@@ -287,9 +287,7 @@ class Scheduler:
         )
         refs[reference] = record
         if owner is not None:
-            if owner.owned is None:
-                owner.owned = set()
-            owner.owned.add(record)
+            owner.own(record)
         return record
 
     def schedule(
@@ -375,8 +373,8 @@ class Scheduler:
         record.dead = True
         self._heap.cancel(record)
         owner = record.owner
-        if owner is not None and owner.owned is not None:
-            owner.owned.discard(record)
+        if owner is not None:
+            owner.disown(record)
 
     def pause(self, reference: str) -> None:
         record = self._get(reference)
@@ -412,16 +410,13 @@ class Scheduler:
         if self._refs.get(record.reference) is record:
             del self._refs[record.reference]
         owner = record.owner
-        if owner is not None and owner.owned is not None:
-            owner.owned.discard(record)
+        if owner is not None:
+            owner.disown(record)
 
     def owner_stopped(self, owner: Cell) -> None:
         """Cancel every schedule owned by an actor that has fully stopped."""
-        owned = owner.owned
-        if owned:
-            for record in list(owned):
-                self._retire(record)
-        owner.owned = None
+        for record in list(owner.release_owned()):
+            self._retire(record)
 
     def close(self) -> None:
         for record in list(self._refs.values()):
