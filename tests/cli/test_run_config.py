@@ -19,7 +19,13 @@ import pytest
 
 import tocsin
 from tocsin.cli._arbiter import describe_exit
-from tocsin.cli._runconfig import RunUsageError, default_workers, make_config, open_run_dir
+from tocsin.cli._runconfig import (
+    MAX_WORKERS_PER_CORE,
+    RunUsageError,
+    default_workers,
+    make_config,
+    open_run_dir,
+)
 from tocsin.cli._runtarget import check_targets, load_main, load_messages
 
 
@@ -51,6 +57,46 @@ def test_default_run_dir_is_named_after_the_run_in_the_current_directory() -> No
 def test_workers_must_be_a_positive_int(workers: object) -> None:
     with pytest.raises(RunUsageError, match=r"`workers` must be a positive int, got"):
         make_config("app:main", workers=workers)  # type: ignore[arg-type]
+
+
+def test_workers_above_four_per_core_are_refused_unless_allowed(tmp_path: Path) -> None:
+    limit = MAX_WORKERS_PER_CORE * default_workers()
+    assert make_config("app:main", workers=limit, run_dir=tmp_path).workers == limit
+    with pytest.raises(
+        RunUsageError,
+        match=rf"`workers` {limit + 1} is more than 4 per core .*--allow-many-workers",
+    ):
+        make_config("app:main", workers=limit + 1, run_dir=tmp_path)
+    config = make_config("app:main", workers=limit + 1, run_dir=tmp_path, allow_many_workers=True)
+    assert config.workers == limit + 1
+
+
+def test_workers_beyond_the_open_files_limit_are_refused_even_when_allowed(
+    tmp_path: Path,
+) -> None:
+    import resource
+
+    soft = resource.getrlimit(resource.RLIMIT_NOFILE)[0]
+    with pytest.raises(RunUsageError, match=r"open files in the arbiter, and its limit is"):
+        make_config("app:main", workers=soft, run_dir=tmp_path, allow_many_workers=True)
+
+
+def test_the_command_refuses_10000_workers_in_one_line_before_forking(tmp_path: Path) -> None:
+    (tmp_path / "app.py").write_text("async def main(system):\n    pass\n")
+    result = subprocess.run(
+        [sys.executable, "-m", "tocsin.cli", "run", "app:main", "--workers", "10000"],
+        cwd=tmp_path,
+        capture_output=True,
+        text=True,
+        timeout=60,
+        check=False,
+    )
+    assert result.returncode == 2
+    lines = result.stderr.strip().splitlines()
+    assert len(lines) == 1, lines
+    assert "`workers` 10000 is more than 4 per core" in lines[0]
+    assert "--allow-many-workers" in lines[0]
+    assert not (tmp_path / ".tocsin").exists()  # nothing was created, nothing forked
 
 
 @pytest.mark.parametrize("name", ["", "a/b", " shop", 3])

@@ -37,6 +37,7 @@ def run(
     listen: str | None = None,
     advertise: str | None = None,
     secret_file: str | os.PathLike[str] | None = None,
+    allow_many_workers: bool = False,
 ) -> int:
     """Run ``main`` in ``workers`` processes until SIGTERM or SIGINT; return the exit status.
 
@@ -56,7 +57,9 @@ def run(
             is imported by each worker after its fork (checked once beforehand in a
             throw-away child), so a rolling restart runs the code now on disk; a function
             object runs the code this process holds.
-        workers: number of worker processes (default: one per core available).
+        workers: number of worker processes (default: one per core available). More
+            than 4 per core is refused (a typo such as 10000 would fork thousands of
+            processes) unless ``allow_many_workers`` is true.
         name: prefix of the workers' system names; also the default run directory's name.
         store: the durable store URL every worker shares (``sqlite:///…`` on this
             machine, ``postgresql://…``). Default: ``sqlite:///<run_dir>/store.db``. Each
@@ -78,6 +81,7 @@ def run(
         secret_file: a file holding the secret every machine of the cluster shares
             (readable by its owner only, 16 characters or more); default: a fresh secret
             per run, written to ``<run_dir>/secret``.
+        allow_many_workers: accept more than 4 workers per core.
 
     Returns:
         0 after a clean stop (every worker exited 0 within the grace), 1 otherwise.
@@ -111,6 +115,7 @@ def run(
         listen=listen,
         advertise=advertise,
         secret_file=secret_file,
+        allow_many_workers=allow_many_workers,
     )
     setup_logging()
     directory = open_run_dir(config.run_dir, config.secret_file)
@@ -132,7 +137,14 @@ def register(subparsers: argparse._SubParsersAction[argparse.ArgumentParser]) ->
         ),
     )
     parser.add_argument("target", metavar="MODULE:FUNC", help="e.g. shop.app:main")
-    parser.add_argument("--workers", type=int, default=None, help="default: one per core")
+    parser.add_argument(
+        "--workers", type=int, default=None, help="default: one per core; at most 4 per core"
+    )
+    parser.add_argument(
+        "--allow-many-workers",
+        action="store_true",
+        help="accept more than 4 workers per core",
+    )
     parser.add_argument("--name", default="tocsin", help="system name prefix (default: tocsin)")
     parser.add_argument(
         "--store",
@@ -196,6 +208,7 @@ def _command(args: argparse.Namespace) -> int:
             listen=args.listen,
             advertise=args.advertise,
             secret_file=args.secret_file,
+            allow_many_workers=args.allow_many_workers,
         )
         directory = open_run_dir(config.run_dir, config.secret_file)
     except RunUsageError as exc:

@@ -29,6 +29,7 @@ from ._runnet import check_advertise, check_listen, read_secret_file, tcp_host_p
 from ._worker import ActorSystem
 
 __all__ = [
+    "MAX_WORKERS_PER_CORE",
     "MainFunc",
     "RunConfig",
     "RunDir",
@@ -42,6 +43,10 @@ __all__ = [
 
 MainFunc = Callable[[ActorSystem], Coroutine[Any, Any, None]]
 
+#: ``workers`` above this many per core (:func:`default_workers`) is refused unless
+#: ``allow_many_workers`` (``--allow-many-workers``): a typo such as ``--workers 10000``
+#: would otherwise fork thousands of processes. Four leaves room for I/O-bound workers.
+MAX_WORKERS_PER_CORE: Final = 4
 #: Linux ``sun_path`` holds 108 bytes including the NUL; a longer socket path cannot bind.
 MAX_SOCKET_PATH: Final = 107
 LOG_FORMAT: Final = (
@@ -118,6 +123,7 @@ def make_config(
     listen: str | None = None,
     advertise: str | None = None,
     secret_file: str | os.PathLike[str] | None = None,
+    allow_many_workers: bool = False,
 ) -> RunConfig:
     """Check every argument and fill in the defaults.
 
@@ -128,6 +134,15 @@ def make_config(
         workers = default_workers()
     if isinstance(workers, bool) or not isinstance(workers, int) or workers < 1:
         raise RunUsageError(f"`workers` must be a positive int, got {workers!r}")
+    cores = default_workers()
+    if workers > MAX_WORKERS_PER_CORE * cores and not allow_many_workers:
+        raise RunUsageError(
+            f"`workers` {workers} is more than {MAX_WORKERS_PER_CORE} per core "
+            f"({MAX_WORKERS_PER_CORE * cores} for the {cores} core(s) this process may use); "
+            "pass --allow-many-workers (tocsin.run(..., allow_many_workers=True)) if you "
+            "mean it"
+        )
+    _check_open_files(workers)
     if not isinstance(name, str) or not name or "/" in name or name.strip() != name:
         raise RunUsageError(f"`name` must be a non-empty str without '/' or spaces, got {name!r}")
     _check_seconds("stop_timeout", stop_timeout)
@@ -196,6 +211,28 @@ def make_config(
         advertise=advertise,
         secret_file=secret_path,
     )
+
+
+#: Descriptors the arbiter holds besides one per worker (its pipes, the lock, logs).
+_ARBITER_FDS: Final = 32
+
+
+def _check_open_files(workers: int) -> None:
+    """The arbiter holds one descriptor per worker (its status socket): ``workers`` must
+    fit the open-files limit (``ulimit -n``), or the last forks would fail one by one."""
+    soft = None
+    with contextlib.suppress(ImportError, OSError, ValueError):  # no such limit here
+        import resource
+
+        soft = resource.getrlimit(resource.RLIMIT_NOFILE)[0]
+        if soft == resource.RLIM_INFINITY:
+            soft = None
+    if soft is not None and workers + _ARBITER_FDS > soft:
+        raise RunUsageError(
+            f"`workers` {workers} needs {workers + _ARBITER_FDS} open files in the "
+            f"arbiter, and its limit is {soft}; raise it (ulimit -n, systemd's "
+            "LimitNOFILE=) or run fewer workers"
+        )
 
 
 def _check_seconds(name: str, value: object) -> None:
