@@ -686,3 +686,38 @@ def test_two_machines_share_durable_work_over_tcp_with_a_shared_secret_and_postg
     per_machine = {w: sum(1 for _, name, _ in rows if name == w) for w in ("a-1", "b-1")}
     assert all(count > 0 for count in per_machine.values()), per_machine
     assert not (tmp_path / "a" / "run" / "secret").exists()  # the shared file, not a new one
+
+
+def test_sigterm_while_forking_stops_the_forking_at_once_and_the_started_workers(
+    tmp_path: Path, runs: list[Run]
+) -> None:
+    """The arbiter gets SIGTERM right after its 3rd fork of 8 (a hook, so the race is
+    deterministic): it forks no more, stops the 3 started workers gracefully, exits 0."""
+    run = Run(
+        tmp_path,
+        *("main", str(tmp_path / "run"), "8", "--sigterm-after", "3"),
+        script="_run_hooks.py",
+    )
+    runs.append(run)
+    assert run.wait_exit() == 0, run.text
+    pids = started_pids(run.text)
+    assert [int(m[1]) for m in STARTED.finditer(run.text)] == [1, 2, 3], run.text
+    assert "SIGTERM: stopping 3 workers" in run.text
+    assert wait_dead(pids) == []
+    assert "killed" not in run.text
+
+
+def test_the_arbiter_works_with_descriptors_above_fd_setsize(
+    tmp_path: Path, runs: list[Run]
+) -> None:
+    """Every descriptor the arbiter and its workers open is above 1024, where
+    ``select.select`` raises: workers start, a SIGKILLed one is replaced, and the stop
+    is clean."""
+    run = Run(tmp_path, "main", str(tmp_path / "run"), "2", "--high-fds", script="_run_hooks.py")
+    runs.append(run)
+    before = run.ready_pids(2)
+    os.kill(before[1], signal.SIGKILL)
+    run.wait_for(r"worker 1 \(pid \d+\) ready", count=2)
+    run.signal(signal.SIGTERM)
+    assert run.wait_exit() == 0, run.text
+    assert "stopped cleanly" in run.text

@@ -7,7 +7,10 @@ graceful stop, a second signal or the grace running out with SIGKILL, SIGHUP wit
 workers). Differences, and why:
 
 * Signals reach the loop through ``signal.set_wakeup_fd``: the C handler writes the signal
-  number to the pipe, so none is lost between two ``select`` calls.
+  number to the pipe, so none is lost between two waits. The wait is a ``selectors``
+  selector (epoll on Linux), not ``select.select``: descriptors above ``FD_SETSIZE``
+  (1024) work. The pipe is also read between two forks of the start, so a SIGTERM while
+  the workers are being forked stops the forking at once and the started ones gracefully.
 * A rolling restart (SIGHUP) stops a worker *before* starting its replacement, one at a
   time, and waits for the replacement to be ready (its ``main`` returned) before the next:
   a worker's number names its socket and its cluster node name, which two processes must
@@ -33,7 +36,7 @@ import dataclasses
 import json
 import logging
 import os
-import select
+import selectors
 import signal
 import sys
 import traceback
@@ -55,7 +58,7 @@ KILL_MARGIN: Final = 5.0
 #: Seconds a replacement may take to be ready during a rolling restart before the next
 #: worker is restarted anyway (its ``main`` may legitimately be slow; we do not wait forever).
 BOOT_TIMEOUT: Final = 60.0
-#: Upper bound of one ``select`` wait: a backstop should a wake-up ever be missed.
+#: Upper bound of one selector wait: a backstop should a wake-up ever be missed.
 MAX_WAIT: Final = 1.0
 
 _HANDLED: Final = (signal.SIGTERM, signal.SIGINT, signal.SIGHUP, signal.SIGCHLD)
@@ -115,6 +118,7 @@ class Arbiter:
         # The death pipe: only the arbiter keeps the write end; when it dies, every worker
         # reads end-of-file (children close their inherited copy right after fork).
         self._death_r, self._death_w = os.pipe()
+        self._selector = selectors.DefaultSelector()
 
     # -- main loop -------------------------------------------------------------------
 
@@ -132,7 +136,12 @@ class Arbiter:
                 self.run_dir.path,
                 self.run_dir.secret_file,
             )
+            self._selector.register(self._wake_r, selectors.EVENT_READ, None)
             for slot in self.slots:
+                # Between two forks: a SIGTERM that came meanwhile stops the start here.
+                self._drain_signals()
+                if self.stopping:
+                    break
                 self._spawn(slot)
             while not (self.stopping and not any(s.pid for s in self.slots)):
                 self._wait()
@@ -143,10 +152,11 @@ class Arbiter:
             for sig, handler in previous.items():
                 signal.signal(sig, handler)
             self._kill_all(signal.SIGKILL)  # only if we leave by an exception
-            for fd in (self._wake_r, self._wake_w, self._death_r, self._death_w):
-                os.close(fd)
             for slot in self.slots:
                 self._close_status(slot)
+            self._selector.close()
+            for fd in (self._wake_r, self._wake_w, self._death_r, self._death_w):
+                os.close(fd)
         log.info("stopped %s", "cleanly" if self.clean else "with errors (see above)")
         return 0 if self.clean else 1
 
@@ -156,19 +166,24 @@ class Arbiter:
         if self.roll_deadline is not None:
             deadlines.append(self.roll_deadline)
         timeout = min([MAX_WAIT, *(max(0.0, d - now) for d in deadlines)])
-        fds = [self._wake_r] + [s.status_fd for s in self.slots if s.status_fd is not None]
-        readable, _, _ = select.select(fds, [], [], timeout)
-        for fd in readable:
-            if fd == self._wake_r:
+        for key, _ in self._selector.select(timeout):
+            if key.data is None:
                 self._drain_signals()
             else:
-                self._read_status(next(s for s in self.slots if s.status_fd == fd))
+                slot: _Slot = key.data
+                if slot.status_fd == key.fd:
+                    self._read_status(slot)
 
     def _drain_signals(self) -> None:
-        try:
-            data = os.read(self._wake_r, 512)
-        except BlockingIOError:
-            return
+        data = b""
+        while True:
+            try:
+                chunk = os.read(self._wake_r, 4096)
+            except BlockingIOError:
+                break
+            if not chunk:
+                break
+            data += chunk
         for signum in data:
             if signum in (signal.SIGTERM, signal.SIGINT):
                 self._begin_stop(signal.Signals(signum).name)
@@ -205,6 +220,7 @@ class Arbiter:
         os.set_blocking(status_r, False)
         slot.pid, slot.started, slot.ready = pid, self.clock.monotonic(), False
         slot.status_fd, slot.buffer = status_r, b""
+        self._selector.register(status_r, selectors.EVENT_READ, slot)
         slot.restart_at = slot.kill_at = None
         log.info("worker %d started (pid %d, store %s)", slot.number, pid, spec.store)
 
@@ -226,6 +242,7 @@ class Arbiter:
             signal.signal(signal.SIGTERM, _worker.early_stop_handler)
             signal.signal(signal.SIGINT, _worker.early_stop_handler)
             signal.pthread_sigmask(signal.SIG_SETMASK, mask)
+            self._selector.close()  # only its descriptor: the arbiter's epoll set is its own
             for fd in (status_r, self._wake_r, self._wake_w, self._death_w):
                 os.close(fd)
             for other in self.slots:
@@ -351,6 +368,8 @@ class Arbiter:
 
     def _close_status(self, slot: _Slot) -> None:
         if slot.status_fd is not None:
+            with contextlib.suppress(KeyError, ValueError):
+                self._selector.unregister(slot.status_fd)
             os.close(slot.status_fd)
             slot.status_fd = None
 

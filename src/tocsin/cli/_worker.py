@@ -301,12 +301,16 @@ def _watch_arbiter(
 ) -> None:
     """Thread body: block until the death pipe reads end-of-file (the arbiter is gone).
 
-    Nobody ever writes to the pipe, so readable means end-of-file. ``select`` rather
-    than a read: it works whatever the descriptor's blocking flag, which every worker
-    shares with the others.
+    Nobody ever writes to the pipe, so readable (or hung up) means end-of-file. ``poll``
+    rather than a read: it works whatever the descriptor's blocking flag, which every
+    worker shares with the others; and rather than ``select.select``, which fails for a
+    descriptor above ``FD_SETSIZE`` (1024).
     """
     with contextlib.suppress(OSError, ValueError):
-        select.select([death_fd], [], [])
+        poller = select.poll()
+        poller.register(death_fd, select.POLLIN | select.POLLHUP | select.POLLERR)
+        while not poller.poll():
+            pass
     watchdog.arm()
     with contextlib.suppress(RuntimeError):  # the loop has closed: nothing left to stop
         loop.call_soon_threadsafe(on_gone, "the arbiter is gone")
