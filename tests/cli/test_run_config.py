@@ -9,10 +9,12 @@ from __future__ import annotations
 
 import math
 import os
+import socket
 import stat
 import subprocess
 import sys
 import threading
+from collections.abc import Iterator
 from pathlib import Path
 
 import pytest
@@ -22,6 +24,7 @@ from tocsin.cli._arbiter import describe_exit
 from tocsin.cli._runconfig import (
     MAX_WORKERS_PER_CORE,
     RunUsageError,
+    check_environment,
     default_workers,
     make_config,
     open_run_dir,
@@ -337,3 +340,117 @@ def test_a_shared_secret_file_is_used_as_it_is_and_must_be_private(tmp_path: Pat
         make_config("app:main", workers=1, secret_file=secret)
     with pytest.raises(RunUsageError, match=r"cannot be read"):
         make_config("app:main", workers=1, secret_file=tmp_path / "missing")
+
+
+def closed_port() -> int:
+    """A TCP port on 127.0.0.1 nothing listens on (bound, then released)."""
+    with socket.socket() as sock:
+        sock.bind(("127.0.0.1", 0))
+        port: int = sock.getsockname()[1]
+    return port
+
+
+@pytest.fixture
+def held_port() -> Iterator[int]:
+    """A TCP port on 127.0.0.1 something listens on for the test's length."""
+    with socket.socket() as sock:
+        sock.bind(("127.0.0.1", 0))
+        sock.listen()
+        yield sock.getsockname()[1]
+
+
+def test_a_wildcard_listen_needs_advertise() -> None:
+    with pytest.raises(RunUsageError, match=r"is a wildcard address.*give `advertise`"):
+        make_config("app:main", workers=2, listen="tcp://0.0.0.0:7100")
+    with pytest.raises(RunUsageError, match=r"is a wildcard address"):
+        make_config("app:main", workers=2, listen="tcp://[::]:7100")
+
+
+def test_a_memory_coordinator_is_refused_for_several_workers(tmp_path: Path) -> None:
+    with pytest.raises(RunUsageError, match=r"joins the systems of one process only, and 2 work"):
+        make_config("app:main", workers=2, coordinator="memory://", run_dir=tmp_path)
+    one = make_config("app:main", workers=1, coordinator="memory://", run_dir=tmp_path)
+    assert one.coordinator == "memory://"
+
+
+def test_a_sqlite_file_in_a_missing_directory_is_refused(tmp_path: Path) -> None:
+    for option in ("store", "coordinator"):
+        url = f"sqlite:///{tmp_path}/nope/x.db"
+        config = make_config("app:main", workers=1, run_dir=tmp_path, **{option: url})
+        with pytest.raises(RunUsageError, match=rf"`{option}` .*{tmp_path}/nope' does not exist"):
+            check_environment(config, explicit=(option,))
+    (tmp_path / "file").write_text("")
+    config = make_config("app:main", workers=1, store=f"sqlite:///{tmp_path}/file/x.db")
+    with pytest.raises(RunUsageError, match=r"is not a directory"):
+        check_environment(config, explicit=("store",))
+    # The defaults live in the run directory, which open_run_dir creates next.
+    check_environment(make_config("app:main", workers=1, run_dir=tmp_path / "new"))
+
+
+@pytest.mark.parametrize("scheme", ["postgresql", "redis"])
+def test_an_unreachable_server_is_refused_within_the_connect_timeout(scheme: str) -> None:
+    port = closed_port()
+    url = (
+        f"{scheme}://u@127.0.0.1:{port}/x"
+        if scheme == "postgresql"
+        else f"redis://127.0.0.1:{port}/0"
+    )
+    option = "store" if scheme == "postgresql" else "coordinator"
+    config = make_config("app:main", workers=1, **{option: url})
+    kind = "PostgreSQL" if scheme == "postgresql" else "Redis"
+    with pytest.raises(
+        RunUsageError,
+        match=rf"`{option}`: cannot reach the {kind} server at 127.0.0.1:{port} "
+        rf"\(127.0.0.1:{port}: "
+        "Connection refused\\)",
+    ):
+        check_environment(config)
+
+
+def test_a_reachable_server_passes(held_port: int) -> None:
+    config = make_config("app:main", workers=1, store=f"postgresql://u@127.0.0.1:{held_port}/x")
+    check_environment(config)  # accepts a connection: the check asks no more
+
+
+def test_a_listen_port_in_use_is_refused(held_port: int) -> None:
+    config = make_config("app:main", workers=2, listen=f"tcp://127.0.0.1:{held_port - 1}")
+    with pytest.raises(RunUsageError, match=rf"`listen`: cannot listen on 127.0.0.1:{held_port}"):
+        check_environment(config)
+
+
+def bad_setting_cases(tmp: Path, held: int) -> list[list[str]]:
+    closed = closed_port()
+    return [
+        ["--listen", "tcp://0.0.0.0:7100"],
+        ["--store", f"sqlite:///{tmp}/missing/store.db"],
+        ["--coordinator", f"sqlite:///{tmp}/missing/coordinator.db"],
+        ["--coordinator", "memory://", "--workers", "2"],
+        ["--store", f"postgresql://u@127.0.0.1:{closed}/app"],
+        ["--coordinator", f"redis://127.0.0.1:{closed}/0"],
+        ["--listen", f"tcp://127.0.0.1:{held}"],
+    ]
+
+
+@pytest.mark.parametrize(
+    "case",
+    range(7),
+    ids=["wildcard", "store-dir", "coordinator-dir", "memory", "pg-down", "redis-down", "port"],
+)
+def test_each_bad_setting_is_one_line_and_exit_2_before_any_fork(
+    tmp_path: Path, held_port: int, case: int
+) -> None:
+    (tmp_path / "app.py").write_text("async def main(system):\n    pass\n")
+    args = bad_setting_cases(tmp_path, held_port)[case]
+    result = subprocess.run(
+        [sys.executable, "-m", "tocsin.cli", "run", "app:main", *args],
+        cwd=tmp_path,
+        capture_output=True,
+        text=True,
+        timeout=60,
+        check=False,
+    )
+    assert result.returncode == 2, result.stderr
+    lines = result.stderr.strip().splitlines()
+    assert len(lines) == 1, lines  # no traceback, no log of a started worker
+    assert lines[0].startswith("tocsin run: `"), lines
+    assert not (tmp_path / ".tocsin").exists()  # nothing was created, nothing forked

@@ -15,7 +15,14 @@ import threading
 from collections.abc import Iterable
 
 from ._arbiter import Arbiter
-from ._runconfig import MainFunc, RunUsageError, make_config, open_run_dir, setup_logging
+from ._runconfig import (
+    MainFunc,
+    RunUsageError,
+    check_environment,
+    make_config,
+    open_run_dir,
+    setup_logging,
+)
 from ._runtarget import check_targets
 
 __all__ = ["register", "run"]
@@ -117,6 +124,7 @@ def run(
         secret_file=secret_file,
         allow_many_workers=allow_many_workers,
     )
+    check_environment(config, explicit=_explicit(store=store, coordinator=coordinator))
     setup_logging()
     directory = open_run_dir(config.run_dir, config.secret_file)
     try:
@@ -210,6 +218,9 @@ def _command(args: argparse.Namespace) -> int:
             secret_file=args.secret_file,
             allow_many_workers=args.allow_many_workers,
         )
+        check_environment(
+            config, explicit=_explicit(store=args.store, coordinator=args.coordinator)
+        )
         directory = open_run_dir(config.run_dir, config.secret_file)
     except RunUsageError as exc:
         print(f"tocsin run: {exc}", file=sys.stderr)
@@ -218,3 +229,8 @@ def _command(args: argparse.Namespace) -> int:
         return Arbiter(config, args.target, directory).run()
     finally:
         directory.close()
+
+
+def _explicit(**options: str | None) -> tuple[str, ...]:
+    """The names of the options given (not defaulted)."""
+    return tuple(name for name, value in options.items() if value is not None)

@@ -24,6 +24,7 @@ from ..cluster import Cluster
 from ..errors import InvalidCoordinatorURLError, InvalidStoreURLError
 from ..stores import open_store
 from . import _worker
+from ._runchecks import check_bindable, check_reachable, check_sqlite_directory
 from ._runerrors import RunUsageError
 from ._runnet import check_advertise, check_listen, read_secret_file, tcp_host_port
 from ._worker import ActorSystem
@@ -34,6 +35,7 @@ __all__ = [
     "RunConfig",
     "RunDir",
     "RunUsageError",
+    "check_environment",
     "default_workers",
     "make_config",
     "open_run_dir",
@@ -47,6 +49,8 @@ MainFunc = Callable[[ActorSystem], Coroutine[Any, Any, None]]
 #: ``allow_many_workers`` (``--allow-many-workers``): a typo such as ``--workers 10000``
 #: would otherwise fork thousands of processes. Four leaves room for I/O-bound workers.
 MAX_WORKERS_PER_CORE: Final = 4
+#: ``--listen`` hosts that bind every interface: no other node can dial them.
+WILDCARD_HOSTS: Final = frozenset({"0.0.0.0", "::", "[::]", ""})
 #: Linux ``sun_path`` holds 108 bytes including the NUL; a longer socket path cannot bind.
 MAX_SOCKET_PATH: Final = 107
 LOG_FORMAT: Final = (
@@ -80,6 +84,14 @@ class RunConfig:
     advertise: str | None = None
     #: A secret file shared by the machines of one cluster (None: a fresh secret per run).
     secret_file: Path | None = None
+
+    def tcp_ports(self) -> list[tuple[str, str, int]]:
+        """``(option, host, port)`` of every TCP port the workers will listen on."""
+        ports = []
+        if self.listen is not None:
+            host, port = tcp_host_port(self.listen)
+            ports += [("listen", host, port + n) for n in range(self.workers)]
+        return ports
 
     def worker_spec(self, number: int, secret: str) -> _worker.WorkerSpec:
         """The settings of worker ``number`` (1-based)."""
@@ -189,6 +201,11 @@ def make_config(
         check_listen(listen, workers)
     if advertise is not None:
         check_advertise(advertise, listen)
+    elif listen is not None and tcp_host_port(listen)[0] in WILDCARD_HOSTS:
+        raise RunUsageError(
+            f"`listen` {listen!r} is a wildcard address, which other nodes cannot dial: "
+            "give `advertise` (--advertise HOST), the host the others reach this machine at"
+        )
     secret_path = None
     if secret_file is not None:
         secret_path = Path(secret_file).absolute()
@@ -197,6 +214,13 @@ def make_config(
         Cluster(coordinator=coordinator)  # validates the URL; connects to nothing
     except InvalidCoordinatorURLError as exc:
         raise RunUsageError(f"`coordinator`: {exc}") from None
+    if workers > 1 and coordinator.lower().startswith("memory:"):
+        raise RunUsageError(
+            f"`coordinator` {coordinator!r} joins the systems of one process only, and "
+            f"{workers} workers are {workers} processes (each would be a cluster of its own, "
+            "running every durable identity and cron tick once per worker); use a SQLite "
+            "file (the default), PostgreSQL or Redis, or run 1 worker"
+        )
     return RunConfig(
         target=target,
         workers=workers,
@@ -233,6 +257,25 @@ def _check_open_files(workers: int) -> None:
             f"arbiter, and its limit is {soft}; raise it (ulimit -n, systemd's "
             "LimitNOFILE=) or run fewer workers"
         )
+
+
+def check_environment(config: RunConfig, *, explicit: tuple[str, ...] = ()) -> None:
+    """What :func:`make_config` cannot see in the arguments alone, checked in the arbiter
+    before any fork (``_runchecks``): the directory of a SQLite ``store`` or
+    ``coordinator`` the user named (``explicit``: the defaults are in the run directory,
+    created next), that a PostgreSQL or Redis server accepts a connection, and that every
+    TCP port a worker will listen on is free.
+
+    Raises:
+        RunUsageError: the first problem found, as one line.
+    """
+    for option in ("store", "coordinator"):
+        url = getattr(config, option)
+        if option in explicit:
+            check_sqlite_directory(option, url)
+        check_reachable(option, url)
+    for option, host, port in config.tcp_ports():
+        check_bindable(option, host, port)
 
 
 def _check_seconds(name: str, value: object) -> None:
