@@ -208,3 +208,33 @@ async def cron_once(system: ActorSystem) -> None:
     pid = await system.spawn(CronTick, "cron")
     await system.schedule_cron("tick", pid, "*/2 * * * * ?", reference="every-2s", replace=True)
     record("main", system)
+
+
+def _role() -> str:
+    """This process's role in ``tocsin run`` ("arbiter", "worker 2"), as its log says."""
+    import logging
+
+    record = logging.getLogRecordFactory()("role", logging.INFO, __file__, 0, "", (), None)
+    return str(getattr(record, "tocsin_role", "?"))
+
+
+async def members_at_main(system: ActorSystem) -> None:
+    """Records how many live members the coordinator lists when main starts. Worker 2
+    imports this module 3 s late (below), so a main started before every worker joined
+    would see 1."""
+    from pathlib import Path
+
+    from tocsin.cluster._url import open_coordinator
+
+    coordinator_file = Path(os.environ["RUN_TEST_LOG"]).parent / "run" / "coordinator.db"
+    coordinator = open_coordinator(f"sqlite:///{coordinator_file}")
+    await coordinator.open()
+    try:
+        _, leases = await coordinator.leases()
+    finally:
+        await coordinator.close()
+    record(f"main-members:{sum(1 for row in leases if row.alive)}", system)
+
+
+if os.environ.get("RUN_TEST_SLOW_WORKER") and _role() == os.environ["RUN_TEST_SLOW_WORKER"]:
+    time.sleep(3.0)  # a worker that is slow to import its application

@@ -48,6 +48,7 @@ class Run:
         script: str | None = None,
         path: Path = HERE,
         run_dir: Path | None = None,
+        env: dict[str, str] | None = None,
     ) -> None:
         tmp.mkdir(exist_ok=True)
         self.log_path = tmp / "arbiter.log"
@@ -57,6 +58,7 @@ class Run:
             os.environ,
             PYTHONPATH=os.pathsep.join([str(path), *sys.path]),
             RUN_TEST_LOG=str(self.events),
+            **(env or {}),
         )
         if script:
             argv = [sys.executable, str(HERE / script), *args]
@@ -721,3 +723,26 @@ def test_the_arbiter_works_with_descriptors_above_fd_setsize(
     run.signal(signal.SIGTERM)
     assert run.wait_exit() == 0, run.text
     assert "stopped cleanly" in run.text
+
+
+def test_main_runs_once_every_worker_has_joined_and_a_replacement_runs_it_at_once(
+    tmp_path: Path, runs: list[Run]
+) -> None:
+    """Worker 2 imports the application 3 s late; worker 1's main still starts only once
+    both are members (it counts the coordinator's live leases). A worker replaced later
+    (SIGKILL) runs main as soon as it has joined: the others are up."""
+    run = Run(
+        tmp_path,
+        *("_run_app:members_at_main", "--workers", "2"),
+        env={"RUN_TEST_SLOW_WORKER": "worker 2"},
+    )
+    runs.append(run)
+    before = run.ready_pids(2)
+    assert "all 2 workers joined the cluster; main() starts in each" in run.text
+    wait_events(run, lambda rows: sum(e.startswith("main-members:") for e, _, _ in rows) == 2)
+    assert sorted(e for e, _, _ in events_of(run)) == ["main-members:2"] * 2, run.text
+    os.kill(before[1], signal.SIGKILL)
+    run.wait_for(r"worker 1 \(pid \d+\) ready", count=2)
+    assert run.text.count("joined the cluster; main() starts") == 1
+    run.signal(signal.SIGTERM)
+    assert run.wait_exit() == 0, run.text

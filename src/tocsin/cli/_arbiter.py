@@ -22,6 +22,13 @@ workers). Differences, and why:
   exit in a row (``restart_backoff=(min, max)``); a worker that ran longer is replaced at
   once. Deterministic (no jitter): each worker's loop is spaced on its own, and the
   delays printed are the delays applied.
+* ``main`` runs in each worker only once every worker has joined the cluster: each
+  reports "joined" on its status socket after ``system.start()``, and when all N have,
+  the arbiter answers "go" to each, so identities placed from ``main`` spread over all
+  of them from the first second. If some worker has not joined :data:`JOIN_TIMEOUT`
+  seconds after the start (it crash loops, say), the joined ones get "go" anyway, with a
+  warning. After that first start, a worker that joins (a replacement after a crash, a
+  rolling restart) gets "go" at once: the others are up already.
 * Workers are forked, not exec'd, and a ``MODULE:FUNC`` is imported by each worker after
   its fork (the arbiter checks it once in a throw-away child, so a bad name is one error
   line rather than a crash loop, yet never holds the application's modules itself):
@@ -38,6 +45,7 @@ import logging
 import os
 import selectors
 import signal
+import socket
 import sys
 import traceback
 from dataclasses import dataclass
@@ -47,7 +55,7 @@ from ..clock import SystemClock
 from . import _worker
 from ._runconfig import MainFunc, RunConfig, RunDir
 
-__all__ = ["KILL_MARGIN", "STABLE_AFTER", "Arbiter"]
+__all__ = ["JOIN_TIMEOUT", "KILL_MARGIN", "STABLE_AFTER", "Arbiter"]
 
 log = logging.getLogger("tocsin.run")
 
@@ -58,6 +66,9 @@ KILL_MARGIN: Final = 5.0
 #: Seconds a replacement may take to be ready during a rolling restart before the next
 #: worker is restarted anyway (its ``main`` may legitimately be slow; we do not wait forever).
 BOOT_TIMEOUT: Final = 60.0
+#: Seconds the first start waits for every worker to join the cluster before ``main``
+#: runs in those that did (with a warning); a worker joining later runs it at once.
+JOIN_TIMEOUT: Final = 30.0
 #: Upper bound of one selector wait: a backstop should a wake-up ever be missed.
 MAX_WAIT: Final = 1.0
 
@@ -74,6 +85,7 @@ class _Slot:
     ready: bool = False
     status_fd: int | None = None
     buffer: bytes = b""
+    joined: bool = False  # the live process has joined the cluster
     quick_exits: int = 0
     restart_at: float | None = None
     kill_at: float | None = None
@@ -119,6 +131,9 @@ class Arbiter:
         # reads end-of-file (children close their inherited copy right after fork).
         self._death_r, self._death_w = os.pipe()
         self._selector = selectors.DefaultSelector()
+        #: Whether workers may run ``main``: every worker joined, or JOIN_TIMEOUT passed.
+        self.go_given = False
+        self.go_deadline = self.clock.monotonic() + JOIN_TIMEOUT
 
     # -- main loop -------------------------------------------------------------------
 
@@ -137,6 +152,7 @@ class Arbiter:
                 self.run_dir.secret_file,
             )
             self._selector.register(self._wake_r, selectors.EVENT_READ, None)
+            self.go_deadline = self.clock.monotonic() + JOIN_TIMEOUT
             for slot in self.slots:
                 # Between two forks: a SIGTERM that came meanwhile stops the start here.
                 self._drain_signals()
@@ -165,6 +181,8 @@ class Arbiter:
         deadlines = [d for s in self.slots for d in (s.restart_at, s.kill_at) if d is not None]
         if self.roll_deadline is not None:
             deadlines.append(self.roll_deadline)
+        if not self.go_given:
+            deadlines.append(self.go_deadline)
         timeout = min([MAX_WAIT, *(max(0.0, d - now) for d in deadlines)])
         for key, _ in self._selector.select(timeout):
             if key.data is None:
@@ -197,7 +215,9 @@ class Arbiter:
         spec = self.config.worker_spec(slot.number, self.run_dir.secret)
         spec = dataclasses.replace(spec, release=slot.release)
         slot.release = slot.incarnation = None
-        status_r, status_w = os.pipe()
+        # A socket pair, not a pipe: the worker reports on it ("joined", "ready") and the
+        # arbiter answers on the same descriptor ("go": every worker has joined).
+        status_r, status_w = _status_pair()
         for stream in (sys.stdout, sys.stderr):
             with contextlib.suppress(Exception):
                 stream.flush()
@@ -218,7 +238,7 @@ class Arbiter:
         signal.pthread_sigmask(signal.SIG_SETMASK, mask)
         os.close(status_w)
         os.set_blocking(status_r, False)
-        slot.pid, slot.started, slot.ready = pid, self.clock.monotonic(), False
+        slot.pid, slot.started, slot.ready, slot.joined = pid, self.clock.monotonic(), False, False
         slot.status_fd, slot.buffer = status_r, b""
         self._selector.register(status_r, selectors.EVENT_READ, slot)
         slot.restart_at = slot.kill_at = None
@@ -290,7 +310,7 @@ class Arbiter:
             self._read_status(slot)
         self._close_status(slot)
         pid, uptime = slot.pid, self.clock.monotonic() - slot.started
-        slot.pid, slot.kill_at, slot.ready = None, None, False
+        slot.pid, slot.kill_at, slot.ready, slot.joined = None, None, False, False
         if code != 0:
             # It may not have left the cluster: its replacement releases its lease.
             slot.release = slot.incarnation
@@ -354,6 +374,8 @@ class Arbiter:
             if isinstance(event, dict) and event.get("event") == "joined":
                 incarnation = event.get("incarnation")
                 slot.incarnation = incarnation if isinstance(incarnation, str) else None
+                slot.joined = True
+                self._joined(slot)
             elif isinstance(event, dict) and event.get("event") == "ready":
                 slot.ready = True
                 where = event.get("listen")
@@ -373,10 +395,51 @@ class Arbiter:
             os.close(slot.status_fd)
             slot.status_fd = None
 
+    # -- the start of main(): once every worker has joined ---------------------------------
+
+    def _joined(self, slot: _Slot) -> None:
+        """A worker joined the cluster: let it run ``main`` now if the first start is over
+        (a replacement: the others are up), else once every worker has joined."""
+        if self.go_given:
+            self._send_go(slot)
+            return
+        if all(s.joined for s in self.slots):
+            self.go_given = True
+            log.info(
+                "all %d worker%s joined the cluster; main() starts in each",
+                len(self.slots),
+                "s" if len(self.slots) != 1 else "",
+            )
+            for other in self.slots:
+                self._send_go(other)
+
+    def _send_go(self, slot: _Slot) -> None:
+        if slot.status_fd is None or self.stopping:
+            return
+        with contextlib.suppress(OSError):  # it died meanwhile: its exit is reaped next
+            os.write(slot.status_fd, b'{"event": "go"}\n')
+
+    def _join_timed_out(self) -> None:
+        self.go_given = True
+        missing = [s.number for s in self.slots if not s.joined]
+        log.warning(
+            "only %d of %d workers joined the cluster within %g s (not: worker %s); main() "
+            "starts in the joined ones now, and in each other one as soon as it joins",
+            len(self.slots) - len(missing),
+            len(self.slots),
+            JOIN_TIMEOUT,
+            ", ".join(map(str, missing)),
+        )
+        for slot in self.slots:
+            if slot.joined:
+                self._send_go(slot)
+
     # -- time-driven steps -------------------------------------------------------------
 
     def _tick(self) -> None:
         now = self.clock.monotonic()
+        if not self.go_given and not self.stopping and now >= self.go_deadline:
+            self._join_timed_out()
         for slot in self.slots:
             if slot.restart_at is not None and now >= slot.restart_at and not self.stopping:
                 self._spawn(slot)
@@ -467,6 +530,13 @@ class Arbiter:
             self._begin_roll()
         else:
             log.info("rolling restart done")
+
+
+def _status_pair() -> tuple[int, int]:
+    """``(arbiter end, worker end)`` of a worker's status channel (both inheritable: the
+    child keeps its end across ``fork``; the arbiter closes it right after)."""
+    ours, theirs = socket.socketpair(socket.AF_UNIX, socket.SOCK_STREAM)
+    return ours.detach(), theirs.detach()
 
 
 def _noop(signum: int, frame: object) -> None:

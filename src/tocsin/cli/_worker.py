@@ -346,9 +346,16 @@ async def _serve(spec: WorkerSpec, main: MainFunc, status_fd: int, death_fd: int
     await system.start()
     _report(status_fd, {"event": "joined", "incarnation": system.cluster.membership.incarnation})
     code = EXIT_OK
+    go = _listen_for_go(loop, status_fd)
+    stop_task = asyncio.ensure_future(stop.wait())
     try:
+        # main() waits for the arbiter's "go": every worker of the run has joined.
+        go_task = asyncio.ensure_future(go.wait())
+        await asyncio.wait({go_task, stop_task}, return_when=asyncio.FIRST_COMPLETED)
+        go_task.cancel()
+        if stop.is_set():
+            return code
         main_task = asyncio.ensure_future(main(system))
-        stop_task = asyncio.ensure_future(stop.wait())
         await asyncio.wait({main_task, stop_task}, return_when=asyncio.FIRST_COMPLETED)
         if not main_task.done():  # asked to stop while main still ran
             main_task.cancel()
@@ -361,9 +368,40 @@ async def _serve(spec: WorkerSpec, main: MainFunc, status_fd: int, death_fd: int
             _report(status_fd, {"event": "ready", "listen": listen_address(spec, system)})
             await stop_task
     finally:
+        stop_task.cancel()
+        with contextlib.suppress(ValueError, OSError):
+            loop.remove_reader(status_fd)
         await stop_system(system, spec.stop_timeout)
         watchdog.disarm()
     return code
+
+
+def _listen_for_go(loop: asyncio.AbstractEventLoop, status_fd: int) -> asyncio.Event:
+    """An event set when the arbiter writes ``{"event": "go"}`` on the status socket."""
+    go = asyncio.Event()
+    buffer = bytearray()
+
+    def readable() -> None:
+        try:
+            data = os.read(status_fd, 4096)
+        except BlockingIOError:
+            return
+        except OSError:
+            data = b""
+        if not data:  # the arbiter is gone: the death pipe starts the stop
+            loop.remove_reader(status_fd)
+            return
+        buffer.extend(data)
+        while b"\n" in buffer:
+            line, _, rest = bytes(buffer).partition(b"\n")
+            buffer[:] = rest
+            with contextlib.suppress(ValueError):
+                event = json.loads(line)
+                if isinstance(event, dict) and event.get("event") == "go":
+                    go.set()
+
+    loop.add_reader(status_fd, readable)
+    return go
 
 
 def _report(fd: int, event: dict[str, Any]) -> None:
