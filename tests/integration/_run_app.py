@@ -238,3 +238,5 @@ async def members_at_main(system: ActorSystem) -> None:
 
 if os.environ.get("RUN_TEST_SLOW_WORKER") and _role() == os.environ["RUN_TEST_SLOW_WORKER"]:
     time.sleep(3.0)  # a worker that is slow to import its application
+if os.environ.get("RUN_TEST_BROKEN_WORKER") and _role() == os.environ["RUN_TEST_BROKEN_WORKER"]:
+    raise RuntimeError("this worker fails to import the application on purpose")

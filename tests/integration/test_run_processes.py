@@ -281,7 +281,7 @@ def test_crash_looping_main_is_restarted_with_growing_delays(
         assert (restarted - exited).total_seconds() >= delay - 0.002  # log stamps are ms
     assert "main fails on purpose" in run.text  # the traceback is logged by the worker
     run.signal(signal.SIGTERM)
-    assert run.wait_exit() in (0, 1)
+    assert run.wait_exit() in (1, 3)  # never ready: never "stopped cleanly"
 
 
 @pytest.mark.parametrize("death_signal", [True, False], ids=["pdeathsig", "pipe-only"])
@@ -746,3 +746,47 @@ def test_main_runs_once_every_worker_has_joined_and_a_replacement_runs_it_at_onc
     assert run.text.count("joined the cluster; main() starts") == 1
     run.signal(signal.SIGTERM)
     assert run.wait_exit() == 0, run.text
+
+
+def test_a_worker_that_fails_to_boot_5_times_in_a_row_ends_the_run_with_status_3(
+    tmp_path: Path, runs: list[Run]
+) -> None:
+    run = Run(tmp_path, "_run_app:crash", "--workers", "1")
+    runs.append(run)
+    assert run.wait_exit() == 3, run.text
+    assert len(started_pids(run.text)) == 5, run.text
+    assert "worker 1 failed to boot 5 times in a row (last: exited with status 1)" in run.text
+    assert "stopped cleanly" not in run.text
+
+
+def test_a_stop_of_a_run_whose_workers_never_were_ready_exits_1(
+    tmp_path: Path, runs: list[Run]
+) -> None:
+    run = Run(tmp_path, "_run_app:crash", "--workers", "1")
+    runs.append(run)
+    run.wait_for(r"restarting it in", count=2)
+    run.signal(signal.SIGTERM)
+    assert run.wait_exit() == 1, run.text
+    assert "stopped; no worker was ever ready" in run.text
+    assert "stopped cleanly" not in run.text
+
+
+def test_a_worker_that_never_joins_lets_the_others_run_main_then_ends_the_run(
+    tmp_path: Path, runs: list[Run]
+) -> None:
+    """Worker 2 cannot import the application: after the join timeout (1 s here, 30 s by
+    default) worker 1 runs main anyway, with a warning; worker 2 never served, so its
+    5th boot failure ends the run (status 3) and worker 1 is stopped gracefully."""
+    run = Run(
+        tmp_path,
+        *("main", str(tmp_path / "run"), "2", "--join-timeout", "1"),
+        script="_run_hooks.py",
+        env={"RUN_TEST_BROKEN_WORKER": "worker 2"},
+    )
+    runs.append(run)
+    run.wait_for(r"only 1 of 2 workers joined the cluster within 1 s \(not: worker 2\)")
+    ready = run.ready_pids(1)
+    assert run.wait_exit() == 3, run.text
+    assert "worker 2 failed to boot 5 times in a row" in run.text
+    assert wait_dead(started_pids(run.text)) == []
+    assert f"worker 1 (pid {ready[1]}) exited with status 0" in run.text

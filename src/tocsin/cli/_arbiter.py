@@ -55,7 +55,14 @@ from ..clock import SystemClock
 from . import _worker
 from ._runconfig import MainFunc, RunConfig, RunDir
 
-__all__ = ["JOIN_TIMEOUT", "KILL_MARGIN", "STABLE_AFTER", "Arbiter"]
+__all__ = [
+    "EXIT_BOOT_FAILED",
+    "JOIN_TIMEOUT",
+    "KILL_MARGIN",
+    "MAX_BOOT_FAILURES",
+    "STABLE_AFTER",
+    "Arbiter",
+]
 
 log = logging.getLogger("tocsin.run")
 
@@ -66,6 +73,12 @@ KILL_MARGIN: Final = 5.0
 #: Seconds a replacement may take to be ready during a rolling restart before the next
 #: worker is restarted anyway (its ``main`` may legitimately be slow; we do not wait forever).
 BOOT_TIMEOUT: Final = 60.0
+#: Processes of one worker number in a row that exit before they are ready (their
+#: system failed to start, the application failed to import, ``main`` raised) after
+#: which the run ends with :data:`EXIT_BOOT_FAILED` (gunicorn's "worker failed to boot").
+MAX_BOOT_FAILURES: Final = 5
+#: The arbiter's exit status when boot failures end the run (gunicorn's, too).
+EXIT_BOOT_FAILED: Final = 3
 #: Seconds the first start waits for every worker to join the cluster before ``main``
 #: runs in those that did (with a warning); a worker joining later runs it at once.
 JOIN_TIMEOUT: Final = 30.0
@@ -86,6 +99,8 @@ class _Slot:
     status_fd: int | None = None
     buffer: bytes = b""
     joined: bool = False  # the live process has joined the cluster
+    served: bool = False  # a process of this number was ready once in this run
+    boot_failures: int = 0  # processes in a row that exited before they were ready
     quick_exits: int = 0
     restart_at: float | None = None
     kill_at: float | None = None
@@ -110,8 +125,10 @@ class Arbiter:
     """Starts ``config.workers`` workers and keeps them running until told to stop.
 
     Call :meth:`run` from the main thread with no event loop running; it returns the exit
-    status: 0 after a clean stop (every worker stopped within the grace, exit status 0),
-    1 otherwise.
+    status: 0 after a clean stop (every worker stopped within the grace, exit status 0);
+    :data:`EXIT_BOOT_FAILED` (3) when a worker number failed to boot
+    :data:`MAX_BOOT_FAILURES` times in a row; 1 otherwise, a run stopped before any
+    worker was ever ready while some had failed included.
     """
 
     def __init__(self, config: RunConfig, main: MainFunc | str, run_dir: RunDir) -> None:
@@ -134,6 +151,9 @@ class Arbiter:
         #: Whether workers may run ``main``: every worker joined, or JOIN_TIMEOUT passed.
         self.go_given = False
         self.go_deadline = self.clock.monotonic() + JOIN_TIMEOUT
+        self.any_ready = False  # some worker was ready once in this run
+        self.boot_failed = False  # some worker exited before it was ready
+        self.boot_failure: int | None = None  # the number whose boot failures end the run
 
     # -- main loop -------------------------------------------------------------------
 
@@ -173,6 +193,16 @@ class Arbiter:
             self._selector.close()
             for fd in (self._wake_r, self._wake_w, self._death_r, self._death_w):
                 os.close(fd)
+        if self.boot_failure is not None:
+            log.error(
+                "stopped: worker %d failed to boot %d times in a row",
+                self.boot_failure,
+                MAX_BOOT_FAILURES,
+            )
+            return EXIT_BOOT_FAILED
+        if self.boot_failed and not self.any_ready:
+            log.error("stopped; no worker was ever ready (see the failures above)")
+            return 1
         log.info("stopped %s", "cleanly" if self.clean else "with errors (see above)")
         return 0 if self.clean else 1
 
@@ -310,6 +340,7 @@ class Arbiter:
             self._read_status(slot)
         self._close_status(slot)
         pid, uptime = slot.pid, self.clock.monotonic() - slot.started
+        booted = slot.ready
         slot.pid, slot.kill_at, slot.ready, slot.joined = None, None, False, False
         if code != 0:
             # It may not have left the cluster: its replacement releases its lease.
@@ -326,6 +357,11 @@ class Arbiter:
             self._spawn(slot)
             self.roll_deadline = self.clock.monotonic() + BOOT_TIMEOUT
             return
+        if not booted:
+            slot.boot_failures += 1
+            self.boot_failed = True
+            if self._boot_failures_end_the_run(slot, how):
+                return
         quick = uptime < STABLE_AFTER
         delay = self._schedule_restart(slot, quick=quick)
         log.warning(
@@ -347,6 +383,38 @@ class Arbiter:
             self.roll, self.rolling, self.roll_deadline, self.roll_again = [], None, None, False
         if not delay:
             self._spawn(slot)
+
+    def _boot_failures_end_the_run(self, slot: _Slot, how: str) -> bool:
+        """After MAX_BOOT_FAILURES boot failures in a row of ``slot``: end the run (exit
+        EXIT_BOOT_FAILED) so that a supervisor such as systemd sees the failure, unless
+        this worker number served earlier in this run and another worker serves now (a
+        broken deploy found by a rolling restart, or a replacement that cannot start:
+        the others keep serving, this one keeps retrying with backoff)."""
+        if slot.boot_failures < MAX_BOOT_FAILURES:
+            return False
+        serving = [s.number for s in self.slots if s.ready]
+        if slot.served and serving:
+            if slot.boot_failures == MAX_BOOT_FAILURES:
+                log.error(
+                    "worker %d failed to boot %d times in a row; it keeps retrying, and the "
+                    "run goes on since worker %s still serve(s) (fix the code or settings, "
+                    "then SIGHUP restarts it first)",
+                    slot.number,
+                    MAX_BOOT_FAILURES,
+                    ", ".join(map(str, serving)),
+                )
+            return False
+        log.error(
+            "worker %d failed to boot %d times in a row (last: %s); stopping the run "
+            "(exit status %d)",
+            slot.number,
+            MAX_BOOT_FAILURES,
+            how,
+            EXIT_BOOT_FAILED,
+        )
+        self.boot_failure = slot.number
+        self._begin_stop(f"worker {slot.number} failed to boot")
+        return True
 
     def _schedule_restart(self, slot: _Slot, *, quick: bool) -> float:
         low, high = self.config.restart_backoff
@@ -377,7 +445,9 @@ class Arbiter:
                 slot.joined = True
                 self._joined(slot)
             elif isinstance(event, dict) and event.get("event") == "ready":
-                slot.ready = True
+                slot.ready = slot.served = True
+                slot.boot_failures = 0
+                self.any_ready = True
                 where = event.get("listen")
                 log.info(
                     "worker %d (pid %s) ready%s",
