@@ -790,3 +790,40 @@ def test_a_worker_that_never_joins_lets_the_others_run_main_then_ends_the_run(
     assert "worker 2 failed to boot 5 times in a row" in run.text
     assert wait_dead(started_pids(run.text)) == []
     assert f"worker 1 (pid {ready[1]}) exited with status 0" in run.text
+
+
+def test_sighup_restarts_a_crash_looping_worker_first_and_stops_no_healthy_one_meanwhile(
+    tmp_path: Path, runs: list[Run]
+) -> None:
+    """A broken deploy: worker 1 is killed, and its replacements (importing the broken
+    code now on disk) crash loop in backoff while worker 2 serves the old code. The fix is
+    deployed and SIGHUP sent: worker 1 is started first; worker 2 is stopped only once
+    worker 1 is ready again, so a healthy worker is never stopped while another is down."""
+    app_dir = tmp_path / "app"
+    app_dir.mkdir()
+    module = app_dir / "deployed_app.py"
+    module.write_text(APP_V1)
+    run = Run(tmp_path, "deployed_app:main", "--workers", "2", path=app_dir)
+    runs.append(run)
+    before = run.ready_pids(2)
+    module.write_text("this is not python, and a longer file than version 1 was\n")
+    os.kill(before[1], signal.SIGKILL)
+    # Three quick exits: worker 1 now waits 2 s in backoff (it served before, worker 2
+    # serves: its failures do not end the run).
+    run.wait_for(r"worker 1 \(pid \d+\) exited with status 1 .*restarting it in 2 s")
+    module.write_text(APP_V1.replace("VERSION = 1", "VERSION = 3  # the fixed deploy"))
+    run.signal(signal.SIGHUP)
+    run.wait_for("rolling restart done")
+    text = run.text
+    assert "the down one(s) first (worker 1)" in text
+    ready = [(int(m[1]), int(m[2]), m.start()) for m in READY.finditer(text)]
+    first_new_1 = next(at for n, pid, at in ready if n == 1 and pid != before[1])
+    stopping_2 = text.index(f"rolling restart: stopping worker 2 (pid {before[2]})")
+    assert first_new_1 < stopping_2, text  # worker 2 kept serving until worker 1 was back
+    assert text.count("code version 3 in") == 2, text
+    after = {int(m[1]): int(m[2]) for m in READY.finditer(text)}
+    assert after[2] != before[2]
+    assert alive(after[1])
+    assert alive(after[2])
+    run.signal(signal.SIGTERM)
+    assert run.wait_exit() == 0, run.text

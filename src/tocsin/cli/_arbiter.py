@@ -143,6 +143,8 @@ class Arbiter:
         self.rolling: _Slot | None = None  # the worker being replaced
         self.roll_deadline: float | None = None
         self.roll_again = False
+        self.roll_paused = False  # waiting for a down worker before stopping a healthy one
+        self.starting = False  # the first forks are under way
         self._wake_r, self._wake_w = os.pipe()
         # The death pipe: only the arbiter keeps the write end; when it dies, every worker
         # reads end-of-file (children close their inherited copy right after fork).
@@ -173,12 +175,17 @@ class Arbiter:
             )
             self._selector.register(self._wake_r, selectors.EVENT_READ, None)
             self.go_deadline = self.clock.monotonic() + JOIN_TIMEOUT
+            self.starting = True
             for slot in self.slots:
                 # Between two forks: a SIGTERM that came meanwhile stops the start here.
                 self._drain_signals()
                 if self.stopping:
                     break
                 self._spawn(slot)
+            self.starting = False
+            if self.roll_again and not self.stopping:  # a SIGHUP came during the start
+                self.roll_again = False
+                self._begin_roll()
             while not (self.stopping and not any(s.pid for s in self.slots)):
                 self._wait()
                 self._reap()
@@ -381,6 +388,7 @@ class Arbiter:
                 slot.number,
             )
             self.roll, self.rolling, self.roll_deadline, self.roll_again = [], None, None, False
+            self.roll_paused = False
         if not delay:
             self._spawn(slot)
 
@@ -455,8 +463,8 @@ class Arbiter:
                     slot.pid,
                     f", listening on {where}" if where else " (no remoting: not listening)",
                 )
-                if slot is self.rolling:
-                    self._roll_next()
+                if slot is self.rolling or (self.roll and self.rolling is None):
+                    self._roll_next()  # the next one, or a paused rollout goes on
 
     def _close_status(self, slot: _Slot) -> None:
         if slot.status_fd is not None:
@@ -527,7 +535,8 @@ class Arbiter:
                     os.kill(slot.pid, signal.SIGKILL)
         if self.roll_deadline is not None and now >= self.roll_deadline and self.rolling:
             log.warning(
-                "worker %d was not ready within %g s; rolling restart goes on",
+                "worker %d was not ready within %g s; the rolling restart goes on once "
+                "every worker is ready",
                 self.rolling.number,
                 BOOT_TIMEOUT,
             )
@@ -542,7 +551,7 @@ class Arbiter:
             self._kill_all(signal.SIGKILL)
             return
         self.stopping = True
-        self.roll, self.rolling, self.roll_deadline = [], None, None
+        self.roll, self.rolling, self.roll_deadline, self.roll_paused = [], None, None, False
         live = [s for s in self.slots if s.pid is not None]
         log.info(
             "%s: stopping %d worker%s (grace %g s)",
@@ -574,24 +583,68 @@ class Arbiter:
     def _begin_roll(self) -> None:
         if self.stopping:
             return
-        if self.rolling is not None or self.roll:
+        if self.starting or self.rolling is not None or self.roll:
             self.roll_again = True
-            log.info("SIGHUP: a rolling restart is under way; another follows it")
+            log.info(
+                "SIGHUP: %s; a rolling restart follows it",
+                "the workers are being started"
+                if self.starting
+                else "a rolling restart is under way",
+            )
             return
-        log.info("SIGHUP: rolling restart of %d worker(s), one at a time", len(self.slots))
-        self.roll = [s.number for s in self.slots]
+        # Down first (in backoff, or not ready yet): they serve nothing, so restarting
+        # them costs nothing, and a fixed deploy brings them back before any healthy
+        # worker is touched. Then the healthy ones, one at a time.
+        down = [s.number for s in self.slots if not s.ready]
+        up = [s.number for s in self.slots if s.ready]
+        log.info(
+            "SIGHUP: rolling restart of %d worker(s), one at a time%s",
+            len(self.slots),
+            f", the down one(s) first (worker {', '.join(map(str, down))})" if down else "",
+        )
+        self.roll = down + up
         self._roll_next()
 
     def _roll_next(self) -> None:
+        """Restart the next worker of the rolling restart, if that takes nothing down.
+
+        A down worker (in backoff, or started and not ready yet) is (re)started at once,
+        with its backoff and boot-failure count reset: the deploy is new. A healthy worker
+        is stopped only while every other worker is ready; otherwise the rollout pauses
+        and goes on when the last one down becomes ready (``_read_status``).
+        """
         self.rolling, self.roll_deadline = None, None
         while self.roll:
-            slot = self.slots[self.roll.pop(0) - 1]
-            if slot.pid is None:  # waiting for a backoff restart: that is a restart already
-                continue
+            slot = self.slots[self.roll[0] - 1]
+            if slot.ready:
+                down = [s.number for s in self.slots if s is not slot and not s.ready]
+                if down:
+                    if not self.roll_paused:
+                        log.info(
+                            "rolling restart paused: worker %s is down; worker %d keeps "
+                            "serving until every other worker is ready",
+                            ", ".join(map(str, down)),
+                            slot.number,
+                        )
+                    self.roll_paused = True
+                    return
+            self.roll.pop(0)
+            self.roll_paused = False
+            slot.quick_exits = slot.boot_failures = 0
             self.rolling = slot
+            self.roll_deadline = self.clock.monotonic() + BOOT_TIMEOUT
+            if slot.pid is None:  # in backoff: start it now, with the code now on disk
+                log.info("rolling restart: starting worker %d (down, in backoff) now", slot.number)
+                self._spawn(slot)
+                return
             slot.retiring = True
             slot.kill_at = self.clock.monotonic() + self.config.stop_timeout + KILL_MARGIN
-            log.info("rolling restart: stopping worker %d (pid %d)", slot.number, slot.pid)
+            log.info(
+                "rolling restart: stopping worker %d (pid %d)%s",
+                slot.number,
+                slot.pid,
+                "" if slot.ready else " (not ready)",
+            )
             with contextlib.suppress(ProcessLookupError):
                 os.kill(slot.pid, signal.SIGTERM)
             return
