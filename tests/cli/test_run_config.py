@@ -454,3 +454,81 @@ def test_each_bad_setting_is_one_line_and_exit_2_before_any_fork(
     assert len(lines) == 1, lines  # no traceback, no log of a started worker
     assert lines[0].startswith("tocsin run: `"), lines
     assert not (tmp_path / ".tocsin").exists()  # nothing was created, nothing forked
+
+
+def test_a_port_template_gives_each_worker_its_port() -> None:
+    from tocsin.cli._runmetrics import expand_port_template
+
+    assert expand_port_template("metrics", "127.0.0.1:91{worker:02d}", 3) == [
+        ("127.0.0.1", 9101),
+        ("127.0.0.1", 9102),
+        ("127.0.0.1", 9103),
+    ]
+    assert expand_port_template("metrics", "[::1]:{worker}000", 2) == [("::1", 1000), ("::1", 2000)]
+    assert expand_port_template("metrics", "127.0.0.1:9100", 1) == [("127.0.0.1", 9100)]
+    assert expand_port_template("metrics", "127.0.0.1:0", 2) == [("127.0.0.1", 0)] * 2
+
+
+@pytest.mark.parametrize(
+    ("template", "workers", "message"),
+    [
+        (
+            "127.0.0.1:9100",
+            2,
+            r"gives all 2 workers one port; each needs its own: write \{worker\}",
+        ),
+        ("127.0.0.1:9{n}", 2, r"the only field is \{worker\}, not \{n\}"),
+        ("127.0.0.1:9{worker", 2, r"must be HOST:PORT"),
+        ("9100{worker}", 2, r"worker 1: '91001'"),
+        ("127.0.0.1:7{worker}0000", 1, r"worker 1: '127.0.0.1:710000'"),
+        ("127.0.0.1:91{worker:.0s}", 2, r"must be HOST:PORT"),
+    ],
+)
+def test_a_bad_port_template_is_refused(template: str, workers: int, message: str) -> None:
+    with pytest.raises(RunUsageError, match=message):
+        make_config("app:main", workers=workers, metrics=template)
+
+
+def test_operator_ports_must_not_collide(tmp_path: Path) -> None:
+    with pytest.raises(RunUsageError, match=r"`console` gives worker 1 port 9101, which `metrics`"):
+        make_config(
+            "app:main",
+            workers=2,
+            metrics="127.0.0.1:91{worker:02d}",
+            console="127.0.0.1:91{worker:02d}",
+        )
+    with pytest.raises(RunUsageError, match=r"`metrics` gives worker 1 port 7101, which `listen`"):
+        make_config(
+            "app:main", workers=2, listen="tcp://127.0.0.1:7100", metrics="127.0.0.1:71{worker:02d}"
+        )
+    config = make_config(
+        "app:main",
+        workers=2,
+        metrics="127.0.0.1:91{worker:02d}",
+        console="127.0.0.1:88{worker:02d}",
+    )
+    assert config.worker_spec(2, "s").metrics == ("127.0.0.1", 9102)
+    assert config.worker_spec(2, "s").console == "127.0.0.1:8802"
+    assert ("metrics", "127.0.0.1", 9101) in config.tcp_ports()
+
+
+def test_a_console_off_loopback_needs_a_token_file(tmp_path: Path) -> None:
+    with pytest.raises(RunUsageError, match=r"`console`: .*needs a `token`.*--console-token-file"):
+        make_config("app:main", workers=1, console="0.0.0.0:8801")
+    token = tmp_path / "token"
+    token.write_text("t" * 32)
+    token.chmod(0o600)
+    config = make_config("app:main", workers=1, console="0.0.0.0:8801", console_token_file=token)
+    assert config.worker_spec(1, "s").console_token == "t" * 32
+    assert "t" * 32 not in repr(config)
+    token.chmod(0o644)
+    with pytest.raises(RunUsageError, match=r"`console_token_file` .* has mode 0644"):
+        make_config("app:main", workers=1, console="0.0.0.0:8801", console_token_file=token)
+    with pytest.raises(RunUsageError, match=r"`console_token_file` was given without `console`"):
+        make_config("app:main", workers=1, console_token_file=token)
+
+
+def test_a_metrics_port_in_use_is_refused(held_port: int) -> None:
+    config = make_config("app:main", workers=1, metrics=f"127.0.0.1:{held_port}")
+    with pytest.raises(RunUsageError, match=rf"`metrics`: cannot listen on 127.0.0.1:{held_port}"):
+        check_environment(config)

@@ -827,3 +827,54 @@ def test_sighup_restarts_a_crash_looping_worker_first_and_stops_no_healthy_one_m
     assert alive(after[2])
     run.signal(signal.SIGTERM)
     assert run.wait_exit() == 0, run.text
+
+
+def free_port_pairs(count: int) -> int:
+    """A base B (a multiple of 10) such that B + 1 .. B + count are free on 127.0.0.1."""
+    import random
+
+    for _ in range(200):
+        base = random.randrange(20000, 60000, 10)
+        try:
+            for n in range(1, count + 1):
+                with socket.socket() as sock:
+                    sock.setsockopt(socket.SOL_SOCKET, socket.SO_REUSEADDR, 1)
+                    sock.bind(("127.0.0.1", base + n))
+        except OSError:
+            continue
+        return base
+    pytest.fail("no free port range")
+
+
+def test_each_worker_serves_its_own_metrics_and_console_on_its_templated_port(
+    tmp_path: Path, runs: list[Run]
+) -> None:
+    import urllib.request
+
+    metrics_base, console_base = free_port_pairs(2), free_port_pairs(2)
+    run = Run(
+        tmp_path,
+        *("_run_app:main", "--workers", "2"),
+        *("--metrics", f"127.0.0.1:{metrics_base // 10}{{worker}}"),
+        *("--console", f"127.0.0.1:{console_base // 10}{{worker}}"),
+    )
+    runs.append(run)
+    run.ready_pids(2)
+    for n in (1, 2):
+        url = f"http://127.0.0.1:{metrics_base + n}/metrics"
+        run.wait_for(rf"worker {n} \(pid \d+\) ready, .*metrics on {re.escape(url)}")
+        run.wait_for(
+            rf"worker {n} \(pid \d+\) ready, .*console on http://127.0.0.1:{console_base + n}/"
+        )
+        with urllib.request.urlopen(url, timeout=WAIT) as response:
+            assert response.status == 200
+            assert response.headers["Content-Type"].startswith("text/plain")
+            body = response.read().decode()
+        assert "tocsin_" in body
+        with socket.create_connection(("127.0.0.1", console_base + n), timeout=WAIT):
+            pass  # the console listens (its pages are tested in tests/console)
+    with pytest.raises(urllib.error.HTTPError) as missing:
+        urllib.request.urlopen(f"http://127.0.0.1:{metrics_base + 1}/other", timeout=WAIT)
+    assert missing.value.code == 404
+    run.signal(signal.SIGTERM)
+    assert run.wait_exit() == 0, run.text

@@ -457,11 +457,17 @@ class Arbiter:
                 slot.boot_failures = 0
                 self.any_ready = True
                 where = event.get("listen")
+                extra = "".join(
+                    f", {what} on {event[what]}"
+                    for what in ("metrics", "console")
+                    if isinstance(event.get(what), str)
+                )
                 log.info(
-                    "worker %d (pid %s) ready%s",
+                    "worker %d (pid %s) ready%s%s",
                     slot.number,
                     slot.pid,
                     f", listening on {where}" if where else " (no remoting: not listening)",
+                    extra,
                 )
                 if slot is self.rolling or (self.roll and self.rolling is None):
                     self._roll_next()  # the next one, or a paused rollout goes on

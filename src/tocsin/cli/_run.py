@@ -45,6 +45,9 @@ def run(
     advertise: str | None = None,
     secret_file: str | os.PathLike[str] | None = None,
     allow_many_workers: bool = False,
+    metrics: str | None = None,
+    console: str | None = None,
+    console_token_file: str | os.PathLike[str] | None = None,
 ) -> int:
     """Run ``main`` in ``workers`` processes until SIGTERM or SIGINT; return the exit status.
 
@@ -89,6 +92,14 @@ def run(
             (readable by its owner only, 16 characters or more); default: a fresh secret
             per run, written to ``<run_dir>/secret``.
         allow_many_workers: accept more than 4 workers per core.
+        metrics: ``"HOST:PORT"`` template of each worker's Prometheus endpoint
+            (``http://HOST:PORT/metrics``), ``{worker}`` standing for its number:
+            ``"127.0.0.1:91{worker:02d}"`` serves worker 1 on 9101, worker 2 on 9102.
+            Needs the ``metrics`` extra.
+        console: the same for each worker's web console (with ``/metrics``); needs the
+            ``console`` extra, and ``console_token_file`` unless it binds loopback.
+        console_token_file: a file holding the consoles' token (mode 0600, 16
+            characters or more).
 
     Returns:
         0 after a clean stop (every worker exited 0 within the grace), 1 otherwise.
@@ -123,6 +134,9 @@ def run(
         advertise=advertise,
         secret_file=secret_file,
         allow_many_workers=allow_many_workers,
+        metrics=metrics,
+        console=console,
+        console_token_file=console_token_file,
     )
     check_environment(config, explicit=_explicit(store=store, coordinator=coordinator))
     setup_logging()
@@ -192,6 +206,25 @@ def register(subparsers: argparse._SubParsersAction[argparse.ArgumentParser]) ->
         help="the secret the machines of one cluster share (mode 0600; default: new per run)",
     )
     parser.add_argument(
+        "--metrics",
+        default=None,
+        metavar="HOST:PORT",
+        help="each worker's Prometheus /metrics; {worker} is its number, "
+        "e.g. 127.0.0.1:91{worker:02d} (worker 1 on 9101)",
+    )
+    parser.add_argument(
+        "--console",
+        default=None,
+        metavar="HOST:PORT",
+        help="each worker's web console, as --metrics (e.g. 127.0.0.1:88{worker:02d})",
+    )
+    parser.add_argument(
+        "--console-token-file",
+        default=None,
+        metavar="PATH",
+        help="the consoles' token (mode 0600); needed for a bind other than loopback",
+    )
+    parser.add_argument(
         "--log-level",
         default="INFO",
         choices=("DEBUG", "INFO", "WARNING", "ERROR"),
@@ -217,6 +250,9 @@ def _command(args: argparse.Namespace) -> int:
             advertise=args.advertise,
             secret_file=args.secret_file,
             allow_many_workers=args.allow_many_workers,
+            metrics=args.metrics,
+            console=args.console,
+            console_token_file=args.console_token_file,
         )
         check_environment(
             config, explicit=_explicit(store=args.store, coordinator=args.coordinator)

@@ -16,7 +16,7 @@ import os
 import secrets
 import sys
 from collections.abc import Callable, Coroutine, Iterable
-from dataclasses import dataclass
+from dataclasses import dataclass, field
 from pathlib import Path
 from typing import Any, Final
 
@@ -26,6 +26,7 @@ from ..stores import open_store
 from . import _worker
 from ._runchecks import check_bindable, check_reachable, check_sqlite_directory
 from ._runerrors import RunUsageError
+from ._runmetrics import expand_port_template
 from ._runnet import check_advertise, check_listen, read_secret_file, tcp_host_port
 from ._worker import ActorSystem
 
@@ -84,6 +85,12 @@ class RunConfig:
     advertise: str | None = None
     #: A secret file shared by the machines of one cluster (None: a fresh secret per run).
     secret_file: Path | None = None
+    #: ``(host, port)`` of each worker's Prometheus endpoint, worker 1 first (``--metrics``).
+    metrics: tuple[tuple[str, int], ...] = ()
+    #: ``(host, port)`` of each worker's web console, worker 1 first (``--console``).
+    console: tuple[tuple[str, int], ...] = ()
+    #: The consoles' token (``--console-token-file``); in memory only, like the secret.
+    console_token: str | None = field(default=None, repr=False)
 
     def tcp_ports(self) -> list[tuple[str, str, int]]:
         """``(option, host, port)`` of every TCP port the workers will listen on."""
@@ -91,6 +98,8 @@ class RunConfig:
         if self.listen is not None:
             host, port = tcp_host_port(self.listen)
             ports += [("listen", host, port + n) for n in range(self.workers)]
+        ports += [("metrics", host, port) for host, port in self.metrics if port]
+        ports += [("console", host, port) for host, port in self.console if port]
         return ports
 
     def worker_spec(self, number: int, secret: str) -> _worker.WorkerSpec:
@@ -111,6 +120,9 @@ class RunConfig:
             coordinator=self.coordinator,
             secret=secret,
             stop_timeout=self.stop_timeout,
+            metrics=self.metrics[number - 1] if self.metrics else None,
+            console=_bind(self.console[number - 1]) if self.console else None,
+            console_token=self.console_token,
         )
 
 
@@ -136,6 +148,9 @@ def make_config(
     advertise: str | None = None,
     secret_file: str | os.PathLike[str] | None = None,
     allow_many_workers: bool = False,
+    metrics: str | None = None,
+    console: str | None = None,
+    console_token_file: str | os.PathLike[str] | None = None,
 ) -> RunConfig:
     """Check every argument and fill in the defaults.
 
@@ -221,6 +236,9 @@ def make_config(
             "running every durable identity and cron tick once per worker); use a SQLite "
             "file (the default), PostgreSQL or Redis, or run 1 worker"
         )
+    metrics_binds, console_binds, console_token = _check_operator_ports(
+        workers, listen, metrics, console, console_token_file
+    )
     return RunConfig(
         target=target,
         workers=workers,
@@ -234,7 +252,65 @@ def make_config(
         listen=listen,
         advertise=advertise,
         secret_file=secret_path,
+        metrics=metrics_binds,
+        console=console_binds,
+        console_token=console_token,
     )
+
+
+def _bind(address: tuple[str, int]) -> str:
+    host, port = address
+    return f"[{host}]:{port}" if ":" in host else f"{host}:{port}"
+
+
+def _check_operator_ports(
+    workers: int,
+    listen: str | None,
+    metrics: str | None,
+    console: str | None,
+    console_token_file: str | os.PathLike[str] | None,
+) -> tuple[tuple[tuple[str, int], ...], tuple[tuple[str, int], ...], str | None]:
+    """Expand and check ``--metrics`` / ``--console`` (their extras installed, no port
+    taken twice, the console's token rule); return the binds and the console token."""
+    metrics_binds = tuple(expand_port_template("metrics", metrics, workers)) if metrics else ()
+    console_binds = tuple(expand_port_template("console", console, workers)) if console else ()
+    if metrics is not None:
+        try:
+            import prometheus_client  # noqa: F401
+        except ImportError:
+            raise RunUsageError(
+                "`metrics` needs prometheus_client: pip install 'tocsin[metrics]'"
+            ) from None
+    token = None
+    if console_token_file is not None:
+        if console is None:
+            raise RunUsageError("`console_token_file` was given without `console`")
+        token = read_secret_file(Path(console_token_file).absolute(), "console_token_file")
+    if console is not None:
+        try:
+            from ..console import check_options
+        except ImportError:
+            raise RunUsageError("`console` needs aiohttp: pip install 'tocsin[console]'") from None
+        for address in console_binds:
+            try:
+                check_options(_bind(address), token)
+            except ValueError as exc:
+                hint = " (give --console-token-file)" if token is None else ""
+                raise RunUsageError(f"`console`: {exc}{hint}") from None
+    taken: dict[int, str] = {}
+    if listen is not None:
+        first = tcp_host_port(listen)[1]
+        taken.update({first + n: f"`listen` (worker {n + 1})" for n in range(workers)})
+    for option, binds in (("metrics", metrics_binds), ("console", console_binds)):
+        for number, (_, port) in enumerate(binds, 1):
+            if port and port in taken:
+                raise RunUsageError(
+                    f"`{option}` gives worker {number} port {port}, which {taken[port]} "
+                    "takes already; choose ports apart"
+                )
+            if port:
+                taken[port] = f"`{option}` (worker {number})"
+    return metrics_binds, console_binds, token
 
 
 #: Descriptors the arbiter holds besides one per worker (its pipes, the lock, logs).

@@ -36,7 +36,7 @@ import signal
 import sys
 import threading
 from collections.abc import Callable, Coroutine
-from dataclasses import dataclass
+from dataclasses import dataclass, field
 from typing import Any, Final, NoReturn, final
 
 from ..cluster import Cluster
@@ -44,6 +44,7 @@ from ..cluster._url import open_coordinator
 from ..errors import CoordinatorError
 from ..remote import Remoting
 from ..system import ActorSystem
+from ._runmetrics import serve_metrics
 
 __all__ = [
     "EXIT_FAILED",
@@ -96,6 +97,11 @@ class WorkerSpec:
     #: The cluster incarnation of this number's previous process, which died without
     #: leaving (SIGKILL, a crash): its lease is released before this one joins.
     release: str | None = None
+    #: ``(host, port)`` of this worker's Prometheus endpoint (``--metrics``).
+    metrics: tuple[str, int] | None = None
+    #: ``host:port`` of this worker's web console (``--console``), and its token.
+    console: str | None = None
+    console_token: str | None = field(default=None, repr=False)
 
 
 def build_system(spec: WorkerSpec) -> ActorSystem:
@@ -120,6 +126,8 @@ def build_system(spec: WorkerSpec) -> ActorSystem:
             advertise=spec.advertise,
         ),
         cluster=Cluster(coordinator=spec.coordinator),
+        console=spec.console,
+        console_token=spec.console_token if spec.console is not None else None,
     )
 
 
@@ -344,6 +352,13 @@ async def _serve(spec: WorkerSpec, main: MainFunc, status_fd: int, death_fd: int
         await release_lease(spec, spec.release)
     system = build_system(spec)
     await system.start()
+    metrics = None
+    if spec.metrics is not None:
+        try:
+            metrics = await serve_metrics(system, *spec.metrics)
+        except BaseException:
+            await stop_system(system, spec.stop_timeout)
+            raise
     _report(status_fd, {"event": "joined", "incarnation": system.cluster.membership.incarnation})
     code = EXIT_OK
     go = _listen_for_go(loop, status_fd)
@@ -365,12 +380,19 @@ async def _serve(spec: WorkerSpec, main: MainFunc, status_fd: int, death_fd: int
             log.error("main() of worker %d raised", spec.number, exc_info=main_task.exception())
             code = EXIT_FAILED
         else:
-            _report(status_fd, {"event": "ready", "listen": listen_address(spec, system)})
+            ready: dict[str, Any] = {"event": "ready", "listen": listen_address(spec, system)}
+            if metrics is not None:
+                ready["metrics"] = metrics.url
+            if system.console_url is not None:
+                ready["console"] = system.console_url
+            _report(status_fd, ready)
             await stop_task
     finally:
         stop_task.cancel()
         with contextlib.suppress(ValueError, OSError):
             loop.remove_reader(status_fd)
+        if metrics is not None:
+            await metrics.close()
         await stop_system(system, spec.stop_timeout)
         watchdog.disarm()
     return code
