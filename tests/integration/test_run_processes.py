@@ -878,3 +878,29 @@ def test_each_worker_serves_its_own_metrics_and_console_on_its_templated_port(
     assert missing.value.code == 404
     run.signal(signal.SIGTERM)
     assert run.wait_exit() == 0, run.text
+
+
+def test_identities_placed_from_main_spread_over_both_workers_from_the_first_second(
+    tmp_path: Path, runs: list[Run]
+) -> None:
+    """main() starts once both workers have joined (and see each other), so the 200
+    identities the two mains activate at once spread by rendezvous hashing: each worker
+    owns 35-65% (a binomial(200, 1/2) stays within 70-130 but for 1 run in 10^5). Worker 2
+    imports the application 3 s late: a main started at once would place worker 1's 100
+    identities on worker 1 alone."""
+    import _run_app
+
+    run = Run(
+        tmp_path,
+        *("_run_app:spread", "--workers", "2"),
+        env={"RUN_TEST_SLOW_WORKER": "worker 2"},
+    )
+    runs.append(run)
+    run.ready_pids(2)
+    wait_events(run, lambda rows: sum(e == "main" for e, _, _ in rows) == 2)
+    run.signal(signal.SIGTERM)
+    assert run.wait_exit() == 0, run.text
+    owners = [name for e, name, _ in events_of(run) if e.startswith("owner:")]
+    assert len(owners) == _run_app.SPREAD_IDENTITIES, owners
+    share = owners.count("tocsin-1") / len(owners)
+    assert 0.35 <= share <= 0.65, (share, run.text)

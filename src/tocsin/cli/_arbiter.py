@@ -16,7 +16,15 @@ workers). Differences, and why:
   a worker's number names its socket and its cluster node name, which two processes must
   not hold at once. The other workers keep serving meanwhile. If a
   replacement fails before it is ready, the rolling restart stops there: a broken
-  deploy takes down one worker, not all of them.
+  deploy takes down one worker, not all of them. Workers that are down (in backoff, or
+  not ready) are restarted first, and a healthy worker is stopped only while every other
+  one is ready (gunicorn replaces them all at once; a Kubernetes rollout with
+  ``maxUnavailable: 1`` is the model here).
+* A worker number whose processes exit before they are ready
+  :data:`MAX_BOOT_FAILURES` times in a row ends the run with :data:`EXIT_BOOT_FAILED`
+  (gunicorn's "worker failed to boot"), so that systemd sees it; unless it served
+  earlier in this run and other workers serve now (a broken deploy after the start:
+  they keep serving).
 * A worker that exits less than :data:`STABLE_AFTER` seconds after it started is crash
   looping: it is restarted after ``min(max, min * 2**(n-1))`` seconds for the n-th quick
   exit in a row (``restart_backoff=(min, max)``); a worker that ran longer is replaced at
@@ -379,6 +387,8 @@ class Arbiter:
             uptime,
             f"in {delay:g} s ({slot.quick_exits} quick exit(s) in a row)" if delay else "now",
         )
+        if delay:  # counted from the line above: a log reader sees the delay applied
+            slot.restart_at = self.clock.monotonic() + delay
         if slot is self.rolling:
             # The new code (or config) does not start: replacing the others would take
             # the whole service down. They keep running what they run; this one backs off.
@@ -500,8 +510,12 @@ class Arbiter:
     def _send_go(self, slot: _Slot) -> None:
         if slot.status_fd is None or self.stopping:
             return
+        # The names of the workers that joined: the worker waits until its own member
+        # list shows them too, so that what main places already sees every one of them.
+        members = [f"{self.config.name}-{s.number}" for s in self.slots if s.joined]
+        line = json.dumps({"event": "go", "members": members}).encode() + b"\n"
         with contextlib.suppress(OSError):  # it died meanwhile: its exit is reaped next
-            os.write(slot.status_fd, b'{"event": "go"}\n')
+            os.write(slot.status_fd, line)
 
     def _join_timed_out(self) -> None:
         self.go_given = True

@@ -53,7 +53,9 @@ def run(
 
     Each worker process builds an :class:`~tocsin.ActorSystem` named ``f"{name}-{n}"``
     (n = 1..workers), starts it, then awaits ``main(system)``; once ``main`` returns the
-    worker serves until asked to stop. This process becomes the arbiter: it restarts a
+    worker serves until asked to stop. ``main`` starts in each worker once every worker
+    has joined the cluster (after 30 s in those that did); a worker that joins later (a
+    replacement) runs it at once. This process becomes the arbiter: it restarts a
     worker that exits or is killed (at once if it had run for 10 s, else after a backoff
     growing from ``restart_backoff[0]`` to ``restart_backoff[1]`` seconds), answers
     SIGTERM/SIGINT by stopping every worker gracefully and SIGHUP by restarting them one at
@@ -102,10 +104,17 @@ def run(
             characters or more).
 
     Returns:
-        0 after a clean stop (every worker exited 0 within the grace), 1 otherwise.
+        0 after a clean stop (every worker exited 0 within the grace); 3 when a worker
+        failed to boot (exited before its ``main`` returned) 5 times in a row, unless
+        it had served before while others serve; 1 otherwise (a stop of a run whose
+        workers failed and never were ready included).
 
     Raises:
-        ValueError: a bad argument (the message names it); nothing was started.
+        ValueError: a bad argument (the message names it), or a setting checked before
+            any fork: a wildcard ``listen`` without ``advertise``, a missing directory
+            of a SQLite ``store``/``coordinator``, ``memory://`` as the coordinator of
+            several workers, a PostgreSQL/Redis server that accepts no connection
+            within 3 s, a port in use; nothing was started.
         RuntimeError: called from a thread other than the main thread, or with an event
             loop running in this thread.
     """
