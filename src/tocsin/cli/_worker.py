@@ -20,6 +20,11 @@ Durable task runs cut short by a stop or a kill are not marked done, so they run
 (by this worker's replacement or another worker) once the stopped one has left the
 cluster or its lease has run out.
 
+After its system has started (and joined the cluster) a worker reports "joined" to the
+arbiter and waits for its "go" (every worker of the run has joined; at once for a
+replacement), then, at most :data:`VIEW_TIMEOUT` seconds, for its own member list to show
+those workers; only then does it call ``main``. It reports "ready" when ``main`` returns.
+
 Everything cluster-related is in :func:`build_system`.
 """
 
