@@ -9,17 +9,26 @@ from __future__ import annotations
 
 import math
 import os
+import socket
 import stat
 import subprocess
 import sys
 import threading
+from collections.abc import Iterator
 from pathlib import Path
 
 import pytest
 
 import tocsin
 from tocsin.cli._arbiter import describe_exit
-from tocsin.cli._runconfig import RunUsageError, default_workers, make_config, open_run_dir
+from tocsin.cli._runconfig import (
+    MAX_WORKERS_PER_CORE,
+    RunUsageError,
+    check_environment,
+    default_workers,
+    make_config,
+    open_run_dir,
+)
 from tocsin.cli._runtarget import check_targets, load_main, load_messages
 
 
@@ -51,6 +60,46 @@ def test_default_run_dir_is_named_after_the_run_in_the_current_directory() -> No
 def test_workers_must_be_a_positive_int(workers: object) -> None:
     with pytest.raises(RunUsageError, match=r"`workers` must be a positive int, got"):
         make_config("app:main", workers=workers)  # type: ignore[arg-type]
+
+
+def test_workers_above_four_per_core_are_refused_unless_allowed(tmp_path: Path) -> None:
+    limit = MAX_WORKERS_PER_CORE * default_workers()
+    assert make_config("app:main", workers=limit, run_dir=tmp_path).workers == limit
+    with pytest.raises(
+        RunUsageError,
+        match=rf"`workers` {limit + 1} is more than 4 per core .*--allow-many-workers",
+    ):
+        make_config("app:main", workers=limit + 1, run_dir=tmp_path)
+    config = make_config("app:main", workers=limit + 1, run_dir=tmp_path, allow_many_workers=True)
+    assert config.workers == limit + 1
+
+
+def test_workers_beyond_the_open_files_limit_are_refused_even_when_allowed(
+    tmp_path: Path,
+) -> None:
+    import resource
+
+    soft = resource.getrlimit(resource.RLIMIT_NOFILE)[0]
+    with pytest.raises(RunUsageError, match=r"open files in the arbiter, and its limit is"):
+        make_config("app:main", workers=soft, run_dir=tmp_path, allow_many_workers=True)
+
+
+def test_the_command_refuses_10000_workers_in_one_line_before_forking(tmp_path: Path) -> None:
+    (tmp_path / "app.py").write_text("async def main(system):\n    pass\n")
+    result = subprocess.run(
+        [sys.executable, "-m", "tocsin.cli", "run", "app:main", "--workers", "10000"],
+        cwd=tmp_path,
+        capture_output=True,
+        text=True,
+        timeout=60,
+        check=False,
+    )
+    assert result.returncode == 2
+    lines = result.stderr.strip().splitlines()
+    assert len(lines) == 1, lines
+    assert "`workers` 10000 is more than 4 per core" in lines[0]
+    assert "--allow-many-workers" in lines[0]
+    assert not (tmp_path / ".tocsin").exists()  # nothing was created, nothing forked
 
 
 @pytest.mark.parametrize("name", ["", "a/b", " shop", 3])
@@ -291,3 +340,197 @@ def test_a_shared_secret_file_is_used_as_it_is_and_must_be_private(tmp_path: Pat
         make_config("app:main", workers=1, secret_file=secret)
     with pytest.raises(RunUsageError, match=r"cannot be read"):
         make_config("app:main", workers=1, secret_file=tmp_path / "missing")
+
+
+def closed_port() -> int:
+    """A TCP port on 127.0.0.1 nothing listens on (bound, then released)."""
+    with socket.socket() as sock:
+        sock.bind(("127.0.0.1", 0))
+        port: int = sock.getsockname()[1]
+    return port
+
+
+@pytest.fixture
+def held_port() -> Iterator[int]:
+    """A TCP port on 127.0.0.1 something listens on for the test's length."""
+    with socket.socket() as sock:
+        sock.bind(("127.0.0.1", 0))
+        sock.listen()
+        yield sock.getsockname()[1]
+
+
+def test_a_wildcard_listen_needs_advertise() -> None:
+    with pytest.raises(RunUsageError, match=r"is a wildcard address.*give `advertise`"):
+        make_config("app:main", workers=2, listen="tcp://0.0.0.0:7100")
+    with pytest.raises(RunUsageError, match=r"is a wildcard address"):
+        make_config("app:main", workers=2, listen="tcp://[::]:7100")
+
+
+def test_a_memory_coordinator_is_refused_for_several_workers(tmp_path: Path) -> None:
+    with pytest.raises(RunUsageError, match=r"joins the systems of one process only, and 2 work"):
+        make_config("app:main", workers=2, coordinator="memory://", run_dir=tmp_path)
+    one = make_config("app:main", workers=1, coordinator="memory://", run_dir=tmp_path)
+    assert one.coordinator == "memory://"
+
+
+def test_a_sqlite_file_in_a_missing_directory_is_refused(tmp_path: Path) -> None:
+    for option in ("store", "coordinator"):
+        url = f"sqlite:///{tmp_path}/nope/x.db"
+        config = make_config("app:main", workers=1, run_dir=tmp_path, **{option: url})
+        with pytest.raises(RunUsageError, match=rf"`{option}` .*{tmp_path}/nope' does not exist"):
+            check_environment(config, explicit=(option,))
+    (tmp_path / "file").write_text("")
+    config = make_config("app:main", workers=1, store=f"sqlite:///{tmp_path}/file/x.db")
+    with pytest.raises(RunUsageError, match=r"is not a directory"):
+        check_environment(config, explicit=("store",))
+    # The defaults live in the run directory, which open_run_dir creates next.
+    check_environment(make_config("app:main", workers=1, run_dir=tmp_path / "new"))
+
+
+@pytest.mark.parametrize("scheme", ["postgresql", "redis"])
+def test_an_unreachable_server_is_refused_within_the_connect_timeout(scheme: str) -> None:
+    port = closed_port()
+    url = (
+        f"{scheme}://u@127.0.0.1:{port}/x"
+        if scheme == "postgresql"
+        else f"redis://127.0.0.1:{port}/0"
+    )
+    option = "store" if scheme == "postgresql" else "coordinator"
+    config = make_config("app:main", workers=1, **{option: url})
+    kind = "PostgreSQL" if scheme == "postgresql" else "Redis"
+    with pytest.raises(
+        RunUsageError,
+        match=rf"`{option}`: cannot reach the {kind} server at 127.0.0.1:{port} "
+        rf"\(127.0.0.1:{port}: "
+        "Connection refused\\)",
+    ):
+        check_environment(config)
+
+
+def test_a_reachable_server_passes(held_port: int) -> None:
+    config = make_config("app:main", workers=1, store=f"postgresql://u@127.0.0.1:{held_port}/x")
+    check_environment(config)  # accepts a connection: the check asks no more
+
+
+def test_a_listen_port_in_use_is_refused(held_port: int) -> None:
+    config = make_config("app:main", workers=2, listen=f"tcp://127.0.0.1:{held_port - 1}")
+    with pytest.raises(RunUsageError, match=rf"`listen`: cannot listen on 127.0.0.1:{held_port}"):
+        check_environment(config)
+
+
+def bad_setting_cases(tmp: Path, held: int) -> list[list[str]]:
+    closed = closed_port()
+    return [
+        ["--listen", "tcp://0.0.0.0:7100"],
+        ["--store", f"sqlite:///{tmp}/missing/store.db"],
+        ["--coordinator", f"sqlite:///{tmp}/missing/coordinator.db"],
+        ["--coordinator", "memory://", "--workers", "2"],
+        ["--store", f"postgresql://u@127.0.0.1:{closed}/app"],
+        ["--coordinator", f"redis://127.0.0.1:{closed}/0"],
+        ["--listen", f"tcp://127.0.0.1:{held}"],
+    ]
+
+
+@pytest.mark.parametrize(
+    "case",
+    range(7),
+    ids=["wildcard", "store-dir", "coordinator-dir", "memory", "pg-down", "redis-down", "port"],
+)
+def test_each_bad_setting_is_one_line_and_exit_2_before_any_fork(
+    tmp_path: Path, held_port: int, case: int
+) -> None:
+    (tmp_path / "app.py").write_text("async def main(system):\n    pass\n")
+    args = bad_setting_cases(tmp_path, held_port)[case]
+    result = subprocess.run(
+        [sys.executable, "-m", "tocsin.cli", "run", "app:main", *args],
+        cwd=tmp_path,
+        capture_output=True,
+        text=True,
+        timeout=60,
+        check=False,
+    )
+    assert result.returncode == 2, result.stderr
+    lines = result.stderr.strip().splitlines()
+    assert len(lines) == 1, lines  # no traceback, no log of a started worker
+    assert lines[0].startswith("tocsin run: `"), lines
+    assert not (tmp_path / ".tocsin").exists()  # nothing was created, nothing forked
+
+
+def test_a_port_template_gives_each_worker_its_port() -> None:
+    from tocsin.cli._runmetrics import expand_port_template
+
+    assert expand_port_template("metrics", "127.0.0.1:91{worker:02d}", 3) == [
+        ("127.0.0.1", 9101),
+        ("127.0.0.1", 9102),
+        ("127.0.0.1", 9103),
+    ]
+    assert expand_port_template("metrics", "[::1]:{worker}000", 2) == [("::1", 1000), ("::1", 2000)]
+    assert expand_port_template("metrics", "127.0.0.1:9100", 1) == [("127.0.0.1", 9100)]
+    assert expand_port_template("metrics", "127.0.0.1:0", 2) == [("127.0.0.1", 0)] * 2
+
+
+@pytest.mark.parametrize(
+    ("template", "workers", "message"),
+    [
+        (
+            "127.0.0.1:9100",
+            2,
+            r"gives all 2 workers one port; each needs its own: write \{worker\}",
+        ),
+        ("127.0.0.1:9{n}", 2, r"the only field is \{worker\}, not \{n\}"),
+        ("127.0.0.1:9{worker", 2, r"must be HOST:PORT"),
+        ("9100{worker}", 2, r"worker 1: '91001'"),
+        ("127.0.0.1:7{worker}0000", 1, r"worker 1: '127.0.0.1:710000'"),
+        ("127.0.0.1:91{worker:.0s}", 2, r"must be HOST:PORT"),
+    ],
+)
+def test_a_bad_port_template_is_refused(template: str, workers: int, message: str) -> None:
+    with pytest.raises(RunUsageError, match=message):
+        make_config("app:main", workers=workers, metrics=template)
+
+
+def test_operator_ports_must_not_collide(tmp_path: Path) -> None:
+    with pytest.raises(RunUsageError, match=r"`console` gives worker 1 port 9101, which `metrics`"):
+        make_config(
+            "app:main",
+            workers=2,
+            metrics="127.0.0.1:91{worker:02d}",
+            console="127.0.0.1:91{worker:02d}",
+        )
+    with pytest.raises(RunUsageError, match=r"`metrics` gives worker 1 port 7101, which `listen`"):
+        make_config(
+            "app:main", workers=2, listen="tcp://127.0.0.1:7100", metrics="127.0.0.1:71{worker:02d}"
+        )
+    config = make_config(
+        "app:main",
+        workers=2,
+        metrics="127.0.0.1:91{worker:02d}",
+        console="127.0.0.1:88{worker:02d}",
+    )
+    assert config.worker_spec(2, "s").metrics == ("127.0.0.1", 9102)
+    assert config.worker_spec(2, "s").console == "127.0.0.1:8802"
+    assert ("metrics", "127.0.0.1", 9101) in config.tcp_ports()
+
+
+def test_a_console_off_loopback_takes_a_token_file_or_makes_one(tmp_path: Path) -> None:
+    # Without a token file each worker's console makes its own token (printed in the
+    # worker's ready line, as the console does everywhere): nothing is served bare.
+    bare = make_config("app:main", workers=1, console="0.0.0.0:8801")
+    assert bare.worker_spec(1, "s").console_token is None
+    token = tmp_path / "token"
+    token.write_text("t" * 32)
+    token.chmod(0o600)
+    config = make_config("app:main", workers=1, console="0.0.0.0:8801", console_token_file=token)
+    assert config.worker_spec(1, "s").console_token == "t" * 32
+    assert "t" * 32 not in repr(config)
+    token.chmod(0o644)
+    with pytest.raises(RunUsageError, match=r"`console_token_file` .* has mode 0644"):
+        make_config("app:main", workers=1, console="0.0.0.0:8801", console_token_file=token)
+    with pytest.raises(RunUsageError, match=r"`console_token_file` was given without `console`"):
+        make_config("app:main", workers=1, console_token_file=token)
+
+
+def test_a_metrics_port_in_use_is_refused(held_port: int) -> None:
+    config = make_config("app:main", workers=1, metrics=f"127.0.0.1:{held_port}")
+    with pytest.raises(RunUsageError, match=rf"`metrics`: cannot listen on 127.0.0.1:{held_port}"):
+        check_environment(config)

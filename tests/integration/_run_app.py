@@ -55,6 +55,9 @@ class Slow(DurableActor):
     kind = "run-test-slow"
 
     async def pre_start(self, ctx: ReceiveContext) -> None:
+        # The worker's name from the activation itself: a task may run on a worker whose
+        # main has not started yet (it waits for every worker to join).
+        self.worker = ctx.system.name
         if await self.storage.get("seeded"):
             return
         async with self.transaction():
@@ -62,18 +65,13 @@ class Slow(DurableActor):
             await self.storage.put("seeded", True)
 
     async def work(self, payload: None) -> None:
-        record("work-start", _worker_name)
+        record("work-start", self.worker)
         await asyncio.sleep(60)
-        record("work-done", _worker_name)
-
-
-_worker_name = "?"
+        record("work-done", self.worker)
 
 
 async def durable_in_flight(system: ActorSystem) -> None:
     """A durable task that is still running when the stop comes."""
-    global _worker_name
-    _worker_name = system.name
     await system.durable(Slow, "slow")
     record("main", system)
 
@@ -94,6 +92,7 @@ class Job(DurableActor):
     kind = "run-test-job"
 
     async def pre_start(self, ctx: ReceiveContext) -> None:
+        self.worker = ctx.system.name  # as Slow's
         if await self.storage.get("seeded"):
             return
         async with self.transaction():
@@ -107,7 +106,7 @@ class Job(DurableActor):
     async def one(self, n: int) -> None:
         done = await self.storage.get("done", frozenset())
         await self.storage.put("done", done | {n})
-        record(f"job:{self.identity}:{n}", _worker_name)
+        record(f"job:{self.identity}:{n}", self.worker)
 
 
 async def wait_members(system: ActorSystem, count: int) -> None:
@@ -122,8 +121,6 @@ async def wait_members(system: ActorSystem, count: int) -> None:
 async def shared_work(system: ActorSystem) -> None:
     """Every worker activates the same IDENTITIES durable jobs (an ask reaches each one's
     single activation, wherever rendezvous hashing placed it)."""
-    global _worker_name
-    _worker_name = system.name
     await wait_members(system, WORKERS)
     for i in range(IDENTITIES):
         pid = await system.durable(Job, f"job-{i}")
@@ -207,4 +204,62 @@ async def cron_once(system: ActorSystem) -> None:
     one worker deliver each tick."""
     pid = await system.spawn(CronTick, "cron")
     await system.schedule_cron("tick", pid, "*/2 * * * * ?", reference="every-2s", replace=True)
+    record("main", system)
+
+
+def _role() -> str:
+    """This process's role in ``tocsin run`` ("arbiter", "worker 2"), as its log says."""
+    import logging
+
+    record = logging.getLogRecordFactory()("role", logging.INFO, __file__, 0, "", (), None)
+    return str(getattr(record, "tocsin_role", "?"))
+
+
+async def members_at_main(system: ActorSystem) -> None:
+    """Records how many live members the coordinator lists when main starts. Worker 2
+    imports this module 3 s late (below), so a main started before every worker joined
+    would see 1."""
+    from pathlib import Path
+
+    from tocsin.cluster._url import open_coordinator
+
+    coordinator_file = Path(os.environ["RUN_TEST_LOG"]).parent / "run" / "coordinator.db"
+    coordinator = open_coordinator(f"sqlite:///{coordinator_file}")
+    await coordinator.open()
+    try:
+        _, leases = await coordinator.leases()
+    finally:
+        await coordinator.close()
+    record(f"main-members:{sum(1 for row in leases if row.alive)}", system)
+
+
+if os.environ.get("RUN_TEST_SLOW_WORKER") and _role() == os.environ["RUN_TEST_SLOW_WORKER"]:
+    time.sleep(3.0)  # a worker that is slow to import its application
+if os.environ.get("RUN_TEST_BROKEN_WORKER") and _role() == os.environ["RUN_TEST_BROKEN_WORKER"]:
+    raise RuntimeError("this worker fails to import the application on purpose")
+
+
+#: Durable identities ``spread`` activates (half from each worker's ``main``).
+SPREAD_IDENTITIES = 200
+
+
+class Spread(DurableActor):
+    """Records which worker activated it."""
+
+    kind = "run-test-spread"
+
+    async def pre_start(self, ctx: ReceiveContext) -> None:
+        record(f"owner:{self.identity}", ctx.system)
+
+    async def receive(self, ctx: ReceiveContext) -> None:
+        ctx.respond(ctx.system.name)
+
+
+async def spread(system: ActorSystem) -> None:
+    """Worker n activates the identities i with i % 2 == n - 1 (no two workers activate
+    one identity at once), straight away: no wait for the other members in here."""
+    number = int(system.name.rsplit("-", 1)[1])
+    for i in range(number - 1, SPREAD_IDENTITIES, 2):
+        pid = await system.durable(Spread, f"s-{i}")
+        await pid.ask("where", timeout=30)
     record("main", system)

@@ -48,6 +48,7 @@ class Run:
         script: str | None = None,
         path: Path = HERE,
         run_dir: Path | None = None,
+        env: dict[str, str] | None = None,
     ) -> None:
         tmp.mkdir(exist_ok=True)
         self.log_path = tmp / "arbiter.log"
@@ -57,6 +58,7 @@ class Run:
             os.environ,
             PYTHONPATH=os.pathsep.join([str(path), *sys.path]),
             RUN_TEST_LOG=str(self.events),
+            **(env or {}),
         )
         if script:
             argv = [sys.executable, str(HERE / script), *args]
@@ -279,7 +281,7 @@ def test_crash_looping_main_is_restarted_with_growing_delays(
         assert (restarted - exited).total_seconds() >= delay - 0.002  # log stamps are ms
     assert "main fails on purpose" in run.text  # the traceback is logged by the worker
     run.signal(signal.SIGTERM)
-    assert run.wait_exit() in (0, 1)
+    assert run.wait_exit() in (1, 3)  # never ready: never "stopped cleanly"
 
 
 @pytest.mark.parametrize("death_signal", [True, False], ids=["pdeathsig", "pipe-only"])
@@ -686,3 +688,219 @@ def test_two_machines_share_durable_work_over_tcp_with_a_shared_secret_and_postg
     per_machine = {w: sum(1 for _, name, _ in rows if name == w) for w in ("a-1", "b-1")}
     assert all(count > 0 for count in per_machine.values()), per_machine
     assert not (tmp_path / "a" / "run" / "secret").exists()  # the shared file, not a new one
+
+
+def test_sigterm_while_forking_stops_the_forking_at_once_and_the_started_workers(
+    tmp_path: Path, runs: list[Run]
+) -> None:
+    """The arbiter gets SIGTERM right after its 3rd fork of 8 (a hook, so the race is
+    deterministic): it forks no more, stops the 3 started workers gracefully, exits 0."""
+    run = Run(
+        tmp_path,
+        *("main", str(tmp_path / "run"), "8", "--sigterm-after", "3"),
+        script="_run_hooks.py",
+    )
+    runs.append(run)
+    assert run.wait_exit() == 0, run.text
+    pids = started_pids(run.text)
+    assert [int(m[1]) for m in STARTED.finditer(run.text)] == [1, 2, 3], run.text
+    assert "SIGTERM: stopping 3 workers" in run.text
+    assert wait_dead(pids) == []
+    assert "killed" not in run.text
+
+
+def test_the_arbiter_works_with_descriptors_above_fd_setsize(
+    tmp_path: Path, runs: list[Run]
+) -> None:
+    """Every descriptor the arbiter and its workers open is above 1024, where
+    ``select.select`` raises: workers start, a SIGKILLed one is replaced, and the stop
+    is clean."""
+    run = Run(tmp_path, "main", str(tmp_path / "run"), "2", "--high-fds", script="_run_hooks.py")
+    runs.append(run)
+    before = run.ready_pids(2)
+    os.kill(before[1], signal.SIGKILL)
+    run.wait_for(r"worker 1 \(pid \d+\) ready", count=2)
+    run.signal(signal.SIGTERM)
+    assert run.wait_exit() == 0, run.text
+    assert "stopped cleanly" in run.text
+
+
+def test_main_runs_once_every_worker_has_joined_and_a_replacement_runs_it_at_once(
+    tmp_path: Path, runs: list[Run]
+) -> None:
+    """Worker 2 imports the application 3 s late; worker 1's main still starts only once
+    both are members (it counts the coordinator's live leases). A worker replaced later
+    (SIGKILL) runs main as soon as it has joined: the others are up."""
+    run = Run(
+        tmp_path,
+        *("_run_app:members_at_main", "--workers", "2"),
+        env={"RUN_TEST_SLOW_WORKER": "worker 2"},
+    )
+    runs.append(run)
+    before = run.ready_pids(2)
+    assert "all 2 workers joined the cluster; main() starts in each" in run.text
+    wait_events(run, lambda rows: sum(e.startswith("main-members:") for e, _, _ in rows) == 2)
+    assert sorted(e for e, _, _ in events_of(run)) == ["main-members:2"] * 2, run.text
+    os.kill(before[1], signal.SIGKILL)
+    run.wait_for(r"worker 1 \(pid \d+\) ready", count=2)
+    assert run.text.count("joined the cluster; main() starts") == 1
+    run.signal(signal.SIGTERM)
+    assert run.wait_exit() == 0, run.text
+
+
+def test_a_worker_that_fails_to_boot_5_times_in_a_row_ends_the_run_with_status_3(
+    tmp_path: Path, runs: list[Run]
+) -> None:
+    run = Run(tmp_path, "_run_app:crash", "--workers", "1")
+    runs.append(run)
+    assert run.wait_exit() == 3, run.text
+    assert len(started_pids(run.text)) == 5, run.text
+    assert "worker 1 failed to boot 5 times in a row (last: exited with status 1)" in run.text
+    assert "stopped cleanly" not in run.text
+
+
+def test_a_stop_of_a_run_whose_workers_never_were_ready_exits_1(
+    tmp_path: Path, runs: list[Run]
+) -> None:
+    run = Run(tmp_path, "_run_app:crash", "--workers", "1")
+    runs.append(run)
+    run.wait_for(r"restarting it in", count=2)
+    run.signal(signal.SIGTERM)
+    assert run.wait_exit() == 1, run.text
+    assert "stopped; no worker was ever ready" in run.text
+    assert "stopped cleanly" not in run.text
+
+
+def test_a_worker_that_never_joins_lets_the_others_run_main_then_ends_the_run(
+    tmp_path: Path, runs: list[Run]
+) -> None:
+    """Worker 2 cannot import the application: after the join timeout (1 s here, 30 s by
+    default) worker 1 runs main anyway, with a warning; worker 2 never served, so its
+    5th boot failure ends the run (status 3) and worker 1 is stopped gracefully."""
+    run = Run(
+        tmp_path,
+        *("main", str(tmp_path / "run"), "2", "--join-timeout", "1"),
+        script="_run_hooks.py",
+        env={"RUN_TEST_BROKEN_WORKER": "worker 2"},
+    )
+    runs.append(run)
+    run.wait_for(r"only 1 of 2 workers joined the cluster within 1 s \(not: worker 2\)")
+    ready = run.ready_pids(1)
+    assert run.wait_exit() == 3, run.text
+    assert "worker 2 failed to boot 5 times in a row" in run.text
+    assert wait_dead(started_pids(run.text)) == []
+    assert f"worker 1 (pid {ready[1]}) exited with status 0" in run.text
+
+
+def test_sighup_restarts_a_crash_looping_worker_first_and_stops_no_healthy_one_meanwhile(
+    tmp_path: Path, runs: list[Run]
+) -> None:
+    """A broken deploy: worker 1 is killed, and its replacements (importing the broken
+    code now on disk) crash loop in backoff while worker 2 serves the old code. The fix is
+    deployed and SIGHUP sent: worker 1 is started first; worker 2 is stopped only once
+    worker 1 is ready again, so a healthy worker is never stopped while another is down."""
+    app_dir = tmp_path / "app"
+    app_dir.mkdir()
+    module = app_dir / "deployed_app.py"
+    module.write_text(APP_V1)
+    run = Run(tmp_path, "deployed_app:main", "--workers", "2", path=app_dir)
+    runs.append(run)
+    before = run.ready_pids(2)
+    module.write_text("this is not python, and a longer file than version 1 was\n")
+    os.kill(before[1], signal.SIGKILL)
+    # Three quick exits: worker 1 now waits 2 s in backoff (it served before, worker 2
+    # serves: its failures do not end the run).
+    run.wait_for(r"worker 1 \(pid \d+\) exited with status 1 .*restarting it in 2 s")
+    module.write_text(APP_V1.replace("VERSION = 1", "VERSION = 3  # the fixed deploy"))
+    run.signal(signal.SIGHUP)
+    run.wait_for("rolling restart done")
+    text = run.text
+    assert "the down one(s) first (worker 1)" in text
+    ready = [(int(m[1]), int(m[2]), m.start()) for m in READY.finditer(text)]
+    first_new_1 = next(at for n, pid, at in ready if n == 1 and pid != before[1])
+    stopping_2 = text.index(f"rolling restart: stopping worker 2 (pid {before[2]})")
+    assert first_new_1 < stopping_2, text  # worker 2 kept serving until worker 1 was back
+    assert text.count("code version 3 in") == 2, text
+    after = {int(m[1]): int(m[2]) for m in READY.finditer(text)}
+    assert after[2] != before[2]
+    assert alive(after[1])
+    assert alive(after[2])
+    run.signal(signal.SIGTERM)
+    assert run.wait_exit() == 0, run.text
+
+
+def free_port_pairs(count: int) -> int:
+    """A base B (a multiple of 10) such that B + 1 .. B + count are free on 127.0.0.1."""
+    import random
+
+    for _ in range(200):
+        base = random.randrange(20000, 60000, 10)
+        try:
+            for n in range(1, count + 1):
+                with socket.socket() as sock:
+                    sock.setsockopt(socket.SOL_SOCKET, socket.SO_REUSEADDR, 1)
+                    sock.bind(("127.0.0.1", base + n))
+        except OSError:
+            continue
+        return base
+    pytest.fail("no free port range")
+
+
+def test_each_worker_serves_its_own_metrics_and_console_on_its_templated_port(
+    tmp_path: Path, runs: list[Run]
+) -> None:
+    import urllib.request
+
+    metrics_base, console_base = free_port_pairs(2), free_port_pairs(2)
+    run = Run(
+        tmp_path,
+        *("_run_app:main", "--workers", "2"),
+        *("--metrics", f"127.0.0.1:{metrics_base // 10}{{worker}}"),
+        *("--console", f"127.0.0.1:{console_base // 10}{{worker}}"),
+    )
+    runs.append(run)
+    run.ready_pids(2)
+    for n in (1, 2):
+        url = f"http://127.0.0.1:{metrics_base + n}/metrics"
+        run.wait_for(rf"worker {n} \(pid \d+\) ready, .*metrics on {re.escape(url)}")
+        run.wait_for(
+            rf"worker {n} \(pid \d+\) ready, .*console on http://127.0.0.1:{console_base + n}/"
+        )
+        with urllib.request.urlopen(url, timeout=WAIT) as response:
+            assert response.status == 200
+            assert response.headers["Content-Type"].startswith("text/plain")
+            body = response.read().decode()
+        assert "tocsin_" in body
+        with socket.create_connection(("127.0.0.1", console_base + n), timeout=WAIT):
+            pass  # the console listens (its pages are tested in tests/console)
+    with pytest.raises(urllib.error.HTTPError) as missing:
+        urllib.request.urlopen(f"http://127.0.0.1:{metrics_base + 1}/other", timeout=WAIT)
+    assert missing.value.code == 404
+    run.signal(signal.SIGTERM)
+    assert run.wait_exit() == 0, run.text
+
+
+def test_identities_placed_from_main_spread_over_both_workers_from_the_first_second(
+    tmp_path: Path, runs: list[Run]
+) -> None:
+    """main() starts once both workers have joined (and see each other), so the 200
+    identities the two mains activate at once spread by rendezvous hashing: each worker
+    owns 35-65% (a binomial(200, 1/2) stays within 70-130 but for 1 run in 10^5). Worker 2
+    imports the application 3 s late: a main started at once would place worker 1's 100
+    identities on worker 1 alone."""
+    import _run_app
+
+    run = Run(
+        tmp_path,
+        *("_run_app:spread", "--workers", "2"),
+        env={"RUN_TEST_SLOW_WORKER": "worker 2"},
+    )
+    runs.append(run)
+    run.ready_pids(2)
+    wait_events(run, lambda rows: sum(e == "main" for e, _, _ in rows) == 2)
+    run.signal(signal.SIGTERM)
+    assert run.wait_exit() == 0, run.text
+    owners = [name for e, name, _ in events_of(run) if e.startswith("owner:")]
+    assert len(owners) == _run_app.SPREAD_IDENTITIES, owners
+    share = owners.count("tocsin-1") / len(owners)
+    assert 0.35 <= share <= 0.65, (share, run.text)

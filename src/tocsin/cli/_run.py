@@ -15,7 +15,14 @@ import threading
 from collections.abc import Iterable
 
 from ._arbiter import Arbiter
-from ._runconfig import MainFunc, RunUsageError, make_config, open_run_dir, setup_logging
+from ._runconfig import (
+    MainFunc,
+    RunUsageError,
+    check_environment,
+    make_config,
+    open_run_dir,
+    setup_logging,
+)
 from ._runtarget import check_targets
 
 __all__ = ["register", "run"]
@@ -37,12 +44,18 @@ def run(
     listen: str | None = None,
     advertise: str | None = None,
     secret_file: str | os.PathLike[str] | None = None,
+    allow_many_workers: bool = False,
+    metrics: str | None = None,
+    console: str | None = None,
+    console_token_file: str | os.PathLike[str] | None = None,
 ) -> int:
     """Run ``main`` in ``workers`` processes until SIGTERM or SIGINT; return the exit status.
 
     Each worker process builds an :class:`~tocsin.ActorSystem` named ``f"{name}-{n}"``
     (n = 1..workers), starts it, then awaits ``main(system)``; once ``main`` returns the
-    worker serves until asked to stop. This process becomes the arbiter: it restarts a
+    worker serves until asked to stop. ``main`` starts in each worker once every worker
+    has joined the cluster (after 30 s in those that did); a worker that joins later (a
+    replacement) runs it at once. This process becomes the arbiter: it restarts a
     worker that exits or is killed (at once if it had run for 10 s, else after a backoff
     growing from ``restart_backoff[0]`` to ``restart_backoff[1]`` seconds), answers
     SIGTERM/SIGINT by stopping every worker gracefully and SIGHUP by restarting them one at
@@ -56,7 +69,9 @@ def run(
             is imported by each worker after its fork (checked once beforehand in a
             throw-away child), so a rolling restart runs the code now on disk; a function
             object runs the code this process holds.
-        workers: number of worker processes (default: one per core available).
+        workers: number of worker processes (default: one per core available). More
+            than 4 per core is refused (a typo such as 10000 would fork thousands of
+            processes) unless ``allow_many_workers`` is true.
         name: prefix of the workers' system names; also the default run directory's name.
         store: the durable store URL every worker shares (``sqlite:///…`` on this
             machine, ``postgresql://…``). Default: ``sqlite:///<run_dir>/store.db``. Each
@@ -78,12 +93,28 @@ def run(
         secret_file: a file holding the secret every machine of the cluster shares
             (readable by its owner only, 16 characters or more); default: a fresh secret
             per run, written to ``<run_dir>/secret``.
+        allow_many_workers: accept more than 4 workers per core.
+        metrics: ``"HOST:PORT"`` template of each worker's Prometheus endpoint
+            (``http://HOST:PORT/metrics``), ``{worker}`` standing for its number:
+            ``"127.0.0.1:91{worker:02d}"`` serves worker 1 on 9101, worker 2 on 9102.
+            Needs the ``metrics`` extra.
+        console: the same for each worker's web console (with ``/metrics``); needs the
+            ``console`` extra, and ``console_token_file`` unless it binds loopback.
+        console_token_file: a file holding the consoles' token (mode 0600, 16
+            characters or more).
 
     Returns:
-        0 after a clean stop (every worker exited 0 within the grace), 1 otherwise.
+        0 after a clean stop (every worker exited 0 within the grace); 3 when a worker
+        failed to boot (exited before its ``main`` returned) 5 times in a row, unless
+        it had served before while others serve; 1 otherwise (a stop of a run whose
+        workers failed and never were ready included).
 
     Raises:
-        ValueError: a bad argument (the message names it); nothing was started.
+        ValueError: a bad argument (the message names it), or a setting checked before
+            any fork: a wildcard ``listen`` without ``advertise``, a missing directory
+            of a SQLite ``store``/``coordinator``, ``memory://`` as the coordinator of
+            several workers, a PostgreSQL/Redis server that accepts no connection
+            within 3 s, a port in use; nothing was started.
         RuntimeError: called from a thread other than the main thread, or with an event
             loop running in this thread.
     """
@@ -111,7 +142,12 @@ def run(
         listen=listen,
         advertise=advertise,
         secret_file=secret_file,
+        allow_many_workers=allow_many_workers,
+        metrics=metrics,
+        console=console,
+        console_token_file=console_token_file,
     )
+    check_environment(config, explicit=_explicit(store=store, coordinator=coordinator))
     setup_logging()
     directory = open_run_dir(config.run_dir, config.secret_file)
     try:
@@ -132,7 +168,14 @@ def register(subparsers: argparse._SubParsersAction[argparse.ArgumentParser]) ->
         ),
     )
     parser.add_argument("target", metavar="MODULE:FUNC", help="e.g. shop.app:main")
-    parser.add_argument("--workers", type=int, default=None, help="default: one per core")
+    parser.add_argument(
+        "--workers", type=int, default=None, help="default: one per core; at most 4 per core"
+    )
+    parser.add_argument(
+        "--allow-many-workers",
+        action="store_true",
+        help="accept more than 4 workers per core",
+    )
     parser.add_argument("--name", default="tocsin", help="system name prefix (default: tocsin)")
     parser.add_argument(
         "--store",
@@ -172,6 +215,25 @@ def register(subparsers: argparse._SubParsersAction[argparse.ArgumentParser]) ->
         help="the secret the machines of one cluster share (mode 0600; default: new per run)",
     )
     parser.add_argument(
+        "--metrics",
+        default=None,
+        metavar="HOST:PORT",
+        help="each worker's Prometheus /metrics; {worker} is its number, "
+        "e.g. 127.0.0.1:91{worker:02d} (worker 1 on 9101)",
+    )
+    parser.add_argument(
+        "--console",
+        default=None,
+        metavar="HOST:PORT",
+        help="each worker's web console, as --metrics (e.g. 127.0.0.1:88{worker:02d})",
+    )
+    parser.add_argument(
+        "--console-token-file",
+        default=None,
+        metavar="PATH",
+        help="one token for every worker's console (mode 0600); else each makes its own",
+    )
+    parser.add_argument(
         "--log-level",
         default="INFO",
         choices=("DEBUG", "INFO", "WARNING", "ERROR"),
@@ -196,6 +258,13 @@ def _command(args: argparse.Namespace) -> int:
             listen=args.listen,
             advertise=args.advertise,
             secret_file=args.secret_file,
+            allow_many_workers=args.allow_many_workers,
+            metrics=args.metrics,
+            console=args.console,
+            console_token_file=args.console_token_file,
+        )
+        check_environment(
+            config, explicit=_explicit(store=args.store, coordinator=args.coordinator)
         )
         directory = open_run_dir(config.run_dir, config.secret_file)
     except RunUsageError as exc:
@@ -205,3 +274,8 @@ def _command(args: argparse.Namespace) -> int:
         return Arbiter(config, args.target, directory).run()
     finally:
         directory.close()
+
+
+def _explicit(**options: str | None) -> tuple[str, ...]:
+    """The names of the options given (not defaulted)."""
+    return tuple(name for name, value in options.items() if value is not None)

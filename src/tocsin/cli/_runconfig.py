@@ -16,7 +16,7 @@ import os
 import secrets
 import sys
 from collections.abc import Callable, Coroutine, Iterable
-from dataclasses import dataclass
+from dataclasses import dataclass, field
 from pathlib import Path
 from typing import Any, Final
 
@@ -24,15 +24,19 @@ from ..cluster import Cluster
 from ..errors import InvalidCoordinatorURLError, InvalidStoreURLError
 from ..stores import open_store
 from . import _worker
+from ._runchecks import check_bindable, check_reachable, check_sqlite_directory
 from ._runerrors import RunUsageError
+from ._runmetrics import expand_port_template
 from ._runnet import check_advertise, check_listen, read_secret_file, tcp_host_port
 from ._worker import ActorSystem
 
 __all__ = [
+    "MAX_WORKERS_PER_CORE",
     "MainFunc",
     "RunConfig",
     "RunDir",
     "RunUsageError",
+    "check_environment",
     "default_workers",
     "make_config",
     "open_run_dir",
@@ -42,6 +46,12 @@ __all__ = [
 
 MainFunc = Callable[[ActorSystem], Coroutine[Any, Any, None]]
 
+#: ``workers`` above this many per core (:func:`default_workers`) is refused unless
+#: ``allow_many_workers`` (``--allow-many-workers``): a typo such as ``--workers 10000``
+#: would otherwise fork thousands of processes. Four leaves room for I/O-bound workers.
+MAX_WORKERS_PER_CORE: Final = 4
+#: ``--listen`` hosts that bind every interface: no other node can dial them.
+WILDCARD_HOSTS: Final = frozenset({"0.0.0.0", "::", "[::]", ""})
 #: Linux ``sun_path`` holds 108 bytes including the NUL; a longer socket path cannot bind.
 MAX_SOCKET_PATH: Final = 107
 LOG_FORMAT: Final = (
@@ -75,6 +85,22 @@ class RunConfig:
     advertise: str | None = None
     #: A secret file shared by the machines of one cluster (None: a fresh secret per run).
     secret_file: Path | None = None
+    #: ``(host, port)`` of each worker's Prometheus endpoint, worker 1 first (``--metrics``).
+    metrics: tuple[tuple[str, int], ...] = ()
+    #: ``(host, port)`` of each worker's web console, worker 1 first (``--console``).
+    console: tuple[tuple[str, int], ...] = ()
+    #: The consoles' token (``--console-token-file``); in memory only, like the secret.
+    console_token: str | None = field(default=None, repr=False)
+
+    def tcp_ports(self) -> list[tuple[str, str, int]]:
+        """``(option, host, port)`` of every TCP port the workers will listen on."""
+        ports = []
+        if self.listen is not None:
+            host, port = tcp_host_port(self.listen)
+            ports += [("listen", host, port + n) for n in range(self.workers)]
+        ports += [("metrics", host, port) for host, port in self.metrics if port]
+        ports += [("console", host, port) for host, port in self.console if port]
+        return ports
 
     def worker_spec(self, number: int, secret: str) -> _worker.WorkerSpec:
         """The settings of worker ``number`` (1-based)."""
@@ -94,6 +120,9 @@ class RunConfig:
             coordinator=self.coordinator,
             secret=secret,
             stop_timeout=self.stop_timeout,
+            metrics=self.metrics[number - 1] if self.metrics else None,
+            console=_bind(self.console[number - 1]) if self.console else None,
+            console_token=self.console_token,
         )
 
 
@@ -118,6 +147,10 @@ def make_config(
     listen: str | None = None,
     advertise: str | None = None,
     secret_file: str | os.PathLike[str] | None = None,
+    allow_many_workers: bool = False,
+    metrics: str | None = None,
+    console: str | None = None,
+    console_token_file: str | os.PathLike[str] | None = None,
 ) -> RunConfig:
     """Check every argument and fill in the defaults.
 
@@ -128,6 +161,15 @@ def make_config(
         workers = default_workers()
     if isinstance(workers, bool) or not isinstance(workers, int) or workers < 1:
         raise RunUsageError(f"`workers` must be a positive int, got {workers!r}")
+    cores = default_workers()
+    if workers > MAX_WORKERS_PER_CORE * cores and not allow_many_workers:
+        raise RunUsageError(
+            f"`workers` {workers} is more than {MAX_WORKERS_PER_CORE} per core "
+            f"({MAX_WORKERS_PER_CORE * cores} for the {cores} core(s) this process may use); "
+            "pass --allow-many-workers (tocsin.run(..., allow_many_workers=True)) if you "
+            "mean it"
+        )
+    _check_open_files(workers)
     if not isinstance(name, str) or not name or "/" in name or name.strip() != name:
         raise RunUsageError(f"`name` must be a non-empty str without '/' or spaces, got {name!r}")
     _check_seconds("stop_timeout", stop_timeout)
@@ -174,6 +216,11 @@ def make_config(
         check_listen(listen, workers)
     if advertise is not None:
         check_advertise(advertise, listen)
+    elif listen is not None and tcp_host_port(listen)[0] in WILDCARD_HOSTS:
+        raise RunUsageError(
+            f"`listen` {listen!r} is a wildcard address, which other nodes cannot dial: "
+            "give `advertise` (--advertise HOST), the host the others reach this machine at"
+        )
     secret_path = None
     if secret_file is not None:
         secret_path = Path(secret_file).absolute()
@@ -182,6 +229,16 @@ def make_config(
         Cluster(coordinator=coordinator)  # validates the URL; connects to nothing
     except InvalidCoordinatorURLError as exc:
         raise RunUsageError(f"`coordinator`: {exc}") from None
+    if workers > 1 and coordinator.lower().startswith("memory:"):
+        raise RunUsageError(
+            f"`coordinator` {coordinator!r} joins the systems of one process only, and "
+            f"{workers} workers are {workers} processes (each would be a cluster of its own, "
+            "running every durable identity and cron tick once per worker); use a SQLite "
+            "file (the default), PostgreSQL or Redis, or run 1 worker"
+        )
+    metrics_binds, console_binds, console_token = _check_operator_ports(
+        workers, listen, metrics, console, console_token_file
+    )
     return RunConfig(
         target=target,
         workers=workers,
@@ -195,7 +252,106 @@ def make_config(
         listen=listen,
         advertise=advertise,
         secret_file=secret_path,
+        metrics=metrics_binds,
+        console=console_binds,
+        console_token=console_token,
     )
+
+
+def _bind(address: tuple[str, int]) -> str:
+    host, port = address
+    return f"[{host}]:{port}" if ":" in host else f"{host}:{port}"
+
+
+def _check_operator_ports(
+    workers: int,
+    listen: str | None,
+    metrics: str | None,
+    console: str | None,
+    console_token_file: str | os.PathLike[str] | None,
+) -> tuple[tuple[tuple[str, int], ...], tuple[tuple[str, int], ...], str | None]:
+    """Expand and check ``--metrics`` / ``--console`` (their extras installed, no port
+    taken twice, the console's token rule); return the binds and the console token."""
+    metrics_binds = tuple(expand_port_template("metrics", metrics, workers)) if metrics else ()
+    console_binds = tuple(expand_port_template("console", console, workers)) if console else ()
+    if metrics is not None:
+        try:
+            import prometheus_client  # noqa: F401
+        except ImportError:
+            raise RunUsageError(
+                "`metrics` needs prometheus_client: pip install 'tocsin[metrics]'"
+            ) from None
+    token = None
+    if console_token_file is not None:
+        if console is None:
+            raise RunUsageError("`console_token_file` was given without `console`")
+        token = read_secret_file(Path(console_token_file).absolute(), "console_token_file")
+    if console is not None:
+        try:
+            from ..console import check_options
+        except ImportError:
+            raise RunUsageError("`console` needs aiohttp: pip install 'tocsin[console]'") from None
+        for address in console_binds:
+            try:
+                check_options(_bind(address), token)
+            except ValueError as exc:
+                hint = " (give --console-token-file)" if token is None else ""
+                raise RunUsageError(f"`console`: {exc}{hint}") from None
+    taken: dict[int, str] = {}
+    if listen is not None:
+        first = tcp_host_port(listen)[1]
+        taken.update({first + n: f"`listen` (worker {n + 1})" for n in range(workers)})
+    for option, binds in (("metrics", metrics_binds), ("console", console_binds)):
+        for number, (_, port) in enumerate(binds, 1):
+            if port and port in taken:
+                raise RunUsageError(
+                    f"`{option}` gives worker {number} port {port}, which {taken[port]} "
+                    "takes already; choose ports apart"
+                )
+            if port:
+                taken[port] = f"`{option}` (worker {number})"
+    return metrics_binds, console_binds, token
+
+
+#: Descriptors the arbiter holds besides one per worker (its pipes, the lock, logs).
+_ARBITER_FDS: Final = 32
+
+
+def _check_open_files(workers: int) -> None:
+    """The arbiter holds one descriptor per worker (its status socket): ``workers`` must
+    fit the open-files limit (``ulimit -n``), or the last forks would fail one by one."""
+    soft = None
+    with contextlib.suppress(ImportError, OSError, ValueError):  # no such limit here
+        import resource
+
+        soft = resource.getrlimit(resource.RLIMIT_NOFILE)[0]
+        if soft == resource.RLIM_INFINITY:
+            soft = None
+    if soft is not None and workers + _ARBITER_FDS > soft:
+        raise RunUsageError(
+            f"`workers` {workers} needs {workers + _ARBITER_FDS} open files in the "
+            f"arbiter, and its limit is {soft}; raise it (ulimit -n, systemd's "
+            "LimitNOFILE=) or run fewer workers"
+        )
+
+
+def check_environment(config: RunConfig, *, explicit: tuple[str, ...] = ()) -> None:
+    """What :func:`make_config` cannot see in the arguments alone, checked in the arbiter
+    before any fork (``_runchecks``): the directory of a SQLite ``store`` or
+    ``coordinator`` the user named (``explicit``: the defaults are in the run directory,
+    created next), that a PostgreSQL or Redis server accepts a connection, and that every
+    TCP port a worker will listen on is free.
+
+    Raises:
+        RunUsageError: the first problem found, as one line.
+    """
+    for option in ("store", "coordinator"):
+        url = getattr(config, option)
+        if option in explicit:
+            check_sqlite_directory(option, url)
+        check_reachable(option, url)
+    for option, host, port in config.tcp_ports():
+        check_bindable(option, host, port)
 
 
 def _check_seconds(name: str, value: object) -> None:

@@ -75,8 +75,10 @@ def check_advertise(advertise: object, listen: str | None) -> None:
 MIN_SECRET: Final = 16
 
 
-def read_secret_file(path: Path) -> str:
+def read_secret_file(path: Path, option: str = "secret_file") -> str:
     """The secret in ``path``: readable by its owner only, at least 16 characters.
+
+    ``option`` names the argument in the messages (``console_token_file`` also uses it).
 
     Raises:
         RunUsageError: missing, not a regular file, readable by group or others, or too
@@ -85,18 +87,18 @@ def read_secret_file(path: Path) -> str:
     try:
         info = os.stat(path)
         if not stat.S_ISREG(info.st_mode):
-            raise RunUsageError(f"`secret_file` {str(path)!r} is not a regular file")
+            raise RunUsageError(f"`{option}` {str(path)!r} is not a regular file")
         if info.st_mode & 0o077:
             raise RunUsageError(
-                f"`secret_file` {str(path)!r} has mode {info.st_mode & 0o777:04o}: other users "
+                f"`{option}` {str(path)!r} has mode {info.st_mode & 0o777:04o}: other users "
                 f"could read it; make it readable by its owner only (chmod 600 {path})"
             )
         text = path.read_text().strip()
     except OSError as exc:
-        raise RunUsageError(f"`secret_file` {str(path)!r} cannot be read: {exc.strerror}") from None
+        raise RunUsageError(f"`{option}` {str(path)!r} cannot be read: {exc.strerror}") from None
     if len(text) < MIN_SECRET:
         raise RunUsageError(
-            f"`secret_file` {str(path)!r} holds {len(text)} characters, at least {MIN_SECRET} "
+            f"`{option}` {str(path)!r} holds {len(text)} characters, at least {MIN_SECRET} "
             "needed (e.g. the output of `python -c 'import secrets; print(secrets.token_hex(32))'`)"
         )
     return text

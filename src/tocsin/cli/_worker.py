@@ -20,6 +20,11 @@ Durable task runs cut short by a stop or a kill are not marked done, so they run
 (by this worker's replacement or another worker) once the stopped one has left the
 cluster or its lease has run out.
 
+After its system has started (and joined the cluster) a worker reports "joined" to the
+arbiter and waits for its "go" (every worker of the run has joined; at once for a
+replacement), then, at most :data:`VIEW_TIMEOUT` seconds, for its own member list to show
+those workers; only then does it call ``main``. It reports "ready" when ``main`` returns.
+
 Everything cluster-related is in :func:`build_system`.
 """
 
@@ -36,7 +41,7 @@ import signal
 import sys
 import threading
 from collections.abc import Callable, Coroutine
-from dataclasses import dataclass
+from dataclasses import dataclass, field
 from typing import Any, Final, NoReturn, final
 
 from ..cluster import Cluster
@@ -44,6 +49,7 @@ from ..cluster._spi import open_coordinator
 from ..errors import CoordinatorError
 from ..remote import Remoting
 from ..system import ActorSystem
+from ._runmetrics import serve_metrics
 
 __all__ = [
     "EXIT_FAILED",
@@ -73,6 +79,11 @@ EXIT_STOP_OVERRAN: Final = 3
 #: outlives its arbiter still ends.
 HARD_EXIT_MARGIN: Final = 3.0
 
+#: Seconds a worker waits, after the arbiter's "go", for its own member list (refreshed
+#: every ``poll_interval``) to show every joined worker before it runs ``main`` anyway.
+VIEW_TIMEOUT: Final = 5.0
+VIEW_POLL: Final = 0.05
+
 #: ``prctl`` option numbers from <linux/prctl.h>.
 _PR_SET_PDEATHSIG: Final = 1
 _PR_SET_NAME: Final = 15
@@ -96,6 +107,11 @@ class WorkerSpec:
     #: The cluster incarnation of this number's previous process, which died without
     #: leaving (SIGKILL, a crash): its lease is released before this one joins.
     release: str | None = None
+    #: ``(host, port)`` of this worker's Prometheus endpoint (``--metrics``).
+    metrics: tuple[str, int] | None = None
+    #: ``host:port`` of this worker's web console (``--console``), and its token.
+    console: str | None = None
+    console_token: str | None = field(default=None, repr=False)
 
 
 def build_system(spec: WorkerSpec) -> ActorSystem:
@@ -120,6 +136,8 @@ def build_system(spec: WorkerSpec) -> ActorSystem:
             advertise=spec.advertise,
         ),
         cluster=Cluster(coordinator=spec.coordinator),
+        console=spec.console,
+        console_token=spec.console_token if spec.console is not None else None,
     )
 
 
@@ -301,12 +319,16 @@ def _watch_arbiter(
 ) -> None:
     """Thread body: block until the death pipe reads end-of-file (the arbiter is gone).
 
-    Nobody ever writes to the pipe, so readable means end-of-file. ``select`` rather
-    than a read: it works whatever the descriptor's blocking flag, which every worker
-    shares with the others.
+    Nobody ever writes to the pipe, so readable (or hung up) means end-of-file. ``poll``
+    rather than a read: it works whatever the descriptor's blocking flag, which every
+    worker shares with the others; and rather than ``select.select``, which fails for a
+    descriptor above ``FD_SETSIZE`` (1024).
     """
     with contextlib.suppress(OSError, ValueError):
-        select.select([death_fd], [], [])
+        poller = select.poll()
+        poller.register(death_fd, select.POLLIN | select.POLLHUP | select.POLLERR)
+        while not poller.poll():
+            pass
     watchdog.arm()
     with contextlib.suppress(RuntimeError):  # the loop has closed: nothing left to stop
         loop.call_soon_threadsafe(on_gone, "the arbiter is gone")
@@ -340,11 +362,30 @@ async def _serve(spec: WorkerSpec, main: MainFunc, status_fd: int, death_fd: int
         await release_lease(spec, spec.release)
     system = build_system(spec)
     await system.start()
+    metrics = None
+    if spec.metrics is not None:
+        try:
+            metrics = await serve_metrics(system, *spec.metrics)
+        except BaseException:
+            await stop_system(system, spec.stop_timeout)
+            raise
     _report(status_fd, {"event": "joined", "incarnation": system.cluster.membership.incarnation})
     code = EXIT_OK
+    go = _listen_for_go(loop, status_fd)
+    stop_task = asyncio.ensure_future(stop.wait())
     try:
+        # main() waits for the arbiter's "go": every worker of the run has joined.
+        go_task = asyncio.ensure_future(go.wait())
+        await asyncio.wait({go_task, stop_task}, return_when=asyncio.FIRST_COMPLETED)
+        go_task.cancel()
+        if stop.is_set():
+            return code
+        view_task = asyncio.ensure_future(_wait_for_members(spec, system, go.members))
+        await asyncio.wait({view_task, stop_task}, return_when=asyncio.FIRST_COMPLETED)
+        view_task.cancel()
+        if stop.is_set():
+            return code
         main_task = asyncio.ensure_future(main(system))
-        stop_task = asyncio.ensure_future(stop.wait())
         await asyncio.wait({main_task, stop_task}, return_when=asyncio.FIRST_COMPLETED)
         if not main_task.done():  # asked to stop while main still ran
             main_task.cancel()
@@ -354,12 +395,84 @@ async def _serve(spec: WorkerSpec, main: MainFunc, status_fd: int, death_fd: int
             log.error("main() of worker %d raised", spec.number, exc_info=main_task.exception())
             code = EXIT_FAILED
         else:
-            _report(status_fd, {"event": "ready", "listen": listen_address(spec, system)})
+            ready: dict[str, Any] = {"event": "ready", "listen": listen_address(spec, system)}
+            if metrics is not None:
+                ready["metrics"] = metrics.url
+            if system.console_url is not None:
+                ready["console"] = system.console_url
+            _report(status_fd, ready)
             await stop_task
     finally:
+        stop_task.cancel()
+        with contextlib.suppress(ValueError, OSError):
+            loop.remove_reader(status_fd)
+        if metrics is not None:
+            await metrics.close()
         await stop_system(system, spec.stop_timeout)
         watchdog.disarm()
     return code
+
+
+@final
+class _Go:
+    """The arbiter's "go" (every worker has joined): set, with the joined workers' names."""
+
+    def __init__(self) -> None:
+        self.event = asyncio.Event()
+        self.members: frozenset[str] = frozenset()
+
+    async def wait(self) -> None:
+        await self.event.wait()
+
+
+async def _wait_for_members(spec: WorkerSpec, system: ActorSystem, names: frozenset[str]) -> None:
+    """Wait (at most :data:`VIEW_TIMEOUT` s) until this worker's member list, a view
+    refreshed every ``poll_interval``, shows every worker the arbiter saw join."""
+    try:
+        async with asyncio.timeout(VIEW_TIMEOUT):
+            # A poll: members() is a cached view, and NodeJoined is not promised to be
+            # published in the same step as the view's update.
+            while not names <= {m.name for m in system.cluster.members()}:  # noqa: ASYNC110
+                await asyncio.sleep(VIEW_POLL)
+    except TimeoutError:
+        seen = {m.name for m in system.cluster.members()}
+        log.warning(
+            "worker %d: its member list still lacks %s after %g s; main() starts anyway",
+            spec.number,
+            ", ".join(sorted(names - seen)),
+            VIEW_TIMEOUT,
+        )
+
+
+def _listen_for_go(loop: asyncio.AbstractEventLoop, status_fd: int) -> _Go:
+    """Set when the arbiter writes ``{"event": "go", ...}`` on the status socket."""
+    go = _Go()
+    buffer = bytearray()
+
+    def readable() -> None:
+        try:
+            data = os.read(status_fd, 4096)
+        except BlockingIOError:
+            return
+        except OSError:
+            data = b""
+        if not data:  # the arbiter is gone: the death pipe starts the stop
+            loop.remove_reader(status_fd)
+            return
+        buffer.extend(data)
+        while b"\n" in buffer:
+            line, _, rest = bytes(buffer).partition(b"\n")
+            buffer[:] = rest
+            with contextlib.suppress(ValueError):
+                event = json.loads(line)
+                if isinstance(event, dict) and event.get("event") == "go":
+                    members = event.get("members")
+                    if isinstance(members, list):
+                        go.members = frozenset(m for m in members if isinstance(m, str))
+                    go.event.set()
+
+    loop.add_reader(status_fd, readable)
+    return go
 
 
 def _report(fd: int, event: dict[str, Any]) -> None:
