@@ -28,7 +28,7 @@ from .actor import (
 )
 from .clock import Clock, ManualClock, SystemClock
 from .cluster import Cluster, ClusterMetrics, Member, NodeJoined, NodeLeft
-from .cron import CronExpression
+from .cron import CronExpression, DSTPolicy
 from .durable import (
     Call,
     DurableActor,
@@ -107,6 +107,7 @@ __all__ = [
     "CodecError",
     "CoordinatorError",
     "CronExpression",
+    "DSTPolicy",
     "DeadActorError",
     "DeadLetter",
     "DeadLetterReason",

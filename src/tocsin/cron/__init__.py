@@ -14,9 +14,11 @@ cron as Debian's cron reads it.
 
 from __future__ import annotations
 
+from tocsin.cron._dst import DSTPolicy
 from tocsin.cron._expression import CronExpression
 from tocsin.errors import InvalidCronExpressionError
 
-__all__ = ["CronExpression", "InvalidCronExpressionError"]
+__all__ = ["CronExpression", "DSTPolicy", "InvalidCronExpressionError"]
 
 CronExpression.__module__ = "tocsin.cron"
+DSTPolicy.__module__ = "tocsin.cron"
