@@ -28,7 +28,7 @@ from .actor import (
 )
 from .clock import Clock, ManualClock, SystemClock
 from .cluster import Cluster, ClusterMetrics, Member, NodeJoined, NodeLeft
-from .cron import CronExpression, DSTPolicy
+from .cron import Calendar, CronExpression, DSTPolicy
 from .durable import (
     Call,
     DurableActor,
@@ -100,6 +100,7 @@ __all__ = [
     "ActorSystem",
     "ActorSystemNotStartedError",
     "AskTimeoutError",
+    "Calendar",
     "Call",
     "Clock",
     "Cluster",
