@@ -160,10 +160,6 @@ class DSTPolicy:
         return f"gap={self.gap},fold={self.fold}"
 
 
-#: Offsets are probed this far either side of an instant: any change of offset that can
-#: move a fire time across that instant happens within it (the largest gap on record,
-#: Samoa skipping 30 December 2011, is one day).
-_PROBE: Final = 2 * 86400
 _ONE: Final = timedelta(seconds=1)
 _NAIVE_EPOCH: Final = datetime(1970, 1, 1)
 
@@ -177,31 +173,17 @@ def _offset(seconds: int, zone: tzinfo) -> int:
     return offset // _ONE
 
 
-def _offsets_near(seconds: int, zone: tzinfo) -> tuple[int, int]:
-    """(smallest, largest) UTC offset around an instant (see :data:`_PROBE`)."""
-    probes = [_offset(seconds, zone)]
-    for probe in (seconds - _PROBE, seconds + _PROBE):
-        if _START_EPOCH - _PROBE <= probe <= _END_EPOCH + _PROBE:
-            probes.append(_offset(probe, zone))
-    return min(probes), max(probes)
-
-
 def _wall(seconds: int) -> _Wall:
     year, month, day, hour, minute, second = time.gmtime(seconds)[:6]
     return (year, month, day, hour, minute, second)
 
 
-def _transition(after_wall: int, before_offset: int, zone: tzinfo) -> int:
-    """The instant ``T`` a gap ends, for a wall time inside it read with ``before_offset``.
-
-    ``T`` lies in ``(W - after_offset, W - before_offset]``; a binary search on the
-    offset finds the first instant already past the change.
-    """
-    high = after_wall - before_offset  # read with the old offset: already past the change
-    low = high - 86400 - 1  # a gap is at most a day long: still before it
+def _change(low: int, high: int, low_offset: int, zone: tzinfo) -> int:
+    """The first instant in ``(low, high]`` whose offset is not ``low_offset`` (the offset
+    at ``low``), for a ``high`` known to be past one change of offset: a binary search."""
     while high - low > 1:
         middle = (low + high) // 2
-        if _offset(middle, zone) == before_offset:
+        if _offset(middle, zone) == low_offset:
             low = middle
         else:
             high = middle
@@ -216,6 +198,15 @@ def next_fire_dst(
     ``zone`` must not be a fixed offset (those have no DST: the caller uses the plain
     engine). The result is aware, in ``zone`` (``fold=1`` for the later of two equal
     wall times), or ``None``.
+
+    The search walks matching wall times from the start's own, resolving each to the
+    instants the policy gives; only two cases need earlier wall times (a start inside
+    the earlier occurrence of a repeated hour, whose later instants are still ahead,
+    and a start at the end of a gap under ``"next"`` or less than a gap's length after
+    it under ``"shift"``), and only two kinds
+    of fire time can be undercut by a later wall time (a later instant under
+    ``fold="both"``, a shifted one), so the walk stops at the first wall time past the
+    best fire time's own, or past it plus the fold or gap for those two.
     """
     if not can_ever_fire(fields):
         return None
@@ -223,20 +214,36 @@ def next_fire_dst(
     if start >= _END_EPOCH:
         return None
     start = max(start, _START_EPOCH)
-    if fold == "quartz":
-        # Quartz searches wall times from the start's: a start inside the earlier
-        # occurrence of a repeated hour goes on from its twin in the later one.
-        local = datetime.fromtimestamp(start, zone)
-        if local.fold == 0:
-            daylight, standard = local.utcoffset(), local.replace(fold=1).utcoffset()
-            assert daylight is not None
-            assert standard is not None
-            if daylight > standard:
-                start += (daylight - standard) // _ONE
-    low_offset, high_offset = _offsets_near(start, zone)
-    cursor: _Wall | None = _wall(start + low_offset)
+    local = datetime.fromtimestamp(start, zone)
+    own_delta = local.utcoffset()
+    assert own_delta is not None
+    own = own_delta // _ONE
+    begin = start + own  # the start's wall time, as seconds
+    if local.fold == 0:
+        twin_delta = local.replace(fold=1).utcoffset()
+        assert twin_delta is not None
+        twin = twin_delta // _ONE
+        if twin < own:  # the start is inside the earlier occurrence of a repeated hour
+            if fold == "quartz":
+                # Quartz searches wall times from the start's: it goes on from the
+                # start's twin in the later occurrence.
+                start += own - twin
+            elif fold != "first":
+                # The later instants of the repeated hour's earlier wall times are still
+                # ahead: the walk starts at the repeated hour's first wall time.
+                begin = _change(start, start + (own - twin), own, zone) + twin
+    if gap == "next":
+        before = _offset(start - 1, zone)
+        if before < own:  # the start is the very end of a gap: its wall times give it
+            begin = min(begin, start + before)
+    elif gap == "shift":
+        before = _offset(start - 86400, zone)
+        # A gap ended less than its length ago: its wall times, shifted, are still ahead.
+        if before < own and _offset(start - (own - before), zone) == before:
+            begin = min(begin, start + before)
+    cursor: _Wall | None = _wall(begin)
     best: int | None = None
-    bound = 0  # while best is None: no bound
+    bound = 0  # the last wall time that can still give a fire time before best
     while cursor is not None:
         found = _next_wall(fields, cursor)
         if found is None:
@@ -250,32 +257,39 @@ def next_fire_dst(
         assert late_delta is not None
         early, late = early_delta // _ONE, late_delta // _ONE
         resume = wall + 1
-        candidates: tuple[int, ...]
+        # (instant, how far past this wall time a later one can still undercut it)
+        candidates: tuple[tuple[int, int], ...]
         if early == late:
-            candidates = (wall - early,)
+            candidates = ((wall - early, 0),)
         elif early > late:  # a fold: early is the daylight-time instant's offset
             if fold == "first":
-                candidates = (wall - early,)
+                candidates = ((wall - early, 0),)
             elif fold == "both":
-                candidates = (wall - early, wall - late)
+                candidates = ((wall - early, 0), (wall - late, early - late))
             else:  # "last" and "quartz" (the start was moved out of the early occurrence)
-                candidates = (wall - late,)
+                candidates = ((wall - late, 0),)
         elif gap == "shift":
-            candidates = (wall - early,)
+            candidates = ((wall - early, late - early),)
         else:
             # "next", "skip", "quartz": every wall time of this gap gives the same, so
             # the search resumes at its end G1 (or, for Quartz, at W + L: see above).
-            instant = _transition(wall, early, zone)
+            # The gap ends at T, in (W - late, W - early]: W - late is still before it.
+            instant = _change(wall - late, wall - early, early, zone)
             resume = instant + late
-            candidates = (instant,) if gap == "next" else ()
+            candidates = ((instant, 0),) if gap == "next" else ()
             if gap == "quartz" and start < instant:
                 resume = wall + (late - early)
-        for candidate in candidates:
+        for candidate, reach in candidates:
             if candidate >= start and (best is None or candidate < best):
-                best = candidate
-                # A later wall time can still give an earlier instant (a fold's first
-                # occurrence, a shifted gap time) only within the local offsets.
-                bound = candidate + max(high_offset, _offsets_near(candidate, zone)[1])
+                best, bound = candidate, wall + reach
+        if best == start:
+            break  # nothing can come earlier
+        # Jump over wall times that can only give instants before the start: after an
+        # ordinary one that did (a shifted gap's walk, past the gap's end), and, under
+        # "both", after a repeated one whose earlier instant did (its later instants
+        # only grow; the earlier ones reach the start at the start's own wall time).
+        if (early == late or (early > late and fold == "both")) and wall - early < start:
+            resume = max(resume, start + early)
         if resume >= _END_EPOCH + 86400:
             break
         cursor = _wall(resume)
