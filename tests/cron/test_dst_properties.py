@@ -9,6 +9,7 @@ every example crosses a gap or a fold.
 from __future__ import annotations
 
 from datetime import UTC, datetime, timedelta
+from typing import Any
 
 from hypothesis import HealthCheck, given, settings
 from hypothesis import strategies as st
@@ -106,3 +107,44 @@ def test_never_skip_fires_a_daily_job_once_on_each_day_around_a_change(
         assert len(set(days)) == len(days)
         return
     assert days == [days[0] + timedelta(days=n) for n in range(6)]
+
+
+_REFERENCE_ZONES: dict[str, Any] = {}
+_MINUTES = st.sampled_from(["*", "0", "30", "*/15", "10,35", "0-20/7", "5-55/10", "59", "1,2,3"])
+_HOURS = st.sampled_from(["*", "*/2", "0-4", "1,2,3", "2", "23,0,1", "*/5"])
+
+
+@settings(max_examples=40, deadline=None, suppress_health_check=[HealthCheck.too_slow])
+@given(
+    anchor=st.sampled_from(_ANCHORS),
+    offset=st.integers(min_value=-2 * 3600, max_value=2 * 3600),
+    minutes=_MINUTES,
+    hours=_HOURS,
+    gap=st.sampled_from(["quartz", "next", "shift", "skip"]),
+    fold=st.sampled_from(["quartz", "first", "last", "both"]),
+)
+def test_the_engine_agrees_with_the_reference_on_random_expressions_and_starts(
+    anchor: tuple[str, int], offset: int, minutes: str, hours: str, gap: str, fold: str
+) -> None:
+    import dst_reference as reference
+
+    zone_name, seconds = anchor
+    text = f"0 {minutes} {hours} * * ?"
+    start = seconds + offset
+    zone = _REFERENCE_ZONES.setdefault(zone_name, reference.Zone(zone_name))  # its cache
+    window = reference.Window(
+        zone,
+        reference.Matcher.parse(text),
+        start - start % 60 - 86400,
+        start - start % 60 + 7 * 86400,
+    )
+    cron = CronExpression.parse(text, zone_name)
+    policy = DSTPolicy(gap=gap, fold=fold)  # type: ignore[arg-type]
+    moment = datetime.fromtimestamp(start, UTC)
+    expected = start
+    for _ in range(4):
+        expected = window.next_after(gap, fold, expected)
+        fire = cron.next_after(moment, dst=policy)
+        assert fire is not None
+        assert int(fire.timestamp()) == expected, (text, zone_name, start, gap, fold)
+        moment = fire
