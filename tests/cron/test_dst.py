@@ -302,3 +302,27 @@ def _utc_fires_dst(
         assert moment is not None
         out.append(moment.astimezone(UTC).strftime("%Y-%m-%d %H:%M"))
     return out
+
+
+def test_samoa_skipping_a_whole_day_and_the_ends_of_the_year_range() -> None:
+    # Pacific/Apia went from -10 to +14 at the end of 29 December 2011: no 30 December.
+    cron = CronExpression.parse("0 0 12 30 12 ?", "Pacific/Apia")
+    start = datetime(2011, 12, 28, tzinfo=UTC)
+    quartz, never_skip = cron.next_after(start), cron.next_after(start, dst=DSTPolicy.never_skip())
+    shift = cron.next_after(start, dst=DSTPolicy(gap="shift"))
+    assert quartz is not None
+    assert never_skip is not None
+    assert shift is not None
+    assert quartz.isoformat() == "2012-12-30T12:00:00+14:00"
+    assert never_skip.isoformat() == "2011-12-31T00:00:00+14:00"  # the gap's end
+    assert shift.isoformat() == "2011-12-31T12:00:00+14:00"  # 12:00 plus one day
+    policy = DSTPolicy.never_skip()
+    paris = "Europe/Paris"
+    assert CronExpression.parse("0 0 0 31 2 ?", paris).next_after(start, dst=policy) is None
+    late = datetime(2199, 12, 31, 12, tzinfo=UTC)
+    assert CronExpression.parse("@daily", paris).next_after(late, dst=policy) is None
+    early = CronExpression.parse("@yearly", paris).next_after(
+        datetime(1960, 1, 1, tzinfo=UTC), dst=policy
+    )
+    assert early is not None
+    assert early.isoformat() == "1970-01-01T00:00:00+01:00"

@@ -54,7 +54,15 @@ from typing import Final, Literal, cast, final, get_args
 from tocsin.cron._fields import MAX_YEAR, CronFields
 from tocsin.cron._next import _END_EPOCH, _START_EPOCH, _next_wall, can_ever_fire, epoch_seconds
 
-__all__ = ["FOLD_POLICIES", "GAP_POLICIES", "DSTPolicy", "FoldPolicy", "GapPolicy", "next_fire_dst"]
+__all__ = [
+    "FOLD_POLICIES",
+    "GAP_POLICIES",
+    "DSTPolicy",
+    "FoldPolicy",
+    "GapPolicy",
+    "is_fixed",
+    "next_fire_dst",
+]
 
 #: What to do with a wall time that does not exist (clocks spring forward).
 GapPolicy = Literal["quartz", "next", "shift", "skip"]
@@ -161,7 +169,6 @@ class DSTPolicy:
 
 
 _ONE: Final = timedelta(seconds=1)
-_NAIVE_EPOCH: Final = datetime(1970, 1, 1)
 
 _Wall = tuple[int, int, int, int, int, int]
 
