@@ -14,6 +14,7 @@ from zoneinfo import ZoneInfo
 
 import pytest
 
+from tocsin._codec import decode, encode
 from tocsin.cron import CronExpression, DSTPolicy
 from tocsin.cron._dst import next_fire_dst
 
@@ -283,6 +284,7 @@ def test_dst_policy_spelling_and_wire_round_trip() -> None:
     assert DSTPolicy.parse(" fold=both ") == DSTPolicy(fold="both")
     assert DSTPolicy.parse(str(policy)) == policy
     assert DSTPolicy.from_wire(policy.to_wire()) == policy
+    assert DSTPolicy.from_wire(decode(encode(policy.to_wire()))) == policy  # codec-safe
     for bad in ("", "gap", "gap=next,gap=skip", "when=next", "gap=sometimes"):
         with pytest.raises(ValueError, match=repr(bad) if bad != "gap=sometimes" else "gap"):
             DSTPolicy.parse(bad)
