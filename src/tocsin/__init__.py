@@ -31,7 +31,7 @@ from .actor import (
 )
 from .clock import Clock, ManualClock, SystemClock
 from .cluster import Cluster, ClusterMetrics, Member, NodeJoined, NodeLeft
-from .cron import CronExpression
+from .cron import Calendar, CronExpression, DSTPolicy
 from .durable import (
     Call,
     DurableActor,
@@ -114,6 +114,7 @@ __all__ = [
     "AddressInUseError",
     "AskTimeoutError",
     "BackpressureError",
+    "Calendar",
     "Call",
     "Clock",
     "Cluster",
@@ -121,6 +122,7 @@ __all__ = [
     "CodecError",
     "CoordinatorError",
     "CronExpression",
+    "DSTPolicy",
     "DeadActorError",
     "DeadLetter",
     "DeadLetterReason",

@@ -177,3 +177,46 @@ def test_an_invalid_expression_with_json_prints_nothing_on_stdout(
     captured = capsys.readouterr()
     assert captured.out == ""
     assert "6 fields starting with a seconds field" in captured.err
+
+
+def test_next_with_dst_shows_the_policy_and_its_fire_times(
+    capsys: pytest.CaptureFixture[str],
+) -> None:
+    argv = ("cron", "next", "0 30 2 * * ?", "--tz", "Europe/Paris", "--count", "2")
+    after = ("--after", "2025-03-29T12:00")
+    assert _run(*argv, *after) == 0
+    quartz = capsys.readouterr().out
+    assert "2025-03-30" not in quartz  # 02:30 does not exist that day: Quartz skips it
+    assert _run(*argv, *after, "--dst", "gap=next,fold=first") == 0
+    out = capsys.readouterr().out
+    assert "DST: gap=next,fold=first" in out
+    assert "2025-03-30 03:00:00+02:00" in out  # the first instant after the gap
+    assert _run(*argv, *after, "--dst", "gap=shift", "--json") == 0
+    document = json.loads(capsys.readouterr().out)
+    assert document["dst"] == {"gap": "shift", "fold": "quartz"}
+    assert document["fire_times"][0]["local"] == "2025-03-30T03:30:00+02:00"
+
+
+def test_explain_with_dst_says_what_the_policy_does(capsys: pytest.CaptureFixture[str]) -> None:
+    assert _run("cron", "explain", "0 30 2 * * ?", "--dst", "never_skip") == 0
+    out = capsys.readouterr().out
+    assert "Daylight saving (gap=next,fold=first):" in out
+    assert "first instant after the gap (gap=next)" in out
+    assert "first (daylight-time) instant (fold=first)" in out
+    assert _run("cron", "explain", "@daily", "--dst", "fold=both", "--json") == 0
+    document = json.loads(capsys.readouterr().out)
+    assert document["dst"]["fold"] == "both"
+    assert document["dst"]["gap"] == "quartz"
+    assert len(document["dst"]["effect"]) == 2
+
+
+@pytest.mark.parametrize("command", ["next", "explain"])
+@pytest.mark.parametrize("spec", ["gap=later", "fold", "gap=next;fold=first", "when=now"])
+def test_a_bad_dst_spec_is_one_line_on_stderr_and_exits_2(
+    capsys: pytest.CaptureFixture[str], command: str, spec: str
+) -> None:
+    assert _run("cron", command, "@daily", "--dst", spec) == 2
+    captured = capsys.readouterr()
+    assert captured.out == ""
+    assert len(captured.err.splitlines()) == 1
+    assert captured.err.startswith("tocsin: --dst: ")

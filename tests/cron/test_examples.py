@@ -3,6 +3,7 @@
 
 from __future__ import annotations
 
+import re
 import runpy
 from pathlib import Path
 
@@ -29,3 +30,24 @@ def test_cron_next_example_prints_five_fire_times_per_expression(
     assert "2025-03-30T02:30" not in out
     assert "2025-03-31T02:30:00+02:00" in out
     assert out.count("\n    ") == 25
+
+
+DST_EXAMPLE = EXAMPLE.with_name("cron_dst_policy.py")
+
+
+def test_cron_dst_policy_example_prints_what_docs_cron_md_shows(
+    capsys: pytest.CaptureFixture[str],
+) -> None:
+    runpy.run_path(str(DST_EXAMPLE), run_name="__main__")
+    out = capsys.readouterr().out
+    # One block per heading line (the lines that do not start with spaces).
+    quartz, never_skip, hourly, calendar = re.split(r"\n(?=\S)", out)
+    assert "Sun 29 Mar" not in quartz  # 02:30 does not exist that day
+    assert "Sun 25 Oct 02:30 CET" in quartz  # the repeated 02:30: its later instant
+    assert "Sun 29 Mar 03:00 CEST" in never_skip  # the first instant after the gap
+    assert "Sun 25 Oct 02:30 CEST" in never_skip  # the repeated 02:30: its first instant
+    assert hourly.splitlines()[1:] == ["  01:00 CET", "  03:00 CEST", "  04:00 CEST"]
+    assert calendar.endswith("  Mon 21, Tue 22, Wed 23, Thu 24, Mon 28\n")
+    # docs/cron.md shows this output: keep the two in step.
+    docs = (EXAMPLE.parents[1] / "docs" / "cron.md").read_text()
+    assert out in docs

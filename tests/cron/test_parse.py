@@ -23,8 +23,13 @@ def _next(text: str, count: int = 3, start: datetime = START) -> list[str]:
     ]
 
 
-def test_the_public_names_are_exactly_cron_expression_and_its_error() -> None:
-    assert tocsin.cron.__all__ == ["CronExpression", "InvalidCronExpressionError"]
+def test_the_public_names_are_exactly_cron_expression_its_policies_and_its_error() -> None:
+    assert tocsin.cron.__all__ == [
+        "Calendar",
+        "CronExpression",
+        "DSTPolicy",
+        "InvalidCronExpressionError",
+    ]
     assert CronExpression.__module__ == "tocsin"  # re-exported at the top: its public path
 
 

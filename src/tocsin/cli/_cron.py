@@ -1,10 +1,13 @@
 # SPDX-License-Identifier: Apache-2.0
 """``tocsin cron``: try a cron expression (Quartz or Unix) from the shell.
 
-``tocsin cron next EXPR [--tz ZONE] [--count N] [--after ISO] [--json]`` prints the next
-fire times (local and UTC); ``tocsin cron explain EXPR [--json]`` prints the description
-and a field-by-field breakdown. ``--json`` prints one JSON document instead (field names
-in ``docs/cli.md``, stable). Bad input (an invalid expression, an unknown ``--tz``, a bad
+``tocsin cron next EXPR [--tz ZONE] [--count N] [--after ISO] [--dst SPEC] [--json]``
+prints the next fire times (local and UTC); ``tocsin cron explain EXPR [--dst SPEC]
+[--json]`` prints the description and a field-by-field breakdown. ``--dst`` takes a
+:class:`~tocsin.DSTPolicy` spelling, ``gap=next,fold=first`` or ``never_skip``
+(default: Quartz's rule): ``next`` applies it, ``explain`` says what it does. ``--json``
+prints one JSON document instead (field names in ``docs/cli.md``, stable; a ``dst``
+field only with ``--dst``). Bad input (an invalid expression, an unknown ``--tz``, a bad
 ``--after`` or ``--count``) prints one line on stderr (an invalid expression adds the text
 with a caret under the offending field), nothing on stdout, and exits 2 (argparse's
 usage-error code).
@@ -18,7 +21,7 @@ import sys
 from datetime import UTC, datetime
 
 from tocsin.clock import SystemClock
-from tocsin.cron import CronExpression, InvalidCronExpressionError
+from tocsin.cron import CronExpression, DSTPolicy, InvalidCronExpressionError
 from tocsin.cron._spi import FIELD_NAMES, MACROS, DayKind, describe_fields, local_zone
 from tocsin.errors import InvalidTimezoneError
 
@@ -26,6 +29,39 @@ __all__ = ["register"]
 
 #: Exit code for bad input, as argparse uses for usage errors.
 EXIT_USAGE = 2
+
+
+_DST_HELP = (
+    "daylight-saving policy: gap=quartz|next|shift|skip,fold=quartz|first|last|both "
+    "(either part optional) or never_skip (default: Quartz's rule)"
+)
+
+#: What each policy value does, as ``explain`` says it.
+_GAP_WORDS = {
+    "quartz": "is not fired (Quartz: the search goes on from that time plus the gap)",
+    "next": "fires at the first instant after the gap",
+    "shift": "fires at that time plus the gap's length",
+    "skip": "is not fired that day",
+}
+_FOLD_WORDS = {
+    "quartz": "fires once, at its later (standard-time) instant, as Quartz does",
+    "first": "fires once, at its first (daylight-time) instant",
+    "last": "fires once, at its later (standard-time) instant",
+    "both": "fires at both instants",
+}
+
+
+def _dst(spec: str | None) -> DSTPolicy | None:
+    """The ``--dst`` policy; raises ValueError with a one-line message."""
+    return None if spec is None else DSTPolicy.parse(spec)
+
+
+def dst_effect(policy: DSTPolicy) -> list[str]:
+    """What a policy does, in two sentences (gap, fold)."""
+    return [
+        f"a wall time that does not exist that day {_GAP_WORDS[policy.gap]} (gap={policy.gap})",
+        f"a wall time that occurs twice {_FOLD_WORDS[policy.fold]} (fold={policy.fold})",
+    ]
 
 
 def register(subparsers: argparse._SubParsersAction[argparse.ArgumentParser]) -> None:
@@ -53,11 +89,13 @@ def register(subparsers: argparse._SubParsersAction[argparse.ArgumentParser]) ->
         default=None,
         help="ISO 8601 start, e.g. 2025-01-01T00:00 (default: now; naive means --tz)",
     )
+    upcoming.add_argument("--dst", default=None, help=_DST_HELP)
     upcoming.add_argument("--json", action="store_true", help="print one JSON document")
     upcoming.set_defaults(func=run_next)
 
     explain = commands.add_parser("explain", help="describe an expression field by field")
     explain.add_argument("expression", help='e.g. "0 0 12 ? * 6L" or "0 9 * * 1-5" (quote it)')
+    explain.add_argument("--dst", default=None, help=_DST_HELP)
     explain.add_argument("--json", action="store_true", help="print one JSON document")
     explain.set_defaults(func=run_explain)
 
@@ -80,6 +118,10 @@ def run_next(args: argparse.Namespace) -> int:
     """Print the next ``--count`` fire times after ``--after`` (default: now)."""
     if args.count < 1:
         return _usage(f"--count must be at least 1, got {args.count}")
+    try:
+        dst = _dst(args.dst)
+    except ValueError as error:
+        return _usage(f"--dst: {error}")
     try:
         cron = CronExpression.parse(args.expression, args.tz)
     except InvalidCronExpressionError as error:
@@ -108,10 +150,11 @@ def run_next(args: argparse.Namespace) -> int:
     moment: datetime | None = after
     while len(fires) < args.count:
         assert moment is not None
-        moment = cron.next_after(moment)
+        moment = cron.next_after(moment, dst=dst)
         if moment is None:
             break
         fires.append(moment)
+    policy = dst if dst is not None else DSTPolicy()
     if args.json:
         document = {
             "expression": cron.expression,
@@ -119,6 +162,7 @@ def run_next(args: argparse.Namespace) -> int:
             "description": cron.describe(),
             "timezone": zone_name,
             "after": after.isoformat(),
+            **({} if dst is None else {"dst": policy.to_wire()}),
             "fire_times": [
                 {
                     "local": fire.isoformat(),
@@ -132,6 +176,8 @@ def run_next(args: argparse.Namespace) -> int:
         print(json.dumps(document, indent=2))
         return 0
     print(f"{cron.expression}: {cron.describe()}")
+    if dst is not None:
+        print(f"DST: {policy}")
     print(f"{'#':>3}  {zone_name:<27}  UTC")
     for number, fire in enumerate(fires, start=1):
         local = fire.isoformat(sep=" ")
@@ -147,7 +193,12 @@ _DIALECT_FIELDS = {"quartz": range(7), "unix": range(1, 6)}
 
 
 def run_explain(args: argparse.Namespace) -> int:
-    """Print the description and what each field means."""
+    """Print the description and what each field means (and the DST policy's effect)."""
+    try:
+        dst = _dst(args.dst)
+    except ValueError as error:
+        return _usage(f"--dst: {error}")
+    policy = dst if dst is not None else DSTPolicy()
     try:
         cron = CronExpression.parse(args.expression)
     except InvalidCronExpressionError as error:
@@ -180,13 +231,15 @@ def run_explain(args: argparse.Namespace) -> int:
             meaning = meanings[name]
         fields.append({"name": name, "text": token, "meaning": meaning})
     if args.json:
-        document = {
+        document: dict[str, object] = {
             "expression": cron.expression,
             "dialect": cron.dialect,
             "expands_to": expands_to,
             "description": cron.describe(),
             "fields": fields,
         }
+        if dst is not None:
+            document["dst"] = {**policy.to_wire(), "effect": dst_effect(policy)}
         print(json.dumps(document, indent=2))
         return 0
     print(cron.expression)
@@ -196,4 +249,9 @@ def run_explain(args: argparse.Namespace) -> int:
     print()
     for field in fields:
         print(f"  {field['name']:<13} {field['text']:<12} {field['meaning']}")
+    if dst is not None:
+        print()
+        print(f"Daylight saving ({policy}):")
+        for line in dst_effect(policy):
+            print(f"  {line}")
     return 0

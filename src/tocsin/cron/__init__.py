@@ -14,9 +14,13 @@ cron as Debian's cron reads it.
 
 from __future__ import annotations
 
+from tocsin.cron._calendar import Calendar
+from tocsin.cron._dst import DSTPolicy
 from tocsin.cron._expression import CronExpression
 from tocsin.errors import InvalidCronExpressionError
 
-__all__ = ["CronExpression", "InvalidCronExpressionError"]
+__all__ = ["Calendar", "CronExpression", "DSTPolicy", "InvalidCronExpressionError"]
 
 CronExpression.__module__ = "tocsin.cron"
+DSTPolicy.__module__ = "tocsin.cron"
+Calendar.__module__ = "tocsin.cron"

@@ -4,13 +4,14 @@
 from __future__ import annotations
 
 from collections.abc import Hashable, Iterator
-from datetime import datetime, tzinfo
+from datetime import UTC, datetime, tzinfo
 from typing import Literal, final
 
 from tocsin.cron._describe import describe
 from tocsin.cron._dialects import dialect_of, parse
+from tocsin.cron._dst import DSTPolicy, is_fixed, next_fire_dst
 from tocsin.cron._fields import CronFields
-from tocsin.cron._next import matches, next_fire
+from tocsin.cron._next import epoch_seconds, matches, next_fire
 from tocsin.cron._zones import zone
 from tocsin.errors import InvalidTimezoneError
 
@@ -118,38 +119,46 @@ class CronExpression:
         """The normalized fields (what equality compares)."""
         return self._fields
 
-    def next_after(self, moment: datetime) -> datetime | None:
+    def next_after(self, moment: datetime, *, dst: DSTPolicy | None = None) -> datetime | None:
         """Return the first fire time strictly after ``moment``, or ``None`` if none.
 
         Guarantees: the result is later than ``moment`` by at least the rest of its
         second (sub-seconds of ``moment`` are ignored, fire times are whole seconds);
         it is aware, in the evaluation zone; no clock is read; sparse and never-firing
-        expressions answer in tens of microseconds. DST follows Quartz: a wall time that
-        does not exist is skipped, one that occurs twice fires once, at its later
-        (standard-time) instant.
+        expressions answer in tens of microseconds. DST follows Quartz by default: a wall
+        time that does not exist is skipped, one that occurs twice fires once, at its
+        later (standard-time) instant. ``dst`` chooses otherwise (see
+        :class:`~tocsin.DSTPolicy`); an instant a policy moves onto another fire time
+        is one fire time.
 
         Raises:
             ValueError: ``moment`` is naive.
-            TypeError: ``moment`` is not a datetime.
+            TypeError: ``moment`` is not a datetime, or ``dst`` not a ``DSTPolicy``.
         """
         _require_aware(moment, "moment")
         zone = self._zone if self._zone is not None else moment.tzinfo
         assert zone is not None
-        return next_fire(self._fields, moment, zone)
+        if dst is None:
+            return next_fire(self._fields, moment, zone)
+        if not isinstance(dst, DSTPolicy):
+            raise TypeError(f"`dst` must be a DSTPolicy or None, got {type(dst).__name__}")
+        if dst.is_quartz or is_fixed(zone):
+            return next_fire(self._fields, moment, zone)  # no DST in a fixed offset
+        return next_fire_dst(self._fields, moment, zone, dst.gap, dst.fold)
 
-    def iter_after(self, moment: datetime) -> Iterator[datetime]:
+    def iter_after(self, moment: datetime, *, dst: DSTPolicy | None = None) -> Iterator[datetime]:
         """Yield the fire times after ``moment`` in increasing order, ending if they do.
 
         Raises:
             ValueError: ``moment`` is naive (raised at the first ``next()``).
         """
-        current = self.next_after(moment)
+        current = self.next_after(moment, dst=dst)
         while current is not None:
             yield current
-            current = self.next_after(current)
+            current = self.next_after(current, dst=dst)
 
-    def matches(self, moment: datetime) -> bool:
-        """Whether ``moment`` (rounded down to the second) is a fire time.
+    def matches(self, moment: datetime, *, dst: DSTPolicy | None = None) -> bool:
+        """Whether ``moment`` (rounded down to the second) is a fire time (under ``dst``).
 
         Raises:
             ValueError: ``moment`` is naive.
@@ -157,7 +166,11 @@ class CronExpression:
         _require_aware(moment, "moment")
         zone = self._zone if self._zone is not None else moment.tzinfo
         assert zone is not None
-        return matches(self._fields, moment, zone)
+        if dst is None or (isinstance(dst, DSTPolicy) and dst.is_quartz) or is_fixed(zone):
+            return matches(self._fields, moment, zone)
+        seconds = epoch_seconds(moment)
+        found = self.next_after(datetime.fromtimestamp(seconds - 1, UTC), dst=dst)
+        return found is not None and epoch_seconds(found) == seconds
 
     def describe(self) -> str:
         """Describe the schedule in plain English, naming the dialect it was read in.
