@@ -47,6 +47,7 @@ __all__ = [
     "local_address",
     "new_incarnation",
     "parse_pid",
+    "target_of",
 ]
 
 #: Seconds an ``ask`` waits when no ``timeout`` is given.
@@ -269,6 +270,21 @@ class PID:
 
     def __repr__(self) -> str:
         return f"PID({self.address!r}, {self.path!r}, incarnation={self.incarnation:#x})"
+
+
+def target_of(pid: PID) -> SendTarget:
+    """What ``pid`` sends to (a local cell, a durable identity, a remote node), for the
+    layers above the kernel: stop, reinstate, or deliver with a reply.
+
+    For cold paths (a call per stop, per schedule made, per remote frame): a hot path
+    that sends many times keeps the target it got once (``ScheduleRecord`` does).
+
+    Raises:
+        TypeError: ``pid`` is not a PID (says what was given).
+    """
+    if type(pid) is not PID:
+        raise TypeError(f"expected a PID (from spawn, actor_of or durable), got {pid!r}")
+    return pid._target
 
 
 @final

@@ -95,6 +95,8 @@ class DurableRuntime:
         self._poll_task: asyncio.Task[None] | None = None
         self._unknown_kinds: set[str] = set()
         self._unsubscribe_wall: Callable[[], None] | None = None
+        #: The removers of its runtime hooks (stop listener, path resolver, service).
+        self._unhook: tuple[Callable[[], None], ...] = ()
         #: Set when the system starts stopping: no drain starts a task, no alarm rings,
         #: no identity is activated from then on.
         self.stopping = False
@@ -121,9 +123,11 @@ class DurableRuntime:
             # step (NTP, set_wall) must convert them again, or a task made due by the step
             # would wait for its old monotonic deadline.
             self._unsubscribe_wall = runtime.clock.on_wall_jump(self._wall_jumped)
-            runtime.stop_listeners.append(self.cell_stopped)
-            runtime.path_resolvers.append(self.pid_for_path)
-            runtime.services[SERVICE] = self  # the ops hook: found by durable_of(runtime)
+            self._unhook = (
+                runtime.add_stop_listener(self.cell_stopped),
+                runtime.add_path_resolver(self.pid_for_path),
+                runtime.add_service(SERVICE, self),  # the ops hook: found by durable_of
+            )
             await self.poll()  # recovery: every identity with work due soon gets its alarm
         except BaseException:
             await self._release()
@@ -134,12 +138,9 @@ class DurableRuntime:
         if self._unsubscribe_wall is not None:
             self._unsubscribe_wall()
             self._unsubscribe_wall = None
-        if self.cell_stopped in runtime.stop_listeners:
-            runtime.stop_listeners.remove(self.cell_stopped)
-        if self.pid_for_path in runtime.path_resolvers:
-            runtime.path_resolvers.remove(self.pid_for_path)
-        if runtime.services.get(SERVICE) is self:
-            del runtime.services[SERVICE]
+        unhook, self._unhook = self._unhook, ()
+        for remove in unhook:
+            remove()
         runtime.deadlines.remove(self._poll)
         self._stop_watching()
         await self.store.close()

@@ -9,7 +9,7 @@ cluster add their own factory to :data:`SYSTEM_SOURCES` (one line each).
 
 from __future__ import annotations
 
-from collections.abc import Callable, Iterable
+from collections.abc import Callable, Iterable, Mapping
 from typing import TYPE_CHECKING, Final
 
 from ..actor import ActorRestarted
@@ -20,7 +20,7 @@ from ..durable._spi import RunCounters, durable_of
 from ..errors import ActorSystemNotStartedError, RemotingDisabledError
 from ..remote import RemoteMetrics
 from ..scheduling import SchedulerMetrics
-from ..scheduling._spi import Scheduler, lateness_ring, schedule_counts
+from ..scheduling._spi import Scheduler
 from ._model import Metric, MetricKind, RingHistogram, Sample
 from ._store import OPERATIONS, TimedStore
 
@@ -87,11 +87,11 @@ def scheduler_source(system: ActorSystem) -> Source:
         m = read if read is not None else _ZERO_SCHEDULER
         runtime = system.runtime
         scheduler = None if runtime is None else runtime.schedules
-        by_kind: dict[tuple[str, bool], int] = {}
+        by_kind: Mapping[tuple[str, bool], int] = {}
         if read is not None and isinstance(scheduler, Scheduler):
-            fired, ring = lateness_ring(scheduler)
-            lateness.update(fired, ring)
-            by_kind = schedule_counts(scheduler)
+            stats = scheduler.statistics()
+            lateness.update(stats.fired, stats.lateness)
+            by_kind = stats.by_kind
         return [
             _one("schedule.ticks_delivered", _COUNTER,
                  "Schedule ticks handed to their target's mailbox.", m.ticks_delivered),
