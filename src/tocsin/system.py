@@ -459,9 +459,10 @@ class ActorSystem(SchedulingCalls):
         return runtime
 
     def _live_scheduler(self) -> ScheduleService:
-        # Inlined checks: this runs on every schedule and cancel (~3 µs each).
+        # Inlined checks: this runs on every schedule and cancel (~3 µs each); the loop
+        # check is the measured one (Runtime.loop_thread): ~40 ns against ~180 ns.
         runtime = self._runtime
-        if runtime is None or not runtime.running or runtime.loop_thread._thread_id != _ident():
+        if runtime is None or not runtime.running or runtime.loop_thread._thread_id != _ident():  # noqa: SLF001
             runtime = self._live("schedule")  # raises the right error
         schedules = runtime.schedules
         assert schedules is not None

@@ -228,7 +228,8 @@ class PID:
                 a timedelta or None (also a ``ValueError``).
         """
         runtime = self._target.runtime
-        if not runtime.running or runtime.loop_thread._thread_id != _ident():
+        # The measured loop check (Runtime.loop_thread): ~40 ns against ~180 ns.
+        if not runtime.running or runtime.loop_thread._thread_id != _ident():  # noqa: SLF001
             runtime.check(f"ask {self}")  # raises the right error
         if timeout is not None and not (type(timeout) is float and 0.0 < timeout < _INF):
             timeout = to_seconds(timeout, "timeout")
@@ -284,7 +285,8 @@ def target_of(pid: PID) -> SendTarget:
     """
     if type(pid) is not PID:
         raise TypeError(f"expected a PID (from spawn, actor_of or durable), got {pid!r}")
-    return pid._target
+    # The slot's one reader outside PID's own methods, in PID's own module.
+    return pid._target  # noqa: SLF001
 
 
 @final

@@ -60,11 +60,19 @@ if TYPE_CHECKING:
     from ._scheduling import ScheduleService
     from ._target import TargetResolver
 
-__all__ = ["Runtime"]
+__all__ = ["Runtime", "running_loop"]
 
 _T = TypeVar("_T")
 
-_get_running_loop = asyncio._get_running_loop
+
+def running_loop() -> asyncio.AbstractEventLoop | None:
+    """This thread's running event loop, or None: :func:`asyncio.get_running_loop`
+    without the raise (the exact loop check, for the paths where the fast
+    ``loop_thread`` check missed)."""
+    try:
+        return asyncio.get_running_loop()
+    except RuntimeError:
+        return None
 
 
 @final
@@ -163,7 +171,7 @@ class Runtime:
                 f"cannot {what}: actor system {self.name!r} is not running; call "
                 f"`await system.start()` or use `async with ActorSystem(...)`"
             )
-        loop = _get_running_loop()
+        loop = running_loop()
         if loop is not self.loop:
             raise self.wrong_loop(what, loop)
 
@@ -393,7 +401,7 @@ class _ThreadProbe:
 
     @property
     def _thread_id(self) -> int | None:
-        return threading.get_ident() if _get_running_loop() is self.loop else None
+        return threading.get_ident() if running_loop() is self.loop else None
 
 
 @final

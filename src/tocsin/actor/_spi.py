@@ -36,7 +36,7 @@ from ._mailbox import ITEM_TYPES, STALE, RuntimeItem, Turn
 from ._ops import ActorStat, actor_stats
 from ._pid import PID, NoSender, local_address, new_incarnation, parse_pid, target_of
 from ._reply import Reply
-from ._runtime import Runtime
+from ._runtime import Runtime, running_loop
 from ._schedule_info import ScheduleInfo, ScheduleKind, SchedulerMetrics
 from ._scheduling import ScheduleService, SchedulingCalls
 from ._supervision import DEFAULT_SUPERVISOR, Directive, Supervisor
@@ -72,5 +72,6 @@ __all__ = [
     "local_address",
     "new_incarnation",
     "parse_pid",
+    "running_loop",
     "target_of",
 ]

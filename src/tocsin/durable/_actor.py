@@ -109,11 +109,7 @@ class DurableActor(Actor):
         return self._handle.runtime.clock.wall_datetime()
 
     def _now(self) -> float:
-        if type(self).now is DurableActor.now:
-            # Not overridden: the clock's float, without a datetime built and taken apart
-            # again on every queue/schedule (~1.5 µs).
-            return self._handle.runtime.clock.wall()
-        return self.now().timestamp()
+        return self._handle.wall_now(self)
 
     # -- tasks -------------------------------------------------------------------------
 

@@ -242,7 +242,7 @@ class DurableRuntime:
 
     def _changed_outside(self) -> None:
         if self.runtime.running and not self.stopping:
-            self._start_poll()
+            self.start_poll()
 
     def _wall_jumped(self, seconds: float) -> None:
         if not self.runtime.running:
@@ -250,7 +250,7 @@ class DurableRuntime:
         for handle in list(self.handles.values()):
             if handle.alarm_due is not None:
                 handle.rearm(handle.alarm_due)
-        self._start_poll()  # identities not in memory may now be due within the look-ahead
+        self.start_poll()  # identities not in memory may now be due within the look-ahead
 
     def cell_stopped(self, cell: Cell) -> None:
         """Stop listener: an activation has fully stopped."""
@@ -300,9 +300,9 @@ class DurableRuntime:
         """Look for due identities now (cluster mode: a node left, its identities with
         due tasks may now be this node's to run)."""
         if self.runtime.running and not self.stopping:
-            self._start_poll()
+            self.start_poll()
 
-    def _start_poll(self) -> None:
+    def start_poll(self) -> None:
         if self._poll_task is None or self._poll_task.done():
             self._poll_task = self.runtime.loop.create_task(self.poll())
             self.runtime.track_task(self._poll_task)
@@ -332,7 +332,7 @@ class DurableRuntime:
         if handle is not None:
             handle.arm(due)
         else:
-            self._start_poll()
+            self.start_poll()
 
 
 def durable_of(runtime: Runtime | None) -> DurableRuntime | None:
@@ -352,7 +352,7 @@ class _Poll(Deadline):
         self.runtime = runtime
 
     def fire(self, now: float, deadline: float) -> None:
-        self.runtime._start_poll()
+        self.runtime.start_poll()
 
 
 @final
