@@ -24,6 +24,8 @@ import pytest
 from tocsin import Actor, ActorSystem, Clock, ManualClock, ReceiveContext
 from tocsin.actor._spi import PID, Cell, target_of
 from tocsin.clock import TimerHandle
+from tocsin.durable import DurableActor
+from tocsin.durable._spi import DurableStatistics, durable_of
 from tocsin.scheduling._spi import Scheduler, SchedulerStatistics
 from tocsin.system import SERVICES, OptionalService
 
@@ -299,3 +301,29 @@ async def test_scheduler_statistics_is_a_frozen_snapshot() -> None:
         await clock.advance(1.0)
         assert stats.fired == 2  # a snapshot: later ticks do not move it
         assert scheduler.statistics().fired == 3
+
+
+class Counted(DurableActor):
+    kind = "CompositionCounted"
+
+    async def work(self, payload: Any) -> None:
+        pass
+
+
+async def test_durable_statistics_is_a_frozen_snapshot_and_timing_is_switched_on() -> None:
+    clock = ManualClock()
+    async with ActorSystem(clock=clock, store="memory://") as system:
+        await system.durable(Counted, "a")
+        durable = durable_of(system.runtime)
+        assert durable is not None
+        before = durable.statistics()
+        assert isinstance(before, DurableStatistics)
+        assert (before.identities_known, before.identities_active) == (1, 1)
+        assert not before.timed
+        assert before.runs == 0
+        durable.time_runs()
+        assert durable.statistics().timed
+        with pytest.raises(dataclasses.FrozenInstanceError):
+            before.runs = 1  # type: ignore[misc]
+        assert before.timed is False  # a snapshot: switching timing on did not move it
+        assert len(durable.statistics().durations) == len(durable.counters.durations)

@@ -28,7 +28,7 @@ from ..stores import Store, resolve_store
 from ._checks import check_text
 from ._drain import COMPLETION_BATCH, DRAIN_LIMIT
 from ._handle import LOOKAHEAD, DurableHandle
-from ._ops import RunCounters
+from ._ops import DurableStatistics, RunCounters
 from ._ownership import OwnershipGate
 
 if TYPE_CHECKING:
@@ -313,6 +313,28 @@ class DurableRuntime:
         """``(identities known in memory, identities active now)``."""
         handles = self.handles.values()
         return len(handles), sum(1 for h in handles if h.cell is not None)
+
+    def statistics(self) -> DurableStatistics:
+        """A frozen snapshot of the run counters (a copy of the durations ring) and the
+        identities, for operator tools: taking it reads no store."""
+        c = self.counters
+        known, active = self.identities()
+        return DurableStatistics(
+            c.runs,
+            c.failed,
+            c.interrupted,
+            c.dropped,
+            c.timed,
+            c.timed_runs,
+            tuple(c.durations),
+            known,
+            active,
+        )
+
+    def time_runs(self) -> None:
+        """Record each task run's duration from now on (a clock read per run: switched
+        on only once someone reads them, by :mod:`tocsin.metrics`)."""
+        self.counters.timed = True
 
     def wrap_store(self, wrap: Callable[[Store], Store]) -> None:
         """Replace the store by ``wrap(store)`` here and in every known identity (store

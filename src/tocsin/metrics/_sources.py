@@ -16,7 +16,7 @@ from ..actor import ActorRestarted
 from ..actor._spi import actor_stats
 from ..cluster import ClusterMetrics
 from ..durable import TaskParked
-from ..durable._spi import RunCounters, durable_of
+from ..durable._spi import DurableStatistics, durable_of
 from ..errors import ActorSystemNotStartedError, RemotingDisabledError
 from ..remote import RemoteMetrics
 from ..scheduling import SchedulerMetrics
@@ -146,19 +146,19 @@ def durable_source(system: ActorSystem) -> Source:
     def read() -> list[Metric]:
         durable = durable_of(system.runtime)
         if durable is None:
-            return _empty(families(RunCounters(), (0, 0)))
-        counters = durable.counters
-        if not counters.timed:
+            return _empty(families(DurableStatistics()))
+        stats = durable.statistics()
+        if not stats.timed:
             # Time runs from now on (a clock read per run only while someone reads);
             # a fresh durable runtime (restarted system) starts its ring again.
-            counters.timed = True
+            durable.time_runs()
             durations.update(0, ())
-        durations.update(counters.timed_runs, counters.durations)
-        return families(counters, durable.identities())
+        durations.update(stats.timed_runs, stats.durations)
+        return families(stats)
 
-    def families(counters: RunCounters, identities: tuple[int, int]) -> list[Metric]:
+    def families(counters: DurableStatistics) -> list[Metric]:
         parks = system.events.count(TaskParked)
-        known, active = identities
+        known, active = counters.identities_known, counters.identities_active
         ok = counters.runs - counters.failed - counters.interrupted - counters.dropped
         return [
             Metric("durable.task_runs", _COUNTER, "Durable task runs by outcome.", "", (
