@@ -298,7 +298,6 @@ class DurableActor(Actor):
     async def on_task(self, name: str, payload: Any, ctx: ReceiveContext) -> None:
         """Called for a due task whose method does not exist (default: nothing, and the
         task counts as delivered)."""
-        return None
 
     async def receive(self, ctx: ReceiveContext) -> None:
         """Default: answer :class:`~tocsin.durable.Call` messages; ignore anything else.

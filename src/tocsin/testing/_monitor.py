@@ -301,12 +301,16 @@ class SystemMonitor:
                 found.append(
                     f"expected {rule.count} {rule.kind}(s) ({rule.label}), got {rule.matched}"
                 )
-        for entry in state.crashes:
-            if not (entry.taken or entry.covered):
-                found.append(f"unexpected crash: {entry.item.describe()}\n{_tail(entry.item)}")
-        for entry in state.letters:
-            if not (entry.taken or entry.covered):
-                found.append(f"unexpected dead letter: {_describe_letter(entry.item)}")
+        found.extend(
+            f"unexpected crash: {entry.item.describe()}\n{_tail(entry.item)}"
+            for entry in state.crashes
+            if not (entry.taken or entry.covered)
+        )
+        found.extend(
+            f"unexpected dead letter: {_describe_letter(entry.item)}"
+            for entry in state.letters
+            if not (entry.taken or entry.covered)
+        )
         return found
 
     def check(self) -> None:
