@@ -49,12 +49,19 @@ async def _populate(system: ActorSystem, store: MemoryStore, n: int, parked: int
     ])  # fmt: skip
 
 
-async def _page(url: str, requests: int) -> dict[str, float]:
+def _auth(server: Any) -> dict[str, str]:
+    """The console's token (made at start) as a bearer: what Prometheus and curl send."""
+    return {"Authorization": f"Bearer {server.token}"}
+
+
+async def _page(server: Any, requests: int) -> dict[str, float]:
     times = []
-    async with aiohttp.ClientSession() as http:
+    url = server.url
+    async with aiohttp.ClientSession(headers=_auth(server)) as http:
         for _ in range(requests):
             t0 = time.perf_counter()
             async with http.get(url) as r:
+                assert r.status == 200, f"the console answered {r.status}: not the page"
                 body = await r.read()
             times.append(time.perf_counter() - t0)
     times.sort()
@@ -92,7 +99,7 @@ async def _fanout(server: Any, clients: int, refreshes: int) -> dict[str, float]
                             return
 
     connector = aiohttp.TCPConnector(limit=0)
-    async with aiohttp.ClientSession(connector=connector) as http:
+    async with aiohttp.ClientSession(connector=connector, headers=_auth(server)) as http:
         await asyncio.gather(*(client(i, http) for i in range(clients)))
     feed.sections = original  # type: ignore[method-assign]
     # Refresh k reached every client when the slowest one had its k-th update.
@@ -115,7 +122,7 @@ async def main(quick: bool) -> dict[str, Any]:
     async with ActorSystem(store=store) as system:
         await _populate(system, store, n, parked)
         async with await serve(system, "127.0.0.1:0", interval=0.5) as server:
-            result.update(await _page(server.url, 20 if quick else 200))
+            result.update(await _page(server, 20 if quick else 200))
             for clients in (1, 10) if quick else (1, 10, 100, 500):
                 result.update(await _fanout(server, clients, 5 if quick else 10))
     return result

@@ -98,10 +98,17 @@ def members_section(html: str) -> str:
     return html.split('id="members"', 1)[1].split("</section>", 1)[0]
 
 
+def bearer(url: str) -> dict[str, str]:
+    """The header carrying the token of the console's printed URL (``/?token=...``)."""
+    token = url.partition("?token=")[2]
+    assert token, f"{url!r} carries no token"
+    return {"Authorization": f"Bearer {token}"}
+
+
 async def wait_page(url: str, check: str, present: bool) -> str:
     """The members section once ``check`` is (or is no longer) in it, within WAIT."""
     section = ""
-    async with aiohttp.ClientSession() as http:
+    async with aiohttp.ClientSession(headers=bearer(url)) as http:
         for _ in range(int(WAIT / 0.1)):
             async with http.get(url) as response:
                 assert response.status == 200
@@ -113,7 +120,11 @@ async def wait_page(url: str, check: str, present: bool) -> str:
 
 
 async def metrics_text(url: str) -> str:
-    async with aiohttp.ClientSession() as http, http.get(url + "metrics") as response:
+    base = url.partition("?")[0]
+    async with (
+        aiohttp.ClientSession(headers=bearer(url)) as http,
+        http.get(base + "metrics") as response,
+    ):
         assert response.status == 200
         return await response.text()
 

@@ -41,9 +41,10 @@ from .actor._spi import (
     target_of,
 )
 from .clock import Clock, SystemClock
-from .cluster import Cluster, ClusterNode, NodeLeft
+from .cluster import Cluster, ClusterNode, NodeJoined, NodeLeft
 from .cluster._spi import (
     ClusterOwnership,
+    Rebalancer,
     bind_store,
     in_process_pid,
     register_in_process,
@@ -140,11 +141,11 @@ class ActorSystem(SchedulingCalls):
         console: ``"host:port"`` to serve the live web console (with ``/metrics``) while
             the system runs: started last by :meth:`start`, closed first by :meth:`stop`.
             Needs the ``console`` extra. Port 0 picks a free port (``console_url``).
-        console_token: required when ``console`` is not a loopback address (at least 16
-            characters); asked of every request.
+        console_token: asked of every console request (at least 16 characters).
+            Default: a random token made at each start; ``console_url`` carries it.
 
     Raises:
-        ValueError: a bad ``console`` bind, or a non-loopback one without a token.
+        ValueError: a bad ``console`` bind, a short token, a token without ``console``.
         ImportError: ``console`` given without the ``console`` extra (aiohttp).
     """
 
@@ -186,6 +187,7 @@ class ActorSystem(SchedulingCalls):
         self._cluster_config = _check_cluster(cluster, remoting)
         self._cluster: ClusterNode | None = None
         self._ownership: ClusterOwnership | None = None
+        self._rebalancer: Rebalancer | None = None
         #: Optional services to start: (service, option value, token), in start order.
         self._options: list[tuple[OptionalService, Any, str | None]] = []
         #: The undo of the current start, one entry per service, closed in reverse by a
@@ -199,7 +201,8 @@ class ActorSystem(SchedulingCalls):
             self._options.append((service, console, console_token))
         elif console_token is not None:
             raise ValueError("`console_token` was given without `console`")
-        #: The console's URL while it is served (None otherwise).
+        #: The console's address to open while it is served, carrying its token
+        #: (``http://127.0.0.1:8765/?token=...``: a secret); None otherwise.
         self.console_url: str | None = None
 
     # -- lifecycle ---------------------------------------------------------------------
@@ -327,7 +330,14 @@ class ActorSystem(SchedulingCalls):
         # Cluster nodes share the store: single activation keeps an identity's tasks apart.
         durable = DurableRuntime(runtime, store, timezone=self.timezone, exclusive=cluster is None)
         if cluster is not None:
-            durable.gate = self._ownership = ClusterOwnership(cluster, self._pid_at)
+
+            def fenced(kind: str, identity: str) -> Awaitable[int]:
+                return durable.store.fence_epoch(kind, identity)
+
+            durable.gate = self._ownership = ClusterOwnership(cluster, self._pid_at, fenced)
+            self._rebalancer = Rebalancer(
+                cluster, durable, fenced, self.clock, cluster.config.rebalance_rate
+            )
         await durable.start()
         self._durable = durable
         return durable
@@ -352,6 +362,8 @@ class ActorSystem(SchedulingCalls):
 
     def _cluster_event(self, event: object) -> None:
         self.events.publish(event)
+        if isinstance(event, NodeJoined) and self._rebalancer is not None:
+            self._rebalancer.node_joined()  # identities it now prefers move to it
         if isinstance(event, NodeLeft) and self._durable is not None:
             # Its passivated identities with due tasks are free now: the preferred node
             # arms their alarms at once instead of at its next periodic poll.
@@ -592,10 +604,13 @@ class ActorSystem(SchedulingCalls):
         it again. Returns once the activation's ``pre_start`` has run.
 
         In cluster mode (``cluster=``) the identity has one activation in the whole
-        cluster: the directory says where. When another node owns it (or should claim
-        it), the PID returned is the identity's PID at that node and this call returns
-        without activating anything here; otherwise it activates here with this node's
-        ownership epoch, which fences every write (``docs/cluster.md``).
+        cluster: the directory says where, and a free identity is placed on the
+        coordinator's view of the live nodes. The PID returned is always this node's
+        PID of the identity: while another node owns it (or was chosen for it) this call
+        returns without activating anything here and each message is forwarded to the
+        owner found in the directory at that moment, so the PID keeps working across a
+        failover or a move; otherwise it activates here with this node's ownership epoch,
+        which fences every write (``docs/cluster.md``).
 
         Args:
             kind: a :class:`~tocsin.DurableActor` subclass.
@@ -619,14 +634,13 @@ class ActorSystem(SchedulingCalls):
         durable = self._durable
         if durable is None:
             durable = await self._start_durable(runtime, None)
-        cluster, ownership = self._cluster, self._ownership
-        if cluster is not None and ownership is not None:
-            # Cluster mode: the one activation may live on another node (or belong there).
-            placement = await cluster.directory.locate(kind.kind, identity)
-            if placement is not None and placement.node != self.name:
-                pid = ownership.owner_pid(placement.node, kind.kind, identity)
-                if pid is not None:
-                    return pid
+        ownership = self._ownership
+        if ownership is not None:
+            # Cluster mode: place a free identity on the coordinator's view (the entry may
+            # name another node). The PID returned is this node's: each activation claims
+            # through the directory and forwards to the owner wherever it is, so it keeps
+            # working across a failover, a rebalance or a lost claim race.
+            await ownership.place(kind.kind, identity)
         return await durable.pid_of(kind, identity, idle)
 
     @property

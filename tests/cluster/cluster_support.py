@@ -26,11 +26,11 @@ class Flaky:
     def __getattr__(self, name: str) -> Any:
         method = getattr(self.inner, name)
 
-        async def call(*args: Any) -> Any:
+        async def call(*args: Any, **kwargs: Any) -> Any:
             mode = self.fail.get(name)
             if mode == "before":
                 raise CoordinatorError(f"injected failure before {name}")
-            result = await method(*args)
+            result = await method(*args, **kwargs)
             if mode == "after":
                 raise CoordinatorError(f"injected failure after {name}")
             return result

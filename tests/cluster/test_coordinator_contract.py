@@ -293,6 +293,112 @@ async def test_concurrent_takeovers_elect_exactly_one_owner(backend: Backend) ->
         await close_all(coordinators)
 
 
+async def test_a_floor_lifts_the_epoch_of_a_new_entry_a_takeover_and_the_callers_own(
+    backend: Backend,
+) -> None:
+    # Issue 19: a coordinator that lost its directory starts again at epoch 1 while the
+    # durable store has fenced higher epochs; the floor keeps the epoch above the fence.
+    a, b = await opened(backend, 2)
+    try:
+        await a.join("n1", "i1", "a1", LEASE)
+        await b.join("n2", "i2", "a2", LEASE)
+        first = await a.claim_owner("Order", "1", "n1", "i1", floor=5)
+        assert first is not None
+        assert (first.node, first.epoch) == ("n1", 5)
+        # The caller's own entry below the floor is lifted; at or above it, unchanged.
+        lifted = await a.claim_owner("Order", "1", "n1", "i1", floor=8)
+        assert lifted is not None
+        assert (lifted.node, lifted.epoch) == ("n1", 8)
+        assert await a.claim_owner("Order", "1", "n1", "i1", floor=3) == lifted
+        assert await a.owner("Order", "1") == lifted
+        # Another live owner's entry is never touched, whatever the floor.
+        assert await b.claim_owner("Order", "1", "n2", "i2", floor=50) == lifted
+        # A takeover takes max(epoch + 1, floor).
+        await a.leave("n1", "i1")
+        taken = await b.claim_owner("Order", "1", "n2", "i2", floor=4)
+        assert taken is not None
+        assert (taken.node, taken.epoch) == ("n2", 9)
+        await b.leave("n2", "i2")
+        await a.join("n1", "i1b", "a1", LEASE)
+        again = await a.claim_owner("Order", "1", "n1", "i1b", floor=20)
+        assert again is not None
+        assert (again.node, again.epoch) == ("n1", 20)
+        # A caller without a live lease changes nothing, floor or not.
+        assert await b.claim_owner("Order", "1", "n2", "i2", floor=99) == again
+    finally:
+        await close_all([a, b])
+
+
+async def test_place_puts_a_free_identity_on_the_rendezvous_choice_of_the_live_leases(
+    backend: Backend,
+) -> None:
+    # Issue 19: placement on the coordinator's view, in the claim's own step.
+    from tocsin.cluster import rendezvous_owner
+
+    a, b, c = await opened(backend, 3)
+    try:
+        await a.join("n1", "i1", "a1", LEASE)
+        await b.join("n2", "i2", "a2", LEASE)
+        await c.join("n3", "i3", "a3", LEASE)
+        await backend.advance(LEASE / 2)
+        await a.renew("n1", "i1", LEASE)
+        await b.renew("n2", "i2", LEASE)
+        await backend.advance(LEASE / 2 + 0.5)  # n3 expired: never placed on
+        incarnations = {"n1": "i1", "n2": "i2"}
+        placed = {"n1": 0, "n2": 0}
+        for i in range(40):
+            identity = f"ident-{i}-é"
+            entry = await a.claim_owner("Order", identity, "n1", "i1", place=True)
+            assert entry is not None
+            expected = rendezvous_owner("Order", identity, ["n1", "n2"])
+            assert entry.node == expected, identity
+            assert (entry.incarnation, entry.epoch) == (incarnations[entry.node], 1)
+            assert await b.owner("Order", identity) == entry
+            placed[entry.node] += 1
+            # The placed node finds it already its own on arrival.
+            assert await b.claim_owner("Order", identity, "n2", "i2") == entry
+        assert placed["n1"] > 0
+        assert placed["n2"] > 0
+        # A live owner is kept; place changes nothing then.
+        entry = await b.owner("Order", "ident-0-é")
+        assert await a.claim_owner("Order", "ident-0-é", "n1", "i1", place=True) == entry
+    finally:
+        await close_all([a, b, c])
+
+
+async def test_hand_over_gives_an_owned_entry_to_the_preferred_live_node(
+    backend: Backend,
+) -> None:
+    # Issue 19, rebalancing: the owner hands an idle identity to the node it now prefers.
+    from tocsin.cluster import rendezvous_owner
+
+    a, b = await opened(backend, 2)
+    try:
+        await a.join("n1", "i1", "a1", LEASE)
+        identities = [f"h-{i}" for i in range(30)]
+        for identity in identities:
+            await a.claim_owner("Order", identity, "n1", "i1")
+        await b.join("n2", "i2", "a2", LEASE)
+        moved = 0
+        for identity in identities:
+            # Only the owner can hand over; another node changes nothing.
+            before = await b.owner("Order", identity)
+            assert await b.hand_over("Order", identity, "n2", "i2") == before
+            after = await a.hand_over("Order", identity, "n1", "i1", floor=7)
+            assert after is not None
+            if rendezvous_owner("Order", identity, ["n1", "n2"]) == "n2":
+                assert (after.node, after.incarnation, after.epoch) == ("n2", "i2", 7)
+                moved += 1
+                # n2 finds it its own on arrival.
+                assert await b.claim_owner("Order", identity, "n2", "i2") == after
+            else:
+                assert after == before  # still preferred: nothing changes
+        assert 0 < moved < len(identities)
+        assert await a.hand_over("Order", "never-owned", "n1", "i1") is None
+    finally:
+        await close_all([a, b])
+
+
 # -- cron single fire ----------------------------------------------------------------
 
 

@@ -1,9 +1,13 @@
 # SPDX-License-Identifier: Apache-2.0
 """The console in a real browser (Debian's chromium + chromium-driver, through Selenium).
 
-On a running system: a schedule's next fire time ticks forward on its own (server-sent
-events), the Retry button of a parked task makes it run and leave the parked list, hostile
-payload text shows as text (no alert), and screenshots are saved under ``tmp_path``.
+On a running system: without the token only the sign-in page shows; the printed URL
+(``/?token=...``) signs in and leaves the address bar with an ``HttpOnly``, 12-hour
+cookie; a schedule's next fire time ticks forward on its own (server-sent events), the
+Retry button of a parked task makes it run and leave the parked list, hostile payload
+text shows as text (no alert); Sign out clears the cookie, the sign-in form signs in
+again, and a session that expires while its page is open stops its live updates.
+Screenshots are saved under ``tmp_path``.
 
 Skips when chromium or chromedriver is missing, unless ``TOCSIN_REQUIRE_BROWSER=1`` or
 ``CI`` is set (``.ci/run`` sets it and installs both): then it fails instead.
@@ -21,8 +25,9 @@ from typing import Any
 import pytest
 from console_support import FAILING, HOSTILE, RAN, populate
 
-from tocsin import ActorSystem
-from tocsin.console import serve
+from tocsin import ActorSystem, ManualClock, SystemClock
+from tocsin.console import SESSION_TTL, serve
+from tocsin.console._app import sessions_of
 from tocsin.stores import MemoryStore
 
 #: Real seconds any one browser wait may take (a bound for a busy 2-core machine, not a
@@ -156,6 +161,12 @@ async def test_console_ticks_live_and_retries_a_parked_task_in_a_real_browser(
                 )
                 return text
 
+            def state(driver: Any) -> str:
+                text: str = driver.execute_script(
+                    "return document.getElementById('live-state').textContent;"
+                )
+                return text
+
             def click(selector: str) -> None:
                 for _ in range(20):
                     try:
@@ -166,23 +177,36 @@ async def test_console_ticks_live_and_retries_a_parked_task_in_a_real_browser(
                 raise AssertionError(f"{selector} kept being replaced")
 
             def scenario() -> None:
-                browser.get(server.url)
-                assert browser.title == "tocsin console"
                 wait = WebDriverWait(
                     browser,
                     WAIT,
                     poll_frequency=0.1,
                     ignored_exceptions=(StaleElementReferenceException,),
                 )
+                # Without the token (any other user of this machine): the sign-in page.
+                browser.get(server.url)
+                assert browser.title == "tocsin console: sign in"
+                assert "?token=" in browser.find_element(By.TAG_NAME, "main").text
+                assert "every-second" not in browser.page_source
+                assert browser.execute_script(LOW_CONTRAST) == []
+                assert browser.execute_script(UNNAMED_CONTROLS) == []
+                # The printed URL: the token is swapped for a cookie and leaves the
+                # address bar.
+                browser.get(server.login_url)
+                assert browser.title == "tocsin console"
+                assert "token=" not in browser.current_url
+                cookie = browser.get_cookie("tocsin_console")
+                assert cookie is not None
+                assert cookie["httpOnly"] is True
+                assert cookie["sameSite"] == "Strict"
+                assert server.token is not None
+                assert server.token not in cookie["value"]
+                left = cookie["expiry"] - SystemClock().wall()
+                assert SESSION_TTL - 120 < left <= SESSION_TTL + 1  # 12 h
                 # Live updates: the next fire time moves forward without a reload.
                 first = next_fire(browser)
                 wait.until(lambda d: next_fire(d) > first)
-                assert (
-                    browser.execute_script(
-                        "return document.getElementById('live-state').textContent;"
-                    )
-                    == "Live"
-                )
+                assert state(browser) == "Live"  # the event stream signed in by cookie
                 # Hostile text is shown as text and never runs.
                 assert HOSTILE in parked_text(browser)
                 with pytest.raises(NoAlertPresentException):
@@ -221,6 +245,26 @@ async def test_console_ticks_live_and_retries_a_parked_task_in_a_real_browser(
                 )
                 assert width[0] <= width[1], f"sideways scrolling on a phone: {width}"
                 assert browser.execute_script(LOW_CONTRAST) == []  # the cards too
+                browser.set_window_size(1280, 1000)
+                # Sign out: the cookie goes, the page is the sign-in page again.
+                click("#sign-out")
+                wait.until(lambda d: d.title == "tocsin console: sign in")
+                assert "Signed out." in browser.find_element(By.TAG_NAME, "main").text
+                assert browser.get_cookie("tocsin_console") is None
+                browser.get(server.url)
+                assert browser.title == "tocsin console: sign in"
+                # The sign-in form works too.
+                browser.find_element(By.ID, "token").send_keys(server.token)
+                browser.find_element(By.CSS_SELECTOR, "form button[type=submit]").click()
+                wait.until(lambda d: d.title == "tocsin console")
+                wait.until(lambda d: state(d) == "Live")
+                # A session that expires while its page is open: live updates stop and
+                # the page says so; a reload asks to sign in again.
+                sessions_of(server.app).clock = ManualClock(wall=SystemClock().wall() + SESSION_TTL)
+                wait.until(lambda d: state(d).startswith("Live updates stopped"))
+                browser.refresh()
+                assert browser.title == "tocsin console: sign in"
+                assert "expired" in browser.find_element(By.TAG_NAME, "main").text
 
             await asyncio.to_thread(scenario)
         assert RAN.count("charge") == 2

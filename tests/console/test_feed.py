@@ -9,7 +9,7 @@ import json
 from datetime import UTC, datetime
 from typing import Any
 
-from tocsin.clock import SystemClock
+from tocsin.clock import ManualClock, SystemClock
 from tocsin.console._data import Snapshot
 from tocsin.console._feed import Feed
 
@@ -68,4 +68,88 @@ async def test_subscribers_share_one_read_get_only_changed_sections_and_never_la
     for sub in (fast, slow, late):
         feed.unsubscribe(sub)
     assert feed.subscribers == 0
+    await feed.close()
+
+
+class CountingSource:
+    """A source whose dead-letter count is set by the test; a read takes ``value`` when
+    it starts, then waits for ``gate`` (open unless a test closes it)."""
+
+    def __init__(self) -> None:
+        self.clock = SystemClock()
+        self.value = 0
+        self.reads = 0
+        self.gate = asyncio.Event()
+        self.gate.set()
+        self.reading = asyncio.Event()
+
+    async def snapshot(self) -> Snapshot:
+        self.reads += 1
+        value = self.value
+        self.reading.set()
+        await self.gate.wait()
+        return Snapshot(
+            taken_at=datetime(2030, 1, 1, tzinfo=UTC), mode="test", schedules=None,
+            lateness=None, tasks=(), tasks_total=0, parked=(), actors=None, members=None,
+            dead_letters=value,
+        )  # fmt: skip
+
+    async def retry(self, *args: Any) -> Any:
+        raise NotImplementedError
+
+    async def discard(self, *args: Any) -> Any:
+        raise NotImplementedError
+
+
+def dead_letters(update: str) -> int:
+    summary: str = json.loads(update)["summary"]
+    return int(summary.split("Dead letters</dt><dd>", 1)[1].split(" total", 1)[0])
+
+
+async def test_a_page_opened_after_the_last_one_closed_is_not_sent_the_old_snapshot() -> None:
+    source = CountingSource()
+    feed = Feed(source, "csrf", 1.0)
+    feed.pacer = ManualClock()  # no refresh happens by the passing of time
+    first = feed.subscribe()
+    source.value = 1
+    assert dead_letters(await asyncio.wait_for(first.next(), LIMIT)) == 1
+    feed.unsubscribe(first)  # the last page closes ...
+    source.value = 2  # ... and the system moves on (33 s in issue 19)
+    again = feed.subscribe()
+    assert dead_letters(await asyncio.wait_for(again.next(), LIMIT)) == 2
+    await feed.close()
+
+
+async def test_a_page_that_joins_a_running_feed_first_gets_a_read_made_after_it_joined() -> None:
+    source = CountingSource()
+    feed = Feed(source, "csrf", 1.0)
+    feed.pacer = ManualClock()  # the loop pauses until something ends the pause
+    watching = feed.subscribe()
+    assert dead_letters(await asyncio.wait_for(watching.next(), LIMIT)) == 0
+    reads = source.reads
+    source.value = 5
+    late = feed.subscribe()  # ends the pause: not the sections read before it joined
+    update = json.loads(await asyncio.wait_for(late.next(), LIMIT))
+    assert set(update) == {"summary", "schedules", "parked", "tasks", "actors", "members"}
+    assert dead_letters(json.dumps(update)) == 5
+    assert source.reads == reads + 1
+    # The page already watching gets only what changed, from the same read.
+    assert json.loads(await asyncio.wait_for(watching.next(), LIMIT)).keys() == {"summary"}
+    await feed.close()
+
+
+async def test_a_page_that_joins_during_a_read_gets_the_next_read_at_once() -> None:
+    source = CountingSource()
+    feed = Feed(source, "csrf", 1.0)
+    feed.pacer = ManualClock()
+    source.gate.clear()
+    first = feed.subscribe()
+    await asyncio.wait_for(source.reading.wait(), LIMIT)  # read 1 took value 0, held
+    source.value = 7
+    during = feed.subscribe()
+    source.gate.set()
+    assert dead_letters(await asyncio.wait_for(during.next(), LIMIT)) == 7  # read 2, not 1
+    assert source.reads == 2  # with no time passing on the pacer
+    # The first page had not taken read 1 yet: merged with read 2, it is as fresh.
+    assert dead_letters(await asyncio.wait_for(first.next(), LIMIT)) == 7
     await feed.close()

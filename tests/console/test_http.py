@@ -5,6 +5,7 @@ from __future__ import annotations
 
 import asyncio
 import json
+import logging
 from collections.abc import AsyncIterator
 from contextlib import asynccontextmanager
 from typing import Any
@@ -16,7 +17,8 @@ from prometheus_client.parser import text_string_to_metric_families
 from yarl import URL
 
 from tocsin import ActorSystem, ManualClock
-from tocsin.console import Console, serve, serve_store
+from tocsin.console import SESSION_TTL, Console, serve, serve_store
+from tocsin.console._app import sessions_of
 from tocsin.metrics import Metrics, prometheus_endpoint
 from tocsin.stores import MemoryStore
 
@@ -42,14 +44,24 @@ async def console(**options: Any) -> AsyncIterator[tuple[ActorSystem, ManualCloc
             yield system, clock, server
 
 
-async def get(url: str, **kw: Any) -> tuple[int, str, Any]:
-    async with aiohttp.ClientSession() as http, http.get(url, **kw) as r:
+def auth(server: Console) -> dict[str, str]:
+    """The header a script (Prometheus, curl) passes: the console's token as a bearer."""
+    return {"Authorization": f"Bearer {server.token}"}
+
+
+async def get(server: Console, path: str = "", **kw: Any) -> tuple[int, str, Any]:
+    """``GET path`` of ``server`` with its token (unless ``headers`` says otherwise)."""
+    headers = kw.pop("headers", auth(server) if server.token is not None else {})
+    async with (
+        aiohttp.ClientSession() as http,
+        http.get(server.url + path, headers=headers, **kw) as r,
+    ):
         return r.status, await r.text(), r.headers
 
 
 async def test_page_shows_schedules_with_cron_description_and_parked_tasks() -> None:
     async with console() as (_system, _clock, server):
-        status, html, headers = await get(server.url)
+        status, html, headers = await get(server)
         assert status == 200
         assert headers["Content-Type"].startswith("text/html")
         assert "standup" in html
@@ -63,15 +75,15 @@ async def test_page_shows_schedules_with_cron_description_and_parked_tasks() -> 
 
 async def test_each_schedule_shows_how_late_its_last_tick_fired() -> None:
     async with console() as (_system, clock, server):
-        _, html, _ = await get(server.url)
+        _, html, _ = await get(server)
         row = html.split("every-second", 1)[1].split("</tr>", 1)[0]
         assert 'data-label="Last tick late by">—<' in row  # not fired yet
         await clock.advance(1.0)  # on time
-        _, html, _ = await get(server.url)
+        _, html, _ = await get(server)
         row = html.split("every-second", 1)[1].split("</tr>", 1)[0]
         assert 'data-label="Last tick late by">0.0 ms<' in row
         await clock.jump(2.5)  # a stall: the tick due at +2 s fires at +3.5 s
-        _, html, _ = await get(server.url)
+        _, html, _ = await get(server)
         row = html.split("every-second", 1)[1].split("</tr>", 1)[0]
         assert 'data-label="Last tick late by">1500.0 ms<' in row
         standup = html.split("standup", 1)[1].split("</tr>", 1)[0]
@@ -80,7 +92,7 @@ async def test_each_schedule_shows_how_late_its_last_tick_fired() -> None:
 
 async def test_hostile_payload_text_is_escaped_everywhere() -> None:
     async with console() as (_system, _clock, server):
-        _, html, headers = await get(server.url)
+        _, html, headers = await get(server)
         assert HOSTILE not in html
         assert HOSTILE_NAME not in html
         assert "/user/sink&lt;img src=x onerror=alert(1)&gt;" in html
@@ -88,7 +100,7 @@ async def test_hostile_payload_text_is_escaped_everywhere() -> None:
         assert "<script>" not in html.replace('<script src="static/console.js" defer>', "")
         assert "script-src 'self'" in headers["Content-Security-Policy"]
         assert headers["X-Content-Type-Options"] == "nosniff"
-        _, raw, _ = await get(server.url + "snapshot.json")
+        _, raw, _ = await get(server, "snapshot.json")
         assert HOSTILE in raw  # JSON carries the data as data (served as application/json)
 
 
@@ -96,7 +108,10 @@ async def test_events_stream_pushes_rendered_sections_to_every_subscriber() -> N
     async with console() as (_system, _clock, server):
 
         async def first_update() -> dict[str, str]:
-            async with aiohttp.ClientSession() as http, http.get(server.url + "events") as r:
+            async with (
+                aiohttp.ClientSession(headers=auth(server)) as http,
+                http.get(server.url + "events") as r,
+            ):
                 assert r.headers["Content-Type"] == "text/event-stream"
                 event = None
                 async for line in r.content:
@@ -116,11 +131,11 @@ async def test_events_stream_pushes_rendered_sections_to_every_subscriber() -> N
 
 async def test_retry_button_makes_a_parked_task_run_again_now() -> None:
     async with console() as (_system, clock, server):
-        _, html, _ = await get(server.url)
+        _, html, _ = await get(server)
         csrf = html.split('name="csrf" value="', 1)[1].split('"', 1)[0]
         FAILING.discard("charge")
         form = {"csrf": csrf, "kind": "ConsoleWorker", "identity": "order-1", "id": "t-charge"}
-        async with aiohttp.ClientSession() as http:
+        async with aiohttp.ClientSession(headers=auth(server)) as http:
             async with http.post(server.url + "tasks/retry", data=form, allow_redirects=False) as r:
                 assert r.status == 303
                 assert "done=retried" in r.headers["Location"]
@@ -136,10 +151,10 @@ async def test_retry_button_makes_a_parked_task_run_again_now() -> None:
 
 async def test_discard_button_deletes_a_parked_task() -> None:
     async with console() as (_system, _clock, server):
-        _, html, _ = await get(server.url)
+        _, html, _ = await get(server)
         csrf = html.split('name="csrf" value="', 1)[1].split('"', 1)[0]
         form = {"csrf": csrf, "kind": "ConsoleWorker", "identity": "order-1", "id": "t-ship"}
-        async with aiohttp.ClientSession() as http:
+        async with aiohttp.ClientSession(headers=auth(server)) as http:
             async with http.post(server.url + "tasks/discard", data=form) as r:
                 assert r.status == 200  # followed the redirect to the page
                 page = await r.text()
@@ -152,10 +167,10 @@ async def test_discard_button_deletes_a_parked_task() -> None:
 
 async def test_actions_refuse_a_missing_csrf_token_or_another_origin() -> None:
     async with console() as (_system, _clock, server):
-        _, html, _ = await get(server.url)
+        _, html, _ = await get(server)
         csrf = html.split('name="csrf" value="', 1)[1].split('"', 1)[0]
         form = {"kind": "ConsoleWorker", "identity": "order-1", "id": "t-ship"}
-        async with aiohttp.ClientSession() as http:
+        async with aiohttp.ClientSession(headers=auth(server)) as http:
             async with http.post(server.url + "tasks/retry", data=form) as r:
                 assert r.status == 403
             async with http.post(
@@ -171,7 +186,7 @@ async def test_actions_refuse_a_missing_csrf_token_or_another_origin() -> None:
 async def test_metrics_endpoint_serves_prometheus_text() -> None:
     async with console() as (_system, clock, server):
         await clock.advance(2.0)
-        status, text, headers = await get(server.url + "metrics")
+        status, text, headers = await get(server, "metrics")
         assert status == 200
         assert headers["Content-Type"].startswith("text/plain")
         families = {f.name: f for f in text_string_to_metric_families(text)}
@@ -182,43 +197,83 @@ async def test_metrics_endpoint_serves_prometheus_text() -> None:
 
 async def test_static_files_and_unknown_routes() -> None:
     async with console() as (_system, _clock, server):
-        status, js, headers = await get(server.url + "static/console.js")
+        status, js, headers = await get(server, "static/console.js")
         assert status == 200
         assert "EventSource" in js
         assert headers["Content-Type"].startswith("text/javascript")
-        status, _, _ = await get(server.url + "static/../_app.py")
+        status, _, _ = await get(server, "static/../_app.py")
         assert status == 404
-        status, _, _ = await get(server.url + "nothing-here")
+        status, _, _ = await get(server, "nothing-here")
         assert status == 404
 
 
-async def test_loopback_console_refuses_foreign_host_headers() -> None:
-    async with console() as (_system, _clock, server):
-        status, _, _ = await get(server.url, headers={"Host": "evil.example:8765"})
-        assert status == 421  # DNS rebinding: a foreign name pointing at 127.0.0.1
-        status, _, _ = await get(f"http://localhost:{server.port}/")
+async def test_a_console_without_a_token_is_loopback_only_and_refuses_foreign_hosts() -> None:
+    async with console(no_token=True) as (_system, _clock, server):
+        assert server.token is None
+        assert server.login_url == server.url
+        status, html, _ = await get(server)  # no credentials needed
         assert status == 200
+        assert "Sign out" not in html  # nothing to sign out of
+        status, _, _ = await get(server, "", headers={"Host": "evil.example:8765"})
+        assert status == 421  # DNS rebinding: a foreign name pointing at 127.0.0.1
+        async with (
+            aiohttp.ClientSession() as http,
+            http.get(f"http://localhost:{server.port}/") as r,
+        ):
+            assert r.status == 200
+
+
+async def test_without_a_token_given_one_is_made_and_the_printed_url_carries_it(
+    caplog: pytest.LogCaptureFixture,
+) -> None:
+    caplog.set_level(logging.INFO, logger="tocsin.console")
+    async with console() as (_system, _clock, server):
+        token = server.token
+        assert token is not None
+        assert len(token) >= 40  # secrets.token_urlsafe(32)
+        assert server.login_url == f"{server.url}?token={token}"
+        assert f"serving {server.login_url}" in caplog.text  # logged, as Jupyter prints it
+        status, html, _ = await get(server, headers={})
+        assert status == 401  # any local user of the host: the sign-in page, nothing else
+        assert "Console token" in html
+        assert "?token=" in html  # it says where the token is
+        assert "standup" not in html
+        for path in ("snapshot.json", "events", "metrics"):
+            assert (await get(server, path, headers={}))[0] == 401
+        async with aiohttp.ClientSession(cookie_jar=aiohttp.CookieJar(unsafe=True)) as http:
+            async with http.post(server.url + "tasks/retry", data={"id": "t-charge"}) as r:
+                assert r.status == 401  # no action without the token either
+            async with http.get(server.login_url) as r:
+                assert r.status == 200
+                assert "standup" in await r.text()
+                assert "?token=" not in str(r.url)  # redirected off the URL holding it
+                assert "Sign out" in await r.text()
+    async with console() as (_system, _clock, other):
+        assert other.token != token  # one per start
 
 
 async def test_token_is_required_everywhere_but_static_and_login() -> None:
     async with console(token=TOKEN) as (_system, _clock, server):
-        status, html, _ = await get(server.url)
+        assert server.token == TOKEN
+        status, html, _ = await get(server, headers={})
         assert status == 401
         assert "Console token" in html
-        status, _, _ = await get(server.url + "metrics")
+        status, _, headers = await get(server, "metrics", headers={})
         assert status == 401
-        status, _, _ = await get(server.url + "static/console.css")
+        assert headers["WWW-Authenticate"] == 'Bearer realm="tocsin console"'
+        status, _, _ = await get(server, "static/console.css", headers={})
         assert status == 200
-        status, _, _ = await get(
-            server.url + "metrics", headers={"Authorization": "Bearer " + TOKEN}
-        )
+        status, _, _ = await get(server, "login", headers={})
+        assert status == 200  # the sign-in form
+        status, _, _ = await get(server, "metrics")  # Authorization: Bearer TOKEN
         assert status == 200
-        status, _, _ = await get(server.url, headers={"Authorization": "Bearer wrong"})
+        status, _, _ = await get(server, "", headers={"Authorization": "Bearer wrong"})
         assert status == 401
         # The default jar refuses cookies of IP-address hosts; a browser does not.
         async with aiohttp.ClientSession(cookie_jar=aiohttp.CookieJar(unsafe=True)) as http:
             async with http.post(server.url + "login", data={"token": "wrong"}) as r:
                 assert r.status == 401
+                assert "Wrong token" in await r.text()
             async with http.post(server.url + "login", data={"token": TOKEN}) as r:
                 assert r.status == 200  # redirected to the page, with the session cookie
                 assert "standup" in await r.text()
@@ -234,12 +289,108 @@ async def test_token_is_required_everywhere_but_static_and_login() -> None:
             assert r.status == 200
             assert "standup" in await r.text()
             assert TOKEN not in str(r.url)  # redirected off the URL holding the token
+        async with (
+            aiohttp.ClientSession() as http,
+            http.get(server.url + "?token=wrong", allow_redirects=False) as r,
+        ):
+            assert r.status == 401
+            assert "Set-Cookie" not in r.headers
+
+
+async def login(http: aiohttp.ClientSession, server: Console) -> str:
+    """Sign ``http`` in through the printed URL; the session cookie's value."""
+    async with http.get(server.login_url, allow_redirects=False) as r:
+        assert r.status == 303
+        assert r.headers["Location"] == "/"
+        set_cookie = r.headers["Set-Cookie"]
+    assert "HttpOnly" in set_cookie
+    assert "SameSite=Strict" in set_cookie
+    assert f"Max-Age={int(SESSION_TTL)}" in set_cookie  # 12 h
+    value: str = http.cookie_jar.filter_cookies(URL(server.url))["tocsin_console"].value
+    return value
+
+
+async def test_a_session_cookie_expires_after_its_ttl_on_the_server_too() -> None:
+    async with console() as (_system, _clock, server):
+        sessions = sessions_of(server.app)
+        clock = sessions.clock = ManualClock(wall=T0)
+        async with aiohttp.ClientSession(cookie_jar=aiohttp.CookieJar(unsafe=True)) as http:
+            value = await login(http, server)
+            assert server.token is not None
+            assert server.token not in value
+            await clock.advance(SESSION_TTL - 1)
+            async with http.get(server.url) as r:
+                assert r.status == 200
+            await clock.advance(1)  # the browser may keep it; the server refuses it
+            async with http.get(server.url) as r:
+                assert r.status == 401
+                assert "session expired or was signed out" in await r.text()
+            # A forged expiry does not help: the MAC covers it.
+            _, nonce, mac = value.split(".")
+            forged = f"{int(T0 + 10 * SESSION_TTL)}.{nonce}.{mac}"
+            async with http.get(server.url, cookies={"tocsin_console": forged}) as r:
+                assert r.status == 401
+
+
+async def test_session_ttl_is_an_option_checked_at_the_call() -> None:
+    async with console(session_ttl=120) as (_system, _clock, server):
+        sessions_of(server.app).clock = clock = ManualClock(wall=T0)
+        async with aiohttp.ClientSession(cookie_jar=aiohttp.CookieJar(unsafe=True)) as http:
+            async with http.get(server.login_url, allow_redirects=False) as r:
+                assert "Max-Age=120" in r.headers["Set-Cookie"]
+            await clock.advance(120)
+            async with http.get(server.url) as r:
+                assert r.status == 401
+    async with ActorSystem(clock=ManualClock(wall=T0)) as system:
+        with pytest.raises(ValueError, match=r"`session_ttl` must be between 60 seconds"):
+            await serve(system, "127.0.0.1:0", session_ttl=5)
+
+
+async def test_sign_out_clears_the_cookie_and_the_old_cookie_is_refused() -> None:
+    async with console() as (_system, _clock, server):
+        async with aiohttp.ClientSession(cookie_jar=aiohttp.CookieJar(unsafe=True)) as http:
+            value = await login(http, server)
+            async with http.get(server.url) as r:
+                page = await r.text()
+            assert '<button type="submit" id="sign-out">Sign out</button>' in page
+            csrf = page.split('action="logout"', 1)[1].split('value="', 1)[1].split('"', 1)[0]
+            # Without the CSRF token (a page of another site posting the form): refused.
+            async with http.post(server.url + "logout", data={}) as r:
+                assert r.status == 403
+            async with http.get(server.url + "events") as events:
+                assert events.status == 200
+                async with http.post(
+                    server.url + "logout", data={"csrf": csrf}, allow_redirects=False
+                ) as r:
+                    assert r.status == 303
+                    assert r.headers["Location"] == "login?signed_out=1"
+                    assert "Max-Age=0" in r.headers["Set-Cookie"]
+                assert not http.cookie_jar.filter_cookies(URL(server.url)).get("tocsin_console")
+                # The open stream of that session ends at its next update.
+                rest = await asyncio.wait_for(events.content.read(), 30)
+                assert isinstance(rest, bytes)
+            async with http.get(server.url + "login?signed_out=1") as r:
+                assert r.status == 200
+                assert "Signed out." in await r.text()
+        # A copy of the cookie (taken before sign-out) no longer works either.
+        async with (
+            aiohttp.ClientSession() as http,
+            http.get(server.url, cookies={"tocsin_console": value}) as r,
+        ):
+            assert r.status == 401
+        # Another session of the same token is not affected.
+        async with aiohttp.ClientSession(cookie_jar=aiohttp.CookieJar(unsafe=True)) as http:
+            await login(http, server)
+            async with http.get(server.url) as r:
+                assert r.status == 200
 
 
 async def test_bad_binds_and_tokens_are_refused_at_the_call() -> None:
     async with ActorSystem(clock=ManualClock(wall=T0)) as system:
-        with pytest.raises(ValueError, match=r"not loopback.*needs a `token`"):
-            await serve(system, "0.0.0.0:0")
+        with pytest.raises(ValueError, match=r"without a token.*loopback binds only"):
+            await serve(system, "0.0.0.0:0", no_token=True)
+        with pytest.raises(ValueError, match=r"`no_token=True` and a `token`"):
+            await serve(system, "127.0.0.1:0", TOKEN, no_token=True)
         with pytest.raises(ValueError, match=r"at least 16 characters.*got 5 characters"):
             await serve(system, "0.0.0.0:0", token="short")
         with pytest.raises(ValueError, match="`bind` must be 'host:port'"):
@@ -250,6 +401,9 @@ async def test_bad_binds_and_tokens_are_refused_at_the_call() -> None:
             await serve(system, "127.0.0.1:0", interval=0)
         server = await serve(system, "0.0.0.0:0", token=TOKEN)  # any address, with a token
         await server.close()
+        server = await serve(system, "0.0.0.0:0")  # or with the one made for it
+        assert server.token is not None
+        await server.close()
 
 
 async def test_store_only_console_lists_tasks_and_acts_without_a_system() -> None:
@@ -259,15 +413,17 @@ async def test_store_only_console_lists_tasks_and_acts_without_a_system() -> Non
         await populate(system)
         await clock.advance(0)
     await store.open()
+    announced: list[None] = []
+    await store.watch(lambda: announced.append(None))  # what a running system would hear
     async with await serve_store(store, "127.0.0.1:0") as server:
-        _, html, _ = await get(server.url)
+        _, html, _ = await get(server)
         assert "t-charge" in html
         assert "store memory://" in html
         assert "Schedules live in a running system" in html
         csrf = html.split('name="csrf" value="', 1)[1].split('"', 1)[0]
         form = {"csrf": csrf, "kind": "ConsoleWorker", "identity": "order-1", "id": "t-charge"}
         async with (
-            aiohttp.ClientSession() as http,
+            aiohttp.ClientSession(headers=auth(server)) as http,
             http.post(server.url + "tasks/retry", data=form) as r,
         ):
             assert r.status == 200
@@ -275,6 +431,7 @@ async def test_store_only_console_lists_tasks_and_acts_without_a_system() -> Non
         assert row is not None
         assert row.state == "pending"
         assert row.attempts == 0
+        assert len(announced) == 1  # as `tocsin tasks retry`: systems on the store run it now
     await store.close()
 
 
@@ -284,10 +441,10 @@ async def test_serve_console_adds_prometheus_metrics_in_one_call() -> None:
     async with ActorSystem(clock=ManualClock(wall=T0)) as system:
         await populate(system)
         async with await serve_console(system, "127.0.0.1:0") as server:
-            status, text, _ = await get(server.url + "metrics")
+            status, text, _ = await get(server, "metrics")
             assert status == 200
             assert "tocsin_schedules" in text
-            _, html, _ = await get(server.url)
+            _, html, _ = await get(server)
             assert 'href="metrics"' in html
 
 
@@ -307,7 +464,7 @@ async def test_members_are_listed_and_escaped_when_given() -> None:
         return [Member(f"n1{HOSTILE}", "tocsin://n1@10.0.0.5:7100", at, at)]
 
     async with console(members=members) as (_system, _clock, server):
-        _, html, _ = await get(server.url)
+        _, html, _ = await get(server)
         section = html.split('id="members"', 1)[1].split("</section>", 1)[0]
         assert "tocsin://n1@10.0.0.5:7100" in section
         assert "n1&lt;script&gt;" in section
@@ -321,13 +478,13 @@ async def test_a_member_list_that_cannot_be_read_is_said_and_the_page_still_show
         raise CoordinatorError(f"Redis coordinator unreachable {HOSTILE}")
 
     async with console(members=members) as (_system, _clock, server):
-        status, html, _ = await get(server.url)
+        status, html, _ = await get(server)
         assert status == 200
         section = html.split('id="members"', 1)[1].split("</section>", 1)[0]
         assert "Cannot read the members" in section
         assert "unreachable &lt;script&gt;" in section
         assert "t-charge" in html  # the other sections are read as usual
-        _, body, _ = await get(server.url + "snapshot.json")
+        _, body, _ = await get(server, "snapshot.json")
         assert json.loads(body)["members_error"].startswith("Redis coordinator unreachable")
 
 
@@ -336,7 +493,10 @@ async def test_dead_letters_per_second_are_shown_from_successive_refreshes() -> 
         sink = await system.actor_of(f"sink{HOSTILE_NAME}")
         await system.stop_actor(sink)
         rate = None
-        async with aiohttp.ClientSession() as http, http.get(server.url + "events") as r:
+        async with (
+            aiohttp.ClientSession(headers=auth(server)) as http,
+            http.get(server.url + "events") as r,
+        ):
             buffer = b""
             async for chunk in r.content.iter_any():
                 buffer += chunk
@@ -359,7 +519,10 @@ async def test_closing_the_server_ends_open_event_streams() -> None:
     clock = ManualClock(wall=T0)
     async with ActorSystem(clock=clock) as system:
         server = await serve(system, "127.0.0.1:0", interval=0.05)
-        async with aiohttp.ClientSession() as http, http.get(server.url + "events") as r:
+        async with (
+            aiohttp.ClientSession(headers=auth(server)) as http,
+            http.get(server.url + "events") as r,
+        ):
             await r.content.readuntil(b"event: update")
             closing = asyncio.create_task(server.close())
             rest = await asyncio.wait_for(r.content.read(), 30)  # EOF: the stream ended

@@ -17,11 +17,12 @@ from pathlib import Path
 import msgspec
 import pytest
 
-from tocsin.errors import StoreError
+from tocsin.errors import FencedError, StoreError
 from tocsin.stores import (
     DeleteState,
     DeleteTask,
     DueActor,
+    Fence,
     MemoryStore,
     Op,
     PutState,
@@ -320,6 +321,23 @@ async def test_next_due_is_the_earliest_pending_task_and_ignores_parked(
         assert await store.next_due("Order", "o-2") == 0.5
         await store.apply([DeleteTask("Order", "o-1", "y"), DeleteTask("Order", "o-1", "x")])
         assert await store.next_due("Order", "o-1") is None
+    finally:
+        await store.close()
+
+
+async def test_fence_epoch_is_the_highest_epoch_fenced_per_identity(backend: Backend) -> None:
+    # Cluster mode claims above it after a coordinator lost its directory (issue 19).
+    store = await opened(backend)
+    try:
+        assert await store.fence_epoch("Order", "o-1") == 0
+        await store.apply([Fence("Order", "o-1", 4), PutState("Order", "o-1", "k", b"v")])
+        await store.apply([Fence("Order", "o-2", 2)])
+        assert await store.fence_epoch("Order", "o-1") == 4
+        assert await store.fence_epoch("Order", "o-2") == 2
+        with pytest.raises(FencedError):
+            await store.apply([Fence("Order", "o-1", 3)])
+        assert await store.fence_epoch("Order", "o-1") == 4  # a refused fence changes nothing
+        assert await store.fence_epoch("Other", "o-1") == 0
     finally:
         await store.close()
 

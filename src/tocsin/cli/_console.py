@@ -10,8 +10,11 @@ Exit codes: 0 stopped cleanly, 1 the server failed (address in use, store or coo
 unreachable at start), 2 bad usage (bad store or coordinator URL, a missing SQLite file).
 A coordinator that fails later is shown on the page, and read again at the next refresh.
 
-The token comes from ``--token`` or ``TOCSIN_CONSOLE_TOKEN`` (prefer the variable: a
-command line is visible to other users of the machine).
+The console always has a token unless ``--no-token`` is given (loopback binds only). The
+token comes from ``--token`` or ``TOCSIN_CONSOLE_TOKEN`` (prefer the variable: a command
+line is visible to other users of the machine); without either, a random one is made for
+this run and the printed URL carries it (``http://127.0.0.1:8765/?token=...``, as Jupyter
+prints it): open it once and the page swaps it for a session cookie (12 h).
 """
 
 from __future__ import annotations
@@ -58,7 +61,14 @@ def register(subparsers: argparse._SubParsersAction[argparse.ArgumentParser]) ->
     parser.add_argument(
         "--token",
         default=os.environ.get("TOCSIN_CONSOLE_TOKEN"),
-        help="access token, required unless bound to loopback (default: $TOCSIN_CONSOLE_TOKEN)",
+        help="access token, at least 16 characters (default: $TOCSIN_CONSOLE_TOKEN, else a "
+        "random one, carried by the printed URL)",
+    )
+    parser.add_argument(
+        "--no-token",
+        action="store_true",
+        help="serve without a token: loopback binds only, and any user of this machine can "
+        "then read the page and retry or discard tasks",
     )
     parser.add_argument(
         "--interval", type=float, default=1.0, help="seconds between live updates (default: 1)"
@@ -85,6 +95,10 @@ def _run(args: argparse.Namespace) -> int:
     if isinstance(path, str) and path != ":memory:" and not os.path.exists(path):
         print(f"tocsin console: error: no such SQLite store file: {os.path.abspath(path)}",
               file=sys.stderr)  # fmt: skip
+        return 2
+    if args.no_token and args.token is not None:
+        print("tocsin console: error: --no-token and a token (--token or TOCSIN_CONSOLE_TOKEN) "
+              "were both given: choose one", file=sys.stderr)  # fmt: skip
         return 2
     coordinator: Coordinator | None = None
     if args.coordinator:
@@ -125,9 +139,24 @@ async def _serve_open(
     members = None if coordinator is None else live_members(coordinator)
     metrics, refresh = _store_metrics(store, members, args.interval)
     server = await console.serve_store(
-        store, args.bind, args.token, metrics=metrics, members=members, interval=args.interval
+        store,
+        args.bind,
+        args.token,
+        no_token=args.no_token,
+        metrics=metrics,
+        members=members,
+        interval=args.interval,
     )
-    print(f"tocsin console: serving {server.url} (Ctrl-C to stop)", flush=True)
+    if args.no_token:
+        print(f"tocsin console: serving {server.url} without a token (--no-token; "
+              "Ctrl-C to stop)", flush=True)  # fmt: skip
+    elif args.token is None:
+        # The token made for this run, in the URL to open (Jupyter's way): nobody could
+        # sign in otherwise. A token that was given is not printed: its owner knows it.
+        print(f"tocsin console: serving {server.login_url} (Ctrl-C to stop)", flush=True)
+    else:
+        print(f"tocsin console: serving {server.url} (sign in with the token given; "
+              "Ctrl-C to stop)", flush=True)  # fmt: skip
     stop = asyncio.Event()
     loop = asyncio.get_running_loop()
     for sig in (signal.SIGINT, signal.SIGTERM):

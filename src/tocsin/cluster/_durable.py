@@ -5,8 +5,11 @@ The durable layer asks two questions (:class:`~tocsin.durable._ownership.Ownersh
 
 * ``claim``: an activation is about to start here. A live owner in the directory keeps the
   identity (the messages are forwarded to it; it never forwards further, so there is no
-  loop); otherwise this node claims it by compare-and-set, the epoch growing by one, and
-  activates with that epoch. A node without a live lease claims nothing.
+  loop); otherwise this node claims it by compare-and-set, the epoch growing by one (or
+  to the ``floor`` the durable store asks for: one above the highest epoch it fenced,
+  so a coordinator that lost its directory never wedges an identity), and activates with
+  that epoch. A node without a live lease claims nothing. An owner this node's member
+  list does not know yet (it joined after the last read) is looked up again at once.
 * ``may_run``: the due-task poll found work for an identity. Only its live owner arms the
   alarm, or, when its owner is gone, the node the rendezvous hash prefers: two nodes never
   race to run one passivated identity's tasks (and if their views of the members differ
@@ -18,11 +21,11 @@ Nodes of one process on ``memory://`` without remoting reach each other through
 
 from __future__ import annotations
 
-from collections.abc import Callable
+from collections.abc import Awaitable, Callable
 from typing import TYPE_CHECKING, final
 
 from ..durable._spi import Claim
-from ._placement import rendezvous_owner
+from ._rendezvous import rendezvous_owner
 
 if TYPE_CHECKING:
     from ..actor._spi import PID
@@ -64,11 +67,19 @@ class ClusterOwnership:
     Args:
         node: this node's cluster side.
         pid_at: the PID at ``(address, path)`` of another node (remoting, or in-process).
+        fenced: the highest epoch the durable store has fenced for ``(kind, identity)``
+            (``Store.fence_epoch``): every new ownership takes an epoch above it.
     """
 
-    def __init__(self, node: ClusterNode, pid_at: Callable[[str, str], PID | None]) -> None:
+    def __init__(
+        self,
+        node: ClusterNode,
+        pid_at: Callable[[str, str], PID | None],
+        fenced: Callable[[str, str], Awaitable[int]],
+    ) -> None:
         self._node = node
         self._pid_at = pid_at
+        self._fenced = fenced
 
     def owner_pid(self, node: str, kind: str, identity: str) -> PID | None:
         """The identity's PID at ``node`` (None if ``node`` is not a known live member)."""
@@ -77,17 +88,58 @@ class ClusterOwnership:
             return None
         return self._pid_at(address, durable_path(kind, identity))
 
+    async def resolve(self, node: str, kind: str, identity: str) -> PID | None:
+        """:meth:`owner_pid`, reading the member list again when ``node`` is not in this
+        node's view (it joined after the last read: the directory named it first)."""
+        pid = self.owner_pid(node, kind, identity)
+        if pid is None and node != self._node.membership.name:
+            await self._node.membership.refresh()
+            pid = self.owner_pid(node, kind, identity)
+        return pid
+
+    async def place(self, kind: str, identity: str) -> None:
+        """Place a free identity on the coordinator's view (``system.durable``): the
+        entry may name another node, with an epoch above the store's fence."""
+        floor = await self._fenced(kind, identity) + 1
+        await self._node.directory.locate(kind, identity, floor=floor)
+
     async def claim(self, kind: str, identity: str) -> Claim:
         directory = self._node.directory
+        membership = self._node.membership
         entry = await self._node.coordinator.owner(kind, identity)
+        if entry is not None and entry.alive and not directory.mine(entry):
+            return Claim(None, await self.resolve(entry.node, kind, identity))
+        # Every epoch fenced so far is at most this, so an ownership created above it
+        # never shares its epoch with an older owner (a fence written after this read is
+        # a newer owner's, whose live entry the compare-and-set below then finds).
+        fence = await self._fenced(kind, identity)
         if entry is None or not entry.alive:
-            # Free (never owned, or its owner's lease is gone): compare-and-set it here.
-            entry = await directory.acquire(kind, identity, previous=entry)
+            # Free (never owned, or its owner's lease is gone): placed in one
+            # compare-and-set on the coordinator's view of the live nodes.
+            entry = await directory.acquire(
+                kind, identity, previous=entry, floor=fence + 1, place=True
+            )
+        elif directory.mine(entry) and entry.epoch < fence:
+            # This node's own entry below the store's fence (the coordinator lost its
+            # data): lifted above it.
+            entry = await directory.acquire(kind, identity, previous=entry, floor=fence + 1)
+        elif (
+            directory.mine(entry)
+            and rendezvous_owner(kind, identity, membership.member_names()) != membership.name
+        ):
+            # A passivated identity of this node that a node joined since prefers: it
+            # moves now, at its next activation (nothing is active here to stop).
+            moved = await self._node.coordinator.hand_over(
+                kind, identity, membership.name, membership.incarnation, floor=fence + 1
+            )
+            if moved is not None and not directory.mine(moved):
+                self._node.count_handed_over()
+                entry = moved
         if entry is None:
             return Claim(None)  # no lease here: nothing may activate on this node
         if directory.mine(entry):
             return Claim(entry.epoch)
-        return Claim(None, self.owner_pid(entry.node, kind, identity))
+        return Claim(None, await self.resolve(entry.node, kind, identity))
 
     def fenced(self, kind: str, identity: str) -> None:
         self._node.count_fenced_write()

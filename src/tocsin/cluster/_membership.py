@@ -34,6 +34,7 @@ from __future__ import annotations
 
 import asyncio
 import logging
+import math
 import uuid
 from collections.abc import Callable
 from datetime import UTC, datetime
@@ -113,6 +114,14 @@ class Membership:
         # Two reads of the view in flight (a renewal's and a watch) must not apply out of
         # order: an older read applied last would announce a dead node joining again.
         self._refreshing = asyncio.Lock()
+        #: Peers missing from a read that also lacked this node's own live lease (the
+        #: coordinator lost its data): kept in the view until their last known expiry,
+        #: so they can join again without a NodeLeft being invented for them.
+        self._vanished: dict[str, LeaseRow] = {}
+        #: When (monotonic) the read that last found this node's lease missing was sent.
+        self._reset_seen: float | None = None
+        self._rejoined_at = -math.inf
+        self._recovering = asyncio.Lock()
 
     # -- lifecycle ---------------------------------------------------------------------
 
@@ -230,7 +239,7 @@ class Membership:
             if row is not None:
                 self._counters.leases_renewed += 1
                 self._held_from(sent)
-            else:
+            elif not await self._rejoin_after_reset(sent):
                 self._cancel_expiry()
                 self._lose("the coordinator refused the renewal (expired or replaced)")
                 try:
@@ -238,6 +247,56 @@ class Membership:
                 except CoordinatorError as exc:
                     _log.warning("node %s: rejoin failed: %s", self.name, exc)
         await self._watch()
+
+    async def _rejoin_after_reset(self, seen: float) -> bool:
+        """The coordinator no longer has this node's lease although, by this node's own
+        clock, it cannot have expired: the coordinator lost its data (Redis restarted
+        empty or flushed, its SQLite file deleted, a restore). Join again under the *same*
+        incarnation, so peers see no departure; whether the join is accepted is the
+        coordinator's call (a live lease of another incarnation refuses it). The
+        directory went with the data, so every durable activation of this node stops
+        (``on_lease_lost``) and reactivates on demand, claiming above the store's fence.
+
+        ``seen``: when (monotonic) the read that found the lease missing was sent; a
+        rejoin since then already answered it (a renewal and a view read can both find
+        the same reset).
+
+        Returns whether this node holds its lease again this way.
+        """
+        async with self._recovering:
+            if self._rejoined_at >= seen:
+                return self.holds_lease()
+            if not self.holds_lease():
+                return False
+            sent = self._clock.monotonic()
+            try:
+                row = await self.coordinator.join(
+                    self.name, self.incarnation, self.address, self.lease
+                )
+            except CoordinatorError as exc:
+                _log.warning(
+                    "node %s: rejoining after a coordinator reset failed: %s", self.name, exc
+                )
+                return False
+            if row is None:
+                return False
+            self._held_from(sent)
+            self._rejoined_at = sent
+            self._counters.leases_lost += 1
+            # The peers lost their leases with this node's: until they join again (or
+            # their last known lease runs out) they are carried, not announced as gone.
+            for node, old in self._view.items():
+                if node != self.name:
+                    self._vanished.setdefault(node, old)
+            _log.warning(
+                "node %s: the coordinator no longer held this node's live lease (it lost its "
+                "data?); joined again with the same incarnation; durable activations stop and "
+                "reactivate on their next message or due task",
+                self.name,
+            )
+            if self._on_lease_lost is not None:
+                self._on_lease_lost()
+            return True
 
     # -- the view ----------------------------------------------------------------------
 
@@ -257,21 +316,51 @@ class Membership:
         """Names of the live nodes of the last refresh."""
         return [member.name for member in self._members]
 
+    async def refresh(self) -> None:
+        """Read the member list now (a directory entry named a node this view lacks)."""
+        await self._watch()
+
     async def _watch(self) -> None:
         """Read the view and announce what changed (a failure is logged: next time)."""
         try:
             await self._refresh(announce=True)
         except CoordinatorError as exc:
             _log.warning("node %s: reading the members failed: %s", self.name, exc)
+            return
+        seen, self._reset_seen = self._reset_seen, None
+        if seen is not None:
+            await self._rejoin_after_reset(seen)
 
     async def _refresh(self, *, announce: bool) -> None:
         async with self._refreshing:
             await self._apply_view(announce=announce)
 
     async def _apply_view(self, *, announce: bool) -> None:
-        _, rows = await self.coordinator.leases()
+        sent = self._clock.monotonic()
+        now, rows = await self.coordinator.leases()
         known = {row.node: row for row in rows}
         live = {row.node: row for row in rows if row.alive}
+        # This node's own live lease missing from the read while it holds it by its own
+        # (conservative) clock: the coordinator lost its data. Peers missing from such a
+        # read did not leave; they will join again (as this node does).
+        reset = self.holds_lease() and self.name not in known
+        if reset:
+            self._reset_seen = sent
+        if reset:
+            for node, old in self._view.items():
+                if node == self.name:
+                    live[node] = old  # this node is rejoining at once (_rejoin_after_reset)
+                elif node not in known:
+                    self._vanished.setdefault(node, old)
+        expired: set[str] = set()
+        for node, old in list(self._vanished.items()):
+            if node in known:
+                del self._vanished[node]  # back (or replaced): judged as usual below
+            elif old.expires > now:
+                live[node] = old  # still within its last known lease: carried
+            else:
+                del self._vanished[node]  # never came back within its lease: expired
+                expired.add(node)
         if announce:
             for node, old in self._view.items():
                 if node == self.name:
@@ -279,7 +368,8 @@ class Membership:
                 new = live.get(node)
                 if new is not None and new.incarnation == old.incarnation:
                     continue
-                self._publish(NodeLeft(node, old.address, self._left_reason(old, known.get(node))))
+                reason = "expired" if node in expired else self._left_reason(old, known.get(node))
+                self._publish(NodeLeft(node, old.address, reason))
             for node, joined in live.items():
                 before = self._view.get(node)
                 if node != self.name and (

@@ -17,6 +17,7 @@ from typing import ClassVar, final
 from ..clock import Clock, SystemClock
 from ._protocol import EXPIRED_LEASE_RETENTION as RETENTION
 from ._protocol import ClaimOutcome, LeaseRow, Ownership
+from ._rendezvous import rendezvous_owner
 
 __all__ = ["MemoryCoordinator"]
 
@@ -155,19 +156,53 @@ class MemoryCoordinator:
         return Ownership(kind, identity, node, incarnation, epoch, alive)
 
     async def claim_owner(
-        self, kind: str, identity: str, node: str, incarnation: str
+        self,
+        kind: str,
+        identity: str,
+        node: str,
+        incarnation: str,
+        *,
+        floor: int = 0,
+        place: bool = False,
     ) -> Ownership | None:
         state, now = self._s, self._clock.wall()
         current = await self.owner(kind, identity)
-        if current is not None and (
-            (current.node, current.incarnation) == (node, incarnation) or current.alive
-        ):
+        if not self._alive(node, incarnation, now):
+            return current
+        if current is not None and (current.node, current.incarnation) == (node, incarnation):
+            if current.epoch >= floor:
+                return current
+            state.directory[(kind, identity)] = (node, incarnation, floor)
+            return Ownership(kind, identity, node, incarnation, floor, True)
+        if current is not None and current.alive:
+            return current
+        epoch = max(1 if current is None else current.epoch + 1, floor)
+        if place:
+            live = {
+                n: lease.incarnation for n, lease in state.leases.items() if lease.expires > now
+            }
+            chosen = rendezvous_owner(kind, identity, live)
+            if chosen is not None:
+                node, incarnation = chosen, live[chosen]
+        state.directory[(kind, identity)] = (node, incarnation, epoch)
+        return Ownership(kind, identity, node, incarnation, epoch, True)
+
+    async def hand_over(
+        self, kind: str, identity: str, node: str, incarnation: str, *, floor: int = 0
+    ) -> Ownership | None:
+        state, now = self._s, self._clock.wall()
+        current = await self.owner(kind, identity)
+        if current is None or (current.node, current.incarnation) != (node, incarnation):
             return current
         if not self._alive(node, incarnation, now):
             return current
-        epoch = 1 if current is None else current.epoch + 1
-        state.directory[(kind, identity)] = (node, incarnation, epoch)
-        return Ownership(kind, identity, node, incarnation, epoch, True)
+        live = {n: lease.incarnation for n, lease in state.leases.items() if lease.expires > now}
+        chosen = rendezvous_owner(kind, identity, live)
+        if chosen is None or chosen == node:
+            return current
+        epoch = max(current.epoch + 1, floor)
+        state.directory[(kind, identity)] = (chosen, live[chosen], epoch)
+        return Ownership(kind, identity, chosen, live[chosen], epoch, True)
 
     # -- cron single fire ------------------------------------------------------------
 

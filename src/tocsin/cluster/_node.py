@@ -158,6 +158,10 @@ class ClusterNode:
         """Count one durable write refused by the fence (``metrics().fenced_writes``)."""
         self._counters.fenced_writes += 1
 
+    def count_handed_over(self) -> None:
+        """Count one identity handed to another node (``metrics().handed_over``)."""
+        self._counters.handed_over += 1
+
     def metrics(self) -> ClusterMetrics:
         """This node's cluster counters (a snapshot)."""
         return self._counters.snapshot()

@@ -2,11 +2,15 @@
 """Placement: where the one activation of a durable identity lives.
 
 The preferred owner of ``(kind, identity)`` is a rendezvous (highest-random-weight) hash
-over the live nodes: every node computes the same answer from the same member list, and
-when a node joins or leaves only the identities it wins or held move (about 1/N of them),
-unlike ``hash % N``. The preference only spreads load; the *owner* is whoever holds the
-directory entry, claimed by compare-and-set with a growing epoch, and taken over only
-once the owner's lease has expired on the coordinator's clock.
+over the live nodes (:mod:`._rendezvous`): every node and coordinator computes the same
+answer from the same member list, and when a node joins or leaves only the identities it
+wins or held move (about 1/N of them), unlike ``hash % N``. A free identity is placed by
+the coordinator, in the claim's own atomic step, over the leases live at that step: never
+on this node's member list, which may be ``poll_interval`` old (issue 19). The preference
+only spreads load; the *owner* is whoever holds the directory entry, claimed by
+compare-and-set with a growing epoch (above the store's fence: ``floor``), and taken over
+only once the owner's lease has expired on the coordinator's clock, or handed over by the
+owner itself when rebalancing (:mod:`._rebalance`).
 
 Unknown outcomes. A claim that raises may have been written: the next step re-reads the
 directory and never assumes "nobody owns it" (GoAkt's users report duplicate activations
@@ -18,40 +22,16 @@ consistent placement), Orleans' grain directory with activation epochs.
 
 from __future__ import annotations
 
-import hashlib
-from collections.abc import Iterable
 from dataclasses import dataclass
 from typing import final
 
 from ..errors import CoordinatorError
 from ._membership import Membership
 from ._protocol import Coordinator, Ownership
+from ._rendezvous import rendezvous_owner
 from ._values import Counters
 
 __all__ = ["Directory", "Placement", "rendezvous_owner"]
-
-
-def _weight(node: str, kind: str, identity: str) -> bytes:
-    # blake2b, not hash(): the same on every node and every run (PYTHONHASHSEED).
-    key = f"{len(kind)}:{kind}{len(identity)}:{identity}{node}".encode()
-    return hashlib.blake2b(key, digest_size=8).digest()
-
-
-def rendezvous_owner(kind: str, identity: str, nodes: Iterable[str]) -> str | None:
-    """The node that ``(kind, identity)`` prefers among ``nodes`` (``None`` if empty).
-
-    Deterministic across processes; ties (astronomically rare) go to the smaller name.
-    """
-    best: tuple[bytes, str] | None = None
-    for node in nodes:
-        candidate = (_weight(node, kind, identity), node)
-        if (
-            best is None
-            or candidate[0] > best[0]
-            or (candidate[0] == best[0] and candidate[1] < best[1])
-        ):
-            best = candidate
-    return None if best is None else best[1]
 
 
 @final
@@ -60,15 +40,15 @@ class Placement:
     """Where to send a message for an identity.
 
     Attributes:
-        node: the node that holds (or should claim) the activation.
-        epoch: the ownership epoch when ``node`` holds the directory entry; ``None`` when
-            ``node`` is only the preferred node (it claims on arrival).
+        node: the node the directory entry names (it activates, or already has; a
+            placed node that has not activated yet finds the entry its own on arrival).
+        epoch: the ownership epoch of that entry.
         local: whether ``node`` is this node *and* this node owns the entry (activate
             here, fencing writes with ``epoch``).
     """
 
     node: str
-    epoch: int | None
+    epoch: int
     local: bool
 
 
@@ -93,13 +73,17 @@ class Directory:
     def _placement(self, entry: Ownership) -> Placement:
         return Placement(entry.node, entry.epoch, self.mine(entry) and entry.alive)
 
-    async def locate(self, kind: str, identity: str) -> Placement | None:
+    async def locate(self, kind: str, identity: str, *, floor: int = 0) -> Placement | None:
         """Where the activation of ``(kind, identity)`` is, or where it should go.
 
-        A live owner wins. Otherwise the preferred node (rendezvous over the live
-        members): this node claims the entry when it is the preferred one; another
-        preferred node is returned with ``epoch=None`` and claims it when the message
-        arrives (:meth:`acquire`). ``None`` when no node is live (not even this one).
+        A live owner wins. Otherwise the identity is placed in one compare-and-set step
+        on the coordinator (:meth:`acquire` with ``place=True``): on the node the
+        rendezvous hash prefers among the leases live *at that step*, never on this
+        node's member list, which may be up to ``poll_interval`` old (an identity placed
+        one millisecond after a node joined may land on it). The entry then names that
+        node with its epoch; it finds the entry its own when the first message arrives
+        and activates. ``floor``: the least epoch of a new entry (one above the store's
+        fence). ``None`` when this node holds no lease (nothing may be decided).
 
         Raises:
             CoordinatorError: the coordinator failed (nothing was decided).
@@ -107,22 +91,22 @@ class Directory:
         entry = await self._coordinator.owner(kind, identity)
         if entry is not None and entry.alive:
             return self._placement(entry)
-        names = self._membership.member_names()
-        if entry is not None:
-            # The owner's lease is gone even if this node's view (up to lease/3 old)
-            # still lists it: never prefer it.
-            me = self._membership.name
-            names = [name for name in names if name != entry.node or name == me]
-        preferred = rendezvous_owner(kind, identity, names)
-        if preferred is None or preferred == self._membership.name:
-            acquired = await self.acquire(kind, identity, previous=entry)
-            return None if acquired is None else self._placement(acquired)
-        return Placement(preferred, None, False)
+        acquired = await self.acquire(kind, identity, previous=entry, floor=floor, place=True)
+        return None if acquired is None else self._placement(acquired)
 
     async def acquire(
-        self, kind: str, identity: str, *, previous: Ownership | None = None
+        self,
+        kind: str,
+        identity: str,
+        *,
+        previous: Ownership | None = None,
+        floor: int = 0,
+        place: bool = False,
     ) -> Ownership | None:
-        """Claim ``(kind, identity)`` for this node if its owner is not live.
+        """Claim ``(kind, identity)`` if its owner is not live: for this node, or with
+        ``place=True`` for the rendezvous choice among the coordinator's live leases.
+        ``floor`` is the least epoch to take (one above the store's fence); this node's
+        own entry below it is lifted to it.
 
         Returns the entry after the claim: this node's (activate here with its epoch),
         another live owner's (forward to it), or ``None`` (this node holds no lease:
@@ -136,7 +120,12 @@ class Directory:
         self._counters.ownership_claims += 1
         try:
             entry = await self._coordinator.claim_owner(
-                kind, identity, self._membership.name, self._membership.incarnation
+                kind,
+                identity,
+                self._membership.name,
+                self._membership.incarnation,
+                floor=floor,
+                place=place,
             )
         except CoordinatorError:
             # Unknown outcome: the claim may have been written. Read what is there.

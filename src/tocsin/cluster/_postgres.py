@@ -29,6 +29,7 @@ from ..stores._spi import (
 )
 from ._protocol import EXPIRED_LEASE_RETENTION as RETENTION
 from ._protocol import ClaimOutcome, LeaseRow, Ownership
+from ._rendezvous import rendezvous_owner
 
 try:
     import asyncpg
@@ -302,17 +303,31 @@ class PostgresCoordinator:
         )
 
     async def claim_owner(
-        self, kind: str, identity: str, node: str, incarnation: str
+        self,
+        kind: str,
+        identity: str,
+        node: str,
+        incarnation: str,
+        *,
+        floor: int = 0,
+        place: bool = False,
     ) -> Ownership | None:
         async with (
             self._errors("claim_owner"),
             self._require().acquire() as conn,
             conn.transaction(),
         ):
-            return await self._claim_owner(conn, kind, identity, node, incarnation)
+            return await self._claim_owner(conn, kind, identity, node, incarnation, floor, place)
 
     async def _claim_owner(
-        self, conn: Any, kind: str, identity: str, node: str, incarnation: str
+        self,
+        conn: Any,
+        kind: str,
+        identity: str,
+        node: str,
+        incarnation: str,
+        floor: int,
+        place: bool,
     ) -> Ownership | None:
         # Lock order: the directory row, then lease rows (FOR SHARE: waits for a renewal
         # in flight and sees its result). The clock is read after every lock is held.
@@ -332,28 +347,45 @@ class PostgresCoordinator:
         my_expires = await conn.fetchval(lease_sql, node, incarnation)
         now: float = await conn.fetchval(f"SELECT {_NOW}", self._offset)
         owner_alive = owner_expires is not None and owner_expires > now
+        found = None
         if current is not None:
             found = Ownership(
                 kind, identity, current["node"], current["incarnation"], current["epoch"],
                 owner_alive,
             )  # fmt: skip
-            if (current["node"], current["incarnation"]) == (node, incarnation) or owner_alive:
-                return found
-        else:
-            found = None
         if my_expires is None or my_expires <= now:
+            return found  # the caller holds no live lease: nothing changes
+        owner, owner_incarnation = node, incarnation
+        if found is not None and (found.node, found.incarnation) == (node, incarnation):
+            if found.epoch >= floor:
+                return found
+            epoch = floor
+        elif found is not None and owner_alive:
             return found
-        epoch = 1 if current is None else current["epoch"] + 1
+        else:
+            epoch = max(1 if found is None else found.epoch + 1, floor)
+            if place:
+                # The leases live in this transaction: placement on the coordinator's
+                # view (a lease that lapses a moment later is a node dying right after).
+                rows = await conn.fetch(
+                    f"SELECT node, incarnation FROM tocsin_cluster_leases WHERE expires > {_NOW}",
+                    self._offset,
+                )
+                live = {row["node"]: row["incarnation"] for row in rows}
+                live.setdefault(node, incarnation)
+                owner = rendezvous_owner(kind, identity, live) or node
+                owner_incarnation = live[owner]
         written = await conn.fetchval(
             "INSERT INTO tocsin_cluster_directory AS d VALUES ($1, $2, $3, $4, $5) "
             "ON CONFLICT (kind, identity) DO UPDATE SET node = excluded.node, "
             "incarnation = excluded.incarnation, epoch = excluded.epoch "
-            "WHERE d.epoch = $5 - 1 RETURNING epoch",
+            "WHERE d.epoch = $6 RETURNING epoch",
             kind,
             identity,
-            node,
-            incarnation,
+            owner,
+            owner_incarnation,
             epoch,
+            -1 if found is None else found.epoch,
         )
         if written is None:
             # A concurrent first claim inserted the row after our (empty) FOR UPDATE
@@ -365,7 +397,53 @@ class PostgresCoordinator:
                 identity,
             )
             return Ownership(kind, identity, row["node"], row["incarnation"], row["epoch"], True)
-        return Ownership(kind, identity, node, incarnation, epoch, True)
+        return Ownership(kind, identity, owner, owner_incarnation, epoch, True)
+
+    async def hand_over(
+        self, kind: str, identity: str, node: str, incarnation: str, *, floor: int = 0
+    ) -> Ownership | None:
+        async with (
+            self._errors("hand_over"),
+            self._require().acquire() as conn,
+            conn.transaction(),
+        ):
+            current = await conn.fetchrow(
+                "SELECT node, incarnation, epoch FROM tocsin_cluster_directory "
+                "WHERE kind = $1 AND identity = $2 FOR UPDATE",
+                kind,
+                identity,
+            )
+            if current is None:
+                return None
+            rows = await conn.fetch(
+                "SELECT node, incarnation FROM tocsin_cluster_leases "
+                f"WHERE expires > {_NOW} FOR SHARE",
+                self._offset,
+            )
+            live = {row["node"]: row["incarnation"] for row in rows}
+            found = Ownership(
+                kind, identity, current["node"], current["incarnation"], current["epoch"],
+                live.get(current["node"]) == current["incarnation"],
+            )  # fmt: skip
+            chosen = rendezvous_owner(kind, identity, live)
+            if (
+                (found.node, found.incarnation) != (node, incarnation)
+                or live.get(node) != incarnation
+                or chosen is None
+                or chosen == node
+            ):
+                return found
+            epoch = max(found.epoch + 1, floor)
+            await conn.execute(
+                "UPDATE tocsin_cluster_directory SET node = $3, incarnation = $4, epoch = $5 "
+                "WHERE kind = $1 AND identity = $2",
+                kind,
+                identity,
+                chosen,
+                live[chosen],
+                epoch,
+            )
+            return Ownership(kind, identity, chosen, live[chosen], epoch, True)
 
     # -- cron single fire ------------------------------------------------------------
 

@@ -95,7 +95,9 @@ class Coordinator(Protocol):
 
     * Leases are judged on the coordinator's clock; an expired lease cannot be renewed.
     * :meth:`claim_owner` changes the owner only when the current owner's lease is not
-      live, and only for a caller whose own lease is live; the epoch then grows by one.
+      live, and only for a caller whose own lease is live; the epoch then grows (by one,
+      or to the caller's ``floor``), and never goes back. With ``place=True`` the new
+      owner is the rendezvous choice among the leases live in that same step.
     * :meth:`claim_tick` writes at most one claim per key until its TTL has passed; a
       tick reached more than ``ttl`` after ``fire_at`` or for a paused reference is
       refused without writing anything. Claims are never deleted before their TTL.
@@ -148,18 +150,49 @@ class Coordinator(Protocol):
         ...
 
     async def claim_owner(
-        self, kind: str, identity: str, node: str, incarnation: str
+        self,
+        kind: str,
+        identity: str,
+        node: str,
+        incarnation: str,
+        *,
+        floor: int = 0,
+        place: bool = False,
     ) -> Ownership | None:
-        """Compare-and-set ownership of ``(kind, identity)`` to this node.
+        """Compare-and-set ownership of ``(kind, identity)``.
 
-        One atomic step: if the caller's own lease is not live, nothing changes; if the
-        entry is missing, or its owner's lease (same incarnation) is not live, the caller
-        becomes the owner with the epoch plus one (1 for a new entry); if the caller
-        already owns it, nothing changes.
+        One atomic step: if the caller's own lease is not live, nothing changes. If the
+        entry is missing, or its owner's lease (same incarnation) is not live, it gets a
+        new owner with the epoch ``max(epoch + 1, floor)`` (``max(1, floor)`` for a new
+        entry): the caller, or with ``place=True`` the node the rendezvous hash prefers
+        among the leases live at that step (the caller included; its incarnation is
+        recorded), which claims nothing more on arrival: the entry already names it. If
+        the caller already owns the entry and its epoch is below ``floor``, the epoch
+        becomes ``floor`` (a durable store fenced a higher epoch than the directory
+        knows: the coordinator lost its data). Otherwise nothing changes.
+
+        ``floor`` is how a node keeps epochs growing across a coordinator that lost its
+        directory (restarted empty, file deleted): it passes one more than the highest
+        epoch its durable store has fenced for the identity.
 
         Returns:
-            The entry after the step (the caller's or another live owner's), or ``None``
-            when there is no entry and the caller could not claim one.
+            The entry after the step (the caller's, the placed node's or another live
+            owner's), or ``None`` when there is no entry and the caller could not claim.
+        """
+        ...
+
+    async def hand_over(
+        self, kind: str, identity: str, node: str, incarnation: str, *, floor: int = 0
+    ) -> Ownership | None:
+        """Rebalancing: the caller owns ``(kind, identity)`` and has stopped its
+        activation; give the entry to the node the rendezvous hash prefers among the
+        leases live at this step, with the epoch ``max(epoch + 1, floor)``.
+
+        One atomic step. Nothing changes when the caller does not own the entry, holds no
+        live lease, or is itself the preferred node.
+
+        Returns:
+            The entry after the step (``None`` if there is none).
         """
         ...
 

@@ -107,23 +107,85 @@ local d = cjson.decode(cur)
 return {cur, alive(d.n, d.i) and 1 or 0}
 """
 )
+# ARGV: offset, field, node, incarnation, floor, place ("1"), kind, identity.
+# The rendezvous weight repeats tocsin.cluster._rendezvous.weight byte for byte.
 _CLAIM_OWNER: Final = (
     _NOW
     + _ALIVE
     + """
+if not alive(ARGV[3], ARGV[4]) then
+  local cur = redis.call('HGET', KEYS[1], ARGV[2])
+  if cur then
+    local d = cjson.decode(cur)
+    return {cur, alive(d.n, d.i) and 1 or 0}
+  end
+  return false
+end
+local floor = tonumber(ARGV[5])
+local owner, inc = ARGV[3], ARGV[4]
 local cur = redis.call('HGET', KEYS[1], ARGV[2])
 local epoch = 1
 if cur then
   local d = cjson.decode(cur)
-  local live = alive(d.n, d.i)
-  if (d.n == ARGV[3] and d.i == ARGV[4]) or live then return {cur, live and 1 or 0} end
+  if d.n == ARGV[3] and d.i == ARGV[4] then
+    if d.e >= floor then return {cur, 1} end
+    local enc = cjson.encode({n = d.n, i = d.i, e = floor})
+    redis.call('HSET', KEYS[1], ARGV[2], enc)
+    return {enc, 1}
+  end
+  if alive(d.n, d.i) then return {cur, 1} end
   epoch = d.e + 1
 end
-if not alive(ARGV[3], ARGV[4]) then
-  if cur then return {cur, 0} end
-  return false
+if floor > epoch then epoch = floor end
+if ARGV[6] == '1' then
+  local kind, identity = ARGV[7], ARGV[8]
+  local prefix = #kind .. ':' .. kind .. #identity .. ':' .. identity
+  local best, bestw = nil, nil
+  local all = redis.call('HGETALL', KEYS[2])
+  for k = 1, #all, 2 do
+    local l = cjson.decode(all[k + 1])
+    if l.e > now then
+      local w = redis.sha1hex(prefix .. all[k])
+      if best == nil or w > bestw or (w == bestw and all[k] < best) then
+        best, bestw, inc = all[k], w, l.i
+      end
+    end
+  end
+  if best then owner = best else inc = ARGV[4] end
 end
-local enc = cjson.encode({n = ARGV[3], i = ARGV[4], e = epoch})
+local enc = cjson.encode({n = owner, i = inc, e = epoch})
+redis.call('HSET', KEYS[1], ARGV[2], enc)
+return {enc, 1}
+"""
+)
+# ARGV: offset, field, node, incarnation, floor, kind, identity.
+_HAND_OVER: Final = (
+    _NOW
+    + _ALIVE
+    + """
+local cur = redis.call('HGET', KEYS[1], ARGV[2])
+if not cur then return false end
+local d = cjson.decode(cur)
+if d.n ~= ARGV[3] or d.i ~= ARGV[4] or not alive(d.n, d.i) then
+  return {cur, alive(d.n, d.i) and 1 or 0}
+end
+local kind, identity = ARGV[6], ARGV[7]
+local prefix = #kind .. ':' .. kind .. #identity .. ':' .. identity
+local best, bestw, inc = nil, nil, nil
+local all = redis.call('HGETALL', KEYS[2])
+for k = 1, #all, 2 do
+  local l = cjson.decode(all[k + 1])
+  if l.e > now then
+    local w = redis.sha1hex(prefix .. all[k])
+    if best == nil or w > bestw or (w == bestw and all[k] < best) then
+      best, bestw, inc = all[k], w, l.i
+    end
+  end
+end
+if best == nil or best == ARGV[3] then return {cur, 1} end
+local epoch = d.e + 1
+if tonumber(ARGV[5]) > epoch then epoch = tonumber(ARGV[5]) end
+local enc = cjson.encode({n = best, i = inc, e = epoch})
 redis.call('HSET', KEYS[1], ARGV[2], enc)
 return {enc, 1}
 """
@@ -271,6 +333,7 @@ class RedisCoordinator:
             ("leases", _LEASES),
             ("owner", _OWNER),
             ("claim_owner", _CLAIM_OWNER),
+            ("hand_over", _HAND_OVER),
             ("claim_tick", _CLAIM_TICK),
         ):
             self._scripts[name] = client.register_script(source)
@@ -342,10 +405,36 @@ class RedisCoordinator:
         return self._ownership(kind, identity, result)
 
     async def claim_owner(
-        self, kind: str, identity: str, node: str, incarnation: str
+        self,
+        kind: str,
+        identity: str,
+        node: str,
+        incarnation: str,
+        *,
+        floor: int = 0,
+        place: bool = False,
     ) -> Ownership | None:
         keys = [self._keys["dir"], self._keys["leases"]]
-        result = await self._run("claim_owner", keys, _field(kind, identity), node, incarnation)
+        result = await self._run(
+            "claim_owner",
+            keys,
+            _field(kind, identity),
+            node,
+            incarnation,
+            int(floor),
+            "1" if place else "0",
+            kind,
+            identity,
+        )
+        return self._ownership(kind, identity, result)
+
+    async def hand_over(
+        self, kind: str, identity: str, node: str, incarnation: str, *, floor: int = 0
+    ) -> Ownership | None:
+        keys = [self._keys["dir"], self._keys["leases"]]
+        result = await self._run(
+            "hand_over", keys, _field(kind, identity), node, incarnation, int(floor), kind, identity
+        )
         return self._ownership(kind, identity, result)
 
     # -- cron single fire ------------------------------------------------------------

@@ -28,6 +28,7 @@ from ..errors import CoordinatorError, InvalidCoordinatorURLError
 from ..stores._spi import set_wal_mode
 from ._protocol import EXPIRED_LEASE_RETENTION as RETENTION
 from ._protocol import ClaimOutcome, LeaseRow, Ownership
+from ._rendezvous import rendezvous_owner
 
 __all__ = ["SQLiteCoordinator"]
 
@@ -295,27 +296,71 @@ class SQLiteCoordinator:
         )
 
     async def claim_owner(
-        self, kind: str, identity: str, node: str, incarnation: str
+        self,
+        kind: str,
+        identity: str,
+        node: str,
+        incarnation: str,
+        *,
+        floor: int = 0,
+        place: bool = False,
+    ) -> Ownership | None:
+        def step(conn: sqlite3.Connection, now: float) -> Ownership | None:
+            # One write transaction (BEGIN IMMEDIATE): the leases read here are the ones
+            # live at this step; no other node writes in between.
+            current = self._owner(conn, now, kind, identity)
+            live = dict(
+                conn.execute(
+                    "SELECT node, incarnation FROM tocsin_cluster_leases WHERE expires > ?",
+                    (now,),
+                ).fetchall()
+            )
+            if live.get(node) != incarnation:
+                return current  # the caller holds no live lease: nothing changes
+            owner, owner_incarnation = node, incarnation
+            if current is not None and (current.node, current.incarnation) == (node, incarnation):
+                if current.epoch >= floor:
+                    return current
+                epoch = floor
+            elif current is not None and current.alive:
+                return current
+            else:
+                epoch = max(1 if current is None else current.epoch + 1, floor)
+                if place:
+                    owner = rendezvous_owner(kind, identity, live) or node
+                    owner_incarnation = live[owner]
+            conn.execute(
+                "INSERT OR REPLACE INTO tocsin_cluster_directory "
+                "(kind, identity, node, incarnation, epoch) VALUES (?, ?, ?, ?, ?)",
+                (kind, identity, owner, owner_incarnation, epoch),
+            )
+            return Ownership(kind, identity, owner, owner_incarnation, epoch, True)
+
+        return await self._step(step, write=True)
+
+    async def hand_over(
+        self, kind: str, identity: str, node: str, incarnation: str, *, floor: int = 0
     ) -> Ownership | None:
         def step(conn: sqlite3.Connection, now: float) -> Ownership | None:
             current = self._owner(conn, now, kind, identity)
-            if current is not None and (
-                (current.node, current.incarnation) == (node, incarnation) or current.alive
-            ):
+            if current is None or (current.node, current.incarnation) != (node, incarnation):
                 return current
-            mine = conn.execute(
-                "SELECT 1 FROM tocsin_cluster_leases "
-                "WHERE node = ? AND incarnation = ? AND expires > ?",
-                (node, incarnation, now),
-            ).fetchone()
-            if mine is None:
-                return current
-            epoch = 1 if current is None else current.epoch + 1
-            conn.execute(
-                "INSERT OR REPLACE INTO tocsin_cluster_directory VALUES (?, ?, ?, ?, ?)",
-                (kind, identity, node, incarnation, epoch),
+            live = dict(
+                conn.execute(
+                    "SELECT node, incarnation FROM tocsin_cluster_leases WHERE expires > ?",
+                    (now,),
+                ).fetchall()
             )
-            return Ownership(kind, identity, node, incarnation, epoch, True)
+            chosen = rendezvous_owner(kind, identity, live)
+            if live.get(node) != incarnation or chosen is None or chosen == node:
+                return current
+            epoch = max(current.epoch + 1, floor)
+            conn.execute(
+                "UPDATE tocsin_cluster_directory SET node = ?, incarnation = ?, epoch = ? "
+                "WHERE kind = ? AND identity = ?",
+                (chosen, live[chosen], epoch, kind, identity),
+            )
+            return Ownership(kind, identity, chosen, live[chosen], epoch, True)
 
         return await self._step(step, write=True)
 

@@ -60,16 +60,21 @@ class Cluster:
             then looks for its identities' due tasks, so they run elsewhere within
             ``lease + poll_interval``. Between 0.05 s and ``lease``; ``None`` (the
             default) means ``min(1.0, lease)``. Always a float once constructed.
+        rebalance_rate: identities per second a node hands over when a node joins and
+            is now the preferred owner of some of its idle identities (they passivate
+            here and activate there at their next message or due task); busy ones move
+            once idle. A positive finite number; always a float once constructed.
 
     Raises:
         InvalidCoordinatorURLError: a malformed coordinator URL (checked here, so the
             mistake shows at the line that wrote it).
-        ValueError: ``lease`` or ``poll_interval`` out of range.
+        ValueError: ``lease``, ``poll_interval`` or ``rebalance_rate`` out of range.
     """
 
     coordinator: str | Coordinator
     lease: float = 10.0
     poll_interval: float | None = None
+    rebalance_rate: float = 100.0
 
     def __post_init__(self) -> None:
         if not isinstance(self.coordinator, Coordinator):
@@ -79,6 +84,18 @@ class Cluster:
         given = min(1.0, lease) if self.poll_interval is None else self.poll_interval
         poll = _seconds("poll_interval", given, 0.05, lease)
         object.__setattr__(self, "poll_interval", poll)
+        rate = self.rebalance_rate
+        if (
+            isinstance(rate, bool)
+            or not isinstance(rate, int | float)
+            or not math.isfinite(rate)
+            or rate <= 0
+        ):
+            raise ValueError(
+                "`rebalance_rate` must be a positive finite number of identities per "
+                f"second, got {rate!r}"
+            )
+        object.__setattr__(self, "rebalance_rate", float(rate))
 
     @property
     def renew_every(self) -> float:
@@ -149,6 +166,8 @@ class ClusterMetrics:
         takeovers: identities this node took over from an owner whose lease had expired.
         fenced_writes: durable writes of this node refused because a newer ownership
             epoch holds the identity (a zombie's writes; each stops its activation).
+        handed_over: idle identities this node passivated and handed to the node that
+            now prefers them (rebalancing after a join).
     """
 
     leases_renewed: int
@@ -162,6 +181,7 @@ class ClusterMetrics:
     ownership_claims: int
     takeovers: int
     fenced_writes: int = 0
+    handed_over: int = 0
 
 
 @final
@@ -175,6 +195,7 @@ class Counters:
         "claims_skipped_paused",
         "claims_won",
         "fenced_writes",
+        "handed_over",
         "leases_lost",
         "leases_renewed",
         "ownership_claims",
@@ -194,6 +215,7 @@ class Counters:
         self.ownership_claims = 0
         self.takeovers = 0
         self.fenced_writes = 0
+        self.handed_over = 0
 
     def snapshot(self) -> ClusterMetrics:
         return ClusterMetrics(
@@ -208,4 +230,5 @@ class Counters:
             ownership_claims=self.ownership_claims,
             takeovers=self.takeovers,
             fenced_writes=self.fenced_writes,
+            handed_over=self.handed_over,
         )

@@ -3,17 +3,21 @@
 
 Routes: ``GET /`` the page; ``GET /events`` server-sent events; ``GET /snapshot.json``;
 ``POST /tasks/retry`` and ``POST /tasks/discard``; ``GET /metrics`` when a Prometheus
-endpoint is given; ``GET /static/...``; ``POST /login``.
+endpoint is given; ``GET /static/...``; ``GET`` and ``POST /login``; ``POST /logout``.
 
 Security model (see docs/operations.md):
 
-* Token: when set, every route needs it, as ``Authorization: Bearer TOKEN`` (Prometheus,
-  curl) or as the session cookie set by ``POST /login`` / ``GET /?token=TOKEN`` (the
-  cookie holds an HMAC of the token, not the token; ``HttpOnly``, ``SameSite=Strict``).
-* Without a token the console must be bound to loopback, and requests whose ``Host`` is
-  not a loopback name are refused: a hostile page cannot read it through DNS rebinding.
-* Actions are POSTs carrying a per-process CSRF token (synchronizer token) that a page
-  of another origin cannot read; a present ``Origin`` header must match ``Host`` too.
+* Token (``_auth.py``): unless started with ``no_token=True``, every route but
+  ``/login`` and ``/static/`` needs it, as ``Authorization: Bearer TOKEN`` (Prometheus,
+  curl) or as a session cookie, got by opening ``/?token=TOKEN`` (the URL printed at
+  start) or by the sign-in form: signed, good for 12 h, checked here against its expiry,
+  ``HttpOnly``, ``SameSite=Strict``, holding no token. ``POST /logout`` signs it out.
+* Without a token (``no_token=True``) the console must be bound to loopback, and requests
+  whose ``Host`` is not a loopback name are refused: a hostile page cannot read it
+  through DNS rebinding.
+* Actions (and sign-out) are POSTs carrying a per-process CSRF token (synchronizer
+  token) that a page of another origin cannot read; a present ``Origin`` header must
+  match ``Host`` too.
 * Every response carries a strict Content-Security-Policy (no inline script, nothing
   from elsewhere), ``X-Content-Type-Options: nosniff``, ``Referrer-Policy: no-referrer``
   and ``X-Frame-Options: DENY``.
@@ -21,11 +25,10 @@ Security model (see docs/operations.md):
 
 from __future__ import annotations
 
-import hashlib
 import hmac
 import json
 import logging
-from collections.abc import Awaitable, Callable
+from collections.abc import Awaitable, Callable, Mapping
 from dataclasses import asdict
 from importlib import resources
 from typing import Final, TypeVar
@@ -33,17 +36,17 @@ from urllib.parse import urlsplit
 
 from aiohttp import web
 
+from ._auth import COOKIE, Sessions
 from ._data import ActionError, ConsoleSource
 from ._feed import Feed
 from ._render import render_page
 
-__all__ = ["MetricsEndpoint", "build_app"]
+__all__ = ["MetricsEndpoint", "build_app", "feed_of", "sessions_of"]
 
 MetricsEndpoint = Callable[[], tuple[bytes, str]]
 
 _log = logging.getLogger("tocsin.console")
 
-COOKIE: Final = "tocsin_console"
 _CSP: Final = (
     "default-src 'none'; script-src 'self'; style-src 'self'; connect-src 'self'; "
     "img-src 'self'; form-action 'self'; frame-ancestors 'none'; base-uri 'none'"
@@ -58,12 +61,23 @@ _NOTICES: Final = {
 }
 _R = TypeVar("_R", bound=web.StreamResponse)
 _feed_key: web.AppKey[Feed] = web.AppKey("feed", Feed)
+_sessions_key: web.AppKey[Sessions] = web.AppKey("sessions", Sessions)
+
+#: What the sign-in page says, by why it is shown.
+_SIGN_IN: Final = {
+    "missing": "This console needs its token. Paste it here, or open the address that "
+    "carries it (printed or logged when the console started with a token made for it; "
+    "it ends in ?token=…).",
+    "wrong": "Wrong token.",
+    "ended": "Your session expired or was signed out. Sign in again.",
+    "signed_out": "Signed out.",
+}
 
 
 def build_app(
     source: ConsoleSource,
     *,
-    token: str | None,
+    sessions: Sessions,
     csrf: str,
     allowed_hosts: set[str] | None,
     interval: float,
@@ -73,7 +87,8 @@ def build_app(
 
     Args:
         source: what to show and act on.
-        token: required credential, or None (loopback only; the caller checks the bind).
+        sessions: the token and its sessions (no token: loopback only; the caller checks
+            the bind).
         csrf: the per-process CSRF token embedded in forms.
         allowed_hosts: ``Host`` header values accepted (None: any; used with a token);
             the caller may fill the set once the port is known.
@@ -81,7 +96,6 @@ def build_app(
         metrics: serves ``GET /metrics`` (``tocsin.metrics.prometheus_endpoint(...)``).
     """
     feed = Feed(source, csrf, interval)
-    session = _session_value(token) if token is not None else None
 
     @web.middleware
     async def guard(
@@ -89,25 +103,42 @@ def build_app(
     ) -> web.StreamResponse:
         if allowed_hosts is not None and request.host not in allowed_hosts:
             raise web.HTTPMisdirectedRequest(text="unexpected Host header")
-        public = request.path == "/login" or request.path.startswith("/static/")
-        if token is not None and not public and not _authorized(request, token):
+        if sessions.required:
             given = request.query.get("token") if request.path == "/" else None
-            if given is not None and hmac.compare_digest(given.encode(), token.encode()):
-                return _login_redirect(session)
-            return _headers(_login_page(request.path != "/"))
+            if given is not None:
+                # The printed URL: swap the token for a session cookie, and redirect off
+                # the address that holds it (history, screen shares), signed in or not.
+                if sessions.is_token(given):
+                    return _signed_in(sessions)
+                return _headers(_login_page("wrong"))
+            public = request.path == "/login" or request.path.startswith("/static/")
+            if not public and not _authorized(request):
+                ended = request.cookies.get(COOKIE) and not request.headers.get("Authorization")
+                return _headers(_login_page("ended" if ended else "missing"))
         response = await handler(request)
         return _headers(response)
 
-    def _authorized(request: web.Request, expected: str) -> bool:
-        auth = request.headers.get("Authorization", "")
-        if auth.startswith("Bearer "):
-            return hmac.compare_digest(auth[7:].encode(), expected.encode())
-        cookie = request.cookies.get(COOKIE, "")
-        return session is not None and hmac.compare_digest(cookie.encode(), session.encode())
+    def _authorized(request: web.Request) -> bool:
+        return sessions.authorized(
+            request.headers.get("Authorization", ""), request.cookies.get(COOKIE, "")
+        )
+
+    def _check_form(request: web.Request, form: Mapping[str, object]) -> None:
+        origin = request.headers.get("Origin")
+        if origin is not None and origin != "null" and urlsplit(origin).netloc != request.host:
+            raise web.HTTPForbidden(text="cross-origin request refused")
+        given = str(form.get("csrf", ""))
+        if not hmac.compare_digest(given.encode(), csrf.encode()):
+            raise web.HTTPForbidden(text="missing or wrong CSRF token; reload the page")
 
     async def page(request: web.Request) -> web.Response:
         sections = await feed.sections()
-        html = render_page(sections, _notice(request), metrics is not None)
+        html = render_page(
+            sections,
+            _notice(request),
+            metrics is not None,
+            csrf if sessions.required else None,
+        )
         return web.Response(text=html, content_type="text/html", charset="utf-8")
 
     async def snapshot_json(request: web.Request) -> web.Response:
@@ -126,6 +157,10 @@ def build_app(
         try:
             await response.write(b"retry: 2000\n\n")
             while (payload := await sub.next()) is not None:
+                # A session that expires or is signed out while its page is open ends its
+                # stream: the page's reconnect then meets the sign-in page.
+                if not _authorized(request):
+                    break
                 await response.write(f"event: update\ndata: {payload}\n\n".encode())
         except ConnectionResetError:
             pass  # the client went away: end this stream only
@@ -135,12 +170,7 @@ def build_app(
 
     async def act(request: web.Request, action: str) -> web.StreamResponse:
         form = await request.post()
-        origin = request.headers.get("Origin")
-        if origin is not None and origin != "null" and urlsplit(origin).netloc != request.host:
-            raise web.HTTPForbidden(text="cross-origin request refused")
-        given = str(form.get("csrf", ""))
-        if not hmac.compare_digest(given.encode(), csrf.encode()):
-            raise web.HTTPForbidden(text="missing or wrong CSRF token; reload the page")
+        _check_form(request, form)
         kind, identity, task_id = (str(form.get(k, "")) for k in ("kind", "identity", "id"))
         if not (kind and identity and task_id):
             raise web.HTTPBadRequest(text="`kind`, `identity` and `id` are required")
@@ -179,22 +209,40 @@ def build_app(
         data = resources.files(__package__).joinpath("static", name).read_bytes()
         return web.Response(body=data, content_type=_STATIC[name], charset="utf-8")
 
+    async def login_form(request: web.Request) -> web.StreamResponse:
+        if not sessions.required:
+            raise web.HTTPSeeOther(location="/")
+        why = "signed_out" if "signed_out" in request.query else None
+        return _headers(_login_page(why, status=200))
+
     async def login(request: web.Request) -> web.StreamResponse:
-        if token is None:
+        if not sessions.required:
             raise web.HTTPSeeOther(location="/")
         form = await request.post()
-        if hmac.compare_digest(str(form.get("token", "")).encode(), token.encode()):
-            return _login_redirect(session)
-        return _headers(_login_page(True))
+        if sessions.is_token(str(form.get("token", ""))):
+            return _signed_in(sessions)
+        return _headers(_login_page("wrong"))
+
+    async def logout(request: web.Request) -> web.StreamResponse:
+        form = await request.post()
+        _check_form(request, form)  # a page of another origin cannot sign you out
+        sessions.revoke(request.cookies.get(COOKIE, ""))
+        response = web.Response(status=303, headers={"Location": "login?signed_out=1"})
+        response.del_cookie(COOKIE, path="/")
+        _log.info("console: a session signed out")
+        return response
 
     app = web.Application(middlewares=[guard])
     app[_feed_key] = feed
+    app[_sessions_key] = sessions
     app.router.add_get("/", page, name="page")
     app.router.add_get("/events", events)
     app.router.add_get("/snapshot.json", snapshot_json)
     app.router.add_post("/tasks/retry", retry)
     app.router.add_post("/tasks/discard", discard)
+    app.router.add_get("/login", login_form)
     app.router.add_post("/login", login)
+    app.router.add_post("/logout", logout)
     app.router.add_get("/static/{name}", static)
     if metrics is not None:
         app.router.add_get("/metrics", metrics_route)
@@ -211,19 +259,26 @@ def feed_of(app: web.Application) -> Feed:
     return app[_feed_key]
 
 
-def _session_value(token: str) -> str:
-    return hmac.new(token.encode(), b"tocsin console session", hashlib.sha256).hexdigest()
+def sessions_of(app: web.Application) -> Sessions:
+    """The app's token and sessions (for tests: swap its clock)."""
+    return app[_sessions_key]
 
 
-def _login_redirect(session: str | None) -> web.StreamResponse:
+def _signed_in(sessions: Sessions) -> web.StreamResponse:
     response = web.Response(status=303, headers={"Location": "/"})
-    assert session is not None
-    response.set_cookie(COOKIE, session, httponly=True, samesite="Strict", path="/")
+    response.set_cookie(
+        COOKIE,
+        sessions.issue(),
+        max_age=int(sessions.ttl),
+        httponly=True,
+        samesite="Strict",
+        path="/",
+    )
     return _headers(response)
 
 
-def _login_page(failed: bool) -> web.Response:
-    message = "<p>Wrong or missing token.</p>" if failed else ""
+def _login_page(why: str | None, *, status: int = 401) -> web.Response:
+    message = f'<p role="status">{_SIGN_IN[why]}</p>' if why is not None else ""
     html = (
         '<!doctype html><html lang="en"><head><meta charset="utf-8">'
         '<meta name="viewport" content="width=device-width, initial-scale=1">'
@@ -233,7 +288,10 @@ def _login_page(failed: bool) -> web.Response:
         '<input id="token" name="token" type="password" autocomplete="current-password" required> '
         '<button type="submit">Sign in</button></form></main></body></html>'
     )
-    return web.Response(status=401, text=html, content_type="text/html", charset="utf-8")
+    response = web.Response(status=status, text=html, content_type="text/html", charset="utf-8")
+    if status == 401:  # for scripts: say what credential is asked (RFC 6750)
+        response.headers["WWW-Authenticate"] = 'Bearer realm="tocsin console"'
+    return response
 
 
 def _notice(request: web.Request) -> str | None:

@@ -332,7 +332,13 @@ class StoreSource:
         )
 
     async def retry(self, kind: str, identity: str, task_id: str) -> TaskRow:
-        return await retry_in_store(self.store, kind, identity, task_id, self.clock.wall())
+        row = await retry_in_store(self.store, kind, identity, task_id, self.clock.wall())
+        # As `tocsin tasks retry` does: a system running on this store (PostgreSQL
+        # LISTEN/NOTIFY, a shared memory store) runs it now, not at its next poll.
+        await self.store.announce()
+        return row
 
     async def discard(self, kind: str, identity: str, task_id: str) -> TaskRow:
-        return await discard_in_store(self.store, kind, identity, task_id)
+        row = await discard_in_store(self.store, kind, identity, task_id)
+        await self.store.announce()
+        return row

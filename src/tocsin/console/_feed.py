@@ -8,6 +8,14 @@ holds the others up, and never falls behind by more than one version of each sec
 what it has not sent yet is merged, section by section, with the newer update.
 The loop runs only while someone is subscribed.
 
+A new subscriber's first update is always read after it subscribed (issue 19): nothing
+rendered earlier is replayed to it. The loop once kept the last sections it rendered and
+handed them to a newcomer at once; after the last page closed, that copy stayed, so the
+next page to open was first sent a snapshot as old as the gap (33 s in the report),
+which overwrote the fresh page it had just loaded. Now a subscriber ends the loop's pause
+(one read serves every newcomer waiting for it; one that joins during a read gets the
+next, started at once), and the loop keeps no sections between runs.
+
 Refreshes are paced by a :class:`~tocsin.SystemClock` of the console's own, also for a
 system driven by a ``ManualClock``: the page is for people, who live in real time.
 """
@@ -41,8 +49,10 @@ class Feed:
         self.interval = interval
         self.pacer: Clock = SystemClock()
         self._subscribers: set[Subscriber] = set()
-        self._latest: dict[str, str] | None = None
         self._task: asyncio.Task[None] | None = None
+        #: Reads started so far; a subscriber remembers the count when it joined.
+        self._reads = 0
+        self._pausing: asyncio.Future[None] | None = None
         self._last_dead: tuple[float, int] | None = None
         self.rate: float | None = None
         self.refreshes = 0
@@ -66,13 +76,17 @@ class Feed:
             self._last_dead = (now, snapshot.dead_letters)
 
     def subscribe(self) -> Subscriber:
-        """A subscriber whose :meth:`Subscriber.next` returns each update."""
-        sub = Subscriber()
-        if self._latest is not None:
-            sub.offer(self._latest)  # the whole page as last rendered, at once
+        """A subscriber whose :meth:`Subscriber.next` returns each update.
+
+        Its first update is the whole page, from a read that started after this call
+        (the loop's pause ends for it), never sections rendered earlier.
+        """
+        sub = Subscriber(self._reads)
         self._subscribers.add(sub)
         if self._task is None or self._task.done():
             self._task = asyncio.get_running_loop().create_task(self._run())
+        else:
+            self._wake()
         return sub
 
     def unsubscribe(self, sub: Subscriber) -> None:
@@ -93,25 +107,45 @@ class Feed:
             await asyncio.gather(task, return_exceptions=True)
 
     async def _run(self) -> None:
+        # The last sections sent, to find what changed: local to one run of the loop, so
+        # nothing rendered before the last page closed outlives it.
+        previous: dict[str, str] = {}
         while self._subscribers:
+            self._reads += 1
+            read = self._reads  # subscribers that joined before this read may take it
             try:
                 sections = await self.sections()
             except Exception:
                 # A failed read (a store that went away) must not end live updates for
-                # good: log it, and try again at the next refresh.
+                # good: log it, and try again at the next refresh (after a pause, also
+                # with newcomers waiting: a failing store is not read in a tight loop).
                 _log.exception("console refresh failed")
             else:
                 self.refreshes += 1
-                previous = self._latest or {}
                 changed = {k: v for k, v in sections.items() if previous.get(k) != v}
-                self._latest = sections
+                previous = sections
+                waiting = False
                 for sub in list(self._subscribers):
-                    sub.offer(sections if not sub.started else changed)
+                    if sub.started:
+                        sub.offer(changed)
+                    elif sub.joined < read:
+                        sub.offer(sections)  # its first update: the whole page, fresh
+                    else:
+                        waiting = True  # joined during this read: the next one is its
+                if waiting:
+                    continue
             await self._pause()
+
+    def _wake(self) -> None:
+        """End the current pause (a newcomer wants a fresh read now)."""
+        pausing = self._pausing
+        if pausing is not None and not pausing.done():
+            pausing.set_result(None)
 
     async def _pause(self) -> None:
         loop = asyncio.get_running_loop()
-        done = loop.create_future()
+        done: asyncio.Future[None] = loop.create_future()
+        self._pausing = done
 
         def wake() -> None:
             if not done.done():
@@ -122,17 +156,20 @@ class Feed:
             await done
         finally:
             handle.cancel()
+            self._pausing = None
 
 
 @final
 class Subscriber:
     """One open page's pending update: section id -> inner HTML, merged until sent."""
 
-    __slots__ = ("_ready", "closed", "pending", "started")
+    __slots__ = ("_ready", "closed", "joined", "pending", "started")
 
-    def __init__(self) -> None:
+    def __init__(self, joined: int = 0) -> None:
         self.pending: dict[str, str] = {}
         self.started = False  # has it been offered a whole page yet?
+        #: The feed's read count when it subscribed: its first update comes from a later read.
+        self.joined = joined
         self.closed = False
         self._ready = asyncio.Event()
 

@@ -124,6 +124,13 @@ def _ms(seconds: float) -> str:
     return f"{seconds * 1000:.1f} ms" if seconds < 10 else f"{seconds:,.0f} s"
 
 
+def _attempts(t: TaskView) -> str:
+    """*Runs made / runs allowed*, as ``tocsin tasks list`` prints it (docs/cli.md): failed
+    runs since the last success, of the first run plus ``max_retries`` retries. A task
+    with ``max_retries=0`` that failed once is parked at "1/1", never "1/0"."""
+    return e(f"{t.attempts}/{t.max_retries + 1}")
+
+
 def _actions(t: TaskView, csrf: str) -> str:
     hidden = (
         f'<input type="hidden" name="csrf" value="{e(csrf)}">'
@@ -149,7 +156,7 @@ def _parked(s: Snapshot, csrf: str) -> str:
                 e(f"{t.kind}/{t.identity}"),
                 f"<code>{e(t.id)}</code>",
                 e(t.name),
-                e(f"{t.attempts}/{t.max_retries}"),
+                _attempts(t),
                 f'<span class="error">{e(t.last_error or "")}</span>',
                 _actions(t, csrf),
             )
@@ -171,7 +178,7 @@ def _tasks(s: Snapshot) -> str:
                 e(t.state),
                 _time(t.due),
                 "—" if t.every is None else e(f"{t.every:g} s"),
-                e(f"{t.attempts}/{t.max_retries}"),
+                _attempts(t),
             )
         )
         for t in s.tasks
@@ -232,8 +239,11 @@ def render_sections(s: Snapshot, csrf: str, dead_letter_rate: float | None) -> d
     }
 
 
-def render_page(sections: dict[str, str], notice: str | None, has_metrics: bool) -> str:
-    """The whole page around ``sections``; ``notice`` is the result of the last action."""
+def render_page(
+    sections: dict[str, str], notice: str | None, has_metrics: bool, sign_out: str | None = None
+) -> str:
+    """The whole page around ``sections``; ``notice`` is the result of the last action;
+    ``sign_out`` is the CSRF token of the sign-out form (None: no token, no sign-out)."""
     nav = "".join(f'<li><a href="#{sid}">{e(_TITLES[sid])}</a></li>' for sid in SECTIONS)
     if has_metrics:
         nav += '<li><a href="metrics">Prometheus metrics</a></li>'
@@ -243,6 +253,13 @@ def render_page(sections: dict[str, str], notice: str | None, has_metrics: bool)
         for sid in SECTIONS
     )
     status = f"<p>{e(notice)}</p>" if notice else ""
+    account = (
+        ""
+        if sign_out is None
+        else '<form method="post" action="logout" class="sign-out">'
+        f'<input type="hidden" name="csrf" value="{e(sign_out)}">'
+        '<button type="submit" id="sign-out">Sign out</button></form>'
+    )
     return (
         "<!doctype html>"
         '<html lang="en"><head><meta charset="utf-8">'
@@ -254,9 +271,10 @@ def render_page(sections: dict[str, str], notice: str | None, has_metrics: bool)
         '<a class="skip" href="#main">Skip to content</a>'
         "<header><h1>tocsin console</h1>"
         f'<nav aria-label="Sections"><ul>{nav}</ul></nav>'
-        '<p class="live-control"><button type="button" id="live-toggle" aria-pressed="false" '
-        'hidden>Pause live updates</button> <span id="live-state" class="note"></span></p>'
-        "</header>"
+        '<div class="controls"><p class="live-control"><button type="button" id="live-toggle" '
+        'aria-pressed="false" hidden>Pause live updates</button> '
+        '<span id="live-state" class="note"></span></p>'
+        f"{account}</div></header>"
         f'<main id="main"><div id="notice" role="status" aria-live="polite">{status}</div>'
         f"{body}</main></body></html>"
     )

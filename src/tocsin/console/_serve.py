@@ -5,13 +5,16 @@
 from __future__ import annotations
 
 import ipaddress
+import logging
 import secrets
 from types import TracebackType
 from typing import TYPE_CHECKING, Final, final
+from urllib.parse import quote
 
 from aiohttp import web
 
 from ._app import MetricsEndpoint, build_app
+from ._auth import SESSION_TTL, Sessions
 from ._data import ConsoleSource, Members, StoreSource, SystemSource
 from ._feed import DEFAULT_INTERVAL
 
@@ -22,6 +25,7 @@ if TYPE_CHECKING:
 __all__ = [
     "DEFAULT_BIND",
     "MIN_TOKEN_LENGTH",
+    "SESSION_TTL",
     "Console",
     "check_options",
     "parse_bind",
@@ -31,8 +35,10 @@ __all__ = [
 
 #: Where the console listens unless told otherwise: loopback only.
 DEFAULT_BIND: Final = "127.0.0.1:8765"
-#: Shortest token accepted (a token guards a console reachable from other machines).
+#: Shortest token accepted.
 MIN_TOKEN_LENGTH: Final = 16
+
+_log = logging.getLogger("tocsin.console")
 
 
 def parse_bind(bind: str) -> tuple[str, int]:
@@ -54,13 +60,14 @@ def parse_bind(bind: str) -> tuple[str, int]:
     return host, int(port_text)
 
 
-def check_options(bind: str, token: str | None) -> tuple[str, int]:
+def check_options(bind: str, token: str | None, no_token: bool = False) -> tuple[str, int]:
     """Check a bind and its token as :func:`serve` does (without serving); return
     ``(host, port)``. ``ActorSystem(console=..., console_token=...)`` calls it at
     construction, so a bad option fails there, not at ``start()``.
 
     Raises:
-        ValueError: a bad ``bind``, a non-loopback bind without a token, a short token.
+        ValueError: a bad ``bind``, a short token, ``no_token`` with a token or with a
+            bind that is not loopback.
     """
     host, port = parse_bind(bind)
     if token is not None and (not isinstance(token, str) or len(token) < MIN_TOKEN_LENGTH):
@@ -69,10 +76,16 @@ def check_options(bind: str, token: str | None) -> tuple[str, int]:
             f"`token` must be a str of at least {MIN_TOKEN_LENGTH} characters "
             f"(e.g. secrets.token_urlsafe()), got {given}"
         )
-    if token is None and not is_loopback(host):
+    if not isinstance(no_token, bool):
+        raise TypeError(f"`no_token` must be a bool, got {no_token!r}")
+    if no_token and token is not None:
+        raise ValueError("`no_token=True` and a `token` were both given: choose one")
+    if no_token and not is_loopback(host):
         raise ValueError(
-            f"binding the console to {bind!r} (not loopback) needs a `token`; "
-            f"bind to 127.0.0.1 or ::1, or pass token=secrets.token_urlsafe()"
+            f"serving without a token (`no_token=True`, `--no-token`) is for loopback "
+            f"binds only, got {bind!r}: anyone who can reach it could read the page and "
+            "retry or discard tasks; bind to 127.0.0.1 or ::1, or keep a token (one is "
+            "made for you when none is given)"
         )
     return host, port
 
@@ -94,17 +107,31 @@ class Console:
     Not constructed directly: use :func:`serve` or :func:`serve_store`.
     """
 
-    def __init__(self, runner: web.AppRunner, app: web.Application, host: str, port: int) -> None:
+    def __init__(
+        self, runner: web.AppRunner, app: web.Application, host: str, port: int, token: str | None
+    ) -> None:
         self._runner = runner
         self.app = app
         self.host = host
         self.port = port
+        #: The token every request needs (the one given, or the one made at start);
+        #: None only with ``no_token=True``.
+        self.token = token
 
     @property
     def url(self) -> str:
-        """The page's URL (``http://127.0.0.1:8765/``)."""
+        """The page's address, without the token (``http://127.0.0.1:8765/``)."""
         host = f"[{self.host}]" if ":" in self.host else self.host
         return f"http://{host}:{self.port}/"
+
+    @property
+    def login_url(self) -> str:
+        """The address to open in a browser: :attr:`url` carrying the token
+        (``http://127.0.0.1:8765/?token=...``), which the page swaps for a session cookie
+        at once. A secret, like the token; :attr:`url` without a token."""
+        if self.token is None:
+            return self.url
+        return f"{self.url}?token={quote(self.token, safe='')}"  # a token given may hold "&"
 
     async def close(self) -> None:
         """Stop serving: open pages' event streams end; idempotent."""
@@ -127,9 +154,11 @@ async def serve(
     bind: str = DEFAULT_BIND,
     token: str | None = None,
     *,
+    no_token: bool = False,
     metrics: MetricsEndpoint | None = None,
     members: Members | None = None,
     interval: float = DEFAULT_INTERVAL,
+    session_ttl: float = SESSION_TTL,
 ) -> Console:
     """Serve the live console of a running ``system`` until the returned
     :class:`Console` is closed.
@@ -138,19 +167,28 @@ async def serve(
         system: the system to show (started; the page says so when it stops).
         bind: ``"host:port"``; loopback by default. Port 0 picks a free port
             (see :attr:`Console.port`).
-        token: required for any bind that is not loopback: at least
-            :data:`MIN_TOKEN_LENGTH` characters, asked of every request.
+        token: asked of every request (at least :data:`MIN_TOKEN_LENGTH` characters).
+            None (the default): a random one is made for this server
+            (:func:`secrets.token_urlsafe`), in :attr:`Console.token`; open
+            :attr:`Console.login_url`, which carries it (it is also logged, at INFO on
+            ``tocsin.console``).
+        no_token: serve without any token: loopback binds only, and then any user of
+            this machine can read the page and retry or discard tasks.
         metrics: serves ``/metrics``, e.g.
             ``tocsin.metrics.prometheus_endpoint(tocsin.metrics.Metrics.of(system))``.
         members: an async callable listing cluster members (name, address, joined,
             last_seen), shown when given.
         interval: seconds between live updates of open pages.
+        session_ttl: seconds a browser stays signed in after it swapped the token for a
+            session cookie (default :data:`SESSION_TTL`, 12 hours).
 
     Raises:
-        ValueError: a bad ``bind``, a non-loopback bind without a token, a short token.
+        ValueError: a bad ``bind``, a short token, ``no_token`` with a token or a bind
+            that is not loopback, a bad ``interval`` or ``session_ttl``.
         OSError: the address is in use or cannot be bound.
     """
-    return await _serve(SystemSource(system, members), bind, token, metrics, interval)
+    source = SystemSource(system, members)
+    return await _serve(source, bind, token, no_token, metrics, interval, session_ttl)
 
 
 async def serve_store(
@@ -158,30 +196,44 @@ async def serve_store(
     bind: str = DEFAULT_BIND,
     token: str | None = None,
     *,
+    no_token: bool = False,
     metrics: MetricsEndpoint | None = None,
     members: Members | None = None,
     interval: float = DEFAULT_INTERVAL,
+    session_ttl: float = SESSION_TTL,
 ) -> Console:
     """Serve the console from an opened durable ``store`` alone (no running system):
     durable tasks, parked tasks with retry / discard, and members when given.
     Same arguments and errors as :func:`serve`."""
-    return await _serve(StoreSource(store, members), bind, token, metrics, interval)
+    source = StoreSource(store, members)
+    return await _serve(source, bind, token, no_token, metrics, interval, session_ttl)
 
 
 async def _serve(
     source: ConsoleSource,
     bind: str,
     token: str | None,
+    no_token: bool,
     metrics: MetricsEndpoint | None,
     interval: float,
+    session_ttl: float,
 ) -> Console:
-    host, port = check_options(bind, token)
+    host, port = check_options(bind, token, no_token)
     if not (isinstance(interval, int | float) and 0.05 <= interval <= 3600):
         raise ValueError(f"`interval` must be between 0.05 and 3600 seconds, got {interval!r}")
+    if not (isinstance(session_ttl, int | float) and 60 <= session_ttl <= 30 * 86400):
+        raise ValueError(
+            f"`session_ttl` must be between 60 seconds and 30 days (in seconds), "
+            f"got {session_ttl!r}"
+        )
+    made = token is None and not no_token
+    if made:
+        token = secrets.token_urlsafe(32)
+    # Without a token, the Host check is what keeps a hostile page out (DNS rebinding).
     allowed: set[str] | None = set() if token is None else None
     app = build_app(
         source,
-        token=token,
+        sessions=Sessions(token, float(session_ttl)),
         csrf=secrets.token_urlsafe(32),
         allowed_hosts=allowed,
         interval=float(interval),
@@ -199,4 +251,14 @@ async def _serve(
     if allowed is not None:
         names = {"127.0.0.1", "localhost", "[::1]", f"[{host}]" if ":" in host else host}
         allowed.update(f"{name}:{actual}" for name in names)
-    return Console(runner, app, host, actual)
+    console = Console(runner, app, host, actual, token)
+    # A token made here is logged with its URL (as Jupyter prints it): otherwise nobody
+    # could sign in. A token that was given is not: it may live for months, and logs
+    # travel; its owner knows it.
+    if made:
+        _log.info("console: serving %s (a token made for this start)", console.login_url)
+    elif token is None:
+        _log.info("console: serving %s without a token (no_token=True)", console.url)
+    else:
+        _log.info("console: serving %s (token required)", console.url)
+    return console

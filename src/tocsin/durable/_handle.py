@@ -11,7 +11,7 @@ from __future__ import annotations
 
 import asyncio
 import logging
-from collections.abc import Awaitable, Sequence
+from collections.abc import Awaitable, Callable, Sequence
 from typing import TYPE_CHECKING, Any, final
 
 from .._deadlines import Deadline
@@ -20,7 +20,10 @@ from ..actor._spi import (
     PID,
     Cell,
     DeadLetterReason,
+    Directive,
+    NoSender,
     SendTarget,
+    Supervisor,
     new_incarnation,
     target_of,
 )
@@ -36,10 +39,20 @@ LOOKAHEAD = 300.0
 
 if TYPE_CHECKING:
     from ..actor._spi import Reply
+    from ._ownership import Claim, OwnershipGate
     from ._run import Budget
     from ._runtime import DurableRuntime
 
-__all__ = ["LOOKAHEAD", "DurableHandle"]
+__all__ = ["LOOKAHEAD", "WAKE", "DurableHandle"]
+
+#: Cluster mode: the message a node sends to an identity's owner when the identity's
+#: alarm rang on a node that no longer owns it (after a hand-over): the owner activates
+#: it, which arms its alarm. Intercepted by the handle, never seen by ``receive``.
+WAKE = "\x00tocsin.durable.wake"
+
+#: Claims an activation makes when the store keeps refusing its fence (each one lifts
+#: the floor to one above what the store has fenced; only a race repeats it).
+_FENCE_ATTEMPTS = 4
 
 _log = logging.getLogger("tocsin.durable")
 
@@ -85,6 +98,9 @@ class DurableHandle(SendTarget):
         #: Cluster mode: the ownership epoch of the running activation (the fencing
         #: token its writes carry); ``None`` outside cluster mode or while not owned.
         self.epoch: int | None = None
+        #: Cluster mode, rebalancing: the activation is stopping to be handed to another
+        #: node; messages wait in ``pending`` until the directory says where it lives.
+        self.moving = False
 
     # -- the PID's target --------------------------------------------------------------
 
@@ -94,10 +110,16 @@ class DurableHandle(SendTarget):
             runtime.undeliverable(message, sender, self.pid, DeadLetterReason.STOPPED, reply)
             return False
         cell = self.cell
+        if message.__class__ is str and message == WAKE:
+            # Another node forwarded a due-task alarm here (this node owns the identity
+            # now): activate, and the activation arms the alarm from the store.
+            if cell is None and not self.moving:
+                self.activate()
+            return True
         if cell is not None and cell.alive():
             return cell.deliver(message, sender, reply)
         self.pending.append((message, sender, reply))
-        if cell is None:
+        if cell is None and not self.moving:
             self.activate()
         return True
 
@@ -139,15 +161,19 @@ class DurableHandle(SendTarget):
         actor._handle = self  # noqa: SLF001
         return actor
 
-    def activate(self) -> asyncio.Task[None]:
+    def activate(self) -> asyncio.Task[None] | None:
         """Start an activation (idempotent while one is starting or running).
 
         In cluster mode the identity is claimed first (``DurableRuntime.gate``): the
         activation starts only with this node's epoch; if another node owns it, the
-        waiting messages are forwarded there and nothing starts here.
+        waiting messages are forwarded there and nothing starts here. Nothing starts
+        while the identity is being handed over (``None``): the hand-over activates
+        (or forwards) once the directory says where it lives.
         """
         if self.starting is not None:
             return self.starting
+        if self.moving:
+            return None
         if self.durable.gate is not None and self.epoch is None:
             self.runtime.busy += 1
             self.starting = self.runtime.loop.create_task(self._claim())
@@ -162,11 +188,7 @@ class DurableHandle(SendTarget):
         claim = None
         try:
             try:
-                claim = await gate.claim(self.kind, self.identity)
-                if claim.epoch is not None:
-                    # The new owner's fence goes in alone, before the activation reads
-                    # anything: from here on no older owner's write can land.
-                    await self.store.apply([Fence(self.kind, self.identity, claim.epoch)])
+                claim = await self._claim_fenced(gate)
             except FencedError as exc:
                 gate.fenced(self.kind, self.identity)
                 _log.warning("durable %s: a newer owner holds it: %s", self.path, exc)
@@ -188,6 +210,9 @@ class DurableHandle(SendTarget):
         for message, sender, reply in pending:
             if isinstance(message, DrainTurn):
                 self.drain_queued = False  # the owner's own alarm runs its tasks
+                if owner is not None:
+                    # It may not know yet (handed over to it, never activated there).
+                    target_of(owner).deliver(WAKE, NoSender, None)
                 continue
             if owner is not None:
                 target_of(owner).deliver(message, sender, reply)
@@ -195,6 +220,79 @@ class DurableHandle(SendTarget):
                 self.runtime.undeliverable(
                     message, sender, self.pid, DeadLetterReason.STOPPED, reply
                 )
+
+    async def _claim_fenced(self, gate: OwnershipGate) -> Claim:
+        """Claim the identity and, when it is this node's, write its fence alone, before
+        the activation reads anything: from then on no older owner's write can land.
+
+        The gate claims above the store's highest fence; a refusal here means another
+        owner fenced in between (a race): claim again, a few times (the compare-and-set
+        still decides who owns it).
+        """
+        for attempt in range(1, _FENCE_ATTEMPTS + 1):
+            claim = await gate.claim(self.kind, self.identity)
+            if claim.epoch is None:
+                return claim
+            try:
+                await self.store.apply([Fence(self.kind, self.identity, claim.epoch)])
+            except FencedError:
+                if attempt == _FENCE_ATTEMPTS:
+                    raise
+                continue
+            return claim
+        raise AssertionError("unreachable")  # pragma: no cover
+
+    def idle(self) -> bool:
+        """Cluster mode, rebalancing: an activation owned here with nothing to do (no
+        message queued or in a turn, no task running, no transaction, no claim)."""
+        cell = self.cell
+        return (
+            cell is not None
+            and self.epoch is not None
+            and cell.alive_running()
+            and not cell.draining
+            and not cell.mailbox
+            and self.starting is None
+            and not self.pending
+            and not self.drain_queued
+            and self.running_id is None
+            and self.budget is None
+            and self.tx is None
+            and not self.moving
+        )
+
+    async def move(self, hand_over: Callable[[], Awaitable[object]]) -> bool:
+        """Rebalancing: stop this idle activation (passivation, ``post_stop`` included),
+        then ``hand_over()`` (the directory entry goes to the preferred node) before
+        anything can activate here again; the messages that came meanwhile then claim
+        and are forwarded to wherever the directory says. Returns whether it moved
+        (False: it was not idle, nothing happened). Never two activations: the new owner
+        claims only once the entry names it, after this activation has fully stopped.
+        """
+        cell = self.cell
+        if cell is None or not self.idle():
+            return False
+        self.moving = True
+        try:
+            await cell.stop()
+            try:
+                await hand_over()
+            except Exception as exc:  # unknown outcome: the next claim re-reads it
+                _log.warning("durable %s: handing it over failed: %s", self.path, exc)
+        finally:
+            self.moving = False
+            running = self.runtime.running and not self.durable.stopping
+            if self.pending and self.cell is None:
+                if running:
+                    self.activate()
+                else:  # the system is stopping (the move was cancelled): dead letters
+                    pending, self.pending = self.pending, []
+                    for message, sender, reply in pending:
+                        if not isinstance(message, DrainTurn):
+                            self.runtime.undeliverable(
+                                message, sender, self.pid, DeadLetterReason.STOPPED, reply
+                            )
+        return True
 
     def lose_ownership(self) -> None:
         """This node no longer owns the identity (lease lost): forget the epoch and stop
@@ -208,6 +306,8 @@ class DurableHandle(SendTarget):
     def _activate(self) -> asyncio.Task[None]:
         runtime = self.runtime
         supervisor = getattr(self.cls, "supervisor", None) or DEFAULT_SUPERVISOR
+        if self.durable.gate is not None:
+            supervisor = self._fenced_stops(supervisor)
         cell = Cell(
             runtime, self.path, self.build, None, supervisor, self.passivate_after, self.pid
         )
@@ -220,6 +320,25 @@ class DurableHandle(SendTarget):
         runtime.busy += 1
         self.starting = runtime.loop.create_task(self._start(cell))
         return self.starting
+
+    def _fenced_stops(self, supervisor: Supervisor) -> Supervisor:
+        """Cluster mode: the class's supervisor, except that a failure once this node no
+        longer owns the identity (a write refused by the fence, or the lease lost) stops
+        the activation instead of restarting it: a restart would run ``pre_start`` again
+        on a node that is not the owner. The next message claims again and is forwarded
+        to the real owner."""
+
+        def decide(error: BaseException) -> Directive:
+            if isinstance(error, FencedError) or self.epoch is None:
+                return Directive.STOP
+            return supervisor.decide(error)
+
+        return Supervisor(
+            decide,
+            max_restarts=supervisor.max_restarts,
+            within=supervisor.within,
+            backoff=supervisor.backoff,
+        )
 
     async def _start(self, cell: Cell) -> None:
         try:
@@ -239,6 +358,8 @@ class DurableHandle(SendTarget):
             self.drain_queued = False
             # Cluster mode: the next activation claims again (the owner may have changed).
             self.epoch = None
+            if self.moving:
+                return  # the hand-over decides where the waiting messages go
             if self.pending and self.runtime.running and not self.durable.stopping:
                 self.activate()
                 return

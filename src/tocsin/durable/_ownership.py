@@ -43,7 +43,9 @@ class OwnershipGate(Protocol):
 
     async def claim(self, kind: str, identity: str) -> Claim:
         """Own ``(kind, identity)`` here if it is free (or already this node's), else say
-        where it lives. Raises only for an unknown outcome (the caller retries later)."""
+        where it lives. A new ownership's epoch is above the highest epoch the store has
+        fenced for it (a coordinator that lost its directory restarts at 1). Raises only
+        for an unknown outcome (the caller retries later)."""
         ...
 
     async def may_run(self, kind: str, identity: str) -> bool:

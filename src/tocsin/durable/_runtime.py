@@ -17,8 +17,8 @@ from __future__ import annotations
 
 import asyncio
 import logging
-from collections.abc import Callable
-from typing import TYPE_CHECKING, final
+from collections.abc import Callable, Coroutine
+from typing import TYPE_CHECKING, Any, final
 
 from .._deadlines import Deadline
 from ..actor._spi import PID, Cell, Runtime
@@ -102,6 +102,8 @@ class DurableRuntime:
         self.stopping = False
         #: Task run counters (issue 14): written by the drain, read by tocsin.metrics.
         self.counters = RunCounters()
+        #: Long-running helpers of the cluster (rebalancing): cancelled at the stop.
+        self._background: set[asyncio.Task[None]] = set()
 
     async def start(self) -> None:
         """Open the store and arm the alarms of identities with work due soon.
@@ -164,6 +166,8 @@ class DurableRuntime:
             self._unsubscribe_wall = None
         self.runtime.deadlines.remove(self._poll)
         self._stop_watching()
+        for task in self._background:
+            task.cancel()
         for handle in self.handles.values():
             handle.rearm(None)
             handle.request_stop()
@@ -178,6 +182,8 @@ class DurableRuntime:
         self.begin_stop()
         if self._poll_task is not None:
             await asyncio.wait({self._poll_task})
+        if self._background:
+            await asyncio.wait(set(self._background))
         await asyncio.gather(*(h.stop() for h in list(self.handles.values())))
 
     async def close(self) -> None:
@@ -233,12 +239,28 @@ class DurableRuntime:
             await asyncio.shield(handle.starting)
         return handle.pid
 
+    def spawn(self, coroutine: Coroutine[Any, Any, None]) -> asyncio.Task[None] | None:
+        """Run a background helper of the cluster (rebalancing) until it ends or the
+        system stops (then it is cancelled and awaited). Not counted as activity: a
+        helper waiting for idle actors must not keep ``wait_idle`` from returning.
+        ``None`` (the coroutine closed unstarted) once the system is stopping."""
+        if self.stopping or not self.runtime.running:
+            coroutine.close()
+            return None
+        task = self.runtime.loop.create_task(coroutine)
+        self._background.add(task)
+        task.add_done_callback(self._background.discard)
+        return task
+
     def lose_ownership(self) -> None:
         """Cluster mode: this node lost its lease; every activation stops (its epoch may
         already be another node's) and every alarm is dropped (the poll re-arms those
         this node may run once it holds a lease again)."""
         for handle in list(self.handles.values()):
             handle.lose_ownership()
+        # After a coordinator reset the node holds its lease again at once (same
+        # incarnation): look for due identities now, not at the next periodic poll.
+        self.poll_soon()
 
     def _changed_outside(self) -> None:
         if self.runtime.running and not self.stopping:

@@ -10,6 +10,7 @@ backend grants; ``RunCounters`` counts task runs; ``CALL_EXTENSION`` carries a `
 
 from __future__ import annotations
 
+from ._handle import DurableHandle
 from ._ops import DurableStatistics, RunCounters
 from ._ownership import Claim
 from ._records import CALL_EXTENSION
@@ -18,6 +19,7 @@ from ._runtime import DurableRuntime, durable_of
 __all__ = [
     "CALL_EXTENSION",
     "Claim",
+    "DurableHandle",
     "DurableRuntime",
     "DurableStatistics",
     "RunCounters",

@@ -33,8 +33,9 @@ async def serve_console(
     """Serve ``system``'s console, with ``/metrics`` when ``prometheus_client`` is installed.
 
     Same arguments and errors as :func:`tocsin.console.serve` (``options`` are its
-    keyword options: ``members``, ``interval``). A system in a cluster shows its live
-    members unless ``members`` is given.
+    keyword options: ``no_token``, ``members``, ``interval``, ``session_ttl``): without a
+    ``token``, one is made (:attr:`Console.login_url` carries it). A system in a cluster
+    shows its live members unless ``members`` is given.
     """
     from ..console import serve  # needs the console extra (aiohttp)
 
@@ -71,8 +72,11 @@ def _check(bind: Any, token: str | None) -> None:
 async def _start(
     system: ActorSystem, bind: Any, token: str | None
 ) -> Callable[[], Awaitable[None]]:
+    # No console_token: a token is made for each start, as `tocsin console` makes one.
+    # console_url is then the address to open, carrying it (``/?token=...``), like the
+    # URL Jupyter prints; the console logs it at INFO on ``tocsin.console``.
     console = await serve_console(system, bind, token)
-    system.console_url = console.url
+    system.console_url = console.login_url
 
     async def close() -> None:
         system.console_url = None

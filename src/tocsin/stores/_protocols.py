@@ -223,3 +223,10 @@ class Store(Protocol):
     async def due_actors(self, before: float, limit: int) -> list[DueActor]:
         """Actors with a pending task due at or before ``before``, earliest first."""
         ...
+
+    async def fence_epoch(self, kind: str, identity: str) -> int:
+        """The highest ownership epoch a :class:`Fence` ever wrote for ``(kind,
+        identity)`` (0 if none): a cluster node claims above it, so an emptied
+        coordinator (its directory starting again at epoch 1) never wedges an identity
+        behind the store's fence."""
+        ...

@@ -20,6 +20,7 @@ __all__ = [
     "DUE_TASKS",
     "FENCED_MESSAGE",
     "FENCED_SQLSTATE",
+    "FENCE_EPOCH",
     "FIND_TASKS",
     "GET_STATE",
     "GET_TASK",
@@ -76,6 +77,8 @@ DUE_TASKS: Final = (
 NEXT_DUE: Final = (
     "SELECT MIN(due) FROM tocsin_tasks WHERE kind = ? AND identity = ? AND state = 'pending'"
 )
+#: The highest epoch fenced for one identity (cluster mode); parameters: kind, identity.
+FENCE_EPOCH: Final = "SELECT epoch FROM tocsin_fences WHERE kind = ? AND identity = ?"
 #: Parameters: before, limit.
 DUE_ACTORS: Final = (
     "SELECT kind, identity, MIN(due) AS first FROM tocsin_tasks "

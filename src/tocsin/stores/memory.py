@@ -184,6 +184,10 @@ class MemoryStore:
         ]
         return min(dues, default=None)
 
+    async def fence_epoch(self, kind: str, identity: str) -> int:
+        """The highest epoch fenced for ``(kind, identity)`` (0 if none)."""
+        return self._fences.get((kind, identity), 0)
+
     async def due_actors(self, before: float, limit: int) -> list[DueActor]:
         """Actors with a pending task due at or before ``before``, earliest first.
 

@@ -67,6 +67,7 @@ _GET_TASK: Final = q.numbered(q.GET_TASK)
 _FIND_TASKS: Final = q.numbered(q.FIND_TASKS)
 _DUE_TASKS: Final = q.numbered(q.DUE_TASKS)
 _NEXT_DUE: Final = q.numbered(q.NEXT_DUE)
+_FENCE_EPOCH: Final = q.numbered(q.FENCE_EPOCH)
 _DUE_ACTORS: Final = q.numbered(q.DUE_ACTORS)
 _GET_CLUSTER: Final = "SELECT value FROM tocsin_meta WHERE key = 'cluster'"
 _SET_CLUSTER: Final = (
@@ -352,6 +353,11 @@ class PostgresStore:
         rows = await self._fetch(_NEXT_DUE, kind, identity)
         value = rows[0][0]
         return None if value is None else float(value)
+
+    async def fence_epoch(self, kind: str, identity: str) -> int:
+        """The highest epoch fenced for ``(kind, identity)`` (0 if none)."""
+        rows = await self._fetch(_FENCE_EPOCH, kind, identity)
+        return int(rows[0][0]) if rows else 0
 
     async def due_actors(self, before: float, limit: int) -> list[DueActor]:
         """Actors with a pending task due at or before ``before``, earliest first.

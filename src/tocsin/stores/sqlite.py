@@ -367,6 +367,11 @@ class SQLiteStore:
         value = rows[0][0]
         return None if value is None else float(value)
 
+    async def fence_epoch(self, kind: str, identity: str) -> int:
+        """The highest epoch fenced for ``(kind, identity)`` (0 if none)."""
+        rows = await self._read(q.FENCE_EPOCH, (kind, identity))
+        return int(rows[0][0]) if rows else 0
+
     async def due_actors(self, before: float, limit: int) -> list[DueActor]:
         """Actors with a pending task due at or before ``before``, earliest first.
 

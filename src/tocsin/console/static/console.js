@@ -25,7 +25,13 @@
   }
   var source = new EventSource("events");
   source.addEventListener("open", function () { say(paused ? "Paused" : "Live"); });
-  source.addEventListener("error", function () { say("Reconnecting…"); });
+  source.addEventListener("error", function () {
+    // CLOSED: the browser gave up (the session ended, or the console answered with
+    // anything but a stream); otherwise it reconnects by itself.
+    say(source.readyState === EventSource.CLOSED
+      ? "Live updates stopped: reload the page (signed out, or the console stopped)"
+      : "Reconnecting…");
+  });
   source.addEventListener("update", function (event) {
     if (paused) { return; }
     var sections = JSON.parse(event.data);
