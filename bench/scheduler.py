@@ -256,6 +256,11 @@ async def _aps_job(pid: Any, msg: Any) -> None:
     pid.tell(msg)
 
 
+def _record_due(system: Any, reference: str) -> float:
+    """A tocsin schedule's armed monotonic deadline, read from its record (internal)."""
+    return float(system.runtime.schedules._refs[reference].due)
+
+
 def _aps_scheduler() -> Any:
     from apscheduler.schedulers.asyncio import AsyncIOScheduler
 
@@ -430,7 +435,7 @@ async def _repeating(
                     # `loop.time()` taken before the call would be off by any pause in
                     # between (a GC pass of ~20 ms during creation made one schedule
                     # look 20 ms late on every tick of the run).
-                    state.first[i] = system._scheduler._refs[refs[i]].due  # type: ignore[union-attr]
+                    state.first[i] = _record_due(system, refs[i])
                 else:
                     first = loop.time() + interval
                     state.first[i] = first

@@ -99,7 +99,7 @@ def _from_names(root: Path, base: list[str], names: list[str]) -> list[tuple[str
     """``from <base> import a, b``: each name that is a module is that module, the
     others are names of ``base`` itself (the package root is ``__init__``)."""
     of_base = tuple(base) if base else ("__init__",)
-    found = [tuple([*base, n]) if _is_module(root, [*base, n]) else of_base for n in names]
+    found = [(*base, n) if _is_module(root, [*base, n]) else of_base for n in names]
     return list(dict.fromkeys(found))
 
 

@@ -103,16 +103,29 @@ class Clock(ABC):
 
         return unsubscribe
 
-    def _report_wall_jump(self, seconds: float) -> None:
-        """Tell every :meth:`on_wall_jump` listener that wall time moved by ``seconds``."""
+    def report_wall_jump(self, seconds: float) -> None:
+        """Tell every :meth:`on_wall_jump` listener that wall time moved by ``seconds``.
+
+        Called by the clock itself when it sees a jump (:class:`ManualClock`), else by
+        each actor system's wall watch (a clock with ``reports_wall_jumps`` False).
+        """
         for listener in list(self._wall_listeners):
             listener(seconds)
 
-    def _attach(self, tracker: _ActivityTracker) -> None:
-        """Called by an actor system that uses this clock (no-op except for ManualClock)."""
+    def attach(self, tracker: _ActivityTracker) -> None:
+        """A hook: an actor system (or another user of this clock's timers, such as a
+        cluster node's periodic work) starts using this clock; ``tracker`` tells whether
+        it is busy. Called by :meth:`ActorSystem.start() <tocsin.ActorSystem.start>`,
+        paired with :meth:`detach` when it stops.
 
-    def _detach(self, tracker: _ActivityTracker) -> None:
-        """Counterpart of :meth:`_attach`."""
+        A no-op by default: only a clock that drives time itself needs to know
+        (:class:`ManualClock` waits for every attached tracker to be idle before it
+        lets time pass). A custom clock may override it; it must not raise.
+        """
+
+    def detach(self, tracker: _ActivityTracker) -> None:
+        """The counterpart of :meth:`attach`: ``tracker`` no longer uses this clock.
+        Detaching one that is not attached is a no-op."""
 
 
 @final
@@ -271,7 +284,7 @@ class ManualClock(Clock):
         if seconds != seconds or seconds in (float("inf"), float("-inf")):
             raise ValueError(f"`seconds` must be finite, got {seconds!r}")
         self._wall_at_zero += seconds
-        self._report_wall_jump(seconds)
+        self.report_wall_jump(seconds)
 
     def next_deadline(self) -> float | None:
         """The earliest pending deadline, or ``None`` when nothing is pending."""
@@ -315,11 +328,11 @@ class ManualClock(Clock):
                 if stalled >= SETTLE_STALLED_ROUNDS:
                     return
 
-    def _attach(self, tracker: _ActivityTracker) -> None:
+    def attach(self, tracker: _ActivityTracker) -> None:
         self._trackers.append(tracker)
         self._ensure_autojump()
 
-    def _detach(self, tracker: _ActivityTracker) -> None:
+    def detach(self, tracker: _ActivityTracker) -> None:
         if tracker in self._trackers:
             self._trackers.remove(tracker)
 
@@ -340,7 +353,7 @@ class ManualClock(Clock):
         try:
             loop = asyncio.get_running_loop()
         except RuntimeError:
-            # Not inside a running loop (autojump set at construction): the next _attach,
+            # Not inside a running loop (autojump set at construction): the next attach,
             # made by a system starting on its loop, starts it. call_at never does.
             return
         self._wake = asyncio.Event()

@@ -3,11 +3,15 @@
 
 ``start()`` makes the one :class:`~tocsin.actor._runtime.Runtime` (loop, deadlines,
 events, activity counter, registry), installs the scheduler as its schedule service and
-stop listener, and opens the durable store; ``stop()`` undoes it in reverse. Every other
-call forwards to the runtime or a service.
+stop listener, and opens the durable store, the cluster node and the optional services,
+pushing each one's undo on one :class:`~contextlib.AsyncExitStack` as it goes. A start
+that fails closes that stack; ``stop()`` is the grace (actors stop, their handlers get
+``stop_timeout``) and then the same ``aclose()``, so both unwind the same way, in
+reverse. Every other call forwards to the runtime or a service.
 
 Prior art: Pekko's ``ActorSystem`` and Proto.Actor's ``actor_system`` (the system owns
-the services every actor shares).
+the services every actor shares); APScheduler 4's composition root (services entered on
+one ``AsyncExitStack``).
 """
 
 from __future__ import annotations
@@ -17,6 +21,7 @@ import importlib
 import logging
 import threading
 from collections.abc import Awaitable, Callable
+from contextlib import AsyncExitStack
 from dataclasses import dataclass
 from types import TracebackType
 from typing import TYPE_CHECKING, Any, final
@@ -33,6 +38,7 @@ from .actor._spi import (
     SchedulingCalls,
     Supervisor,
     local_address,
+    target_of,
 )
 from .clock import Clock, SystemClock
 from .cluster import Cluster, ClusterNode, NodeJoined, NodeLeft
@@ -174,20 +180,21 @@ class ActorSystem(SchedulingCalls):
         self.events = EventStream()
         self._store_spec = store
         self._runtime: Runtime | None = None
-        self._scheduler: Scheduler | None = None
         self._durable: DurableRuntime | None = None
         self._stopping: asyncio.Task[None] | None = None
         self._remoting = remoting
         self._remote: RemoteService | None = None
         self._cluster_config = _check_cluster(cluster, remoting)
         self._cluster: ClusterNode | None = None
-        self._unregister_in_process: Callable[[], None] | None = None
         self._ownership: ClusterOwnership | None = None
         self._rebalancer: Rebalancer | None = None
-        #: Optional services to start (option name, value, token) and the running ones'
-        #: closers, in start order.
+        #: Optional services to start: (service, option value, token), in start order.
         self._options: list[tuple[OptionalService, Any, str | None]] = []
-        self._closers: list[Closer] = []
+        #: The undo of the current start, one entry per service, closed in reverse by a
+        #: failed start or by stop(). ``_front`` holds the optional services' closers:
+        #: entered last on ``_stack``, and closed by stop() before the grace.
+        self._stack = AsyncExitStack()
+        self._front = AsyncExitStack()
         if console is not None:
             service = _optional_service("console")
             service.check(console, console_token)
@@ -230,12 +237,33 @@ class ActorSystem(SchedulingCalls):
         if runtime is not None and runtime.running:
             runtime.check("start")
             return
-        loop = asyncio.get_running_loop()
+        stack = AsyncExitStack()
+        try:
+            await self._compose(stack, asyncio.get_running_loop())
+        except BaseException:
+            await stack.aclose()
+            raise
+        self._stack = stack
+
+    async def _compose(self, stack: AsyncExitStack, loop: asyncio.AbstractEventLoop) -> None:
+        """Start every service, pushing each one's undo on ``stack`` as it goes.
+
+        The pushes are ordered so that the unwind (last pushed, first undone) is the stop
+        order: the optional services, the in-process registration, the runtime (its
+        clock, schedules and deadlines), the durable store, the cluster node (leaving:
+        this node's identities may move at once), and last remoting (replies of the
+        actors that just stopped have been sent).
+        """
         remote = None
         if self._remoting is not None:
             # The node listens first: its address (the real port) is part of every PID.
             remote = RemoteService(self._remoting, self.name, self.clock)
+            stack.push_async_callback(self._stop_remote, remote)
             self.address = await remote.start()
+        # Reserved here, so undone after the runtime: the cluster node and the durable
+        # store (which `durable()` may also open later, on a running system).
+        stack.push_async_callback(self._leave_cluster)
+        stack.push_async_callback(self._close_durable)
         deadlines = DeadlineService(self.clock)
         runtime = Runtime(
             name=self.name,
@@ -248,66 +276,52 @@ class ActorSystem(SchedulingCalls):
         )
         scheduler = Scheduler(runtime, self.timezone)
         runtime.schedules = scheduler
-        self.events._track = runtime.track_task
-        self._runtime, self._scheduler = runtime, scheduler
+        self._runtime = runtime
+        stack.callback(_close_runtime, runtime, scheduler, deadlines)
+        stack.callback(self.events.add_task_tracker(runtime.track_task))
         if not self.clock.reports_wall_jumps:
             WallWatch(self.clock, deadlines).start()
-        self.clock._attach(runtime)
+        self.clock.attach(runtime)
+        stack.callback(self.clock.detach, runtime)
         if remote is not None:
             remote.attach(runtime)
             self._remote = remote
-        try:
-            node = None
-            if self._cluster_config is not None:
-                node = self._cluster = ClusterNode(
-                    self._cluster_config,
-                    name=self.name,
-                    address=self.address,
-                    clock=self.clock,
-                    publish=self._cluster_event,
-                    on_lease_lost=self._lease_lost,
-                    zone=self.timezone,  # every member must compute the same instants
-                )
-            if self._store_spec is not None:
-                # Before joining: once peers list this node they send it messages for the
-                # durable identities it should own; a store still opening would answer
-                # them DeadActorError. Unjoined, it claims and runs nothing (no lease).
-                durable = await self._start_durable(runtime, self._store_spec)
-                if node is None:
-                    await warn_if_clustered(durable.store)
-                else:  # one store, one cluster: refuse before joining (issue 19)
-                    await bind_store(durable.store, node.coordinator, record=False)
-            if node is not None:
-                # Joined before anything may claim: cron ticks are claimed from now on.
-                await node.start()
-                if self._durable is not None:  # recorded once joined (a typo never is)
-                    await bind_store(self._durable.store, node.coordinator, record=True)
-                scheduler.cron_gate = node.cron_claims
-                if remote is None:
-                    # memory:// without remoting: in-process peers reach this node here.
-                    self._unregister_in_process = register_in_process(
-                        self.address, self._local_path
-                    )
-                if self._durable is not None:
-                    self._durable.poll_soon()  # its first poll, unjoined, ran nothing
-            # Last, so a page never shows a half-started system; a failed one (address in
-            # use) fails the whole start.
-            for service, value, token in self._options:
-                self._closers.append(await service.start(self, value, token))
-        except BaseException:
-            self._drop_in_process()
-            await self._close_services()
-            started, self._durable = self._durable, None
-            self._teardown(runtime, scheduler, deadlines)
-            if started is not None:
-                await started.close()
-            cluster, self._cluster = self._cluster, None
-            if cluster is not None:
-                await cluster.stop()
-            if remote is not None:
-                self._remote = None
-                await remote.stop()
-            raise
+        node = None
+        if self._cluster_config is not None:
+            node = self._cluster = ClusterNode(
+                self._cluster_config,
+                name=self.name,
+                address=self.address,
+                clock=self.clock,
+                publish=self._cluster_event,
+                on_lease_lost=self._lease_lost,
+                zone=self.timezone,  # every member must compute the same instants
+            )
+        if self._store_spec is not None:
+            # Before joining: once peers list this node they send it messages for the
+            # durable identities it should own; a store still opening would answer
+            # them DeadActorError. Unjoined, it claims and runs nothing (no lease).
+            durable = await self._start_durable(runtime, self._store_spec)
+            if node is None:
+                await warn_if_clustered(durable.store)
+            else:  # one store, one cluster: refuse before joining (issue 19)
+                await bind_store(durable.store, node.coordinator, record=False)
+        if node is not None:
+            # Joined before anything may claim: cron ticks are claimed from now on.
+            await node.start()
+            if self._durable is not None:  # recorded once joined (a typo never is)
+                await bind_store(self._durable.store, node.coordinator, record=True)
+            scheduler.cron_gate = node.cron_claims
+            if remote is None:
+                # memory:// without remoting: in-process peers reach this node here.
+                stack.callback(register_in_process(self.address, self._local_path))
+            if self._durable is not None:
+                self._durable.poll_soon()  # its first poll, unjoined, ran nothing
+        # Last, so a page never shows a half-started system; a failed one (address in
+        # use) fails the whole start.
+        front = self._front = await stack.enter_async_context(AsyncExitStack())
+        for service, value, token in self._options:
+            front.push_async_callback(self._close_option, await service.start(self, value, token))
 
     async def _start_durable(self, runtime: Runtime, store: str | Store | None) -> DurableRuntime:
         """Open the durable runtime; in cluster mode behind the cluster's ownership gate
@@ -361,25 +375,26 @@ class ActorSystem(SchedulingCalls):
         if self._durable is not None:
             self._durable.lose_ownership()
 
-    def _drop_in_process(self) -> None:
-        unregister, self._unregister_in_process = self._unregister_in_process, None
-        if unregister is not None:
-            unregister()
+    async def _stop_remote(self, remote: RemoteService) -> None:
+        if self._remote is remote:
+            self._remote = None
+        await remote.stop()
 
-    async def _close_services(self) -> None:
-        closers, self._closers = self._closers, []
-        for close in reversed(closers):
-            try:
-                await close()
-            except Exception:
-                _log.exception("closing an optional service of system %r failed", self.name)
+    async def _leave_cluster(self) -> None:
+        node, self._cluster = self._cluster, None
+        if node is not None:
+            await node.stop()
 
-    def _teardown(self, runtime: Runtime, scheduler: Scheduler, deadlines: DeadlineService) -> None:
-        scheduler.close()
-        deadlines.close()
-        runtime.running = False
-        self.clock._detach(runtime)
-        self.events._track = None
+    async def _close_durable(self) -> None:
+        durable, self._durable = self._durable, None
+        if durable is not None:
+            await durable.close()
+
+    async def _close_option(self, close: Closer) -> None:
+        try:
+            await close()
+        except Exception:
+            _log.exception("closing an optional service of system %r failed", self.name)
 
     async def stop(self, timeout: Seconds | None = None) -> None:
         """Stop every actor (children first), cancel every schedule, answer every ask.
@@ -418,30 +433,20 @@ class ActorSystem(SchedulingCalls):
         await asyncio.shield(stopping)
 
     async def _stop(self, runtime: Runtime, grace: float) -> None:
-        scheduler, durable = self._scheduler, self._durable
-        assert scheduler is not None
+        """The grace, then the start's own unwind (``_compose`` gives its order)."""
+        durable = self._durable
         timer = _Grace(runtime)
         runtime.deadlines.add(runtime.clock.monotonic() + grace, timer)
         try:
-            await self._close_services()  # first: no page reads a stopping system
+            await self._front.aclose()  # first: no page reads a stopping system
             if durable is not None:
                 await durable.before_stop()
             await asyncio.gather(*(cell.stop() for cell in list(runtime.top.values())))
         finally:
             runtime.deadlines.remove(timer)
-            self._teardown(runtime, scheduler, runtime.deadlines)
             self._stopping = None
-            if durable is not None:
-                self._durable = None
-                await durable.close()
-            self._drop_in_process()
-            cluster, self._cluster = self._cluster, None
-            if cluster is not None:
-                await cluster.stop()  # leave: this node's identities may move at once
-            remote, self._remote = self._remote, None
-            if remote is not None:
-                # Last: replies of the actors that just stopped have been sent.
-                await remote.stop()
+            stack, self._stack = self._stack, AsyncExitStack()
+            await stack.aclose()
 
     async def __aenter__(self) -> ActorSystem:
         await self.start()
@@ -466,9 +471,10 @@ class ActorSystem(SchedulingCalls):
         return runtime
 
     def _live_scheduler(self) -> ScheduleService:
-        # Inlined checks: this runs on every schedule and cancel (~3 µs each).
+        # Inlined checks: this runs on every schedule and cancel (~3 µs each); the loop
+        # check is the measured one (Runtime.loop_thread): ~40 ns against ~180 ns.
         runtime = self._runtime
-        if runtime is None or not runtime.running or runtime.loop_thread._thread_id != _ident():
+        if runtime is None or not runtime.running or runtime.loop_thread._thread_id != _ident():  # noqa: SLF001
             runtime = self._live("schedule")  # raises the right error
         schedules = runtime.schedules
         assert schedules is not None
@@ -518,7 +524,7 @@ class ActorSystem(SchedulingCalls):
         ``receive``, it returns at once and the stop completes after the current message.
         """
         self._live("stop an actor")
-        await pid._target.stop()
+        await target_of(pid).stop()
 
     async def actor_of(self, name_or_path: str) -> PID:
         """The PID of a live actor by name (``"ping"``), path (``"/user/a/b"``) or PID
@@ -583,7 +589,7 @@ class ActorSystem(SchedulingCalls):
     async def reinstate(self, pid: PID) -> None:
         """Let a suspended actor take messages again (no-op if it is not suspended)."""
         self._live("reinstate an actor")
-        pid._target.reinstate()
+        target_of(pid).reinstate()
 
     async def durable(
         self,
@@ -641,6 +647,14 @@ class ActorSystem(SchedulingCalls):
     def dead_letters(self) -> int:
         """How many dead letters were published."""
         return self.events.count(DeadLetter)
+
+
+def _close_runtime(runtime: Runtime, scheduler: Scheduler, deadlines: DeadlineService) -> None:
+    """The runtime's undo: every schedule cancelled, no deadline armed, PIDs of this
+    start refused from now on."""
+    scheduler.close()
+    deadlines.close()
+    runtime.running = False
 
 
 @final

@@ -91,6 +91,7 @@ async def cron(url: str, name: str, lease: float, log: str) -> None:
     from collections import deque
 
     from tocsin import Actor, ActorSystem, ReceiveContext, Remoting
+    from tocsin.scheduling._spi import Scheduler
 
     fd = os.open(log, os.O_WRONLY | os.O_APPEND | os.O_CREAT, 0o644)
     won: deque[float] = deque()  # instants of won ticks, in delivery (mailbox) order
@@ -123,8 +124,8 @@ async def cron(url: str, name: str, lease: float, log: str) -> None:
         cluster=Cluster(url, lease=lease),
     )
     async with system:
-        scheduler = system._scheduler  # test-only: the gate is internal
-        assert scheduler is not None
+        scheduler = system.runtime.schedules  # test-only: the gate is internal
+        assert isinstance(scheduler, Scheduler)
         assert scheduler.cron_gate is not None
         scheduler.cron_gate = Recording(scheduler.cron_gate)
         pid = await system.spawn(Job, "job")

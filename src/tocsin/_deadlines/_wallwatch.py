@@ -49,5 +49,5 @@ class WallWatch(Deadline):
         delta = offset - self._offset
         self._offset = offset
         if abs(delta) > WALL_JUMP_TOLERANCE:
-            self._clock._report_wall_jump(delta)
+            self._clock.report_wall_jump(delta)
         self._deadlines.add(now + WALL_CHECK_SECONDS, self)

@@ -27,7 +27,6 @@ class Actor(ABC):
         raises, the supervisor handles the failure as if ``receive`` had raised. Messages
         arriving meanwhile wait in the mailbox.
         """
-        return None
 
     @abstractmethod
     async def receive(self, ctx: ReceiveContext) -> None:
@@ -39,4 +38,3 @@ class Actor(ABC):
         Scheduling calls from here raise ``DeadActorError``. An exception is logged and
         does not prevent the stop.
         """
-        return None

@@ -57,7 +57,9 @@ __all__ = ["THROUGHPUT", "Cell", "CellState"]
 THROUGHPUT = 256
 
 _log = logging.getLogger("tocsin.actor")
-_get_running_loop = asyncio._get_running_loop
+# asyncio's C-level alias (no raise, no frame): the wake path's exact loop check. SLF001:
+# asyncio exports no raise-free public form; running_loop() costs a try/except per wake.
+_get_running_loop = asyncio._get_running_loop  # noqa: SLF001
 _ident = threading.get_ident
 
 
@@ -160,7 +162,7 @@ class Cell(SendTarget):
             mailbox.append(message if reply is None else Ask(message, reply))
             mailbox.append(sender)
             if not self.draining and state is _RUNNING:
-                if self.runtime.loop_thread._thread_id != _ident():
+                if self.runtime.loop_thread._thread_id != _ident():  # noqa: SLF001
                     # Checked only when waking the actor (that creates a task on the loop).
                     loop = _get_running_loop()
                     if loop is not self.runtime.loop:
@@ -269,7 +271,7 @@ class Cell(SendTarget):
                         # A clean context: no earlier message, sender or ask leaks in.
                         ctx.message = None
                         ctx.sender = NoSender
-                        ctx._reply = None
+                        ctx._reply = None  # noqa: SLF001
                         try:
                             await message.run(self)
                         except Exception:
@@ -280,13 +282,15 @@ class Cell(SendTarget):
                         continue
                 ctx.message = message
                 ctx.sender = sender
-                ctx._reply = reply
+                # The context's reply slot is set by the turn it belongs to (SLF001 allowed
+                # per line here: a method call costs ~80 ns of a ~330 ns turn, CPython 3.11).
+                ctx._reply = reply  # noqa: SLF001
                 try:
                     await actor.receive(ctx)
                 except Exception as exc:
                     if reply is not None and not reply.done():
                         reply.set_exception(exc)
-                    ctx._reply = None
+                    ctx._reply = None  # noqa: SLF001
                     await self._supervise().failed(exc)
                     actor = self.actor
                 else:
@@ -295,7 +299,7 @@ class Cell(SendTarget):
                 if self.state is not _RUNNING or self.sysq:
                     break
             ctx.message = None
-            ctx._reply = None
+            ctx._reply = None  # noqa: SLF001
             runtime.handled(handled)
             if mailbox and self.state is _RUNNING:
                 await asyncio.sleep(0)  # fairness: let other actors and I/O run
@@ -468,8 +472,8 @@ class Cell(SendTarget):
     def _fail_current(self) -> None:
         """The turn was cut short by the stop's grace: fail the ask it was handling."""
         ctx = self.ctx
-        reply = ctx._reply
-        ctx._reply = None
+        reply = ctx._reply  # noqa: SLF001
+        ctx._reply = None  # noqa: SLF001
         if reply is not None and not reply.done():
             reply.set_exception(DeadActorError(f"{self.pid} was stopped while handling this ask"))
 

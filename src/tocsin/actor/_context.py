@@ -9,7 +9,7 @@ from typing import TYPE_CHECKING, Any, final
 
 from .._deadlines import Seconds, to_seconds
 from ._events import DeadLetter, DeadLetterReason
-from ._pid import PID, NoSender
+from ._pid import PID, NoSender, target_of
 from ._scheduling import ScheduleService, SchedulingCalls
 
 if TYPE_CHECKING:
@@ -116,13 +116,14 @@ class ReceiveContext(SchedulingCalls):
         The stop happens after the current message; remaining mailbox messages become
         dead letters.
         """
-        pid._target.request_stop()
+        target_of(pid).request_stop()
 
     # -- scheduling: the calls of SchedulingCalls, owned by this actor -----------------
 
     def _live_scheduler(self) -> ScheduleService:
         runtime = self._cell.runtime
-        if not runtime.running or runtime.loop_thread._thread_id != _ident():
+        # The measured loop check (see Runtime.loop_thread): ~40 ns against ~180 ns.
+        if not runtime.running or runtime.loop_thread._thread_id != _ident():  # noqa: SLF001
             runtime.check("schedule")  # raises the right error
         schedules = runtime.schedules
         assert schedules is not None  # installed by start() before any actor exists

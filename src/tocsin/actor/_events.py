@@ -124,19 +124,17 @@ Handler = Callable[[Any], Awaitable[None] | None]
 class Subscription:
     """A live subscription; :meth:`cancel` ends it (idempotent)."""
 
-    __slots__ = ("_handler", "_stream", "_types", "active")
+    __slots__ = ("_remove", "active")
 
-    def __init__(self, stream: EventStream, handler: Handler, types: tuple[type, ...]) -> None:
-        self._stream = stream
-        self._handler = handler
-        self._types = types
+    def __init__(self, remove: Callable[[], None]) -> None:
+        self._remove = remove  # takes it out of its stream (made by EventStream.subscribe)
         self.active = True
 
     def cancel(self) -> None:
         """Stop receiving events."""
         if self.active:
             self.active = False
-            self._stream._subs.remove(self)
+            self._remove()
 
 
 @final
@@ -151,7 +149,8 @@ class EventStream:
     __slots__ = ("_counts", "_subs", "_tasks", "_track")
 
     def __init__(self) -> None:
-        self._subs: list[Subscription] = []
+        #: (subscription, handler, event types) in subscription order.
+        self._subs: list[tuple[Subscription, Handler, tuple[type, ...]]] = []
         self._counts: dict[type, int] = {}
         self._tasks: set[asyncio.Task[Any]] = set()
         self._track: Callable[[asyncio.Task[Any]], None] | None = None
@@ -160,9 +159,25 @@ class EventStream:
         """Call ``handler(event)`` for each event of ``event_types`` (all when none given)."""
         if not callable(handler):
             raise TypeError(f"`handler` must be callable, got {handler!r}")
-        sub = Subscription(self, handler, event_types)
-        self._subs.append(sub)
-        return sub
+
+        def remove() -> None:
+            self._subs.remove(entry)
+
+        entry = (Subscription(remove), handler, event_types)
+        self._subs.append(entry)
+        return entry[0]
+
+    def add_task_tracker(self, track: Callable[[asyncio.Task[Any]], None]) -> Callable[[], None]:
+        """Hand every task an async handler starts to ``track(task)`` (the system counts
+        it as activity, so ``ManualClock.advance`` waits for it); returns the remover.
+        One tracker at a time: a new one replaces the last."""
+        self._track = track
+
+        def remove() -> None:
+            if self._track is track:
+                self._track = None
+
+        return remove
 
     def count(self, event_type: type) -> int:
         """How many events of exactly this type were published."""
@@ -174,15 +189,15 @@ class EventStream:
         self._counts[cls] = self._counts.get(cls, 0) + 1
         if not self._subs:
             return
-        for sub in list(self._subs):
+        for sub, handler, types in list(self._subs):
             if not sub.active:  # cancelled by an earlier handler of this same event
                 continue
-            if sub._types and not isinstance(event, sub._types):
+            if types and not isinstance(event, types):
                 continue
             try:
-                result = sub._handler(event)
+                result = handler(event)
             except Exception:
-                _log.exception("event handler %r failed on %r", sub._handler, event)
+                _log.exception("event handler %r failed on %r", handler, event)
                 continue
             if inspect.isawaitable(result):
                 task = asyncio.ensure_future(result)

@@ -47,6 +47,7 @@ __all__ = [
     "local_address",
     "new_incarnation",
     "parse_pid",
+    "target_of",
 ]
 
 #: Seconds an ``ask`` waits when no ``timeout`` is given.
@@ -227,7 +228,8 @@ class PID:
                 a timedelta or None (also a ``ValueError``).
         """
         runtime = self._target.runtime
-        if not runtime.running or runtime.loop_thread._thread_id != _ident():
+        # The measured loop check (Runtime.loop_thread): ~40 ns against ~180 ns.
+        if not runtime.running or runtime.loop_thread._thread_id != _ident():  # noqa: SLF001
             runtime.check(f"ask {self}")  # raises the right error
         if timeout is not None and not (type(timeout) is float and 0.0 < timeout < _INF):
             timeout = to_seconds(timeout, "timeout")
@@ -269,6 +271,22 @@ class PID:
 
     def __repr__(self) -> str:
         return f"PID({self.address!r}, {self.path!r}, incarnation={self.incarnation:#x})"
+
+
+def target_of(pid: PID) -> SendTarget:
+    """What ``pid`` sends to (a local cell, a durable identity, a remote node), for the
+    layers above the kernel: stop, reinstate, or deliver with a reply.
+
+    For cold paths (a call per stop, per schedule made, per remote frame): a hot path
+    that sends many times keeps the target it got once (``ScheduleRecord`` does).
+
+    Raises:
+        TypeError: ``pid`` is not a PID (says what was given).
+    """
+    if type(pid) is not PID:
+        raise TypeError(f"expected a PID (from spawn, actor_of or durable), got {pid!r}")
+    # The slot's one reader outside PID's own methods, in PID's own module.
+    return pid._target  # noqa: SLF001
 
 
 @final

@@ -7,15 +7,21 @@ scheduler and the durable runtime all hold it. Nothing reaches into the facade's
 attributes. A stopped system's runtime is left behind (``running`` False), so a PID kept
 from an earlier start fails cleanly instead of reaching the new one.
 
-The layers above plug in through three hooks, none of which names them:
+The layers above plug in through hooks, none of which names them. Each is an
+``add_x(fn) -> remove`` pair (DESIGN.md "Layers"): ``add_x`` registers, the returned
+function unregisters (calling it twice is a no-op), and what is registered is readable as
+a tuple (a mapping for services), never written from outside:
 
 * ``schedules``: the :class:`~tocsin.actor._scheduling.ScheduleService` behind the
   scheduling calls (set by the facade to the scheduler).
-* ``stop_listeners``: called with each cell once it has fully stopped (the scheduler
-  cancels what the cell owned; the durable runtime forgets the activation).
-* ``resolvers``: :class:`~tocsin.actor._target.TargetResolver` callables that find the
-  target of a PID whose address is another node (the remote layer).
-* ``services``: upper services by name, for read-only operator tools (issue 14).
+* :meth:`Runtime.add_stop_listener`: called with each cell once it has fully stopped
+  (the scheduler cancels what the cell owned; the durable runtime forgets the activation).
+* :meth:`Runtime.add_resolver`: :class:`~tocsin.actor._target.TargetResolver` callables
+  that find the target of a PID whose address is another node (the remote layer).
+* :meth:`Runtime.add_path_resolver`: ``path -> PID | None`` for local paths no cell holds
+  (the durable runtime's identities).
+* :meth:`Runtime.add_service`: upper services by name, for read-only operator tools
+  (issue 14).
 
 It also tells a :class:`~tocsin.ManualClock` whether the system is busy (``is_idle``,
 ``progress``, ``wait_idle``), since that is what ``clock.advance`` waits for.
@@ -27,7 +33,8 @@ import asyncio
 import itertools
 import threading
 from collections.abc import Callable
-from typing import TYPE_CHECKING, Any, final
+from types import MappingProxyType
+from typing import TYPE_CHECKING, Any, TypeVar, final
 
 from .._codec import Extension
 from .._deadlines import Deadline, DeadlineService
@@ -53,9 +60,19 @@ if TYPE_CHECKING:
     from ._scheduling import ScheduleService
     from ._target import TargetResolver
 
-__all__ = ["Runtime"]
+__all__ = ["Runtime", "running_loop"]
 
-_get_running_loop = asyncio._get_running_loop
+_T = TypeVar("_T")
+
+
+def running_loop() -> asyncio.AbstractEventLoop | None:
+    """This thread's running event loop, or None: :func:`asyncio.get_running_loop`
+    without the raise (the exact loop check, for the paths where the fast
+    ``loop_thread`` check missed)."""
+    try:
+        return asyncio.get_running_loop()
+    except RuntimeError:
+        return None
 
 
 @final
@@ -63,6 +80,7 @@ class Runtime:
     """The services one started system shares (internal; made by ``ActorSystem.start``)."""
 
     __slots__ = (
+        "_services",
         "address",
         "busy",
         "clock",
@@ -122,15 +140,20 @@ class Runtime:
         #: Set once ``stop()`` began: nothing new is spawned.
         self.stopping = False
         self.schedules: ScheduleService | None = None
-        self.stop_listeners: list[Callable[[Cell], None]] = []
-        self.resolvers: list[TargetResolver] = []
-        #: ``path -> PID | None`` for local paths no cell holds (durable identities).
-        self.path_resolvers: list[Callable[[str], PID | None]] = []
-        #: The ops hook (issue 14): services above the kernel register themselves here by
-        #: name (the durable runtime as ``"durable"``) so that read-only operator tools
-        #: (``tocsin.metrics``, ``tocsin.console``) find them through the runtime. The
-        #: kernel never reads it.
-        self.services: dict[str, object] = {}
+        # The hooks (see the module docstring): tuples, replaced whole by add_x and its
+        # remover, so a listener that unregisters while they are called is safe.
+        #: Called with each cell once it has fully stopped (``add_stop_listener``).
+        self.stop_listeners: tuple[Callable[[Cell], None], ...] = ()
+        #: Finders of PIDs of other nodes (``add_resolver``).
+        self.resolvers: tuple[TargetResolver, ...] = ()
+        #: ``path -> PID | None`` for local paths no cell holds (``add_path_resolver``).
+        self.path_resolvers: tuple[Callable[[str], PID | None], ...] = ()
+        self._services: dict[str, object] = {}
+        #: The ops hook (issue 14), read-only: services above the kernel by name (the
+        #: durable runtime as ``"durable"``, ``add_service``), so that read-only operator
+        #: tools (``tocsin.metrics``, ``tocsin.console``) find them through the runtime.
+        #: The kernel never reads it.
+        self.services = MappingProxyType(self._services)
 
     # -- checks ------------------------------------------------------------------------
 
@@ -148,7 +171,7 @@ class Runtime:
                 f"cannot {what}: actor system {self.name!r} is not running; call "
                 f"`await system.start()` or use `async with ActorSystem(...)`"
             )
-        loop = _get_running_loop()
+        loop = running_loop()
         if loop is not self.loop:
             raise self.wrong_loop(what, loop)
 
@@ -309,11 +332,48 @@ class Runtime:
 
     def add_resolver(self, resolver: TargetResolver) -> Callable[[], None]:
         """Register a resolver for PIDs of other nodes; returns its unregister function."""
-        self.resolvers.append(resolver)
+        self.resolvers = (*self.resolvers, resolver)
 
         def remove() -> None:
-            if resolver in self.resolvers:
-                self.resolvers.remove(resolver)
+            self.resolvers = _without(self.resolvers, resolver)
+
+        return remove
+
+    def add_path_resolver(self, resolver: Callable[[str], PID | None]) -> Callable[[], None]:
+        """Register ``resolver(path) -> PID | None`` for local paths no cell holds (asked
+        in registration order after the registry); returns its unregister function."""
+        self.path_resolvers = (*self.path_resolvers, resolver)
+
+        def remove() -> None:
+            self.path_resolvers = _without(self.path_resolvers, resolver)
+
+        return remove
+
+    def add_stop_listener(self, listener: Callable[[Cell], None]) -> Callable[[], None]:
+        """Call ``listener(cell)`` each time a cell has fully stopped (after it left the
+        registry, before ``ActorStopped`` is published); returns its unregister function."""
+        self.stop_listeners = (*self.stop_listeners, listener)
+
+        def remove() -> None:
+            self.stop_listeners = _without(self.stop_listeners, listener)
+
+        return remove
+
+    def add_service(self, name: str, service: object) -> Callable[[], None]:
+        """Register ``service`` as :attr:`services` ``[name]``; returns its unregister
+        function (which removes it only while it is still the one registered).
+
+        Raises:
+            ValueError: another service holds ``name``.
+        """
+        held = self._services.get(name)
+        if held is not None and held is not service:
+            raise ValueError(f"a service named {name!r} is already registered: {held!r}")
+        self._services[name] = service
+
+        def remove() -> None:
+            if self._services.get(name) is service:
+                del self._services[name]
 
         return remove
 
@@ -330,6 +390,14 @@ class Runtime:
         return _lookup.pid_extension(self)
 
 
+def _without(hooks: tuple[_T, ...], hook: _T) -> tuple[_T, ...]:
+    """``hooks`` without the first ``hook`` (unchanged when it is not there)."""
+    for i, held in enumerate(hooks):
+        if held is hook:
+            return hooks[:i] + hooks[i + 1 :]
+    return hooks
+
+
 @final
 class _ThreadProbe:
     """``loop_thread`` for a loop without ``_thread_id`` (the exact, slower check)."""
@@ -341,7 +409,7 @@ class _ThreadProbe:
 
     @property
     def _thread_id(self) -> int | None:
-        return threading.get_ident() if _get_running_loop() is self.loop else None
+        return threading.get_ident() if running_loop() is self.loop else None
 
 
 @final

@@ -12,7 +12,8 @@ What the names are for:
 
 - PIDs and sending: ``PID``, ``NoSender``, ``parse_pid``, ``local_address``,
   ``new_incarnation``, ``SendTarget`` (what a PID sends to: a cell, a durable identity, a
-  remote node), ``Reply`` (an ask's answer), ``PID_EXTENSION_CODE`` (a PID on the wire).
+  remote node; ``target_of(pid)`` reads it on cold paths), ``Reply`` (an ask's answer),
+  ``PID_EXTENSION_CODE`` (a PID on the wire).
 - Cells and the runtime: ``Cell``, ``Runtime`` (the shared services ``start()`` hands
   down), ``Turn`` and ``RuntimeItem`` / ``ITEM_TYPES`` / ``STALE`` (mailbox items that
   are not plain messages, and "drop it").
@@ -33,9 +34,9 @@ from ._events import DeadLetter, DeadLetterReason, EventStream
 from ._lookup import PID_EXTENSION_CODE
 from ._mailbox import ITEM_TYPES, STALE, RuntimeItem, Turn
 from ._ops import ActorStat, actor_stats
-from ._pid import PID, NoSender, local_address, new_incarnation, parse_pid
+from ._pid import PID, NoSender, local_address, new_incarnation, parse_pid, target_of
 from ._reply import Reply
-from ._runtime import Runtime
+from ._runtime import Runtime, running_loop
 from ._schedule_info import ScheduleInfo, ScheduleKind, SchedulerMetrics
 from ._scheduling import ScheduleService, SchedulingCalls
 from ._supervision import DEFAULT_SUPERVISOR, Directive, Supervisor
@@ -71,4 +72,6 @@ __all__ = [
     "local_address",
     "new_incarnation",
     "parse_pid",
+    "running_loop",
+    "target_of",
 ]

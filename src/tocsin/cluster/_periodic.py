@@ -78,7 +78,7 @@ class Periodic:
         self._stopped = False
         if not self._attached:
             self._attached = True
-            self._clock._attach(self)
+            self._clock.attach(self)
         self._next = self._clock.monotonic() + self._period
         self._arm()
 
@@ -121,4 +121,4 @@ class Periodic:
             await asyncio.gather(task, return_exceptions=True)
         if self._attached:
             self._attached = False
-            self._clock._detach(self)
+            self._clock.detach(self)

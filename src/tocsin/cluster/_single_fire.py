@@ -174,7 +174,7 @@ class CronClaims:
         """
         if self._clock is not None and not self._attached:
             self._attached = True
-            self._clock._attach(self)
+            self._clock.attach(self)
         self._idle.clear()
         task = asyncio.get_running_loop().create_task(
             self._deliver_if_won(reference, fire_at, period, deliver, skipped),
@@ -210,7 +210,7 @@ class CronClaims:
         await asyncio.gather(*tasks, return_exceptions=True)
         if self._attached and self._clock is not None:
             self._attached = False
-            self._clock._detach(self)
+            self._clock.detach(self)
 
     async def claim(self, reference: str, fire_at: float, period: float) -> bool:
         """Claim the tick of ``reference`` at ``fire_at`` (epoch seconds, the instant the

@@ -247,9 +247,7 @@ async def _serve(
     except BaseException:
         await runner.cleanup()
         raise
-    server = site._server
-    assert server is not None
-    actual = server.sockets[0].getsockname()[1]  # type: ignore[attr-defined]
+    actual = int(runner.addresses[0][1])  # aiohttp's public (host, port, ...) of the socket
     if allowed is not None:
         names = {"127.0.0.1", "localhost", "[::1]", f"[{host}]" if ":" in host else host}
         allowed.update(f"{name}:{actual}" for name in names)

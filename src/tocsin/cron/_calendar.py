@@ -375,8 +375,7 @@ class Calendar:
                 if start % 60 == end % 60 == 0
                 else f"Calendar.daily({_clock(start)!r}, {_clock(end)!r})"
             )
-        for text in sorted(rules.crons):
-            parts.append(f"Calendar.cron({text!r})")
+        parts.extend(f"Calendar.cron({text!r})" for text in sorted(rules.crons))
         for code, sub in sorted(rules.holidays, key=lambda h: (h[0], h[1] or "")):
             parts.append(
                 f"Calendar.holidays({code!r})"

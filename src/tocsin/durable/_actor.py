@@ -109,11 +109,7 @@ class DurableActor(Actor):
         return self._handle.runtime.clock.wall_datetime()
 
     def _now(self) -> float:
-        if type(self).now is DurableActor.now:
-            # Not overridden: the clock's float, without a datetime built and taken apart
-            # again on every queue/schedule (~1.5 µs).
-            return self._handle.runtime.clock.wall()
-        return self.now().timestamp()
+        return self._handle.wall_now(self)
 
     # -- tasks -------------------------------------------------------------------------
 
@@ -302,7 +298,6 @@ class DurableActor(Actor):
     async def on_task(self, name: str, payload: Any, ctx: ReceiveContext) -> None:
         """Called for a due task whose method does not exist (default: nothing, and the
         task counts as delivered)."""
-        return None
 
     async def receive(self, ctx: ReceiveContext) -> None:
         """Default: answer :class:`~tocsin.durable.Call` messages; ignore anything else.

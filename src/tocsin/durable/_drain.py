@@ -62,7 +62,7 @@ async def drain(handle: DurableHandle, cell: Cell) -> None:
     handle.drain_queued = False
     durable = handle.durable
     actor: DurableActor = cell.actor  # type: ignore[assignment]
-    start = actor._now()
+    start = handle.wall_now(actor)
     store = handle.store
     rows = await store.due_tasks(handle.kind, handle.identity, start + WALL_TOLERANCE, DRAIN_LIMIT)
     handle.touched.clear()
@@ -105,7 +105,7 @@ async def drain(handle: DurableHandle, cell: Cell) -> None:
         if error is DROPPED:
             ops.append(DeleteTask(row.kind, row.identity, row.id))
             continue
-        ops.append(_completion(actor, row, start, error, parked, durable.timezone))
+        ops.append(_completion(handle, actor, row, start, error, parked, durable.timezone))
         if len(ops) >= COMPLETION_BATCH:
             await handle.commit(ops)
             ops = []
@@ -127,6 +127,7 @@ async def drain(handle: DurableHandle, cell: Cell) -> None:
 
 
 def _completion(
+    handle: DurableHandle,
     actor: DurableActor,
     row: TaskRow,
     start: float,
@@ -161,7 +162,7 @@ def _completion(
         exc_info=(type(error), error, error.__traceback__),
     )
     last_error = describe_failure(error)
-    now = actor._now()
+    now = handle.wall_now(actor)
     if decision is None:
         parked.append((row, error))
         return UpsertTask(

@@ -10,16 +10,44 @@ histogram when it is scraped.
 
 from __future__ import annotations
 
+from dataclasses import dataclass
 from typing import Final, final
 
 from ._run import DROPPED, INTERRUPTED
 
-__all__ = ["DURATION_MASK", "DURATION_WINDOW", "RunCounters"]
+__all__ = ["DURATION_MASK", "DURATION_WINDOW", "DurableStatistics", "RunCounters"]
 
 #: Run durations kept between two scrapes (a ring buffer; a power of two). A scrape that
 #: finds more runs than this since the previous one sees the most recent ones only.
 DURATION_WINDOW: Final = 4096
 DURATION_MASK: Final = DURATION_WINDOW - 1
+
+
+@dataclass(frozen=True, slots=True)
+class DurableStatistics:
+    """A snapshot of a durable runtime for operator tools (metrics, the console), taken
+    by :meth:`DurableRuntime.statistics <tocsin.durable._runtime.DurableRuntime.statistics>`.
+
+    Attributes:
+        runs, failed, interrupted, dropped: task runs finished, and those that failed,
+            were interrupted by a stop, or were dropped (their method vanished).
+        timed: whether run durations are being recorded (``DurableRuntime.time_runs``).
+        timed_runs: runs timed so far; ``durations`` is a copy of the ring: timed run
+            ``i``'s seconds at ``durations[i % len(durations)]`` while fewer than
+            ``len(durations)`` runs were timed after it.
+        identities_known, identities_active: identities with a handle in memory, and
+            those activated now.
+    """
+
+    runs: int = 0
+    failed: int = 0
+    interrupted: int = 0
+    dropped: int = 0
+    timed: bool = False
+    timed_runs: int = 0
+    durations: tuple[float, ...] = ()
+    identities_known: int = 0
+    identities_active: int = 0
 
 
 @final

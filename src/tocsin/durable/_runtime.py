@@ -28,7 +28,7 @@ from ..stores import Store, resolve_store
 from ._checks import check_text
 from ._drain import COMPLETION_BATCH, DRAIN_LIMIT
 from ._handle import LOOKAHEAD, DurableHandle
-from ._ops import RunCounters
+from ._ops import DurableStatistics, RunCounters
 from ._ownership import OwnershipGate
 
 if TYPE_CHECKING:
@@ -95,6 +95,8 @@ class DurableRuntime:
         self._poll_task: asyncio.Task[None] | None = None
         self._unknown_kinds: set[str] = set()
         self._unsubscribe_wall: Callable[[], None] | None = None
+        #: The removers of its runtime hooks (stop listener, path resolver, service).
+        self._unhook: tuple[Callable[[], None], ...] = ()
         #: Set when the system starts stopping: no drain starts a task, no alarm rings,
         #: no identity is activated from then on.
         self.stopping = False
@@ -123,9 +125,11 @@ class DurableRuntime:
             # step (NTP, set_wall) must convert them again, or a task made due by the step
             # would wait for its old monotonic deadline.
             self._unsubscribe_wall = runtime.clock.on_wall_jump(self._wall_jumped)
-            runtime.stop_listeners.append(self.cell_stopped)
-            runtime.path_resolvers.append(self.pid_for_path)
-            runtime.services[SERVICE] = self  # the ops hook: found by durable_of(runtime)
+            self._unhook = (
+                runtime.add_stop_listener(self.cell_stopped),
+                runtime.add_path_resolver(self.pid_for_path),
+                runtime.add_service(SERVICE, self),  # the ops hook: found by durable_of
+            )
             await self.poll()  # recovery: every identity with work due soon gets its alarm
         except BaseException:
             await self._release()
@@ -136,12 +140,9 @@ class DurableRuntime:
         if self._unsubscribe_wall is not None:
             self._unsubscribe_wall()
             self._unsubscribe_wall = None
-        if self.cell_stopped in runtime.stop_listeners:
-            runtime.stop_listeners.remove(self.cell_stopped)
-        if self.pid_for_path in runtime.path_resolvers:
-            runtime.path_resolvers.remove(self.pid_for_path)
-        if runtime.services.get(SERVICE) is self:
-            del runtime.services[SERVICE]
+        unhook, self._unhook = self._unhook, ()
+        for remove in unhook:
+            remove()
         runtime.deadlines.remove(self._poll)
         self._stop_watching()
         await self.store.close()
@@ -263,7 +264,7 @@ class DurableRuntime:
 
     def _changed_outside(self) -> None:
         if self.runtime.running and not self.stopping:
-            self._start_poll()
+            self.start_poll()
 
     def _wall_jumped(self, seconds: float) -> None:
         if not self.runtime.running:
@@ -271,7 +272,7 @@ class DurableRuntime:
         for handle in list(self.handles.values()):
             if handle.alarm_due is not None:
                 handle.rearm(handle.alarm_due)
-        self._start_poll()  # identities not in memory may now be due within the look-ahead
+        self.start_poll()  # identities not in memory may now be due within the look-ahead
 
     def cell_stopped(self, cell: Cell) -> None:
         """Stop listener: an activation has fully stopped."""
@@ -321,9 +322,9 @@ class DurableRuntime:
         """Look for due identities now (cluster mode: a node left, its identities with
         due tasks may now be this node's to run)."""
         if self.runtime.running and not self.stopping:
-            self._start_poll()
+            self.start_poll()
 
-    def _start_poll(self) -> None:
+    def start_poll(self) -> None:
         if self._poll_task is None or self._poll_task.done():
             self._poll_task = self.runtime.loop.create_task(self.poll())
             self.runtime.track_task(self._poll_task)
@@ -334,6 +335,28 @@ class DurableRuntime:
         """``(identities known in memory, identities active now)``."""
         handles = self.handles.values()
         return len(handles), sum(1 for h in handles if h.cell is not None)
+
+    def statistics(self) -> DurableStatistics:
+        """A frozen snapshot of the run counters (a copy of the durations ring) and the
+        identities, for operator tools: taking it reads no store."""
+        c = self.counters
+        known, active = self.identities()
+        return DurableStatistics(
+            c.runs,
+            c.failed,
+            c.interrupted,
+            c.dropped,
+            c.timed,
+            c.timed_runs,
+            tuple(c.durations),
+            known,
+            active,
+        )
+
+    def time_runs(self) -> None:
+        """Record each task run's duration from now on (a clock read per run: switched
+        on only once someone reads them, by :mod:`tocsin.metrics`)."""
+        self.counters.timed = True
 
     def wrap_store(self, wrap: Callable[[Store], Store]) -> None:
         """Replace the store by ``wrap(store)`` here and in every known identity (store
@@ -353,7 +376,7 @@ class DurableRuntime:
         if handle is not None:
             handle.arm(due)
         else:
-            self._start_poll()
+            self.start_poll()
 
 
 def durable_of(runtime: Runtime | None) -> DurableRuntime | None:
@@ -373,7 +396,7 @@ class _Poll(Deadline):
         self.runtime = runtime
 
     def fire(self, now: float, deadline: float) -> None:
-        self.runtime._start_poll()
+        self.runtime.start_poll()
 
 
 @final

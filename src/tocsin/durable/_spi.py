@@ -4,14 +4,14 @@ console), beside the public :mod:`tocsin.durable`: they import these names from 
 from no other ``durable._*`` module (DESIGN.md "Layers"). Re-exports only.
 
 ``DurableRuntime`` is the service the facade starts and ``durable_of`` finds it from a
-runtime; ``Claim`` is what an ownership backend grants; ``RunCounters`` counts task runs
-for metrics; ``CALL_EXTENSION`` carries a ``Call`` on the wire.
+runtime (its ``statistics()`` is a ``DurableStatistics``); ``Claim`` is what an ownership
+backend grants; ``RunCounters`` counts task runs; ``CALL_EXTENSION`` carries a ``Call`` on the wire.
 """
 
 from __future__ import annotations
 
 from ._handle import DurableHandle
-from ._ops import RunCounters
+from ._ops import DurableStatistics, RunCounters
 from ._ownership import Claim
 from ._records import CALL_EXTENSION
 from ._runtime import DurableRuntime, durable_of
@@ -21,6 +21,7 @@ __all__ = [
     "Claim",
     "DurableHandle",
     "DurableRuntime",
+    "DurableStatistics",
     "RunCounters",
     "durable_of",
 ]

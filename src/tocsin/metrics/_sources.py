@@ -9,18 +9,18 @@ cluster add their own factory to :data:`SYSTEM_SOURCES` (one line each).
 
 from __future__ import annotations
 
-from collections.abc import Callable, Iterable
+from collections.abc import Callable, Iterable, Mapping
 from typing import TYPE_CHECKING, Final
 
 from ..actor import ActorRestarted
 from ..actor._spi import actor_stats
 from ..cluster import ClusterMetrics
 from ..durable import TaskParked
-from ..durable._spi import RunCounters, durable_of
+from ..durable._spi import DurableStatistics, durable_of
 from ..errors import ActorSystemNotStartedError, RemotingDisabledError
 from ..remote import RemoteMetrics
 from ..scheduling import SchedulerMetrics
-from ..scheduling._spi import Scheduler, lateness_ring, schedule_counts
+from ..scheduling._spi import Scheduler
 from ._model import Metric, MetricKind, RingHistogram, Sample
 from ._store import OPERATIONS, TimedStore
 
@@ -87,11 +87,11 @@ def scheduler_source(system: ActorSystem) -> Source:
         m = read if read is not None else _ZERO_SCHEDULER
         runtime = system.runtime
         scheduler = None if runtime is None else runtime.schedules
-        by_kind: dict[tuple[str, bool], int] = {}
+        by_kind: Mapping[tuple[str, bool], int] = {}
         if read is not None and isinstance(scheduler, Scheduler):
-            fired, ring = lateness_ring(scheduler)
-            lateness.update(fired, ring)
-            by_kind = schedule_counts(scheduler)
+            stats = scheduler.statistics()
+            lateness.update(stats.fired, stats.lateness)
+            by_kind = stats.by_kind
         return [
             _one("schedule.ticks_delivered", _COUNTER,
                  "Schedule ticks handed to their target's mailbox.", m.ticks_delivered),
@@ -146,19 +146,19 @@ def durable_source(system: ActorSystem) -> Source:
     def read() -> list[Metric]:
         durable = durable_of(system.runtime)
         if durable is None:
-            return _empty(families(RunCounters(), (0, 0)))
-        counters = durable.counters
-        if not counters.timed:
+            return _empty(families(DurableStatistics()))
+        stats = durable.statistics()
+        if not stats.timed:
             # Time runs from now on (a clock read per run only while someone reads);
             # a fresh durable runtime (restarted system) starts its ring again.
-            counters.timed = True
+            durable.time_runs()
             durations.update(0, ())
-        durations.update(counters.timed_runs, counters.durations)
-        return families(counters, durable.identities())
+        durations.update(stats.timed_runs, stats.durations)
+        return families(stats)
 
-    def families(counters: RunCounters, identities: tuple[int, int]) -> list[Metric]:
+    def families(counters: DurableStatistics) -> list[Metric]:
         parks = system.events.count(TaskParked)
-        known, active = identities
+        known, active = counters.identities_known, counters.identities_active
         ok = counters.runs - counters.failed - counters.interrupted - counters.dropped
         return [
             Metric("durable.task_runs", _COUNTER, "Durable task runs by outcome.", "", (

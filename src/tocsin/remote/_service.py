@@ -21,7 +21,15 @@ from __future__ import annotations
 
 from typing import TYPE_CHECKING, Any, Final, final
 
-from ..actor._spi import PID, PID_EXTENSION_CODE, DeadLetter, DeadLetterReason, NoSender, parse_pid
+from ..actor._spi import (
+    PID,
+    PID_EXTENSION_CODE,
+    DeadLetter,
+    DeadLetterReason,
+    NoSender,
+    parse_pid,
+    target_of,
+)
 from ..clock import Clock
 from ..errors import ActorNotFoundError, NodeUnreachableError
 from ._address import parse_system_address
@@ -104,7 +112,7 @@ class RemoteService:
             ValueError: not a PID string, or no system is attached.
         """
         pid = self._pids.get(text)
-        if pid is not None and pid._target.alive():
+        if pid is not None and target_of(pid).alive():
             return pid
         runtime = self.runtime
         if runtime is None:
@@ -192,7 +200,7 @@ class RemoteService:
         if pid is None:
             self._dead_letter(message, self._sender(sender), _NOT_FOUND)
             return
-        pid._target.deliver(message, self._sender(sender), None)
+        target_of(pid).deliver(message, self._sender(sender), None)
 
     def deliver_ask(
         self, path: str, incarnation: str, sender: str, message: object, reply: RemoteReply
@@ -203,7 +211,7 @@ class RemoteService:
             reply.fail(ActorNotFoundError(f"no live actor at {path!r} on {address}"))
             self._dead_letter(message, self._sender(sender), _NOT_FOUND)
             return
-        pid._target.deliver(message, self._sender(sender), reply)
+        target_of(pid).deliver(message, self._sender(sender), reply)
 
     def resolve(self, path: str) -> str:
         pid = self._local(path, "")

@@ -21,11 +21,20 @@ still arrive once.
 
 from __future__ import annotations
 
-import asyncio
+import threading
 from collections.abc import Callable
 from typing import TYPE_CHECKING, Any, final
 
-from ..actor._spi import ITEM_TYPES, PID, STALE, DeadLetter, DeadLetterReason, Reply, SendTarget
+from ..actor._spi import (
+    ITEM_TYPES,
+    PID,
+    STALE,
+    DeadLetter,
+    DeadLetterReason,
+    Reply,
+    SendTarget,
+    running_loop,
+)
 from ..errors import CodecError, TocsinError
 from ._endpoint import Endpoint
 from ._node import refusal
@@ -38,7 +47,7 @@ __all__ = ["RemoteTarget"]
 
 _UNREACHABLE = DeadLetterReason.UNREACHABLE
 _OVERFLOW = DeadLetterReason.OVERFLOW
-_get_running_loop = asyncio._get_running_loop
+_ident = threading.get_ident
 
 
 @final
@@ -91,9 +100,11 @@ class RemoteTarget(SendTarget):
 
     def deliver(self, message: Any, sender: Any, reply: Reply | None) -> bool:
         runtime = self.runtime
-        if _get_running_loop() is not runtime.loop:
+        # The measured loop check (Runtime.loop_thread): ~40 ns, against ~180 ns for
+        # asking asyncio for the running loop, on every remote send.
+        if runtime.loop_thread._thread_id != _ident():  # noqa: SLF001
             # The transport's buffers and timers belong to the system's loop.
-            raise runtime.wrong_loop(f"send to {self.pid}", _get_running_loop())
+            raise runtime.wrong_loop(f"send to {self.pid}", running_loop())
         node = self.node
         if type(message) in ITEM_TYPES:
             message = message.open()  # a tick: opened here, at fire time (module docstring)

@@ -1,8 +1,11 @@
 # SPDX-License-Identifier: Apache-2.0
-"""Snapshots of the scheduler's state: :class:`ScheduleInfo` and :class:`SchedulerMetrics`."""
+"""Snapshots of the scheduler's state: :class:`ScheduleInfo`, :class:`SchedulerMetrics`
+and :class:`SchedulerStatistics`."""
 
 from __future__ import annotations
 
+from collections.abc import Iterable, Mapping
+from dataclasses import dataclass
 from datetime import UTC, datetime
 from typing import TYPE_CHECKING, Any
 
@@ -12,11 +15,11 @@ if TYPE_CHECKING:
     from ._scheduler import Scheduler, ScheduleRecord
 
 __all__ = [
+    "SchedulerStatistics",
     "last_lateness",
-    "lateness_ring",
-    "schedule_counts",
     "schedule_info",
     "scheduler_metrics",
+    "scheduler_statistics",
     "utc",
 ]
 
@@ -74,27 +77,45 @@ def scheduler_metrics(scheduler: Scheduler, samples: list[float]) -> SchedulerMe
     )
 
 
-def lateness_ring(scheduler: Scheduler) -> tuple[int, list[float]]:
-    """``(ticks fired so far, the lateness ring buffer)`` for operator tools (issue 14):
-    tick ``i``'s lateness is at ``ring[i % len(ring)]`` while fewer than ``len(ring)``
-    ticks fired after it. The ring is the scheduler's own list, not a copy: read it
-    before yielding to the loop."""
-    return scheduler._fired, scheduler._lateness
+@dataclass(frozen=True, slots=True)
+class SchedulerStatistics:
+    """A snapshot of a scheduler's state for operator tools (metrics, the console),
+    taken by :meth:`Scheduler.statistics` in one pass over the live schedules.
+
+    Attributes:
+        fired: ticks fired so far (delivered or not).
+        lateness: the lateness ring (seconds each tick fired after its deadline), a copy:
+            tick ``i``'s sample is at ``lateness[i % len(lateness)]`` while fewer than
+            ``len(lateness)`` ticks fired after it.
+        by_kind: live schedules by ``(kind, paused)``.
+        last_lateness: seconds each schedule's last tick fired after its deadline, by
+            reference, for the live schedules that have fired.
+    """
+
+    fired: int
+    lateness: tuple[float, ...]
+    by_kind: Mapping[tuple[str, bool], int]
+    last_lateness: Mapping[str, float]
+
+
+def scheduler_statistics(
+    fired: int, ring: list[float], records: Iterable[ScheduleRecord]
+) -> SchedulerStatistics:
+    """The snapshot of :meth:`Scheduler.statistics` (see :class:`SchedulerStatistics`)."""
+    counts: dict[tuple[str, bool], int] = {}
+    late: dict[str, float] = {}
+    for record in records:
+        key = (str(record.kind), bool(record.paused))
+        counts[key] = counts.get(key, 0) + 1
+        if record.late is not None:
+            late[record.reference] = record.late
+    return SchedulerStatistics(fired, tuple(ring), counts, late)
 
 
 def last_lateness(scheduler: Scheduler) -> dict[str, float]:
     """Seconds each schedule's last tick fired after its deadline, by reference, for
     the schedules that have fired (the console's per-schedule lateness, issue 14)."""
-    return {ref: r.late for ref, r in scheduler._refs.items() if r.late is not None}
-
-
-def schedule_counts(scheduler: Scheduler) -> dict[tuple[str, bool], int]:
-    """Live schedules by ``(kind, paused)``: one pass over the records, no snapshots."""
-    counts: dict[tuple[str, bool], int] = {}
-    for record in scheduler._refs.values():
-        key = (str(record.kind), bool(record.paused))
-        counts[key] = counts.get(key, 0) + 1
-    return counts
+    return dict(scheduler.statistics().last_lateness)
 
 
 _MAX_UTC = datetime.max.replace(tzinfo=UTC)

@@ -19,7 +19,14 @@ from datetime import datetime
 from typing import TYPE_CHECKING, Any, Protocol, final
 
 from .._deadlines import Deadline, to_seconds
-from ..actor._spi import STALE, NoSender, RuntimeItem, ScheduleInfo, ScheduleKind, SchedulerMetrics
+from ..actor._spi import (
+    STALE,
+    NoSender,
+    RuntimeItem,
+    ScheduleInfo,
+    ScheduleKind,
+    SchedulerMetrics,
+)
 from ..clock import WALL_TOLERANCE
 from ..errors import (
     DeadActorError,
@@ -28,10 +35,15 @@ from ..errors import (
     ScheduleReferenceRequiredError,
 )
 from ._cron import CronState
-from ._introspect import schedule_info, scheduler_metrics
+from ._introspect import (
+    SchedulerStatistics,
+    schedule_info,
+    scheduler_metrics,
+    scheduler_statistics,
+)
 
 if TYPE_CHECKING:
-    from ..actor._spi import PID, Cell, Runtime
+    from ..actor._spi import PID, Cell, Runtime, SendTarget
 
 __all__ = ["LATENESS_WINDOW", "ScheduleRecord", "Scheduler"]
 
@@ -66,6 +78,7 @@ class ScheduleRecord(Deadline, RuntimeItem):
         "paused",
         "reference",
         "scheduler",
+        "send_to",
         "sender",
         "target",
         "ticks",
@@ -76,6 +89,7 @@ class ScheduleRecord(Deadline, RuntimeItem):
         reference: str,
         message: Any,
         target: PID,
+        send_to: SendTarget,
         sender: Any,
         interval: float | None,
         cron: CronState | None,
@@ -89,6 +103,8 @@ class ScheduleRecord(Deadline, RuntimeItem):
         self.reference = reference
         self.message = message
         self.target = target
+        # What `target` sends to, read once here: every tick delivers to it directly.
+        self.send_to = send_to
         self.sender = sender
         self.interval = interval  # repeating interval, or None (once / cron)
         self.delay = delay  # a one-shot's delay as given (for ScheduleInfo), else None
@@ -130,7 +146,7 @@ class ScheduleRecord(Deadline, RuntimeItem):
             self.scheduler.ticks_discarded += 1
             return STALE
         if self.final:
-            self.scheduler._retire(self)
+            self.scheduler.retire(self)
         return self.message
 
     def rejected(self) -> Any:
@@ -142,7 +158,7 @@ class ScheduleRecord(Deadline, RuntimeItem):
             return STALE
         scheduler.ticks_dead_lettered += 1
         if self.final:
-            scheduler._retire(self)
+            scheduler.retire(self)
         return self.message
 
     @property
@@ -155,14 +171,14 @@ class ScheduleRecord(Deadline, RuntimeItem):
         # The hot path of every tick: attributes are read once, the lateness sample goes
         # straight into the scheduler's ring buffer, and the re-arm's push records the
         # new `due` itself.
-        target = self.target._target
+        target = self.send_to
         scheduler = self.scheduler
-        fired = scheduler._fired
-        self.late = scheduler._lateness[fired & _LATENESS_MASK] = now - deadline
-        scheduler._fired = fired + 1
+        fired = scheduler.fired
+        self.late = scheduler.lateness[fired & _LATENESS_MASK] = now - deadline
+        scheduler.fired = fired + 1
         cron = self.cron
         if cron is not None:
-            scheduler._fire_cron(self, cron, now)
+            scheduler.fire_cron(self, cron, now)
             return
         interval = self.interval
         if interval is None:
@@ -177,7 +193,7 @@ class ScheduleRecord(Deadline, RuntimeItem):
         if interval is None:
             return
         if not delivered and not target.alive():
-            scheduler._retire(self)  # target fully stopped: drop after this tick
+            scheduler.retire(self)  # target fully stopped: drop after this tick
             return
         # Fixed rate without drift: the next grid point strictly after now. After a stall
         # the overdue ticks were coalesced into the one just delivered.
@@ -188,7 +204,7 @@ class ScheduleRecord(Deadline, RuntimeItem):
                 # Float absorption (a monotonic time so large that 1 ms no longer moves
                 # it): re-arming at `now` would fire forever at one instant.
                 due = math.nextafter(now, math.inf)
-        scheduler._deadlines.add(due, self)
+        scheduler.deadlines.add(due, self)
 
 
 class CronGate(Protocol):
@@ -220,19 +236,22 @@ class Scheduler:
         self._runtime = runtime
         self._clock = runtime.clock
         self._timezone = timezone
-        self._deadlines = runtime.deadlines
+        self.deadlines = runtime.deadlines
         self._heap = runtime.deadlines.heap
         self._refs: dict[str, ScheduleRecord] = {}
         self._ids = itertools.count(1)
-        self._lateness = [0.0] * LATENESS_WINDOW
-        self._fired = 0
+        #: Ticks fired so far, and the ring of their lateness (seconds after the deadline;
+        #: tick ``i`` at ``lateness[i % LATENESS_WINDOW]``): written by
+        #: ``ScheduleRecord.fire`` on every tick, read through :meth:`statistics`.
+        self.lateness = [0.0] * LATENESS_WINDOW
+        self.fired = 0
         self.ticks_delivered = 0
         self.ticks_dead_lettered = 0
         self.ticks_discarded = 0
         #: Cluster mode (issue 12): set by the system when it joins a cluster.
         self.cron_gate: CronGate | None = None
         self._unsubscribe_wall = runtime.clock.on_wall_jump(self._wall_jumped)
-        runtime.stop_listeners.append(self.owner_stopped)
+        self._unlisten = runtime.add_stop_listener(self.owner_stopped)
 
     # -- registering -------------------------------------------------------------------
 
@@ -250,8 +269,11 @@ class Scheduler:
     ) -> ScheduleRecord:
         # Every call comes through SchedulingCalls._live_scheduler, which checked that the
         # system is running.
+        # The slot read directly, not through target_of(pid) (~25 ns against ~75 ns
+        # measured, on a ~3 µs create): every schedule made pays it once. A non-PID has
+        # no such attribute.
         try:
-            target = pid._target  # duck-typed: a PID, local or durable
+            target = pid._target  # noqa: SLF001
         except AttributeError:
             raise TypeError(
                 f"`pid` must be a PID (from spawn, actor_of or durable), got {pid!r}"
@@ -279,11 +301,21 @@ class Scheduler:
                         f"a schedule with reference {reference!r} already exists; cancel it "
                         f"first or pass replace=True to replace it"
                     )
-                self._retire(old)
+                self.retire(old)
         if sender is None:
             sender = owner.pid if owner is not None else NoSender
         record = ScheduleRecord(
-            reference, message, pid, sender, interval, cron, owner, self._clock.wall(), self, delay
+            reference,
+            message,
+            pid,
+            target,
+            sender,
+            interval,
+            cron,
+            owner,
+            self._clock.wall(),
+            self,
+            delay,
         )
         refs[reference] = record
         if owner is not None:
@@ -304,7 +336,7 @@ class Scheduler:
         seconds = to_seconds(interval, "interval")
         record = self._register(message, pid, reference, sender, replace, owner, seconds, None)
         # The push records the deadline as the record's `due` (no property call here).
-        self._deadlines.add(self._clock.monotonic() + seconds, record)
+        self.deadlines.add(self._clock.monotonic() + seconds, record)
         return record.reference
 
     def schedule_once(
@@ -323,7 +355,7 @@ class Scheduler:
             message, pid, reference, sender, replace, owner, None, None, seconds
         )
         # The push records the deadline as the record's `due` (no property call here).
-        self._deadlines.add(self._clock.monotonic() + seconds, record)
+        self.deadlines.add(self._clock.monotonic() + seconds, record)
         return record.reference
 
     def schedule_cron(
@@ -381,7 +413,7 @@ class Scheduler:
         if record.paused:
             return
         record.paused = True
-        if self._deadlines.remove(record) and record.interval is None and record.cron is None:
+        if self.deadlines.remove(record) and record.interval is None and record.cron is None:
             record.due = max(0.0, record.due - self._clock.monotonic())  # delay left
 
     def resume(self, reference: str) -> None:
@@ -399,14 +431,14 @@ class Scheduler:
             record.due = clock.monotonic() + record.interval
         else:
             record.due = clock.monotonic() + record.due
-        self._deadlines.add(record.due, record)
+        self.deadlines.add(record.due, record)
 
-    def _retire(self, record: ScheduleRecord) -> None:
+    def retire(self, record: ScheduleRecord) -> None:
         """Forget a schedule for good; its queued ticks become stale."""
         if record.dead:
             return
         record.dead = True
-        self._deadlines.remove(record)
+        self.deadlines.remove(record)
         if self._refs.get(record.reference) is record:
             del self._refs[record.reference]
         owner = record.owner
@@ -416,14 +448,13 @@ class Scheduler:
     def owner_stopped(self, owner: Cell) -> None:
         """Cancel every schedule owned by an actor that has fully stopped."""
         for record in list(owner.release_owned()):
-            self._retire(record)
+            self.retire(record)
 
     def close(self) -> None:
         for record in list(self._refs.values()):
-            self._retire(record)
+            self.retire(record)
         self._unsubscribe_wall()
-        if self.owner_stopped in self._runtime.stop_listeners:
-            self._runtime.stop_listeners.remove(self.owner_stopped)
+        self._unlisten()
 
     # -- cron --------------------------------------------------------------------------
 
@@ -433,18 +464,18 @@ class Scheduler:
         clock = self._clock
         wall = clock.wall()
         if after is not None and not state.advance(after):
-            self._retire(record)
+            self.retire(record)
             return
         record.due = clock.monotonic() + max(0.0, state.next_wall - wall)
         if not record.paused:
-            self._deadlines.add(record.due, record)
+            self.deadlines.add(record.due, record)
 
-    def _fire_cron(self, record: ScheduleRecord, state: CronState, now: float) -> None:
+    def fire_cron(self, record: ScheduleRecord, state: CronState, now: float) -> None:
         wall = self._clock.wall()
         if wall + WALL_TOLERANCE < state.next_wall:
             # Wall time went back since this was armed: not due yet in wall terms.
             record.due = now + (state.next_wall - wall)
-            self._deadlines.add(record.due, record)
+            self.deadlines.add(record.due, record)
             return
         fire_at = state.next_wall  # the instant this tick stands for (the cluster claim key)
         # Overdue fire times (a stall, a forward wall jump) are coalesced into this one.
@@ -457,17 +488,18 @@ class Scheduler:
         if gate is not None:
             self._deliver_if_claimed(gate, record, state, fire_at)
         else:
-            delivered = record.target._target.deliver(record, record.sender, None)
+            target = record.send_to
+            delivered = target.deliver(record, record.sender, None)
             if delivered:
                 record.ticks += 1
                 self.ticks_delivered += 1
-            elif not record.target._target.alive():
-                self._retire(record)  # target fully stopped: drop after this tick
+            elif not target.alive():
+                self.retire(record)  # target fully stopped: drop after this tick
                 return
         if record.final:
             return
         record.due = now + (state.next_wall - wall)
-        self._deadlines.add(record.due, record)
+        self.deadlines.add(record.due, record)
 
     def _deliver_if_claimed(
         self, gate: CronGate, record: ScheduleRecord, state: CronState, fire_at: float
@@ -480,16 +512,16 @@ class Scheduler:
         def deliver() -> None:
             if record.dead:
                 return  # cancelled, replaced or retired while the claim ran
-            target = record.target._target
+            target = record.send_to
             if target.deliver(record, record.sender, None):
                 record.ticks += 1
                 self.ticks_delivered += 1
             elif not target.alive():
-                self._retire(record)
+                self.retire(record)
 
         def skipped() -> None:
             if record.final:
-                self._retire(record)  # its last tick was another node's to deliver
+                self.retire(record)  # its last tick was another node's to deliver
 
         gate.deliver_if_won(record.reference, fire_at, period, deliver, skipped)
 
@@ -503,7 +535,7 @@ class Scheduler:
             # A backward jump leaves next_wall where it was, so a tick never fires twice;
             # a forward jump makes it due now, once: later overdue ones are coalesced.
             record.due = now + max(0.0, state.next_wall - wall)
-            self._deadlines.add(record.due, record)
+            self.deadlines.add(record.due, record)
 
     # -- introspection -----------------------------------------------------------------
 
@@ -518,5 +550,10 @@ class Scheduler:
         return [schedule_info(record, now, wall, here, clustered) for record in self._refs.values()]
 
     def metrics(self) -> SchedulerMetrics:
-        n = min(self._fired, LATENESS_WINDOW)
-        return scheduler_metrics(self, sorted(self._lateness[:n]))
+        n = min(self.fired, LATENESS_WINDOW)
+        return scheduler_metrics(self, sorted(self.lateness[:n]))
+
+    def statistics(self) -> SchedulerStatistics:
+        """A frozen snapshot for operator tools (metrics, the console): ticks fired, a
+        copy of the lateness ring, live schedules by kind, each one's last lateness."""
+        return scheduler_statistics(self.fired, self.lateness, self._refs.values())

@@ -3,24 +3,21 @@
 beside the public :mod:`tocsin.scheduling`: they import these names from here and from no
 other ``scheduling._*`` module (DESIGN.md "Layers"). Re-exports only.
 
-``Scheduler`` is the service the facade starts; ``lateness_ring``, ``last_lateness`` and
-``schedule_counts`` read it for introspection. ``zone``, ``local_zone_name`` and
-``same_zone`` are the cron layer's one zone lookup (:mod:`tocsin.cron._zones`),
-re-exported for the layers that import them from here.
+from ..cron._spi import local_zone_name, same_zone, zone
+from ._introspect import SchedulerStatistics, last_lateness
 """
 
 from __future__ import annotations
 
 from ..cron._spi import local_zone_name, same_zone, zone
-from ._introspect import last_lateness, lateness_ring, schedule_counts
+from ._introspect import SchedulerStatistics, last_lateness
 from ._scheduler import Scheduler
 
 __all__ = [
     "Scheduler",
+    "SchedulerStatistics",
     "last_lateness",
-    "lateness_ring",
     "local_zone_name",
     "same_zone",
-    "schedule_counts",
     "zone",
 ]

@@ -124,8 +124,8 @@ class SystemMonitor:
         self._actor_logger = logging.getLogger(ACTOR_LOGGER)
         self._root_logger = logging.getLogger(ROOT_LOGGER)
         self._saved_level: int | None = None  # the logger's own level, when we lowered it
-        self._filter = _RecordFilter(self)
-        self._handler = _RecordHandler(self)
+        self._filter = _RecordFilter(self._on_record, self._floor)
+        self._handler = _RecordHandler(self._on_record)
         self._open = False
 
     # -- recording ---------------------------------------------------------------------
@@ -301,12 +301,16 @@ class SystemMonitor:
                 found.append(
                     f"expected {rule.count} {rule.kind}(s) ({rule.label}), got {rule.matched}"
                 )
-        for entry in state.crashes:
-            if not (entry.taken or entry.covered):
-                found.append(f"unexpected crash: {entry.item.describe()}\n{_tail(entry.item)}")
-        for entry in state.letters:
-            if not (entry.taken or entry.covered):
-                found.append(f"unexpected dead letter: {_describe_letter(entry.item)}")
+        found.extend(
+            f"unexpected crash: {entry.item.describe()}\n{_tail(entry.item)}"
+            for entry in state.crashes
+            if not (entry.taken or entry.covered)
+        )
+        found.extend(
+            f"unexpected dead letter: {_describe_letter(entry.item)}"
+            for entry in state.letters
+            if not (entry.taken or entry.covered)
+        )
         return found
 
     def check(self) -> None:
@@ -328,26 +332,29 @@ class SystemMonitor:
 class _RecordFilter(logging.Filter):
     """On ``tocsin.actor``: records failures, hides what the user's level would have hidden."""
 
-    def __init__(self, monitor: SystemMonitor) -> None:
+    def __init__(
+        self, on_record: Callable[[logging.LogRecord], None], floor: Callable[[], int]
+    ) -> None:
         super().__init__()
-        self._monitor = monitor
+        self._on_record = on_record  # the monitor's: what it records
+        self._floor = floor  # the monitor's: the lowest level the user's config shows
 
     def filter(self, record: logging.LogRecord) -> bool:
-        self._monitor._on_record(record)
-        return record.levelno >= self._monitor._floor()
+        self._on_record(record)
+        return record.levelno >= self._floor()
 
 
 @final
 class _RecordHandler(logging.Handler):
     """On ``tocsin``: records ERROR-and-above records with an exception from other loggers."""
 
-    def __init__(self, monitor: SystemMonitor) -> None:
+    def __init__(self, on_record: Callable[[logging.LogRecord], None]) -> None:
         super().__init__(logging.ERROR)
-        self._monitor = monitor
+        self._on_record = on_record  # the monitor's: what it records
 
     def emit(self, record: logging.LogRecord) -> None:
         if record.name != ACTOR_LOGGER:  # the filter has already seen those
-            self._monitor._on_record(record)
+            self._on_record(record)
 
 
 def _args(record: logging.LogRecord) -> tuple[Any, ...]:

@@ -194,13 +194,24 @@ def _is_ours(item: pytest.Item) -> bool:
     return not _asyncio_plugin_owns(item)
 
 
+def _fixture_manager(item: pytest.Item) -> Any:
+    """pytest's fixture manager, through the plugin manager (it registers as
+    ``"funcmanage"``): its ``getfixturedefs`` and ``getfixtureinfo`` are what pytest's
+    own items use, read here without reaching into an item's private attributes."""
+    return item.config.pluginmanager.get_plugin("funcmanage")
+
+
 @pytest.hookimpl(tryfirst=True)
 def pytest_runtest_setup(item: pytest.Item) -> None:
     """Refuse an async fixture in a test the plugin runs: it would live on another loop."""
     if not _is_ours(item):
         return
     assert isinstance(item, pytest.Function)
-    for name, defs in item._fixtureinfo.name2fixturedefs.items():
+    manager = _fixture_manager(item)
+    for name in item.fixturenames:
+        defs = manager.getfixturedefs(name, item)
+        if not defs:
+            continue  # a direct parametrize argument: no fixture behind it
         func = defs[-1].func
         if inspect.iscoroutinefunction(func) or inspect.isasyncgenfunction(func):
             hint = (
@@ -228,7 +239,8 @@ def pytest_pyfunc_call(pyfuncitem: pytest.Function) -> bool | None:
         return None
     func = pyfuncitem.obj
     # The same selection pytest's own pyfunc_call makes: the test's arguments only.
-    kwargs = {name: pyfuncitem.funcargs[name] for name in pyfuncitem._fixtureinfo.argnames}
+    info = _fixture_manager(pyfuncitem).getfixtureinfo(pyfuncitem, func, pyfuncitem.cls)
+    kwargs = {name: pyfuncitem.funcargs[name] for name in info.argnames}
     limit = float(pyfuncitem.config.getini("tocsin_async_timeout") or 0)
 
     async def guarded(coro: Coroutine[Any, Any, Any]) -> None:
