@@ -94,7 +94,7 @@ def _params(op: Op) -> tuple[Any, ...]:
     if isinstance(op, PutState):
         return (op.kind, op.identity, op.key, op.value)
     if isinstance(op, Fence):
-        return (op.kind, op.identity, op.epoch)
+        return (op.kind, op.identity, op.epoch, op.owner)
     return (op.kind, op.identity, op.key)
 
 
