@@ -35,7 +35,7 @@ from .actor._spi import (
     local_address,
 )
 from .clock import Clock, SystemClock
-from .cluster import Cluster, ClusterNode, NodeJoined, NodeLeft
+from .cluster import Cluster, ClusterNode, LeaseRegained, NodeJoined, NodeLeft
 from .cluster._spi import (
     ClusterOwnership,
     Rebalancer,
@@ -321,6 +321,8 @@ class ActorSystem(SchedulingCalls):
                 return durable.store.fence_epoch(kind, identity)
 
             durable.gate = self._ownership = ClusterOwnership(cluster, self._pid_at, fenced)
+            # Due work runs within poll_interval of the coordinator or store coming back.
+            durable.retry_cap = min(durable.retry_cap, cluster.config.poll_interval or 1.0)
             self._rebalancer = Rebalancer(
                 cluster, durable, fenced, self.clock, cluster.config.rebalance_rate
             )
@@ -350,9 +352,9 @@ class ActorSystem(SchedulingCalls):
         self.events.publish(event)
         if isinstance(event, NodeJoined) and self._rebalancer is not None:
             self._rebalancer.node_joined()  # identities it now prefers move to it
-        if isinstance(event, NodeLeft) and self._durable is not None:
-            # Its passivated identities with due tasks are free now: the preferred node
-            # arms their alarms at once instead of at its next periodic poll.
+        if isinstance(event, (NodeLeft, LeaseRegained)) and self._durable is not None:
+            # Its passivated identities with due tasks are free now (or this node may run
+            # its own again): armed at once instead of at the next periodic poll.
             self._durable.poll_soon()
 
     def _lease_lost(self) -> None:

@@ -103,7 +103,12 @@ class ClusterOwnership:
         floor = await self._fenced(kind, identity) + 1
         await self._node.directory.locate(kind, identity, floor=floor)
 
-    async def claim(self, kind: str, identity: str) -> Claim:
+    def holder(self) -> str:
+        """This node's owner identity in the store's fence: name and incarnation."""
+        membership = self._node.membership
+        return f"{membership.name}/{membership.incarnation}"
+
+    async def claim(self, kind: str, identity: str, *, refused: int | None = None) -> Claim:
         directory = self._node.directory
         membership = self._node.membership
         entry = await self._node.coordinator.owner(kind, identity)
@@ -113,6 +118,10 @@ class ClusterOwnership:
         # never shares its epoch with an older owner (a fence written after this read is
         # a newer owner's, whose live entry the compare-and-set below then finds).
         fence = await self._fenced(kind, identity)
+        if refused is not None:
+            # The fence refused this node's epoch `refused` (another holder wrote it,
+            # e.g. after the coordinator lost the directory): equal is not enough.
+            fence = max(fence, refused)
         if entry is None or not entry.alive:
             # Free (never owned, or its owner's lease is gone): placed in one
             # compare-and-set on the coordinator's view of the live nodes.
@@ -138,7 +147,7 @@ class ClusterOwnership:
         if entry is None:
             return Claim(None)  # no lease here: nothing may activate on this node
         if directory.mine(entry):
-            return Claim(entry.epoch)
+            return Claim(entry.epoch, holder=self.holder())
         return Claim(None, await self.resolve(entry.node, kind, identity))
 
     def fenced(self, kind: str, identity: str) -> None:

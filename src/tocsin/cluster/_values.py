@@ -149,6 +149,32 @@ class NodeLeft:
 
 @final
 @dataclass(frozen=True, slots=True)
+class LeaseLost:
+    """Published on ``system.events`` when *this* node loses its own lease.
+
+    From then on it claims nothing and its durable activations stop (another node may
+    own their identities now); asks to identities it cannot reach fail with
+    :class:`~tocsin.NotOwnerError` until :class:`LeaseRegained`. ``reason`` says why
+    (not renewed in time by this node's clock, refused by the coordinator, or the
+    coordinator lost its data).
+    """
+
+    name: str
+    reason: str
+
+
+@final
+@dataclass(frozen=True, slots=True)
+class LeaseRegained:
+    """Published on ``system.events`` when *this* node holds a lease again after a
+    :class:`LeaseLost` (it joined again); the node looks for its due durable work at
+    once (``docs/cluster.md``, "Outages heal by themselves")."""
+
+    name: str
+
+
+@final
+@dataclass(frozen=True, slots=True)
 class ClusterMetrics:
     """Cluster counters of one node (``system.cluster.metrics()``), a snapshot.
 
