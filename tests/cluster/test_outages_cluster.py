@@ -127,3 +127,22 @@ async def test_an_ask_on_a_node_without_a_lease_raises_not_owner() -> None:
         coordinator.fail = {}
         await clock.advance(LEASE / 3 + POLL)
         assert await pid.ask(Call("hello")) == "hello"
+
+
+async def test_renewals_that_fail_keep_renewing_and_log_once(
+    caplog: pytest.LogCaptureFixture,
+) -> None:
+    async with one_node() as (clock, system, coordinator, events):
+        await clock.advance(LEASE / 3)  # t = 1: renewed, held until t = 4
+        coordinator.fail = {"renew": "before", "leases": "before"}
+        with caplog.at_level(logging.INFO, logger="tocsin.cluster"):
+            await clock.advance(LEASE / 3)  # t = 2: the renewal (and view reads) fail
+            coordinator.fail = {}
+            await clock.advance(LEASE / 3)  # t = 3: the next one answers: the lease is kept
+            await clock.advance(LEASE * 2)
+        assert events == []  # never lost
+        assert system.cluster.membership.holds_lease()
+        messages = [r.getMessage() for r in caplog.records]
+        assert sum("logged once per outage" in m for m in messages) == 1, messages
+        assert sum("answers again" in m for m in messages) == 1
+        assert system.cluster.metrics().renew_failures == 1

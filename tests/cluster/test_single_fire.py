@@ -4,6 +4,7 @@
 from __future__ import annotations
 
 import asyncio
+import logging
 import math
 from datetime import UTC, datetime
 from zoneinfo import ZoneInfo
@@ -159,6 +160,33 @@ async def test_a_claim_that_errs_delivers_nothing_and_is_counted(mode: str) -> N
         # "after": the claim was written, so nobody else delivers that tick either: the
         # tick is lost, never doubled. "before": nothing was written; another node wins.
         assert await b.cron_claims.claim("r", fire, 60) is (mode == "before")
+    finally:
+        await world.close()
+        await flaky.inner.close()
+
+
+async def test_failed_claims_log_one_warning_per_outage(caplog: pytest.LogCaptureFixture) -> None:
+    # Issue 20, item 8: one WARNING per failed claim per node per tick for the whole outage.
+    world = World()
+    flaky = Flaky(world.coordinator())
+    await flaky.inner.open()
+    try:
+        a = world.node("a", coordinator=flaky)
+        await a.start()
+        flaky.fail["claim_tick"] = "before"
+        with caplog.at_level(logging.INFO, logger="tocsin.cluster"):
+            for tick in range(5):
+                assert await a.cron_claims.claim("r", world.clock.wall() + tick, 60) is False
+            del flaky.fail["claim_tick"]
+            assert await a.cron_claims.claim("r", world.clock.wall() + 10, 60) is True
+            flaky.fail["claim_tick"] = "before"  # a second outage is logged again
+            assert await a.cron_claims.claim("r", world.clock.wall() + 11, 60) is False
+        messages = [r.getMessage() for r in caplog.records]
+        failing = [m for m in messages if "cron tick claims failing" in m]
+        assert len(failing) == 2, messages
+        assert "injected failure before claim_tick" in failing[0]
+        assert sum("answers again" in m for m in messages) == 1
+        assert a.metrics().claims_failed == 6
     finally:
         await world.close()
         await flaky.inner.close()

@@ -13,7 +13,7 @@ from typing import Any
 
 import pytest
 
-from tocsin import ActorSystem, ManualClock
+from tocsin import ActorSystem, DeadLetter, ManualClock
 from tocsin.durable import Call, DurableActor
 from tocsin.durable._outage import RETRY_CAP, retry_delay
 from tocsin.errors import StoreError
@@ -203,3 +203,17 @@ async def test_a_poll_asked_for_while_one_runs_runs_after_it() -> None:
         gate.set()
         await clock.advance(0)
         assert polls == 2
+
+
+async def test_a_tell_of_a_call_from_outside_an_actor_adds_no_dead_letter() -> None:
+    # Issue 20, item 8: each one added a `not_found` dead letter (its reply to NoSender).
+    clock = ManualClock(wall=T0)
+    async with ActorSystem("outage", clock=clock) as system:
+        letters: list[DeadLetter] = []
+        system.events.subscribe(letters.append, DeadLetter)
+        pid = await system.durable(Counter, "c")
+        pid.tell(Call("later", 5))
+        await clock.advance(5)
+        assert ticks() == [5.0]
+        assert letters == []
+        assert system.dead_letters == 0

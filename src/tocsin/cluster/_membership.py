@@ -105,7 +105,12 @@ class Membership:
         #: The lease was lost and not held since: the next one held is a LeaseRegained.
         self._lost = False
         #: The coordinator as the renewals and view reads see it (logged once an outage).
-        self.outage = Outage(f"node {name}: cluster coordinator calls (lease, members)", _log)
+        self.outage = Outage(
+            f"node {name}: cluster coordinator calls (lease, members)",
+            _log,
+            f"every renewal (each {lease / 3:g} s) tries again; the lease is lost once "
+            "not renewed within it, and held again at the first renewal that answers",
+        )
         self._valid_until = 0.0
         self._expiry: TimerHandle | None = None
         self._view: dict[str, LeaseRow] = {}

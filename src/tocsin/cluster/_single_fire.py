@@ -31,6 +31,7 @@ from datetime import UTC, datetime, tzinfo
 from typing import TYPE_CHECKING, Final, final
 
 from ..clock import Clock
+from ..durable._spi import Outage
 from ..errors import CoordinatorError, ScheduleReferenceRequiredError
 from ._protocol import ClaimOutcome, Coordinator
 from ._values import Counters
@@ -140,6 +141,13 @@ class CronClaims:
         self._idle = asyncio.Event()
         self._idle.set()
         self._progress = 0
+        #: Failed claims are logged once per outage (issue 20), not once per tick.
+        self.outage = Outage(
+            f"node {node}: cron tick claims",
+            _log,
+            "the ticks whose claim fails are not delivered (never doubled; counted in "
+            "claims_failed)",
+        )
 
     # -- the ManualClock activity-tracker protocol ---------------------------------------
 
@@ -227,9 +235,9 @@ class CronClaims:
             )
         except CoordinatorError as exc:
             counters.claims_failed += 1
-            _log.warning("cron %r tick at %s not delivered: claim failed: %s",
-                         reference, tick_key(reference, fire_at), exc)  # fmt: skip
+            self.outage.failed(exc, f"tick {tick_key(reference, fire_at)} not delivered")
             return False
+        self.outage.ok()
         if outcome is ClaimOutcome.WON:
             counters.claims_won += 1
             return True

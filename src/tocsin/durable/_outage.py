@@ -35,11 +35,16 @@ class Outage:
     to its next successful one. ``failures`` counts failed calls, ``outages`` counts
     outages (both only grow: the metrics read them)."""
 
-    __slots__ = ("down", "failures", "log", "outages", "what")
+    __slots__ = ("down", "failures", "log", "outages", "then", "what")
 
-    def __init__(self, what: str, log: logging.Logger) -> None:
+    def __init__(self, what: str, log: logging.Logger, then: str = "") -> None:
         self.what = what
         self.log = log
+        #: What the node does meanwhile (said in the one WARNING).
+        self.then = then or (
+            "every alarm, poll and claim retries with backoff (at most "
+            f"{RETRY_CAP:g} s apart) until it answers"
+        )
         self.down = False
         self.failures = 0
         self.outages = 0
@@ -52,13 +57,12 @@ class Outage:
         self.down = True
         self.outages += 1
         self.log.warning(
-            "%s failing (%s: %s: %s); every alarm, poll and claim retries with backoff "
-            "(at most %g s apart) until it answers; logged once per outage",
+            "%s failing (%s: %s: %s); %s; logged once per outage",
             self.what,
             during,
             type(exc).__name__,
             exc,
-            RETRY_CAP,
+            self.then,
         )
 
     def ok(self) -> None:
