@@ -615,8 +615,10 @@ class ActorSystem(SchedulingCalls):
                 ``passivate_after``, else never).
 
         Raises:
-            CoordinatorError: cluster mode, and the coordinator failed (nothing was
-                decided; call again).
+            CoordinatorUnavailableError: cluster mode, and the coordinator failed or did
+                not answer within its bound (nothing was decided; call again).
+            NotOwnerError: cluster mode, and this node holds no lease right now.
+            StoreError: the durable store failed.
         """
         runtime = self._live("activate a durable actor")
         if not (isinstance(kind, type) and issubclass(kind, DurableActor)):

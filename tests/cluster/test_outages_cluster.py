@@ -146,3 +146,18 @@ async def test_renewals_that_fail_keep_renewing_and_log_once(
         assert sum("logged once per outage" in m for m in messages) == 1, messages
         assert sum("answers again" in m for m in messages) == 1
         assert system.cluster.metrics().renew_failures == 1
+
+
+async def test_system_durable_says_why_it_cannot_place_an_identity() -> None:
+    async with one_node() as (clock, system, coordinator, _events):
+        coordinator.fail = {"owner": "before", "place": "before", "acquire": "before"}
+        with pytest.raises(CoordinatorUnavailableError, match="injected failure"):
+            await system.durable(Reminder, "new-one")
+        coordinator.fail = {"renew": "before", "leases": "before"}
+        await clock.advance(LEASE + 1)  # the lease is lost
+        with pytest.raises(NotOwnerError, match="holds no cluster lease"):
+            await system.durable(Reminder, "new-one")
+        coordinator.fail = {}
+        await clock.advance(LEASE / 3 + POLL)  # held again
+        pid = await system.durable(Reminder, "new-one")
+        assert await pid.ask(Call("hello")) == "hello"

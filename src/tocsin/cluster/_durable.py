@@ -25,6 +25,7 @@ from collections.abc import Awaitable, Callable
 from typing import TYPE_CHECKING, final
 
 from ..durable._spi import Claim
+from ..errors import CoordinatorError, CoordinatorUnavailableError, NotOwnerError
 from ._rendezvous import rendezvous_owner
 
 if TYPE_CHECKING:
@@ -99,9 +100,31 @@ class ClusterOwnership:
 
     async def place(self, kind: str, identity: str) -> None:
         """Place a free identity on the coordinator's view (``system.durable``): the
-        entry may name another node, with an epoch above the store's fence."""
+        entry may name another node, with an epoch above the store's fence.
+
+        Bounded (issue 20, item 6): every coordinator and store call it makes is (the
+        drivers' timeouts), and it fails fast with a typed error rather than "stopped".
+
+        Raises:
+            NotOwnerError: this node holds no lease (lost, not regained yet).
+            CoordinatorUnavailableError: the coordinator failed or did not answer.
+            StoreError: the durable store failed.
+        """
+        if not self._node.membership.holds_lease():
+            raise NotOwnerError(
+                f"durable {durable_path(kind, identity)}: node {self._node.name!r} holds no "
+                "cluster lease (lost, not yet regained): it can neither place the identity "
+                "nor find its owner; it joins again by itself (LeaseRegained)"
+            )
         floor = await self._fenced(kind, identity) + 1
-        await self._node.directory.locate(kind, identity, floor=floor)
+        try:
+            await self._node.directory.locate(kind, identity, floor=floor)
+        except CoordinatorUnavailableError:
+            raise
+        except CoordinatorError as exc:
+            raise CoordinatorUnavailableError(
+                f"durable {durable_path(kind, identity)}: placing it failed: {exc}"
+            ) from exc
 
     def holder(self) -> str:
         """This node's owner identity in the store's fence: name and incarnation."""

@@ -12,12 +12,13 @@ Times are ``double precision`` epoch seconds, as in the Python API.
 
 from __future__ import annotations
 
+import asyncio
 import re
 from collections.abc import AsyncIterator
 from contextlib import asynccontextmanager
 from typing import Any, Final, final
 
-from ..errors import CoordinatorError, InvalidCoordinatorURLError
+from ..errors import CoordinatorError, CoordinatorUnavailableError, InvalidCoordinatorURLError
 from ..stores._spi import (
     CONNECT_TIMEOUT,
     PG_OPTIONS,
@@ -39,6 +40,16 @@ except ImportError as exc:  # pragma: no cover - depends on the environment
     ) from exc
 
 __all__ = ["PostgresCoordinator"]
+
+#: The errors that mean the server was not reached or is going away (as opposed to a
+#: statement it refused): every asyncpg client-side error included, none escapes.
+_UNAVAILABLE: Final = (
+    asyncpg.InterfaceError,
+    asyncpg.InternalClientError,
+    asyncpg.PostgresConnectionError,
+    asyncpg.exceptions.OperatorInterventionError,
+    OSError,
+)
 
 #: Advisory lock key held while creating the schema ("tcclus" in ASCII).
 SCHEMA_LOCK_KEY: Final = 0x74636C7573
@@ -189,9 +200,23 @@ class PostgresCoordinator:
 
     @asynccontextmanager
     async def _errors(self, what: str) -> AsyncIterator[None]:
+        """asyncpg/OS errors as :class:`CoordinatorError` (the server could not be reached
+        or did not answer: :class:`CoordinatorUnavailableError`), and the bound of every
+        call, pool acquire included (issue 20, item 6: a frozen server held calls)."""
+        bound = max(self._command_timeout, self.connect_timeout)
         try:
-            yield
-        except (asyncpg.PostgresError, asyncpg.InterfaceError, OSError, TimeoutError) as exc:
+            async with asyncio.timeout(bound):
+                yield
+        except TimeoutError as exc:
+            raise CoordinatorUnavailableError(
+                f"PostgreSQL coordinator {self.url}: {what} failed: no answer within "
+                f"{bound:g} s (server down or frozen?)"
+            ) from exc
+        except _UNAVAILABLE as exc:
+            raise CoordinatorUnavailableError(
+                f"PostgreSQL coordinator {self.url}: {what} failed: {exc}"
+            ) from exc
+        except asyncpg.PostgresError as exc:
             raise CoordinatorError(
                 f"PostgreSQL coordinator {self.url}: {what} failed: {exc}"
             ) from exc
