@@ -27,7 +27,8 @@ from tocsin import (
 )
 from tocsin.cluster._memory import MemoryCoordinator
 from tocsin.durable import Call, DurableActor
-from tocsin.stores import MemoryStore
+from tocsin.errors import FencedError
+from tocsin.stores import Fence, MemoryStore
 
 T0 = 1_800_000_000.0
 LEASE = 3.0
@@ -161,3 +162,28 @@ async def test_system_durable_says_why_it_cannot_place_an_identity() -> None:
         await clock.advance(LEASE / 3 + POLL)  # held again
         pid = await system.durable(Reminder, "new-one")
         assert await pid.ask(Call("hello")) == "hello"
+
+
+class _FencedStore:
+    """The shared store, but every fence is refused (a newer owner holds every identity)."""
+
+    def __init__(self) -> None:
+        self.inner = MemoryStore()
+
+    def __getattr__(self, name: str) -> Any:
+        return getattr(self.inner, name)
+
+    async def apply(self, ops: Any) -> None:
+        if ops and isinstance(ops[0], Fence):
+            raise FencedError("injected: a newer owner holds it")
+        await self.inner.apply(ops)
+
+
+async def test_an_ask_whose_claim_the_fence_refuses_raises_fenced() -> None:
+    clock = ManualClock(wall=T0)
+    url = f"memory://{uuid.uuid4().hex}"
+    system = ActorSystem("a", clock=clock, store=_FencedStore(), cluster=Cluster(url, lease=LEASE))
+    async with system:
+        pid = await system.durable(Reminder, "r")
+        with pytest.raises(FencedError, match="newer owner"):
+            await pid.ask(Call("hello"))
