@@ -37,7 +37,7 @@ from typing import TYPE_CHECKING, Final, final
 
 from ..clock import Clock
 from ..durable._spi import Outage
-from ..errors import CoordinatorError, ScheduleReferenceRequiredError
+from ..errors import ScheduleReferenceRequiredError
 from ._protocol import ClaimOutcome, Coordinator
 from ._values import Counters
 
@@ -272,15 +272,15 @@ class CronClaims:
         cron expression gives); ``True`` means deliver it, ``False`` means do not.
 
         ``period`` is the cron period at this tick (:func:`cron_period`); the claim's TTL
-        is :func:`claim_ttl` of it. Never raises for a coordinator failure: that is a
-        ``False`` (nothing delivered) counted in ``claims_failed``.
+        is :func:`claim_ttl` of it. Never raises for a coordinator failure (whatever it
+        raised): that is a ``False`` (nothing delivered) counted in ``claims_failed``.
         """
         counters = self._counters
         try:
             outcome = await self._coordinator.claim_tick(
                 tick_key(reference, fire_at), reference, fire_at, claim_ttl(period), self._node
             )
-        except CoordinatorError as exc:
+        except Exception as exc:  # CoordinatorError, or anything a custom coordinator raises
             counters.claims_failed += 1
             self.outage.failed(exc, f"tick {tick_key(reference, fire_at)} not delivered")
             return False

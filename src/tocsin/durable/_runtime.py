@@ -262,6 +262,7 @@ class DurableRuntime:
         task = self.runtime.loop.create_task(coroutine)
         self._background.add(task)
         task.add_done_callback(self._background.discard)
+        task.add_done_callback(_observed)
         return task
 
     def lose_ownership(self) -> None:
@@ -385,6 +386,7 @@ class DurableRuntime:
     def _start_poll(self) -> None:
         if self._poll_task is None or self._poll_task.done():
             self._poll_task = self.runtime.loop.create_task(self._poll_guarded())
+            self._poll_task.add_done_callback(_observed)
             self.runtime.track_task(self._poll_task)
         else:
             self._poll_again = True  # the running poll may predate what asked for this
@@ -415,6 +417,13 @@ class DurableRuntime:
             handle.arm(due)
         else:
             self._start_poll()
+
+
+def _observed(task: asyncio.Task[None]) -> None:
+    """No background task (a poll, a helper of the cluster) dies unobserved (issue 20):
+    its exception is logged."""
+    if not task.cancelled() and (exc := task.exception()) is not None:
+        _log.error("durable: a background task failed", exc_info=exc)
 
 
 def durable_of(runtime: Runtime | None) -> DurableRuntime | None:
