@@ -187,3 +187,22 @@ async def test_an_ask_whose_claim_the_fence_refuses_raises_fenced() -> None:
         pid = await system.durable(Reminder, "r")
         with pytest.raises(FencedError, match="newer owner"):
             await pid.ask(Call("hello"))
+
+
+async def test_a_rejoin_that_fails_is_tried_again_at_each_renewal() -> None:
+    async with one_node() as (clock, system, coordinator, events):
+        pid = await system.durable(Reminder, "r", passivate_after=1.0)
+        await pid.ask(Call("later", 8))
+        await clock.advance(1.5)
+        coordinator.fail = {"renew": "before", "leases": "before"}
+        await clock.advance(LEASE + 1)  # lost
+        coordinator.fail = {"join": "before"}  # renewals answer "expired"; joins fail
+        await clock.advance(LEASE)  # three renewals, three failed joins
+        assert [type(e) for e in events] == [LeaseLost]
+        assert RUNS == []
+        coordinator.fail = {}
+        back = clock.wall() - T0
+        await clock.advance(LEASE / 3 + POLL)
+        assert [type(e) for e in events] == [LeaseLost, LeaseRegained]
+        assert len(RUNS) == 1
+        assert back < RUNS[0] <= back + LEASE / 3 + POLL
