@@ -115,8 +115,12 @@ class DurableHandle(SendTarget):
     def retry_later(self, exc: BaseException, during: str) -> None:
         """A store or coordinator call of this identity's alarm path failed: keep the
         alarm, armed again after a capped backoff (the outage is logged once, counted)."""
+        self.durable.outage_of(exc).failed(exc, f"{during} of durable {self.path}")
+        self._back_off()
+
+    def _back_off(self) -> None:
+        """Arm the alarm again after the next capped backoff delay."""
         durable = self.durable
-        durable.outage_of(exc).failed(exc, f"{during} of durable {self.path}")
         self.retries += 1
         if durable.stopping or not self.runtime.running:
             return
@@ -243,9 +247,10 @@ class DurableHandle(SendTarget):
                     # It may not know yet (handed over to it, never activated there).
                     owner._target.deliver(WAKE, NoSender, None)
                 elif failure is not None and not isinstance(failure, (FencedError, NotOwnerError)):
-                    # The coordinator or the store failed: the alarm stays, retried after
-                    # a backoff (a node without a lease polls once it regains it).
-                    self.retry_later(failure, "claiming it for its due tasks")
+                    # The coordinator or the store failed (counted and logged above): the
+                    # alarm stays, retried after a backoff (a node without a lease polls
+                    # once it regains it).
+                    self._back_off()
                 continue
             if owner is not None:
                 owner._target.deliver(message, sender, reply)

@@ -353,9 +353,11 @@ class DurableRuntime:
             if gate is not None:
                 try:
                     mine = await gate.may_run(due.kind, due.identity)
-                except Exception as exc:  # asked again at the poll's retry
+                except Exception as exc:
+                    # The coordinator failed: ask about the rest at the poll's retry, not
+                    # one bounded wait per identity now.
                     failed = exc
-                    continue
+                    break
                 if not mine:
                     continue  # another node owns it (or should claim it): its poll arms it
             handle = self.handles.get((due.kind, due.identity))
