@@ -30,7 +30,15 @@ from .actor import (
     parse_pid,
 )
 from .clock import Clock, ManualClock, SystemClock
-from .cluster import Cluster, ClusterMetrics, Member, NodeJoined, NodeLeft
+from .cluster import (
+    Cluster,
+    ClusterMetrics,
+    LeaseLost,
+    LeaseRegained,
+    Member,
+    NodeJoined,
+    NodeLeft,
+)
 from .cron import Calendar, CronExpression, DSTPolicy
 from .durable import (
     Call,
@@ -52,6 +60,7 @@ from .errors import (
     BackpressureError,
     CodecError,
     CoordinatorError,
+    CoordinatorUnavailableError,
     DeadActorError,
     FencedError,
     InvalidCoordinatorURLError,
@@ -61,6 +70,7 @@ from .errors import (
     InvalidTimezoneError,
     NodeNameTakenError,
     NodeUnreachableError,
+    NotOwnerError,
     RemoteActorError,
     RemotingDisabledError,
     ScheduleAlreadyExistsError,
@@ -121,6 +131,7 @@ __all__ = [
     "ClusterMetrics",
     "CodecError",
     "CoordinatorError",
+    "CoordinatorUnavailableError",
     "CronExpression",
     "DSTPolicy",
     "DeadActorError",
@@ -135,6 +146,8 @@ __all__ = [
     "InvalidIntervalError",
     "InvalidStoreURLError",
     "InvalidTimezoneError",
+    "LeaseLost",
+    "LeaseRegained",
     "ManualClock",
     "Member",
     "NoSender",
@@ -142,6 +155,7 @@ __all__ = [
     "NodeLeft",
     "NodeNameTakenError",
     "NodeUnreachableError",
+    "NotOwnerError",
     "ReceiveContext",
     "RemoteActorError",
     "RemoteMetrics",

@@ -30,10 +30,12 @@ reasonably catch the builtin)::
     ├── NodeUnreachableError              (ConnectionError)
     ├── BackpressureError
     ├── AddressInUseError                 (OSError)
+    ├── NotOwnerError
     └── CoordinatorError
         ├── InvalidCoordinatorURLError    (ValueError)
         ├── NodeNameTakenError
-        └── TimezoneMismatchError
+        ├── TimezoneMismatchError
+        └── CoordinatorUnavailableError   (ConnectionError)
 
 Messages say what was given and what is allowed, and name the parameter.
 """
@@ -53,6 +55,7 @@ __all__ = [
     "BackpressureError",
     "CodecError",
     "CoordinatorError",
+    "CoordinatorUnavailableError",
     "DeadActorError",
     "FencedError",
     "InvalidCoordinatorURLError",
@@ -62,6 +65,7 @@ __all__ = [
     "InvalidTimezoneError",
     "NodeNameTakenError",
     "NodeUnreachableError",
+    "NotOwnerError",
     "RemoteActorError",
     "RemotingDisabledError",
     "ScheduleAlreadyExistsError",
@@ -336,4 +340,26 @@ class FencedError(StoreError):
     batch). A node that lost its lease (paused, partitioned) while another node took the
     identity over writes with an older epoch: the store refuses the whole batch, nothing
     of it is kept, the activation stops and ``fenced_writes`` is counted.
+    """
+
+
+class CoordinatorUnavailableError(CoordinatorError, ConnectionError):
+    """The cluster coordinator did not answer in time (down, frozen, unreachable).
+
+    Raised to a caller that needed it now: an ``ask`` (or ``system.durable``) whose
+    durable identity could not be claimed or located because the coordinator failed, or
+    a coordinator call that ran past its bound. Nothing was decided; the node keeps
+    retrying in the background (``docs/cluster.md``, "Outages heal by themselves"), so
+    calling again once the coordinator is back succeeds.
+    """
+
+
+class NotOwnerError(TocsinError):
+    """Cluster mode: this node may not run a durable identity, and knows no owner to
+    forward to: it holds no live lease (lost to a pause, a partition or a coordinator
+    outage, not yet regained).
+
+    Raised to an ``ask`` that could not reach its identity for that reason (instead of
+    "is stopped"). The node joins again by itself (``LeaseRegained`` on
+    ``system.events``); asks made after that reach the identity.
     """

@@ -41,7 +41,7 @@ from .actor._spi import (
     target_of,
 )
 from .clock import Clock, SystemClock
-from .cluster import Cluster, ClusterNode, NodeJoined, NodeLeft
+from .cluster import Cluster, ClusterNode, LeaseRegained, NodeJoined, NodeLeft
 from .cluster._spi import (
     ClusterOwnership,
     Rebalancer,
@@ -335,6 +335,8 @@ class ActorSystem(SchedulingCalls):
                 return durable.store.fence_epoch(kind, identity)
 
             durable.gate = self._ownership = ClusterOwnership(cluster, self._pid_at, fenced)
+            # Due work runs within poll_interval of the coordinator or store coming back.
+            durable.retry_cap = min(durable.retry_cap, cluster.config.poll_interval or 1.0)
             self._rebalancer = Rebalancer(
                 cluster, durable, fenced, self.clock, cluster.config.rebalance_rate
             )
@@ -364,9 +366,9 @@ class ActorSystem(SchedulingCalls):
         self.events.publish(event)
         if isinstance(event, NodeJoined) and self._rebalancer is not None:
             self._rebalancer.node_joined()  # identities it now prefers move to it
-        if isinstance(event, NodeLeft) and self._durable is not None:
-            # Its passivated identities with due tasks are free now: the preferred node
-            # arms their alarms at once instead of at its next periodic poll.
+        if isinstance(event, (NodeLeft, LeaseRegained)) and self._durable is not None:
+            # Its passivated identities with due tasks are free now (or this node may run
+            # its own again): armed at once instead of at the next periodic poll.
             self._durable.poll_soon()
 
     def _lease_lost(self) -> None:
@@ -619,8 +621,10 @@ class ActorSystem(SchedulingCalls):
                 ``passivate_after``, else never).
 
         Raises:
-            CoordinatorError: cluster mode, and the coordinator failed (nothing was
-                decided; call again).
+            CoordinatorUnavailableError: cluster mode, and the coordinator failed or did
+                not answer within its bound (nothing was decided; call again).
+            NotOwnerError: cluster mode, and this node holds no lease right now.
+            StoreError: the durable store failed.
         """
         runtime = self._live("activate a durable actor")
         if not (isinstance(kind, type) and issubclass(kind, DurableActor)):

@@ -260,7 +260,8 @@ async def test_respond_to_a_tell_from_an_actor_tells_the_sender() -> None:
     assert got == [("ping", "echo")]
 
 
-async def test_respond_to_a_tell_without_sender_is_a_not_found_dead_letter() -> None:
+async def test_respond_to_a_tell_without_sender_is_dropped_silently() -> None:
+    # DESIGN "Precisions" (issue 20): a reply to NoSender is not a lost message.
     system, clock = new_system()
     async with system:
         letters: list[DeadLetter] = []
@@ -268,9 +269,7 @@ async def test_respond_to_a_tell_without_sender_is_a_not_found_dead_letter() -> 
         pid = await system.spawn(Echo)
         pid.tell("lost reply")
         await clock.advance(0)
-        assert [(d.message, d.reason) for d in letters] == [
-            ("lost reply", DeadLetterReason.NOT_FOUND)
-        ]
+        assert letters == []
 
 
 async def test_messages_from_one_sender_arrive_in_send_order() -> None:

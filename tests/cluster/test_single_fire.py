@@ -4,8 +4,10 @@
 from __future__ import annotations
 
 import asyncio
+import logging
 import math
 from datetime import UTC, datetime
+from typing import Any
 from zoneinfo import ZoneInfo
 
 import pytest
@@ -164,6 +166,33 @@ async def test_a_claim_that_errs_delivers_nothing_and_is_counted(mode: str) -> N
         await flaky.inner.close()
 
 
+async def test_failed_claims_log_one_warning_per_outage(caplog: pytest.LogCaptureFixture) -> None:
+    # Issue 20, item 8: one WARNING per failed claim per node per tick for the whole outage.
+    world = World()
+    flaky = Flaky(world.coordinator())
+    await flaky.inner.open()
+    try:
+        a = world.node("a", coordinator=flaky)
+        await a.start()
+        flaky.fail["claim_tick"] = "before"
+        with caplog.at_level(logging.INFO, logger="tocsin.cluster"):
+            for tick in range(5):
+                assert await a.cron_claims.claim("r", world.clock.wall() + tick, 60) is False
+            del flaky.fail["claim_tick"]
+            assert await a.cron_claims.claim("r", world.clock.wall() + 10, 60) is True
+            flaky.fail["claim_tick"] = "before"  # a second outage is logged again
+            assert await a.cron_claims.claim("r", world.clock.wall() + 11, 60) is False
+        messages = [r.getMessage() for r in caplog.records]
+        failing = [m for m in messages if "cron tick claims failing" in m]
+        assert len(failing) == 2, messages
+        assert "injected failure before claim_tick" in failing[0]
+        assert sum("answers again" in m for m in messages) == 1
+        assert a.metrics().claims_failed == 6
+    finally:
+        await world.close()
+        await flaky.inner.close()
+
+
 async def test_deliver_if_won_delivers_on_exactly_one_node_from_a_timer_callback() -> None:
     world = World()
     delivered: list[str] = []
@@ -206,3 +235,69 @@ async def test_claims_in_flight_at_stop_deliver_nothing() -> None:
         assert skipped == ["a"]  # the scheduler learns the tick was not delivered
     finally:
         await world.close()
+
+
+class _Frozen:
+    """A coordinator whose ``claim_tick`` waits until ``thaw`` is set (a SIGSTOPped
+    coordinator), recording the instants claimed."""
+
+    def __init__(self, inner: Any) -> None:
+        self.inner = inner
+        self.url = inner.url
+        self.thaw = asyncio.Event()
+        self.thaw.set()
+        self.claimed: list[float] = []
+
+    def __getattr__(self, name: str) -> Any:
+        return getattr(self.inner, name)
+
+    async def claim_tick(self, key: str, reference: str, fire_at: float, *rest: Any) -> Any:
+        self.claimed.append(fire_at)
+        await self.thaw.wait()
+        return await self.inner.claim_tick(key, reference, fire_at, *rest)
+
+
+async def test_one_claim_in_flight_per_reference_and_a_frozen_coordinator_releases_no_burst() -> (
+    None
+):
+    # Issue 20, item 6: after a 20 s freeze, 18 queued claims were granted and their ticks
+    # delivered within 40 ms, out of order. Now: the first claim waits; the later ticks
+    # coalesce into the latest, claimed once the first answers; in instant order.
+    world = World(lease=60.0)  # the lease outlives the freeze: only the claims wait
+    frozen = _Frozen(world.coordinator())
+    await frozen.inner.open()
+    try:
+        a = world.node("a", coordinator=frozen)
+        await a.start()
+        delivered: list[float] = []
+        skipped: list[float] = []
+        start = world.clock.wall()
+        frozen.thaw.clear()
+        for second in range(20):  # one tick a second while the coordinator is frozen
+            fire = start + second
+            a.cron_claims.deliver_if_won(
+                "r",
+                fire,
+                1.0,
+                lambda fire=fire: delivered.append(fire),
+                lambda fire=fire: skipped.append(fire),
+            )
+            await asyncio.sleep(0)
+        assert frozen.claimed == [start]  # one claim in flight, not twenty
+        assert a.metrics().claims_coalesced == 18  # ticks 1..18 gave way to tick 19
+        assert skipped == [start + s for s in range(1, 19)]
+        frozen.thaw.set()
+        await a.cron_claims.wait_idle()
+        assert frozen.claimed == [start, start + 19]
+        assert delivered == [start, start + 19]  # in instant order
+        # Another reference is not held up by this one's claim.
+        frozen.thaw.clear()
+        a.cron_claims.deliver_if_won("r", start + 20, 1.0, lambda: None)
+        a.cron_claims.deliver_if_won("other", start + 20, 1.0, lambda: None)
+        await asyncio.sleep(0)
+        assert frozen.claimed[-2:] == [start + 20, start + 20]
+        frozen.thaw.set()
+        await a.cron_claims.wait_idle()
+    finally:
+        await world.close()
+        await frozen.inner.close()

@@ -342,6 +342,32 @@ async def test_fence_epoch_is_the_highest_epoch_fenced_per_identity(backend: Bac
         await store.close()
 
 
+async def test_the_fence_refuses_an_equal_epoch_from_another_owner(backend: Backend) -> None:
+    # Issue 20, item 4: a coordinator that lost its data gave one epoch to two nodes; the
+    # second owner to write it must be refused, whatever the directory says.
+    store = await opened(backend)
+    try:
+        await store.apply([Fence("Order", "o-1", 5, "a/1"), PutState("Order", "o-1", "k", b"a")])
+        await store.apply([Fence("Order", "o-1", 5, "a/1"), PutState("Order", "o-1", "k", b"a2")])
+        with pytest.raises(FencedError):  # the zombie: equal epoch, another owner
+            await store.apply(
+                [Fence("Order", "o-1", 5, "b/1"), PutState("Order", "o-1", "k", b"b")]
+            )
+        with pytest.raises(FencedError):  # the same node's earlier life (incarnation)
+            await store.apply(
+                [Fence("Order", "o-1", 5, "a/0"), PutState("Order", "o-1", "k", b"c")]
+            )
+        assert await store.get_state("Order", "o-1", "k") == b"a2"  # nothing of them landed
+        # A higher epoch takes it over, whoever holds it; then the old owner is refused.
+        await store.apply([Fence("Order", "o-1", 6, "b/1"), PutState("Order", "o-1", "k", b"b")])
+        with pytest.raises(FencedError):
+            await store.apply([Fence("Order", "o-1", 6, "a/1")])
+        assert await store.fence_epoch("Order", "o-1") == 6
+        assert await store.get_state("Order", "o-1", "k") == b"b"
+    finally:
+        await store.close()
+
+
 async def test_due_tasks_are_one_actors_pending_tasks_due_by_then_in_due_order_within_limit(
     backend: Backend,
 ) -> None:

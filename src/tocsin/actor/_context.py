@@ -8,7 +8,6 @@ from collections.abc import Callable
 from typing import TYPE_CHECKING, Any, final
 
 from .._deadlines import Seconds, to_seconds
-from ._events import DeadLetter, DeadLetterReason
 from ._pid import PID, NoSender, target_of
 from ._scheduling import ScheduleService, SchedulingCalls
 
@@ -72,7 +71,10 @@ class ReceiveContext(SchedulingCalls):
     def respond(self, value: Any) -> None:
         """Answer the current message: completes an ``ask``, or tells the sender.
 
-        With no one to answer (``NoSender``), the reply is a dead letter.
+        With no one to answer (``NoSender``: a ``tell`` from outside an actor, a task
+        run), the reply is dropped silently (DESIGN "Precisions"): nobody asked for it,
+        so it is not a lost message (issue 20: every ``tell(Call(...))`` to a durable
+        actor used to add a ``not_found`` dead letter).
         """
         reply = self._reply
         if reply is not None:
@@ -82,10 +84,6 @@ class ReceiveContext(SchedulingCalls):
         sender = self.sender
         if isinstance(sender, PID):
             sender.tell(value, self._cell.pid)
-        else:
-            self._cell.runtime.dead_letter(
-                DeadLetter(value, self._cell.pid, None, DeadLetterReason.NOT_FOUND)
-            )
 
     def tell(self, pid: PID, message: Any) -> None:
         """Send ``message`` to ``pid`` with this actor as the sender."""

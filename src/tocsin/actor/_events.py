@@ -44,10 +44,11 @@ class DeadLetterReason(enum.StrEnum):
     SUSPENDED = "suspended"
     """The target is suspended by its supervisor."""
     NOT_FOUND = "not_found"
-    """There is no target: a reply to ``NoSender``, an unknown path."""
+    """There is no target: an unknown path (a reply to ``NoSender`` is dropped silently)."""
     UNREACHABLE = "unreachable"
     """The target lives on another node that cannot be reached (remoting): down, refused
-    the handshake, or is another system than the PID names."""
+    the handshake, or is another system than the PID names; or (cluster mode) a durable
+    identity this node could not claim or locate (the ask says why)."""
     OVERFLOW = "overflow"
     """A bounded buffer on the way is full (remoting: the connection's send buffer past
     ``max_buffer``); the target may well be up."""

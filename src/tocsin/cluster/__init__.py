@@ -23,7 +23,17 @@ from ._single_fire import (
     tick_key,
 )
 from ._url import open_coordinator
-from ._values import MAX_LEASE, MIN_LEASE, Cluster, ClusterMetrics, Member, NodeJoined, NodeLeft
+from ._values import (
+    MAX_LEASE,
+    MIN_LEASE,
+    Cluster,
+    ClusterMetrics,
+    LeaseLost,
+    LeaseRegained,
+    Member,
+    NodeJoined,
+    NodeLeft,
+)
 
 __all__ = [
     "MAX_LEASE",
@@ -37,6 +47,8 @@ __all__ = [
     "Coordinator",
     "CronClaims",
     "Directory",
+    "LeaseLost",
+    "LeaseRegained",
     "LeaseRow",
     "Member",
     "Membership",

@@ -25,6 +25,7 @@ from collections.abc import Awaitable, Callable
 from typing import TYPE_CHECKING, final
 
 from ..durable._spi import Claim
+from ..errors import CoordinatorError, CoordinatorUnavailableError, NotOwnerError
 from ._rendezvous import rendezvous_owner
 
 if TYPE_CHECKING:
@@ -99,11 +100,38 @@ class ClusterOwnership:
 
     async def place(self, kind: str, identity: str) -> None:
         """Place a free identity on the coordinator's view (``system.durable``): the
-        entry may name another node, with an epoch above the store's fence."""
-        floor = await self._fenced(kind, identity) + 1
-        await self._node.directory.locate(kind, identity, floor=floor)
+        entry may name another node, with an epoch above the store's fence.
 
-    async def claim(self, kind: str, identity: str) -> Claim:
+        Bounded (issue 20, item 6): every coordinator and store call it makes is (the
+        drivers' timeouts), and it fails fast with a typed error rather than "stopped".
+
+        Raises:
+            NotOwnerError: this node holds no lease (lost, not regained yet).
+            CoordinatorUnavailableError: the coordinator failed or did not answer.
+            StoreError: the durable store failed.
+        """
+        if not self._node.membership.holds_lease():
+            raise NotOwnerError(
+                f"durable {durable_path(kind, identity)}: node {self._node.name!r} holds no "
+                "cluster lease (lost, not yet regained): it can neither place the identity "
+                "nor find its owner; it joins again by itself (LeaseRegained)"
+            )
+        floor = await self._fenced(kind, identity) + 1
+        try:
+            await self._node.directory.locate(kind, identity, floor=floor)
+        except CoordinatorUnavailableError:
+            raise
+        except CoordinatorError as exc:
+            raise CoordinatorUnavailableError(
+                f"durable {durable_path(kind, identity)}: placing it failed: {exc}"
+            ) from exc
+
+    def holder(self) -> str:
+        """This node's owner identity in the store's fence: name and incarnation."""
+        membership = self._node.membership
+        return f"{membership.name}/{membership.incarnation}"
+
+    async def claim(self, kind: str, identity: str, *, refused: int | None = None) -> Claim:
         directory = self._node.directory
         membership = self._node.membership
         entry = await self._node.coordinator.owner(kind, identity)
@@ -113,6 +141,10 @@ class ClusterOwnership:
         # never shares its epoch with an older owner (a fence written after this read is
         # a newer owner's, whose live entry the compare-and-set below then finds).
         fence = await self._fenced(kind, identity)
+        if refused is not None:
+            # The fence refused this node's epoch `refused` (another holder wrote it,
+            # e.g. after the coordinator lost the directory): equal is not enough.
+            fence = max(fence, refused)
         if entry is None or not entry.alive:
             # Free (never owned, or its owner's lease is gone): placed in one
             # compare-and-set on the coordinator's view of the live nodes.
@@ -138,7 +170,7 @@ class ClusterOwnership:
         if entry is None:
             return Claim(None)  # no lease here: nothing may activate on this node
         if directory.mine(entry):
-            return Claim(entry.epoch)
+            return Claim(entry.epoch, holder=self.holder())
         return Claim(None, await self.resolve(entry.node, kind, identity))
 
     def fenced(self, kind: str, identity: str) -> None:

@@ -41,11 +41,12 @@ from datetime import UTC, datetime
 from typing import Literal, final
 
 from ..clock import Clock, TimerHandle
+from ..durable._spi import Outage
 from ..errors import CoordinatorError, NodeNameTakenError, TimezoneMismatchError
 from ..scheduling._spi import same_zone
 from ._periodic import Periodic, sleep
 from ._protocol import Coordinator, LeaseRow
-from ._values import Counters, Member, NodeJoined, NodeLeft
+from ._values import Counters, LeaseLost, LeaseRegained, Member, NodeJoined, NodeLeft
 
 __all__ = ["Membership"]
 
@@ -101,6 +102,15 @@ class Membership:
         self._counters = counters
         self._on_lease_lost = on_lease_lost
         self._holding = False
+        #: The lease was lost and not held since: the next one held is a LeaseRegained.
+        self._lost = False
+        #: The coordinator as the renewals and view reads see it (logged once an outage).
+        self.outage = Outage(
+            f"node {name}: cluster coordinator calls (lease, members)",
+            _log,
+            f"every renewal (each {lease / 3:g} s) tries again; the lease is lost once "
+            "not renewed within it, and held again at the first renewal that answers",
+        )
         self._valid_until = 0.0
         self._expiry: TimerHandle | None = None
         self._view: dict[str, LeaseRow] = {}
@@ -208,6 +218,15 @@ class Membership:
         self._valid_until = sent + self.lease
         self._cancel_expiry()
         self._expiry = self._clock.call_at(self._valid_until, self._expired_locally)
+        if self._lost:
+            self._regained()
+
+    def _regained(self) -> None:
+        """The lease is held again after a loss: say so; the system then looks for due
+        durable work at once (issue 20, item 3: nothing else would until the next poll)."""
+        self._lost = False
+        _log.warning("node %s holds its lease again", self.name)
+        self._publish(LeaseRegained(self.name))
 
     def _cancel_expiry(self) -> None:
         if self._expiry is not None:
@@ -222,8 +241,10 @@ class Membership:
         if not self._holding:
             return
         self._holding = False
+        self._lost = True
         self._counters.leases_lost += 1
         _log.warning("node %s lost its lease: %s", self.name, why)
+        self._publish(LeaseLost(self.name, why))
         if self._on_lease_lost is not None:
             self._on_lease_lost()
 
@@ -234,8 +255,9 @@ class Membership:
             row = await self.coordinator.renew(self.name, self.incarnation, self.lease)
         except CoordinatorError as exc:
             self._counters.renew_failures += 1
-            _log.warning("node %s: lease renewal failed: %s", self.name, exc)
+            self.outage.failed(exc, "renewing the lease")
         else:
+            self.outage.ok()
             if row is not None:
                 self._counters.leases_renewed += 1
                 self._held_from(sent)
@@ -244,8 +266,8 @@ class Membership:
                 self._lose("the coordinator refused the renewal (expired or replaced)")
                 try:
                     await self._join(wait=2 * self.lease)
-                except CoordinatorError as exc:
-                    _log.warning("node %s: rejoin failed: %s", self.name, exc)
+                except CoordinatorError as exc:  # the next renewal tries again
+                    self.outage.failed(exc, "joining again")
         await self._watch()
 
     async def _rejoin_after_reset(self, seen: float) -> bool:
@@ -283,6 +305,9 @@ class Membership:
             self._held_from(sent)
             self._rejoined_at = sent
             self._counters.leases_lost += 1
+            why = "the coordinator lost its data (joined again with the same incarnation)"
+            self._publish(LeaseLost(self.name, why))
+            self._publish(LeaseRegained(self.name))
             # The peers lost their leases with this node's: until they join again (or
             # their last known lease runs out) they are carried, not announced as gone.
             for node, old in self._view.items():
@@ -325,8 +350,9 @@ class Membership:
         try:
             await self._refresh(announce=True)
         except CoordinatorError as exc:
-            _log.warning("node %s: reading the members failed: %s", self.name, exc)
+            self.outage.failed(exc, "reading the members")
             return
+        self.outage.ok()
         seen, self._reset_seen = self._reset_seen, None
         if seen is not None:
             await self._rejoin_after_reset(seen)

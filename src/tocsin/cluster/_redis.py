@@ -22,7 +22,7 @@ from urllib.parse import urlsplit, urlunsplit
 
 import msgspec
 
-from ..errors import CoordinatorError
+from ..errors import CoordinatorError, CoordinatorUnavailableError
 from ..stores._spi import REDIS_OPTIONS, split_options
 from ._protocol import EXPIRED_LEASE_RETENTION as RETENTION
 from ._protocol import ClaimOutcome, LeaseRow, Ownership
@@ -30,7 +30,9 @@ from ._url import check_coordinator_url
 
 try:
     import redis.asyncio as aioredis
+    from redis.exceptions import ConnectionError as RedisConnectionError
     from redis.exceptions import RedisError
+    from redis.exceptions import TimeoutError as RedisTimeoutError
 except ImportError as exc:  # pragma: no cover - depends on the environment
     raise ImportError("the Redis coordinator needs redis-py: pip install 'tocsin[redis]'") from exc
 
@@ -308,7 +310,12 @@ class RedisCoordinator:
             raise CoordinatorError(f"{self!r} is not open: `await coordinator.open()` first")
         try:
             yield
-        except (RedisError, OSError, TimeoutError) as exc:
+        except (RedisConnectionError, RedisTimeoutError, OSError, TimeoutError) as exc:
+            # Not reached, or no answer within socket_timeout (every call is bounded).
+            raise CoordinatorUnavailableError(
+                f"Redis coordinator {self.url}: {what} failed: {exc}"
+            ) from exc
+        except RedisError as exc:
             raise CoordinatorError(f"Redis coordinator {self.url}: {what} failed: {exc}") from exc
 
     async def open(self) -> None:

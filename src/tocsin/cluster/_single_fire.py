@@ -13,7 +13,12 @@ The rule (GoAkt's ``claimClusterFire``, tightened):
   it on the node's clock, which leaves a duplicate window when clocks disagree);
 * a reference paused cluster-wide is never claimed;
 * a claim that raises delivers nothing (its outcome is unknown: it may have been written,
-  and another node may be delivering). The tick may then be lost, never doubled.
+  and another node may be delivering). The tick may then be lost, never doubled;
+* one claim in flight per reference (issue 20, item 6): while a claim waits (a frozen
+  coordinator), later ticks of that reference do not queue more claims; the latest one
+  waits behind it, the ones in between are coalesced into it (``claims_coalesced``), and
+  it is claimed once the first claim has answered: ticks are delivered in instant order,
+  a stall releases at most two, never a burst.
 
 What is not guaranteed (as in GoAkt): a winner that dies after claiming and before
 delivering loses that tick cluster-wide; delivery resumes at the next tick.
@@ -31,7 +36,8 @@ from datetime import UTC, datetime, tzinfo
 from typing import TYPE_CHECKING, Final, final
 
 from ..clock import Clock
-from ..errors import CoordinatorError, ScheduleReferenceRequiredError
+from ..durable._spi import Outage
+from ..errors import ScheduleReferenceRequiredError
 from ._protocol import ClaimOutcome, Coordinator
 from ._values import Counters
 
@@ -110,6 +116,25 @@ def _call(callback: Callable[[], object] | None, reference: str) -> None:
 
 
 @final
+class _Tick:
+    """A tick waiting for its reference's claim in flight."""
+
+    __slots__ = ("deliver", "fire_at", "period", "skipped")
+
+    def __init__(
+        self,
+        fire_at: float,
+        period: float,
+        deliver: Callable[[], object],
+        skipped: Callable[[], object] | None,
+    ) -> None:
+        self.fire_at = fire_at
+        self.period = period
+        self.deliver = deliver
+        self.skipped = skipped
+
+
+@final
 class CronClaims:
     """Asked by the scheduler, before it delivers a cron tick in cluster mode, whether this
     node delivers it (one per node).
@@ -137,9 +162,19 @@ class CronClaims:
         self._attached = False
         #: Claims in flight, with what to call if they are cancelled (close).
         self._inflight: dict[asyncio.Task[None], tuple[str, Callable[[], object] | None]] = {}
+        #: References with a claim in flight -> the latest tick waiting behind it (None:
+        #: none): one claim in flight per reference.
+        self._waiting: dict[str, _Tick | None] = {}
         self._idle = asyncio.Event()
         self._idle.set()
         self._progress = 0
+        #: Failed claims are logged once per outage (issue 20), not once per tick.
+        self.outage = Outage(
+            f"node {node}: cron tick claims",
+            _log,
+            "the ticks whose claim fails are not delivered (never doubled; counted in "
+            "claims_failed)",
+        )
 
     # -- the ManualClock activity-tracker protocol ---------------------------------------
 
@@ -175,12 +210,26 @@ class CronClaims:
         if self._clock is not None and not self._attached:
             self._attached = True
             self._clock.attach(self)
+        tick = _Tick(fire_at, period, deliver, skipped)
+        if reference in self._waiting:
+            # A claim of this reference is in flight: this tick waits behind it, and an
+            # older one already waiting is coalesced into it (not claimed at all).
+            older = self._waiting[reference]
+            self._waiting[reference] = tick
+            if older is not None:
+                self._counters.claims_coalesced += 1
+                _call(older.skipped, reference)
+            return
+        self._start(reference, tick)
+
+    def _start(self, reference: str, tick: _Tick) -> None:
+        self._waiting[reference] = None
         self._idle.clear()
         task = asyncio.get_running_loop().create_task(
-            self._deliver_if_won(reference, fire_at, period, deliver, skipped),
+            self._deliver_if_won(reference, tick.fire_at, tick.period, tick.deliver, tick.skipped),
             name=f"tocsin-cron-claim-{reference}",
         )
-        self._inflight[task] = (reference, skipped)
+        self._inflight[task] = (reference, tick.skipped)
         task.add_done_callback(self._done)
 
     async def _deliver_if_won(
@@ -196,14 +245,20 @@ class CronClaims:
 
     def _done(self, task: asyncio.Task[None]) -> None:
         reference, skipped = self._inflight.pop(task)
+        waiting = self._waiting.pop(reference, None)
         if task.cancelled():  # by close(), perhaps before it even started: not delivered
             _call(skipped, reference)
+            if waiting is not None:
+                _call(waiting.skipped, reference)
+        elif waiting is not None:
+            self._start(reference, waiting)  # after this one: in instant order
         self._progress += 1
         if not self._inflight:
             self._idle.set()
 
     async def close(self) -> None:
-        """Cancel claims in flight (their ticks are not delivered) and detach the clock."""
+        """Cancel claims in flight (their ticks, and those waiting behind them, are not
+        delivered) and detach the clock."""
         tasks = list(self._inflight)
         for task in tasks:
             task.cancel()
@@ -217,19 +272,19 @@ class CronClaims:
         cron expression gives); ``True`` means deliver it, ``False`` means do not.
 
         ``period`` is the cron period at this tick (:func:`cron_period`); the claim's TTL
-        is :func:`claim_ttl` of it. Never raises for a coordinator failure: that is a
-        ``False`` (nothing delivered) counted in ``claims_failed``.
+        is :func:`claim_ttl` of it. Never raises for a coordinator failure (whatever it
+        raised): that is a ``False`` (nothing delivered) counted in ``claims_failed``.
         """
         counters = self._counters
         try:
             outcome = await self._coordinator.claim_tick(
                 tick_key(reference, fire_at), reference, fire_at, claim_ttl(period), self._node
             )
-        except CoordinatorError as exc:
+        except Exception as exc:  # CoordinatorError, or anything a custom coordinator raises
             counters.claims_failed += 1
-            _log.warning("cron %r tick at %s not delivered: claim failed: %s",
-                         reference, tick_key(reference, fire_at), exc)  # fmt: skip
+            self.outage.failed(exc, f"tick {tick_key(reference, fire_at)} not delivered")
             return False
+        self.outage.ok()
         if outcome is ClaimOutcome.WON:
             counters.claims_won += 1
             return True

@@ -149,6 +149,32 @@ class NodeLeft:
 
 @final
 @dataclass(frozen=True, slots=True)
+class LeaseLost:
+    """Published on ``system.events`` when *this* node loses its own lease.
+
+    From then on it claims nothing and its durable activations stop (another node may
+    own their identities now); asks to identities it cannot reach fail with
+    :class:`~tocsin.NotOwnerError` until :class:`LeaseRegained`. ``reason`` says why
+    (not renewed in time by this node's clock, refused by the coordinator, or the
+    coordinator lost its data).
+    """
+
+    name: str
+    reason: str
+
+
+@final
+@dataclass(frozen=True, slots=True)
+class LeaseRegained:
+    """Published on ``system.events`` when *this* node holds a lease again after a
+    :class:`LeaseLost` (it joined again); the node looks for its due durable work at
+    once (``docs/cluster.md``, "Outages heal by themselves")."""
+
+    name: str
+
+
+@final
+@dataclass(frozen=True, slots=True)
 class ClusterMetrics:
     """Cluster counters of one node (``system.cluster.metrics()``), a snapshot.
 
@@ -162,6 +188,8 @@ class ClusterMetrics:
         claims_skipped_late: ticks reached more than their TTL late: not claimed.
         claims_skipped_paused: ticks of references paused cluster-wide: not claimed.
         claims_failed: claims that raised: the tick is not delivered by this node.
+        claims_coalesced: ticks not claimed because a claim of the same reference was
+            in flight (a frozen coordinator) and a later tick came: coalesced into it.
         ownership_claims: directory claims made for durable identities.
         takeovers: identities this node took over from an owner whose lease had expired.
         fenced_writes: durable writes of this node refused because a newer ownership
@@ -182,6 +210,7 @@ class ClusterMetrics:
     takeovers: int
     fenced_writes: int = 0
     handed_over: int = 0
+    claims_coalesced: int = 0
 
 
 @final
@@ -189,6 +218,7 @@ class Counters:
     """The mutable counters behind :class:`ClusterMetrics` (one set per node)."""
 
     __slots__ = (
+        "claims_coalesced",
         "claims_failed",
         "claims_lost",
         "claims_skipped_late",
@@ -212,6 +242,7 @@ class Counters:
         self.claims_skipped_late = 0
         self.claims_skipped_paused = 0
         self.claims_failed = 0
+        self.claims_coalesced = 0
         self.ownership_claims = 0
         self.takeovers = 0
         self.fenced_writes = 0
@@ -227,6 +258,7 @@ class Counters:
             claims_skipped_late=self.claims_skipped_late,
             claims_skipped_paused=self.claims_skipped_paused,
             claims_failed=self.claims_failed,
+            claims_coalesced=self.claims_coalesced,
             ownership_claims=self.ownership_claims,
             takeovers=self.takeovers,
             fenced_writes=self.fenced_writes,

@@ -20,6 +20,7 @@ import msgspec
 
 from ..actor._spi import Turn
 from ..clock import WALL_TOLERANCE
+from ..errors import FencedError
 from ..stores import DeleteTask, Op, TaskRow, UpsertTask
 from ._cron import next_fire
 from ._failure import describe_failure
@@ -54,7 +55,18 @@ class DrainTurn(Turn):
         self.handle = handle
 
     async def run(self, cell: Cell) -> None:
-        await drain(self.handle, cell)
+        handle = self.handle
+        try:
+            await drain(handle, cell)
+        except FencedError:
+            raise  # another owner holds the identity: the activation stops (supervisor)
+        except Exception as exc:
+            # A store call failed (issue 20, item 1): the alarm is kept, armed again after
+            # a capped backoff, so the identity's tasks run once the store answers; the
+            # tasks that ran and were not committed run again (at least once).
+            handle.retry_later(exc, "a drain turn")
+        else:
+            handle.calls_ok()
 
 
 async def drain(handle: DurableHandle, cell: Cell) -> None:

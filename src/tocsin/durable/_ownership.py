@@ -32,20 +32,25 @@ class Claim:
             with this epoch.
         owner: else the identity's PID at the node that owns it (or should claim it);
             ``None`` when no node can take it now (no live lease): messages dead-letter.
+        holder: with ``epoch``: who owns it (this node's name and incarnation), written
+            with the epoch into the store's fence, which refuses an equal epoch from
+            another holder (issue 20, item 4).
     """
 
     epoch: int | None
     owner: PID | None = None
+    holder: str = ""
 
 
 class OwnershipGate(Protocol):
     """What a cluster gives the durable runtime (installed as ``DurableRuntime.gate``)."""
 
-    async def claim(self, kind: str, identity: str) -> Claim:
+    async def claim(self, kind: str, identity: str, *, refused: int | None = None) -> Claim:
         """Own ``(kind, identity)`` here if it is free (or already this node's), else say
         where it lives. A new ownership's epoch is above the highest epoch the store has
-        fenced for it (a coordinator that lost its directory restarts at 1). Raises only
-        for an unknown outcome (the caller retries later)."""
+        fenced for it (a coordinator that lost its directory restarts at 1), and above
+        ``refused`` (an epoch of this node's the fence just refused: another holder
+        fenced it). Raises only for an unknown outcome (the caller retries later)."""
         ...
 
     async def may_run(self, kind: str, identity: str) -> bool:

@@ -29,6 +29,7 @@ from ._checks import check_text
 from ._drain import COMPLETION_BATCH, DRAIN_LIMIT
 from ._handle import LOOKAHEAD, DurableHandle
 from ._ops import DurableStatistics, RunCounters
+from ._outage import RETRY_CAP, Outage, retry_delay
 from ._ownership import OwnershipGate
 
 if TYPE_CHECKING:
@@ -104,6 +105,18 @@ class DurableRuntime:
         self.counters = RunCounters()
         #: Long-running helpers of the cluster (rebalancing): cancelled at the stop.
         self._background: set[asyncio.Task[None]] = set()
+        #: Outages heal by themselves (issue 20): the store and the coordinator as the
+        #: alarms, polls and claims of this node see them (logged once per outage).
+        self.store_outage = Outage("durable store calls", _log)
+        self.coordinator_outage = Outage("cluster coordinator calls (durable ownership)", _log)
+        #: The longest retry delay after a failed call (cluster mode: at most the
+        #: cluster's ``poll_interval``).
+        self.retry_cap = RETRY_CAP
+        #: Failed polls in a row (the next retry's backoff).
+        self._poll_failures = 0
+        #: A poll was asked for while one was running: run another once it ends (the
+        #: running one may predate what asked, e.g. a lease regained).
+        self._poll_again = False
 
     async def start(self) -> None:
         """Open the store and arm the alarms of identities with work due soon.
@@ -250,6 +263,7 @@ class DurableRuntime:
         task = self.runtime.loop.create_task(coroutine)
         self._background.add(task)
         task.add_done_callback(self._background.discard)
+        task.add_done_callback(_observed)
         return task
 
     def lose_ownership(self) -> None:
@@ -280,10 +294,52 @@ class DurableRuntime:
         if handle is not None:
             handle.cell_stopped(cell)
 
+    def outage_of(self, exc: BaseException) -> Outage:
+        """The outage a failed call belongs to (coordinator errors vs the store's)."""
+        from ..errors import CoordinatorError
+
+        return self.coordinator_outage if isinstance(exc, CoordinatorError) else self.store_outage
+
     # -- polling -----------------------------------------------------------------------
 
     async def poll(self) -> None:
-        """Arm the alarms of identities with pending tasks due within the look-ahead."""
+        """Arm the alarms of identities with pending tasks due within the look-ahead.
+
+        Raises what the store raised (the start's recovery poll fails the start); the
+        background polls go through :meth:`_poll_guarded`, which never raises."""
+        await self._poll_once()
+        runtime = self.runtime
+        if runtime.running:
+            runtime.deadlines.add(runtime.clock.monotonic() + LOOKAHEAD / 2, self._poll)
+
+    async def _poll_guarded(self) -> None:
+        """A background poll: a failure (store or coordinator) re-arms the poll after a
+        capped backoff instead of ending polling (issue 20, item 2); a success re-arms it
+        for the next period. Never raises."""
+        runtime = self.runtime
+        try:
+            while True:
+                self._poll_again = False
+                try:
+                    await self._poll_once()
+                except Exception as exc:
+                    self._poll_failures += 1
+                    self.outage_of(exc).failed(exc, "the look-ahead poll")
+                    delay = retry_delay(self._poll_failures, self.retry_cap)
+                else:
+                    self._poll_failures = 0
+                    delay = LOOKAHEAD / 2
+                if not runtime.running or self.stopping:
+                    return
+                runtime.deadlines.add(runtime.clock.monotonic() + delay, self._poll)
+                if not self._poll_again:
+                    return
+        except BaseException:
+            if runtime.running and not self.stopping:  # never left without a next poll
+                runtime.deadlines.add(runtime.clock.monotonic() + self.retry_cap, self._poll)
+            raise
+
+    async def _poll_once(self) -> None:
         from ._actor import registered_kind
 
         runtime = self.runtime
@@ -291,9 +347,20 @@ class DurableRuntime:
             return
         horizon = runtime.clock.wall() + LOOKAHEAD
         gate = self.gate
-        for due in await self.store.due_actors(horizon, POLL_LIMIT):
-            if gate is not None and not await self._may_run(gate, due.kind, due.identity):
-                continue  # another node owns it (or should claim it): its poll arms it
+        failed: BaseException | None = None
+        rows = await self.store.due_actors(horizon, POLL_LIMIT)
+        self.store_outage.ok()
+        for due in rows:
+            if gate is not None:
+                try:
+                    mine = await gate.may_run(due.kind, due.identity)
+                except Exception as exc:
+                    # The coordinator failed: ask about the rest at the poll's retry, not
+                    # one bounded wait per identity now.
+                    failed = exc
+                    break
+                if not mine:
+                    continue  # another node owns it (or should claim it): its poll arms it
             handle = self.handles.get((due.kind, due.identity))
             if handle is None:
                 cls = self.kinds.get(due.kind) or registered_kind(due.kind)
@@ -308,15 +375,10 @@ class DurableRuntime:
                     continue
                 handle = self.handle(cls, due.identity, getattr(cls, "passivate_after", None))
             handle.arm(due.due)
-        runtime.deadlines.add(runtime.clock.monotonic() + LOOKAHEAD / 2, self._poll)
-
-    @staticmethod
-    async def _may_run(gate: OwnershipGate, kind: str, identity: str) -> bool:
-        try:
-            return await gate.may_run(kind, identity)
-        except Exception as exc:  # the next poll asks again
-            _log.warning("durable %s/%s: asking its owner failed: %s", kind, identity, exc)
-            return False
+        if failed is not None:
+            raise failed  # some identities were not asked about: the poll retries soon
+        if gate is not None and rows:
+            self.coordinator_outage.ok()
 
     def poll_soon(self) -> None:
         """Look for due identities now (cluster mode: a node left, its identities with
@@ -326,8 +388,11 @@ class DurableRuntime:
 
     def start_poll(self) -> None:
         if self._poll_task is None or self._poll_task.done():
-            self._poll_task = self.runtime.loop.create_task(self.poll())
+            self._poll_task = self.runtime.loop.create_task(self._poll_guarded())
+            self._poll_task.add_done_callback(_observed)
             self.runtime.track_task(self._poll_task)
+        else:
+            self._poll_again = True  # the running poll may predate what asked for this
 
     # -- operator tools (issue 14): read at scrape time, never on a hot path -------------
 
@@ -379,6 +444,13 @@ class DurableRuntime:
             self.start_poll()
 
 
+def _observed(task: asyncio.Task[None]) -> None:
+    """No background task (a poll, a helper of the cluster) dies unobserved (issue 20):
+    its exception is logged."""
+    if not task.cancelled() and (exc := task.exception()) is not None:
+        _log.error("durable: a background task failed", exc_info=exc)
+
+
 def durable_of(runtime: Runtime | None) -> DurableRuntime | None:
     """The durable runtime registered on ``runtime`` (None without one, or no runtime)."""
     found = None if runtime is None else runtime.services.get(SERVICE)
@@ -417,5 +489,8 @@ class _ChangeCheck(Deadline):
         durable = self.durable
         if durable.stopping:
             return
-        durable.store.check_changes()
+        try:
+            durable.store.check_changes()
+        except Exception as exc:  # a store that fails here keeps being looked at
+            durable.store_outage.failed(exc, "looking for changes by other processes")
         durable.runtime.deadlines.add(now + CHANGE_CHECK_SECONDS, self)

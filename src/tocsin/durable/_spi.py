@@ -12,16 +12,20 @@ from __future__ import annotations
 
 from ._handle import DurableHandle
 from ._ops import DurableStatistics, RunCounters
+from ._outage import RETRY_CAP, Outage, retry_delay
 from ._ownership import Claim
 from ._records import CALL_EXTENSION
 from ._runtime import DurableRuntime, durable_of
 
 __all__ = [
     "CALL_EXTENSION",
+    "RETRY_CAP",
     "Claim",
     "DurableHandle",
     "DurableRuntime",
     "DurableStatistics",
+    "Outage",
     "RunCounters",
     "durable_of",
+    "retry_delay",
 ]

@@ -278,6 +278,8 @@ _CLUSTER: Final = (
      "Cron ticks of references paused cluster-wide: not claimed."),
     ("claims_failed", "cluster.cron_claims_failed", _COUNTER,
      "Cron claims that raised: the tick is not delivered by this node."),
+    ("claims_coalesced", "cluster.cron_claims_coalesced", _COUNTER,
+     "Cron ticks coalesced into a later one while a claim of theirs was in flight."),
     ("ownership_claims", "cluster.ownership_claims", _COUNTER,
      "Directory claims made for durable identities."),
     ("takeovers", "cluster.takeovers", _COUNTER,

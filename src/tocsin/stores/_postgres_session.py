@@ -1,5 +1,5 @@
 # SPDX-License-Identifier: Apache-2.0
-"""The PostgreSQL session layer of the store and the coordinator, and the store's one
+r"""The PostgreSQL session layer of the store and the coordinator, and the store's one
 connection outside its pool (ownership and change notices).
 
 Opening and failing the tocsin way, for both (the coordinator reaches these through
@@ -10,19 +10,21 @@ answers by its name and the bound (asyncpg's ``TimeoutError`` says nothing);
 :func:`error_wrapper` is the one place asyncpg and network errors become a tocsin error
 (``StoreError``, ``CoordinatorError``) saying what failed.
 
-The dedicated connection.
-
-A session advisory lock belongs to the session that took it, so it cannot live on pooled
-connections (they come and go); ``LISTEN`` is also per session. One dedicated connection
-therefore holds the ownership lock (``open(exclusive=True)``, see
+The dedicated connection. A session advisory lock belongs to the session that took it,
+so it cannot live on pooled connections (they come and go); ``LISTEN`` is also per
+session. One dedicated connection therefore holds the ownership lock (``open(exclusive=True)``, see
 :mod:`tocsin.stores._ownership`) and listens for ``announce`` (:data:`CHANGES_CHANNEL`,
 the payload naming the schema). The server drops the lock when the session ends, however
 it ends, so a dead holder never blocks. If the connection is lost while the store is
-open, an ERROR says what stopped working: nothing is lost silently.
+open (the server restarted), the session heals by itself (issue 20): it connects again
+with capped backoff, takes the ownership lock again (an ERROR if another system took the
+store meanwhile: nothing is lost silently), ``LISTEN``\ s again and tells the watchers
+once, since changes made while it was away were not announced to it.
 """
 
 from __future__ import annotations
 
+import asyncio
 import functools
 import logging
 import zlib
@@ -133,6 +135,8 @@ async def create_schema(
 OWNER_LOCK_CLASS: Final = 0x746F6373
 #: The ``NOTIFY`` channel of ``PostgresStore.announce``; the payload is the schema.
 CHANGES_CHANNEL: Final = "tocsin_changes"
+#: The longest wait between two attempts to connect the session again, seconds.
+_RETRY_CAP: Final = 1.0
 
 _log = logging.getLogger("tocsin.stores.postgres")
 
@@ -158,6 +162,8 @@ class Session:
         self._conn: Any = None
         self.owner = False
         self.watchers: list[Callable[[], None]] = []
+        #: Reconnecting after the connection was lost (None: not needed).
+        self._recovery: asyncio.Task[None] | None = None
 
     async def take_ownership(self) -> None:
         """Take the schema's ownership lock and record this process as its holder.
@@ -168,6 +174,16 @@ class Session:
         """
         if self.owner:
             raise ownership_error(self._url, Holder.me())
+        got, row = await self._try_lock()
+        if not got:
+            if not self.watchers:
+                await self.close()
+            raise ownership_error(self._url, Holder(None, None) if row is None else Holder(*row))
+        self.owner = True
+
+    async def _try_lock(self) -> tuple[bool, Any]:
+        """Try the ownership lock; record this process as its holder if it was taken.
+        Returns ``(taken, the recorded holder's row if not)``."""
         conn = await self._connect()
         crc = zlib.crc32(self._schema.encode())
         key = crc - (1 << 32) if crc >= 1 << 31 else crc  # int4: signed
@@ -175,9 +191,7 @@ class Session:
             got = await conn.fetchval("SELECT pg_try_advisory_lock($1, $2)", OWNER_LOCK_CLASS, key)
             row = None if got else await conn.fetchrow("SELECT host, pid FROM tocsin_owner")
         if not got:
-            if not self.watchers:
-                await self.close()
-            raise ownership_error(self._url, Holder(None, None) if row is None else Holder(*row))
+            return False, row
         me = Holder.me()
         async with self._errors("record the owner"):
             await conn.execute(
@@ -186,7 +200,7 @@ class Session:
                 me.host,
                 me.pid,
             )
-        self.owner = True
+        return True, None
 
     async def watch(self, callback: Callable[[], None]) -> Callable[[], None]:
         """``LISTEN`` (once) and call ``callback()`` on each notice for this schema."""
@@ -207,6 +221,10 @@ class Session:
         conn, self._conn = self._conn, None
         self.owner = False
         self.watchers.clear()
+        recovery, self._recovery = self._recovery, None
+        if recovery is not None:
+            recovery.cancel()
+            await asyncio.gather(recovery, return_exceptions=True)
         if conn is not None:
             import asyncpg  # here, not at import: postgres.py says how to install it
 
@@ -238,13 +256,56 @@ class Session:
     def _lost(self, connection: Any) -> None:
         # Say what stopped working: a restarted server holds no lock for us any more, so
         # another system could now take the store.
-        what = [w for w, on in (("ownership", self.owner), ("change notices", self.watchers)) if on]
-        if self._conn is connection and what:
-            _log.error(
-                "PostgreSQL store %s: the connection holding %s was lost; restart the "
-                "system to take them again",
-                self._url,
-                " and ".join(what),
-            )
+        owner = self.owner
+        what = [w for w, on in (("ownership", owner), ("change notices", self.watchers)) if on]
+        if self._conn is not connection:
+            return
         self._conn = None
         self.owner = False
+        if not what:
+            return
+        _log.warning(
+            "PostgreSQL store %s: the connection holding %s was lost; taking them again "
+            "as soon as the server answers",
+            self._url,
+            " and ".join(what),
+        )
+        if self._recovery is None or self._recovery.done():
+            self._recovery = asyncio.get_running_loop().create_task(
+                self._recover(owner), name=f"tocsin-pg-session-{self._schema}"
+            )
+
+    async def _recover(self, owner: bool) -> None:
+        """Connect again (capped backoff), take the ownership lock again if this store
+        held it, ``LISTEN`` again, and tell the watchers once. Never raises."""
+        attempt = 0
+        while True:
+            attempt += 1
+            try:
+                if owner and not self.owner:
+                    got, row = await self._try_lock()
+                    if not got:
+                        holder = Holder(None, None) if row is None else Holder(*row)
+                        _log.error(
+                            "PostgreSQL store %s: while the connection was lost another "
+                            "system (%s) took this store's ownership; both now run its "
+                            "tasks: stop one of them",
+                            self._url,
+                            holder.describe(),
+                        )
+                        owner = False
+                    else:
+                        self.owner = True
+                if self.watchers:
+                    conn = await self._connect()
+                    async with self._errors("listen"):
+                        await conn.add_listener(CHANGES_CHANNEL, self._notified)
+                    for callback in list(self.watchers):
+                        callback()  # changes made meanwhile were never announced here
+                _log.info("PostgreSQL store %s: its session is back", self._url)
+                return
+            except asyncio.CancelledError:
+                raise
+            except Exception:  # the server is still away: try again
+                # 0.1 s doubling, capped at 1 s: back within a second of the server.
+                await asyncio.sleep(min(_RETRY_CAP, 0.1 * 2.0 ** min(attempt - 1, 10)))

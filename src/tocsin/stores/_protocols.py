@@ -96,11 +96,15 @@ class Fence(msgspec.Struct, frozen=True):
     """Cluster mode: the batch is written by the owner of ``(kind, identity)`` at
     ``epoch``. One upsert into ``tocsin_fences``, placed first in the batch; the store
     refuses it (:class:`~tocsin.errors.FencedError`, the whole batch with it) when a
-    newer epoch was written before: a zombie owner changes nothing."""
+    newer epoch was written before, or the same epoch by another ``owner`` (node and
+    incarnation; issue 20: two owners given one epoch by a coordinator that lost its
+    data): a zombie owner changes nothing. A row fenced before owners were recorded
+    (owner ``""``) takes the first owner that writes its epoch."""
 
     kind: str
     identity: str
     epoch: int
+    owner: str = ""
 
 
 Op = PutState | DeleteState | UpsertTask | DeleteTask | Fence

@@ -56,9 +56,11 @@ WRITES: Final[dict[type, str]] = {
     DeleteState: "DELETE FROM tocsin_state WHERE kind = ? AND identity = ? AND key = ?",
     # Cluster fencing: the trigger on tocsin_fences refuses an epoch going back, which
     # aborts the whole batch inside the store's own transaction (docs/cluster.md).
+    # The owner goes with the epoch: an equal epoch from another owner is refused too.
     Fence: (
-        "INSERT INTO tocsin_fences (kind, identity, epoch) VALUES (?, ?, ?) "
-        "ON CONFLICT (kind, identity) DO UPDATE SET epoch = excluded.epoch"
+        "INSERT INTO tocsin_fences (kind, identity, epoch, owner) VALUES (?, ?, ?, ?) "
+        "ON CONFLICT (kind, identity) DO UPDATE SET epoch = excluded.epoch, "
+        "owner = excluded.owner"
     ),
 }
 

@@ -35,7 +35,7 @@ def op_params(op: Op) -> tuple[Any, ...]:
     if isinstance(op, PutState):
         return (op.kind, op.identity, op.key, op.value)
     if isinstance(op, Fence):
-        return (op.kind, op.identity, op.epoch)
+        return (op.kind, op.identity, op.epoch, op.owner)
     return (op.kind, op.identity, op.key)
 
 

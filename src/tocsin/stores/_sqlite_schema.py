@@ -30,6 +30,9 @@ def create_schema(conn: sqlite3.Connection) -> None:
         for column, sql_type in _ADDED_COLUMNS:
             if column not in have:
                 conn.execute(f"ALTER TABLE tocsin_tasks ADD COLUMN {column} {sql_type}")
+    fences = {row[1] for row in conn.execute("PRAGMA table_info(tocsin_fences)")}
+    if fences and "owner" not in fences:  # fences written before owners were recorded
+        conn.execute("ALTER TABLE tocsin_fences ADD COLUMN owner TEXT NOT NULL DEFAULT ''")
     script = resources.files("tocsin.stores").joinpath("sql/sqlite_schema.sql")
     execute_script(conn, script.read_text("utf-8"))
 

@@ -49,6 +49,8 @@ def validate_ops(ops: Sequence[Op]) -> None:
             _text(f"{where}.identity", op.identity)
             if type(op.epoch) is not int or not 1 <= op.epoch <= 2**63 - 1:
                 raise StoreError(f"{where}.epoch must be an int in [1, 2**63-1], got {op.epoch!r}")
+            if type(op.owner) is not str or "\x00" in op.owner:
+                raise StoreError(f"{where}.owner must be a str without NUL, got {op.owner!r}")
         else:
             raise StoreError(
                 f"{where} must be PutState, DeleteState, UpsertTask, DeleteTask or Fence, "

@@ -49,7 +49,7 @@ class MemoryStore:
     def __init__(self) -> None:
         self._tasks: dict[_Key, TaskRow] = {}
         self._state: dict[_Key, bytes] = {}
-        self._fences: dict[tuple[str, str], int] = {}
+        self._fences: dict[tuple[str, str], tuple[int, str]] = {}
         self._cluster: str | None = None
         self._owned = False
         self._watchers: list[Callable[[], None]] = []
@@ -107,14 +107,16 @@ class MemoryStore:
         """Apply a batch atomically: all ops, in order, or (on :class:`StoreError`) none."""
         validate_ops(ops)
         for op in ops:  # the fence check of the SQL stores' trigger, before any write
-            if isinstance(op, Fence) and self._fences.get((op.kind, op.identity), 0) > op.epoch:
-                raise FencedError(
-                    f"memory store: tocsin fenced: epoch {op.epoch} < "
-                    f"{self._fences[op.kind, op.identity]} for {op.kind}/{op.identity}"
-                )
+            if isinstance(op, Fence):
+                epoch, owner = self._fences.get((op.kind, op.identity), (0, ""))
+                if epoch > op.epoch or (epoch == op.epoch and owner and owner != op.owner):
+                    raise FencedError(
+                        f"memory store: tocsin fenced: epoch {op.epoch} of {op.owner!r} "
+                        f"against {epoch} of {owner!r} for {op.kind}/{op.identity}"
+                    )
         for op in ops:
             if isinstance(op, Fence):
-                self._fences[op.kind, op.identity] = op.epoch
+                self._fences[op.kind, op.identity] = (op.epoch, op.owner)
             elif isinstance(op, PutState):
                 self._state[op.kind, op.identity, op.key] = op.value
             elif isinstance(op, DeleteState):
@@ -186,7 +188,7 @@ class MemoryStore:
 
     async def fence_epoch(self, kind: str, identity: str) -> int:
         """The highest epoch fenced for ``(kind, identity)`` (0 if none)."""
-        return self._fences.get((kind, identity), 0)
+        return self._fences.get((kind, identity), (0, ""))[0]
 
     async def due_actors(self, before: float, limit: int) -> list[DueActor]:
         """Actors with a pending task due at or before ``before``, earliest first.

@@ -15,6 +15,7 @@ Prior art: procrastinate's ``schema.sql`` and asyncpg connector.
 
 from __future__ import annotations
 
+import asyncio
 import itertools
 import re
 from collections.abc import AsyncIterator, Callable, Sequence
@@ -68,6 +69,15 @@ _FIND_TASKS: Final = q.numbered(q.FIND_TASKS)
 _DUE_TASKS: Final = q.numbered(q.DUE_TASKS)
 _NEXT_DUE: Final = q.numbered(q.NEXT_DUE)
 _FENCE_EPOCH: Final = q.numbered(q.FENCE_EPOCH)
+#: Seconds any one store call may take, pool acquire included (issue 20, item 6).
+CALL_TIMEOUT: Final = 10.0
+#: What asyncpg raises (server errors, client and protocol errors alike) and the OS.
+_DRIVER_ERRORS: Final = (
+    asyncpg.PostgresError,
+    asyncpg.InterfaceError,
+    asyncpg.InternalClientError,
+    OSError,
+)
 _DUE_ACTORS: Final = q.numbered(q.DUE_ACTORS)
 _GET_CLUSTER: Final = "SELECT value FROM tocsin_meta WHERE key = 'cluster'"
 _SET_CLUSTER: Final = (
@@ -94,7 +104,7 @@ def _params(op: Op) -> tuple[Any, ...]:
     if isinstance(op, PutState):
         return (op.kind, op.identity, op.key, op.value)
     if isinstance(op, Fence):
-        return (op.kind, op.identity, op.epoch)
+        return (op.kind, op.identity, op.epoch, op.owner)
     return (op.kind, op.identity, op.key)
 
 
@@ -243,7 +253,7 @@ class PostgresStore:
         await self._session.close()
         pool, self._pool = self._pool, None
         if pool is not None:
-            async with self._errors("close"):
+            async with self._errors("close", bounded=False):
                 await pool.close()
 
     # --- changes made by other processes -----------------------------------------------
@@ -381,11 +391,27 @@ class PostgresStore:
         return rows
 
     @asynccontextmanager
-    async def _errors(self, what: str) -> AsyncIterator[None]:
-        """The one place asyncpg/OS errors become :class:`StoreError`."""
+    async def _errors(self, what: str, *, bounded: bool = True) -> AsyncIterator[None]:
+        """The one place asyncpg/OS errors become :class:`StoreError`, and the bound of
+        every call (issue 20, item 6): a pool acquire, a query or a transaction that has
+        not finished within :data:`CALL_TIMEOUT` (or ``connect_timeout`` if longer: a
+        call may have to open a connection) raises ``StoreError`` instead of waiting for
+        ever (a frozen server, a pool whose connections are all stuck).
+
+        Every asyncpg exception is wrapped, its client-side ones included
+        (``InternalClientError``, raised mid-restart of the server): none escapes."""
+        bound = max(CALL_TIMEOUT, self.connect_timeout) if bounded else None
         try:
-            yield
-        except (asyncpg.PostgresError, asyncpg.InterfaceError, OSError, TimeoutError) as exc:
+            async with asyncio.timeout(bound):
+                yield
+        except TimeoutError as exc:
+            if bound is None:
+                raise StoreError(f"PostgreSQL store {self.url}: {what} failed: {exc}") from exc
+            raise StoreError(
+                f"PostgreSQL store {self.url}: {what} failed: no answer within "
+                f"{bound:g} s (server down or frozen?)"
+            ) from exc
+        except _DRIVER_ERRORS as exc:
             if getattr(exc, "sqlstate", None) == q.FENCED_SQLSTATE:
                 raise FencedError(f"PostgreSQL store {self.url}: {what} refused: {exc}") from exc
             raise StoreError(f"PostgreSQL store {self.url}: {what} failed: {exc}") from exc

@@ -54,25 +54,31 @@ CREATE TABLE IF NOT EXISTS tocsin_owner (
 );
 
 -- Cluster fencing (docs/cluster.md): the newest ownership epoch written for each durable
--- identity. Every batch of a cluster owner begins with an upsert of its epoch here; the
--- trigger aborts the transaction (SQLSTATE T0C51) when the epoch goes back, so a zombie
--- owner that lost its lease writes nothing.
+-- identity, and its owner (node/incarnation; '' in rows written before owners were
+-- recorded). Every batch of a cluster owner begins with an upsert of its epoch and owner
+-- here; the trigger aborts the transaction (SQLSTATE T0C51) when the epoch goes back, or
+-- stays equal under another owner (two owners given one epoch by a coordinator that lost
+-- its data), so a zombie owner writes nothing.
 CREATE TABLE IF NOT EXISTS tocsin_fences (
     kind     text COLLATE "C" NOT NULL,
     identity text COLLATE "C" NOT NULL,
     epoch    bigint NOT NULL,
+    owner    text NOT NULL DEFAULT '',
     PRIMARY KEY (kind, identity)
 );
+ALTER TABLE tocsin_fences ADD COLUMN IF NOT EXISTS owner text NOT NULL DEFAULT '';
 CREATE OR REPLACE FUNCTION tocsin_fence() RETURNS trigger LANGUAGE plpgsql AS $$
 BEGIN
-    IF NEW.epoch < OLD.epoch THEN
-        RAISE EXCEPTION 'tocsin fenced: epoch % < %', NEW.epoch, OLD.epoch
+    IF NEW.epoch < OLD.epoch
+        OR (NEW.epoch = OLD.epoch AND OLD.owner <> '' AND NEW.owner <> OLD.owner) THEN
+        RAISE EXCEPTION 'tocsin fenced: epoch % of % against % of %',
+            NEW.epoch, quote_literal(NEW.owner), OLD.epoch, quote_literal(OLD.owner)
             USING ERRCODE = 'T0C51';
     END IF;
     RETURN NEW;
 END $$;
 DROP TRIGGER IF EXISTS tocsin_fence ON tocsin_fences;
-CREATE TRIGGER tocsin_fence BEFORE UPDATE OF epoch ON tocsin_fences
+CREATE TRIGGER tocsin_fence BEFORE UPDATE OF epoch, owner ON tocsin_fences
     FOR EACH ROW EXECUTE FUNCTION tocsin_fence();
 
 -- Facts about the store itself, one row per key (issue 19). 'cluster': the fingerprint of

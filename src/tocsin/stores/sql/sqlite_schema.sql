@@ -49,18 +49,24 @@ CREATE TABLE IF NOT EXISTS tocsin_state (
 PRAGMA user_version = 2;
 
 -- Cluster fencing (docs/cluster.md): the newest ownership epoch written for each durable
--- identity. Every batch of a cluster owner begins with an upsert of its epoch here; the
--- trigger aborts the batch (and so the store's transaction) when the epoch goes back,
--- so a zombie owner that lost its lease writes nothing.
+-- identity, and its owner (node/incarnation; '' in rows written before owners were
+-- recorded, which the store adds on open). Every batch of a cluster owner begins with an
+-- upsert of its epoch and owner here; the trigger aborts the batch (and so the store's
+-- transaction) when the epoch goes back, or stays equal under another owner (two owners
+-- given one epoch by a coordinator that lost its data), so a zombie writes nothing.
 CREATE TABLE IF NOT EXISTS tocsin_fences (
     kind     TEXT NOT NULL,
     identity TEXT NOT NULL,
     epoch    INTEGER NOT NULL,
+    owner    TEXT NOT NULL DEFAULT '',
     PRIMARY KEY (kind, identity)
 ) WITHOUT ROWID;
-CREATE TRIGGER IF NOT EXISTS tocsin_fence BEFORE UPDATE OF epoch ON tocsin_fences
+-- The trigger of files made before owners were recorded (epoch only).
+DROP TRIGGER IF EXISTS tocsin_fence;
+CREATE TRIGGER IF NOT EXISTS tocsin_fence_owner BEFORE UPDATE OF epoch, owner ON tocsin_fences
 WHEN NEW.epoch < OLD.epoch
-BEGIN SELECT RAISE(ABORT, 'tocsin fenced: a newer epoch owns this identity'); END;
+    OR (NEW.epoch = OLD.epoch AND OLD.owner <> '' AND NEW.owner <> OLD.owner)
+BEGIN SELECT RAISE(ABORT, 'tocsin fenced: a newer epoch or another owner holds this identity'); END;
 
 -- Facts about the store itself, one row per key (issue 19). 'cluster': the fingerprint of
 -- the coordinator of the cluster this store belongs to, written at that cluster's first
