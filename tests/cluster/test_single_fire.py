@@ -11,10 +11,10 @@ from zoneinfo import ZoneInfo
 import pytest
 from tests.cluster.cluster_support import Flaky, World
 
-from tocsin.cluster import (
+from tocsin.cluster import ClusterNode
+from tocsin.cluster._single_fire import (
     MAX_TTL,
     MIN_TTL,
-    ClusterNode,
     claim_ttl,
     cron_period,
     require_reference,
