@@ -7,6 +7,7 @@ import importlib
 import inspect
 import types
 from pathlib import Path
+from typing import Any
 
 import pytest
 
@@ -129,6 +130,7 @@ def test_the_cluster_machinery_stays_importable_from_its_private_modules() -> No
     from tocsin.cluster._protocol import ClaimOutcome, LeaseRow, Ownership
     from tocsin.cluster._single_fire import CronClaims, claim_ttl, tick_key
 
+    value: Any
     for value in [Membership, Directory, Placement, rendezvous_owner, ClaimOutcome, LeaseRow,
                   Ownership, CronClaims, claim_ttl, tick_key]:  # fmt: skip
         assert not hasattr(tocsin.cluster, value.__name__), value

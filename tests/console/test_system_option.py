@@ -11,7 +11,7 @@ from pathlib import Path
 
 import aiohttp
 import pytest
-from console_support import FAILING, RAN, Sink, populate
+from tests.console.console_support import FAILING, RAN, Sink, populate
 
 from tocsin import ActorSystem
 from tocsin.stores import MemoryStore
@@ -103,7 +103,7 @@ async def test_a_console_that_cannot_bind_fails_the_start_and_leaves_nothing_run
     await system.start()
     try:
         assert system.console_url == f"http://127.0.0.1:{port}/"
-        status, _ = await fetch(system.console_url)
+        status, _ = await fetch(f"http://127.0.0.1:{port}/")
         assert status == 200
     finally:
         await system.stop()
