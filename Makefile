@@ -28,8 +28,12 @@ lint: $(VENV)/.installed-dev
 types: $(VENV)/.installed-dev
 	$(BIN)/mypy
 
+# The suite under coverage (lines and branches of src/tocsin; [tool.coverage] in
+# pyproject.toml), then the report: its TOTAL line is the figure in docs/testing.md.
 pytest: $(VENV)/.installed-dev
-	$(BIN)/python -m pytest -q
+	$(BIN)/python -m coverage erase
+	$(BIN)/python -m coverage run -m pytest -q
+	$(BIN)/python -m coverage report
 
 test: lint types pytest
 
@@ -38,4 +42,4 @@ bench: $(BIN)/python
 	$(BIN)/python bench/run_all.py
 
 clean:
-	rm -rf $(VENV) .mypy_cache .pytest_cache .ruff_cache
+	rm -rf $(VENV) .mypy_cache .pytest_cache .ruff_cache .coverage

@@ -5,6 +5,7 @@ from __future__ import annotations
 
 import select
 import subprocess
+from typing import Any
 
 #: Real seconds a child may take to print its ready line. A bound on a hang, not a speed
 #: claim: a loaded 2-core machine can take several seconds just to import a child.
@@ -23,6 +24,20 @@ def ready_line(proc: subprocess.Popen[str], what: str, timeout: float = READY_WA
     if not ready:
         proc.kill()
         proc.wait(10)
+        close_pipes(proc)
         raise AssertionError(f"{what} printed nothing within {timeout} s")
     # The child writes its line with one flushed write: once readable, it is all there.
     return proc.stdout.readline()
+
+
+def close_pipes(proc: subprocess.Popen[Any]) -> None:
+    """Close this side of a reaped child's pipes.
+
+    ``Popen`` closes them only in ``communicate()`` or its ``with`` block; one left to the
+    garbage collector is a ResourceWarning, which fails a test of this suite (pyproject's
+    ``filterwarnings``) and, worse, whichever test happens to be running when it is
+    collected.
+    """
+    for pipe in (proc.stdin, proc.stdout, proc.stderr):
+        if pipe is not None:
+            pipe.close()

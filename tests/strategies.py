@@ -8,8 +8,12 @@ from __future__ import annotations
 
 import re
 from datetime import datetime, timedelta, timezone
+from typing import Literal
 
 from hypothesis import strategies as st
+
+#: Surrogates are not text (a lone one cannot be encoded as UTF-8).
+SURROGATES: tuple[Literal["Cs"]] = ("Cs",)
 
 # --- durable: codec-safe payloads -------------------------------------------------------
 
@@ -238,7 +242,7 @@ remote_hosts = st.one_of(
 #: Absolute Unix socket paths (any printable name characters, '@' and '%' included).
 remote_socket_paths = st.lists(
     st.text(
-        st.characters(blacklist_characters="/\x00", blacklist_categories=("Cs",)),
+        st.characters(blacklist_characters="/\x00", blacklist_categories=SURROGATES),
         min_size=1,
         max_size=12,
     ),

@@ -6,6 +6,7 @@ from __future__ import annotations
 import asyncio
 import math
 from datetime import UTC, datetime, timedelta, timezone
+from functools import partial
 from typing import Any
 
 import pytest
@@ -78,10 +79,10 @@ async def test_monotonic_starts_at_zero_and_wall_at_the_given_time() -> None:
 def test_initial_wall_defaults_to_the_injectable_real_wall_source() -> None:
     original = ManualClock.real_wall
     try:
-        ManualClock.real_wall = staticmethod(lambda: 1234.5)  # type: ignore[assignment]
+        ManualClock.real_wall = staticmethod(lambda: 1234.5)
         assert ManualClock().wall() == 1234.5
     finally:
-        ManualClock.real_wall = original  # type: ignore[method-assign]
+        ManualClock.real_wall = original
 
 
 def test_initial_wall_rejects_naive_datetimes_and_non_numbers() -> None:
@@ -96,8 +97,12 @@ def test_initial_wall_rejects_naive_datetimes_and_non_numbers() -> None:
 async def test_advance_fires_every_due_deadline_in_order_at_its_own_time() -> None:
     clock = ManualClock(wall=0)
     fired: list[tuple[str, float]] = []
+
+    def fire(name: str) -> None:
+        fired.append((name, clock.monotonic()))
+
     for name, when in [("c", 3.0), ("a", 1.0), ("b", 2.0), ("late", 5.0), ("b2", 2.0)]:
-        clock.call_at(when, lambda name=name: fired.append((name, clock.monotonic())))
+        clock.call_at(when, partial(fire, name))
     await clock.advance(3)
     assert fired == [("a", 1.0), ("b", 2.0), ("b2", 2.0), ("c", 3.0)]
     assert clock.monotonic() == 3

@@ -7,6 +7,7 @@ import importlib
 import inspect
 import types
 from pathlib import Path
+from typing import Any
 
 import pytest
 
@@ -102,6 +103,37 @@ def test_the_actor_runtime_names_of_the_contract_are_exported() -> None:
         "Clock",
     ]:  # fmt: skip
         assert name in tocsin.__all__, name
+
+
+#: ``tocsin.cluster`` exports what docs/cluster.md shows (#21); its machinery (membership,
+#: placement, tick claims, the coordinator's records) stays importable from its private
+#: modules, and the layers above take theirs from ``tocsin.cluster._spi``.
+CLUSTER_PUBLIC = [
+    "Cluster", "ClusterMetrics", "ClusterNode", "Coordinator", "Member", "NodeJoined",
+    "NodeLeft", "open_coordinator",
+]  # fmt: skip
+
+
+def test_the_cluster_exports_what_its_docs_show_and_no_more() -> None:
+    import tocsin.cluster
+
+    assert tocsin.cluster.__all__ == CLUSTER_PUBLIC
+    page = (SRC.parents[1] / "docs" / "cluster.md").read_text(encoding="utf-8")
+    for name in CLUSTER_PUBLIC:
+        assert f"`{name}" in page, f"{name} is exported but docs/cluster.md does not show it"
+
+
+def test_the_cluster_machinery_stays_importable_from_its_private_modules() -> None:
+    import tocsin.cluster
+    from tocsin.cluster._membership import Membership
+    from tocsin.cluster._placement import Directory, Placement, rendezvous_owner
+    from tocsin.cluster._protocol import ClaimOutcome, LeaseRow, Ownership
+    from tocsin.cluster._single_fire import CronClaims, claim_ttl, tick_key
+
+    value: Any
+    for value in [Membership, Directory, Placement, rendezvous_owner, ClaimOutcome, LeaseRow,
+                  Ownership, CronClaims, claim_ttl, tick_key]:  # fmt: skip
+        assert not hasattr(tocsin.cluster, value.__name__), value
 
 
 def test_every_error_subclasses_tocsin_error_and_is_exported() -> None:

@@ -14,7 +14,7 @@ import sys
 from typing import Any
 
 import pytest
-from actor_support import Echo, new_system
+from tests.actor.actor_support import Echo, new_system
 
 from tocsin import (
     ActorNotFoundError,

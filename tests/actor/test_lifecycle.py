@@ -7,7 +7,7 @@ import asyncio
 from typing import Any
 
 import pytest
-from actor_support import Echo
+from tests.actor.actor_support import Echo
 
 from tocsin import (
     PID,

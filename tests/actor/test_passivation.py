@@ -8,7 +8,7 @@ from datetime import timedelta
 from typing import Any
 
 import pytest
-from actor_support import Echo, new_system
+from tests.actor.actor_support import Echo, new_system
 
 from tocsin import (
     Actor,
@@ -104,6 +104,7 @@ async def test_a_stopped_actor_leaves_no_passivation_deadline_behind() -> None:
     async with system:
         pid = await system.spawn(Echo, passivate_after=10)
         await system.stop_actor(pid)
+        assert system._runtime is not None
         assert len(system._runtime.deadlines) == 0
         await clock.advance(20)
         assert system.events.count(ActorPassivated) == 0

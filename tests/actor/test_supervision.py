@@ -7,7 +7,7 @@ import logging
 from typing import Any
 
 import pytest
-from actor_support import new_system
+from tests.actor.actor_support import new_system
 
 from tocsin import (
     Actor,

@@ -17,6 +17,7 @@ from tocsin import (
     ManualClock,
     ReceiveContext,
 )
+from tocsin.stores import Store
 from tocsin.testing import MemoryStore
 
 
@@ -60,12 +61,13 @@ async def test_restarted_system_has_no_actors_or_schedules_and_old_pids_stay_dea
 async def test_durable_state_survives_a_restart_only_when_the_store_does(
     tocsin_clock: ManualClock, tmp_path: Path, kind: str
 ) -> None:
-    store = {
+    stores: dict[str, str | Store | None] = {
         "sqlite": f"sqlite:///{tmp_path}/notes.db",
         "memory-object": MemoryStore(),
         "memory-url": "memory://",
         "default": None,
-    }[kind]
+    }
+    store = stores[kind]
     system = ActorSystem(clock=tocsin_clock, store=store)
     async with system:
         await (await system.durable(Note, "n")).ask("kept?")

@@ -8,7 +8,7 @@ from datetime import timedelta
 from typing import Any
 
 import pytest
-from actor_support import Echo, new_system
+from tests.actor.actor_support import Echo, new_system
 
 from tocsin import (
     Actor,
@@ -91,6 +91,7 @@ async def test_ask_timeout_deadline_leaves_the_heap_once_answered() -> None:
         pid = await system.spawn(Echo)
         for i in range(5):
             assert await pid.ask(i, timeout=10) == i
+        assert system._runtime is not None
         assert len(system._runtime.deadlines) == 0
 
 

@@ -16,8 +16,8 @@ from hypothesis import strategies as st
 from tests.strategies import cluster_steps
 
 from tocsin.clock import ManualClock
-from tocsin.cluster import ClaimOutcome
 from tocsin.cluster._memory import MemoryCoordinator
+from tocsin.cluster._protocol import ClaimOutcome
 from tocsin.cluster._sqlite import SQLiteCoordinator
 
 START = 1_800_000_000.0

@@ -11,6 +11,7 @@ from __future__ import annotations
 import sqlite3
 import uuid
 from datetime import UTC, datetime
+from functools import partial
 from pathlib import Path
 from typing import Any
 
@@ -55,7 +56,7 @@ async def test_a_paris_zone_cluster_fires_at_two_in_paris_once_cluster_wide() ->
     try:
         for system in systems:
             await system.start()
-            pid = await system.spawn(lambda s=system: Stamp(log, s.name), "stamp")
+            pid = await system.spawn(partial(Stamp, log, system.name), "stamp")
             await system.schedule_cron("nightly", pid, "0 0 2 * * ?", reference="nightly")
         info = next(i for i in systems[0].list_schedules() if i.reference == "nightly")
         assert info.timezone == "Europe/Paris"

@@ -17,7 +17,8 @@ from typing import Any
 import pytest
 
 from tocsin.clock import ManualClock
-from tocsin.cluster import ClaimOutcome, Coordinator
+from tocsin.cluster import Coordinator
+from tocsin.cluster._protocol import ClaimOutcome
 from tocsin.errors import CoordinatorError
 
 LEASE = 10.0

@@ -203,7 +203,7 @@ async def test_a_node_joins_only_once_it_can_serve_its_durable_identities() -> N
     store = MemoryStore()
     slow = _OpensWhenLetGo(store)
     a = ActorSystem("a", clock=clock, store=store, cluster=Cluster(url, lease=LEASE))
-    b = ActorSystem("b", clock=clock, store=slow, cluster=Cluster(url, lease=LEASE))  # type: ignore[arg-type]
+    b = ActorSystem("b", clock=clock, store=slow, cluster=Cluster(url, lease=LEASE))
     await a.start()
     try:
         starting = asyncio.create_task(b.start())

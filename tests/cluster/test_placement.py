@@ -8,7 +8,7 @@ from collections import Counter
 
 from tests.cluster.cluster_support import Flaky, World, freeze
 
-from tocsin.cluster import rendezvous_owner
+from tocsin.cluster._placement import rendezvous_owner
 
 
 def test_rendezvous_is_deterministic_and_ignores_the_order_of_nodes() -> None:

@@ -7,16 +7,17 @@ import asyncio
 import logging
 import math
 from datetime import UTC, datetime
+from functools import partial
 from typing import Any
 from zoneinfo import ZoneInfo
 
 import pytest
 from tests.cluster.cluster_support import Flaky, World
 
-from tocsin.cluster import (
+from tocsin.cluster import ClusterNode
+from tocsin.cluster._single_fire import (
     MAX_TTL,
     MIN_TTL,
-    ClusterNode,
     claim_ttl,
     cron_period,
     require_reference,
@@ -200,18 +201,19 @@ async def test_deliver_if_won_delivers_on_exactly_one_node_from_a_timer_callback
         nodes = await world.start("a", "b", "c")
         fire = world.clock.wall() + 5
         skipped: list[str] = []
-        for node in nodes:
+
+        def at_fire(node: ClusterNode) -> None:
             # What the scheduler's timer does at the fire instant: never blocks.
-            world.clock.call_at(
-                world.clock.monotonic() + 5,
-                lambda node=node: node.cron_claims.deliver_if_won(
-                    "r",
-                    fire,
-                    60,
-                    lambda node=node: delivered.append(node.name),
-                    lambda node=node: skipped.append(node.name),
-                ),
+            node.cron_claims.deliver_if_won(
+                "r",
+                fire,
+                60,
+                partial(delivered.append, node.name),
+                partial(skipped.append, node.name),
             )
+
+        for node in nodes:
+            world.clock.call_at(world.clock.monotonic() + 5, partial(at_fire, node))
         await world.clock.advance(5)  # returns after the claims and the delivery
         assert len(delivered) == 1
         assert sorted(delivered + skipped) == ["a", "b", "c"]

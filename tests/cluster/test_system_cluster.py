@@ -8,6 +8,7 @@ import uuid
 from collections.abc import AsyncIterator
 from contextlib import asynccontextmanager
 from datetime import UTC, datetime
+from functools import partial
 from typing import Any
 
 import pytest
@@ -58,7 +59,7 @@ async def test_a_cron_schedule_made_on_every_node_fires_once_per_tick() -> None:
     log: list[tuple[str, Any]] = []
     async with cluster_of("a", "b", "c") as (clock, systems):
         for system in systems:
-            pid = await system.spawn(lambda s=system: Counter(log, s.name), "counter")
+            pid = await system.spawn(partial(Counter, log, system.name), "counter")
             await system.schedule_cron("report", pid, "0 * * * * ?", reference="report")
         await clock.advance(180)  # 09:01, 09:02, 09:03
         assert [message for _, message in log] == ["report"] * 3
@@ -94,7 +95,7 @@ async def test_interval_schedules_stay_node_local() -> None:
     log: list[tuple[str, Any]] = []
     async with cluster_of("a", "b") as (clock, systems):
         for system in systems:
-            pid = await system.spawn(lambda s=system: Counter(log, s.name), "counter")
+            pid = await system.spawn(partial(Counter, log, system.name), "counter")
             await system.schedule("beat", pid, 10.0, reference="beat")
         await clock.advance(10)
         assert sorted(node for node, _ in log) == ["a", "b"]
@@ -104,7 +105,7 @@ async def test_pause_cron_on_one_node_stops_the_ticks_everywhere_until_resumed()
     log: list[tuple[str, Any]] = []
     async with cluster_of("a", "b") as (clock, systems):
         for system in systems:
-            pid = await system.spawn(lambda s=system: Counter(log, s.name), "counter")
+            pid = await system.spawn(partial(Counter, log, system.name), "counter")
             await system.schedule_cron("report", pid, "0 * * * * ?", reference="report")
         await systems[0].cluster.pause_cron("report")
         await clock.advance(120)

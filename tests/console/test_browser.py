@@ -23,7 +23,7 @@ from pathlib import Path
 from typing import Any
 
 import pytest
-from console_support import FAILING, HOSTILE, RAN, populate
+from tests.console.console_support import FAILING, HOSTILE, RAN, populate
 
 from tocsin import ActorSystem, ManualClock, SystemClock
 from tocsin.console import SESSION_TTL, serve

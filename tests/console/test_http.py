@@ -12,8 +12,8 @@ from typing import Any
 
 import aiohttp
 import pytest
-from console_support import FAILING, HOSTILE, HOSTILE_NAME, RAN, populate
 from prometheus_client.parser import text_string_to_metric_families
+from tests.console.console_support import FAILING, HOSTILE, HOSTILE_NAME, RAN, populate
 from yarl import URL
 
 from tocsin import ActorSystem, ManualClock

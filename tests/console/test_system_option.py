@@ -12,7 +12,7 @@ from pathlib import Path
 
 import aiohttp
 import pytest
-from console_support import FAILING, RAN, Sink, populate
+from tests.console.console_support import FAILING, RAN, Sink, populate
 
 from tocsin import ActorSystem
 from tocsin.stores import MemoryStore

@@ -242,7 +242,7 @@ def test_equal_schedules_compare_and_hash_equal_whatever_the_spelling() -> None:
 def test_an_expression_is_immutable() -> None:
     cron = CronExpression.parse("0 0 12 * * ?")
     with pytest.raises(AttributeError):
-        cron._text = "x"  # type: ignore[misc]
+        cron._text = "x"
 
 
 def test_quartz_name_leniency_reads_the_first_three_letters() -> None:

@@ -10,8 +10,7 @@ from zoneinfo import ZoneInfo
 
 from hypothesis import HealthCheck, assume, example, given, settings
 from hypothesis import strategies as st
-
-from strategies import (
+from tests.strategies import (
     cron_expressions,
     cron_starts,
     cron_zones,
@@ -21,6 +20,7 @@ from strategies import (
     unix_day_expressions,
     unix_expressions,
 )
+
 from tocsin.cron import CronExpression, InvalidCronExpressionError
 from tocsin.cron._fields import FIELD_NAMES, MIN_YEAR, CronFields, DayKind
 

@@ -9,7 +9,7 @@ five-field rows it once had now live in ``unix_vectors.tsv`` (``test_unix_vector
 from __future__ import annotations
 
 import pytest
-from cron_vectors import Row, check_row, load_rows, missing, vectors_path
+from tests.cron.cron_vectors import Row, check_row, load_rows, missing, vectors_path
 
 _NAME, _VARIABLE = "quartz_vectors.tsv", "TOCSIN_QUARTZ_VECTORS"
 ROWS = load_rows(vectors_path(_NAME, _VARIABLE))

@@ -9,7 +9,7 @@ CI like the Quartz vectors.
 from __future__ import annotations
 
 import pytest
-from cron_vectors import Row, check_row, load_rows, missing, vectors_path
+from tests.cron.cron_vectors import Row, check_row, load_rows, missing, vectors_path
 
 _NAME, _VARIABLE = "unix_vectors.tsv", "TOCSIN_UNIX_VECTORS"
 ROWS = load_rows(vectors_path(_NAME, _VARIABLE))

@@ -12,7 +12,7 @@ from __future__ import annotations
 from pathlib import Path
 
 import pytest
-from durable_support import Backend, postgres_backend, sqlite_backend
+from tests.durable.durable_support import Backend, postgres_backend, sqlite_backend
 
 from tocsin.stores import MemoryStore
 

@@ -9,7 +9,7 @@ from collections import Counter
 from typing import Any, ClassVar
 
 import pytest
-from durable_support import Backend
+from tests.durable.durable_support import Backend
 
 from tocsin import (
     ActorPassivated,

@@ -12,7 +12,7 @@ from typing import Any
 from zoneinfo import ZoneInfo
 
 import pytest
-from durable_support import Backend
+from tests.durable.durable_support import Backend
 
 from tocsin import (
     ActorSystem,

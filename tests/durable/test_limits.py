@@ -11,7 +11,7 @@ from contextlib import asynccontextmanager
 from typing import Any
 
 import pytest
-from durable_support import Backend
+from tests.durable.durable_support import Backend
 
 from tocsin import ActorSystem, InvalidIntervalError, ManualClock
 from tocsin.durable import Call, DurableActor, TaskRecord

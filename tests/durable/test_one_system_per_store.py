@@ -20,7 +20,7 @@ from pathlib import Path
 from typing import Any
 
 import pytest
-from durable_support import Backend
+from tests.durable.durable_support import Backend
 
 from tocsin import ActorSystem, ManualClock
 from tocsin.durable import Call, DurableActor

@@ -14,7 +14,7 @@ from collections import Counter
 from typing import Any
 
 import pytest
-from durable_support import Backend
+from tests.durable.durable_support import Backend
 
 from tocsin import ActorSystem, ManualClock, ReceiveContext
 from tocsin.durable import Call, DurableActor, RetryPolicy, TaskRecord, _runtime

@@ -3,13 +3,14 @@
 
 from __future__ import annotations
 
+import builtins
 from collections.abc import AsyncIterator
 from contextlib import asynccontextmanager
 from datetime import UTC, datetime
 from typing import Any
 
 import pytest
-from durable_support import Backend
+from tests.durable.durable_support import Backend
 
 from tocsin import ActorSystem, CodecError, ManualClock
 from tocsin.durable import Call, DurableActor, TaskRecord
@@ -69,7 +70,7 @@ class Cart(DurableActor):
     async def charge(self, payload: Any) -> None:
         RUNS.append(payload)
 
-    async def tasks(self, payload: Any) -> list[TaskRecord]:
+    async def tasks(self, payload: Any) -> builtins.list[TaskRecord]:  # list: the method above
         return await self.list_schedules()
 
 

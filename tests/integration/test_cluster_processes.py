@@ -37,7 +37,7 @@ from pathlib import Path
 from typing import IO, Any
 
 import pytest
-from tests.procs import ready_line
+from tests.procs import close_pipes, ready_line
 
 from tocsin.cluster import open_coordinator
 
@@ -68,6 +68,7 @@ def kill_all(procs: Iterable[subprocess.Popen[str]], files: Iterable[IO[bytes]])
             proc.send_signal(signal.SIGCONT)
             proc.kill()
         proc.wait(timeout=30)
+        close_pipes(proc)
     for file in files:
         file.close()
 
@@ -286,11 +287,11 @@ def test_durable_actors_keep_one_writer_across_a_sigkill_and_a_zombie(
     counts: dict[str, list[int]] = {}
     last: dict[str, float] = {}
     probe: list[str] = []
-    for line in log.read_text().splitlines():
-        if " probe " in line:
-            probe.append(line.split()[-1])
+    for text in log.read_text().splitlines():
+        if " probe " in text:
+            probe.append(text.split()[-1])
             continue
-        _, identity, count, wall = line.split()
+        _, identity, count, wall = text.split()
         counts.setdefault(identity, []).append(int(count))
         last[identity] = max(last.get(identity, 0.0), float(wall))
     assert sorted(counts) == [f"c-{i}" for i in range(8)]

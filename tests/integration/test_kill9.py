@@ -36,6 +36,7 @@ import sys
 import time
 import uuid
 from collections import Counter, defaultdict
+from collections.abc import Callable
 from dataclasses import dataclass
 from pathlib import Path
 
@@ -48,7 +49,7 @@ pytestmark = pytest.mark.integration
 
 WORKER = Path(__file__).with_name("_kill9_worker.py")
 sys.path.insert(0, str(WORKER.parent))
-import _kill9_worker as worker  # noqa: E402
+from tests.integration import _kill9_worker as worker  # noqa: E402
 
 KILLS = 5
 #: Real seconds the final run may take before the test fails, and an incarnation to run
@@ -259,7 +260,7 @@ def _seed() -> int:
 
 
 def test_sqlite_store_runs_every_task_at_least_once_across_sigkills(
-    tmp_path: Path, record_property: pytest.RecordProperty
+    tmp_path: Path, record_property: Callable[[str, object], None]
 ) -> None:
     from tocsin.stores.sqlite import SQLiteStore
 
@@ -270,7 +271,7 @@ def test_sqlite_store_runs_every_task_at_least_once_across_sigkills(
 
 
 def test_postgres_store_runs_every_task_at_least_once_across_sigkills(
-    tmp_path: Path, postgres_dsn: str, record_property: pytest.RecordProperty
+    tmp_path: Path, postgres_dsn: str, record_property: Callable[[str, object], None]
 ) -> None:
     from tocsin.stores.postgres import PostgresStore
 

@@ -24,7 +24,7 @@ from typing import Any
 
 import pytest
 from tests.certs import make_certs
-from tests.procs import ready_line
+from tests.procs import close_pipes, ready_line
 
 from tocsin import (
     PID,
@@ -46,7 +46,7 @@ pytestmark = pytest.mark.integration
 
 PEER = Path(__file__).with_name("_remote_peer.py")
 sys.path.insert(0, str(PEER.parent))
-from _remote_peer import Forward, Get, Ping, Pong, remoting  # noqa: E402
+from tests.integration._remote_peer import Forward, Get, Ping, Pong, remoting  # noqa: E402
 
 #: Real seconds any wait for a remote outcome may take before the test fails.
 WAIT = 20.0
@@ -68,10 +68,12 @@ class Peer:
             except subprocess.TimeoutExpired:
                 self.proc.kill()
                 self.proc.wait(5)
+        close_pipes(self.proc)
 
     def kill(self) -> None:
         self.proc.send_signal(signal.SIGKILL)
         self.proc.wait(10)
+        close_pipes(self.proc)
 
 
 def start_peer(name: str, listen: str, *, tls_dir: Path | None = None) -> Peer:
@@ -88,6 +90,7 @@ def start_peer(name: str, listen: str, *, tls_dir: Path | None = None) -> Peer:
     line = ready_line(proc, f"peer {name}")
     if not line:
         proc.wait(10)
+        close_pipes(proc)
         pytest.fail(f"peer {name} did not start (exit {proc.returncode})")
     info = json.loads(line)
     return Peer(proc, info["address"], info["pids"])

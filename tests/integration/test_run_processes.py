@@ -419,21 +419,21 @@ def job_runs(run: Run) -> list[tuple[str, str, int]]:
 
 
 def every_job() -> set[str]:
-    import _run_app
+    from tests.integration import _run_app
 
     return {f"job:job-{i}:{n}" for i in range(_run_app.IDENTITIES) for n in range(_run_app.TASKS)}
 
 
 def every_done() -> dict[str, object]:
     """What ``stored_done`` must find: every identity's set holds every task number."""
-    import _run_app
+    from tests.integration import _run_app
 
     return {f"job-{i}": frozenset(range(_run_app.TASKS)) for i in range(_run_app.IDENTITIES)}
 
 
 async def stored_done(run_dir: Path) -> dict[str, object]:
     """Each identity's ``done`` set as the shared store holds it (opened read-only)."""
-    import _run_app
+    from tests.integration import _run_app
 
     from tocsin._codec import decode
     from tocsin.stores.sqlite import SQLiteStore

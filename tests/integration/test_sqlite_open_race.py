@@ -88,7 +88,7 @@ class _BusyTwice:
 
 def _busy() -> sqlite3.OperationalError:
     error = sqlite3.OperationalError("database is locked")
-    error.sqlite_errorcode = 5  # type: ignore[attr-defined]
+    error.sqlite_errorcode = 5
     return error
 
 

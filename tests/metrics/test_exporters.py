@@ -6,7 +6,7 @@ from __future__ import annotations
 from typing import Any
 
 from opentelemetry.sdk.metrics import MeterProvider
-from opentelemetry.sdk.metrics.export import InMemoryMetricReader
+from opentelemetry.sdk.metrics.export import InMemoryMetricReader, MetricsData
 from prometheus_client import CollectorRegistry, generate_latest
 from prometheus_client.parser import text_string_to_metric_families
 
@@ -14,6 +14,13 @@ from tocsin import Actor, ActorSystem, ManualClock, ReceiveContext
 from tocsin.metrics import Metrics, PrometheusCollector, instrument_otel, prometheus_endpoint
 
 T0 = 1_700_000_000.0
+
+
+def collect(reader: InMemoryMetricReader) -> MetricsData:
+    """One collection (the reader is attached: it always has data)."""
+    data = reader.get_metrics_data()
+    assert data is not None
+    return data
 
 
 class Sink(Actor):
@@ -89,9 +96,9 @@ async def test_otel_observable_instruments_report_counters_gauges_and_histograms
         await clock.advance(2.0)
         reader.get_metrics_data()  # first collection: histograms record what was new
         await clock.advance(1.0)
-        data = reader.get_metrics_data()
+        data = collect(reader)
         points: dict[str, Any] = {}
-        units: dict[str, str] = {}
+        units: dict[str, str | None] = {}
         for rm in data.resource_metrics:
             for sm in rm.scope_metrics:
                 assert sm.scope.name == "tocsin"
@@ -127,7 +134,7 @@ async def test_otel_instruments_made_before_start_cover_every_metric() -> None:
             "tocsin.schedule.lateness", "tocsin.actor.restarts"} <= names  # fmt: skip
     await system.start()
     try:
-        data = reader.get_metrics_data()
+        data = collect(reader)
         seen = {m.name for rm in data.resource_metrics for sm in rm.scope_metrics
                 for m in sm.metrics}  # fmt: skip
         assert "tocsin.durable.task_runs" in seen
@@ -169,12 +176,12 @@ async def test_cluster_counters_reach_prometheus_and_otel_with_their_values() ->
                 assert family.samples[0].value == 0
 
         def total(name: str) -> float:
-            return sum(f[f"tocsin_cluster_{name}"].samples[0].value for f in texts)
+            return float(sum(f[f"tocsin_cluster_{name}"].samples[0].value for f in texts))
 
         assert (total("cron_claims_won"), total("cron_claims_lost")) == (2, 2)
-        points = {
+        points: dict[str, Any] = {
             m.name: m.data
-            for rm in reader.get_metrics_data().resource_metrics
+            for rm in collect(reader).resource_metrics
             for sm in rm.scope_metrics
             for m in sm.metrics
         }

@@ -14,12 +14,12 @@ def test_update_counts_each_new_observation_into_its_bucket() -> None:
     for i, v in enumerate([0.05, 0.1, 0.5, 2.0]):
         ring[i] = v
     h.update(4, ring)
-    v = h.value()
-    assert v.counts == (2, 1, 1)  # <=0.1 (0.1 included), <=1.0, +Inf
-    assert v.count == 4
-    assert v.sum == pytest.approx(2.65)
-    assert v.cumulative() == [("0.1", 2), ("1.0", 3), ("+Inf", 4)]
-    assert v.new == (0.05, 0.1, 0.5, 2.0)
+    value = h.value()
+    assert value.counts == (2, 1, 1)  # <=0.1 (0.1 included), <=1.0, +Inf
+    assert value.count == 4
+    assert value.sum == pytest.approx(2.65)
+    assert value.cumulative() == [("0.1", 2), ("1.0", 3), ("+Inf", 4)]
+    assert value.new == (0.05, 0.1, 0.5, 2.0)
 
 
 def test_update_reads_only_observations_made_since_the_last_one() -> None:

@@ -190,7 +190,7 @@ async def _job_receive(self: Job, ctx: ReceiveContext) -> None:
         ctx.respond(await self.queue(message.method, max_retries=message.max_retries))
 
 
-Job.receive = _job_receive  # type: ignore[method-assign]
+Job.receive = _job_receive  # type: ignore[method-assign, assignment]
 
 
 async def test_timed_store_forwards_results_and_errors_unchanged() -> None:

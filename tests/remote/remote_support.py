@@ -89,7 +89,7 @@ class RecordingHost:
                 await self.arrived.wait()
 
 
-def config(listen: str = "tcp://127.0.0.1:0", **changes: Any) -> Remoting:
+def config(listen: str = "tcp://127.0.0.1:0", /, **changes: Any) -> Remoting:
     changes.setdefault("secret", SECRET)
     changes.setdefault("messages", [Ping, Note])
     return Remoting(listen=listen, **changes)
@@ -99,6 +99,13 @@ def make_node(cfg: Remoting, name: str = "n", host: RecordingHost | None = None)
     host = host if host is not None else RecordingHost()
     codec = WireCodec(MessageRegistry(cfg.messages), FakePID, FakePID)
     return RemoteNode(cfg, name, host, codec)
+
+
+def host_of(node: RemoteNode) -> RecordingHost:
+    """The node's host as the :class:`RecordingHost` that :func:`make_node` gave it."""
+    host = node.host
+    assert isinstance(host, RecordingHost), host
+    return host
 
 
 @contextlib.asynccontextmanager

@@ -8,7 +8,7 @@ from __future__ import annotations
 import asyncio
 import socket
 
-from remote_support import FakePID, RecordingHost, config, eventually
+from tests.remote.remote_support import FakePID, RecordingHost, config, eventually
 
 from tocsin import ManualClock
 from tocsin.remote._address import NodeAddress
@@ -42,7 +42,7 @@ async def test_retries_back_off_exponentially_with_jitter_up_to_the_cap() -> Non
         for attempt in range(6):
             retry = endpoint._retry
             assert retry is not None
-            delay = retry.deadline - clock.monotonic()  # type: ignore[attr-defined]
+            delay = retry.deadline - clock.monotonic()
             delays.append(delay)
             cap = min(0.4, _BACKOFF_BASE * 2**attempt)
             assert cap * 0.5 <= delay <= cap + 1e-9

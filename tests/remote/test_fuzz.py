@@ -12,7 +12,7 @@ from typing import Any
 import msgspec
 from hypothesis import HealthCheck, given, settings
 from hypothesis import strategies as st
-from remote_support import SECRET, RecordingHost, config, make_node
+from tests.remote.remote_support import SECRET, RecordingHost, config, make_node
 
 from tocsin.remote import _handshake as hs
 from tocsin.remote._connection import Connection

@@ -29,7 +29,9 @@ async def eventually(check: Any, timeout: float = 10.0) -> None:
 async def test_a_tick_whose_message_was_mutated_past_the_wire_is_a_dead_letter_not_a_crash() -> (
     None
 ):
-    remoting = lambda: Remoting("tcp://127.0.0.1:0", SECRET)  # noqa: E731
+    def remoting() -> Remoting:
+        return Remoting("tcp://127.0.0.1:0", SECRET)
+
     async with (
         ActorSystem("b", remoting=remoting()) as b,
         ActorSystem("a", remoting=remoting()) as a,

@@ -9,8 +9,18 @@ import asyncio
 from pathlib import Path
 
 import pytest
-from remote_support import SECRET, FakePID, Note, Ping, config, eventually, make_node, running
 from tests.certs import make_certs
+from tests.remote.remote_support import (
+    SECRET,
+    FakePID,
+    Note,
+    Ping,
+    config,
+    eventually,
+    host_of,
+    make_node,
+    running,
+)
 
 from tocsin import CodecError, DeadActorError, NodeUnreachableError, RemoteActorError
 from tocsin.remote._address import NodeAddress, parse_system_address
@@ -27,9 +37,9 @@ async def test_tells_arrive_in_order_with_sender_and_message() -> None:
             assert a.tell(
                 target, "/user/x", "7", "tocsin://a@h:1/user/s", a.encode_message(Ping(i)), i
             )
-        await b.host.wait_tells(500)
-        assert [m for (_, _, _, m) in b.host.tells] == [Ping(i) for i in range(500)]
-        assert b.host.tells[0][:3] == ("/user/x", "7", "tocsin://a@h:1/user/s")
+        await host_of(b).wait_tells(500)
+        assert [m for (_, _, _, m) in host_of(b).tells] == [Ping(i) for i in range(500)]
+        assert host_of(b).tells[0][:3] == ("/user/x", "7", "tocsin://a@h:1/user/s")
 
 
 async def test_ask_gets_the_reply_and_a_raising_handler_gives_remote_actor_error() -> None:
@@ -41,7 +51,7 @@ async def test_ask_gets_the_reply_and_a_raising_handler_gives_remote_actor_error
         def boom(message: object) -> object:
             raise KeyError("missing")
 
-        b.host.answer = boom
+        host_of(b).answer = boom
         with pytest.raises(RemoteActorError) as info:
             await a.ask(target, "/user/x", "", "", a.encode_message(1))
         assert info.value.type_name == "KeyError"
@@ -50,21 +60,21 @@ async def test_ask_gets_the_reply_and_a_raising_handler_gives_remote_actor_error
         def stopped(message: object) -> object:
             raise DeadActorError("actor /user/x is stopped")
 
-        b.host.answer = stopped
+        host_of(b).answer = stopped
         with pytest.raises(DeadActorError, match="stopped"):
             await a.ask(target, "/user/x", "", "", a.encode_message(1))
 
 
 async def test_a_reply_that_cannot_cross_fails_the_ask_with_codec_error() -> None:
     async with running(config(), "a") as a, running(config(), "b") as b:
-        b.host.answer = lambda message: object()
+        host_of(b).answer = lambda message: object()
         with pytest.raises(CodecError, match="reply"):
             await a.ask(node_of(b.address), "/user/x", "", "", a.encode_message(1))
 
 
 async def test_lookup_returns_the_pid_string_or_empty() -> None:
     async with running(config(), "a") as a, running(config(), "b") as b:
-        b.host.actors["/user/here"] = b.address + "/user/here"
+        host_of(b).actors["/user/here"] = b.address + "/user/here"
         target = node_of(b.address)
         assert await a.lookup(target, "/user/here", timeout=5) == b.address + "/user/here"
         assert await a.lookup(target, "/user/absent", timeout=5) == ""
@@ -73,10 +83,10 @@ async def test_lookup_returns_the_pid_string_or_empty() -> None:
 async def test_one_connection_per_peer_pair_is_reused_both_ways() -> None:
     async with running(config(), "a") as a, running(config(), "b") as b:
         assert a.tell(node_of(b.address), "/user/x", "", "", a.encode_message(1), None)
-        await b.host.wait_tells(1)
+        await host_of(b).wait_tells(1)
         # b answers on the connection a opened: no second connection.
         assert b.tell(node_of(a.address), "/user/y", "", "", b.encode_message(2), None)
-        await a.host.wait_tells(1)
+        await host_of(a).wait_tells(1)
         for _ in range(3):
             await a.ask(node_of(b.address), "/user/x", "", "", a.encode_message(3))
             await b.ask(node_of(a.address), "/user/y", "", "", b.encode_message(4))
@@ -92,7 +102,7 @@ async def test_a_node_nobody_listens_at_is_unreachable() -> None:
         assert a.tell(dead, "/user/x", "", "", a.encode_message(1), "first")
         with pytest.raises(NodeUnreachableError):
             await a.ask(dead, "/user/x", "", "", a.encode_message(2))
-        await eventually(lambda: a.host.undelivered_infos == ["first"])
+        await eventually(lambda: host_of(a).undelivered_infos == ["first"])
         # Known down now: refused at once.
         assert not a.tell(dead, "/user/x", "", "", a.encode_message(3), "second")
         with pytest.raises(NodeUnreachableError):
@@ -104,7 +114,7 @@ async def test_pending_asks_fail_promptly_when_the_peer_goes_away() -> None:
         b = make_node(config(), "b")
         await b.start()
         never: asyncio.Future[object] = asyncio.get_running_loop().create_future()
-        b.host.answer = lambda message: never  # never answered: reply can't encode either
+        host_of(b).answer = lambda message: never  # never answered: reply can't encode either
         b.host.deliver_ask = lambda *args: None  # type: ignore[method-assign]
         pending = a.ask(node_of(b.address), "/user/x", "", "", a.encode_message(1))
         await eventually(lambda: b.metrics().frames_in >= 2)
@@ -121,7 +131,7 @@ async def test_the_connection_comes_back_when_a_node_listens_there_again() -> No
         await b.start()
         address = node_of(b.address)
         assert a.tell(address, "/user/x", "", "", a.encode_message(1), None)
-        await b.host.wait_tells(1)
+        await host_of(b).wait_tells(1)
         await b.stop()
         await eventually(lambda: a.endpoint(address).state == "down")
         assert not a.tell(address, "/user/x", "", "", a.encode_message(2), "lost")
@@ -130,8 +140,8 @@ async def test_the_connection_comes_back_when_a_node_listens_there_again() -> No
         try:
             await eventually(lambda: a.endpoint(address).state == "up")
             assert a.tell(address, "/user/x", "", "", a.encode_message(3), None)
-            await again.host.wait_tells(1)
-            assert again.host.tells[0][3] == 3
+            await host_of(again).wait_tells(1)
+            assert host_of(again).tells[0][3] == 3
             assert a.metrics().reconnects == 1
         finally:
             await again.stop()
@@ -140,9 +150,9 @@ async def test_the_connection_comes_back_when_a_node_listens_there_again() -> No
 async def test_a_peer_with_another_secret_is_refused_and_counted_and_nothing_is_decoded() -> None:
     async with running(config(), "a") as a, running(config(secret=b"another-secret-16b"), "b") as b:
         assert a.tell(node_of(b.address), "/user/x", "", "", a.encode_message(1), "x")
-        await eventually(lambda: a.host.undelivered_infos == ["x"])
+        await eventually(lambda: host_of(a).undelivered_infos == ["x"])
         await eventually(lambda: a.metrics().auth_failures + b.metrics().auth_failures >= 1)
-        assert b.host.tells == []
+        assert host_of(b).tells == []
         assert b.metrics().frames_in == 0
         assert a.metrics().frames_in == 0
 
@@ -150,7 +160,7 @@ async def test_a_peer_with_another_secret_is_refused_and_counted_and_nothing_is_
 async def test_hostile_bytes_close_only_their_connection() -> None:
     async with running(config(), "a") as a, running(config(), "b") as b:
         assert a.tell(node_of(b.address), "/user/x", "", "", a.encode_message(1), None)
-        await b.host.wait_tells(1)
+        await host_of(b).wait_tells(1)
         listen = node_of(b.address)
         for junk in (b"GET / HTTP/1.1\r\n\r\n" + b"x" * 64, b"\xff" * 4096, b"TOCSIN\x00\x01"):
             reader, writer = await asyncio.open_connection(listen.host, listen.port)
@@ -162,7 +172,7 @@ async def test_hostile_bytes_close_only_their_connection() -> None:
             writer.close()
         # The node still serves its good peer.
         assert a.tell(node_of(b.address), "/user/x", "", "", a.encode_message(2), None)
-        await b.host.wait_tells(2)
+        await host_of(b).wait_tells(2)
         assert b.metrics().auth_failures >= 2
 
 
@@ -171,7 +181,7 @@ async def test_an_oversized_length_prefix_closes_the_connection_before_the_body(
     async with running(cfg, "a") as a, running(cfg, "b") as b:
         target = node_of(b.address)
         assert a.tell(target, "/user/x", "", "", a.encode_message(1), None)
-        await b.host.wait_tells(1)
+        await host_of(b).wait_tells(1)
         conn = a.endpoint(target).conn
         assert conn is not None
         # Only the prefix is sent: the cap is checked before any body is awaited.
@@ -189,7 +199,7 @@ async def test_a_peer_that_stops_reading_fills_the_buffer_and_sends_are_refused_
     async with running(cfg, "a") as a, running(cfg, "b") as b:
         target = node_of(b.address)
         assert a.tell(target, "/user/x", "", "", a.encode_message(0), None)
-        await b.host.wait_tells(1)
+        await host_of(b).wait_tells(1)
         peer = next(iter(b._connections))
         peer._transport.pause_reading()  # type: ignore[union-attr]
         payload = a.encode_message(b"x" * 4096)
@@ -200,7 +210,7 @@ async def test_a_peer_that_stops_reading_fills_the_buffer_and_sends_are_refused_
             await asyncio.sleep(0)
         assert refused > 0
         peer._transport.resume_reading()  # type: ignore[union-attr]
-        await eventually(lambda: len(b.host.tells) == 1 + 2000 - refused)
+        await eventually(lambda: len(host_of(b).tells) == 1 + 2000 - refused)
 
 
 async def test_unix_socket_nodes_talk(tmp_path: Path) -> None:
@@ -210,7 +220,7 @@ async def test_unix_socket_nodes_talk(tmp_path: Path) -> None:
     ):
         assert b.address.startswith("tocsin://b@unix:")
         assert a.tell(node_of(b.address), "/user/x", "", "", a.encode_message(Ping(1)), None)
-        await b.host.wait_tells(1)
+        await host_of(b).wait_tells(1)
         assert await b.ask(node_of(a.address), "/user/y", "", "", b.encode_message(5)) == 5
     assert not (tmp_path / "b.sock").exists()
 
@@ -227,7 +237,7 @@ async def test_mutual_tls_carries_traffic_and_refuses_a_certificate_of_another_c
         async with running(config(**other), "c") as c:
             with pytest.raises(NodeUnreachableError):
                 await c.ask(node_of(b.address), "/user/x", "", "", c.encode_message(1))
-            assert b.host.tells == []
+            assert host_of(b).tells == []
 
 
 async def test_a_plain_dialer_is_refused_by_a_tls_node(tmp_path: Path) -> None:
@@ -241,7 +251,7 @@ async def test_heartbeats_keep_an_idle_connection_and_count_frames() -> None:
     cfg = config(heartbeat=0.05)
     async with running(cfg, "a") as a, running(cfg, "b") as b:
         assert a.tell(node_of(b.address), "/user/x", "", "", a.encode_message(1), None)
-        await b.host.wait_tells(1)
+        await host_of(b).wait_tells(1)
         before = b.metrics().frames_in
         await eventually(lambda: b.metrics().frames_in >= before + 3)
         assert a.endpoint(node_of(b.address)).state == "up"
@@ -253,9 +263,9 @@ async def test_a_silent_peer_is_dropped_after_three_heartbeats() -> None:
     async with running(cfg, "a") as a, running(cfg, "b") as b:
         target = node_of(b.address)
         assert a.tell(target, "/user/x", "", "", a.encode_message(1), None)
-        await b.host.wait_tells(1)
+        await host_of(b).wait_tells(1)
         # b stops sending anything (its heartbeats included): a declares it lost.
-        b._heartbeat.cancel()  # type: ignore[union-attr]
+        b._heartbeat.cancel()
         b.stopping = True
         await eventually(lambda: a.endpoint(target).state != "up" or a.metrics().connections == 0)
 

@@ -7,7 +7,13 @@ from __future__ import annotations
 import asyncio
 from typing import Any
 
-from scheduling_support import Log, blocker, capture_dead_letters, recorder, running_system
+from tests.scheduling.scheduling_support import (
+    Log,
+    blocker,
+    capture_dead_letters,
+    recorder,
+    running_system,
+)
 
 from tocsin import (
     Actor,
@@ -325,6 +331,7 @@ async def test_many_schedules_share_one_armed_timer() -> None:
         assert len(system.list_schedules()) == 10_000
         for ref in refs[1:]:
             await system.cancel_schedule(ref)
+        assert system._runtime is not None
         heap = system._runtime.deadlines.heap
         assert len(heap) == 1
         assert heap.size < 1_000  # dead entries were compacted away, not kept

@@ -5,11 +5,12 @@ from __future__ import annotations
 
 import asyncio
 import math
+from collections.abc import Awaitable, Callable
 from datetime import timedelta
 from typing import Any
 
 import pytest
-from scheduling_support import EPOCH, Log, recorder, running_system
+from tests.scheduling.scheduling_support import EPOCH, Log, recorder, running_system
 
 from tocsin import (
     Actor,
@@ -130,7 +131,7 @@ async def test_advance_returns_even_where_a_millisecond_no_longer_moves_the_cloc
 
 async def test_every_scheduling_call_raises_not_started_before_start() -> None:
     system = ActorSystem("t", clock=ManualClock(wall=EPOCH), timezone="UTC")
-    calls = [
+    calls: list[Callable[[], Awaitable[object]]] = [
         lambda: system.schedule("x", None, 1),  # type: ignore[arg-type]
         lambda: system.schedule_once("x", None, 1),  # type: ignore[arg-type]
         lambda: system.schedule_cron("x", None, "0 * * * * ?"),  # type: ignore[arg-type]

@@ -7,7 +7,14 @@ import dataclasses
 from datetime import UTC, timedelta
 
 import pytest
-from scheduling_support import EPOCH, Log, blocker, capture_dead_letters, recorder, running_system
+from tests.scheduling.scheduling_support import (
+    EPOCH,
+    Log,
+    blocker,
+    capture_dead_letters,
+    recorder,
+    running_system,
+)
 
 from tocsin import Actor, Directive, ReceiveContext, ScheduleInfo, ScheduleKind
 

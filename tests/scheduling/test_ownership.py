@@ -3,7 +3,7 @@
 
 from __future__ import annotations
 
-from scheduling_support import EPOCH, Log, blocker, recorder, running_system
+from tests.scheduling.scheduling_support import EPOCH, Log, blocker, recorder, running_system
 
 from tocsin import (
     Actor,

@@ -3,7 +3,7 @@
 
 from __future__ import annotations
 
-from scheduling_support import Log, recorder, running_system
+from tests.scheduling.scheduling_support import Log, recorder, running_system
 
 from tocsin import Actor, ReceiveContext
 

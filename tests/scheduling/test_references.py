@@ -4,7 +4,7 @@
 from __future__ import annotations
 
 import pytest
-from scheduling_support import Log, blocker, recorder, running_system
+from tests.scheduling.scheduling_support import Log, blocker, recorder, running_system
 
 from tocsin import (
     Actor,

@@ -12,7 +12,14 @@ from datetime import UTC, datetime, timedelta
 from zoneinfo import ZoneInfo
 
 import pytest
-from scheduling_support import EPOCH, Log, blocker, capture_dead_letters, recorder, running_system
+from tests.scheduling.scheduling_support import (
+    EPOCH,
+    Log,
+    blocker,
+    capture_dead_letters,
+    recorder,
+    running_system,
+)
 
 from tocsin import (
     Actor,
@@ -31,8 +38,10 @@ EVERY_10_SECONDS = "0/10 * * * * ?"
 NOON = "0 0 12 * * ?"
 
 
-def utc(*args: int) -> datetime:
-    return datetime(*args, tzinfo=UTC)  # type: ignore[misc]
+def utc(
+    year: int, month: int, day: int, hour: int = 0, minute: int = 0, second: int = 0
+) -> datetime:
+    return datetime(year, month, day, hour, minute, second, tzinfo=UTC)
 
 
 def local(epochs: list[float], zone: str) -> list[datetime]:
@@ -94,8 +103,7 @@ async def test_timezone_argument_overrides_the_system_zone() -> None:
         await system.schedule_cron("noon", pid, NOON, timezone="America/New_York")
         await clock.advance(24 * 3600)
         assert log.times == [17 * 3600.0]  # 12:00 EST is 17:00 UTC
-        [info] = system.list_schedules() or [None]
-        assert info is not None
+        [info] = system.list_schedules()
         assert info.timezone == "America/New_York"
 
 

@@ -6,7 +6,7 @@ from __future__ import annotations
 from datetime import UTC, datetime
 from zoneinfo import ZoneInfo
 
-from scheduling_support import Log, recorder, running_system
+from tests.scheduling.scheduling_support import Log, recorder, running_system
 
 from tocsin.cron import CronExpression
 

@@ -7,7 +7,7 @@ import itertools
 from datetime import timedelta
 
 import pytest
-from scheduling_support import Log, blocker, recorder, running_system
+from tests.scheduling.scheduling_support import Log, blocker, recorder, running_system
 
 
 async def test_first_tick_is_one_interval_from_now() -> None:

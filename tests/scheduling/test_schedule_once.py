@@ -5,7 +5,7 @@ from __future__ import annotations
 
 from datetime import UTC, datetime, timedelta
 
-from scheduling_support import Log, recorder, running_system
+from tests.scheduling.scheduling_support import Log, recorder, running_system
 
 from tocsin import ScheduleKind
 

@@ -236,11 +236,11 @@ async def test_a_small_wal_is_left_to_grow(tmp_path: Path, monkeypatch: pytest.M
 
 def test_is_busy_reads_the_primary_result_code() -> None:
     busy = sqlite3.OperationalError("database is locked")
-    busy.sqlite_errorcode = 5  # type: ignore[attr-defined]
+    busy.sqlite_errorcode = 5
     snapshot = sqlite3.OperationalError("snapshot")
-    snapshot.sqlite_errorcode = 517  # type: ignore[attr-defined]  # SQLITE_BUSY_SNAPSHOT
+    snapshot.sqlite_errorcode = 517  # SQLITE_BUSY_SNAPSHOT
     other = sqlite3.OperationalError("no such table")
-    other.sqlite_errorcode = 1  # type: ignore[attr-defined]
+    other.sqlite_errorcode = 1
     assert is_busy(busy)
     assert is_busy(snapshot)
     assert not is_busy(other)

@@ -19,7 +19,7 @@ import time
 from pathlib import Path
 
 import pytest
-from tests.procs import ready_line
+from tests.procs import close_pipes, ready_line
 from tests.stores.test_store_contract import (
     Backend,
     _postgres_backend,
@@ -266,7 +266,7 @@ async def _refused_then_free_after_kill(make: object, proc: subprocess.Popen[str
     from tocsin.stores import Store
 
     assert callable(make)
-    factory: Callable[[], Store] = make  # type: ignore[assignment]
+    factory: Callable[[], Store] = make
     try:
         store = factory()
         with pytest.raises(StoreError, match=f"pid {proc.pid}"):
@@ -274,6 +274,7 @@ async def _refused_then_free_after_kill(make: object, proc: subprocess.Popen[str
     finally:
         proc.send_signal(signal.SIGKILL)
         proc.wait(30)
+        close_pipes(proc)
     # The kernel (SQLite flock) or the server (session lock) dropped the lock with the
     # process. PostgreSQL notices the dead session a moment later: retry, bounded.
     deadline = time.monotonic() + 30

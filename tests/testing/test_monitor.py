@@ -48,8 +48,12 @@ async def test_debug_failure_records_are_recorded_but_hidden_below_the_users_lev
 ) -> None:
     logger = logging.getLogger("tocsin.actor")
     seen: list[logging.LogRecord] = []
-    handler = logging.Handler()
-    handler.emit = seen.append  # type: ignore[method-assign]
+
+    class Collect(logging.Handler):
+        def emit(self, record: logging.LogRecord) -> None:
+            seen.append(record)
+
+    handler = Collect()
     logger.addHandler(handler)
     logger.setLevel(logging.WARNING)
     try:

@@ -5,27 +5,18 @@
 Redis, a SQLite file for the nodes of one machine, or ``memory://`` for the systems of
 one process) holds node leases, the durable-actor directory and cron tick claims.
 See ``docs/cluster.md`` for the guarantees and the failure table.
+
+The public names are the ones the docs show; the machinery (membership, placement, tick
+claims, the coordinator's records) stays in its private modules, and the layers above
+import what they need from :mod:`tocsin.cluster._spi`.
 """
 
 from __future__ import annotations
 
-from ._membership import Membership
 from ._node import ClusterNode
-from ._placement import Directory, Placement, rendezvous_owner
-from ._protocol import ClaimOutcome, Coordinator, LeaseRow, Ownership
-from ._single_fire import (
-    MAX_TTL,
-    MIN_TTL,
-    CronClaims,
-    claim_ttl,
-    cron_period,
-    require_reference,
-    tick_key,
-)
+from ._protocol import Coordinator
 from ._url import open_coordinator
 from ._values import (
-    MAX_LEASE,
-    MIN_LEASE,
     Cluster,
     ClusterMetrics,
     LeaseLost,
@@ -36,30 +27,14 @@ from ._values import (
 )
 
 __all__ = [
-    "MAX_LEASE",
-    "MAX_TTL",
-    "MIN_LEASE",
-    "MIN_TTL",
-    "ClaimOutcome",
     "Cluster",
     "ClusterMetrics",
     "ClusterNode",
     "Coordinator",
-    "CronClaims",
-    "Directory",
     "LeaseLost",
     "LeaseRegained",
-    "LeaseRow",
     "Member",
-    "Membership",
     "NodeJoined",
     "NodeLeft",
-    "Ownership",
-    "Placement",
-    "claim_ttl",
-    "cron_period",
     "open_coordinator",
-    "rendezvous_owner",
-    "require_reference",
-    "tick_key",
 ]

@@ -343,13 +343,13 @@ def test_read_only_media_gets_its_own_message(
     class ReadOnly:
         f_flag = os.ST_RDONLY
 
-    monkeypatch.setattr(_sqlite_readonly.os, "statvfs", lambda p: ReadOnly())
+    monkeypatch.setattr(os, "statvfs", lambda p: ReadOnly())
     assert _sqlite_readonly.on_read_only_media(str(tmp_path))
     error = _sqlite_readonly.open_error(str(tmp_path / "t.db"), sqlite3.OperationalError("x"))
     assert "is on read-only media" in str(error)
     error = _sqlite_readonly._unreadable(str(tmp_path / "t.db"), sqlite3.OperationalError("x"))
     assert "is on read-only media" in str(error)
-    monkeypatch.setattr(_sqlite_readonly.os, "statvfs", real)
+    monkeypatch.setattr(os, "statvfs", real)
     assert not _sqlite_readonly.on_read_only_media(str(tmp_path))
 
 

@@ -13,9 +13,10 @@ import urllib.error
 import urllib.request
 from collections.abc import Iterator
 from pathlib import Path
+from typing import Literal
 
 import pytest
-from tests.procs import ready_line
+from tests.procs import close_pipes, ready_line
 
 from tocsin.cli import main
 from tocsin.stores import TaskRow, UpsertTask
@@ -25,7 +26,7 @@ from tocsin.stores.sqlite import SQLiteStore
 LIMIT = 30.0
 
 
-def row(id: str, state: str) -> TaskRow:
+def row(id: str, state: Literal["pending", "running", "parked"]) -> TaskRow:
     return TaskRow(
         kind="Order", identity="o-1", id=id, name="ship", payload=b"", due=1_700_000_000.0,
         every=None, attempts=1, max_retries=0, created_at=1_600_000_000.0, state=state,
@@ -72,6 +73,7 @@ def stop(proc: subprocess.Popen[str]) -> None:
     if proc.poll() is None:
         proc.kill()
     proc.wait(LIMIT)
+    close_pipes(proc)
 
 
 @pytest.fixture

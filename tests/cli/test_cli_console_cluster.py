@@ -17,7 +17,7 @@ from pathlib import Path
 
 import aiohttp
 import pytest
-from tests.procs import ready_line
+from tests.procs import close_pipes, ready_line
 
 from tocsin import ActorSystem, Cluster, Remoting
 from tocsin.cli import main
@@ -84,6 +84,7 @@ def console(
         if proc.poll() is None:
             proc.kill()
         proc.wait(WAIT)
+        close_pipes(proc)
 
 
 def node(name: str, url: str) -> ActorSystem:

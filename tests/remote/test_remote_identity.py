@@ -22,7 +22,7 @@ from pathlib import Path
 from typing import Any
 
 import pytest
-from remote_support import (
+from tests.remote.remote_support import (
     SECRET,
     FakePID,
     RecordingHost,
@@ -59,7 +59,7 @@ class Echo(Actor):
         ctx.respond(ctx.message)
 
 
-def remoting(listen: str = "tcp://127.0.0.1:0", secret: bytes = SECRET, **kw: Any) -> Remoting:
+def remoting(listen: str = "tcp://127.0.0.1:0", /, secret: bytes = SECRET, **kw: Any) -> Remoting:
     return Remoting(listen, secret, **kw)
 
 
@@ -275,7 +275,7 @@ async def test_connection_problems_are_logged_at_most_once_a_minute_per_peer(
 
 async def test_a_full_send_buffer_is_overflow_not_unreachable() -> None:
     # A long heartbeat: the paused server must not declare the client silent meanwhile.
-    small = {"max_buffer": 64 * 1024, "heartbeat": 30.0}
+    small: dict[str, Any] = {"max_buffer": 64 * 1024, "heartbeat": 30.0}
     async with (
         ActorSystem("srv", remoting=remoting(**small)) as srv,
         ActorSystem("client", remoting=remoting(**small)) as client,
@@ -288,7 +288,7 @@ async def test_a_full_send_buffer_is_overflow_not_unreachable() -> None:
         client.events.subscribe(letters.append, DeadLetter)
         # The server stops reading: TCP fills, then the client's send buffer does.
         [conn] = list(srv._remote.node._connections)  # type: ignore[union-attr]
-        conn._transport.pause_reading()  # type: ignore[union-attr]
+        conn._transport.pause_reading()
         payload = b"x" * 4096
         for _ in range(4000):  # ~16 MiB offered; tell never blocks
             pid.tell(payload)
@@ -302,5 +302,5 @@ async def test_a_full_send_buffer_is_overflow_not_unreachable() -> None:
         metrics = client.remote_metrics()
         assert metrics.overflow == len(letters)
         assert metrics.unreachable == 0
-        conn._transport.resume_reading()  # type: ignore[union-attr]
+        conn._transport.resume_reading()
         assert await pid.ask("after", timeout=10) == "after"  # the node was up all along
