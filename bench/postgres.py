@@ -62,8 +62,17 @@ def add_arguments(parser: argparse.ArgumentParser) -> None:
     parser.add_argument("--sizes", default=None, help="--scale: comma list of totals")
     parser.add_argument("--stores", default="sqlite,postgres", help="--scale: stores")
     parser.add_argument(
-        "--tree", default=None, help="run tocsin from this checkout's src/ (A/B against main)"
+        "--alt-tasks",
+        type=int,
+        default=None,
+        help="tasks per DBOS / Procrastinate run (default 2,000: ~100 tasks/s each)",
     )
+    parser.add_argument(
+        "--before",
+        default=None,
+        help="A/B: also run the tocsin rows from this checkout's src/ (e.g. a copy of main)",
+    )
+    parser.add_argument("--tree", default=None, help=argparse.SUPPRESS)
 
 
 def _start_server(name: str) -> str:
@@ -78,16 +87,27 @@ def _start_server(name: str) -> str:
     return _servers[name]
 
 
+def _systems(args: argparse.Namespace) -> list[tuple[str, str, str | None]]:
+    systems = list(SYSTEMS)
+    if args.before:  # A/B: the tocsin rows once more, from the other checkout
+        systems[2:2] = [
+            ("tocsin@before", "tocsin, before", None),
+            ("tocsin-cluster@before", "tocsin cluster, before", None),
+        ]
+    if args.quick:  # the smoke run: no start_workflow row (DBOS' queue row is enough)
+        systems = [s for s in systems if s[0] != "dbos-start"]
+    return systems
+
+
 def configs(args: argparse.Namespace) -> list[Config]:
     if args.scale:
         from _pg_scale import scale_configs
 
         return scale_configs(args, _start_server)
     n = args.tasks or (200 if args.quick else 10_000)
+    alt_n = args.alt_tasks or min(n, 2_000)
     out: list[Config] = []
-    systems = SYSTEMS
-    if args.quick:  # the smoke run: tocsin and the floor, plus whatever is installed
-        systems = [s for s in SYSTEMS if s[0] != "dbos-start"]
+    systems = _systems(args)
     for pass_name in args.passes.split(","):
         if args.quick and pass_name != "nosync":
             continue
@@ -97,16 +117,17 @@ def configs(args: argparse.Namespace) -> list[Config]:
                 for system, _, requires in systems:
                     if system == "dbos-start" and test == "enqueue":
                         continue  # starts at once: no enqueue without a run
+                    base, _, before = system.partition("@")
                     out.append(
                         Config(
                             f"{pass_name}/{test}/{producers}/{system}",
                             {
-                                "system": system,
+                                "system": base,
                                 "test": test,
-                                "n": n,
+                                "n": alt_n if requires else n,
                                 "producers": producers,
                                 "dsn": dsn,
-                                "tree": args.tree,
+                                "tree": args.before if before else args.tree,
                             },
                             requires=requires,
                             timeout=600.0,
@@ -177,7 +198,7 @@ def report(args: argparse.Namespace, runs: Runs) -> dict[str, Any]:
     payload: dict[str, Any] = {"ratios": {}, "targets": {}}
     for pass_name in args.passes.split(","):
         rows = []
-        for system, label, _ in SYSTEMS:
+        for system, label, _ in _systems(args):
             cells: list[Any] = [label]
             for test, key in (
                 ("enqueue", "enqueue_us"),
@@ -210,7 +231,7 @@ def report(args: argparse.Namespace, runs: Runs) -> dict[str, Any]:
             )
         )
         ratio_rows = []
-        for system, label, _ in SYSTEMS:
+        for system, label, _ in _systems(args):
             if system == "raw":
                 continue
             cells = [label]
@@ -250,6 +271,22 @@ def report(args: argparse.Namespace, runs: Runs) -> dict[str, Any]:
                 ratio_rows,
             )
         )
+    if args.before:
+        ab_rows = []
+        for pass_name in args.passes.split(","):
+            for system in ("tocsin", "tocsin-cluster"):
+                for test, key in (
+                    ("enqueue", "enqueue_us"),
+                    ("e2e", "tasks_per_s"),
+                    ("e2e", "cpu_us_per_task"),
+                ):
+                    for producers in PRODUCERS:
+                        k = f"{pass_name}/{test}/{producers}/{system}"
+                        r = ratio(runs, k, k + "@before", key)
+                        payload["ratios"][f"{k}/{key}/after_over_before"] = r
+                        ab_rows.append((pass_name, system, test, producers, key, r))
+        print("\nA/B: this tree / the --before tree (per repetition, median)\n")
+        print(table(["pass", "system", "test", "producers", "figure", "after / before"], ab_rows))
     loads = [r.get("load_1min") for rs in runs.values() for r in rs if r and "load_1min" in r]
     if loads:
         payload["load_1min"] = (min(loads), max(loads))
