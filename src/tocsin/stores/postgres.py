@@ -187,6 +187,8 @@ class PostgresStore:
         self._committing = False
         self._waiting: deque[tuple[Sequence[Op], asyncio.Future[None]]] = deque()
         self._flusher: asyncio.Task[None] | None = None
+        #: Transactions committed by :meth:`apply` (a group of batches counts once).
+        self.commits = 0
         #: The one connection outside the pool: ownership lock and LISTEN.
         self._session = Session(
             dsn, schema, self.url, self._errors, connect_timeout=self.connect_timeout
@@ -386,6 +388,7 @@ class PostgresStore:
             # trips on the most common call (one task upsert).
             async with self._errors("apply"):
                 await pool.execute(_WRITES[type(ops[0])], *_params(ops[0]))
+            self.commits += 1
             return
         async with self._errors("apply"), pool.acquire() as conn, conn.transaction():
             for cls, group in itertools.groupby(ops, type):
@@ -394,6 +397,7 @@ class PostgresStore:
                     await conn.execute(_WRITES[cls], *params[0])
                 else:
                     await conn.executemany(_WRITES[cls], params)
+        self.commits += 1
 
     async def get_state(self, kind: str, identity: str, key: str) -> bytes | None:
         """The value of ``storage[key]``, or ``None``."""
