@@ -50,13 +50,14 @@ def scale_configs(args: Any, start_server: Callable[[str], str]) -> list[Config]
     for total in sizes:
         for store in args.stores.split(","):
             dsn = start_server("durable") if store == "postgres" else ""
-            out.append(
-                Config(
-                    f"scale/{store}/{total}",
-                    {"scale": True, "store": store, "total": total, "dsn": dsn, "tree": args.tree},
-                    timeout=1800.0,
+            for tree in (None, args.before) if args.before else (None,):
+                out.append(
+                    Config(
+                        f"scale/{store}/{total}" + ("@before" if tree else ""),
+                        {"scale": True, "store": store, "total": total, "dsn": dsn, "tree": tree},
+                        timeout=1800.0,
+                    )
                 )
-            )
     return out
 
 
@@ -219,7 +220,7 @@ def scale_report(args: Any, runs: Runs) -> dict[str, Any]:
         row = median_row(rs)
         rows.append(
             (
-                name.split("/")[1],
+                name.split("/")[1] + (", before" if name.endswith("@before") else ""),
                 row.get("total"),
                 row.get("start_s"),
                 row.get("rss_delta_MB"),

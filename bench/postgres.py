@@ -25,6 +25,7 @@ import asyncio
 import atexit
 import contextlib
 import os
+import signal
 import sys
 import uuid
 from pathlib import Path
@@ -79,9 +80,10 @@ def _start_server(name: str) -> str:
     if name not in _servers:
         from tests.integration.pg import temporary_server
 
-        if not _stack.__dict__.get("_registered"):
+        if not _servers:
             atexit.register(_stack.close)
-            _stack.__dict__["_registered"] = True
+            # A killed run stops its servers too (atexit runs on SystemExit).
+            signal.signal(signal.SIGTERM, lambda *_: sys.exit(143))
         settings = {**COMMON_SETTINGS, **PASSES[name]}
         _servers[name] = _stack.enter_context(temporary_server(settings)).dsn
     return _servers[name]
