@@ -17,6 +17,7 @@ The task body of every system only counts completions in memory.
 from __future__ import annotations
 
 import asyncio
+import threading
 import time
 from collections.abc import Awaitable, Callable
 from typing import Any
@@ -42,6 +43,7 @@ class Done:
         self.at = 0.0
         self.loop: asyncio.AbstractEventLoop | None = None
         self.future: asyncio.Future[None] | None = None
+        self.lock = threading.Lock()
 
     def expect(self, target: int) -> asyncio.Future[None]:
         self.count, self.target = 0, target
@@ -50,9 +52,11 @@ class Done:
         return self.future
 
     def hit(self) -> None:
-        """Count one run (thread-safe enough: DBOS runs bodies on its loop thread too)."""
-        self.count += 1
-        if self.count == self.target:
+        """Count one run (under a lock: DBOS may run bodies on its own threads)."""
+        with self.lock:
+            self.count += 1
+            reached = self.count == self.target
+        if reached:
             self.at = perf_counter()
             assert self.loop is not None
             assert self.future is not None
