@@ -166,10 +166,12 @@ async def _child(params: dict[str, Any]) -> dict[str, Any]:
     name = "b_" + uuid.uuid4().hex[:10]
     admin = await asyncpg.connect(base)
     await admin.execute(f"CREATE DATABASE {name}")
+    # What the server really runs with, reported with every figure.
+    settings = {k: await admin.fetchval(f"SHOW {k}") for k in ("fsync", "synchronous_commit")}
     await admin.close()
     dsn = base.rsplit("/", 1)[0] + "/" + name
     try:
-        return await _run_system(params, dsn)
+        return {**await _run_system(params, dsn), **settings}
     finally:
         admin = await asyncpg.connect(base)
         await admin.execute(f"DROP DATABASE IF EXISTS {name} WITH (FORCE)")
@@ -207,6 +209,16 @@ def report(args: argparse.Namespace, runs: Runs) -> dict[str, Any]:
         return scale_report(args, runs)
     payload: dict[str, Any] = {"ratios": {}, "targets": {}}
     for pass_name in args.passes.split(","):
+        shown = next(
+            (
+                r
+                for n, rs in runs.items()
+                if n.startswith(pass_name)
+                for r in rs
+                if r and "fsync" in r
+            ),
+            {},
+        )
         rows = []
         for system, label, _ in _systems(args):
             cells: list[Any] = [label]
@@ -224,7 +236,9 @@ def report(args: argparse.Namespace, runs: Runs) -> dict[str, Any]:
         if all(all(c is None for c in r[1:]) for r in rows):
             continue
         print(
-            f"\n### Pass `{pass_name}` ({', '.join(f'{k}={v}' for k, v in PASSES[pass_name].items())})\n"
+            f"\n### Pass `{pass_name}` ({', '.join(f'{k}={v}' for k, v in PASSES[pass_name].items())}; "
+            f"the server said fsync={shown.get('fsync')}, "
+            f"synchronous_commit={shown.get('synchronous_commit')})\n"
         )
         print(
             table(
