@@ -73,6 +73,9 @@ def add_arguments(parser: argparse.ArgumentParser) -> None:
         default=None,
         help="A/B: also run the tocsin rows from this checkout's src/ (e.g. a copy of main)",
     )
+    parser.add_argument(
+        "--systems", default=None, help="comma list of systems to run (default: all)"
+    )
     parser.add_argument("--tree", default=None, help=argparse.SUPPRESS)
 
 
@@ -96,6 +99,9 @@ def _systems(args: argparse.Namespace) -> list[tuple[str, str, str | None]]:
             ("tocsin@before", "tocsin, before", None),
             ("tocsin-cluster@before", "tocsin cluster, before", None),
         ]
+    if args.systems:
+        chosen = set(args.systems.split(","))
+        systems = [s for s in systems if s[0] in chosen or s[0].split("@")[0] in chosen]
     if args.quick:  # the smoke run: no start_workflow row (DBOS' queue row is enough)
         systems = [s for s in systems if s[0] != "dbos-start"]
     return systems
