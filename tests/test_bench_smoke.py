@@ -98,3 +98,23 @@ def test_console_bench_runs_in_quick_mode_and_prints_json() -> None:
     assert payload["quick"] is True
     assert payload["page_p50_ms"] > 0
     assert "fanout_10_p50_ms" in payload
+
+
+def test_postgres_bench_runs_in_quick_mode_and_prints_json() -> None:
+    """``bench/postgres.py --quick`` starts its own PostgreSQL; tocsin and the raw floor
+    always run, DBOS and Procrastinate when installed (else their rows say skipped)."""
+    proc = subprocess.run(
+        [sys.executable, str(BENCH / "postgres.py"), "--quick", "--tasks", "100"],
+        capture_output=True,
+        text=True,
+        timeout=300,
+        check=False,
+    )
+    assert proc.returncode == 0, proc.stderr[-3000:]
+    payload = json.loads(proc.stdout.strip().splitlines()[-1])
+    assert payload["quick"] is True
+    assert payload["failed"] == []
+    for system in ("tocsin", "tocsin-cluster", "raw"):
+        assert payload["medians"][f"nosync/e2e/100/{system}"]["tasks_per_s"] > 0
+    dbos = payload["medians"]["nosync/e2e/1/dbos-queue"]
+    assert "skipped" in dbos or dbos["tasks_per_s"] > 0

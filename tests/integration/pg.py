@@ -18,10 +18,11 @@ import shutil
 import socket
 import subprocess
 import tempfile
-from collections.abc import Iterator
+from collections.abc import Iterator, Mapping
 from contextlib import contextmanager
 from dataclasses import dataclass
 from pathlib import Path
+from typing import Final
 
 __all__ = ["PostgresUnavailable", "find_bin_dir", "temporary_server"]
 
@@ -92,11 +93,17 @@ def _run(prefix: list[str], args: list[str], cwd: Path) -> None:
         )
 
 
-def _start_args(bin_dir: Path, data: Path, port: int) -> list[str]:
+#: Server settings of the test servers (speed, not crash safety); ``settings=`` overrides.
+TEST_SETTINGS: Final = {"fsync": "off", "synchronous_commit": "off", "full_page_writes": "off"}
+
+
+def _start_args(
+    bin_dir: Path, data: Path, port: int, settings: Mapping[str, str] | None = None
+) -> list[str]:
     root = data.parent
-    options = (
-        f"-c listen_addresses=127.0.0.1 -p {port} -k {root} -c fsync=off "
-        "-c synchronous_commit=off -c full_page_writes=off"
+    merged = {**TEST_SETTINGS, **(settings or {})}
+    options = f"-c listen_addresses=127.0.0.1 -p {port} -k {root} " + " ".join(
+        f"-c {name}={value}" for name, value in merged.items()
     )
     return [
         str(bin_dir / "pg_ctl"), "-D", str(data), "-o", options,
@@ -122,8 +129,11 @@ def start_server(server: Server) -> None:
 
 
 @contextmanager
-def temporary_server() -> Iterator[Server]:
-    """Start a fresh server with a database ``tocsin_test``; stop and delete it after."""
+def temporary_server(settings: Mapping[str, str] | None = None) -> Iterator[Server]:
+    """Start a fresh server with a database ``tocsin_test``; stop and delete it after.
+
+    ``settings`` are ``-c name=value`` server settings on top of :data:`TEST_SETTINGS`
+    (the benchmarks run with ``fsync=on``, for instance)."""
     bin_dir = find_bin_dir()
     prefix, user = _runner()
     root = Path(tempfile.mkdtemp(prefix="tocsin-pg-"))
@@ -148,7 +158,7 @@ def temporary_server() -> Iterator[Server]:
             ],
             root,
         )
-        _run(prefix, _start_args(bin_dir, data, port), root)
+        _run(prefix, _start_args(bin_dir, data, port, settings), root)
         try:
             _run(
                 prefix,

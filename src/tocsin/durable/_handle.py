@@ -416,6 +416,12 @@ class DurableHandle(SendTarget):
             async with self.durable.activation_slots:
                 if await cell.first_start() is not None:
                     return  # did not come up; it has fully stopped (cell_stopped ran)
+                if self.drain_queued:
+                    # Activated by its alarm: the queued drain reads what is due and
+                    # re-arms from the store when it ends. Reading the alarm here too was
+                    # a store call per activation, and arming it rang a second, empty
+                    # drain (two more calls): #24, 1,000 identities coming due at once.
+                    return
                 try:
                     due = await self.store.next_due(self.kind, self.identity)
                 except Exception as exc:  # the alarm drains (and re-reads) after a backoff

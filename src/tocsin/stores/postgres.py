@@ -1,8 +1,11 @@
 # SPDX-License-Identifier: Apache-2.0
 """The PostgreSQL store, on asyncpg: for several processes or nodes sharing one database.
 
-One small connection pool; one transaction per :meth:`PostgresStore.apply` (PostgreSQL
-does its own group commit of concurrent transactions, so none is layered on top). Upserts
+One small connection pool, and group commit: one :meth:`PostgresStore.apply` is one
+transaction, and the batches that arrive while one is in flight are committed together in
+the next (one WAL flush for many identities' writes: with ``synchronous_commit=on`` a flush
+costs milliseconds, and the server's own grouping of concurrent commits is bounded by the
+pool's few connections; #24). Upserts
 are ``INSERT … ON CONFLICT DO UPDATE``. Times are ``double precision`` epoch seconds, as
 in the Python API, so no time zone conversion ever happens between store and scheduler.
 
@@ -18,6 +21,7 @@ from __future__ import annotations
 import asyncio
 import itertools
 import re
+from collections import deque
 from collections.abc import AsyncIterator, Callable, Sequence
 from contextlib import asynccontextmanager
 from importlib import resources
@@ -59,6 +63,8 @@ __all__ = ["PostgresStore"]
 #: Key of the advisory lock held while creating the schema ("tocsin" in ASCII).
 SCHEMA_LOCK_KEY: Final = 0x746F6373696E
 _SCHEMA_NAME: Final = re.compile(r"[a-z_][a-z0-9_]{0,62}")
+#: Most ops one group commit puts in one transaction (the batches are kept whole).
+GROUP_OPS: Final = 2000
 
 
 # The shared SQL, numbered for asyncpg once.
@@ -84,6 +90,10 @@ _SET_CLUSTER: Final = (
     "INSERT INTO tocsin_meta (key, value) VALUES ('cluster', $1) "
     "ON CONFLICT (key) DO UPDATE SET value = excluded.value"
 )
+
+
+async def _no_reset(connection: Any) -> None:
+    """The pool's ``reset``: nothing to undo (see :meth:`PostgresStore._open`)."""
 
 
 def _params(op: Op) -> tuple[Any, ...]:
@@ -183,6 +193,12 @@ class PostgresStore:
         self._min_size = min_size
         self._max_size = max_size
         self._pool: Any = None
+        #: Group commit: a write is in flight; batches that came meanwhile, in order.
+        self._committing = False
+        self._waiting: deque[tuple[Sequence[Op], asyncio.Future[None]]] = deque()
+        self._flusher: asyncio.Task[None] | None = None
+        #: Transactions committed by :meth:`apply` (a group of batches counts once).
+        self.commits = 0
         #: The one connection outside the pool: ownership lock and LISTEN.
         self._session = Session(
             dsn, schema, self.url, self._errors, connect_timeout=self.connect_timeout
@@ -228,6 +244,13 @@ class PostgresStore:
                     max_size=self._max_size,
                     timeout=self.connect_timeout,
                     server_settings={"search_path": self.schema},
+                    # No reset query on release (asyncpg's default is a round trip per
+                    # store call: RESET ALL, UNLISTEN, advisory unlocks). Pooled
+                    # connections carry no session state: LISTEN and the ownership lock
+                    # live on the Session's own connection, the schema lock is
+                    # transaction-scoped, search_path is a startup setting; asyncpg still
+                    # rolls back a transaction left open before calling this (#24).
+                    reset=_no_reset,
                 )
         except StoreError as exc:
             if isinstance(exc.__cause__, TimeoutError):  # asyncpg's says nothing at all
@@ -251,6 +274,9 @@ class PostgresStore:
         """Close the pool, waiting for calls in progress, and release ownership and
         watchers. Idempotent."""
         await self._session.close()
+        flusher, self._flusher = self._flusher, None
+        if flusher is not None:
+            await asyncio.wait({flusher})  # the waiting writes land first
         pool, self._pool = self._pool, None
         if pool is not None:
             async with self._errors("close", bounded=False):
@@ -298,16 +324,81 @@ class PostgresStore:
     # --- Store protocol --------------------------------------------------------------------
 
     async def apply(self, ops: Sequence[Op]) -> None:
-        """Apply a batch in one transaction (all ops in order, or none and StoreError)."""
+        """Apply a batch in one transaction (all ops in order, or none and StoreError).
+
+        Group commit: while one write is in flight, batches from other callers wait and
+        then go in together, in arrival order, as one transaction (one WAL flush for
+        all). If that transaction fails, each of its batches is applied again alone, so
+        a batch fails only for its own reason (a fenced batch is refused; the others
+        land) and each caller gets its own outcome.
+        """
         validate_ops(ops)
         if not ops:
             return
         pool = self._require()
+        if self._committing:
+            done: asyncio.Future[None] = asyncio.get_running_loop().create_future()
+            self._waiting.append((ops, done))
+            await done
+            return
+        self._committing = True
+        try:
+            await self._write(pool, ops)
+        finally:
+            if self._waiting:  # arrived meanwhile: commit them together, off this caller
+                self._flusher = asyncio.get_running_loop().create_task(self._flush(pool))
+            else:
+                self._committing = False
+
+    async def _flush(self, pool: Any) -> None:
+        """Commit the waiting batches, up to :data:`GROUP_OPS` ops per transaction."""
+        try:
+            while self._waiting:
+                group: list[tuple[Sequence[Op], asyncio.Future[None]]] = []
+                count = 0
+                while self._waiting and count < GROUP_OPS:
+                    ops, done = self._waiting.popleft()
+                    if not done.done():  # not cancelled while it waited
+                        group.append((ops, done))
+                        count += len(ops)
+                if len(group) > 1:
+                    try:
+                        await self._write(pool, [op for ops, _ in group for op in ops])
+                    except StoreError:
+                        pass  # some batch failed: each alone, below
+                    except BaseException as exc:  # cancelled (close) or a bug: all fail
+                        for _, done in group:
+                            _fail(done, exc)
+                        raise
+                    else:
+                        for _, done in group:
+                            if not done.done():
+                                done.set_result(None)
+                        continue
+                for ops, done in group:
+                    try:
+                        await self._write(pool, ops)
+                    except BaseException as exc:
+                        _fail(done, exc)
+                        if not isinstance(exc, Exception):
+                            raise
+                    else:
+                        if not done.done():
+                            done.set_result(None)
+        finally:
+            self._committing = False
+            for _, done in self._waiting:  # only if this task was cancelled (close)
+                if not done.done():
+                    done.set_exception(StoreError(f"{self!r}: closed before this write"))
+            self._waiting.clear()
+
+    async def _write(self, pool: Any, ops: Sequence[Op]) -> None:
         if len(ops) == 1:
             # One statement is atomic on its own: skipping BEGIN/COMMIT saves two round
             # trips on the most common call (one task upsert).
             async with self._errors("apply"):
                 await pool.execute(_WRITES[type(ops[0])], *_params(ops[0]))
+            self.commits += 1
             return
         async with self._errors("apply"), pool.acquire() as conn, conn.transaction():
             for cls, group in itertools.groupby(ops, type):
@@ -316,6 +407,7 @@ class PostgresStore:
                     await conn.execute(_WRITES[cls], *params[0])
                 else:
                     await conn.executemany(_WRITES[cls], params)
+        self.commits += 1
 
     async def get_state(self, kind: str, identity: str, key: str) -> bytes | None:
         """The value of ``storage[key]``, or ``None``."""
@@ -415,6 +507,15 @@ class PostgresStore:
             if getattr(exc, "sqlstate", None) == q.FENCED_SQLSTATE:
                 raise FencedError(f"PostgreSQL store {self.url}: {what} refused: {exc}") from exc
             raise StoreError(f"PostgreSQL store {self.url}: {what} failed: {exc}") from exc
+
+
+def _fail(done: asyncio.Future[None], exc: BaseException) -> None:
+    if done.done():
+        return
+    if isinstance(exc, asyncio.CancelledError):
+        done.cancel()
+    else:
+        done.set_exception(exc)
 
 
 def _row(r: Any) -> TaskRow:

@@ -376,7 +376,8 @@ class SQLiteStore:
         Ties are broken by ``(kind, identity)``; at most ``limit`` actors.
         """
         # Not inline even with a small limit: the GROUP BY reads every due row first.
-        rows = await self._read(q.DUE_ACTORS, (before, max(limit, 0)), bounded=False)
+        sql = q.DUE_ACTORS if self.read_only else q.DUE_ACTORS_SQLITE
+        rows = await self._read(sql, (before, max(limit, 0)), bounded=False)
         return [DueActor(kind, identity, float(due)) for kind, identity, due in rows]
 
     # --- plumbing --------------------------------------------------------------------------
