@@ -376,7 +376,13 @@ def test_a_memory_coordinator_is_refused_for_several_workers(tmp_path: Path) -> 
 def test_a_sqlite_file_in_a_missing_directory_is_refused(tmp_path: Path) -> None:
     for option in ("store", "coordinator"):
         url = f"sqlite:///{tmp_path}/nope/x.db"
-        config = make_config("app:main", workers=1, run_dir=tmp_path, **{option: url})
+        config = make_config(
+            "app:main",
+            workers=1,
+            run_dir=tmp_path,
+            store=url if option == "store" else None,
+            coordinator=url if option == "coordinator" else None,
+        )
         with pytest.raises(RunUsageError, match=rf"`{option}` .*{tmp_path}/nope' does not exist"):
             check_environment(config, explicit=(option,))
     (tmp_path / "file").write_text("")
@@ -396,7 +402,12 @@ def test_an_unreachable_server_is_refused_within_the_connect_timeout(scheme: str
         else f"redis://127.0.0.1:{port}/0"
     )
     option = "store" if scheme == "postgresql" else "coordinator"
-    config = make_config("app:main", workers=1, **{option: url})
+    config = make_config(
+        "app:main",
+        workers=1,
+        store=url if option == "store" else None,
+        coordinator=url if option == "coordinator" else None,
+    )
     kind = "PostgreSQL" if scheme == "postgresql" else "Redis"
     with pytest.raises(
         RunUsageError,

@@ -334,7 +334,7 @@ async def test_place_puts_a_free_identity_on_the_rendezvous_choice_of_the_live_l
     backend: Backend,
 ) -> None:
     # Issue 19: placement on the coordinator's view, in the claim's own step.
-    from tocsin.cluster import rendezvous_owner
+    from tocsin.cluster._rendezvous import rendezvous_owner
 
     a, b, c = await opened(backend, 3)
     try:
@@ -371,7 +371,7 @@ async def test_hand_over_gives_an_owned_entry_to_the_preferred_live_node(
     backend: Backend,
 ) -> None:
     # Issue 19, rebalancing: the owner hands an idle identity to the node it now prefers.
-    from tocsin.cluster import rendezvous_owner
+    from tocsin.cluster._rendezvous import rendezvous_owner
 
     a, b = await opened(backend, 2)
     try:

@@ -207,7 +207,7 @@ async def test_identities_placed_a_moment_after_a_node_joined_may_land_on_it() -
     try:
         await b.start()  # a's member list does not show b yet (no clock advance)
         assert [m.name for m in a.cluster.members()] == ["a"]
-        homes = Counter()
+        homes: Counter[str] = Counter()
         for i in range(20):
             pid = await a.durable(Job, f"job-{i}")
             home = await pid.ask(Call("where"))

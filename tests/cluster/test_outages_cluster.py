@@ -55,7 +55,7 @@ async def one_node() -> AsyncIterator[tuple[ManualClock, ActorSystem, Flaky, lis
     clock = ManualClock(wall=T0)
     coordinator = Flaky(MemoryCoordinator(f"o{uuid.uuid4().hex}", clock=clock))
     await coordinator.open()
-    config = Cluster(coordinator, lease=LEASE, poll_interval=POLL)  # type: ignore[arg-type]
+    config = Cluster(coordinator, lease=LEASE, poll_interval=POLL)
     system = ActorSystem("a", clock=clock, store=MemoryStore(), cluster=config)
     events: list[object] = []
     try:

@@ -281,8 +281,8 @@ async def test_one_claim_in_flight_per_reference_and_a_frozen_coordinator_releas
                 "r",
                 fire,
                 1.0,
-                lambda fire=fire: delivered.append(fire),
-                lambda fire=fire: skipped.append(fire),
+                partial(delivered.append, fire),
+                partial(skipped.append, fire),
             )
             await asyncio.sleep(0)
         assert frozen.claimed == [start]  # one claim in flight, not twenty

@@ -39,11 +39,16 @@ class FlakySource:
         raise NotImplementedError
 
 
-async def next_update(sub: Subscriber) -> Any:
-    """The subscriber's next update, decoded (the feed is open: never None here)."""
+async def next_text(sub: Subscriber) -> str:
+    """The subscriber's next update as sent (the feed is open: never None here)."""
     text = await asyncio.wait_for(sub.next(), LIMIT)
     assert text is not None
-    return json.loads(text)
+    return text
+
+
+async def next_update(sub: Subscriber) -> Any:
+    """The subscriber's next update, decoded."""
+    return json.loads(await next_text(sub))
 
 
 async def test_a_failed_read_is_retried_at_the_next_refresh() -> None:
@@ -83,7 +88,7 @@ class CountingSource:
     it starts, then waits for ``gate`` (open unless a test closes it)."""
 
     def __init__(self) -> None:
-        self.clock = SystemClock()
+        self.clock: Clock = SystemClock()
         self.value = 0
         self.reads = 0
         self.gate = asyncio.Event()
@@ -119,11 +124,11 @@ async def test_a_page_opened_after_the_last_one_closed_is_not_sent_the_old_snaps
     feed.pacer = ManualClock()  # no refresh happens by the passing of time
     first = feed.subscribe()
     source.value = 1
-    assert dead_letters(await asyncio.wait_for(first.next(), LIMIT)) == 1
+    assert dead_letters(await next_text(first)) == 1
     feed.unsubscribe(first)  # the last page closes ...
     source.value = 2  # ... and the system moves on (33 s in issue 19)
     again = feed.subscribe()
-    assert dead_letters(await asyncio.wait_for(again.next(), LIMIT)) == 2
+    assert dead_letters(await next_text(again)) == 2
     await feed.close()
 
 
@@ -132,16 +137,16 @@ async def test_a_page_that_joins_a_running_feed_first_gets_a_read_made_after_it_
     feed = Feed(source, "csrf", 1.0)
     feed.pacer = ManualClock()  # the loop pauses until something ends the pause
     watching = feed.subscribe()
-    assert dead_letters(await asyncio.wait_for(watching.next(), LIMIT)) == 0
+    assert dead_letters(await next_text(watching)) == 0
     reads = source.reads
     source.value = 5
     late = feed.subscribe()  # ends the pause: not the sections read before it joined
-    update = json.loads(await asyncio.wait_for(late.next(), LIMIT))
+    update = await next_update(late)
     assert set(update) == {"summary", "schedules", "parked", "tasks", "actors", "members"}
     assert dead_letters(json.dumps(update)) == 5
     assert source.reads == reads + 1
     # The page already watching gets only what changed, from the same read.
-    assert json.loads(await asyncio.wait_for(watching.next(), LIMIT)).keys() == {"summary"}
+    assert (await next_update(watching)).keys() == {"summary"}
     await feed.close()
 
 
@@ -155,8 +160,8 @@ async def test_a_page_that_joins_during_a_read_gets_the_next_read_at_once() -> N
     source.value = 7
     during = feed.subscribe()
     source.gate.set()
-    assert dead_letters(await asyncio.wait_for(during.next(), LIMIT)) == 7  # read 2, not 1
+    assert dead_letters(await next_text(during)) == 7  # read 2, not 1
     assert source.reads == 2  # with no time passing on the pacer
     # The first page had not taken read 1 yet: merged with read 2, it is as fresh.
-    assert dead_letters(await asyncio.wait_for(first.next(), LIMIT)) == 7
+    assert dead_letters(await next_text(first)) == 7
     await feed.close()

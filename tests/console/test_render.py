@@ -10,10 +10,10 @@ import pytest
 from tocsin.cli._tasks import _table
 from tocsin.console._data import Snapshot, _task
 from tocsin.console._render import render_sections
-from tocsin.stores import TaskRow
+from tocsin.stores import TaskRow, TaskState
 
 
-def row(attempts: int, max_retries: int, state: str) -> TaskRow:
+def row(attempts: int, max_retries: int, state: TaskState) -> TaskRow:
     return TaskRow(
         kind="Order", identity="o-1", id="t-1", name="ship", payload=b"", due=1_700_000_000.0,
         every=None, attempts=attempts, max_retries=max_retries, created_at=1_600_000_000.0,
@@ -35,7 +35,7 @@ def cell(html: str, label: str) -> str:
     ],
 )
 def test_attempts_read_runs_made_of_runs_allowed_as_the_cli_prints_them(
-    attempts: int, max_retries: int, state: str, shown: str
+    attempts: int, max_retries: int, state: TaskState, shown: str
 ) -> None:
     task = row(attempts, max_retries, state)
     cli = _table([task]).splitlines()

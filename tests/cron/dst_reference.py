@@ -130,7 +130,7 @@ def _minute_ceiling(key: int) -> int:
     return -(-key // MINUTE) * MINUTE
 
 
-def quartz_walk(zone: Zone, match: Matcher, after: int, limit: int) -> int | None:
+def quartz_walk(zone: Zone, match: Matcher, after: int, limit: int) -> int:
     """Quartz's own walk: the first fire time strictly after ``after`` (epoch seconds)."""
     start = after + 1
     cursor = _minute_ceiling(zone.wall_of(start))
@@ -186,7 +186,7 @@ class Window:
             for g0, w1 in first_gap_match.items():
                 _, g1, transition, _ = gaps[g0]
                 length = g1 - g0
-                hidden = set()
+                hidden: set[int] = set()
                 for key in range(g1, w1 + length, MINUTE):
                     if self.match(_NAIVE_EPOCH + timedelta(seconds=key)):
                         hidden.update(self.zone.instants(key))

@@ -16,8 +16,10 @@ from tocsin._codec import decode, encode
 PARIS = ZoneInfo("Europe/Paris")
 
 
-def _paris(*args: int) -> datetime:
-    return datetime(*args, tzinfo=PARIS)  # type: ignore[misc]
+def _paris(
+    year: int, month: int, day: int, hour: int = 0, minute: int = 0, second: int = 0
+) -> datetime:
+    return datetime(year, month, day, hour, minute, second, tzinfo=PARIS)
 
 
 def test_dates_exclude_whole_days_in_the_schedules_zone() -> None:
@@ -103,9 +105,9 @@ def test_rules_combine_with_or_and_compare_as_values() -> None:
     assert Calendar.weekly("SAT") != "SAT"
     assert {combined, combined} == {combined}
     with pytest.raises(TypeError):
-        combined | "SAT"  # type: ignore[operator]
+        combined | "SAT"  # __or__ takes any object and returns NotImplemented
     with pytest.raises(AttributeError):
-        combined._rules = None  # type: ignore[misc]
+        combined._rules = None  # type: ignore[assignment]
     assert "Calendar.weekly('SUN')" in repr(combined)
 
 
@@ -137,6 +139,7 @@ def test_the_wire_form_is_canonical_codec_safe_and_round_trips() -> None:
     assert decode(encode(wire)) == wire  # codec-safe
     assert Calendar.from_wire(decode(encode(wire))) == both
     assert Calendar.from_wire(wire).fingerprint == both.fingerprint
+    bad: object
     for bad in (
         None,
         [],

@@ -186,7 +186,7 @@ def test_gap_next_fires_at_the_end_of_the_gap_and_shift_adds_the_gap_length() ->
 
 def test_an_instant_moved_onto_another_fire_time_is_delivered_once() -> None:
     for gap in ("next", "shift"):
-        policy = DSTPolicy(gap=gap)  # type: ignore[arg-type]
+        policy = DSTPolicy(gap=gap)
         assert _utc_fires_dst("0 0 * * * ?", "America/New_York", "2025-03-09T00:30", 3, policy) == [
             "2025-03-09 06:00",  # 01:00 EST
             "2025-03-09 07:00",  # 03:00 EDT: 02:00 moved here, one fire time
@@ -245,7 +245,7 @@ def test_the_default_policy_is_the_plain_engine_and_a_fixed_zone_has_no_dst() ->
 
 def test_the_policy_search_reproduces_quartz_on_the_dst_vectors() -> None:
     # The default never reaches next_fire_dst; forced through it, it must agree anyway.
-    from test_dst_vectors import ROWS
+    from tests.cron.test_dst_vectors import ROWS
 
     rows = [row for row in ROWS if row.gap == row.fold == "quartz"]
     assert rows

@@ -13,9 +13,9 @@ from typing import Any
 
 from hypothesis import HealthCheck, given, settings
 from hypothesis import strategies as st
-from test_dst_vectors import ROWS
+from tests.cron.test_dst_vectors import ROWS
+from tests.strategies import dense_cron_expressions
 
-from strategies import dense_cron_expressions
 from tocsin.cron import CronExpression, DSTPolicy
 
 _SETTINGS = settings(max_examples=60, deadline=None, suppress_health_check=[HealthCheck.too_slow])
@@ -126,7 +126,7 @@ _HOURS = st.sampled_from(["*", "*/2", "0-4", "1,2,3", "2", "23,0,1", "*/5"])
 def test_the_engine_agrees_with_the_reference_on_random_expressions_and_starts(
     anchor: tuple[str, int], offset: int, minutes: str, hours: str, gap: str, fold: str
 ) -> None:
-    import dst_reference as reference
+    from tests.cron import dst_reference as reference
 
     zone_name, seconds = anchor
     text = f"0 {minutes} {hours} * * ?"

@@ -17,7 +17,7 @@ from tocsin import ActorSystem, DeadLetter, ManualClock
 from tocsin.durable import Call, DurableActor
 from tocsin.durable._outage import RETRY_CAP, retry_delay
 from tocsin.errors import StoreError
-from tocsin.stores import MemoryStore
+from tocsin.stores import DueActor, MemoryStore
 
 T0 = 1_700_000_000.0
 RUNS: list[tuple[str, str, float]] = []  # (identity, method, seconds since T0)
@@ -184,12 +184,12 @@ async def test_a_poll_asked_for_while_one_runs_runs_after_it() -> None:
         gate = asyncio.Event()
         original = store.inner.due_actors
 
-        async def slow_due_actors(*args: Any) -> Any:
+        async def slow_due_actors(before: float, limit: int) -> list[DueActor]:
             nonlocal polls
             polls += 1
             if polls == 1:
                 await gate.wait()
-            return await original(*args)
+            return await original(before, limit)
 
         store.inner.due_actors = slow_due_actors  # type: ignore[method-assign]
         store.failing = {"none"}

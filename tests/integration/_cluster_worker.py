@@ -124,7 +124,9 @@ async def cron(url: str, name: str, lease: float, log: str) -> None:
         cluster=Cluster(url, lease=lease),
     )
     async with system:
-        scheduler = system.runtime.schedules  # test-only: the gate is internal
+        runtime = system.runtime
+        assert runtime is not None  # started
+        scheduler = runtime.schedules  # test-only: the gate is internal
         assert isinstance(scheduler, Scheduler)
         assert scheduler.cron_gate is not None
         scheduler.cron_gate = Recording(scheduler.cron_gate)

@@ -76,7 +76,8 @@ async def test_twenty_concurrent_activations_from_three_nodes_have_no_error(
 
             results = await asyncio.gather(*(one(i) for i in range(20)), return_exceptions=True)
             assert [r for r in results if isinstance(r, BaseException)] == []
-            assert sorted(results) == list(range(1, 21))
+            answers = [r for r in results if not isinstance(r, BaseException)]
+            assert sorted(answers) == list(range(1, 21))
         assert sum(STARTS.values()) == ROUNDS  # one activation per identity
     finally:
         for system in systems:

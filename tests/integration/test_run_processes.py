@@ -888,7 +888,7 @@ def test_identities_placed_from_main_spread_over_both_workers_from_the_first_sec
     owns 35-65% (a binomial(200, 1/2) stays within 70-130 but for 1 run in 10^5). Worker 2
     imports the application 3 s late: a main started at once would place worker 1's 100
     identities on worker 1 alone."""
-    import _run_app
+    from tests.integration import _run_app
 
     run = Run(
         tmp_path,

@@ -17,6 +17,7 @@ from tests.remote.remote_support import SECRET, RecordingHost, config, make_node
 from tocsin.remote import _handshake as hs
 from tocsin.remote._connection import Connection
 from tocsin.remote._envelopes import PROTOCOL_VERSION, Hello, Tell
+from tocsin.remote._node import RemoteNode
 
 FUZZ = settings(max_examples=150, deadline=None, suppress_health_check=[HealthCheck.too_slow])
 
@@ -186,7 +187,9 @@ def test_a_truncated_frame_waits_for_the_rest_and_delivers_once_whole(cut: int) 
     def body() -> None:
         conn, transport, host = listener()
         authenticate(conn, transport)
-        name, payload = conn.node.codec.encode({"k": list(range(40))})
+        node = conn.node
+        assert isinstance(node, RemoteNode), node  # listener() made it with make_node
+        name, payload = node.codec.encode({"k": list(range(40))})
         data = frame(msgspec.msgpack.encode(Tell("/user/x", "", "", name, msgspec.Raw(payload))))
         cut_at = min(cut, len(data) - 1)
         conn.data_received(data[:cut_at])
