@@ -21,6 +21,7 @@ from pathlib import Path
 from typing import IO, Any
 
 import pytest
+from tests.procs import close_pipes
 
 pytestmark = pytest.mark.integration
 
@@ -55,7 +56,8 @@ class Worker:
         )
         self.lines: queue.Queue[dict[str, Any]] = queue.Queue()
         self.active: set[str] = set()
-        threading.Thread(target=self._read, daemon=True).start()
+        self.reader = threading.Thread(target=self._read, daemon=True)
+        self.reader.start()
 
     def _read(self) -> None:
         assert self.proc.stdout is not None
@@ -94,6 +96,8 @@ class Worker:
         if self.proc.poll() is None:
             self.proc.kill()
         self.proc.wait(timeout=30)
+        self.reader.join(timeout=10)  # EOF once the process is gone: then its pipe may close
+        close_pipes(self.proc)
         self.errfile.close()
 
 
