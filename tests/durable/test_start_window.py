@@ -83,10 +83,11 @@ async def _fill(store: Store, rows: list[TaskRow]) -> None:
 
 async def _start(store: Store) -> tuple[list[tuple[str, tuple[Any, ...], int]], int]:
     recording = Recording(store)
-    system = ActorSystem("window", store=recording)  # type: ignore[arg-type]
+    system = ActorSystem("window", store=recording)
     await system.start()
     try:
-        runtime = system._durable  # type: ignore[attr-defined]
+        runtime = system._durable
+        assert runtime is not None
         held = len(runtime.handles)
     finally:
         await system.stop()
