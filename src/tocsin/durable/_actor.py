@@ -280,16 +280,15 @@ class DurableActor(Actor):
         Nothing is written if the block raises. Nested blocks join the outer one.
         """
         handle = self._handle
-        if handle.tx is not None:
+        if not handle.begin():
             yield
             return
-        handle.tx = []
         try:
             yield
         except BaseException:
-            handle.tx = None
+            handle.rollback()
             raise
-        ops, handle.tx = handle.tx, None
+        ops = handle.take()
         if ops:
             await handle.commit(ops)
 

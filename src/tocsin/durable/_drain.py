@@ -14,7 +14,7 @@ from __future__ import annotations
 
 import asyncio
 import logging
-from typing import TYPE_CHECKING, final
+from typing import TYPE_CHECKING, Protocol, final
 
 import msgspec
 
@@ -26,14 +26,16 @@ from ._cron import next_fire
 from ._failure import describe_failure
 from ._ops import DURATION_MASK
 from ._records import TaskParked, record_from_row
-from ._run import DROPPED, INTERRUPTED, run_task
+from ._run import DROPPED, INTERRUPTED, RunHost, RunStop, TaskActor, run_task
 
 if TYPE_CHECKING:
-    from ..actor._spi import Cell
-    from ._actor import DurableActor
-    from ._handle import DurableHandle
+    from collections.abc import Awaitable, Sequence
 
-__all__ = ["COMPLETION_BATCH", "DRAIN_LIMIT", "DrainTurn", "drain"]
+    from ..actor._spi import PID, Cell
+    from ..stores import Store
+    from ._ops import RunCounters
+
+__all__ = ["COMPLETION_BATCH", "DRAIN_LIMIT", "DrainHost", "DrainTurn", "drain"]
 
 #: Task completions committed together during one drain.
 COMPLETION_BATCH = 100
@@ -45,13 +47,48 @@ _log = logging.getLogger("tocsin.durable")
 _replace = msgspec.structs.replace
 
 
+class DrainRuntime(RunStop, Protocol):
+    """What a drain reads of the durable runtime (``DurableRuntime`` is the one)."""
+
+    @property
+    def counters(self) -> RunCounters: ...
+    @property
+    def timezone(self) -> str: ...
+
+
+class DrainHost(RunHost, Protocol):
+    """What a drain uses of its identity's handle (``DurableHandle`` is the one): a
+    protocol, so this module does not import the handle or the actor class (issue 21),
+    and the handle's fields are written only behind its methods."""
+
+    @property
+    def durable(self) -> DrainRuntime: ...
+    @property
+    def store(self) -> Store: ...
+    @property
+    def kind(self) -> str: ...
+    @property
+    def identity(self) -> str: ...
+    @property
+    def pid(self) -> PID: ...
+    @property
+    def touched(self) -> set[str]: ...
+    def drain_started(self) -> None: ...
+    def running(self, task_id: str | None) -> None: ...
+    def wall_now(self, actor: TaskActor) -> float: ...
+    def commit(self, ops: Sequence[Op]) -> Awaitable[None]: ...
+    def rearm(self, due: float | None) -> None: ...
+    def retry_later(self, exc: BaseException, during: str) -> None: ...
+    def calls_ok(self) -> None: ...
+
+
 @final
 class DrainTurn(Turn):
     """Run the identity's due tasks inside its actor's turn; carries its handle."""
 
     __slots__ = ("handle",)
 
-    def __init__(self, handle: DurableHandle) -> None:
+    def __init__(self, handle: DrainHost) -> None:
         self.handle = handle
 
     async def run(self, cell: Cell) -> None:
@@ -69,11 +106,11 @@ class DrainTurn(Turn):
             handle.calls_ok()
 
 
-async def drain(handle: DurableHandle, cell: Cell) -> None:
+async def drain(handle: DrainHost, cell: Cell) -> None:
     """Run every task of this actor due at the start of the turn, in due order."""
-    handle.drain_queued = False
+    handle.drain_started()
     durable = handle.durable
-    actor: DurableActor = cell.actor  # type: ignore[assignment]
+    actor: TaskActor = cell.actor  # type: ignore[assignment]
     start = handle.wall_now(actor)
     store = handle.store
     rows = await store.due_tasks(handle.kind, handle.identity, start + WALL_TOLERANCE, DRAIN_LIMIT)
@@ -95,11 +132,11 @@ async def drain(handle: DurableHandle, cell: Cell) -> None:
             break
         if row.id in handle.touched:
             continue  # replaced or cancelled by an earlier task of this drain
-        handle.running_id = row.id
+        handle.running(row.id)
         try:
             error = await run_task(cell, actor, row, handle)
         finally:
-            handle.running_id = None
+            handle.running(None)
         counters.runs += 1
         if timed:
             ended = monotonic()
@@ -139,8 +176,8 @@ async def drain(handle: DurableHandle, cell: Cell) -> None:
 
 
 def _completion(
-    handle: DurableHandle,
-    actor: DurableActor,
+    handle: DrainHost,
+    actor: TaskActor,
     row: TaskRow,
     start: float,
     error: BaseException | None,

@@ -46,7 +46,7 @@ LOOKAHEAD = 300.0
 if TYPE_CHECKING:
     from ..actor._spi import Reply
     from ._ownership import Claim, OwnershipGate
-    from ._run import Budget
+    from ._run import Budget, TaskActor
     from ._runtime import DurableRuntime
 
 __all__ = ["LOOKAHEAD", "WAKE", "DurableHandle"]
@@ -174,7 +174,7 @@ class DurableHandle(SendTarget):
 
     # -- activation --------------------------------------------------------------------
 
-    def wall_now(self, actor: DurableActor) -> float:
+    def wall_now(self, actor: TaskActor) -> float:
         """``actor.now()`` as epoch seconds: the time of every scheduling decision."""
         if type(actor).now is DurableActor.now:
             # Not overridden: the clock's float, without a datetime built and taken apart
@@ -478,7 +478,42 @@ class DurableHandle(SendTarget):
             # Refused (suspended): without this reset no later alarm would ever drain.
             self.drain_queued = False
 
+    def drain_started(self) -> None:
+        """The queued drain turn began: a later alarm may queue the next one."""
+        self.drain_queued = False
+
+    def running(self, task_id: str | None) -> None:
+        """The drain runs this task now (``None``: no task runs); ``list_tasks`` and
+        :meth:`idle` read it."""
+        self.running_id = task_id
+
+    def suspended(self, budget: Budget | None) -> None:
+        """The task run is suspended under ``budget`` (``None``: it no longer is); the
+        system's stop and a lost lease interrupt it through it."""
+        self.budget = budget
+
+    def handles_unknown_tasks(self, actor: TaskActor) -> bool:
+        """Whether the actor's class overrides ``on_task`` (else a task naming a method
+        it lacks is dropped)."""
+        return type(actor).on_task is not DurableActor.on_task
+
     # -- writes ------------------------------------------------------------------------
+
+    def begin(self) -> bool:
+        """Open a transaction; False if one is open already (a nested block joins it)."""
+        if self.tx is not None:
+            return False
+        self.tx = []
+        return True
+
+    def rollback(self) -> None:
+        """Drop the open transaction's writes."""
+        self.tx = None
+
+    def take(self) -> list[Op]:
+        """Close the open transaction and return its writes (for :meth:`commit`)."""
+        ops, self.tx = self.tx or [], None
+        return ops
 
     async def write(self, ops: Sequence[Op]) -> None:
         """Apply writes now, or buffer them in the open transaction."""

@@ -28,8 +28,8 @@ import asyncio
 import inspect
 import logging
 import types
-from collections.abc import Generator
-from typing import TYPE_CHECKING, Any, Final, final
+from collections.abc import Awaitable, Generator
+from typing import TYPE_CHECKING, Any, Final, Protocol, final
 
 from .._codec import decode
 from .._deadlines import Deadline
@@ -38,19 +38,46 @@ from ..stores import TaskRow
 from ._records import running_record
 
 if TYPE_CHECKING:
-    from ..actor._spi import Cell
-    from ._actor import DurableActor
-    from ._handle import DurableHandle
+    from datetime import datetime
 
-__all__ = ["DROPPED", "INTERRUPTED", "Budget", "run_task"]
+    from ..actor._spi import Cell, ReceiveContext, Runtime
+    from ._retry import RetryPolicy
+
+__all__ = ["DROPPED", "INTERRUPTED", "Budget", "RunHost", "TaskActor", "run_task"]
 
 _log = logging.getLogger("tocsin.durable")
 
 
-def _default_on_task() -> Any:
-    from ._actor import DurableActor
+class TaskActor(Protocol):
+    """What a task run (and the drain) uses of the actor: ``DurableActor`` is one. A
+    protocol, so this module and ``_drain.py`` do not import the actor class (issue 21:
+    they sat in durable's import cycle through it)."""
 
-    return DurableActor.on_task
+    @property
+    def task_timeout(self) -> float: ...
+    @property
+    def retry_policy(self) -> RetryPolicy: ...
+    def now(self) -> datetime: ...
+    def on_task(self, name: str, payload: Any, ctx: ReceiveContext) -> Awaitable[None]: ...
+
+
+class RunStop(Protocol):
+    """What a task run reads of the durable runtime."""
+
+    @property
+    def stopping(self) -> bool: ...
+
+
+class RunHost(Protocol):
+    """What a task run uses of its identity's handle (``DurableHandle`` is the one):
+    the kernel's clock and heap, the stop flag, and the one owner of the budget field."""
+
+    @property
+    def runtime(self) -> Runtime: ...
+    @property
+    def durable(self) -> RunStop: ...
+    def suspended(self, budget: Budget | None) -> None: ...
+    def handles_unknown_tasks(self, actor: TaskActor) -> bool: ...
 
 
 class _Interrupted(Exception):
@@ -69,10 +96,10 @@ INTERRUPTED: Final = _Interrupted("interrupted by system stop")
 
 
 async def run_task(
-    cell: Cell, actor: DurableActor, row: TaskRow, handle: DurableHandle
+    cell: Cell, actor: TaskActor, row: TaskRow, handle: RunHost
 ) -> BaseException | None:
     """Run one task under its time budget; return its error, ``None`` on success, or
-    :data:`INTERRUPTED`. While the run is suspended, ``handle.budget`` is its budget.
+    :data:`INTERRUPTED`. While the run is suspended, ``handle.suspended(budget)`` names its budget.
 
     The run sees a clean context (the cell cleared it for this turn): ``ctx.message`` is
     the task as a :class:`~tocsin.TaskRecord`, ``ctx.sender`` is ``NoSender``, and no
@@ -83,7 +110,7 @@ async def run_task(
         payload = decode(row.payload)
         method = getattr(type(actor), row.name, None)
         if method is None or not callable(method):
-            if type(actor).on_task is _default_on_task():
+            if not handle.handles_unknown_tasks(actor):
                 _log.warning(
                     "durable task %s/%s %s names method %r, which %s does not have (renamed "
                     "or removed?); the task is dropped. Override on_task to handle such "
@@ -130,7 +157,7 @@ async def run_task(
     timer = Budget(task)
     deadlines = runtime.deadlines
     deadlines.add(started + budget, timer)
-    handle.budget = timer
+    handle.suspended(timer)
     try:
         await rest
     except asyncio.CancelledError:
@@ -144,7 +171,7 @@ async def run_task(
     except Exception as exc:
         return exc
     finally:
-        handle.budget = None
+        handle.suspended(None)
         deadlines.remove(timer)
         if timer.cause is not None:  # fired as the run finished: withdraw the late cancel
             task.uncancel()
