@@ -101,7 +101,8 @@ def status(url: str) -> int:
             code: int = response.status
             return code
     except urllib.error.HTTPError as exc:
-        return exc.code
+        with exc:  # it holds the response's socket (warnings are errors)
+            return exc.code
 
 
 def test_console_serves_a_store_and_stops_cleanly_on_sigterm(
