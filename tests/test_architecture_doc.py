@@ -87,7 +87,7 @@ NAMES = sorted({n for s in spans() if not is_path(s) and (n := callee(s)) is not
 
 def test_the_page_cites_paths_and_names() -> None:
     """The parser finds what the page is made of (a broken parser checks nothing)."""
-    assert {"actor/_runtime.py", "system.py", "cli/_arbiter.py", "remote/"} <= set(PATHS)
+    assert {"actor/_runtime.py", "system.py", "_run/_arbiter.py", "remote/"} <= set(PATHS)
     assert {"RemoteService", "ClusterNode", "Arbiter", "Runtime"} <= set(NAMES)
 
 

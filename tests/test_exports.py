@@ -152,7 +152,7 @@ def test_every_error_subclasses_tocsin_error_and_is_exported() -> None:
 
 def test_the_run_usage_error_is_a_tocsin_error_and_still_a_value_error() -> None:
     """``tocsin.run(...)``'s bad-argument error: ``except TocsinError`` catches it (#21)."""
-    from tocsin.cli._runerrors import RunUsageError
+    from tocsin._run._errors import RunUsageError
 
     assert issubclass(RunUsageError, tocsin.TocsinError)
     assert issubclass(RunUsageError, ValueError)

@@ -35,7 +35,13 @@ def test_import_tocsin_loads_no_cli_no_argparse_no_operators_view() -> None:
     )
     assert isinstance(loaded, list)
     assert "tocsin.system" in loaded
-    above_the_facade = ("tocsin.cli", "tocsin.metrics", "tocsin.console", "tocsin.testing")
+    above_the_facade = (
+        "tocsin.cli",
+        "tocsin._run",
+        "tocsin.metrics",
+        "tocsin.console",
+        "tocsin.testing",
+    )
     assert [m for m in loaded if m.startswith(above_the_facade)] == []
     assert "argparse" not in loaded
 
@@ -44,8 +50,8 @@ def test_import_tocsin_registers_nothing() -> None:
     assert _fresh("import json, tocsin.system\nprint(json.dumps(tocsin.system.SERVICES))") == {}
 
 
-def test_tocsin_run_is_loaded_on_first_use_and_is_the_cli_function() -> None:
-    from tocsin.cli._run import run
+def test_tocsin_run_is_loaded_on_first_use_and_is_the_supervisor_function() -> None:
+    from tocsin._run import run
 
     assert tocsin.run is run
     assert "run" in dir(tocsin)
@@ -53,9 +59,29 @@ def test_tocsin_run_is_loaded_on_first_use_and_is_the_cli_function() -> None:
     exec("from tocsin import *", namespace)
     assert namespace["run"] is run
     assert _fresh(
-        "import json, sys, tocsin\nbefore = 'tocsin.cli._run' in sys.modules\n"
+        "import json, sys, tocsin\nbefore = 'tocsin._run' in sys.modules\n"
         "from tocsin import run\nprint(json.dumps([before, run.__module__]))"
-    ) == [False, "tocsin.cli._run"]
+    ) == [False, "tocsin._run._api"]
+
+
+@pytest.mark.parametrize(
+    "first",
+    [
+        "import tocsin._run._worker",
+        "import tocsin._run",
+        "from tocsin._run import run",
+        "import tocsin.cli._run",
+        "from tocsin.cli import main",
+        "import tocsin",
+    ],
+)
+def test_tocsin_run_stays_the_function_whatever_was_imported_first(first: str) -> None:
+    # The package is ``_run``, not ``run``: importing a submodule ``tocsin.run`` would set
+    # the attribute ``tocsin.run`` to that module and ``tocsin.run(...)`` would fail.
+    assert _fresh(
+        f"import json, inspect\n{first}\nimport tocsin\n"
+        "print(json.dumps([inspect.isfunction(tocsin.run), tocsin.run.__name__]))"
+    ) == [True, "run"]
 
 
 def test_a_misspelt_attribute_is_still_an_attribute_error() -> None:

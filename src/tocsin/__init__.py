@@ -87,15 +87,16 @@ from .scheduling import ScheduleInfo, ScheduleKind, SchedulerMetrics
 from .system import ActorSystem
 
 if typing.TYPE_CHECKING:
-    from .cli._run import run
+    from ._run import run
 else:
     # Not seen by type checkers: a module ``__getattr__`` would make every misspelt
     # ``tocsin.x`` type-check as Any.
     def __getattr__(name: str) -> typing.Any:
-        """``tocsin.run``, loaded on first use: it manages processes and lives in the cli
-        layer, so a plain ``import tocsin`` loads no CLI and no argparse (issue 21)."""
+        """``tocsin.run``, loaded on first use: it manages processes and lives in its own
+        layer above the facade (``tocsin._run``), so a plain ``import tocsin`` loads
+        neither it nor the CLI nor argparse (issue 21)."""
         if name == "run":
-            from .cli._run import run
+            from ._run import run
 
             globals()["run"] = run  # later lookups are plain attribute reads
             return run

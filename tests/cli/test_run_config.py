@@ -20,8 +20,8 @@ from pathlib import Path
 import pytest
 
 import tocsin
-from tocsin.cli._arbiter import describe_exit
-from tocsin.cli._runconfig import (
+from tocsin._run._arbiter import describe_exit
+from tocsin._run._config import (
     MAX_WORKERS_PER_CORE,
     RunUsageError,
     check_environment,
@@ -29,7 +29,7 @@ from tocsin.cli._runconfig import (
     make_config,
     open_run_dir,
 )
-from tocsin.cli._runtarget import check_targets, load_main, load_messages
+from tocsin._run._target import check_targets, load_main, load_messages
 
 
 async def good_main(system: tocsin.ActorSystem) -> None:
@@ -468,7 +468,7 @@ def test_each_bad_setting_is_one_line_and_exit_2_before_any_fork(
 
 
 def test_a_port_template_gives_each_worker_its_port() -> None:
-    from tocsin.cli._runmetrics import expand_port_template
+    from tocsin._run._metrics import expand_port_template
 
     assert expand_port_template("metrics", "127.0.0.1:91{worker:02d}", 3) == [
         ("127.0.0.1", 9101),

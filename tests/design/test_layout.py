@@ -35,6 +35,7 @@ from tocsin import (
         "tocsin.durable",
         "tocsin.remote",
         "tocsin.system",
+        "tocsin._run",
         "tocsin.cli",
     ],
 )

@@ -19,10 +19,10 @@ import os
 import signal
 import sys
 
-from tocsin.cli import _arbiter
-from tocsin.cli._arbiter import Arbiter
-from tocsin.cli._runconfig import make_config, open_run_dir, setup_logging
-from tocsin.cli._runtarget import check_targets
+from tocsin._run import _arbiter
+from tocsin._run._arbiter import Arbiter
+from tocsin._run._config import make_config, open_run_dir, setup_logging
+from tocsin._run._target import check_targets
 
 if __name__ == "__main__":
     parser = argparse.ArgumentParser()

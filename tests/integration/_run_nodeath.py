@@ -12,9 +12,9 @@ from __future__ import annotations
 import dataclasses
 import sys
 
-from tocsin.cli._arbiter import Arbiter
-from tocsin.cli._runconfig import make_config, open_run_dir, setup_logging
-from tocsin.cli._runtarget import check_targets
+from tocsin._run._arbiter import Arbiter
+from tocsin._run._config import make_config, open_run_dir, setup_logging
+from tocsin._run._target import check_targets
 
 if __name__ == "__main__":
     func_name, run_dir, workers = sys.argv[1], sys.argv[2], int(sys.argv[3])

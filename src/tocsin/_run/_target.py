@@ -15,7 +15,7 @@ import sys
 from collections.abc import Iterable
 from typing import Any
 
-from ._runconfig import MainFunc, RunUsageError
+from ._config import MainFunc, RunUsageError
 
 __all__ = ["check_targets", "load_main", "load_messages"]
 

@@ -49,7 +49,7 @@ from ..cluster._spi import open_coordinator
 from ..errors import CoordinatorError
 from ..remote import Remoting
 from ..system import ActorSystem
-from ._runmetrics import serve_metrics
+from ._metrics import serve_metrics
 
 __all__ = [
     "EXIT_FAILED",

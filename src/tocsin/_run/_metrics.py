@@ -21,7 +21,7 @@ import contextlib
 import string
 from typing import TYPE_CHECKING, Final, final
 
-from ._runerrors import RunUsageError
+from ._errors import RunUsageError
 
 if TYPE_CHECKING:
     from ..system import ActorSystem

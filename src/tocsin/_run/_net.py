@@ -16,7 +16,7 @@ from pathlib import Path
 from typing import Final
 
 from ..remote._spi import NodeAddress
-from ._runerrors import RunUsageError
+from ._errors import RunUsageError
 
 __all__ = ["MIN_SECRET", "check_advertise", "check_listen", "read_secret_file", "tcp_host_port"]
 

@@ -1,5 +1,5 @@
 # SPDX-License-Identifier: Apache-2.0
-"""The one error of ``tocsin run``'s argument checks (``_runconfig``, ``_runnet``)."""
+"""The one error of ``tocsin run``'s argument checks (``_config``, ``_net``)."""
 
 from __future__ import annotations
 

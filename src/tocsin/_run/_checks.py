@@ -18,7 +18,7 @@ from pathlib import Path
 from typing import Final
 from urllib.parse import unquote, urlsplit
 
-from ._runerrors import RunUsageError
+from ._errors import RunUsageError
 
 __all__ = ["CONNECT_TIMEOUT", "check_bindable", "check_reachable", "check_sqlite_directory"]
 

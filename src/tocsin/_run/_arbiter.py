@@ -61,7 +61,7 @@ from typing import Final, NoReturn, final
 
 from ..clock import SystemClock
 from . import _worker
-from ._runconfig import MainFunc, RunConfig, RunDir
+from ._config import MainFunc, RunConfig, RunDir
 
 __all__ = [
     "EXIT_BOOT_FAILED",
@@ -297,8 +297,8 @@ class Arbiter:
         mask: set[int | signal.Signals],
     ) -> NoReturn:
         """The child's side of ``fork``: drop the arbiter's state, become worker N."""
-        from ._runconfig import set_log_role
-        from ._runtarget import load_main, load_messages
+        from ._config import set_log_role
+        from ._target import load_main, load_messages
 
         try:
             signal.set_wakeup_fd(-1)

@@ -24,10 +24,10 @@ from ..cluster import Cluster
 from ..errors import InvalidCoordinatorURLError, InvalidStoreURLError
 from ..stores import open_store
 from . import _worker
-from ._runchecks import check_bindable, check_reachable, check_sqlite_directory
-from ._runerrors import RunUsageError
-from ._runmetrics import expand_port_template
-from ._runnet import check_advertise, check_listen, read_secret_file, tcp_host_port
+from ._checks import check_bindable, check_reachable, check_sqlite_directory
+from ._errors import RunUsageError
+from ._metrics import expand_port_template
+from ._net import check_advertise, check_listen, read_secret_file, tcp_host_port
 from ._worker import ActorSystem
 
 __all__ = [
@@ -337,7 +337,7 @@ def _check_open_files(workers: int) -> None:
 
 def check_environment(config: RunConfig, *, explicit: tuple[str, ...] = ()) -> None:
     """What :func:`make_config` cannot see in the arguments alone, checked in the arbiter
-    before any fork (``_runchecks``): the directory of a SQLite ``store`` or
+    before any fork (``_checks``): the directory of a SQLite ``store`` or
     ``coordinator`` the user named (``explicit``: the defaults are in the run directory,
     created next), that a PostgreSQL or Redis server accepts a connection, and that every
     TCP port a worker will listen on is free.
