@@ -510,10 +510,7 @@ class Arbiter:
     def _send_go(self, slot: _Slot) -> None:
         if slot.status_fd is None or self.stopping:
             return
-        # The names of the workers that joined: the worker waits until its own member
-        # list shows them too, so that what main places already sees every one of them.
-        members = [f"{self.config.name}-{s.number}" for s in self.slots if s.joined]
-        line = json.dumps({"event": "go", "members": members}).encode() + b"\n"
+        line = json.dumps({"event": "go"}).encode() + b"\n"
         with contextlib.suppress(OSError):  # it died meanwhile: its exit is reaped next
             os.write(slot.status_fd, line)
 

@@ -22,8 +22,10 @@ cluster or its lease has run out.
 
 After its system has started (and joined the cluster) a worker reports "joined" to the
 arbiter and waits for its "go" (every worker of the run has joined; at once for a
-replacement), then, at most :data:`VIEW_TIMEOUT` seconds, for its own member list to show
-those workers; only then does it call ``main``. It reports "ready" when ``main`` returns.
+replacement); only then does it call ``main``. Its own member list may still lag (it is
+refreshed every ``poll_interval``), which does not matter: durable placement is decided on
+the coordinator's live leases in the claim's own step. It reports "ready" when ``main``
+returns.
 
 Everything cluster-related is in :func:`build_system`.
 """
@@ -78,11 +80,6 @@ EXIT_STOP_OVERRAN: Final = 3
 #: arbiter's own SIGKILL comes later (``_arbiter.KILL_MARGIN``), so a worker that
 #: outlives its arbiter still ends.
 HARD_EXIT_MARGIN: Final = 3.0
-
-#: Seconds a worker waits, after the arbiter's "go", for its own member list (refreshed
-#: every ``poll_interval``) to show every joined worker before it runs ``main`` anyway.
-VIEW_TIMEOUT: Final = 5.0
-VIEW_POLL: Final = 0.05
 
 #: ``prctl`` option numbers from <linux/prctl.h>.
 _PR_SET_PDEATHSIG: Final = 1
@@ -380,11 +377,6 @@ async def _serve(spec: WorkerSpec, main: MainFunc, status_fd: int, death_fd: int
         go_task.cancel()
         if stop.is_set():
             return code
-        view_task = asyncio.ensure_future(_wait_for_members(spec, system, go.members))
-        await asyncio.wait({view_task, stop_task}, return_when=asyncio.FIRST_COMPLETED)
-        view_task.cancel()
-        if stop.is_set():
-            return code
         main_task = asyncio.ensure_future(main(system))
         await asyncio.wait({main_task, stop_task}, return_when=asyncio.FIRST_COMPLETED)
         if not main_task.done():  # asked to stop while main still ran
@@ -413,40 +405,9 @@ async def _serve(spec: WorkerSpec, main: MainFunc, status_fd: int, death_fd: int
     return code
 
 
-@final
-class _Go:
-    """The arbiter's "go" (every worker has joined): set, with the joined workers' names."""
-
-    def __init__(self) -> None:
-        self.event = asyncio.Event()
-        self.members: frozenset[str] = frozenset()
-
-    async def wait(self) -> None:
-        await self.event.wait()
-
-
-async def _wait_for_members(spec: WorkerSpec, system: ActorSystem, names: frozenset[str]) -> None:
-    """Wait (at most :data:`VIEW_TIMEOUT` s) until this worker's member list, a view
-    refreshed every ``poll_interval``, shows every worker the arbiter saw join."""
-    try:
-        async with asyncio.timeout(VIEW_TIMEOUT):
-            # A poll: members() is a cached view, and NodeJoined is not promised to be
-            # published in the same step as the view's update.
-            while not names <= {m.name for m in system.cluster.members()}:  # noqa: ASYNC110
-                await asyncio.sleep(VIEW_POLL)
-    except TimeoutError:
-        seen = {m.name for m in system.cluster.members()}
-        log.warning(
-            "worker %d: its member list still lacks %s after %g s; main() starts anyway",
-            spec.number,
-            ", ".join(sorted(names - seen)),
-            VIEW_TIMEOUT,
-        )
-
-
-def _listen_for_go(loop: asyncio.AbstractEventLoop, status_fd: int) -> _Go:
+def _listen_for_go(loop: asyncio.AbstractEventLoop, status_fd: int) -> asyncio.Event:
     """Set when the arbiter writes ``{"event": "go", ...}`` on the status socket."""
-    go = _Go()
+    go = asyncio.Event()
     buffer = bytearray()
 
     def readable() -> None:
@@ -466,10 +427,7 @@ def _listen_for_go(loop: asyncio.AbstractEventLoop, status_fd: int) -> _Go:
             with contextlib.suppress(ValueError):
                 event = json.loads(line)
                 if isinstance(event, dict) and event.get("event") == "go":
-                    members = event.get("members")
-                    if isinstance(members, list):
-                        go.members = frozenset(m for m in members if isinstance(m, str))
-                    go.event.set()
+                    go.set()
 
     loop.add_reader(status_fd, readable)
     return go
