@@ -12,10 +12,7 @@ Times are ``double precision`` epoch seconds, as in the Python API.
 
 from __future__ import annotations
 
-import asyncio
 import re
-from collections.abc import AsyncIterator
-from contextlib import asynccontextmanager
 from importlib import resources
 from typing import Any, Final, final
 
@@ -25,6 +22,7 @@ from ..stores._spi import (
     PG_OPTIONS,
     check_connect_timeout,
     create_pg_schema,
+    error_wrapper,
     open_pool,
     redact,
     split_options,
@@ -35,23 +33,13 @@ from ._protocol import ClaimOutcome, LeaseRow, Ownership
 from ._rendezvous import rendezvous_owner
 
 try:  # fail at import with the install hint (the session layer imports it on first use)
-    import asyncpg
+    import asyncpg  # noqa: F401  (only the install hint: the session layer uses it)
 except ImportError as exc:  # pragma: no cover - depends on the environment
     raise ImportError(
         "the PostgreSQL coordinator needs asyncpg: pip install 'tocsin[postgres]'"
     ) from exc
 
 __all__ = ["PostgresCoordinator"]
-
-#: The errors that mean the server was not reached or is going away (as opposed to a
-#: statement it refused): every asyncpg client-side error included, none escapes.
-_UNAVAILABLE: Final = (
-    asyncpg.InterfaceError,
-    asyncpg.InternalClientError,
-    asyncpg.PostgresConnectionError,
-    asyncpg.exceptions.OperatorInterventionError,
-    OSError,
-)
 
 #: Advisory lock key held while creating the schema ("tcclus" in ASCII).
 SCHEMA_LOCK_KEY: Final = 0x74636C7573
@@ -181,6 +169,14 @@ class PostgresCoordinator:
         #: The one place asyncpg/OS errors become :class:`CoordinatorError` (the stores'
         #: session layer, as for the PostgreSQL store).
         self._label = f"PostgreSQL coordinator {self.url}"
+        # Every call bounded, pool acquire included (issue 20, item 6); a server not
+        # reached or not answering is CoordinatorUnavailableError.
+        self._errors = error_wrapper(
+            self._label,
+            CoordinatorError,
+            bound=max(command_timeout, self.connect_timeout),
+            unavailable=CoordinatorUnavailableError,
+        )
         self._command_timeout = command_timeout
         self._pool: Any = None
         self._claims = 0
@@ -189,29 +185,6 @@ class PostgresCoordinator:
 
     def __repr__(self) -> str:
         return f"PostgresCoordinator({self.url!r}, schema={self.schema!r})"
-
-    @asynccontextmanager
-    async def _errors(self, what: str) -> AsyncIterator[None]:
-        """asyncpg/OS errors as :class:`CoordinatorError` (the server could not be reached
-        or did not answer: :class:`CoordinatorUnavailableError`), and the bound of every
-        call, pool acquire included (issue 20, item 6: a frozen server held calls)."""
-        bound = max(self._command_timeout, self.connect_timeout)
-        try:
-            async with asyncio.timeout(bound):
-                yield
-        except TimeoutError as exc:
-            raise CoordinatorUnavailableError(
-                f"PostgreSQL coordinator {self.url}: {what} failed: no answer within "
-                f"{bound:g} s (server down or frozen?)"
-            ) from exc
-        except _UNAVAILABLE as exc:
-            raise CoordinatorUnavailableError(
-                f"PostgreSQL coordinator {self.url}: {what} failed: {exc}"
-            ) from exc
-        except asyncpg.PostgresError as exc:
-            raise CoordinatorError(
-                f"PostgreSQL coordinator {self.url}: {what} failed: {exc}"
-            ) from exc
 
     def _require(self) -> Any:
         if self._pool is None:

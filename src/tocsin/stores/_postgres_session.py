@@ -45,6 +45,7 @@ __all__ = [
     "driver_errors",
     "error_wrapper",
     "open_pool",
+    "unreachable_errors",
 ]
 
 #: ``errors(what)``: a context in which asyncpg and network errors become a tocsin error
@@ -54,24 +55,65 @@ ErrorWrapper = Callable[[str], AbstractAsyncContextManager[None]]
 
 @functools.cache
 def driver_errors() -> tuple[type[BaseException], ...]:
-    """The errors of asyncpg, the network and a timeout that a tocsin error wraps."""
+    """The errors of asyncpg, the network and a timeout that a tocsin error wraps (every
+    asyncpg client-side error included: ``InternalClientError`` comes mid-restart)."""
     import asyncpg  # here, not at import: postgres.py says how to install it
 
-    return (asyncpg.PostgresError, asyncpg.InterfaceError, OSError, TimeoutError)
+    return (
+        asyncpg.PostgresError,
+        asyncpg.InterfaceError,
+        asyncpg.InternalClientError,
+        OSError,
+        TimeoutError,
+    )
 
 
-def error_wrapper(label: str, error: type[TocsinError]) -> ErrorWrapper:
+@functools.cache
+def unreachable_errors() -> tuple[type[BaseException], ...]:
+    """The driver errors that mean the server was not reached or is going away (as
+    opposed to a statement it refused)."""
+    import asyncpg
+
+    return (
+        asyncpg.InterfaceError,
+        asyncpg.InternalClientError,
+        asyncpg.PostgresConnectionError,
+        asyncpg.exceptions.OperatorInterventionError,
+        OSError,
+    )
+
+
+def error_wrapper(
+    label: str,
+    error: type[TocsinError],
+    *,
+    bound: float | None = None,
+    unavailable: type[TocsinError] | None = None,
+) -> ErrorWrapper:
     """The ``errors(what)`` of one client: inside it, a driver error becomes
     ``error(f"{label}: {what} failed: {exc}")``, raised ``from`` it.
 
     ``label`` names the client and its redacted URL (``"PostgreSQL coordinator
-    postgresql://db/x"``); no password is ever in it.
+    postgresql://db/x"``); no password is ever in it. With ``bound``, the block (a pool
+    acquire and its statements) must finish within that many seconds (issue 20: a
+    frozen server held calls for ever); with ``unavailable``, a timeout and the errors of
+    :func:`unreachable_errors` raise that type instead of ``error``.
     """
+    down = error if unavailable is None else unavailable
 
     @asynccontextmanager
     async def errors(what: str) -> AsyncIterator[None]:
         try:
-            yield
+            async with asyncio.timeout(bound):
+                yield
+        except TimeoutError as exc:
+            if bound is None:
+                raise down(f"{label}: {what} failed: {exc}") from exc
+            raise down(
+                f"{label}: {what} failed: no answer within {bound:g} s (server down or frozen?)"
+            ) from exc
+        except unreachable_errors() as exc:
+            raise down(f"{label}: {what} failed: {exc}") from exc
         except driver_errors() as exc:
             raise error(f"{label}: {what} failed: {exc}") from exc
 

@@ -40,7 +40,7 @@ from ._dsn import (
     split_options,
     unknown_message,
 )
-from ._postgres_session import CHANGES_CHANNEL, Session
+from ._postgres_session import CHANGES_CHANNEL, Session, driver_errors
 from ._protocols import (
     DeleteTask,
     DueActor,
@@ -77,13 +77,6 @@ _NEXT_DUE: Final = q.numbered(q.NEXT_DUE)
 _FENCE_EPOCH: Final = q.numbered(q.FENCE_EPOCH)
 #: Seconds any one store call may take, pool acquire included (issue 20, item 6).
 CALL_TIMEOUT: Final = 10.0
-#: What asyncpg raises (server errors, client and protocol errors alike) and the OS.
-_DRIVER_ERRORS: Final = (
-    asyncpg.PostgresError,
-    asyncpg.InterfaceError,
-    asyncpg.InternalClientError,
-    OSError,
-)
 _DUE_ACTORS: Final = q.numbered(q.DUE_ACTORS)
 _GET_CLUSTER: Final = "SELECT value FROM tocsin_meta WHERE key = 'cluster'"
 _SET_CLUSTER: Final = (
@@ -503,7 +496,7 @@ class PostgresStore:
                 f"PostgreSQL store {self.url}: {what} failed: no answer within "
                 f"{bound:g} s (server down or frozen?)"
             ) from exc
-        except _DRIVER_ERRORS as exc:
+        except driver_errors() as exc:
             if getattr(exc, "sqlstate", None) == q.FENCED_SQLSTATE:
                 raise FencedError(f"PostgreSQL store {self.url}: {what} refused: {exc}") from exc
             raise StoreError(f"PostgreSQL store {self.url}: {what} failed: {exc}") from exc
