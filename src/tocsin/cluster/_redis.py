@@ -109,11 +109,31 @@ local d = cjson.decode(cur)
 return {cur, alive(d.n, d.i) and 1 or 0}
 """
 )
+# The live lease (in KEYS[2]) that (kind, identity) prefers, and its incarnation: the
+# rendezvous weight repeats tocsin.cluster._rendezvous.weight byte for byte (the
+# coordinator contract test checks they agree). Needs _NOW.
+_PREFERRED: Final = """
+local function preferred(kind, identity)
+  local prefix = #kind .. ':' .. kind .. #identity .. ':' .. identity
+  local best, bestw, inc = nil, nil, nil
+  local all = redis.call('HGETALL', KEYS[2])
+  for k = 1, #all, 2 do
+    local l = cjson.decode(all[k + 1])
+    if l.e > now then
+      local w = redis.sha1hex(prefix .. all[k])
+      if best == nil or w > bestw or (w == bestw and all[k] < best) then
+        best, bestw, inc = all[k], w, l.i
+      end
+    end
+  end
+  return best, inc
+end
+"""
 # ARGV: offset, field, node, incarnation, floor, place ("1"), kind, identity.
-# The rendezvous weight repeats tocsin.cluster._rendezvous.weight byte for byte.
 _CLAIM_OWNER: Final = (
     _NOW
     + _ALIVE
+    + _PREFERRED
     + """
 if not alive(ARGV[3], ARGV[4]) then
   local cur = redis.call('HGET', KEYS[1], ARGV[2])
@@ -140,20 +160,8 @@ if cur then
 end
 if floor > epoch then epoch = floor end
 if ARGV[6] == '1' then
-  local kind, identity = ARGV[7], ARGV[8]
-  local prefix = #kind .. ':' .. kind .. #identity .. ':' .. identity
-  local best, bestw = nil, nil
-  local all = redis.call('HGETALL', KEYS[2])
-  for k = 1, #all, 2 do
-    local l = cjson.decode(all[k + 1])
-    if l.e > now then
-      local w = redis.sha1hex(prefix .. all[k])
-      if best == nil or w > bestw or (w == bestw and all[k] < best) then
-        best, bestw, inc = all[k], w, l.i
-      end
-    end
-  end
-  if best then owner = best else inc = ARGV[4] end
+  local best, best_inc = preferred(ARGV[7], ARGV[8])
+  if best then owner, inc = best, best_inc end
 end
 local enc = cjson.encode({n = owner, i = inc, e = epoch})
 redis.call('HSET', KEYS[1], ARGV[2], enc)
@@ -164,6 +172,7 @@ return {enc, 1}
 _HAND_OVER: Final = (
     _NOW
     + _ALIVE
+    + _PREFERRED
     + """
 local cur = redis.call('HGET', KEYS[1], ARGV[2])
 if not cur then return false end
@@ -171,19 +180,7 @@ local d = cjson.decode(cur)
 if d.n ~= ARGV[3] or d.i ~= ARGV[4] or not alive(d.n, d.i) then
   return {cur, alive(d.n, d.i) and 1 or 0}
 end
-local kind, identity = ARGV[6], ARGV[7]
-local prefix = #kind .. ':' .. kind .. #identity .. ':' .. identity
-local best, bestw, inc = nil, nil, nil
-local all = redis.call('HGETALL', KEYS[2])
-for k = 1, #all, 2 do
-  local l = cjson.decode(all[k + 1])
-  if l.e > now then
-    local w = redis.sha1hex(prefix .. all[k])
-    if best == nil or w > bestw or (w == bestw and all[k] < best) then
-      best, bestw, inc = all[k], w, l.i
-    end
-  end
-end
+local best, inc = preferred(ARGV[6], ARGV[7])
 if best == nil or best == ARGV[3] then return {cur, 1} end
 local epoch = d.e + 1
 if tonumber(ARGV[5]) > epoch then epoch = tonumber(ARGV[5]) end
