@@ -18,8 +18,10 @@ from ._events import (
     DeadLetterReason,
     EventStream,
     Subscription,
+    TickNotDelivered,
 )
 from ._pid import PID, NoSender, parse_pid
+from ._schedule_policy import Misfire, Outcome, Overlap, Tick, TickOutcome
 from ._supervision import Directive, Supervisor
 
 __all__ = [
@@ -35,9 +37,15 @@ __all__ = [
     "DeadLetterReason",
     "Directive",
     "EventStream",
+    "Misfire",
     "NoSender",
+    "Outcome",
+    "Overlap",
     "ReceiveContext",
     "Subscription",
     "Supervisor",
+    "Tick",
+    "TickNotDelivered",
+    "TickOutcome",
     "parse_pid",
 ]

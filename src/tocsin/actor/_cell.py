@@ -258,15 +258,20 @@ class Cell(SendTarget):
                 sender = popleft()
                 handled += 1
                 reply = None
+                # The RuntimeItem being handled, told `finished()` once `receive`
+                # returns: the plain-message path pays one local store and one `is`.
+                item = None
                 cls = type(message)
                 if cls in ITEM_TYPES:  # one set test on the common path
                     if cls is Ask:
                         reply = message.reply
                         message = message.message
                     elif cls not in TURN_TYPES:  # a RuntimeItem (a tick, ...)
+                        item = message
                         message = message.open()
                         if message is STALE:
                             continue
+                        ctx._item = item  # noqa: SLF001 (ctx.tick reads it; see _reply)
                     else:  # a Turn: runtime work inside this actor's turn
                         # A clean context: no earlier message, sender or ask leaks in.
                         ctx.message = None
@@ -291,11 +296,22 @@ class Cell(SendTarget):
                     if reply is not None and not reply.done():
                         reply.set_exception(exc)
                     ctx._reply = None  # noqa: SLF001
+                    if item is not None:
+                        # Its `receive` is over: done before the supervisor's restart.
+                        ctx._item = None  # noqa: SLF001
+                        item.finished()
+                        item = None
                     await self._supervise().failed(exc)
                     actor = self.actor
                 else:
                     if reply is not None and not reply.done():
                         self._hold_unanswered(reply)
+                finally:
+                    # Also when the turn is cancelled (a stop's grace): the item is
+                    # not left in flight for ever.
+                    if item is not None:
+                        ctx._item = None  # noqa: SLF001
+                        item.finished()
                 if self.state is not _RUNNING or self.sysq:
                     break
             ctx.message = None

@@ -14,7 +14,9 @@ from ._scheduling import ScheduleService, SchedulingCalls
 if TYPE_CHECKING:
     from ._actor import Actor
     from ._cell import Cell
+    from ._mailbox import RuntimeItem
     from ._reply import Reply
+    from ._schedule_policy import Tick
     from ._supervision import Directive, Supervisor
 
 __all__ = ["ReceiveContext"]
@@ -35,13 +37,26 @@ class ReceiveContext(SchedulingCalls):
     and ``respond`` has no ask to answer.
     """
 
-    __slots__ = ("_cell", "_reply", "message", "sender")
+    __slots__ = ("_cell", "_item", "_reply", "message", "sender")
 
     def __init__(self, cell: Cell) -> None:
         self._cell = cell
         self.message: Any = None
         self.sender: Any = NoSender
         self._reply: Reply | None = None
+        # The runtime item (a tick) whose message is being handled: set by the cell's
+        # turn for items only, so a plain message costs nothing here.
+        self._item: RuntimeItem | None = None
+
+    @property
+    def tick(self) -> Tick | None:
+        """The scheduled delivery being handled (:class:`~tocsin.Tick`: reference, nominal
+        instant, attempt, manual, backfill, fence), or ``None`` for any other message.
+
+        Made when read, not per tick: a handler that never looks pays nothing.
+        """
+        item = self._item
+        return None if item is None else item.tick()
 
     @property
     def self(self) -> PID:

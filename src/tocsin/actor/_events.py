@@ -17,7 +17,10 @@ from dataclasses import dataclass
 from typing import TYPE_CHECKING, Any, TypeVar, final
 
 if TYPE_CHECKING:
+    from datetime import datetime
+
     from ._pid import PID
+    from ._schedule_policy import Outcome
 
 __all__ = [
     "ActorPassivated",
@@ -31,6 +34,7 @@ __all__ = [
     "Event",
     "EventStream",
     "Subscription",
+    "TickNotDelivered",
 ]
 
 _log = logging.getLogger("tocsin.events")
@@ -108,6 +112,18 @@ class ActorPassivated:
     pid: PID
 
 
+@dataclass(frozen=True, slots=True)
+class TickNotDelivered:
+    """An instant of a schedule was not delivered (every outcome but ``delivered`` of
+    DESIGN.md "Operating schedules"): it is also in ``system.schedule_history``."""
+
+    reference: str
+    instant: datetime
+    outcome: Outcome
+    detail: int | str | None
+    node: str
+
+
 Event = (
     DeadLetter
     | ActorStarted
@@ -116,6 +132,7 @@ Event = (
     | ActorSuspended
     | ActorReinstated
     | ActorPassivated
+    | TickNotDelivered
 )
 E = TypeVar("E")
 Handler = Callable[[Any], Awaitable[None] | None]

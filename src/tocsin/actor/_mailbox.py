@@ -30,6 +30,7 @@ from typing import TYPE_CHECKING, Any, final
 if TYPE_CHECKING:
     from ._cell import Cell
     from ._reply import Reply
+    from ._schedule_policy import Tick
 
 __all__ = ["ITEM_TYPES", "STALE", "TURN_TYPES", "Ask", "Mailbox", "RuntimeItem", "Turn"]
 
@@ -85,6 +86,17 @@ class RuntimeItem(ABC):
     def rejected(self) -> Any:
         """The item could not be queued or was flushed (target stopped or suspended):
         the message its dead letter carries, or :data:`STALE` for no dead letter."""
+
+    def tick(self) -> Tick | None:
+        """What ``ctx.tick`` gives while ``receive`` handles this item's message (read
+        only when the handler asks; default ``None``: not a scheduled delivery)."""
+        return None
+
+    def finished(self) -> None:
+        """Called once ``receive`` for this item's message has returned (or raised), so
+        an item can tell its sender the delivery is over (a schedule's overlap policy, a
+        remote completion frame). Not called for an item opened as :data:`STALE` or
+        rejected: ``open`` / ``rejected`` see those. Default: nothing."""
 
 
 class Turn(ABC):

@@ -21,7 +21,9 @@ What the names are for:
   ``DEFAULT_SUPERVISOR``.
 - Events: ``EventStream``, ``DeadLetter``, ``DeadLetterReason``.
 - Scheduling's seat in the kernel: ``ScheduleService``, ``SchedulingCalls``,
-  ``ScheduleInfo``, ``ScheduleKind``, ``SchedulerMetrics``.
+  ``ScheduleInfo``, ``ScheduleKind``, ``SchedulerMetrics``; the policy values every
+  tier shares (``Overlap``, ``Misfire``, ``Tick``) and what became of an instant
+  (``Outcome``, ``TickOutcome``, ``TickNotDelivered``).
 - Introspection: ``ActorStat``, ``actor_stats``.
 """
 
@@ -30,7 +32,7 @@ from __future__ import annotations
 from ._actor import Actor
 from ._cell import Cell
 from ._context import ReceiveContext
-from ._events import DeadLetter, DeadLetterReason, EventStream
+from ._events import DeadLetter, DeadLetterReason, EventStream, TickNotDelivered
 from ._lookup import PID_EXTENSION_CODE
 from ._mailbox import ITEM_TYPES, STALE, RuntimeItem, Turn
 from ._ops import ActorStat, actor_stats
@@ -38,6 +40,7 @@ from ._pid import PID, NoSender, local_address, new_incarnation, parse_pid, targ
 from ._reply import Reply
 from ._runtime import Runtime, running_loop
 from ._schedule_info import ScheduleInfo, ScheduleKind, SchedulerMetrics
+from ._schedule_policy import Misfire, Outcome, Overlap, Tick, TickOutcome
 from ._scheduling import ScheduleService, SchedulingCalls
 from ._supervision import DEFAULT_SUPERVISOR, Directive, Supervisor
 from ._target import SendTarget
@@ -55,7 +58,10 @@ __all__ = [
     "DeadLetterReason",
     "Directive",
     "EventStream",
+    "Misfire",
     "NoSender",
+    "Outcome",
+    "Overlap",
     "ReceiveContext",
     "Reply",
     "Runtime",
@@ -67,6 +73,9 @@ __all__ = [
     "SchedulingCalls",
     "SendTarget",
     "Supervisor",
+    "Tick",
+    "TickNotDelivered",
+    "TickOutcome",
     "Turn",
     "actor_stats",
     "local_address",
