@@ -74,6 +74,12 @@ class RuntimeItem(ABC):
 
     __slots__ = ()
 
+    #: Whether :meth:`finished` matters to whoever queued the item (a schedule whose
+    #: overlap policy counts ticks in flight). A remote target reads it to ask the
+    #: hosting node for a completion frame (one small frame per tick, only then).
+    #: A subclass may make it a slot.
+    tracked: bool = False
+
     def __init_subclass__(cls, **kwargs: Any) -> None:
         super().__init_subclass__(**kwargs)
         ITEM_TYPES.add(cls)
