@@ -34,20 +34,20 @@ __all__ = [
 #: TaskRow's field order (a contract test pins it): rows map to TaskRow positionally.
 COLUMNS: Final = (
     "kind, identity, id, name, payload, due, every, attempts, max_retries, created_at, "
-    "state, last_error, timeout, cron, timezone"
+    "state, last_error, timeout, cron, timezone, policy"
 )
 _SELECT_TASKS: Final = f"SELECT {COLUMNS} FROM tocsin_tasks"
 _ORDER: Final = " ORDER BY due, id, kind, identity"
 
 WRITES: Final[dict[type, str]] = {
     UpsertTask: (
-        f"INSERT INTO tocsin_tasks ({COLUMNS}) VALUES ({', '.join('?' * 15)}) "
+        f"INSERT INTO tocsin_tasks ({COLUMNS}) VALUES ({', '.join('?' * 16)}) "
         "ON CONFLICT (kind, identity, id) DO UPDATE SET name = excluded.name, "
         "payload = excluded.payload, due = excluded.due, every = excluded.every, "
         "attempts = excluded.attempts, max_retries = excluded.max_retries, "
         "created_at = excluded.created_at, state = excluded.state, "
         "last_error = excluded.last_error, timeout = excluded.timeout, "
-        "cron = excluded.cron, timezone = excluded.timezone"
+        "cron = excluded.cron, timezone = excluded.timezone, policy = excluded.policy"
     ),
     DeleteTask: "DELETE FROM tocsin_tasks WHERE kind = ? AND identity = ? AND id = ?",
     PutState: (

@@ -528,4 +528,5 @@ def _row(r: Any) -> TaskRow:
         timeout=r[12],
         cron=r[13],
         timezone=r[14],
+        policy=None if r[15] is None else bytes(r[15]),
     )
