@@ -11,7 +11,7 @@ from typing import Any
 import pytest
 
 from tocsin.errors import FencedError
-from tocsin.stores import DeleteTask, Fence, TaskRow, UpsertTask
+from tocsin.stores import DeleteTask, Fence, Op, TaskRow, UpsertTask
 from tocsin.stores.postgres import PostgresStore
 
 pytestmark = pytest.mark.integration
@@ -105,10 +105,11 @@ async def test_a_fenced_write_is_one_statement_and_a_zombie_writes_nothing(
         assert counting.calls == ["execute", "executemany"]
         assert await store.fence_epoch("K", "a") == 7
         assert len(await store.list_tasks(kind="K")) == 4
-        for batch in (
+        batches: list[list[Op]] = [
             [Fence("K", "a", 6, "n0"), UpsertTask(_row("a", "z"))],  # an older epoch
             [Fence("K", "a", 7, "n0"), *(UpsertTask(_row("a", f"z{k}")) for k in range(3))],
-        ):  # the same epoch under another owner
+        ]  # the same epoch under another owner
+        for batch in batches:
             with pytest.raises(FencedError):
                 await store.apply(batch)
         assert sorted(r.id for r in await store.list_tasks(kind="K")) == ["t", "t0", "t1", "t2"]
