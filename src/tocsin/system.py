@@ -40,7 +40,7 @@ from .actor._spi import (
     local_address,
     target_of,
 )
-from .clock import Clock, SystemClock
+from .clock import Clock, OffsetClock, SystemClock
 from .cluster import Cluster, ClusterNode, LeaseRegained, NodeJoined, NodeLeft
 from .cluster._spi import (
     ClusterOwnership,
@@ -173,7 +173,14 @@ class ActorSystem(SchedulingCalls):
         self.name = name
         #: This node's address: ``tocsin://<name>``; remoting sets a reachable one.
         self.address = local_address(name)
-        self.clock: Clock = clock if clock is not None else SystemClock()
+        given: Clock = clock if clock is not None else SystemClock()
+        #: The clock this system reads. In cluster mode an OffsetClock over the given
+        #: one, corrected at each lease renewal to the coordinator's clock: cron
+        #: instants and durable due times are the cluster's (issue 20, item 5).
+        self.clock: Clock = given
+        self._cluster_config = _check_cluster(cluster, remoting)
+        if self._cluster_config is not None:
+            self.clock = OffsetClock(given)
         self.timezone = timezone if timezone is not None else local_zone_name()
         zone(self.timezone)  # fail here, not at the first cron schedule
         self.stop_timeout = to_seconds(stop_timeout, "stop_timeout")
@@ -184,7 +191,6 @@ class ActorSystem(SchedulingCalls):
         self._stopping: asyncio.Task[None] | None = None
         self._remoting = remoting
         self._remote: RemoteService | None = None
-        self._cluster_config = _check_cluster(cluster, remoting)
         self._cluster: ClusterNode | None = None
         self._ownership: ClusterOwnership | None = None
         self._rebalancer: Rebalancer | None = None
@@ -280,7 +286,12 @@ class ActorSystem(SchedulingCalls):
         stack.callback(_close_runtime, runtime, scheduler, deadlines)
         stack.callback(self.events.add_task_tracker(runtime.track_task))
         if not self.clock.reports_wall_jumps:
-            WallWatch(self.clock, deadlines).start()
+            # A cluster clock reports its own offset moves: the watch looks for steps of
+            # the clock underneath (passed on by the OffsetClock), else it would report
+            # each offset move a second time.
+            clock = self.clock
+            watched = clock.inner if isinstance(clock, OffsetClock) else clock
+            WallWatch(watched, deadlines).start()
         self.clock.attach(runtime)
         stack.callback(self.clock.detach, runtime)
         if remote is not None:
