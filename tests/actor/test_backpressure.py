@@ -50,7 +50,7 @@ async def settle() -> None:
 
 
 async def test_a_tell_past_the_bound_is_an_overflow_dead_letter() -> None:
-    gate, seen = asyncio.Event(), []
+    gate, seen = asyncio.Event(), list[Any]()
     async with ActorSystem("t", clock=ManualClock(wall=0)) as system:
         dead = letters(system)
         pid = await system.spawn(lambda: Gated(gate, seen), "g", mailbox_bound=3)
@@ -69,7 +69,7 @@ async def test_a_tell_past_the_bound_is_an_overflow_dead_letter() -> None:
 
 
 async def test_unbounded_by_default_and_zero_means_unbounded() -> None:
-    gate, seen = asyncio.Event(), []
+    gate, seen = asyncio.Event(), list[Any]()
     async with ActorSystem("t", clock=ManualClock(wall=0)) as system:
         dead = letters(system)
         pid = await system.spawn(lambda: Gated(gate, seen), "g")
@@ -84,7 +84,7 @@ async def test_unbounded_by_default_and_zero_means_unbounded() -> None:
 
 
 async def test_the_system_default_and_a_spawn_override() -> None:
-    gate, seen = asyncio.Event(), []
+    gate, seen = asyncio.Event(), list[Any]()
     kids: list[Any] = []
 
     class Parent(Actor):
@@ -124,7 +124,7 @@ async def test_a_bad_bound_is_refused(bad: Any) -> None:
 
 
 async def test_an_ask_past_the_bound_fails_at_once() -> None:
-    gate, seen = asyncio.Event(), []
+    gate, seen = asyncio.Event(), list[Any]()
     async with ActorSystem("t", clock=ManualClock(wall=0)) as system:
         dead = letters(system)
         pid = await system.spawn(lambda: Gated(gate, seen), "g", mailbox_bound=1)
@@ -136,7 +136,7 @@ async def test_an_ask_past_the_bound_fails_at_once() -> None:
 
 
 async def test_send_waits_for_room_and_keeps_order() -> None:
-    gate, seen = asyncio.Event(), []
+    gate, seen = asyncio.Event(), list[Any]()
     async with ActorSystem("t", clock=ManualClock(wall=0)) as system:
         dead = letters(system)
         pid = await system.spawn(lambda: Gated(gate, seen), "g", mailbox_bound=4)
@@ -157,7 +157,7 @@ async def test_send_waits_for_room_and_keeps_order() -> None:
 
 
 async def test_a_tell_does_not_overtake_a_waiting_send() -> None:
-    gate, seen = asyncio.Event(), []
+    gate, seen = asyncio.Event(), list[Any]()
     async with ActorSystem("t", clock=ManualClock(wall=0)) as system:
         dead = letters(system)
         pid = await system.spawn(lambda: Gated(gate, seen), "g", mailbox_bound=2)
@@ -177,7 +177,7 @@ async def test_a_tell_does_not_overtake_a_waiting_send() -> None:
 
 
 async def test_send_to_an_unbounded_actor_is_a_tell() -> None:
-    gate, seen = asyncio.Event(), []
+    gate, seen = asyncio.Event(), list[Any]()
     async with ActorSystem("t", clock=ManualClock(wall=0)) as system:
         pid = await system.spawn(lambda: Gated(gate, seen), "g")
         for i in range(300):
@@ -188,7 +188,7 @@ async def test_send_to_an_unbounded_actor_is_a_tell() -> None:
 
 
 async def test_send_to_a_stopped_actor_raises_after_the_dead_letter() -> None:
-    gate, seen = asyncio.Event(), []
+    gate, seen = asyncio.Event(), list[Any]()
     async with ActorSystem("t", clock=ManualClock(wall=0)) as system:
         dead = letters(system)
         pid = await system.spawn(lambda: Gated(gate, seen), "g", mailbox_bound=1)
@@ -200,7 +200,7 @@ async def test_send_to_a_stopped_actor_raises_after_the_dead_letter() -> None:
 
 
 async def test_a_waiting_send_fails_when_its_target_stops() -> None:
-    gate, seen = asyncio.Event(), []
+    gate, seen = asyncio.Event(), list[Any]()
     async with ActorSystem("t", clock=ManualClock(wall=0)) as system:
         dead = letters(system)
         pid = await system.spawn(lambda: Gated(gate, seen), "g", mailbox_bound=1)
@@ -220,7 +220,7 @@ async def test_a_waiting_send_fails_when_its_target_stops() -> None:
 
 
 async def test_a_waiting_send_fails_when_its_target_is_suspended() -> None:
-    gate, seen = asyncio.Event(), []
+    gate, seen = asyncio.Event(), list[Any]()
     async with ActorSystem("t", clock=ManualClock(wall=0)) as system:
         dead = letters(system)
         pid = await system.spawn(
@@ -242,7 +242,7 @@ async def test_a_waiting_send_fails_when_its_target_is_suspended() -> None:
 
 
 async def test_a_cancelled_send_is_withdrawn() -> None:
-    gate, seen = asyncio.Event(), []
+    gate, seen = asyncio.Event(), list[Any]()
     async with ActorSystem("t", clock=ManualClock(wall=0)) as system:
         dead = letters(system)
         pid = await system.spawn(lambda: Gated(gate, seen), "g", mailbox_bound=1)
