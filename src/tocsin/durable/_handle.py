@@ -12,6 +12,7 @@ from __future__ import annotations
 import asyncio
 import logging
 from collections.abc import Awaitable, Callable, Sequence
+from datetime import UTC, datetime
 from typing import TYPE_CHECKING, Any, final
 
 from .._deadlines import Deadline
@@ -24,6 +25,7 @@ from ..actor._spi import (
     NoSender,
     SendTarget,
     Supervisor,
+    Tick,
     new_incarnation,
     target_of,
 )
@@ -33,7 +35,7 @@ from ..errors import (
     FencedError,
     NotOwnerError,
 )
-from ..stores import DeleteState, Fence, Op, PutState, Store
+from ..stores import DeleteState, Fence, Op, PutState, Store, TaskRow
 from ._actor import DurableActor
 from ._drain import DrainTurn
 from ._outage import retry_delay
@@ -96,6 +98,9 @@ class DurableHandle(SendTarget):
         self.alarm_due: float | None = None  # wall epoch the alarm is armed for
         self.drain_queued = False
         self.running_id: str | None = None
+        #: The row and nominal instant of the task run in progress (``current_task``).
+        self.running_row: TaskRow | None = None
+        self.running_instant = 0.0
         #: The budget of the task run suspended in this actor's turn, if any.
         self.budget: Budget | None = None
         self.touched: set[str] = set()
@@ -482,10 +487,25 @@ class DurableHandle(SendTarget):
         """The queued drain turn began: a later alarm may queue the next one."""
         self.drain_queued = False
 
-    def running(self, task_id: str | None) -> None:
-        """The drain runs this task now (``None``: no task runs); ``list_tasks`` and
-        :meth:`idle` read it."""
-        self.running_id = task_id
+    def running(self, row: TaskRow | None, instant: float = 0.0) -> None:
+        """The drain runs this task now, for this nominal instant (``None``: no task
+        runs); ``list_tasks``, :meth:`idle` and ``current_task`` read it."""
+        self.running_row = row
+        self.running_id = None if row is None else row.id
+        self.running_instant = instant
+
+    def current_tick(self) -> Tick | None:
+        """``current_task``: the run in progress as a :class:`Tick`, made when read (a
+        run that never looks pays nothing)."""
+        row = self.running_row
+        if row is None:
+            return None
+        return Tick(
+            reference=row.id,
+            instant=datetime.fromtimestamp(self.running_instant, UTC),
+            attempt=row.attempts + 1,
+            fence=self.epoch,
+        )
 
     def suspended(self, budget: Budget | None) -> None:
         """The task run is suspended under ``budget`` (``None``: it no longer is); the

@@ -23,6 +23,8 @@ from .._deadlines import to_seconds
 from ..errors import InvalidIntervalError, TaskNotFoundError
 from ..stores import DeleteTask, TaskRow, UpsertTask
 from ._checks import check_retries, check_size, check_text
+from ._plan import Cursor, Instants, decode_policy, encode_policy, first_instant, jittered
+from ._policy import TaskPolicy
 from ._records import TaskRecord, record_from_row
 
 if TYPE_CHECKING:
@@ -113,11 +115,14 @@ async def add_task(
     max_retries: int,
     timeout: float | timedelta | None,
     cron: tuple[str, str] | None = None,
+    policy: TaskPolicy | None = None,
 ) -> str:
     """Insert or replace a task; arm the alarm. Returns the task id.
 
     ``cron`` is ``(expression, zone name)`` for a cron task (``every`` is then ``None``
-    and ``delay`` leads to its first fire time).
+    and ``delay`` leads to its first fire time). ``policy`` (``None``: the defaults) is
+    stored with it; its first instant skips what the calendar excludes, and its due time
+    carries the jitter.
     """
     name = _method_name(method)
     check_method(handle.cls, name)
@@ -128,6 +133,16 @@ async def add_task(
     due = now + delay
     created = now
     expression, zone_name = cron if cron is not None else (None, None)
+    stored: bytes | None = None
+    if policy is not None:
+        instants = Instants(every, expression, zone_name or handle.durable.timezone, policy)
+        if instants.recurring:
+            instant, due = first_instant(tid, due, policy, instants)
+            if instant is None:
+                instant = due  # a cron whose fires are all excluded: the drain drops it
+        else:
+            instant, due = due, jittered(tid, due, policy, instants)
+        stored = encode_policy(policy, Cursor(instant=instant))
     if task_id is not None:
         old = await handle.store.get_task(handle.kind, handle.identity, tid)
         if old is not None:
@@ -141,6 +156,7 @@ async def add_task(
                 and old.name == name
                 and old.payload == data
                 and old.max_retries == retries
+                and _same_policy(old.policy, policy)
             ):
                 # Re-registering the same recurring task (pre_start on every activation)
                 # keeps its cadence instead of pushing its next run away each time.
@@ -161,6 +177,7 @@ async def add_task(
         timeout=budget,
         cron=expression,
         timezone=zone_name,
+        policy=stored,
     )
     await handle.write([UpsertTask(row)])
     handle.touched.add(tid)
@@ -168,6 +185,16 @@ async def add_task(
     # drain re-reads the store.
     handle.arm(due)
     return tid
+
+
+def _same_policy(stored: bytes | None, policy: TaskPolicy | None) -> bool:
+    """Whether a stored row's policies are ``policy`` (its cursor does not count)."""
+    if stored is None or policy is None:
+        return stored is None and policy is None
+    try:
+        return decode_policy(stored)[0] == policy
+    except Exception:  # a row this version cannot read is replaced
+        return False
 
 
 async def cancel_task(handle: DurableHandle, task_id: str) -> bool:
