@@ -302,6 +302,40 @@ class DurableActor(Actor):
             policy=policy,
         )
 
+    async def trigger(self, id: str) -> None:
+        """Run task ``id`` once now, beside its schedule: its due time is unchanged.
+
+        The run carries ``current_task.manual == True`` and the task id as
+        ``reference`` (``instant``: now). It is a one-shot row of its own
+        (``<id>@manual:<time>`` in ``list_schedules()``), serialized with the task's other
+        runs in the actor's turn like every run, and retried and parked like any task.
+
+        Raises:
+            TaskNotFoundError: no task ``id``.
+        """
+        await _tasks.trigger_task(self._handle, id, self._now())
+
+    async def backfill(
+        self, id: str, start: datetime, end: datetime, *, dry_run: bool = False
+    ) -> list[datetime]:
+        """The instants task ``id`` has in ``[start, end)`` (aware UTC, oldest first, none
+        its calendar excludes), and, unless ``dry_run``, one run of each, oldest first, at
+        most its ``misfire.rate`` per second, with ``current_task.backfill == True`` and
+        each its own ``instant``. An ``every`` task's instants are its cadence (its next
+        instant minus whole intervals). Each run is a one-shot row beside the task
+        (``<id>@backfill:<instant>``: backfilling an instant again replaces its pending
+        run); the task's own schedule is untouched.
+
+        Raises:
+            TaskNotFoundError: no task ``id``.
+            TypeError: ``start`` or ``end`` is not an aware datetime.
+            ValueError: ``end`` not after ``start``, the task is not recurring, or more
+                than 10,000 instants in the range.
+        """
+        return await _tasks.backfill_task(
+            self._handle, id, start, end, self._now(), dry_run=dry_run
+        )
+
     async def cancel_schedule(self, id: str) -> bool:
         """Delete task ``id`` (pending or parked); return whether it existed."""
         return await _tasks.cancel_task(self._handle, id)

@@ -48,6 +48,7 @@ LOOKAHEAD = 300.0
 if TYPE_CHECKING:
     from ..actor._spi import Reply
     from ._ownership import Claim, OwnershipGate
+    from ._plan import Cursor
     from ._run import Budget, TaskActor
     from ._runtime import DurableRuntime
 
@@ -101,6 +102,7 @@ class DurableHandle(SendTarget):
         #: The row and nominal instant of the task run in progress (``current_task``).
         self.running_row: TaskRow | None = None
         self.running_instant = 0.0
+        self.running_origin: Cursor | None = None
         #: The budget of the task run suspended in this actor's turn, if any.
         self.budget: Budget | None = None
         self.touched: set[str] = set()
@@ -487,12 +489,17 @@ class DurableHandle(SendTarget):
         """The queued drain turn began: a later alarm may queue the next one."""
         self.drain_queued = False
 
-    def running(self, row: TaskRow | None, instant: float = 0.0) -> None:
+    def running(
+        self, row: TaskRow | None, instant: float = 0.0, cursor: Cursor | None = None
+    ) -> None:
         """The drain runs this task now, for this nominal instant (``None``: no task
-        runs); ``list_tasks``, :meth:`idle` and ``current_task`` read it."""
+        runs); ``list_tasks``, :meth:`idle` and ``current_task`` read it. ``cursor``:
+        the row's policy cursor, if it has one (a manual or backfilled run names its
+        task there)."""
         self.running_row = row
         self.running_id = None if row is None else row.id
         self.running_instant = instant
+        self.running_origin = cursor
 
     def current_tick(self) -> Tick | None:
         """``current_task``: the run in progress as a :class:`Tick`, made when read (a
@@ -500,6 +507,16 @@ class DurableHandle(SendTarget):
         row = self.running_row
         if row is None:
             return None
+        origin = self.running_origin
+        if origin is not None and origin.of is not None:
+            return Tick(
+                reference=origin.of,
+                instant=datetime.fromtimestamp(self.running_instant, UTC),
+                attempt=row.attempts + 1,
+                manual=origin.manual,
+                backfill=origin.backfill,
+                fence=self.epoch,
+            )
         return Tick(
             reference=row.id,
             instant=datetime.fromtimestamp(self.running_instant, UTC),

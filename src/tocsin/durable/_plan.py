@@ -84,6 +84,9 @@ class Cursor:
             the drain runs it without looking for missed instants again.
         horizon: instants at or before it were dealt with (run, queued or skipped);
             ``None``: only those before the pending instant.
+        of: a manual (``trigger``) or backfilled run is a one-shot row of its own; this
+            names the task it runs for (its ``current_task.reference``).
+        manual, backfill: which of the two it is.
     """
 
     instant: float | None = None
@@ -91,15 +94,21 @@ class Cursor:
     paced: bool = False
     waiting: bool = False
     horizon: float | None = None
+    of: str | None = None
+    manual: bool = False
+    backfill: bool = False
 
     def to_wire(self) -> dict[str, Any]:
-        return {
+        wire: dict[str, Any] = {
             "i": self.instant,
             "q": self.queue,
             "pq": self.paced,
             "w": self.waiting,
             "h": self.horizon,
         }
+        if self.of is not None:  # a manual or backfilled run of task `of`
+            wire.update(of=self.of, m=self.manual, b=self.backfill)
+        return wire
 
     @classmethod
     def from_wire(cls, value: Any) -> Cursor:
@@ -112,6 +121,9 @@ class Cursor:
             paced=bool(value.get("pq", False)),
             waiting=bool(value.get("w", False)),
             horizon=_float_or_none(value.get("h")),
+            of=None if value.get("of") is None else str(value["of"]),
+            manual=bool(value.get("m", False)),
+            backfill=bool(value.get("b", False)),
         )
 
 
@@ -329,8 +341,10 @@ def before_run(row: TaskRow, default_zone: str, now: float) -> tuple[Step, TaskP
     instants = Instants.of(row, policy, default_zone)
     pending = cursor.instant if cursor.instant is not None else row.due
     grace = policy.misfire.grace
-    if row.attempts:
-        return Step(pending), policy, cursor  # a retry of the same instant: no new decision
+    if row.attempts or cursor.of is not None:
+        # A retry of the same instant (no new decision), or a run an operator asked for
+        # (trigger, backfill): neither is a misfire.
+        return Step(pending), policy, cursor
     if not instants.recurring or cursor.waiting:
         # A one-shot task, or an instant kept by overlap or replayed by misfire: it runs
         # unless excluded or later than grace (measured from its instant; a live

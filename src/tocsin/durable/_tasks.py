@@ -13,7 +13,7 @@ import itertools
 import os
 import random
 from collections.abc import Callable
-from datetime import datetime, timedelta
+from datetime import UTC, datetime, timedelta
 from typing import TYPE_CHECKING, Any
 
 import msgspec
@@ -23,6 +23,7 @@ from .._deadlines import to_seconds
 from ..errors import InvalidIntervalError, TaskNotFoundError
 from ..stores import DeleteTask, TaskRow, UpsertTask
 from ._checks import check_retries, check_size, check_text
+from ._manual import backfill_instants, backfill_rows, trigger_row
 from ._plan import Cursor, Instants, decode_policy, encode_policy, first_instant, jittered
 from ._policy import TaskPolicy
 from ._records import TaskRecord, record_from_row
@@ -30,7 +31,15 @@ from ._records import TaskRecord, record_from_row
 if TYPE_CHECKING:
     from ._handle import DurableHandle
 
-__all__ = ["add_task", "cancel_task", "discard_parked", "list_tasks", "retry_parked"]
+__all__ = [
+    "add_task",
+    "backfill_task",
+    "cancel_task",
+    "discard_parked",
+    "list_tasks",
+    "retry_parked",
+    "trigger_task",
+]
 
 Method = str | Callable[..., Any]
 
@@ -135,6 +144,10 @@ async def add_task(
     expression, zone_name = cron if cron is not None else (None, None)
     stored: bytes | None = None
     if policy is not None:
+        if zone_name is None and policy.exclude is not None:
+            # An `every` task's calendar is read in the system's zone: recorded, so that
+            # every process (tocsin tasks backfill too) reads it in the same one.
+            zone_name = handle.durable.timezone
         instants = Instants(every, expression, zone_name or handle.durable.timezone, policy)
         if instants.recurring:
             instant, due = first_instant(tid, due, policy, instants)
@@ -195,6 +208,46 @@ def _same_policy(stored: bytes | None, policy: TaskPolicy | None) -> bool:
         return decode_policy(stored)[0] == policy
     except Exception:  # a row this version cannot read is replaced
         return False
+
+
+async def _task(handle: DurableHandle, task_id: object) -> TaskRow:
+    if not isinstance(task_id, str):
+        raise TypeError(f"`id` must be a str, got {task_id!r}")
+    row = await handle.store.get_task(handle.kind, handle.identity, task_id)
+    if row is None:
+        raise TaskNotFoundError(f"no task {task_id!r} for {handle.kind}/{handle.identity}")
+    return row
+
+
+async def trigger_task(handle: DurableHandle, task_id: str, now: float) -> str:
+    """One manual run of task ``task_id`` now, beside it (its due time is unchanged)."""
+    child = trigger_row(await _task(handle, task_id), now)
+    await handle.write([UpsertTask(child)])
+    handle.touched.add(child.id)
+    handle.arm(child.due)
+    return child.id
+
+
+async def backfill_task(
+    handle: DurableHandle, task_id: str, start: object, end: object, now: float, *, dry_run: bool
+) -> list[datetime]:
+    """The instants of task ``task_id`` in ``[start, end)``; unless ``dry_run``, one run
+    of each, oldest first, paced at its ``misfire.rate``."""
+    begin, finish = _moment(start, "start"), _moment(end, "end")
+    row = await _task(handle, task_id)
+    instants = backfill_instants(row, begin, finish, handle.durable.timezone)
+    if not dry_run and instants:
+        children = backfill_rows(row, instants, now)
+        await handle.write([UpsertTask(child) for child in children])
+        handle.touched.update(child.id for child in children)
+        handle.arm(children[0].due)
+    return [datetime.fromtimestamp(instant, UTC) for instant in instants]
+
+
+def _moment(value: object, name: str) -> float:
+    if not isinstance(value, datetime) or value.tzinfo is None:
+        raise TypeError(f"`{name}` must be an aware datetime, got {value!r}")
+    return value.timestamp()
 
 
 async def cancel_task(handle: DurableHandle, task_id: str) -> bool:
