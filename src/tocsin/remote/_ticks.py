@@ -91,7 +91,7 @@ class InboundTick(RuntimeItem):
         conn, self._conn = self._conn, None
         if conn is not None:
             # Forced past ``max_buffer``: a refused completion would leave the sender's
-            # schedule in flight until the connection drops. One 3-byte body per tick
+            # schedule in flight until the connection drops. A few bytes per tick
             # that arrived, so what it adds is bounded by what the peer sent.
             conn.send(self._node.encode(Completed(self._corr)), force=True)
 
