@@ -28,6 +28,12 @@ class Shared:
         self.records: list[list[Any]] = []
         self.gate = asyncio.Event()
         self.running = 0
+        self.closing = False
+
+    def open_for_good(self) -> None:
+        """Stopping: every handler waiting or to come returns at once."""
+        self.closing = True
+        self.gate.set()
 
 
 class Slow(Actor):
@@ -43,7 +49,8 @@ class Slow(Actor):
         )
         try:
             await shared.gate.wait()
-            shared.gate.clear()
+            if not shared.closing:
+                shared.gate.clear()
         finally:
             shared.running -= 1
 
@@ -77,6 +84,7 @@ async def main(name: str) -> None:
         }
         print(json.dumps({"address": system.address, "pids": pids}), flush=True)
         await asyncio.get_running_loop().run_in_executor(None, sys.stdin.read)
+        shared.open_for_good()  # ticks queued behind a gated one must not hold the stop
 
 
 if __name__ == "__main__":

@@ -25,14 +25,14 @@ import subprocess
 import sys
 from collections.abc import AsyncIterator, Iterator
 from dataclasses import dataclass
-from datetime import datetime
+from datetime import datetime, timedelta
 from pathlib import Path
 from typing import Any
 
 import pytest
 from tests.procs import close_pipes, ready_line
 
-from tocsin import PID, ActorSystem, Overlap, Remoting, Tick
+from tocsin import PID, ActorSystem, Outcome, Overlap, Remoting, Tick, TickNotDelivered
 from tocsin.actor._spi import RuntimeItem
 from tocsin.scheduling._scheduler import ScheduleRecord
 
@@ -116,8 +116,12 @@ def instant(record: list[Any]) -> datetime:
     return Tick.from_wire(record[1]).instant
 
 
-async def _scenario(peer: Peer, overlap: Overlap) -> list[list[Any]]:
+async def _scenario(
+    peer: Peer, overlap: Overlap, skipped: list[TickNotDelivered] | None = None
+) -> list[list[Any]]:
     async with sender(peer) as (system, slow, gate, log):
+        if skipped is not None:
+            system.events.subscribe(skipped.append, TickNotDelivered)
         await system.schedule("tick", slow, INTERVAL, reference="r", overlap=overlap)
         first = await records(log, 1)
         assert len(first) == 1
@@ -139,12 +143,20 @@ async def _scenario(peer: Peer, overlap: Overlap) -> list[list[Any]]:
 async def test_skip_across_two_processes_skips_exactly_the_ticks_due_while_in_flight(
     peer: Peer,
 ) -> None:
-    done = await _scenario(peer, Overlap.SKIP)
+    skipped: list[TickNotDelivered] = []
+    done = await _scenario(peer, Overlap.SKIP, skipped)
     t0, t1 = instant(done[0]), instant(done[1])
     # The first tick was in receive for BLOCKED seconds: every instant due meanwhile was
     # skipped (none queued behind it on the other node), and the next delivery is an
-    # instant due after the completion came back.
-    assert (t1 - t0).total_seconds() >= BLOCKED
+    # instant due after the completion came back, on the schedule's grid.
+    gap = (t1 - t0).total_seconds()
+    assert gap >= BLOCKED
+    steps = round(gap / INTERVAL)
+    assert abs(gap - steps * INTERVAL) < 0.002, (t0, t1)
+    if skipped:  # the schedule reports what it skipped: exactly the instants between
+        between = sorted(e.instant for e in skipped if t0 < e.instant < t1)
+        assert between == [t0 + timedelta(seconds=INTERVAL * k) for k in range(1, steps)]
+        assert {e.outcome for e in skipped} == {Outcome.SKIPPED_OVERLAP}
     assert all(r[2] == 1 for r in done)  # never two handlers at once (trivially: one actor)
     # After the cancel nothing was left queued there: SKIP never sends a tick while its
     # predecessor is in flight, and the second one was in flight when it was cancelled.
