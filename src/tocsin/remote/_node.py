@@ -22,7 +22,7 @@ import os
 import socket
 import stat
 from collections.abc import Callable
-from typing import Any, Final, final
+from typing import Any, Final, cast, final
 
 import msgspec
 
@@ -310,7 +310,8 @@ class RemoteNode:
             CodecError: the frame is larger than ``max_frame``.
         """
         corr = next(self._corr) if tracked is not None else 0
-        wire: WireTick | None = None if tick is None else tuple(tick.to_wire())
+        # A list where the frame declares a tuple: msgspec encodes both as one array.
+        wire = None if tick is None else cast("WireTick", tick.to_wire())
         body = self._encode(
             Scheduled(path, incarnation, sender, message[0], msgspec.Raw(message[1]), wire, corr)
         )
@@ -588,16 +589,15 @@ class RemoteNode:
             if corr:
                 conn.send(self._encode(Completed(corr)), force=True)  # over: never runs
             return
-        tick = None
-        if envelope.tick is not None:
-            try:
-                tick = Tick.from_wire(envelope.tick)
-            except (ValueError, OverflowError, OSError) as exc:
-                # The shape was checked by the frame decoder; this is a value out of
-                # range (an instant datetime cannot hold). Delivered without its tick.
-                self._undecodable(conn, CodecError(f"bad tick {envelope.tick!r}: {exc}"))
-        item = InboundTick(message, tick, conn, corr, self)
+        # The Tick is rebuilt (and checked) only if the handler reads ctx.tick.
+        item = InboundTick(message, envelope.tick, conn, corr, self, conn.log_key)
         self.host.deliver_tell(envelope.path, envelope.incarnation, envelope.sender, item)
+
+    def bad_tick(self, peer: str, wire: object, error: Exception) -> None:
+        """A tick whose values ``Tick.from_wire`` refused (the frame decoder checked its
+        shape): counted as undecodable, logged; the delivery goes on without it."""
+        self.counters.undecodable += 1
+        self.warn(f"undecodable:{peer}", f"remoting: from {peer}: bad tick {wire!r}: {error}")
 
     def _undecodable(self, conn: Connection, exc: CodecError) -> None:
         self.counters.undecodable += 1

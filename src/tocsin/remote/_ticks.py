@@ -28,7 +28,7 @@ from typing import TYPE_CHECKING, Any, Final, Protocol, final
 
 from ..actor._spi import RuntimeItem, Tick
 from ._endpoint import Unsent
-from ._envelopes import Completed, Envelope
+from ._envelopes import Completed, Envelope, WireTick
 
 if TYPE_CHECKING:
     from ._connection import Connection
@@ -44,40 +44,65 @@ MAX_PENDING_COMPLETIONS: Final = 65_536
 
 class CompletionWire(Protocol):
     """What an :class:`InboundTick` needs from the node it came through (the
-    ``RemoteNode``): the envelope encoder."""
+    ``RemoteNode``): the envelope encoder, and where a bad tick is reported."""
 
     def encode(self, envelope: Envelope) -> bytes: ...
+
+    def bad_tick(self, peer: str, wire: object, error: Exception) -> None:
+        """A tick from ``peer`` (a log key) that ``Tick.from_wire`` refused."""
+
+
+_UNREAD: Final[Any] = object()
 
 
 @final
 class InboundTick(RuntimeItem):
     """A tick from another node, queued in a local mailbox (made by the node when a
     ``Scheduled`` frame arrives). ``tracked`` when the sender asked for completion, so a
-    further hop (a PID that resolves to yet another node) asks for it in turn."""
+    further hop (a PID that resolves to yet another node) asks for it in turn.
 
-    __slots__ = ("_conn", "_corr", "_node", "_tick", "message", "tracked")
+    The :class:`~tocsin.actor._schedule_policy.Tick` is rebuilt from its wire list
+    (``Tick.from_wire``) when first asked for (``ctx.tick`` reads it lazily): a handler
+    that never reads it pays nothing for it. One the frame decoder let through (the shape
+    is checked there) but ``from_wire`` refuses (an instant ``datetime`` cannot hold) is
+    reported to the node and read as ``None``: the delivery goes on without it.
+    """
+
+    __slots__ = ("_conn", "_corr", "_node", "_peer", "_tick", "_wire", "message", "tracked")
 
     def __init__(
         self,
         message: object,
-        tick: Tick | None,
+        wire: WireTick | None,
         conn: Connection | None,
         corr: int,
         node: CompletionWire,
+        peer: str = "",
     ) -> None:
         self.message = message
-        self._tick = tick
+        self._wire = wire
+        self._tick: Tick | None = _UNREAD if wire is not None else None
         self._corr = corr
         # None once the completion is sent (or when none was asked): exactly once.
         self._conn = conn if corr else None
         self._node = node
+        self._peer = peer
         self.tracked = bool(corr)
 
     def open(self) -> Any:
         return self.message
 
     def tick(self) -> Tick | None:
-        return self._tick
+        tick = self._tick
+        if tick is _UNREAD:
+            try:
+                tick = Tick.from_wire(self._wire)
+            except (ValueError, OverflowError, OSError) as exc:
+                # fromtimestamp's own errors too: an instant outside datetime's years.
+                self._node.bad_tick(self._peer, self._wire, exc)
+                tick = None
+            self._tick = tick
+        return tick
 
     def finished(self) -> None:
         self._complete()
@@ -96,7 +121,7 @@ class InboundTick(RuntimeItem):
             conn.send(self._node.encode(Completed(self._corr)), force=True)
 
     def __repr__(self) -> str:
-        return f"InboundTick({self.message!r}, {self._tick!r})"
+        return f"InboundTick({self.message!r}, {self._wire!r})"
 
 
 class Undelivered(Protocol):
