@@ -81,7 +81,12 @@ class ClusterNode:
         )
         self.directory = Directory(self.coordinator, self.membership, self._counters)
         self.cron_claims = CronClaims(
-            self.coordinator, node=name, counters=self._counters, clock=clock
+            self.coordinator,
+            node=name,
+            counters=self._counters,
+            clock=clock,
+            delivery_lease=config.delivery_lease,
+            claim_retention=config.claim_retention,
         )
         self._started = False
 

@@ -25,19 +25,26 @@ __all__ = ["CronState"]
 class CronState:
     """The cron part of a schedule record (internal)."""
 
-    __slots__ = ("expr", "last_wall", "next_wall", "text", "tz", "zone_name")
+    __slots__ = ("delivery", "expr", "last_wall", "next_wall", "text", "tz", "zone_name")
 
-    def __init__(self, expr: CronExpression, text: str, zone_name: str) -> None:
+    def __init__(
+        self, expr: CronExpression, text: str, zone_name: str, delivery: str = "at_most_once"
+    ) -> None:
         self.expr = expr
         self.text = text
         self.zone_name = zone_name
         self.tz = zone(zone_name)
         self.next_wall = 0.0
         self.last_wall: float | None = None
+        #: Cluster cron: "at_most_once" or "at_least_once" (schedule_cron(delivery=...)).
+        self.delivery = delivery
 
     @classmethod
-    def create(cls, expression: str, zone_name: str, wall: float) -> CronState:
-        """Parse and compute the first fire time after ``wall``.
+    def create(
+        cls, expression: str, zone_name: str, wall: float, delivery: str = "at_most_once"
+    ) -> CronState:
+        """Parse and compute the first fire time after ``wall``; ``delivery`` is the
+        cluster delivery mode (checked by the scheduling call; unused outside a cluster).
 
         Raises:
             InvalidCronExpressionError: malformed, or no fire time after now.
@@ -49,7 +56,7 @@ class CronState:
             raise InvalidCronExpressionError(
                 f"`expression` must be a str, got {expression!r}", expression=repr(expression)
             )
-        state = cls(CronExpression.parse(expression), expression, zone_name)
+        state = cls(CronExpression.parse(expression), expression, zone_name, delivery)
         first = state.expr.next_after(datetime.fromtimestamp(wall, state.tz))
         if first is None:
             raise InvalidCronExpressionError(

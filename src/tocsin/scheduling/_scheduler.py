@@ -22,6 +22,7 @@ from .._deadlines import Deadline, to_seconds
 from ..actor._spi import (
     STALE,
     NoSender,
+    Outcome,
     RuntimeItem,
     ScheduleInfo,
     ScheduleKind,
@@ -34,6 +35,7 @@ from ..errors import (
     ScheduleNotFoundError,
     ScheduleReferenceRequiredError,
 )
+from ._cluster_tick import ClusterTick, reports_completion
 from ._cron import CronState
 from ._introspect import (
     SchedulerStatistics,
@@ -210,9 +212,36 @@ class ScheduleRecord(Deadline, RuntimeItem):
 class CronGate(Protocol):
     """Cluster mode: whether this node delivers a cron tick (``tocsin.cluster.CronClaims``).
 
-    ``deliver_if_won`` never blocks: it claims the tick ``reference@fire_at`` on the
-    coordinator in the background, then calls ``deliver()`` if this node won, else
-    ``skipped()`` (docs/cluster.md, "Cron single fire").
+    ``deliver_if_won`` never blocks: it claims the tick ``reference@fire_at`` (the
+    *nominal* instant, whatever jitter delays its delivery: every node builds the same
+    key) on the coordinator in the background, then calls ``deliver(fence, finished)``
+    if this node won, else ``skipped(outcome, detail)`` (docs/cluster.md, "Cron single
+    fire"):
+
+    * ``deliver(fence, finished)`` hands the tick to its target, the claim's ``fence``
+      in ``ctx.tick.fence``, and returns whether it was handed over (``False``: the
+      schedule was cancelled meanwhile, or the target refused it; an ``at_least_once``
+      claim is then left to lapse, so another node delivers it). ``finished`` is
+      ``None`` for ``at_most_once``; for ``at_least_once`` it must be called once the
+      target's ``receive`` for the tick has returned (the claim is marked done; until
+      then it is renewed).
+    * ``skipped(outcome, detail)``: this node does not deliver the tick. ``outcome`` is
+      the :class:`~tocsin.Outcome` its history records: ``CLAIMED_ELSEWHERE`` (another
+      node won; for ``at_least_once``, once that node marked it done),
+      ``CLAIM_LATE`` (reached after the instant's window), ``CLAIM_ERROR`` (detail: the
+      coordinator's error), ``PAUSED`` (paused cluster-wide), ``COALESCED`` (a later
+      tick of the reference came while this one waited for a claim in flight), or
+      ``None`` (the node is stopping: nothing to record).
+
+    Keywords:
+        delivery: ``"at_most_once"`` (default) or ``"at_least_once"``.
+        backfill: an instant of the past, for ``backfill_schedule``: claimed with the
+            same key as its regular tick, with no lateness check and never coalesced
+            (call it once per instant, oldest first). A claim still kept on the
+            coordinator (``Cluster(claim_retention=...)``, at least the TTL) makes it
+            ``CLAIMED_ELSEWHERE``: an instant that fired within the retention is never
+            delivered twice. Claims older than the retention may be gone: such an
+            instant is delivered.
     """
 
     def deliver_if_won(
@@ -220,8 +249,11 @@ class CronGate(Protocol):
         reference: str,
         fire_at: float,
         period: float,
-        deliver: Callable[[], object],
-        skipped: Callable[[], object] | None = None,
+        deliver: Callable[[int, Callable[[], None] | None], bool],
+        skipped: Callable[[Outcome | None, str | int | None], object] | None = None,
+        *,
+        delivery: str = "at_most_once",
+        backfill: bool = False,
     ) -> None: ...
 
 
@@ -369,6 +401,7 @@ class Scheduler:
         timezone: str | None,
         replace: bool,
         owner: Cell | None,
+        delivery: str = "at_most_once",
     ) -> str:
         clock = self._clock
         zone_name = timezone if timezone is not None else self._timezone
@@ -381,7 +414,7 @@ class Scheduler:
                 "generated one differs on every node, so each node would deliver. Pass "
                 "the same reference=... on every node, e.g. reference='nightly-report'"
             )
-        state = CronState.create(expression, zone_name, clock.wall())
+        state = CronState.create(expression, zone_name, clock.wall(), delivery)
         record = self._register(message, pid, reference, sender, replace, owner, None, state)
         self._arm_cron(record, state)
         return record.reference
@@ -504,28 +537,64 @@ class Scheduler:
         self.deadlines.add(record.due, record)
 
     def _deliver_if_claimed(
-        self, gate: CronGate, record: ScheduleRecord, state: CronState, fire_at: float
+        self,
+        gate: CronGate,
+        record: ScheduleRecord,
+        state: CronState,
+        fire_at: float,
+        *,
+        backfill: bool = False,
     ) -> None:
         """Cluster mode: deliver this tick only if this node claims it (the claim runs in
-        the background; the schedule is re-armed meanwhile, as without a cluster)."""
+        the background; the schedule is re-armed meanwhile, as without a cluster).
+
+        ``fire_at`` is the nominal instant (the claim key on every node). The won tick
+        travels as a :class:`ClusterTick` carrying the claim's fence (``ctx.tick.fence``)
+        and, for ``at_least_once``, the call that marks the claim done once ``receive``
+        has returned."""
         nxt = state.expr.next_after(datetime.fromtimestamp(fire_at, state.tz))
         period = math.inf if nxt is None else nxt.timestamp() - fire_at
 
-        def deliver() -> None:
+        def deliver(fence: int, finished: Callable[[], None] | None) -> bool:
             if record.dead:
-                return  # cancelled, replaced or retired while the claim ran
+                return False  # cancelled, replaced or retired while the claim ran
             target = record.send_to
-            if target.deliver(record, record.sender, None):
+            item = ClusterTick(record, fire_at, fence, finished, backfill)
+            if target.deliver(item, record.sender, None):
                 record.ticks += 1
                 self.ticks_delivered += 1
-            elif not target.alive():
+                if finished is not None and not reports_completion(target):
+                    item.handed_over()
+                return True
+            if not target.alive():
                 self.retire(record)
+            return False
 
-        def skipped() -> None:
+        def skipped(outcome: Outcome | None, detail: str | int | None) -> None:
+            if outcome is not None and not record.dead:
+                self.outcome(record, fire_at, outcome, detail)
             if record.final:
                 self.retire(record)  # its last tick was another node's to deliver
 
-        gate.deliver_if_won(record.reference, fire_at, period, deliver, skipped)
+        gate.deliver_if_won(
+            record.reference,
+            fire_at,
+            period,
+            deliver,
+            skipped,
+            delivery=state.delivery,
+            backfill=backfill,
+        )
+
+    def outcome(
+        self,
+        record: ScheduleRecord,
+        instant_wall: float,
+        outcome: Outcome,
+        detail: str | int | None = None,
+    ) -> None:
+        """Record what became of one instant of ``record`` (the history; DESIGN.md
+        "Operating schedules"). A stub until the history lands: nothing is kept."""
 
     def _wall_jumped(self, delta: float) -> None:
         clock = self._clock
