@@ -67,6 +67,7 @@ class ScheduleService(Protocol):
         timezone: str | None,
         replace: bool,
         owner: Cell | None,
+        delivery: str = "at_most_once",
     ) -> str: ...
 
     def cancel(self, reference: str) -> None: ...
@@ -158,16 +159,29 @@ class SchedulingCalls:
         sender: Any = None,
         timezone: str | None = None,
         replace: bool = False,
+        delivery: str = "at_most_once",
     ) -> str:
         """Deliver ``message`` at each fire time of a Quartz cron ``expression``.
 
         Evaluated in ``timezone`` (IANA name), default the system's zone. A cron schedule
         whose last fire time has passed is removed after delivering it.
 
+        ``delivery`` matters in cluster mode only (docs/cluster.md): ``"at_most_once"``
+        (default: a winner that dies before delivering loses that tick) or
+        ``"at_least_once"`` (the claim is held with a delivery lease until ``receive``
+        returns; a dead or frozen winner is replaced, and a duplicate carries the smaller
+        ``ctx.tick.fence``). Without a cluster every tick is delivered once by this
+        system: either value is accepted and changes nothing.
+
         Raises:
             InvalidCronExpressionError: malformed, or no fire time after now.
             InvalidTimezoneError: unknown zone.
+            ValueError: ``delivery`` is not one of the two modes.
         """
+        if delivery != "at_most_once" and delivery != "at_least_once":
+            raise ValueError(
+                f'`delivery` must be "at_most_once" or "at_least_once", got {delivery!r}'
+            )
         return self._live_scheduler().schedule_cron(
             message,
             pid,
@@ -177,6 +191,7 @@ class SchedulingCalls:
             timezone=timezone,
             replace=replace,
             owner=self._schedule_owner(),
+            delivery=delivery,
         )
 
     async def cancel_schedule(self, reference: str, *, missing_ok: bool = False) -> None:
