@@ -16,7 +16,7 @@ from ..cron._spi import zone
 from ..errors import InvalidCronExpressionError
 
 if TYPE_CHECKING:
-    from ..cron import CronExpression
+    from ..cron import CronExpression, DSTPolicy
 
 __all__ = ["CronState"]
 
@@ -25,12 +25,19 @@ __all__ = ["CronState"]
 class CronState:
     """The cron part of a schedule record (internal)."""
 
-    __slots__ = ("delivery", "expr", "last_wall", "next_wall", "text", "tz", "zone_name")
+    __slots__ = ("delivery", "dst", "expr", "last_wall", "next_wall", "text", "tz", "zone_name")
 
     def __init__(
-        self, expr: CronExpression, text: str, zone_name: str, delivery: str = "at_most_once"
+        self,
+        expr: CronExpression,
+        text: str,
+        zone_name: str,
+        dst: DSTPolicy | None = None,
+        delivery: str = "at_most_once",
     ) -> None:
         self.expr = expr
+        #: The DST policy every next fire time is computed under (None: Quartz's).
+        self.dst = dst
         self.text = text
         self.zone_name = zone_name
         self.tz = zone(zone_name)
@@ -41,7 +48,12 @@ class CronState:
 
     @classmethod
     def create(
-        cls, expression: str, zone_name: str, wall: float, delivery: str = "at_most_once"
+        cls,
+        expression: str,
+        zone_name: str,
+        wall: float,
+        dst: DSTPolicy | None = None,
+        delivery: str = "at_most_once",
     ) -> CronState:
         """Parse and compute the first fire time after ``wall``; ``delivery`` is the
         cluster delivery mode (checked by the scheduling call; unused outside a cluster).
@@ -56,8 +68,8 @@ class CronState:
             raise InvalidCronExpressionError(
                 f"`expression` must be a str, got {expression!r}", expression=repr(expression)
             )
-        state = cls(CronExpression.parse(expression), expression, zone_name, delivery)
-        first = state.expr.next_after(datetime.fromtimestamp(wall, state.tz))
+        state = cls(CronExpression.parse(expression), expression, zone_name, dst, delivery)
+        first = state.expr.next_after(datetime.fromtimestamp(wall, state.tz), dst=dst)
         if first is None:
             raise InvalidCronExpressionError(
                 f"cron expression {expression!r} has no fire time after now "
@@ -69,7 +81,7 @@ class CronState:
 
     def advance(self, after: float) -> bool:
         """Move to the first fire time strictly after ``after``; False if there is none."""
-        nxt = self.expr.next_after(datetime.fromtimestamp(after, self.tz))
+        nxt = self.expr.next_after(datetime.fromtimestamp(after, self.tz), dst=self.dst)
         if nxt is None:
             return False
         self.last_wall = self.next_wall

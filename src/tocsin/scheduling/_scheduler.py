@@ -21,14 +21,17 @@ from typing import TYPE_CHECKING, Any, Protocol, final
 from .._deadlines import Deadline, to_seconds
 from ..actor._spi import (
     STALE,
+    Misfire,
     NoSender,
     Outcome,
+    Overlap,
     RuntimeItem,
     ScheduleInfo,
     ScheduleKind,
     SchedulerMetrics,
 )
 from ..clock import WALL_TOLERANCE
+from ..cron._spi import zone
 from ..errors import (
     DeadActorError,
     ScheduleAlreadyExistsError,
@@ -43,9 +46,11 @@ from ._introspect import (
     scheduler_metrics,
     scheduler_statistics,
 )
+from ._policy import SchedulePolicy, check_dst, check_exclude, check_jitter, make_policy
 
 if TYPE_CHECKING:
     from ..actor._spi import PID, Cell, Runtime, SendTarget
+    from ..cron import Calendar, DSTPolicy
 
 __all__ = ["LATENESS_WINDOW", "ScheduleRecord", "Scheduler"]
 
@@ -78,6 +83,7 @@ class ScheduleRecord(Deadline, RuntimeItem):
         "message",
         "owner",
         "paused",
+        "policy",
         "reference",
         "scheduler",
         "send_to",
@@ -99,6 +105,7 @@ class ScheduleRecord(Deadline, RuntimeItem):
         created_at: float,
         scheduler: Scheduler,
         delay: float | None = None,
+        policy: SchedulePolicy | None = None,
     ) -> None:
         self._heap_key = None  # Deadline state, set here: this runs once per schedule
         self._heap_deadline = 0.0
@@ -124,6 +131,9 @@ class ScheduleRecord(Deadline, RuntimeItem):
         # Its last tick is on its way: retire it when that tick is opened or rejected
         # (a one-shot once fired; a cron schedule past its last fire time).
         self.final = False
+        # The schedule's non-default options and their state; None (the common case):
+        # every option is its default and the ticks take the plain path.
+        self.policy = policy
 
     # One slot fewer per schedule (a system may hold a million): `due` is the heap's own
     # copy of the deadline, which also keeps a paused one-shot's remaining delay while
@@ -268,6 +278,7 @@ class Scheduler:
         self._runtime = runtime
         self._clock = runtime.clock
         self._timezone = timezone
+        self._zone = zone(timezone)
         self.deadlines = runtime.deadlines
         self._heap = runtime.deadlines.heap
         self._refs: dict[str, ScheduleRecord] = {}
@@ -282,6 +293,8 @@ class Scheduler:
         self.ticks_discarded = 0
         #: Cluster mode (issue 12): set by the system when it joins a cluster.
         self.cron_gate: CronGate | None = None
+        #: Instants not delivered, by outcome (:meth:`outcome`).
+        self.not_delivered: dict[Outcome, int] = {}
         self._unsubscribe_wall = runtime.clock.on_wall_jump(self._wall_jumped)
         self._unlisten = runtime.add_stop_listener(self.owner_stopped)
 
@@ -298,6 +311,7 @@ class Scheduler:
         interval: float | None,
         cron: CronState | None,
         delay: float | None = None,
+        policy: SchedulePolicy | None = None,
     ) -> ScheduleRecord:
         # Every call comes through SchedulingCalls._live_scheduler, which checked that the
         # system is running.
@@ -348,6 +362,7 @@ class Scheduler:
             self._clock.wall(),
             self,
             delay,
+            policy,
         )
         refs[reference] = record
         if owner is not None:
@@ -364,9 +379,30 @@ class Scheduler:
         sender: Any,
         replace: bool,
         owner: Cell | None,
+        overlap: Overlap = Overlap.ALLOW,
+        misfire: Misfire = Misfire.ONCE,
+        jitter: Any = None,
+        exclude: Calendar | None = None,
     ) -> str:
         seconds = to_seconds(interval, "interval")
-        record = self._register(message, pid, reference, sender, replace, owner, seconds, None)
+        policy = None
+        if (
+            overlap is not Overlap.ALLOW
+            or misfire is not Misfire.ONCE
+            or jitter is not None
+            or exclude is not None
+        ):
+            policy = make_policy(
+                overlap,
+                misfire,
+                check_jitter(jitter, seconds),
+                check_exclude(exclude),
+                None,
+                self._zone,
+            )
+        record = self._register(
+            message, pid, reference, sender, replace, owner, seconds, None, None, policy
+        )
         # The push records the deadline as the record's `due` (no property call here).
         self.deadlines.add(self._clock.monotonic() + seconds, record)
         return record.reference
@@ -381,10 +417,15 @@ class Scheduler:
         sender: Any,
         replace: bool,
         owner: Cell | None,
+        overlap: Overlap = Overlap.ALLOW,
+        misfire: Misfire = Misfire.ONCE,
     ) -> str:
         seconds = to_seconds(delay, "delay")
+        policy = None
+        if overlap is not Overlap.ALLOW or misfire is not Misfire.ONCE:
+            policy = make_policy(overlap, misfire, None, None, None, self._zone)
         record = self._register(
-            message, pid, reference, sender, replace, owner, None, None, seconds
+            message, pid, reference, sender, replace, owner, None, None, seconds, policy
         )
         # The push records the deadline as the record's `due` (no property call here).
         self.deadlines.add(self._clock.monotonic() + seconds, record)
@@ -401,6 +442,11 @@ class Scheduler:
         timezone: str | None,
         replace: bool,
         owner: Cell | None,
+        overlap: Overlap = Overlap.ALLOW,
+        misfire: Misfire = Misfire.ONCE,
+        jitter: Any = None,
+        exclude: Calendar | None = None,
+        dst: DSTPolicy | None = None,
         delivery: str = "at_most_once",
     ) -> str:
         clock = self._clock
@@ -414,10 +460,48 @@ class Scheduler:
                 "generated one differs on every node, so each node would deliver. Pass "
                 "the same reference=... on every node, e.g. reference='nightly-report'"
             )
-        state = CronState.create(expression, zone_name, clock.wall(), delivery)
-        record = self._register(message, pid, reference, sender, replace, owner, None, state)
+        policy = None
+        if (
+            overlap is not Overlap.ALLOW
+            or misfire is not Misfire.ONCE
+            or jitter is not None
+            or exclude is not None
+            or dst is not None
+        ):
+            checked_dst = check_dst(dst)
+            checked_jitter = check_jitter(jitter, None)
+            checked_exclude = check_exclude(exclude)
+            state = CronState.create(expression, zone_name, clock.wall(), checked_dst, delivery)
+            policy = make_policy(
+                overlap, misfire, checked_jitter, checked_exclude, checked_dst, state.tz
+            )
+        else:
+            state = CronState.create(expression, zone_name, clock.wall(), delivery=delivery)
+        record = self._register(
+            message, pid, reference, sender, replace, owner, None, state, None, policy
+        )
         self._arm_cron(record, state)
         return record.reference
+
+    # -- what became of an instant -----------------------------------------------------
+
+    def outcome(
+        self,
+        record: ScheduleRecord,
+        instant_wall: float,
+        outcome: Outcome,
+        detail: int | str | None = None,
+    ) -> None:
+        """An instant of ``record`` was not delivered: the one place every such outcome
+        goes through (``skipped_overlap``, ``coalesced`` with how many, ``missed``,
+        ``excluded``, ``paused``, ``dead_letter``), called where it happens.
+
+        ``instant_wall`` is the nominal instant (epoch seconds). The history ring, the
+        ``TickNotDelivered`` event and the metric are built behind this method (DESIGN.md
+        "Operating schedules"); here it only counts.
+        """
+        counts = self.not_delivered
+        counts[outcome] = counts.get(outcome, 0) + 1
 
     # -- managing ----------------------------------------------------------------------
 
@@ -552,7 +636,7 @@ class Scheduler:
         travels as a :class:`ClusterTick` carrying the claim's fence (``ctx.tick.fence``)
         and, for ``at_least_once``, the call that marks the claim done once ``receive``
         has returned."""
-        nxt = state.expr.next_after(datetime.fromtimestamp(fire_at, state.tz))
+        nxt = state.expr.next_after(datetime.fromtimestamp(fire_at, state.tz), dst=state.dst)
         period = math.inf if nxt is None else nxt.timestamp() - fire_at
 
         def deliver(fence: int, finished: Callable[[], None] | None) -> bool:
@@ -585,16 +669,6 @@ class Scheduler:
             delivery=state.delivery,
             backfill=backfill,
         )
-
-    def outcome(
-        self,
-        record: ScheduleRecord,
-        instant_wall: float,
-        outcome: Outcome,
-        detail: str | int | None = None,
-    ) -> None:
-        """Record what became of one instant of ``record`` (the history; DESIGN.md
-        "Operating schedules"). A stub until the history lands: nothing is kept."""
 
     def _wall_jumped(self, delta: float) -> None:
         clock = self._clock
