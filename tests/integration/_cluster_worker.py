@@ -154,7 +154,7 @@ async def chaos(url: str, name: str, delivery: str, delay: float, log: str) -> N
             os.write(fd, f"outcome {name} {round(instant)} {what}\n".encode())
             record_outcome(record, instant, what, detail)
 
-        scheduler.outcome = outcome  # type: ignore[method-assign]
+        scheduler.outcome = outcome  # type: ignore[method-assign, assignment]
         pid = await system.spawn(Job, "job")
         await system.schedule_cron(
             "run", pid, "* * * * * ?", reference="every-second", delivery=delivery
