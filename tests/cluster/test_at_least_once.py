@@ -336,3 +336,47 @@ def test_cluster_checks_its_delivery_lease_and_claim_retention() -> None:
         Cluster("memory://x", delivery_lease=61)
     with pytest.raises(ValueError, match="`claim_retention` must be between"):
         Cluster("memory://x", claim_retention=-1)
+
+
+class _Recording:
+    """A node's cron gate, noting when (wall time) each claim is asked and its key."""
+
+    def __init__(self, inner: Any, clock: ManualClock, name: str, into: list[Any]) -> None:
+        self.inner = inner
+        self.clock = clock
+        self.name = name
+        self.into = into
+
+    def deliver_if_won(self, reference: str, fire_at: float, *args: Any, **kw: Any) -> None:
+        self.into.append((self.name, fire_at, self.clock.wall()))
+        self.inner.deliver_if_won(reference, fire_at, *args, **kw)
+
+
+@pytest.mark.parametrize("delivery", ["at_most_once", "at_least_once"])
+async def test_jitter_is_the_same_on_every_node_and_claims_keep_the_nominal_instant(
+    delivery: str,
+) -> None:
+    log: list[tuple[str, Tick | None]] = []
+    asked: list[tuple[str, float, float]] = []
+    async with systems_of("a", "b", "c") as (clock, systems):
+        for system in systems:
+            scheduler = system.runtime.schedules  # type: ignore[union-attr]
+            assert isinstance(scheduler, Scheduler)
+            scheduler.cron_gate = _Recording(scheduler.cron_gate, clock, system.name, asked)
+            pid = await system.spawn(partial(Job, log, system.name), "job")
+            await system.schedule_cron(
+                "tick", pid, "0 * * * * ?", reference="spread", jitter=30, delivery=delivery
+            )
+        await clock.advance(5 * 60)
+        await clock.advance(LEASE + 1)
+        instants = [t.instant for _, t in log if t is not None]
+        assert instants == [datetime(2030, 1, 1, 9, m, tzinfo=UTC) for m in range(1, 6)]
+        by_instant: dict[float, set[float]] = {}
+        for _, fire_at, at in asked:
+            assert fire_at == int(fire_at)  # the key: the nominal whole minute
+            assert fire_at <= at < fire_at + 30  # delivered within [instant, instant + 30)
+            by_instant.setdefault(fire_at, set()).add(at)
+        # Every node asked at the same jittered moment: the offset is the same everywhere.
+        assert len(by_instant) == 5
+        assert all(len(moments) == 1 for moments in by_instant.values()), by_instant
+        assert len([n for n, _, _ in asked]) == 15
