@@ -40,6 +40,7 @@ from ..errors import (
     ScheduleNotFoundError,
     ScheduleReferenceRequiredError,
 )
+from ._cluster_tick import ClusterTick, reports_completion
 from ._cron import CronState
 from ._introspect import (
     SchedulerStatistics,
@@ -328,9 +329,36 @@ class Replay(Deadline):
 class CronGate(Protocol):
     """Cluster mode: whether this node delivers a cron tick (``tocsin.cluster.CronClaims``).
 
-    ``deliver_if_won`` never blocks: it claims the tick ``reference@fire_at`` on the
-    coordinator in the background, then calls ``deliver()`` if this node won, else
-    ``skipped()`` (docs/cluster.md, "Cron single fire").
+    ``deliver_if_won`` never blocks: it claims the tick ``reference@fire_at`` (the
+    *nominal* instant, whatever jitter delays its delivery: every node builds the same
+    key) on the coordinator in the background, then calls ``deliver(fence, finished)``
+    if this node won, else ``skipped(outcome, detail)`` (docs/cluster.md, "Cron single
+    fire"):
+
+    * ``deliver(fence, finished)`` hands the tick to its target, the claim's ``fence``
+      in ``ctx.tick.fence``, and returns whether it was handed over (``False``: the
+      schedule was cancelled meanwhile, or the target refused it; an ``at_least_once``
+      claim is then left to lapse, so another node delivers it). ``finished`` is
+      ``None`` for ``at_most_once``; for ``at_least_once`` it must be called once the
+      target's ``receive`` for the tick has returned (the claim is marked done; until
+      then it is renewed).
+    * ``skipped(outcome, detail)``: this node does not deliver the tick. ``outcome`` is
+      the :class:`~tocsin.Outcome` its history records: ``CLAIMED_ELSEWHERE`` (another
+      node won; for ``at_least_once``, once that node marked it done),
+      ``CLAIM_LATE`` (reached after the instant's window), ``CLAIM_ERROR`` (detail: the
+      coordinator's error), ``PAUSED`` (paused cluster-wide), ``COALESCED`` (a later
+      tick of the reference came while this one waited for a claim in flight), or
+      ``None`` (the node is stopping: nothing to record).
+
+    Keywords:
+        delivery: ``"at_most_once"`` (default) or ``"at_least_once"``.
+        backfill: an instant of the past, for ``backfill_schedule``: claimed with the
+            same key as its regular tick, with no lateness check and never coalesced
+            (call it once per instant, oldest first). A claim still kept on the
+            coordinator (``Cluster(claim_retention=...)``, at least the TTL) makes it
+            ``CLAIMED_ELSEWHERE``: an instant that fired within the retention is never
+            delivered twice. Claims older than the retention may be gone: such an
+            instant is delivered.
     """
 
     def deliver_if_won(
@@ -338,8 +366,11 @@ class CronGate(Protocol):
         reference: str,
         fire_at: float,
         period: float,
-        deliver: Callable[[], object],
-        skipped: Callable[[], object] | None = None,
+        deliver: Callable[[int, Callable[[], None] | None], bool],
+        skipped: Callable[[Outcome | None, str | int | None], object] | None = None,
+        *,
+        delivery: str = "at_most_once",
+        backfill: bool = False,
     ) -> None: ...
 
 
@@ -369,6 +400,9 @@ class Scheduler:
         self.ticks_discarded = 0
         #: Cluster mode (issue 12): set by the system when it joins a cluster.
         self.cron_gate: CronGate | None = None
+        #: A won cluster tick being sent (fence, at_least_once's done call, backfill):
+        #: set by `_claimed` around the policies' synchronous send path only.
+        self._claim: tuple[int, Callable[[], None] | None, bool] | None = None
         #: Instants not delivered, by outcome (:meth:`outcome`).
         self.not_delivered: dict[Outcome, int] = {}
         self._unsubscribe_wall = runtime.clock.on_wall_jump(self._wall_jumped)
@@ -526,6 +560,7 @@ class Scheduler:
         jitter: Any = None,
         exclude: Calendar | None = None,
         dst: DSTPolicy | None = None,
+        delivery: str = "at_most_once",
     ) -> str:
         clock = self._clock
         zone_name = timezone if timezone is not None else self._timezone
@@ -549,12 +584,12 @@ class Scheduler:
             checked_dst = check_dst(dst)
             checked_jitter = check_jitter(jitter, None)
             checked_exclude = check_exclude(exclude)
-            state = CronState.create(expression, zone_name, clock.wall(), checked_dst)
+            state = CronState.create(expression, zone_name, clock.wall(), checked_dst, delivery)
             policy = make_policy(
                 overlap, misfire, checked_jitter, checked_exclude, checked_dst, state.tz
             )
         else:
-            state = CronState.create(expression, zone_name, clock.wall())
+            state = CronState.create(expression, zone_name, clock.wall(), delivery=delivery)
         record = self._register(
             message, pid, reference, sender, replace, owner, None, state, None, policy
         )
@@ -705,6 +740,19 @@ class Scheduler:
         itself when none of its ticks waits in that mailbox, else a :class:`TickItem`."""
         queued = record.queued
         record.queued = queued + 1
+        claim = self._claim
+        if claim is not None:  # a won cluster tick: its own item, carrying the fence
+            fence, finished, backfill = claim
+            self._claim = None
+            cluster_tick = ClusterTick(record, at, fence, finished, backfill)
+            target = record.send_to
+            if not target.deliver(cluster_tick, record.sender, None):
+                return False
+            record.ticks += 1
+            self.ticks_delivered += 1
+            if finished is not None and not reports_completion(target):
+                cluster_tick.handed_over()
+            return True
         if queued:
             item: RuntimeItem = TickItem(record, at)
         else:
@@ -981,35 +1029,79 @@ class Scheduler:
         record.due = now + (state.next_wall + state.offset - wall)
         self.deadlines.add(record.due, record)
 
-    def _claimed(self, record: ScheduleRecord, fire_at: float) -> None:
-        """Cluster mode: this node won the claim of the tick ``fire_at``: deliver it."""
+    def _claimed(
+        self,
+        record: ScheduleRecord,
+        fire_at: float,
+        fence: int,
+        finished: Callable[[], None] | None,
+        backfill: bool,
+    ) -> bool:
+        """Cluster mode: this node won the claim of the tick ``fire_at`` (with its
+        ``fence``; ``finished``: ``at_least_once``'s "mark the claim done"): deliver it
+        through the schedule's policies, as a :class:`ClusterTick`. True once the claim
+        is settled here: sent, or not sent on purpose (held, skipped, excluded, missed:
+        then marked done at once, so no other node delivers it); False: refused by the
+        target, left to another node after the delivery lease."""
         policy = record.policy
         delivered: bool | None
-        if policy is None:
-            delivered = self.send(record, fire_at)
-        else:
-            delivered = self.offer(record, policy, fire_at, self._clock.wall() - fire_at)
-        if delivered is not True and not record.send_to.alive():
+        # `send` wraps the tick in a ClusterTick while this is set (synchronous: no
+        # other tick can be sent meanwhile), so the policies' paths need no new argument.
+        self._claim = (fence, finished, backfill)
+        try:
+            if policy is None:
+                delivered = self.send(record, fire_at)
+            else:
+                delivered = self.offer(record, policy, fire_at, self._clock.wall() - fire_at)
+        finally:
+            self._claim = None
+        if delivered is None:
+            if finished is not None:
+                finished()
+            return True
+        if not delivered and not record.send_to.alive():
             self.retire(record)
+        return delivered
 
     def _deliver_if_claimed(
-        self, gate: CronGate, record: ScheduleRecord, state: CronState, fire_at: float
+        self,
+        gate: CronGate,
+        record: ScheduleRecord,
+        state: CronState,
+        fire_at: float,
+        *,
+        backfill: bool = False,
     ) -> None:
         """Cluster mode: deliver this tick only if this node claims it (the claim runs in
-        the background; the schedule is re-armed meanwhile, as without a cluster)."""
+        the background; the schedule is re-armed meanwhile, as without a cluster).
+
+        ``fire_at`` is the nominal instant (the claim key on every node). The won tick
+        travels as a :class:`ClusterTick` carrying the claim's fence (``ctx.tick.fence``)
+        and, for ``at_least_once``, the call that marks the claim done once ``receive``
+        has returned."""
         nxt = state.expr.next_after(datetime.fromtimestamp(fire_at, state.tz), dst=state.dst)
         period = math.inf if nxt is None else nxt.timestamp() - fire_at
 
-        def deliver() -> None:
+        def deliver(fence: int, finished: Callable[[], None] | None) -> bool:
             if record.dead:
-                return  # cancelled, replaced or retired while the claim ran
-            self._claimed(record, fire_at)
+                return False  # cancelled, replaced or retired while the claim ran
+            return self._claimed(record, fire_at, fence, finished, backfill)
 
-        def skipped() -> None:
+        def skipped(outcome: Outcome | None, detail: str | int | None) -> None:
+            if outcome is not None and not record.dead:
+                self.outcome(record, fire_at, outcome, detail)
             if record.final:
                 self.retire(record)  # its last tick was another node's to deliver
 
-        gate.deliver_if_won(record.reference, fire_at, period, deliver, skipped)
+        gate.deliver_if_won(
+            record.reference,
+            fire_at,
+            period,
+            deliver,
+            skipped,
+            delivery=state.delivery,
+            backfill=backfill,
+        )
 
     def _wall_jumped(self, delta: float) -> None:
         clock = self._clock
