@@ -48,7 +48,7 @@ from __future__ import annotations
 import asyncio
 import logging
 import math
-from collections.abc import Callable, Coroutine
+from collections.abc import Awaitable, Callable, Coroutine
 from datetime import UTC, datetime, tzinfo
 from typing import TYPE_CHECKING, Any, Final, Literal, final
 
@@ -265,6 +265,9 @@ class CronClaims:
             ``await clock.advance(s)`` returns after the deliveries they decide.
         delivery_lease: ``at_least_once``: seconds a claim stays held without a renewal.
         claim_retention: seconds a claim is kept after its instant (at least its TTL).
+        not_early: awaited with the fire instant before a tick of the scheduler is
+            claimed; returns once the instant has come on the coordinator's clock
+            (``ClusterTime.not_early``, ``cluster/_time.py``).
     """
 
     def __init__(
@@ -276,10 +279,12 @@ class CronClaims:
         clock: Clock | None = None,
         delivery_lease: float = 5.0,
         claim_retention: float = 86_400.0,
+        not_early: Callable[[float], Awaitable[None]] | None = None,
     ) -> None:
         from ..clock import SystemClock
 
         self.coordinator = coordinator
+        self._not_early = not_early
         self._node = node
         self.counters = counters
         self._clock = clock
@@ -387,6 +392,8 @@ class CronClaims:
 
     async def _deliver_if_won(self, tick: _Tick, first: bool) -> None:
         reference = tick.reference
+        if first and self._not_early is not None:  # claim earliness (cluster/_time.py)
+            await self._not_early(tick.fire_at)
         key = tick_key(reference, tick.fire_at)
         claim = await self._ask(tick, key, first)  # cancelled: see _done
         if claim is None:

@@ -83,12 +83,17 @@ class Cluster:
             ``backfill_schedule`` never delivers again an instant whose claim is kept.
             Between 0 and :data:`MAX_CLAIM_RETENTION`; default a day. Kept claims cost
             one row (key) per reference and instant on the coordinator.
+        max_skew: seconds this node's clock may be off the coordinator's before it warns
+            (once a minute), and by which a cron claim may precede its instant on the
+            coordinator's clock (a claim earlier than that waits for the instant). The
+            offset is measured at each lease renewal and corrected whatever its size
+            (``docs/cluster.md``, "Cluster time"). Between 0.001 and 3600; default 1.
 
     Raises:
         InvalidCoordinatorURLError: a malformed coordinator URL (checked here, so the
             mistake shows at the line that wrote it).
-        ValueError: ``lease``, ``poll_interval``, ``rebalance_rate``, ``delivery_lease``
-            or ``claim_retention`` out of range.
+        ValueError: ``lease``, ``poll_interval``, ``rebalance_rate``, ``max_skew``,
+            ``delivery_lease`` or ``claim_retention`` out of range.
     """
 
     coordinator: str | Coordinator
@@ -97,6 +102,7 @@ class Cluster:
     rebalance_rate: float = 100.0
     delivery_lease: float = 5.0
     claim_retention: float = 86_400.0
+    max_skew: float = 1.0
 
     def __post_init__(self) -> None:
         if not isinstance(self.coordinator, Coordinator):
@@ -122,6 +128,8 @@ class Cluster:
         object.__setattr__(self, "delivery_lease", delivery)
         retention = _seconds("claim_retention", self.claim_retention, 0.0, MAX_CLAIM_RETENTION)
         object.__setattr__(self, "claim_retention", retention)
+        skew = _seconds("max_skew", self.max_skew, 0.001, 3600.0)
+        object.__setattr__(self, "max_skew", skew)
 
     @property
     def renew_every(self) -> float:
@@ -230,6 +238,8 @@ class ClusterMetrics:
             epoch holds the identity (a zombie's writes; each stops its activation).
         handed_over: idle identities this node passivated and handed to the node that
             now prefers them (rebalancing after a join).
+        claims_early: cron ticks whose claim waited because their instant had not yet
+            come on the coordinator's clock (by more than ``max_skew``).
     """
 
     leases_renewed: int
@@ -248,6 +258,7 @@ class ClusterMetrics:
     claims_reclaimed: int = 0
     claims_finished: int = 0
     claims_superseded: int = 0
+    claims_early: int = 0
 
 
 @final
@@ -256,6 +267,7 @@ class Counters:
 
     __slots__ = (
         "claims_coalesced",
+        "claims_early",
         "claims_failed",
         "claims_finished",
         "claims_lost",
@@ -286,6 +298,7 @@ class Counters:
         self.claims_reclaimed = 0
         self.claims_finished = 0
         self.claims_superseded = 0
+        self.claims_early = 0
         self.ownership_claims = 0
         self.takeovers = 0
         self.fenced_writes = 0
@@ -305,6 +318,7 @@ class Counters:
             claims_reclaimed=self.claims_reclaimed,
             claims_finished=self.claims_finished,
             claims_superseded=self.claims_superseded,
+            claims_early=self.claims_early,
             ownership_claims=self.ownership_claims,
             takeovers=self.takeovers,
             fenced_writes=self.fenced_writes,
