@@ -134,7 +134,7 @@ def list_tasks(kind: str | None, identity: str | None, state: str | None) -> tup
 _PLACEHOLDER = re.compile(r"\?")
 
 
-def numbered(sql: str) -> str:
-    """``?`` placeholders as PostgreSQL's ``$1, $2, ...`` (none of our SQL has a literal ``?``)."""
-    count = itertools.count(1)
+def numbered(sql: str, start: int = 1) -> str:
+    """``?`` placeholders as PostgreSQL's ``$start, ...`` (none of our SQL has a literal ``?``)."""
+    count = itertools.count(start)
     return _PLACEHOLDER.sub(lambda _: f"${next(count)}", sql)
