@@ -102,6 +102,8 @@ class ClusterNode:
             counters=self._counters,
             clock=clock,
             not_early=self.time.not_early,
+            delivery_lease=config.delivery_lease,
+            claim_retention=config.claim_retention,
         )
         self._started = False
 
