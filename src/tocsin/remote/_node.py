@@ -596,12 +596,14 @@ class RemoteNode:
     def bad_tick(self, peer: str, wire: object, error: Exception) -> None:
         """A tick whose values ``Tick.from_wire`` refused (the frame decoder checked its
         shape): counted as undecodable, logged; the delivery goes on without it."""
-        self.counters.undecodable += 1
-        self.warn(f"undecodable:{peer}", f"remoting: from {peer}: bad tick {wire!r}: {error}")
+        self._count_undecodable(peer, f"remoting: from {peer}: bad tick {wire!r}: {error}")
 
     def _undecodable(self, conn: Connection, exc: CodecError) -> None:
+        self._count_undecodable(conn.log_key, f"remoting: from {conn.host}: {exc}")
+
+    def _count_undecodable(self, peer: str, text: str) -> None:
         self.counters.undecodable += 1
-        self.warn(f"undecodable:{conn.log_key}", f"remoting: from {conn.host}: {exc}")
+        self.warn(f"undecodable:{peer}", text)
 
     # -- heartbeats ---------------------------------------------------------------------
 

@@ -167,7 +167,11 @@ class RemoteTarget(SendTarget):
             if tracked is not None:
                 tracked.finished()
             return False
-        sender_text = sender.wire if type(sender) is PID else ""
+        if sender is self._last_sender:
+            sender_text = self._last_wire
+        else:
+            sender_text = sender.wire if type(sender) is PID else ""
+            self._last_sender, self._last_wire = sender, sender_text
         endpoint = self.endpoint
         info = (self, message, sender)  # for a dead letter if a queued frame never leaves
         if tick is None and tracked is None:  # not a schedule's: a plain tell
