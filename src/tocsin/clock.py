@@ -192,7 +192,8 @@ class OffsetClock(Clock):
         inner: the clock read for monotonic time, timers and the uncorrected wall time.
         offset: seconds added to ``inner.wall()``.
         jump_tolerance: seconds the offset must move before the move is reported as a
-            wall jump (default :data:`OFFSET_JUMP_TOLERANCE`).
+            wall jump (default :data:`OFFSET_JUMP_TOLERANCE`; ``math.inf``: never, a
+            clock that steps silently, as a real one does between two wall watches).
     """
 
     def __init__(
@@ -209,7 +210,15 @@ class OffsetClock(Clock):
         self._offset = _finite("offset", offset)
         #: The offset as last reported to the listeners (a move is measured from it).
         self._reported = self._offset
-        self._tolerance = _finite("jump_tolerance", jump_tolerance)
+        if (
+            isinstance(jump_tolerance, bool)
+            or not isinstance(jump_tolerance, int | float)
+            or not jump_tolerance >= 0
+        ):
+            raise ValueError(
+                f"`jump_tolerance` must be a number of seconds >= 0, got {jump_tolerance!r}"
+            )
+        self._tolerance = float(jump_tolerance)
         # Jumps the inner clock reports (ManualClock) reach this clock's listeners; one
         # it cannot report (a real clock) is found by the wall watch of the inner clock.
         self.reports_wall_jumps = inner.reports_wall_jumps
