@@ -1,5 +1,6 @@
 # SPDX-License-Identifier: Apache-2.0
-"""Time, read in one place: the :class:`Clock` ABC, :class:`SystemClock` and :class:`ManualClock`.
+"""Time, read in one place: the :class:`Clock` ABC, :class:`SystemClock`, :class:`ManualClock`
+and :class:`OffsetClock` (another clock's wall time plus an offset: a cluster node's time).
 
 Every other module asks a clock. That is what lets one :class:`ManualClock` drive a whole
 actor system in tests: schedules, passivation, ask timeouts, cron and durable tasks.
