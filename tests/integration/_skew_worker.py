@@ -1,7 +1,7 @@
 # SPDX-License-Identifier: Apache-2.0
 """A cluster node process for ``test_cluster_skew.py``, run with its clock off (libfaketime).
 
-``URL NAME LEASE LOG``: a real ``ActorSystem`` with remoting and
+``cron URL NAME LEASE LOG``: a real ``ActorSystem`` with remoting and
 ``cluster=Cluster(URL, lease=LEASE)`` schedules ``* * * * * ?`` (every second) with
 reference ``every-second`` to an actor that appends ``NAME INSTANT COORDINATOR_NOW`` to
 LOG per delivered tick (one ``write`` per line, O_APPEND): the instant the tick stands
@@ -10,6 +10,12 @@ parent judges each delivery on the coordinator's clock, not on this node's (off)
 Prints ``{"event": "ready", ...}`` then, every ``LEASE / 3`` seconds,
 ``{"event": "offset", "offset": system.cluster.offset, "wall": <this process's own
 time.time()>}``, flushed, until killed.
+
+``durable URL STORE NAME LEASE LOG SEED``: the same node with the shared durable STORE;
+durable ``Counter`` identities tick every second, each tick adding one to a stored count
+and appending ``NAME IDENTITY COUNT COORDINATOR_NOW`` to LOG after the write committed.
+With SEED it waits for two members, then starts SEED identities the rendezvous hash
+prefers for ``a`` and SEED for ``b`` (through their owners). Prints ``ready``.
 """
 
 from __future__ import annotations
@@ -78,5 +84,48 @@ async def main(url: str, name: str, lease: float, log: str) -> None:
             await asyncio.sleep(lease / 3)
 
 
+async def durable(url: str, store: str, name: str, lease: float, log: str, seed: int) -> None:
+    from tocsin.cluster._placement import rendezvous_owner
+    from tocsin.durable import Call, DurableActor
+
+    fd = os.open(log, os.O_WRONLY | os.O_APPEND | os.O_CREAT, 0o644)
+    system = ActorSystem(
+        name,
+        store=store,
+        remoting=Remoting(listen="tcp://127.0.0.1:0", secret=b"cluster-test-secret!"),
+        cluster=Cluster(url, lease=lease),
+    )
+
+    class Counter(DurableActor):
+        kind = "skew.Counter"
+
+        async def start(self, payload: Any) -> None:
+            await self.every(1.0, "tick", id="tick")
+
+        async def tick(self, payload: Any) -> None:
+            count = int(await self.storage.get("count", 0)) + 1
+            await self.storage.put("count", count)
+            now = await system.cluster.coordinator.now()
+            os.write(fd, f"{name} {self.identity} {count} {now!r}\n".encode())
+
+    async with system:
+        if seed:
+            while len(system.cluster.members()) < 2:
+                await asyncio.sleep(lease / 3)
+            for owner in ("a", "b"):
+                ids = (f"c-{i}" for i in range(1000))
+                mine = [i for i in ids if rendezvous_owner(Counter.kind, i, ["a", "b"]) == owner]
+                for identity in mine[:seed]:
+                    pid = await system.durable(Counter, identity)
+                    await pid.ask(Call("start"), timeout=20.0)
+        emit(event="ready", offset=system.cluster.offset)
+        while True:
+            await asyncio.sleep(3600)
+
+
 if __name__ == "__main__":
-    asyncio.run(main(sys.argv[1], sys.argv[2], float(sys.argv[3]), sys.argv[4]))
+    if sys.argv[1] == "durable":
+        args = sys.argv[2:]
+        asyncio.run(durable(args[0], args[1], args[2], float(args[3]), args[4], int(args[5])))
+    else:
+        asyncio.run(main(sys.argv[2], sys.argv[3], float(sys.argv[4]), sys.argv[5]))
