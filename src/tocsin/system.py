@@ -37,6 +37,7 @@ from .actor._spi import (
     ScheduleService,
     SchedulingCalls,
     Supervisor,
+    check_mailbox_bound,
     local_address,
     target_of,
 )
@@ -143,6 +144,11 @@ class ActorSystem(SchedulingCalls):
             Needs the ``console`` extra. Port 0 picks a free port (``console_url``).
         console_token: asked of every console request (at least 16 characters).
             Default: a random token made at each start; ``console_url`` carries it.
+        mailbox_bound: the bound of every actor's mailbox, in messages, unless its
+            ``spawn`` gives one (durable activations included): past it a ``tell`` is a
+            dead letter with reason ``overflow``, ``await pid.send(...)`` waits for room
+            and remote connections stop reading (``docs/actors.md`` "Backpressure").
+            ``None`` or ``0``: unbounded (the default).
 
     Raises:
         ValueError: a bad ``console`` bind, a short token, a token without ``console``.
@@ -161,6 +167,7 @@ class ActorSystem(SchedulingCalls):
         cluster: Cluster | None = None,
         console: str | None = None,
         console_token: str | None = None,
+        mailbox_bound: int | None = None,
     ) -> None:
         if not isinstance(name, str) or not name or any(c in name for c in "/@#: "):
             raise ValueError(
@@ -184,6 +191,8 @@ class ActorSystem(SchedulingCalls):
         self.timezone = timezone if timezone is not None else local_zone_name()
         zone(self.timezone)  # fail here, not at the first cron schedule
         self.stop_timeout = to_seconds(stop_timeout, "stop_timeout")
+        #: The bound of every mailbox not given one at ``spawn`` (None: unbounded).
+        self.mailbox_bound = check_mailbox_bound(mailbox_bound) or None
         self.events = EventStream()
         self._store_spec = store
         self._runtime: Runtime | None = None
@@ -279,6 +288,7 @@ class ActorSystem(SchedulingCalls):
             loop=loop,
             deadlines=deadlines,
             facade=self,
+            mailbox_bound=self.mailbox_bound,
         )
         scheduler = Scheduler(runtime, self.timezone)
         runtime.schedules = scheduler
@@ -505,6 +515,7 @@ class ActorSystem(SchedulingCalls):
         *,
         supervisor: Supervisor | Directive | None = None,
         passivate_after: Seconds | None = None,
+        mailbox_bound: int | None = None,
     ) -> PID:
         """Spawn a top-level actor and return its PID once its first ``pre_start`` ran.
 
@@ -516,6 +527,10 @@ class ActorSystem(SchedulingCalls):
                 minute). A bare :class:`Directive` means ``Supervisor(directive)``.
             passivate_after: stop the actor once it has been idle this long (seconds or
                 timedelta); every delivery counts as activity.
+            mailbox_bound: the most messages its mailbox holds (``docs/actors.md``
+                "Backpressure"): past it a ``tell`` is a dead letter with reason
+                ``overflow`` and ``await pid.send(...)`` waits for room. ``None``: the
+                system's ``mailbox_bound``; ``0``: unbounded.
 
         Raises:
             ActorNameTakenError: a live actor already has this path.
@@ -527,7 +542,12 @@ class ActorSystem(SchedulingCalls):
         runtime = self._live("spawn")
         idle = None if passivate_after is None else to_seconds(passivate_after, "passivate_after")
         return await runtime.spawn(
-            factory, name, parent=None, supervisor=supervisor, passivate_after=idle
+            factory,
+            name,
+            parent=None,
+            supervisor=supervisor,
+            passivate_after=idle,
+            mailbox_bound=check_mailbox_bound(mailbox_bound),
         )
 
     async def stop_actor(self, pid: PID) -> None:
