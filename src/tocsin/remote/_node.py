@@ -271,6 +271,23 @@ class RemoteNode:
         endpoint = to if isinstance(to, Endpoint) else self.endpoint(to)
         return endpoint.send(body, info, expect)
 
+    def offer(
+        self,
+        endpoint: Endpoint,
+        path: str,
+        incarnation: str,
+        sender: str,
+        message: tuple[str, bytes],
+        info: object,
+        expect: str = "",
+    ) -> bool | asyncio.Future[None]:
+        """:meth:`tell` that waits for room (``await pid.send``): see
+        :meth:`Endpoint.offer`."""
+        body = self._encode(Tell(path, incarnation, sender, message[0], msgspec.Raw(message[1])))
+        if len(body) > self._max_frame:
+            raise too_big(len(body), self._max_frame)
+        return endpoint.offer(body, info, expect)
+
     def ask(
         self,
         to: Endpoint | NodeAddress,
@@ -389,6 +406,8 @@ class RemoteNode:
             unreachable=c.unreachable,
             overflow=c.overflow,
             not_found=c.not_found,
+            read_pauses=c.read_pauses,
+            held_lost=c.held_lost,
         )
 
     # -- connections --------------------------------------------------------------------
@@ -481,8 +500,9 @@ class RemoteNode:
     def encode(self, envelope: Envelope) -> bytes:
         return self._encode(envelope)
 
-    def dispatch(self, conn: Connection, envelope: Envelope) -> None:
-        """One envelope from ``conn`` (after its Hello)."""
+    def dispatch(self, conn: Connection, envelope: Envelope) -> asyncio.Future[None] | None:
+        """One envelope from ``conn`` (after its Hello); a future while the actor it is
+        for has no room (``conn`` reads nothing more until it is done)."""
         kind = type(envelope)
         if kind is Tell:
             assert isinstance(envelope, Tell)
@@ -490,9 +510,11 @@ class RemoteNode:
                 message = self.codec.decode(envelope.name, envelope.payload)
             except CodecError as exc:
                 self._undecodable(conn, exc)
-                return
-            self.host.deliver_tell(envelope.path, envelope.incarnation, envelope.sender, message)
-        elif kind is Ask:
+                return None
+            return self.host.deliver_tell(
+                envelope.path, envelope.incarnation, envelope.sender, message
+            )
+        if kind is Ask:
             assert isinstance(envelope, Ask)
             reply = RemoteReply(self, conn, envelope.corr)
             try:
@@ -500,11 +522,11 @@ class RemoteNode:
             except CodecError as exc:
                 self._undecodable(conn, exc)
                 conn.send(self._encode(Fail(envelope.corr, "codec", "CodecError", str(exc))))
-                return
-            self.host.deliver_ask(
+                return None
+            return self.host.deliver_ask(
                 envelope.path, envelope.incarnation, envelope.sender, message, reply
             )
-        elif kind is Reply or kind is Fail or kind is Found:
+        if kind is Reply or kind is Fail or kind is Found:
             callback = conn.pending.pop(envelope.corr, None)  # type: ignore[union-attr]
             if callback is not None:
                 callback(envelope)
@@ -514,6 +536,7 @@ class RemoteNode:
         else:  # a second Hello
             conn.abort()
             self.counters.protocol_errors += 1
+        return None
 
     def _undecodable(self, conn: Connection, exc: CodecError) -> None:
         self.counters.undecodable += 1
