@@ -79,7 +79,8 @@ async def test_a_full_mailbox_stops_the_connection_reading_without_loss() -> Non
         gate.set()
         await eventually(lambda: len(box) == 1_000)
         assert box == list(range(1_000))  # in order, nothing shed on either side
-        assert dead_a == [] and dead_b == []
+        assert dead_a == []
+        assert dead_b == []
         assert a.remote_metrics().unreachable == 0
 
 
@@ -104,14 +105,13 @@ async def test_remote_send_waits_for_room_and_delivers_everything() -> None:
         await stalled(lambda: sent[0])
         assert sent[0] < total  # it waits for room: nothing shed
         inbox.tell("overtaker")  # a tell does not overtake waiting sends
-        assert [(d.message, d.reason) for d in dead_a] == [
-            ("overtaker", DeadLetterReason.OVERFLOW)
-        ]
+        assert [(d.message, d.reason) for d in dead_a] == [("overtaker", DeadLetterReason.OVERFLOW)]
         gate.set()
         await asyncio.wait_for(task, 60.0)
         await eventually(lambda: len(box) == total, 60.0)
         assert [i for i, _ in box] == list(range(total))
-        assert len(dead_a) == 1 and dead_b == []
+        assert len(dead_a) == 1
+        assert dead_b == []
 
 
 async def test_a_dropped_connection_dead_letters_the_tells_it_still_held() -> None:
