@@ -31,8 +31,8 @@ from pathlib import Path
 from typing import Any
 
 import pytest
-
 from tests.procs import close_pipes, ready_line
+
 from tocsin import ActorSystem, BackpressureError, DeadLetter, DeadLetterReason, Remoting
 
 TOTAL = int(os.environ.get("TOCSIN_FLOOD", "500000"))
