@@ -17,8 +17,10 @@ from typing import TYPE_CHECKING, Any, Protocol
 from .._deadlines import Seconds
 from ..errors import ScheduleNotFoundError
 from ._schedule_info import ScheduleInfo, SchedulerMetrics
+from ._schedule_policy import Misfire, Overlap
 
 if TYPE_CHECKING:
+    from ..cron import Calendar, DSTPolicy
     from ._cell import Cell
     from ._pid import PID
 
@@ -29,7 +31,9 @@ class ScheduleService(Protocol):
     """The scheduler as the kernel sees it (implemented by ``scheduling._scheduler``).
 
     Every call takes ``owner``: the cell whose context made the call, or ``None`` through
-    the system. Its arguments are validated by the implementation.
+    the system, and the schedule policies (DESIGN.md "Schedule policies"; the defaults
+    ``Overlap.ALLOW``, ``Misfire.ONCE`` and ``None`` mean today's behaviour). Its arguments
+    are validated by the implementation.
     """
 
     def schedule(
@@ -42,6 +46,10 @@ class ScheduleService(Protocol):
         sender: Any,
         replace: bool,
         owner: Cell | None,
+        overlap: Overlap,
+        misfire: Misfire,
+        jitter: Seconds | None,
+        exclude: Calendar | None,
     ) -> str: ...
 
     def schedule_once(
@@ -54,6 +62,8 @@ class ScheduleService(Protocol):
         sender: Any,
         replace: bool,
         owner: Cell | None,
+        overlap: Overlap,
+        misfire: Misfire,
     ) -> str: ...
 
     def schedule_cron(
@@ -67,6 +77,12 @@ class ScheduleService(Protocol):
         timezone: str | None,
         replace: bool,
         owner: Cell | None,
+        overlap: Overlap,
+        misfire: Misfire,
+        jitter: Seconds | None,
+        exclude: Calendar | None,
+        dst: DSTPolicy | None,
+        delivery: str = "at_most_once",
     ) -> str: ...
 
     def cancel(self, reference: str) -> None: ...
@@ -107,15 +123,30 @@ class SchedulingCalls:
         reference: str | None = None,
         sender: Any = None,
         replace: bool = False,
+        overlap: Overlap = Overlap.ALLOW,
+        misfire: Misfire = Misfire.ONCE,
+        jitter: Seconds | None = None,
+        exclude: Calendar | None = None,
     ) -> str:
         """Deliver ``message`` to ``pid`` every ``interval``, first one interval from now.
 
         Fixed rate without drift: tick *n* is due at ``start + n * interval``; after a
-        stall the overdue ticks are coalesced into one delivery. Returns the reference.
+        stall the overdue ticks are coalesced into one delivery (``misfire`` chooses
+        otherwise). Returns the reference.
+
+        Policies (DESIGN.md "Schedule policies", ``docs/scheduling.md`` "Policies"):
+        ``overlap`` (what to do with a tick while earlier ones of this schedule are still
+        in flight), ``misfire`` (ticks overdue after a stall; ``grace``), ``jitter``
+        (seconds or ``timedelta``, shorter than ``interval``: each tick is delivered up
+        to that much after its instant, the same offset on every node), ``exclude`` (a
+        :class:`~tocsin.Calendar` read in the system's zone: an excluded instant is not
+        delivered).
 
         Raises:
-            InvalidIntervalError, ScheduleAlreadyExistsError, DeadActorError,
-            ActorSystemNotStartedError.
+            InvalidIntervalError: ``interval`` or ``jitter`` is not valid seconds.
+            ValueError: a bad policy value (the message names the option), or
+                ``jitter >= interval``.
+            ScheduleAlreadyExistsError, DeadActorError, ActorSystemNotStartedError.
         """
         return self._live_scheduler().schedule(
             message,
@@ -125,6 +156,10 @@ class SchedulingCalls:
             sender=sender,
             replace=replace,
             owner=self._schedule_owner(),
+            overlap=overlap,
+            misfire=misfire,
+            jitter=jitter,
+            exclude=exclude,
         )
 
     async def schedule_once(
@@ -136,8 +171,20 @@ class SchedulingCalls:
         reference: str | None = None,
         sender: Any = None,
         replace: bool = False,
+        overlap: Overlap = Overlap.ALLOW,
+        misfire: Misfire = Misfire.ONCE,
     ) -> str:
-        """Deliver ``message`` to ``pid`` once, ``delay`` from now. Returns the reference."""
+        """Deliver ``message`` to ``pid`` once, ``delay`` from now. Returns the reference.
+
+        ``overlap`` counts in a manual trigger of the same reference; ``misfire`` matters
+        by its ``grace`` only (one instant cannot be coalesced or replayed): delivered
+        later than ``grace`` after its instant, the tick is missed. A one-shot takes no
+        ``jitter`` (choose the delay) and no ``exclude``.
+
+        Raises:
+            InvalidIntervalError, ValueError (a bad policy value), ScheduleAlreadyExistsError,
+            DeadActorError, ActorSystemNotStartedError.
+        """
         return self._live_scheduler().schedule_once(
             message,
             pid,
@@ -146,6 +193,8 @@ class SchedulingCalls:
             sender=sender,
             replace=replace,
             owner=self._schedule_owner(),
+            overlap=overlap,
+            misfire=misfire,
         )
 
     async def schedule_cron(
@@ -158,16 +207,41 @@ class SchedulingCalls:
         sender: Any = None,
         timezone: str | None = None,
         replace: bool = False,
+        overlap: Overlap = Overlap.ALLOW,
+        misfire: Misfire = Misfire.ONCE,
+        jitter: Seconds | None = None,
+        exclude: Calendar | None = None,
+        dst: DSTPolicy | None = None,
+        delivery: str = "at_most_once",
     ) -> str:
         """Deliver ``message`` at each fire time of a Quartz cron ``expression``.
 
         Evaluated in ``timezone`` (IANA name), default the system's zone. A cron schedule
         whose last fire time has passed is removed after delivering it.
 
+        Policies as for :meth:`schedule`, plus ``dst`` (a :class:`~tocsin.DSTPolicy`:
+        what a wall time skipped or repeated by daylight saving gives). ``jitter`` is
+        capped per tick at the gap to the next fire time (never an error); ``exclude``
+        reads instants in the cron's zone.
+
+        ``delivery`` matters in cluster mode only (docs/cluster.md): ``"at_most_once"``
+        (default: a winner that dies before delivering loses that tick) or
+        ``"at_least_once"`` (the claim is held with a delivery lease until ``receive``
+        returns; a dead or frozen winner is replaced, and a duplicate carries the smaller
+        ``ctx.tick.fence``). Without a cluster every tick is delivered once by this
+        system: either value is accepted and changes nothing.
+
         Raises:
             InvalidCronExpressionError: malformed, or no fire time after now.
             InvalidTimezoneError: unknown zone.
+            InvalidIntervalError: ``jitter`` is not valid seconds.
+            ValueError: a bad policy value (the message names the option), or a
+                ``delivery`` that is not one of the two modes.
         """
+        if delivery != "at_most_once" and delivery != "at_least_once":
+            raise ValueError(
+                f'`delivery` must be "at_most_once" or "at_least_once", got {delivery!r}'
+            )
         return self._live_scheduler().schedule_cron(
             message,
             pid,
@@ -177,6 +251,12 @@ class SchedulingCalls:
             timezone=timezone,
             replace=replace,
             owner=self._schedule_owner(),
+            overlap=overlap,
+            misfire=misfire,
+            jitter=jitter,
+            exclude=exclude,
+            dst=dst,
+            delivery=delivery,
         )
 
     async def cancel_schedule(self, reference: str, *, missing_ok: bool = False) -> None:

@@ -41,13 +41,16 @@ from ._dsn import (
 )
 from ._postgres_session import CHANGES_CHANNEL, Session, driver_errors
 from ._protocols import (
+    DeleteHistory,
     DeleteTask,
     DueActor,
     Fence,
     Op,
     PutState,
+    RecordTick,
     TaskRow,
     TaskState,
+    TickRow,
     UpsertTask,
 )
 from ._validate import validate_ops
@@ -90,6 +93,7 @@ _DUE_TASKS_MANY: Final = (
 #: Seconds any one store call may take, pool acquire included (issue 20, item 6).
 CALL_TIMEOUT: Final = 10.0
 _DUE_ACTORS: Final = q.numbered(q.DUE_ACTORS)
+_TASK_HISTORY: Final = q.numbered(q.TASK_HISTORY)
 _GET_CLUSTER: Final = "SELECT value FROM tocsin_meta WHERE key = 'cluster'"
 _SET_CLUSTER: Final = (
     "INSERT INTO tocsin_meta (key, value) VALUES ('cluster', $1) "
@@ -120,6 +124,12 @@ def _params(op: Op) -> tuple[Any, ...]:
         return (op.kind, op.identity, op.key, op.value)
     if isinstance(op, Fence):
         return (op.kind, op.identity, op.epoch, op.owner)
+    if isinstance(op, RecordTick):
+        return msgspec.structs.astuple(
+            msgspec.structs.replace(op, instant=float(op.instant), at=float(op.at))
+        )
+    if isinstance(op, DeleteHistory):
+        return (op.kind, op.identity, op.id)
     return (op.kind, op.identity, op.key)
 
 
@@ -564,6 +574,11 @@ class PostgresStore:
         value = rows[0][0]
         return None if value is None else float(value)
 
+    async def task_history(self, kind: str, identity: str, task_id: str) -> list[TickRow]:
+        """One task's history, oldest first (at most ``HISTORY_LIMIT`` entries)."""
+        rows = await self._fetch(_TASK_HISTORY, kind, identity, task_id)
+        return [TickRow(*row) for row in rows]
+
     async def fence_epoch(self, kind: str, identity: str) -> int:
         """The highest epoch fenced for ``(kind, identity)`` (0 if none)."""
         rows = await self._fetch(_FENCE_EPOCH, kind, identity)
@@ -722,4 +737,5 @@ def _row(r: Any) -> TaskRow:
         timeout=r[12],
         cron=r[13],
         timezone=r[14],
+        policy=None if r[15] is None else bytes(r[15]),
     )
