@@ -55,7 +55,7 @@ from .durable._spi import DurableRuntime
 from .errors import ActorNotFoundError, ActorSystemNotStartedError, RemotingDisabledError
 from .remote import RemoteMetrics, Remoting
 from .remote._spi import RemoteService
-from .scheduling._spi import Scheduler, local_zone_name, zone
+from .scheduling._spi import DEFAULT_HISTORY, Scheduler, check_history, local_zone_name, zone
 
 if TYPE_CHECKING:
     from .actor._spi import Cell
@@ -143,9 +143,12 @@ class ActorSystem(SchedulingCalls):
             Needs the ``console`` extra. Port 0 picks a free port (``console_url``).
         console_token: asked of every console request (at least 16 characters).
             Default: a random token made at each start; ``console_url`` carries it.
+        history: entries each schedule keeps of what became of its recent instants
+            (:meth:`schedule_history`; an int from 1 to 65,536, default 64).
 
     Raises:
-        ValueError: a bad ``console`` bind, a short token, a token without ``console``.
+        ValueError: a bad ``console`` bind, a short token, a token without ``console``,
+            a bad ``history``.
         ImportError: ``console`` given without the ``console`` extra (aiohttp).
     """
 
@@ -161,6 +164,7 @@ class ActorSystem(SchedulingCalls):
         cluster: Cluster | None = None,
         console: str | None = None,
         console_token: str | None = None,
+        history: int = DEFAULT_HISTORY,
     ) -> None:
         if not isinstance(name, str) or not name or any(c in name for c in "/@#: "):
             raise ValueError(
@@ -177,6 +181,7 @@ class ActorSystem(SchedulingCalls):
         self.timezone = timezone if timezone is not None else local_zone_name()
         zone(self.timezone)  # fail here, not at the first cron schedule
         self.stop_timeout = to_seconds(stop_timeout, "stop_timeout")
+        self.history = check_history(history)
         self.events = EventStream()
         self._store_spec = store
         self._runtime: Runtime | None = None
@@ -274,7 +279,7 @@ class ActorSystem(SchedulingCalls):
             deadlines=deadlines,
             facade=self,
         )
-        scheduler = Scheduler(runtime, self.timezone)
+        scheduler = Scheduler(runtime, self.timezone, self.history)
         runtime.schedules = scheduler
         self._runtime = runtime
         stack.callback(_close_runtime, runtime, scheduler, deadlines)

@@ -75,7 +75,7 @@ SCHEDULE_SHAPES = {
         ("replace", KW, False),
     ],
     "cancel_schedule": [("reference", PK, EMPTY), ("missing_ok", KW, False)],
-    "pause_schedule": [("reference", PK, EMPTY)],
+    "pause_schedule": [("reference", PK, EMPTY), ("note", KW, None)],
     "resume_schedule": [("reference", PK, EMPTY)],
     "list_schedules": [],
 }
@@ -260,6 +260,10 @@ async def test_schedule_info_fields_and_kind_enum() -> None:
         "created_at",
         # Added by the cluster issue (#12): which cron schedules are cluster-claimed.
         "cluster_claimed",
+        # Added by the operating issue (#23): why, when and by whom it was paused.
+        "note",
+        "paused_at",
+        "paused_by",
     ]
     assert issubclass(ScheduleKind, str)
     assert [k.value for k in ScheduleKind] == ["once", "interval", "cron"]

@@ -38,6 +38,9 @@ class ScheduleInfo:
         created_at: when the schedule was made (aware UTC).
         cluster_claimed: a cron schedule of a system in cluster mode: each tick is claimed
             cluster-wide and delivered by one node only (``ticks`` counts this node's).
+        note: while paused, the ``note`` given to ``pause_schedule`` (else ``None``).
+        paused_at: while paused, when it was paused (aware UTC; else ``None``).
+        paused_by: while paused, the node (system name) that paused it (else ``None``).
     """
 
     reference: str
@@ -53,6 +56,9 @@ class ScheduleInfo:
     ticks: int
     created_at: datetime
     cluster_claimed: bool = False
+    note: str | None = None
+    paused_at: datetime | None = None
+    paused_by: str | None = None
 
 
 @dataclass(frozen=True, slots=True)

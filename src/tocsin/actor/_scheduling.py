@@ -12,11 +12,13 @@ whose schedules are cancelled once it fully stops (the runtime's stop listeners)
 
 from __future__ import annotations
 
+import builtins
 from typing import TYPE_CHECKING, Any, Protocol
 
 from .._deadlines import Seconds
 from ..errors import ScheduleNotFoundError
 from ._schedule_info import ScheduleInfo, SchedulerMetrics
+from ._schedule_policy import TickOutcome
 
 if TYPE_CHECKING:
     from ._cell import Cell
@@ -71,13 +73,15 @@ class ScheduleService(Protocol):
 
     def cancel(self, reference: str) -> None: ...
 
-    def pause(self, reference: str) -> None: ...
+    def pause(self, reference: str, note: str | None = None) -> None: ...
 
     def resume(self, reference: str) -> None: ...
 
     def list(self) -> list[ScheduleInfo]: ...
 
     def metrics(self) -> SchedulerMetrics: ...
+
+    def history_of(self, reference: str) -> builtins.list[TickOutcome]: ...
 
 
 class SchedulingCalls:
@@ -198,9 +202,20 @@ class SchedulingCalls:
             if not missing_ok:
                 raise
 
-    async def pause_schedule(self, reference: str) -> None:
-        """Stop firing until resumed (pausing a paused schedule is a no-op)."""
-        self._live_scheduler().pause(reference)
+    async def pause_schedule(self, reference: str, *, note: str | None = None) -> None:
+        """Stop firing until resumed (pausing a paused schedule is a no-op: its note
+        stays the first one).
+
+        ``note`` says why, for whoever looks later: ``ScheduleInfo.note`` shows it,
+        with ``paused_at`` and ``paused_by`` (this system's name), until resumed. The
+        instants that come due meanwhile are recorded as ``paused`` in
+        :meth:`schedule_history` when it is resumed.
+
+        Raises:
+            ScheduleNotFoundError: no schedule holds ``reference``.
+            TypeError: ``note`` is not a str or None.
+        """
+        self._live_scheduler().pause(reference, note)
 
     async def resume_schedule(self, reference: str) -> None:
         """Fire again: a one-shot keeps the delay it had left, a repeating schedule fires
@@ -214,3 +229,16 @@ class SchedulingCalls:
     def scheduler_metrics(self) -> SchedulerMetrics:
         """Scheduler counters and fire lateness."""
         return self._live_scheduler().metrics()
+
+    # -- operating schedules (issue 23) --------------------------------------------------
+
+    def schedule_history(self, reference: str) -> list[TickOutcome]:
+        """What became of the recent instants of ``reference``, oldest first: one
+        :class:`~tocsin.TickOutcome` each (``delivered``, ``skipped_overlap``,
+        ``coalesced``, ``missed``, ``excluded``, ``paused``, ``dead_letter``, ...), at
+        most the system's ``history`` (default 64) of them. Synchronous: a snapshot.
+
+        Raises:
+            ScheduleNotFoundError: no live schedule holds ``reference``.
+        """
+        return self._live_scheduler().history_of(reference)

@@ -12,20 +12,24 @@ the shared timer fires.
 
 from __future__ import annotations
 
+import builtins
 import itertools
 import math
 from collections.abc import Callable
-from datetime import datetime
+from datetime import datetime, timedelta
 from typing import TYPE_CHECKING, Any, Protocol, final
 
 from .._deadlines import Deadline, to_seconds
 from ..actor._spi import (
     STALE,
+    DeadLetterReason,
     NoSender,
+    Outcome,
     RuntimeItem,
     ScheduleInfo,
     ScheduleKind,
     SchedulerMetrics,
+    TickOutcome,
 )
 from ..clock import WALL_TOLERANCE
 from ..errors import (
@@ -35,6 +39,7 @@ from ..errors import (
     ScheduleReferenceRequiredError,
 )
 from ._cron import CronState
+from ._history import DEFAULT_HISTORY, History
 from ._introspect import (
     SchedulerStatistics,
     schedule_info,
@@ -54,6 +59,8 @@ _LATENESS_MASK = LATENESS_WINDOW - 1
 _ONCE = ScheduleKind.ONCE
 _INTERVAL = ScheduleKind.INTERVAL
 _CRON = ScheduleKind.CRON
+_DEAD_LETTER = Outcome.DEAD_LETTER
+_PAUSED = Outcome.PAUSED
 
 
 @final
@@ -71,11 +78,16 @@ class ScheduleRecord(Deadline, RuntimeItem):
         "dead",
         "delay",
         "final",
+        "history",
+        "history_at",
         "interval",
         "late",
         "message",
+        "note",
         "owner",
         "paused",
+        "paused_at",
+        "paused_by",
         "reference",
         "scheduler",
         "send_to",
@@ -122,6 +134,14 @@ class ScheduleRecord(Deadline, RuntimeItem):
         # Its last tick is on its way: retire it when that tick is opened or rejected
         # (a one-shot once fired; a cron schedule past its last fire time).
         self.final = False
+        # The history ring (scheduling/_history.py): made at the first entry, so a
+        # schedule that never fires (a timeout cancelled in time) pays nothing for it.
+        self.history: list[Any] | None = None
+        self.history_at = 0
+        # pause_schedule(note=...): why, when (wall seconds) and by which node.
+        self.note: str | None = None
+        self.paused_at: float | None = None
+        self.paused_by: str | None = None
 
     # One slot fewer per schedule (a system may hold a million): `due` is the heap's own
     # copy of the deadline, which also keeps a paused one-shot's remaining delay while
@@ -190,6 +210,17 @@ class ScheduleRecord(Deadline, RuntimeItem):
         if delivered:
             self.ticks += 1
             scheduler.ticks_delivered += 1
+            # History (issue 23): two floats that exist already, written into the ring;
+            # no object per tick (see _history.py).
+            ring = self.history
+            at = self.history_at
+            if ring is None or at == len(ring):
+                ring, at = self.grow_history()
+            ring[at] = deadline
+            ring[at + 1] = now
+            self.history_at = at + 2
+        else:
+            scheduler.dead_letter(self, deadline, target)
         if interval is None:
             return
         if not delivered and not target.alive():
@@ -205,6 +236,36 @@ class ScheduleRecord(Deadline, RuntimeItem):
                 # it): re-arming at `now` would fire forever at one instant.
                 due = math.nextafter(now, math.inf)
         scheduler.deadlines.add(due, self)
+
+    # -- history (issue 23; scheduling/_history.py reads the ring) ----------------------
+
+    def grow_history(self) -> tuple[list[Any], int]:
+        """The ring and the write position for the next entry, when the ring is missing
+        or the position is at its end: made (one entry), doubled up to the system's
+        ``history`` size, or wrapped to the start once full. Runs ``log2(history)``
+        times per schedule plus once per wrap."""
+        ring = self.history
+        if ring is None:
+            ring = self.history = [None, None]
+            self.history_at = 0
+            return ring, 0
+        limit = self.scheduler.history.slots
+        size = len(ring)
+        if size < limit:
+            ring.extend([None] * min(size, limit - size))
+            return ring, self.history_at
+        self.history_at = 0
+        return ring, 0
+
+    def remember(self, first: Any, second: Any) -> None:
+        """Write one entry (two slots) into the ring (``History`` calls it)."""
+        ring = self.history
+        at = self.history_at
+        if ring is None or at == len(ring):
+            ring, at = self.grow_history()
+        ring[at] = first
+        ring[at + 1] = second
+        self.history_at = at + 2
 
 
 class CronGate(Protocol):
@@ -232,7 +293,7 @@ class Scheduler:
     ``ActorSystem`` and ``ReceiveContext`` expose its calls; see ``docs/scheduling.md``.
     """
 
-    def __init__(self, runtime: Runtime, timezone: str) -> None:
+    def __init__(self, runtime: Runtime, timezone: str, history: int = DEFAULT_HISTORY) -> None:
         self._runtime = runtime
         self._clock = runtime.clock
         self._timezone = timezone
@@ -250,6 +311,8 @@ class Scheduler:
         self.ticks_discarded = 0
         #: Cluster mode (issue 12): set by the system when it joins a cluster.
         self.cron_gate: CronGate | None = None
+        #: What became of each schedule's instants (issue 23): rings, events, counts.
+        self.history = History(history, runtime.name, runtime.clock, runtime.events)
         self._unsubscribe_wall = runtime.clock.on_wall_jump(self._wall_jumped)
         self._unlisten = runtime.add_stop_listener(self.owner_stopped)
 
@@ -410,11 +473,16 @@ class Scheduler:
         if owner is not None and owner.owned is not None:
             owner.owned.discard(record)
 
-    def pause(self, reference: str) -> None:
+    def pause(self, reference: str, note: str | None = None) -> None:
         record = self._get(reference)
         if record.paused:
             return
+        if note is not None and not isinstance(note, str):
+            raise TypeError(f"`note` must be a str or None, got {note!r}")
         record.paused = True
+        record.note = note
+        record.paused_at = self._clock.wall()
+        record.paused_by = self._runtime.name
         if self.deadlines.remove(record) and record.interval is None and record.cron is None:
             record.due = max(0.0, record.due - self._clock.monotonic())  # delay left
 
@@ -422,7 +490,9 @@ class Scheduler:
         record = self._get(reference)
         if not record.paused:
             return
+        self._record_paused(record)
         record.paused = False
+        record.note = record.paused_at = record.paused_by = None
         clock = self._clock
         if record.final:
             return  # paused after its last fire: that tick is already on its way
@@ -495,9 +565,12 @@ class Scheduler:
             if delivered:
                 record.ticks += 1
                 self.ticks_delivered += 1
-            elif not target.alive():
-                self.retire(record)  # target fully stopped: drop after this tick
-                return
+                record.remember(fire_at, wall)  # history: two wall floats that exist
+            else:
+                self.dead_letter(record, fire_at, target)
+                if not target.alive():
+                    self.retire(record)  # target fully stopped: drop after this tick
+                    return
         if record.final:
             return
         record.due = now + (state.next_wall - wall)
@@ -518,8 +591,11 @@ class Scheduler:
             if target.deliver(record, record.sender, None):
                 record.ticks += 1
                 self.ticks_delivered += 1
-            elif not target.alive():
-                self.retire(record)
+                record.remember(fire_at, self._clock.wall())
+            else:
+                self.dead_letter(record, fire_at, target)
+                if not target.alive():
+                    self.retire(record)
 
         def skipped() -> None:
             if record.final:
@@ -559,3 +635,101 @@ class Scheduler:
         """A frozen snapshot for operator tools (metrics, the console): ticks fired, a
         copy of the lateness ring, live schedules by kind, each one's last lateness."""
         return scheduler_statistics(self.fired, self.lateness, self._refs.values())
+
+    # -- operating schedules (issue 23): history, outcomes ------------------------------
+
+    def outcome(
+        self,
+        record: ScheduleRecord,
+        instant_wall: float,
+        outcome: Outcome,
+        detail: int | str | None = None,
+    ) -> None:
+        """An instant of ``record`` (wall seconds) was not delivered: into its history
+        ring, published as ``TickNotDelivered``, counted in
+        ``tocsin_schedule_ticks_total`` (``scheduling/_history.py``)."""
+        self.history.outcome(record, instant_wall, outcome, detail)
+
+    def dead_letter(self, record: ScheduleRecord, instant: float, target: SendTarget) -> None:
+        """A tick its target refused at delivery (``instant`` in the record's own time:
+        wall for cron, monotonic otherwise). The reason is the one the cell gave the dead
+        letter: a target that can take no message any more has stopped, else it is
+        suspended."""
+        if record.cron is None:
+            clock = self._clock
+            instant += clock.wall() - clock.monotonic()
+        reason = DeadLetterReason.STOPPED if not target.alive() else DeadLetterReason.SUSPENDED
+        self.history.outcome(record, instant, _DEAD_LETTER, str(reason))
+
+    def history_of(self, reference: str) -> builtins.list[TickOutcome]:
+        """What became of the recent instants of ``reference``, oldest first.
+
+        Raises:
+            ScheduleNotFoundError: no live schedule holds ``reference``.
+        """
+        return self.history.read(self._get(reference))
+
+    def _record_paused(self, record: ScheduleRecord) -> None:
+        """On resume: every instant that came due while ``record`` was paused is
+        recorded as ``paused`` (the most recent ``history`` of them: the ring keeps no
+        more, and an operator asking "why didn't it run" needs the latest)."""
+        clock = self._clock
+        size = self.history.size
+        if record.final:
+            return
+        state = record.cron
+        if state is not None:
+            # Up to now included: resume arms the first fire time after now.
+            end = math.nextafter(clock.wall(), math.inf)
+            instants = _cron_instants(state, state.next_wall, end, size)
+        elif record.interval is not None:
+            now = clock.monotonic()
+            due, interval = record.due, record.interval
+            if due > now:
+                return
+            count = math.floor((now - due) / interval) + 1
+            offset = clock.wall() - now
+            first = max(0, count - size)
+            instants = [due + k * interval + offset for k in range(first, count)]
+        else:
+            return  # a one-shot keeps the delay it had left: it missed nothing
+        for instant in instants:
+            self.history.outcome(record, instant, _PAUSED)
+
+
+#: Fire times walked at most when listing a cron schedule's instants in a range: past
+#: it, the walk restarts nearer the end (``_cron_instants``), so a long pause of an
+#: every-second schedule stays cheap.
+CRON_WALK_LIMIT = 10_000
+
+
+def _cron_instants(state: CronState, start: float, end: float, keep: int | None) -> list[float]:
+    """Fire times of ``state``'s expression in ``[start, end)`` (wall seconds), oldest
+    first; with ``keep``, only the most recent ``keep`` of them."""
+    expr, tz = state.expr, state.tz
+    out: list[float] = []
+    cursor = datetime.fromtimestamp(start, tz) - timedelta(microseconds=1)
+    walked = 0
+    while True:
+        nxt = expr.next_after(cursor)
+        if nxt is None:
+            break
+        t = nxt.timestamp()
+        if t >= end:
+            break
+        out.append(t)
+        walked += 1
+        if keep is not None and walked >= CRON_WALK_LIMIT and len(out) >= 2:
+            # Far too many to walk: jump to the window that holds the last `keep`
+            # (regular expressions: the gaps seen so far predict it), then walk on.
+            gap = (out[-1] - out[0]) / (len(out) - 1)
+            restart = end - 2 * keep * gap
+            if restart > t:
+                out.clear()
+                walked = -CRON_WALK_LIMIT  # never jump twice
+                cursor = datetime.fromtimestamp(restart, tz)
+                continue
+        cursor = nxt
+        if keep is not None and len(out) > 4 * keep:
+            del out[: len(out) - keep]
+    return out if keep is None else out[-keep:]
