@@ -211,7 +211,8 @@ async def test_pause_note_paused_at_and_paused_by_show_while_paused() -> None:
             _at(0.5),
             "test",
         )
-        assert info.paused_at is not None and info.paused_at.tzinfo is UTC
+        assert info.paused_at is not None
+        assert info.paused_at.tzinfo is UTC
         await system.resume_schedule("r")
         [info] = system.list_schedules()
         assert (info.note, info.paused_at, info.paused_by) == (None, None, None)
