@@ -243,13 +243,14 @@ async def test_not_delivered_instants_are_counted_by_reference_and_outcome() -> 
         assert values[(OTHER_LABEL, "paused")] == 4  # r100 and r101: past the cap
         assert len(values) == MAX_REFERENCE_LABELS + 2
         assert {s.name for s in family.samples} == {"tocsin_schedule_ticks_total"}
-        points = {
-            (p.attributes["reference"], p.attributes["outcome"]): p.value
+        points: dict[tuple[Any, Any], Any] = {
+            (p.attributes["reference"], p.attributes["outcome"]): getattr(p, "value", None)
             for rm in collect(reader).resource_metrics
             for sm in rm.scope_metrics
             for m in sm.metrics
             if m.name == "tocsin.schedule.ticks"
             for p in m.data.data_points
+            if p.attributes is not None
         }
         assert points == values
     finally:
