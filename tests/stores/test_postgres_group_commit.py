@@ -6,11 +6,12 @@ from __future__ import annotations
 
 import asyncio
 import uuid
+from typing import Any
 
 import pytest
 
 from tocsin.errors import FencedError
-from tocsin.stores import Fence, TaskRow, UpsertTask
+from tocsin.stores import DeleteTask, Fence, Op, TaskRow, UpsertTask
 from tocsin.stores.postgres import PostgresStore
 
 pytestmark = pytest.mark.integration
@@ -62,4 +63,97 @@ async def test_a_fenced_batch_in_a_group_fails_alone(postgres_dsn: str) -> None:
         )  # every good batch landed, the zombie's upsert did not
         assert store.commits - before < 21  # they did go in groups
     finally:
+        await store.close()
+
+
+class _CountingPool:
+    """The store's pool, counting the calls that each cost a round trip or more."""
+
+    def __init__(self, pool: Any) -> None:
+        self.pool = pool
+        self.calls: list[str] = []
+
+    async def execute(self, *args: Any) -> Any:
+        self.calls.append("execute")
+        return await self.pool.execute(*args)
+
+    async def executemany(self, *args: Any) -> Any:
+        self.calls.append("executemany")
+        return await self.pool.executemany(*args)
+
+    async def fetch(self, *args: Any) -> Any:  # reads: not counted
+        return await self.pool.fetch(*args)
+
+    def acquire(self) -> Any:
+        self.calls.append("acquire")  # a transaction: BEGIN, its statements, COMMIT
+        return self.pool.acquire()
+
+
+async def test_a_fenced_write_is_one_statement_and_a_zombie_writes_nothing(
+    postgres_dsn: str,
+) -> None:
+    store = PostgresStore(postgres_dsn, schema=f"g_{uuid.uuid4().hex[:12]}")
+    await store.open()
+    counting = _CountingPool(store._pool)
+    store._pool = counting
+    try:
+        await store.apply([Fence("K", "a", 7, "n1"), UpsertTask(_row("a"))])
+        await store.apply(
+            [Fence("K", "a", 7, "n1"), *(UpsertTask(_row("a", f"t{k}")) for k in range(3))]
+        )
+        # The fence rides the write's own statement: one call each, no transaction.
+        assert counting.calls == ["execute", "executemany"]
+        assert await store.fence_epoch("K", "a") == 7
+        assert len(await store.list_tasks(kind="K")) == 4
+        batches: list[list[Op]] = [
+            [Fence("K", "a", 6, "n0"), UpsertTask(_row("a", "z"))],  # an older epoch
+            [Fence("K", "a", 7, "n0"), *(UpsertTask(_row("a", f"z{k}")) for k in range(3))],
+        ]  # the same epoch under another owner
+        for batch in batches:
+            with pytest.raises(FencedError):
+                await store.apply(batch)
+        assert sorted(r.id for r in await store.list_tasks(kind="K")) == ["t", "t0", "t1", "t2"]
+        assert await store.fence_epoch("K", "a") == 7
+        # A batch of several kinds of op is one transaction, its fence folded still.
+        counting.calls.clear()
+        await store.apply(
+            [Fence("K", "b", 1, "n1"), UpsertTask(_row("b")), DeleteTask("K", "a", "t")]
+        )
+        assert counting.calls == ["acquire"]
+        assert await store.fence_epoch("K", "b") == 1
+        assert sorted(r.id for r in await store.list_tasks(kind="K")) == ["t", "t0", "t1", "t2"]
+    finally:
+        store._pool = counting.pool
+        await store.close()
+
+
+async def test_merged_fenced_batches_are_one_statement_each_fenced_alone(
+    postgres_dsn: str,
+) -> None:
+    """Group commit merges many identities' ``[Fence, op]`` batches into one run: each
+    row carries its own batch's fence, and a zombie among them still fails alone."""
+    store = PostgresStore(postgres_dsn, schema=f"g_{uuid.uuid4().hex[:12]}")
+    await store.open()
+    await store.apply([Fence("K", "zombie", 5)])
+    counting = _CountingPool(store._pool)
+    store._pool = counting
+    try:
+        outcomes = await asyncio.gather(
+            *(
+                store.apply([Fence("K", f"i{k}", 1), UpsertTask(_row(f"i{k}"))])
+                if k != 5
+                else store.apply([Fence("K", "zombie", 3), UpsertTask(_row("zombie"))])
+                for k in range(12)
+            ),
+            return_exceptions=True,
+        )
+        assert isinstance(outcomes[5], FencedError)
+        assert [o for k, o in enumerate(outcomes) if k != 5] == [None] * 11
+        assert "acquire" not in counting.calls  # one run of one kind: no BEGIN/COMMIT
+        assert sorted(r.identity for r in await store.list_tasks(kind="K")) == sorted(
+            f"i{k}" for k in range(12) if k != 5
+        )
+        assert [await store.fence_epoch("K", f"i{k}") for k in (0, 11)] == [1, 1]
+    finally:
+        store._pool = counting.pool
         await store.close()

@@ -18,9 +18,10 @@ from typing import TYPE_CHECKING, Any, Protocol
 from .._deadlines import Seconds
 from ..errors import ScheduleNotFoundError
 from ._schedule_info import ScheduleInfo, SchedulerMetrics
-from ._schedule_policy import TickOutcome
+from ._schedule_policy import Misfire, Overlap, TickOutcome
 
 if TYPE_CHECKING:
+    from ..cron import Calendar, DSTPolicy
     from ._cell import Cell
     from ._pid import PID
 
@@ -31,7 +32,9 @@ class ScheduleService(Protocol):
     """The scheduler as the kernel sees it (implemented by ``scheduling._scheduler``).
 
     Every call takes ``owner``: the cell whose context made the call, or ``None`` through
-    the system. Its arguments are validated by the implementation.
+    the system, and the schedule policies (DESIGN.md "Schedule policies"; the defaults
+    ``Overlap.ALLOW``, ``Misfire.ONCE`` and ``None`` mean today's behaviour). Its arguments
+    are validated by the implementation.
     """
 
     def schedule(
@@ -44,6 +47,10 @@ class ScheduleService(Protocol):
         sender: Any,
         replace: bool,
         owner: Cell | None,
+        overlap: Overlap,
+        misfire: Misfire,
+        jitter: Seconds | None,
+        exclude: Calendar | None,
     ) -> str: ...
 
     def schedule_once(
@@ -56,6 +63,8 @@ class ScheduleService(Protocol):
         sender: Any,
         replace: bool,
         owner: Cell | None,
+        overlap: Overlap,
+        misfire: Misfire,
     ) -> str: ...
 
     def schedule_cron(
@@ -69,6 +78,11 @@ class ScheduleService(Protocol):
         timezone: str | None,
         replace: bool,
         owner: Cell | None,
+        overlap: Overlap,
+        misfire: Misfire,
+        jitter: Seconds | None,
+        exclude: Calendar | None,
+        dst: DSTPolicy | None,
     ) -> str: ...
 
     def cancel(self, reference: str) -> None: ...
@@ -111,15 +125,30 @@ class SchedulingCalls:
         reference: str | None = None,
         sender: Any = None,
         replace: bool = False,
+        overlap: Overlap = Overlap.ALLOW,
+        misfire: Misfire = Misfire.ONCE,
+        jitter: Seconds | None = None,
+        exclude: Calendar | None = None,
     ) -> str:
         """Deliver ``message`` to ``pid`` every ``interval``, first one interval from now.
 
         Fixed rate without drift: tick *n* is due at ``start + n * interval``; after a
-        stall the overdue ticks are coalesced into one delivery. Returns the reference.
+        stall the overdue ticks are coalesced into one delivery (``misfire`` chooses
+        otherwise). Returns the reference.
+
+        Policies (DESIGN.md "Schedule policies", ``docs/scheduling.md`` "Policies"):
+        ``overlap`` (what to do with a tick while earlier ones of this schedule are still
+        in flight), ``misfire`` (ticks overdue after a stall; ``grace``), ``jitter``
+        (seconds or ``timedelta``, shorter than ``interval``: each tick is delivered up
+        to that much after its instant, the same offset on every node), ``exclude`` (a
+        :class:`~tocsin.Calendar` read in the system's zone: an excluded instant is not
+        delivered).
 
         Raises:
-            InvalidIntervalError, ScheduleAlreadyExistsError, DeadActorError,
-            ActorSystemNotStartedError.
+            InvalidIntervalError: ``interval`` or ``jitter`` is not valid seconds.
+            ValueError: a bad policy value (the message names the option), or
+                ``jitter >= interval``.
+            ScheduleAlreadyExistsError, DeadActorError, ActorSystemNotStartedError.
         """
         return self._live_scheduler().schedule(
             message,
@@ -129,6 +158,10 @@ class SchedulingCalls:
             sender=sender,
             replace=replace,
             owner=self._schedule_owner(),
+            overlap=overlap,
+            misfire=misfire,
+            jitter=jitter,
+            exclude=exclude,
         )
 
     async def schedule_once(
@@ -140,8 +173,20 @@ class SchedulingCalls:
         reference: str | None = None,
         sender: Any = None,
         replace: bool = False,
+        overlap: Overlap = Overlap.ALLOW,
+        misfire: Misfire = Misfire.ONCE,
     ) -> str:
-        """Deliver ``message`` to ``pid`` once, ``delay`` from now. Returns the reference."""
+        """Deliver ``message`` to ``pid`` once, ``delay`` from now. Returns the reference.
+
+        ``overlap`` counts in a manual trigger of the same reference; ``misfire`` matters
+        by its ``grace`` only (one instant cannot be coalesced or replayed): delivered
+        later than ``grace`` after its instant, the tick is missed. A one-shot takes no
+        ``jitter`` (choose the delay) and no ``exclude``.
+
+        Raises:
+            InvalidIntervalError, ValueError (a bad policy value), ScheduleAlreadyExistsError,
+            DeadActorError, ActorSystemNotStartedError.
+        """
         return self._live_scheduler().schedule_once(
             message,
             pid,
@@ -150,6 +195,8 @@ class SchedulingCalls:
             sender=sender,
             replace=replace,
             owner=self._schedule_owner(),
+            overlap=overlap,
+            misfire=misfire,
         )
 
     async def schedule_cron(
@@ -162,15 +209,27 @@ class SchedulingCalls:
         sender: Any = None,
         timezone: str | None = None,
         replace: bool = False,
+        overlap: Overlap = Overlap.ALLOW,
+        misfire: Misfire = Misfire.ONCE,
+        jitter: Seconds | None = None,
+        exclude: Calendar | None = None,
+        dst: DSTPolicy | None = None,
     ) -> str:
         """Deliver ``message`` at each fire time of a Quartz cron ``expression``.
 
         Evaluated in ``timezone`` (IANA name), default the system's zone. A cron schedule
         whose last fire time has passed is removed after delivering it.
 
+        Policies as for :meth:`schedule`, plus ``dst`` (a :class:`~tocsin.DSTPolicy`:
+        what a wall time skipped or repeated by daylight saving gives). ``jitter`` is
+        capped per tick at the gap to the next fire time (never an error); ``exclude``
+        reads instants in the cron's zone.
+
         Raises:
             InvalidCronExpressionError: malformed, or no fire time after now.
             InvalidTimezoneError: unknown zone.
+            InvalidIntervalError: ``jitter`` is not valid seconds.
+            ValueError: a bad policy value (the message names the option).
         """
         return self._live_scheduler().schedule_cron(
             message,
@@ -181,6 +240,11 @@ class SchedulingCalls:
             timezone=timezone,
             replace=replace,
             owner=self._schedule_owner(),
+            overlap=overlap,
+            misfire=misfire,
+            jitter=jitter,
+            exclude=exclude,
+            dst=dst,
         )
 
     async def cancel_schedule(self, reference: str, *, missing_ok: bool = False) -> None:

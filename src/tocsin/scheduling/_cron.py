@@ -16,7 +16,7 @@ from ..cron._spi import zone
 from ..errors import InvalidCronExpressionError
 
 if TYPE_CHECKING:
-    from ..cron import CronExpression
+    from ..cron import CronExpression, DSTPolicy
 
 __all__ = ["CronState"]
 
@@ -25,10 +25,14 @@ __all__ = ["CronState"]
 class CronState:
     """The cron part of a schedule record (internal)."""
 
-    __slots__ = ("expr", "last_wall", "next_wall", "text", "tz", "zone_name")
+    __slots__ = ("dst", "expr", "last_wall", "next_wall", "text", "tz", "zone_name")
 
-    def __init__(self, expr: CronExpression, text: str, zone_name: str) -> None:
+    def __init__(
+        self, expr: CronExpression, text: str, zone_name: str, dst: DSTPolicy | None = None
+    ) -> None:
         self.expr = expr
+        #: The DST policy every next fire time is computed under (None: Quartz's).
+        self.dst = dst
         self.text = text
         self.zone_name = zone_name
         self.tz = zone(zone_name)
@@ -36,7 +40,9 @@ class CronState:
         self.last_wall: float | None = None
 
     @classmethod
-    def create(cls, expression: str, zone_name: str, wall: float) -> CronState:
+    def create(
+        cls, expression: str, zone_name: str, wall: float, dst: DSTPolicy | None = None
+    ) -> CronState:
         """Parse and compute the first fire time after ``wall``.
 
         Raises:
@@ -49,8 +55,8 @@ class CronState:
             raise InvalidCronExpressionError(
                 f"`expression` must be a str, got {expression!r}", expression=repr(expression)
             )
-        state = cls(CronExpression.parse(expression), expression, zone_name)
-        first = state.expr.next_after(datetime.fromtimestamp(wall, state.tz))
+        state = cls(CronExpression.parse(expression), expression, zone_name, dst)
+        first = state.expr.next_after(datetime.fromtimestamp(wall, state.tz), dst=dst)
         if first is None:
             raise InvalidCronExpressionError(
                 f"cron expression {expression!r} has no fire time after now "
@@ -62,7 +68,7 @@ class CronState:
 
     def advance(self, after: float) -> bool:
         """Move to the first fire time strictly after ``after``; False if there is none."""
-        nxt = self.expr.next_after(datetime.fromtimestamp(after, self.tz))
+        nxt = self.expr.next_after(datetime.fromtimestamp(after, self.tz), dst=self.dst)
         if nxt is None:
             return False
         self.last_wall = self.next_wall

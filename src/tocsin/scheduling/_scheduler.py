@@ -23,8 +23,10 @@ from .._deadlines import Deadline, to_seconds
 from ..actor._spi import (
     STALE,
     DeadLetterReason,
+    Misfire,
     NoSender,
     Outcome,
+    Overlap,
     RuntimeItem,
     ScheduleInfo,
     ScheduleKind,
@@ -32,6 +34,7 @@ from ..actor._spi import (
     TickOutcome,
 )
 from ..clock import WALL_TOLERANCE
+from ..cron._spi import zone
 from ..errors import (
     DeadActorError,
     ScheduleAlreadyExistsError,
@@ -46,9 +49,11 @@ from ._introspect import (
     scheduler_metrics,
     scheduler_statistics,
 )
+from ._policy import SchedulePolicy, check_dst, check_exclude, check_jitter, make_policy
 
 if TYPE_CHECKING:
     from ..actor._spi import PID, Cell, Runtime, SendTarget
+    from ..cron import Calendar, DSTPolicy
 
 __all__ = ["LATENESS_WINDOW", "ScheduleRecord", "Scheduler"]
 
@@ -88,6 +93,7 @@ class ScheduleRecord(Deadline, RuntimeItem):
         "paused",
         "paused_at",
         "paused_by",
+        "policy",
         "reference",
         "scheduler",
         "send_to",
@@ -109,6 +115,7 @@ class ScheduleRecord(Deadline, RuntimeItem):
         created_at: float,
         scheduler: Scheduler,
         delay: float | None = None,
+        policy: SchedulePolicy | None = None,
     ) -> None:
         self._heap_key = None  # Deadline state, set here: this runs once per schedule
         self._heap_deadline = 0.0
@@ -142,6 +149,9 @@ class ScheduleRecord(Deadline, RuntimeItem):
         self.note: str | None = None
         self.paused_at: float | None = None
         self.paused_by: str | None = None
+        # The schedule's non-default options and their state; None (the common case):
+        # every option is its default and the ticks take the plain path.
+        self.policy = policy
 
     # One slot fewer per schedule (a system may hold a million): `due` is the heap's own
     # copy of the deadline, which also keeps a paused one-shot's remaining delay while
@@ -297,6 +307,7 @@ class Scheduler:
         self._runtime = runtime
         self._clock = runtime.clock
         self._timezone = timezone
+        self._zone = zone(timezone)
         self.deadlines = runtime.deadlines
         self._heap = runtime.deadlines.heap
         self._refs: dict[str, ScheduleRecord] = {}
@@ -313,6 +324,8 @@ class Scheduler:
         self.cron_gate: CronGate | None = None
         #: What became of each schedule's instants (issue 23): rings, events, counts.
         self.history = History(history, runtime.name, runtime.clock, runtime.events)
+        #: Instants not delivered, by outcome (:meth:`outcome`).
+        self.not_delivered: dict[Outcome, int] = {}
         self._unsubscribe_wall = runtime.clock.on_wall_jump(self._wall_jumped)
         self._unlisten = runtime.add_stop_listener(self.owner_stopped)
 
@@ -329,6 +342,7 @@ class Scheduler:
         interval: float | None,
         cron: CronState | None,
         delay: float | None = None,
+        policy: SchedulePolicy | None = None,
     ) -> ScheduleRecord:
         # Every call comes through SchedulingCalls._live_scheduler, which checked that the
         # system is running.
@@ -379,6 +393,7 @@ class Scheduler:
             self._clock.wall(),
             self,
             delay,
+            policy,
         )
         refs[reference] = record
         if owner is not None:
@@ -395,9 +410,30 @@ class Scheduler:
         sender: Any,
         replace: bool,
         owner: Cell | None,
+        overlap: Overlap = Overlap.ALLOW,
+        misfire: Misfire = Misfire.ONCE,
+        jitter: Any = None,
+        exclude: Calendar | None = None,
     ) -> str:
         seconds = to_seconds(interval, "interval")
-        record = self._register(message, pid, reference, sender, replace, owner, seconds, None)
+        policy = None
+        if (
+            overlap is not Overlap.ALLOW
+            or misfire is not Misfire.ONCE
+            or jitter is not None
+            or exclude is not None
+        ):
+            policy = make_policy(
+                overlap,
+                misfire,
+                check_jitter(jitter, seconds),
+                check_exclude(exclude),
+                None,
+                self._zone,
+            )
+        record = self._register(
+            message, pid, reference, sender, replace, owner, seconds, None, None, policy
+        )
         # The push records the deadline as the record's `due` (no property call here).
         self.deadlines.add(self._clock.monotonic() + seconds, record)
         return record.reference
@@ -412,10 +448,15 @@ class Scheduler:
         sender: Any,
         replace: bool,
         owner: Cell | None,
+        overlap: Overlap = Overlap.ALLOW,
+        misfire: Misfire = Misfire.ONCE,
     ) -> str:
         seconds = to_seconds(delay, "delay")
+        policy = None
+        if overlap is not Overlap.ALLOW or misfire is not Misfire.ONCE:
+            policy = make_policy(overlap, misfire, None, None, None, self._zone)
         record = self._register(
-            message, pid, reference, sender, replace, owner, None, None, seconds
+            message, pid, reference, sender, replace, owner, None, None, seconds, policy
         )
         # The push records the deadline as the record's `due` (no property call here).
         self.deadlines.add(self._clock.monotonic() + seconds, record)
@@ -432,6 +473,11 @@ class Scheduler:
         timezone: str | None,
         replace: bool,
         owner: Cell | None,
+        overlap: Overlap = Overlap.ALLOW,
+        misfire: Misfire = Misfire.ONCE,
+        jitter: Any = None,
+        exclude: Calendar | None = None,
+        dst: DSTPolicy | None = None,
     ) -> str:
         clock = self._clock
         zone_name = timezone if timezone is not None else self._timezone
@@ -444,10 +490,49 @@ class Scheduler:
                 "generated one differs on every node, so each node would deliver. Pass "
                 "the same reference=... on every node, e.g. reference='nightly-report'"
             )
-        state = CronState.create(expression, zone_name, clock.wall())
-        record = self._register(message, pid, reference, sender, replace, owner, None, state)
+        policy = None
+        if (
+            overlap is not Overlap.ALLOW
+            or misfire is not Misfire.ONCE
+            or jitter is not None
+            or exclude is not None
+            or dst is not None
+        ):
+            checked_dst = check_dst(dst)
+            checked_jitter = check_jitter(jitter, None)
+            checked_exclude = check_exclude(exclude)
+            state = CronState.create(expression, zone_name, clock.wall(), checked_dst)
+            policy = make_policy(
+                overlap, misfire, checked_jitter, checked_exclude, checked_dst, state.tz
+            )
+        else:
+            state = CronState.create(expression, zone_name, clock.wall())
+        record = self._register(
+            message, pid, reference, sender, replace, owner, None, state, None, policy
+        )
         self._arm_cron(record, state)
         return record.reference
+
+    # -- what became of an instant -----------------------------------------------------
+
+    def outcome(
+        self,
+        record: ScheduleRecord,
+        instant_wall: float,
+        outcome: Outcome,
+        detail: int | str | None = None,
+    ) -> None:
+        """An instant of ``record`` was not delivered: the one place every such outcome
+        goes through (``skipped_overlap``, ``coalesced`` with how many, ``missed``,
+        ``excluded``, ``paused``, ``dead_letter``), called where it happens.
+
+        ``instant_wall`` is the nominal instant (epoch seconds). Behind it: the record's
+        history ring, the ``TickNotDelivered`` event and ``tocsin_schedule_ticks_total``
+        (``scheduling/_history.py``, DESIGN.md "Operating schedules").
+        """
+        counts = self.not_delivered
+        counts[outcome] = counts.get(outcome, 0) + 1
+        self.history.outcome(record, instant_wall, outcome, detail)
 
     # -- managing ----------------------------------------------------------------------
 
@@ -581,7 +666,7 @@ class Scheduler:
     ) -> None:
         """Cluster mode: deliver this tick only if this node claims it (the claim runs in
         the background; the schedule is re-armed meanwhile, as without a cluster)."""
-        nxt = state.expr.next_after(datetime.fromtimestamp(fire_at, state.tz))
+        nxt = state.expr.next_after(datetime.fromtimestamp(fire_at, state.tz), dst=state.dst)
         period = math.inf if nxt is None else nxt.timestamp() - fire_at
 
         def deliver() -> None:
@@ -638,18 +723,6 @@ class Scheduler:
 
     # -- operating schedules (issue 23): history, outcomes ------------------------------
 
-    def outcome(
-        self,
-        record: ScheduleRecord,
-        instant_wall: float,
-        outcome: Outcome,
-        detail: int | str | None = None,
-    ) -> None:
-        """An instant of ``record`` (wall seconds) was not delivered: into its history
-        ring, published as ``TickNotDelivered``, counted in
-        ``tocsin_schedule_ticks_total`` (``scheduling/_history.py``)."""
-        self.history.outcome(record, instant_wall, outcome, detail)
-
     def dead_letter(self, record: ScheduleRecord, instant: float, target: SendTarget) -> None:
         """A tick its target refused at delivery (``instant`` in the record's own time:
         wall for cron, monotonic otherwise). The reason is the one the cell gave the dead
@@ -659,7 +732,7 @@ class Scheduler:
             clock = self._clock
             instant += clock.wall() - clock.monotonic()
         reason = DeadLetterReason.STOPPED if not target.alive() else DeadLetterReason.SUSPENDED
-        self.history.outcome(record, instant, _DEAD_LETTER, str(reason))
+        self.outcome(record, instant, _DEAD_LETTER, str(reason))
 
     def history_of(self, reference: str) -> builtins.list[TickOutcome]:
         """What became of the recent instants of ``reference``, oldest first.
@@ -694,7 +767,7 @@ class Scheduler:
         else:
             return  # a one-shot keeps the delay it had left: it missed nothing
         for instant in instants:
-            self.history.outcome(record, instant, _PAUSED)
+            self.outcome(record, instant, _PAUSED)
 
 
 #: Fire times walked at most when listing a cron schedule's instants in a range: past

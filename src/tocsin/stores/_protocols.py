@@ -41,7 +41,10 @@ class TaskRow(msgspec.Struct, frozen=True):
     seconds), ``every`` its interval for recurring tasks, ``attempts`` the failed runs
     since the last success, ``timeout`` its run budget in seconds. A cron task has its
     expression in ``cron`` and its IANA zone in ``timezone`` (``None``: the zone of the
-    system that runs it); ``every`` is then ``None``.
+    system that runs it); ``every`` is then ``None``. ``policy`` is the task's schedule
+    policies and the cursor they keep (DESIGN.md "Schedule policies"), as codec bytes
+    encoded by :mod:`tocsin.durable`; ``None`` (every row written before policies existed,
+    and every task that uses the defaults): today's behaviour.
     """
 
     kind: str
@@ -59,6 +62,7 @@ class TaskRow(msgspec.Struct, frozen=True):
     timeout: float | None = None
     cron: str | None = None
     timezone: str | None = None
+    policy: bytes | None = None
 
 
 class PutState(msgspec.Struct, frozen=True):

@@ -19,7 +19,6 @@ Prior art: procrastinate's ``schema.sql`` and asyncpg connector.
 from __future__ import annotations
 
 import asyncio
-import itertools
 import re
 from collections import deque
 from collections.abc import AsyncIterator, Callable, Sequence
@@ -386,20 +385,19 @@ class PostgresStore:
             self._waiting.clear()
 
     async def _write(self, pool: Any, ops: Sequence[Op]) -> None:
-        if len(ops) == 1:
-            # One statement is atomic on its own: skipping BEGIN/COMMIT saves two round
-            # trips on the most common call (one task upsert).
-            async with self._errors("apply"):
-                await pool.execute(_WRITES[type(ops[0])], *_params(ops[0]))
-            self.commits += 1
-            return
-        async with self._errors("apply"), pool.acquire() as conn, conn.transaction():
-            for cls, group in itertools.groupby(ops, type):
-                params = [_params(op) for op in group]
-                if len(params) == 1:
-                    await conn.execute(_WRITES[cls], *params[0])
-                else:
-                    await conn.executemany(_WRITES[cls], params)
+        """One batch (or one group of batches) in one atomic step, in as few round trips
+        as its shape allows: a run of ops of one kind, fences included, is one
+        ``executemany`` (atomic on its own: asyncpg pipelines the rows before one Sync, an
+        implicit transaction), and only a batch of several kinds of ops pays BEGIN and
+        COMMIT around its runs (#24)."""
+        runs = _runs(ops)
+        async with self._errors("apply"):
+            if len(runs) == 1:
+                await _execute(pool, *runs[0])
+            else:
+                async with pool.acquire() as conn, conn.transaction():
+                    for run in runs:
+                        await _execute(conn, *run)
         self.commits += 1
 
     async def get_state(self, kind: str, identity: str, key: str) -> bytes | None:
@@ -502,6 +500,71 @@ class PostgresStore:
             raise StoreError(f"PostgreSQL store {self.url}: {what} failed: {exc}") from exc
 
 
+#: A write with its batch's fence folded in (cluster mode, #24): the fence upsert rides
+#: the write's own statement as a data-modifying CTE, so a fenced write is one round trip
+#: (it was four: BEGIN, fence, write, COMMIT). A CTE runs exactly once and to completion
+#: whether or not the statement reads it, and the fence trigger's exception aborts the
+#: whole statement: a zombie's write is refused in the same atomic step, as before. The
+#: fence's row lock is held to commit, so two owners' writes still serialise on it. $1-$4
+#: are the fence (kind, identity, epoch, owner); a row whose epoch is NULL writes no fence
+#: (the rows of a batch after its first, or of an unfenced batch merged by group commit).
+_FENCE_CTE: Final = (
+    "WITH fence AS (INSERT INTO tocsin_fences (kind, identity, epoch, owner) "
+    "SELECT $1::text, $2::text, $3::bigint, $4::text WHERE $3::bigint IS NOT NULL "
+    "ON CONFLICT (kind, identity) DO UPDATE SET epoch = excluded.epoch, "
+    "owner = excluded.owner) "
+)
+_FENCED: Final = {
+    cls: _FENCE_CTE + q.numbered(sql, start=5) for cls, sql in q.WRITES.items() if cls is not Fence
+}
+_NO_FENCE: Final = (None, None, None, None)
+
+#: One run of a batch: the op class, and per row (fence parameters or None, parameters).
+_Run = tuple[type, list[tuple[tuple[Any, ...] | None, tuple[Any, ...]]]]
+
+
+def _runs(ops: Sequence[Op]) -> list[_Run]:
+    """The batch as runs of one op class, in order, each :class:`Fence` folded into the
+    op after it (a fence with no op of its own after it stays a run of its own)."""
+    runs: list[_Run] = []
+    fence: tuple[Any, ...] | None = None
+    for op in ops:
+        cls = type(op)
+        if cls is Fence:
+            if fence is not None:
+                _add(runs, Fence, None, fence)
+            fence = _params(op)
+            continue
+        _add(runs, cls, fence, _params(op))
+        fence = None
+    if fence is not None:
+        _add(runs, Fence, None, fence)
+    return runs
+
+
+def _add(runs: list[_Run], cls: type, fence: tuple[Any, ...] | None, row: tuple[Any, ...]) -> None:
+    if runs and runs[-1][0] is cls:
+        runs[-1][1].append((fence, row))
+    else:
+        runs.append((cls, [(fence, row)]))
+
+
+async def _execute(
+    conn: Any, cls: type, rows: list[tuple[tuple[Any, ...] | None, tuple[Any, ...]]]
+) -> None:
+    """One run on a pool or a connection: one statement, or one ``executemany``."""
+    if any(fence is not None for fence, _ in rows):
+        sql = _FENCED[cls]
+        args = [(*(fence or _NO_FENCE), *row) for fence, row in rows]
+    else:
+        sql = _WRITES[cls]
+        args = [row for _, row in rows]
+    if len(args) == 1:
+        await conn.execute(sql, *args[0])
+    else:
+        await conn.executemany(sql, args)
+
+
 def _fail(done: asyncio.Future[None], exc: BaseException) -> None:
     if done.done():
         return
@@ -528,4 +591,5 @@ def _row(r: Any) -> TaskRow:
         timeout=r[12],
         cron=r[13],
         timezone=r[14],
+        policy=None if r[15] is None else bytes(r[15]),
     )

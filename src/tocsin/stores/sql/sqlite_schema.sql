@@ -1,6 +1,7 @@
 -- SPDX-License-Identifier: Apache-2.0
--- tocsin SQLite schema, version 2 (2 added tocsin_tasks.cron and .timezone; the store adds
--- them to a version 1 file on open, before this script runs). Run on every open inside one write transaction, so it
+-- tocsin SQLite schema, version 3 (2 added tocsin_tasks.cron and .timezone, 3 added
+-- tocsin_tasks.policy; the store adds them to an older file on open, before this script
+-- runs). Run on every open inside one write transaction, so it
 -- is idempotent and safe when several processes open the same file at once.
 -- Times are epoch seconds (REAL); payloads and state values are codec bytes (BLOB).
 
@@ -20,6 +21,7 @@ CREATE TABLE IF NOT EXISTS tocsin_tasks (
     timeout     REAL,
     cron        TEXT,
     timezone    TEXT,
+    policy      BLOB,
     PRIMARY KEY (kind, identity, id)
 ) WITHOUT ROWID;
 -- WITHOUT ROWID: rows live in the primary-key B-tree itself, so a task write touches one
@@ -49,7 +51,7 @@ CREATE TABLE IF NOT EXISTS tocsin_state (
     PRIMARY KEY (kind, identity, key)
 ) WITHOUT ROWID;
 
-PRAGMA user_version = 2;
+PRAGMA user_version = 3;
 
 -- Cluster fencing (docs/cluster.md): the newest ownership epoch written for each durable
 -- identity, and its owner (node/incarnation; '' in rows written before owners were
