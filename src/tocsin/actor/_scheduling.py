@@ -13,6 +13,7 @@ whose schedules are cancelled once it fully stops (the runtime's stop listeners)
 from __future__ import annotations
 
 import builtins
+from datetime import datetime
 from typing import TYPE_CHECKING, Any, Protocol
 
 from .._deadlines import Seconds
@@ -96,6 +97,12 @@ class ScheduleService(Protocol):
     def metrics(self) -> SchedulerMetrics: ...
 
     def history_of(self, reference: str) -> builtins.list[TickOutcome]: ...
+
+    async def trigger(self, reference: str) -> None: ...
+
+    async def backfill(
+        self, reference: str, start: datetime, end: datetime, dry_run: bool
+    ) -> builtins.list[datetime]: ...
 
 
 class SchedulingCalls:
@@ -306,3 +313,44 @@ class SchedulingCalls:
             ScheduleNotFoundError: no live schedule holds ``reference``.
         """
         return self._live_scheduler().history_of(reference)
+
+    async def trigger_schedule(self, reference: str) -> None:
+        """Deliver one tick of ``reference`` now, through its ``overlap`` policy: the
+        handler sees ``ctx.tick.manual == True`` and ``ctx.tick.instant`` = now. The
+        schedule's own next fire time is unchanged. In cluster mode a cron schedule's
+        manual tick is claimed cluster-wide under a key of its own: delivered once, by
+        this node, and not while the reference is paused with ``pause_cron``.
+
+        Recorded in :meth:`schedule_history` as ``delivered`` with detail ``"manual"``
+        (or ``skipped_overlap``).
+
+        Raises:
+            ScheduleNotFoundError: no schedule holds ``reference``.
+        """
+        await self._live_scheduler().trigger(reference)
+
+    async def backfill_schedule(
+        self, reference: str, start: datetime, end: datetime, *, dry_run: bool = False
+    ) -> list[datetime]:
+        """Deliver the instants ``reference`` would have fired in ``[start, end)``.
+
+        Interval and cron schedules (a live one-shot has no past instant: ``[]``). Only
+        instants up to now are taken (the schedule delivers its future ones itself), and
+        not those its ``exclude`` calendar holds. They are delivered oldest first, each
+        through the ``overlap`` policy, at most ``misfire.rate`` per second when its
+        policy is ``Misfire.all(rate=...)``; the handler sees ``ctx.tick.backfill ==
+        True`` and the instant's own ``ctx.tick.instant``. The call returns the instants
+        (aware UTC) once every one has been handed over; ``dry_run=True`` only lists
+        them. Cancelling the schedule meanwhile stops the rest.
+
+        In cluster mode each cron instant is claimed with the regular tick's key, so one
+        that any node delivered, and whose claim is still kept, is not delivered again
+        (it is recorded as ``claimed_elsewhere``).
+
+        Raises:
+            ScheduleNotFoundError: no schedule holds ``reference``.
+            TypeError: ``start`` or ``end`` is not a datetime.
+            ValueError: a naive datetime, ``start`` after ``end``, or more than 100,000
+                instants in the range (split it).
+        """
+        return await self._live_scheduler().backfill(reference, start, end, dry_run)

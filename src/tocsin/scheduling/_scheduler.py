@@ -12,11 +12,12 @@ the shared timer fires.
 
 from __future__ import annotations
 
+import asyncio
 import builtins
 import itertools
 import math
 from collections.abc import Callable
-from datetime import datetime, timedelta
+from datetime import datetime
 from typing import TYPE_CHECKING, Any, Protocol, final
 
 from .._deadlines import Deadline, to_seconds
@@ -43,11 +44,13 @@ from ..errors import (
 )
 from ._cron import CronState
 from ._history import DEFAULT_HISTORY, History
+from ._instants import MAX_BACKFILL, cron_instants, interval_instants, kept
 from ._introspect import (
     SchedulerStatistics,
     schedule_info,
     scheduler_metrics,
     scheduler_statistics,
+    utc,
 )
 from ._policy import SchedulePolicy, check_dst, check_exclude, check_jitter, make_policy
 
@@ -754,7 +757,7 @@ class Scheduler:
         if state is not None:
             # Up to now included: resume arms the first fire time after now.
             end = math.nextafter(clock.wall(), math.inf)
-            instants = _cron_instants(state, state.next_wall, end, size)
+            instants = cron_instants(state, state.next_wall, end, keep=size)
         elif record.interval is not None:
             now = clock.monotonic()
             due, interval = record.due, record.interval
@@ -769,40 +772,155 @@ class Scheduler:
         for instant in instants:
             self.outcome(record, instant, _PAUSED)
 
+    # -- operating schedules (issue 23): trigger now, backfill ---------------------------
 
-#: Fire times walked at most when listing a cron schedule's instants in a range: past
-#: it, the walk restarts nearer the end (``_cron_instants``), so a long pause of an
-#: every-second schedule stays cheap.
-CRON_WALK_LIMIT = 10_000
+    async def trigger(self, reference: str) -> None:
+        """One tick of ``reference`` now, through its overlap policy (``manual=True``);
+        its next fire time is unchanged. Cluster mode, cron: claimed cluster-wide under a
+        manual key of its own, so it is delivered once (and not while paused with
+        ``pause_cron``)."""
+        record = self._get(reference)
+        clock = self._clock
+        wall = clock.wall()
+        gate = self.cron_gate
+        if gate is not None and record.cron is not None:
+            await self._claim_then(gate, f"{reference}{MANUAL_KEY}", wall, math.inf, record, wall)
+            return
+        at = wall if record.cron is not None else clock.monotonic()
+        self._by_hand(record, at, backfill=False)
+
+    async def backfill(
+        self, reference: str, start: datetime, end: datetime, dry_run: bool
+    ) -> builtins.list[datetime]:
+        """The instants ``reference`` would have fired in ``[start, end)`` (not after
+        now, not excluded by its calendar), delivered oldest first through its overlap
+        policy at most ``misfire.rate`` per second (``backfill=True``) unless
+        ``dry_run``; returns them once every one was handed over (cluster mode, cron:
+        each claimed with the regular tick's key, so an instant some node delivered is
+        not delivered again while its claim is kept).
+
+        Raises:
+            ScheduleNotFoundError: no schedule holds ``reference``.
+            TypeError: ``start`` or ``end`` is not a datetime.
+            ValueError: naive datetimes, ``start`` after ``end``, or more than
+                ``MAX_BACKFILL`` instants in the range.
+        """
+        record = self._get(reference)
+        lo, hi = _aware(start, "start"), _aware(end, "end")
+        if lo > hi:
+            raise ValueError(f"`start` ({start.isoformat()}) is after `end` ({end.isoformat()})")
+        clock = self._clock
+        wall, mono = clock.wall(), clock.monotonic()
+        hi = min(hi, math.nextafter(wall, math.inf))  # the past only: now included
+        state, policy = record.cron, record.policy
+        if state is not None:
+            instants = cron_instants(state, lo, hi, cap=MAX_BACKFILL)
+            zone = state.tz
+        elif record.interval is not None:
+            anchor = record.due if policy is None or policy.jitter is None else policy.nominal
+            anchor_wall = wall + (anchor - mono)
+            # One more than allowed at most: enough to refuse a range too wide.
+            instants = interval_instants(anchor_wall, record.interval, lo, hi, MAX_BACKFILL + 1)
+            zone = self._zone
+        else:
+            instants = []  # a live one-shot's instant is still ahead of it
+            zone = self._zone
+        if len(instants) > MAX_BACKFILL:
+            raise ValueError(
+                f"backfill of {reference!r} from {start.isoformat()} to {end.isoformat()} "
+                f"would deliver more than {MAX_BACKFILL:,} instants: split the range"
+            )
+        if policy is not None:
+            instants = kept(instants, policy.exclude, zone)
+        listed = [utc(t) for t in instants]
+        if dry_run or not instants:
+            return listed
+        rate = None
+        if policy is not None and policy.misfire.mode == "all":
+            rate = policy.misfire.rate
+        gate = self.cron_gate if state is not None else None
+        step = 0.0 if rate is None else 1.0 / rate
+        began = clock.monotonic()
+        for k, instant in enumerate(instants):
+            if record.dead:
+                break  # cancelled or replaced meanwhile: the rest is not delivered
+            if k and step:
+                await self._runtime.sleep(max(0.0, began + k * step - clock.monotonic()))
+            if gate is not None:
+                nxt = instants[k + 1] if k + 1 < len(instants) else math.inf
+                await self._claim_then(gate, reference, instant, nxt - instant, record, instant)
+            else:
+                at = instant if state is not None else instant - wall + mono
+                self._by_hand(record, at, backfill=True)
+        return listed
+
+    async def _claim_then(
+        self,
+        gate: CronGate,
+        key: str,
+        fire_at: float,
+        period: float,
+        record: ScheduleRecord,
+        at: float,
+    ) -> None:
+        """Claim ``key@fire_at`` through the cluster gate and, if this node won, deliver
+        the hand-made tick ``at``; return once the claim is decided. One at a time:
+        the gate coalesces claims of one reference that overlap."""
+        loop = self._runtime.loop
+        decided: asyncio.Future[bool] = loop.create_future()
+
+        def won() -> None:
+            if not decided.done():
+                decided.set_result(True)
+
+        def lost() -> None:
+            if not decided.done():
+                decided.set_result(False)
+
+        gate.deliver_if_won(key, fire_at, period, won, lost)
+        if await decided and not record.dead:
+            self._by_hand(record, at, backfill=not key.endswith(MANUAL_KEY))
+        elif not decided.result():
+            self.outcome(
+                record,
+                fire_at,
+                Outcome.CLAIMED_ELSEWHERE,
+                "manual" if key.endswith(MANUAL_KEY) else "backfill",
+            )
+
+    def _by_hand(self, record: ScheduleRecord, at: float, *, backfill: bool) -> bool | None:
+        """Deliver one manual or backfilled tick of ``record`` (instant ``at`` in its
+        own units) through its overlap policy. True: delivered; False: refused by the
+        target (a dead letter); None: skipped by the overlap policy."""
+        how = "backfill" if backfill else "manual"
+        wall = self.wall_of(record, at)
+        if record.send_to.deliver(record, record.sender, None):
+            record.ticks += 1
+            self.ticks_delivered += 1
+            self.history.outcome(record, wall, Outcome.DELIVERED, how)
+            return True
+        self.dead_letter(record, at, record.send_to)
+        return False
+
+    def wall_of(self, record: ScheduleRecord, at: float) -> float:
+        """Wall seconds of an instant in the record's units (cron: wall already)."""
+        if record.cron is not None:
+            return at
+        clock = self._clock
+        return clock.wall() + (at - clock.monotonic())
 
 
-def _cron_instants(state: CronState, start: float, end: float, keep: int | None) -> list[float]:
-    """Fire times of ``state``'s expression in ``[start, end)`` (wall seconds), oldest
-    first; with ``keep``, only the most recent ``keep`` of them."""
-    expr, tz = state.expr, state.tz
-    out: list[float] = []
-    cursor = datetime.fromtimestamp(start, tz) - timedelta(microseconds=1)
-    walked = 0
-    while True:
-        nxt = expr.next_after(cursor)
-        if nxt is None:
-            break
-        t = nxt.timestamp()
-        if t >= end:
-            break
-        out.append(t)
-        walked += 1
-        if keep is not None and walked >= CRON_WALK_LIMIT and len(out) >= 2:
-            # Far too many to walk: jump to the window that holds the last `keep`
-            # (regular expressions: the gaps seen so far predict it), then walk on.
-            gap = (out[-1] - out[0]) / (len(out) - 1)
-            restart = end - 2 * keep * gap
-            if restart > t:
-                out.clear()
-                walked = -CRON_WALK_LIMIT  # never jump twice
-                cursor = datetime.fromtimestamp(restart, tz)
-                continue
-        cursor = nxt
-        if keep is not None and len(out) > 4 * keep:
-            del out[: len(out) - keep]
-    return out if keep is None else out[-keep:]
+#: Suffix of the claim key of a manual tick in cluster mode (``trigger_schedule``): its
+#: own key space, so it never takes a regular tick's claim.
+MANUAL_KEY = "#manual"
+
+
+def _aware(value: object, name: str) -> float:
+    if not isinstance(value, datetime):
+        raise TypeError(f"`{name}` must be a datetime, got {value!r}")
+    if value.tzinfo is None or value.utcoffset() is None:
+        raise ValueError(
+            f"`{name}` must be an aware datetime (give it a tzinfo, e.g. "
+            f"datetime(..., tzinfo=UTC)), got naive {value.isoformat()}"
+        )
+    return value.timestamp()
