@@ -31,7 +31,7 @@ from __future__ import annotations
 import asyncio
 import logging
 import math
-from collections.abc import Callable
+from collections.abc import Awaitable, Callable
 from datetime import UTC, datetime, tzinfo
 from typing import TYPE_CHECKING, Final, final
 
@@ -145,6 +145,9 @@ class CronClaims:
         counters: where outcomes are counted.
         clock: the system's clock; a ManualClock is told when claims are in flight, so
             ``await clock.advance(s)`` returns after the deliveries they decide.
+        not_early: awaited with the fire instant before a tick of the scheduler is
+            claimed; returns once the instant has come on the coordinator's clock
+            (``ClusterTime.not_early``, ``cluster/_time.py``).
     """
 
     def __init__(
@@ -154,8 +157,10 @@ class CronClaims:
         node: str,
         counters: Counters,
         clock: Clock | None = None,
+        not_early: Callable[[float], Awaitable[None]] | None = None,
     ) -> None:
         self._coordinator = coordinator
+        self._not_early = not_early
         self._node = node
         self._counters = counters
         self._clock = clock
@@ -240,6 +245,8 @@ class CronClaims:
         deliver: Callable[[], object],
         skipped: Callable[[], object] | None,
     ) -> None:
+        if self._not_early is not None:  # claim earliness (cluster/_time.py)
+            await self._not_early(fire_at)
         won = await self.claim(reference, fire_at, period)  # cancelled: see _done
         _call(deliver if won else skipped, reference)
 

@@ -64,17 +64,24 @@ class Cluster:
             is now the preferred owner of some of its idle identities (they passivate
             here and activate there at their next message or due task); busy ones move
             once idle. A positive finite number; always a float once constructed.
+        max_skew: seconds this node's clock may be off the coordinator's before it warns
+            (once a minute), and by which a cron claim may precede its instant on the
+            coordinator's clock (a claim earlier than that waits for the instant). The
+            offset is measured at each lease renewal and corrected whatever its size
+            (``docs/cluster.md``, "Cluster time"). Between 0.001 and 3600; default 1.
 
     Raises:
         InvalidCoordinatorURLError: a malformed coordinator URL (checked here, so the
             mistake shows at the line that wrote it).
-        ValueError: ``lease``, ``poll_interval`` or ``rebalance_rate`` out of range.
+        ValueError: ``lease``, ``poll_interval``, ``rebalance_rate`` or ``max_skew`` out
+            of range.
     """
 
     coordinator: str | Coordinator
     lease: float = 10.0
     poll_interval: float | None = None
     rebalance_rate: float = 100.0
+    max_skew: float = 1.0
 
     def __post_init__(self) -> None:
         if not isinstance(self.coordinator, Coordinator):
@@ -96,6 +103,8 @@ class Cluster:
                 f"second, got {rate!r}"
             )
         object.__setattr__(self, "rebalance_rate", float(rate))
+        skew = _seconds("max_skew", self.max_skew, 0.001, 3600.0)
+        object.__setattr__(self, "max_skew", skew)
 
     @property
     def renew_every(self) -> float:
@@ -196,6 +205,8 @@ class ClusterMetrics:
             epoch holds the identity (a zombie's writes; each stops its activation).
         handed_over: idle identities this node passivated and handed to the node that
             now prefers them (rebalancing after a join).
+        claims_early: cron ticks whose claim waited because their instant had not yet
+            come on the coordinator's clock (by more than ``max_skew``).
     """
 
     leases_renewed: int
@@ -211,6 +222,7 @@ class ClusterMetrics:
     fenced_writes: int = 0
     handed_over: int = 0
     claims_coalesced: int = 0
+    claims_early: int = 0
 
 
 @final
@@ -219,6 +231,7 @@ class Counters:
 
     __slots__ = (
         "claims_coalesced",
+        "claims_early",
         "claims_failed",
         "claims_lost",
         "claims_skipped_late",
@@ -243,6 +256,7 @@ class Counters:
         self.claims_skipped_paused = 0
         self.claims_failed = 0
         self.claims_coalesced = 0
+        self.claims_early = 0
         self.ownership_claims = 0
         self.takeovers = 0
         self.fenced_writes = 0
@@ -259,6 +273,7 @@ class Counters:
             claims_skipped_paused=self.claims_skipped_paused,
             claims_failed=self.claims_failed,
             claims_coalesced=self.claims_coalesced,
+            claims_early=self.claims_early,
             ownership_claims=self.ownership_claims,
             takeovers=self.takeovers,
             fenced_writes=self.fenced_writes,

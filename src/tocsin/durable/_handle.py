@@ -24,6 +24,7 @@ from ..actor._spi import (
     NoSender,
     SendTarget,
     Supervisor,
+    new_cell,
     new_incarnation,
     target_of,
 )
@@ -153,6 +154,20 @@ class DurableHandle(SendTarget):
         if cell is None and not self.moving:
             self.activate()
         return True
+
+    def offer(self, message: Any, sender: Any, reply: Reply | None) -> asyncio.Future[None] | None:
+        """``pid.send``: to the running activation's mailbox (waiting for room when it
+        is bounded and full); else queued for the activation it starts, as ``deliver``."""
+        cell = self.cell
+        if (
+            cell is not None
+            and cell.alive()
+            and self.runtime.running
+            and not self.durable.stopping
+            and not (message.__class__ is str and message == WAKE)  # the handle's own
+        ):
+            return cell.offer(message, sender, reply)
+        return super().offer(message, sender, reply)
 
     def alive(self) -> bool:
         return self.runtime.running
@@ -378,8 +393,15 @@ class DurableHandle(SendTarget):
         supervisor = getattr(self.cls, "supervisor", None) or DEFAULT_SUPERVISOR
         if self.durable.gate is not None:
             supervisor = self._fenced_stops(supervisor)
-        cell = Cell(
-            runtime, self.path, self.build, None, supervisor, self.passivate_after, self.pid
+        cell = new_cell(
+            runtime,
+            self.path,
+            self.build,
+            None,
+            supervisor,
+            self.passivate_after,
+            self.pid,
+            mailbox_bound=runtime.mailbox_bound,
         )
         runtime.registry[self.path] = cell
         self.durable.cells[cell] = self
