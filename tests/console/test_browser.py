@@ -282,6 +282,7 @@ async def test_a_schedules_history_page_shows_its_ring_and_its_pause_note(
     """Issue 23: the reference links to the schedule's page; the page lists what became
     of its recent instants, newest first, and a paused schedule's note, time and node
     (hostile note text stays text)."""
+    from selenium.common.exceptions import StaleElementReferenceException
     from selenium.webdriver.common.by import By
     from selenium.webdriver.support.ui import WebDriverWait
 
@@ -312,7 +313,16 @@ async def test_a_schedules_history_page_shows_its_ring_and_its_pause_note(
                 assert state.startswith("paused")
                 assert f"holiday freeze {HOSTILE}" in state
                 assert "by ops" in state
-                browser.find_element(By.CSS_SELECTOR, "a[aria-label='History of fast']").click()
+                # Live updates swap the schedules section: retry a click that lands on a
+                # swapped-out link.
+                for _ in range(20):
+                    try:
+                        browser.find_element(
+                            By.CSS_SELECTOR, "a[aria-label='History of fast']"
+                        ).click()
+                        break
+                    except StaleElementReferenceException:
+                        continue
                 wait.until(lambda d: d.title.startswith("fast: history"))
                 assert browser.find_element(By.TAG_NAME, "h1").text == "Schedule fast"
                 assert rows(browser) != []
@@ -333,7 +343,7 @@ async def test_a_schedules_history_page_shows_its_ring_and_its_pause_note(
                 assert "Nothing recorded yet" in browser.find_element(By.ID, "history").text
                 # An unknown reference is a 404, not an empty page.
                 browser.get(server.url.split("?")[0] + "schedule?reference=nope")
-                assert "no live schedule" in browser.page_source
+                assert "No live schedule" in browser.find_element(By.TAG_NAME, "main").text
 
             await asyncio.to_thread(scenario)
     assert (tmp_path / "history.png").stat().st_size > 10_000

@@ -557,6 +557,6 @@ async def test_a_schedules_page_lists_its_history_and_its_pause_note() -> None:
         assert "Nothing recorded yet" in page
         status, text, _ = await get(server, "schedule", params={"reference": "nope"})
         assert status == 404
-        assert "no live schedule" in text
+        assert "No live schedule with reference <code>nope</code>" in text
         status, _, _ = await get(server, "schedule", headers={})  # the token is needed here too
         assert status == 401

@@ -144,10 +144,9 @@ def build_app(
     async def schedule_page(request: web.Request) -> web.Response:
         reference = request.query.get("reference", "")
         found = await source.history(reference) if reference else None
-        if found is None:
-            raise web.HTTPNotFound(text=f"no live schedule with reference {reference!r} here")
-        html = render_history_page(found)
-        return web.Response(text=html, content_type="text/html", charset="utf-8")
+        html = render_history_page(found, reference)
+        status = 200 if found is not None else 404
+        return web.Response(text=html, status=status, content_type="text/html", charset="utf-8")
 
     async def snapshot_json(request: web.Request) -> web.Response:
         snapshot = await source.snapshot()

@@ -323,10 +323,19 @@ def _history_table(h: ScheduleHistory) -> str:
     )
 
 
-def render_history_page(h: ScheduleHistory) -> str:
+def render_history_page(h: ScheduleHistory | None, reference: str) -> str:
     """A schedule's own page: what it is, whether (and why) it is paused, and its
     history ring (``schedule_history``), newest first. Read when loaded (reload to
-    refresh): a table that moves under the reader's eyes helps nobody here."""
+    refresh): a table that moves under the reader's eyes helps nobody here. ``None``:
+    the page saying there is no such live schedule here (served as a 404)."""
+    if h is None:
+        return _page(
+            f"{reference}: not found",
+            f"Schedule {reference}",
+            f'<p class="empty">No live schedule with reference <code>{e(reference)}</code> '
+            "here: it was cancelled, or its last tick was delivered, or it lives on "
+            "another node.</p>",
+        )
     v = h.schedule
     items = [
         ("Target", e(v.target)),
@@ -337,18 +346,26 @@ def render_history_page(h: ScheduleHistory) -> str:
         ("Ticks", e(v.ticks)),
     ]
     facts = "".join(f"<dt>{k}</dt><dd>{val}</dd>" for k, val in items)
+    return _page(
+        f"{v.reference}: history",
+        f"Schedule {v.reference}",
+        f'<dl class="summary" id="schedule-facts">{facts}</dl>'
+        '<section aria-labelledby="history-title"><h2 id="history-title">History</h2>'
+        f'<div id="history">{_history_table(h)}</div></section>',
+    )
+
+
+def _page(title: str, heading: str, main: str) -> str:
+    """A console page of its own (no live sections) around ``main`` (already HTML)."""
     return (
         "<!doctype html>"
         '<html lang="en"><head><meta charset="utf-8">'
         '<meta name="viewport" content="width=device-width, initial-scale=1">'
-        f"<title>{e(v.reference)}: history — tocsin console</title>"
+        f"<title>{e(title)} — tocsin console</title>"
         '<link rel="stylesheet" href="static/console.css">'
         "</head><body>"
         '<a class="skip" href="#main">Skip to content</a>'
-        f"<header><h1>Schedule {e(v.reference)}</h1>"
+        f"<header><h1>{e(heading)}</h1>"
         '<nav aria-label="Back"><ul><li><a href="./#schedules">All schedules</a></li></ul></nav>'
-        "</header>"
-        f'<main id="main"><dl class="summary" id="schedule-facts">{facts}</dl>'
-        '<section aria-labelledby="history-title"><h2 id="history-title">History</h2>'
-        f'<div id="history">{_history_table(h)}</div></section></main></body></html>'
+        f'</header><main id="main">{main}</main></body></html>'
     )
