@@ -66,27 +66,36 @@ async def test_a_fenced_batch_in_a_group_fails_alone(postgres_dsn: str) -> None:
         await store.close()
 
 
-class _CountingPool:
-    """The store's pool, counting the calls that each cost a round trip or more."""
+class _Counting:
+    """The store's write connection, counting the calls that each cost a round trip."""
 
-    def __init__(self, pool: Any) -> None:
-        self.pool = pool
+    def __init__(self, conn: Any) -> None:
+        self.conn = conn
         self.calls: list[str] = []
 
     async def execute(self, *args: Any) -> Any:
         self.calls.append("execute")
-        return await self.pool.execute(*args)
+        return await self.conn.execute(*args)
 
     async def executemany(self, *args: Any) -> Any:
         self.calls.append("executemany")
-        return await self.pool.executemany(*args)
+        return await self.conn.executemany(*args)
 
-    async def fetch(self, *args: Any) -> Any:  # reads: not counted
-        return await self.pool.fetch(*args)
+    def transaction(self) -> Any:
+        self.calls.append("transaction")  # BEGIN, its statements, COMMIT
+        return self.conn.transaction()
 
-    def acquire(self) -> Any:
-        self.calls.append("acquire")  # a transaction: BEGIN, its statements, COMMIT
-        return self.pool.acquire()
+    def is_closed(self) -> bool:
+        return bool(self.conn.is_closed())
+
+    def terminate(self) -> None:
+        self.conn.terminate()
+
+
+async def _counting(store: PostgresStore) -> _Counting:
+    counting = _Counting(store._writer or await store._pool.acquire())
+    store._writer = counting
+    return counting
 
 
 async def test_a_fenced_write_is_one_statement_and_a_zombie_writes_nothing(
@@ -94,8 +103,7 @@ async def test_a_fenced_write_is_one_statement_and_a_zombie_writes_nothing(
 ) -> None:
     store = PostgresStore(postgres_dsn, schema=f"g_{uuid.uuid4().hex[:12]}")
     await store.open()
-    counting = _CountingPool(store._pool)
-    store._pool = counting
+    counting = await _counting(store)
     try:
         await store.apply([Fence("K", "a", 7, "n1"), UpsertTask(_row("a"))])
         await store.apply(
@@ -119,11 +127,11 @@ async def test_a_fenced_write_is_one_statement_and_a_zombie_writes_nothing(
         await store.apply(
             [Fence("K", "b", 1, "n1"), UpsertTask(_row("b")), DeleteTask("K", "a", "t")]
         )
-        assert counting.calls == ["acquire"]
+        assert counting.calls == ["transaction", "execute", "execute"]  # no fence statement
         assert await store.fence_epoch("K", "b") == 1
         assert sorted(r.id for r in await store.list_tasks(kind="K")) == ["t", "t0", "t1", "t2"]
     finally:
-        store._pool = counting.pool
+        store._writer = counting.conn
         await store.close()
 
 
@@ -135,8 +143,7 @@ async def test_merged_fenced_batches_are_one_statement_each_fenced_alone(
     store = PostgresStore(postgres_dsn, schema=f"g_{uuid.uuid4().hex[:12]}")
     await store.open()
     await store.apply([Fence("K", "zombie", 5)])
-    counting = _CountingPool(store._pool)
-    store._pool = counting
+    counting = await _counting(store)
     try:
         outcomes = await asyncio.gather(
             *(
@@ -149,11 +156,11 @@ async def test_merged_fenced_batches_are_one_statement_each_fenced_alone(
         )
         assert isinstance(outcomes[5], FencedError)
         assert [o for k, o in enumerate(outcomes) if k != 5] == [None] * 11
-        assert "acquire" not in counting.calls  # one run of one kind: no BEGIN/COMMIT
+        assert "transaction" not in counting.calls  # one run of one kind: no BEGIN/COMMIT
         assert sorted(r.identity for r in await store.list_tasks(kind="K")) == sorted(
             f"i{k}" for k in range(12) if k != 5
         )
         assert [await store.fence_epoch("K", f"i{k}") for k in (0, 11)] == [1, 1]
     finally:
-        store._pool = counting.pool
+        store._writer = counting.conn
         await store.close()

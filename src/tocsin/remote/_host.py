@@ -15,7 +15,11 @@ class Host(Protocol):
     """What a :class:`RemoteNode` needs from the actor system that owns it."""
 
     def deliver_tell(self, path: str, incarnation: str, sender: str, message: object) -> None:
-        """A tell arrived for the local actor ``path`` (dead-letter it if absent)."""
+        """A tell arrived for the local actor ``path`` (dead-letter it if absent).
+
+        A schedule's tick arrives as an ``InboundTick`` (a ``RuntimeItem``): deliver it
+        as it is, so the target's mailbox opens it; one dead-lettered here must go
+        through its ``rejected()`` (it tells the sender the tick is over)."""
 
     def deliver_ask(
         self, path: str, incarnation: str, sender: str, message: object, reply: RemoteReply

@@ -9,8 +9,9 @@ what guarantees that a backward wall jump never fires the same tick twice.
 
 from __future__ import annotations
 
+from collections import deque
 from datetime import datetime
-from typing import TYPE_CHECKING, final
+from typing import TYPE_CHECKING, Final, final
 
 from ..cron._spi import zone
 from ..errors import InvalidCronExpressionError
@@ -18,14 +19,17 @@ from ..errors import InvalidCronExpressionError
 if TYPE_CHECKING:
     from ..cron import CronExpression, DSTPolicy
 
-__all__ = ["CronState"]
+__all__ = ["OVERDUE_SCAN", "CronState"]
+
+#: Most overdue fire times counted after a stall (each costs one next-fire computation).
+OVERDUE_SCAN: Final = 100_000
 
 
 @final
 class CronState:
     """The cron part of a schedule record (internal)."""
 
-    __slots__ = ("dst", "expr", "last_wall", "next_wall", "text", "tz", "zone_name")
+    __slots__ = ("dst", "expr", "last_wall", "next_wall", "offset", "text", "tz", "zone_name")
 
     def __init__(
         self, expr: CronExpression, text: str, zone_name: str, dst: DSTPolicy | None = None
@@ -38,6 +42,8 @@ class CronState:
         self.tz = zone(zone_name)
         self.next_wall = 0.0
         self.last_wall: float | None = None
+        #: Seconds the tick due at ``next_wall`` is delivered after it (jitter; else 0).
+        self.offset = 0.0
 
     @classmethod
     def create(
@@ -74,3 +80,40 @@ class CronState:
         self.last_wall = self.next_wall
         self.next_wall = max(self.next_wall, nxt.timestamp())
         return True
+
+    def following(self, after: float) -> float | None:
+        """The first fire time strictly after ``after`` (epoch seconds), or None."""
+        nxt = self.expr.next_after(datetime.fromtimestamp(after, self.tz), dst=self.dst)
+        return None if nxt is None else nxt.timestamp()
+
+    def move_to(self, wall: float) -> None:
+        """Make ``wall`` (a fire time after the current one) the next fire time."""
+        self.last_wall = self.next_wall
+        self.next_wall = max(self.next_wall, wall)
+
+    def set_offset(self, seconds: float) -> None:
+        """The jitter of the tick due at ``next_wall``."""
+        self.offset = seconds
+
+    def overdue(
+        self, first: float, wall: float, keep: int
+    ) -> tuple[int, list[float], float | None]:
+        """The fire times in ``[first, wall]`` (``first`` is one): how many, the most
+        recent ``keep`` of them (at least one, oldest first), and the first after ``wall``.
+
+        Bounded: past :data:`OVERDUE_SCAN` fire times (an every-second expression after
+        a stall of hours) the count stops there and the scan goes on from ``wall``; the
+        most recent ones kept are then the last ones scanned.
+        """
+        recent: deque[float] = deque([first], maxlen=max(1, keep))
+        count = 1
+        current = first
+        while True:
+            nxt = self.following(current)
+            if nxt is None or nxt > wall:
+                return count, list(recent), nxt
+            count += 1
+            recent.append(nxt)
+            current = nxt
+            if count >= OVERDUE_SCAN:
+                return count, list(recent), self.following(wall)

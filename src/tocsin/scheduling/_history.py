@@ -75,7 +75,12 @@ def check_history(value: object) -> int:
 
 
 def _utc(seconds: float) -> datetime:
-    return datetime.fromtimestamp(seconds, UTC)
+    """Aware UTC; past ``datetime``'s years (a test clock jumped 1e13 s), its bound: a
+    record must never fail the fire path."""
+    try:
+        return datetime.fromtimestamp(seconds, UTC)
+    except (ValueError, OverflowError, OSError):
+        return (datetime.max if seconds > 0 else datetime.min).replace(tzinfo=UTC)
 
 
 class HistoryRecord(Protocol):
@@ -140,7 +145,7 @@ class History:
         entry = TickOutcome(
             record.reference,
             _utc(instant_wall),
-            self._clock.wall_datetime(),
+            _utc(self._clock.wall()),
             outcome,
             detail,
             self.node,

@@ -36,7 +36,7 @@ def schedule_info(
     if record.paused or not record.armed:
         next_fire = None
     elif cron is not None:
-        next_fire = utc(cron.next_wall)
+        next_fire = utc(cron.next_wall + cron.offset)  # jitter included
     else:
         next_fire = utc(wall + (record.due - now))
     owner = record.owner

@@ -16,6 +16,7 @@ import asyncio
 import builtins
 import itertools
 import math
+from collections import deque
 from collections.abc import Callable
 from datetime import datetime
 from typing import TYPE_CHECKING, Any, Protocol, final
@@ -32,10 +33,11 @@ from ..actor._spi import (
     ScheduleInfo,
     ScheduleKind,
     SchedulerMetrics,
+    Tick,
     TickOutcome,
 )
 from ..clock import WALL_TOLERANCE
-from ..cron._spi import zone
+from ..cron._spi import jitter_offset, zone
 from ..errors import (
     DeadActorError,
     ScheduleAlreadyExistsError,
@@ -97,11 +99,13 @@ class ScheduleRecord(Deadline, RuntimeItem):
         "paused_at",
         "paused_by",
         "policy",
+        "queued",
         "reference",
         "scheduler",
         "send_to",
         "sender",
         "target",
+        "tick_at",
         "ticks",
     )
 
@@ -155,6 +159,11 @@ class ScheduleRecord(Deadline, RuntimeItem):
         # The schedule's non-default options and their state; None (the common case):
         # every option is its default and the ticks take the plain path.
         self.policy = policy
+        # Ticks of this record in the target's mailbox (the record itself or TickItems),
+        # and the nominal instant the record itself carries there: monotonic for once and
+        # interval schedules, wall (epoch seconds) for cron (see Scheduler.wall_of).
+        self.queued = 0
+        self.tick_at = 0.0
 
     # One slot fewer per schedule (a system may hold a million): `due` is the heap's own
     # copy of the deadline, which also keeps a paused one-shot's remaining delay while
@@ -175,24 +184,35 @@ class ScheduleRecord(Deadline, RuntimeItem):
         cancelled or replaced schedule is ``dead``, so a tick still queued is dropped here;
         a schedule's last tick retires it (Akka ``TimerSchedulerImpl.interceptTimerMsg``).
         """
+        queued = self.queued = self.queued - 1
         if self.dead:
-            self.scheduler.ticks_discarded += 1
-            return STALE
-        if self.final:
-            self.scheduler.retire(self)
+            return self.scheduler.stale(self)
+        if self.final and not queued:
+            self.scheduler.last_tick_taken(self)
         return self.message
 
     def rejected(self) -> Any:
         """A tick its target refused (stopped, suspended): the message for the dead
         letter, or ``STALE`` if the schedule was cancelled meanwhile (not lost)."""
-        scheduler = self.scheduler
-        if self.dead:
-            scheduler.ticks_discarded += 1
-            return STALE
-        scheduler.ticks_dead_lettered += 1
-        if self.final:
-            scheduler.retire(self)
-        return self.message
+        self.queued -= 1
+        return self.scheduler.tick_rejected(self, self.tick_at)
+
+    def tick(self) -> Tick:
+        """``ctx.tick`` for the tick this record carries: its reference and nominal instant."""
+        return Tick(self.reference, utc(self.scheduler.wall_of(self, self.tick_at)))
+
+    def finished(self) -> None:
+        """The target's ``receive`` for this tick is over: one tick fewer in flight."""
+        policy = self.policy
+        if policy is not None and policy.tracks:
+            self.scheduler.settled(self, policy)
+
+    @property
+    def tracked(self) -> bool:  # type: ignore[override]
+        """Whether the overlap policy counts this schedule's ticks in flight (a remote
+        target then asks for a completion frame); False for ``Overlap.ALLOW``."""
+        policy = self.policy
+        return policy is not None and policy.tracks
 
     @property
     def kind(self) -> ScheduleKind:
@@ -204,7 +224,6 @@ class ScheduleRecord(Deadline, RuntimeItem):
         # The hot path of every tick: attributes are read once, the lateness sample goes
         # straight into the scheduler's ring buffer, and the re-arm's push records the
         # new `due` itself.
-        target = self.send_to
         scheduler = self.scheduler
         fired = scheduler.fired
         self.late = scheduler.lateness[fired & _LATENESS_MASK] = now - deadline
@@ -213,46 +232,54 @@ class ScheduleRecord(Deadline, RuntimeItem):
         if cron is not None:
             scheduler.fire_cron(self, cron, now)
             return
+        if self.policy is not None:
+            scheduler.fire_with_policy(self, self.policy, now, deadline)
+            return
         interval = self.interval
+        at = deadline  # the instant this tick stands for (monotonic)
         if interval is None:
             # Retired when its tick is opened (or, if rejected, by `rejected`).
             self.final = True
             self.due = math.inf
+            due = math.inf
+        else:
+            # Fixed rate without drift: the next grid point strictly after now.
+            due = deadline + interval
+            if due <= now:
+                # A stall: the overdue ticks are coalesced into one, which carries the
+                # most recent overdue instant (APScheduler's coalesce does the same).
+                at, due = scheduler.coalesce(self, deadline, interval, now)
+        # The record itself is the mailbox item; only a tick sent while an earlier one
+        # of this record still waits in a mailbox needs an item of its own (its instant).
+        queued = self.queued
+        self.queued = queued + 1
+        if queued:
+            item: RuntimeItem = TickItem(self, at)
+        else:
+            self.tick_at = at
+            item = self
         # A rejected tick is dead-lettered and counted by `rejected`.
-        delivered = target.deliver(self, self.sender, None)
-        if delivered:
+        if self.send_to.deliver(item, self.sender, None):
             self.ticks += 1
             scheduler.ticks_delivered += 1
             # History (issue 23): two floats that exist already, written into the ring;
             # no object per tick (see _history.py). No length check either: the rare
             # ends (no ring yet, the ring's end) raise, and a try costs nothing in 3.11.
-            at = self.history_at
+            pos = self.history_at
             try:
                 ring = self.history
-                ring[at] = deadline  # type: ignore[index]
-                ring[at + 1] = now  # type: ignore[index]
+                ring[pos] = at  # type: ignore[index]
+                ring[pos + 1] = now  # type: ignore[index]
             except (TypeError, IndexError):
-                ring, at = self.grow_history()
-                ring[at] = deadline
-                ring[at + 1] = now
-            self.history_at = at + 2
-        else:
-            scheduler.dead_letter(self, deadline, target)
-        if interval is None:
-            return
-        if not delivered and not target.alive():
+                ring, pos = self.grow_history()
+                ring[pos] = at
+                ring[pos + 1] = now
+            self.history_at = pos + 2
+        elif interval is not None and not self.send_to.alive():
             scheduler.retire(self)  # target fully stopped: drop after this tick
             return
-        # Fixed rate without drift: the next grid point strictly after now. After a stall
-        # the overdue ticks were coalesced into the one just delivered.
-        due = deadline + interval
-        if due <= now:
-            due = deadline + (math.floor((now - deadline) / interval) + 1) * interval
-            if due <= now:
-                # Float absorption (a monotonic time so large that 1 ms no longer moves
-                # it): re-arming at `now` would fire forever at one instant.
-                due = math.nextafter(now, math.inf)
-        scheduler.deadlines.add(due, self)
+        if interval is not None:
+            scheduler.deadlines.add(due, self)
 
     # -- history (issue 23; scheduling/_history.py reads the ring) ----------------------
 
@@ -283,6 +310,83 @@ class ScheduleRecord(Deadline, RuntimeItem):
         ring[at] = first
         ring[at + 1] = second
         self.history_at = at + 2
+
+
+@final
+class TickItem(RuntimeItem):
+    """A tick of a schedule whose record is already queued in the target's mailbox (a
+    slow actor under ``Overlap.ALLOW``), or a manual or backfilled tick: the record
+    cannot carry two instants, so this small item carries this one's (internal)."""
+
+    __slots__ = ("at", "backfill", "manual", "record")
+
+    def __init__(
+        self, record: ScheduleRecord, at: float, manual: bool = False, backfill: bool = False
+    ) -> None:
+        self.record = record
+        self.at = at  # the nominal instant, in the record's units (see Scheduler.wall_of)
+        self.manual = manual
+        self.backfill = backfill
+
+    def open(self) -> Any:
+        record = self.record
+        queued = record.queued = record.queued - 1
+        if record.dead:
+            return record.scheduler.stale(record)
+        if record.final and not queued:
+            record.scheduler.last_tick_taken(record)
+        return record.message
+
+    def rejected(self) -> Any:
+        record = self.record
+        record.queued -= 1
+        return record.scheduler.tick_rejected(record, self.at)
+
+    def tick(self) -> Tick:
+        record = self.record
+        instant = utc(record.scheduler.wall_of(record, self.at))
+        return Tick(record.reference, instant, manual=self.manual, backfill=self.backfill)
+
+    def finished(self) -> None:
+        self.record.finished()
+
+    @property
+    def tracked(self) -> bool:  # type: ignore[override]
+        return self.record.tracked
+
+
+@final
+class Replay(Deadline):
+    """``Misfire.all(rate=...)``: the overdue instants still to replay, one every
+    ``1/rate`` seconds on the shared heap, oldest first (internal)."""
+
+    __slots__ = ("instants", "record", "start", "step", "taken")
+
+    def __init__(self, record: ScheduleRecord, keep: int, rate: float, start: float) -> None:
+        super().__init__()
+        self.record = record
+        # Bounded: a later stall adds its instants and the oldest fall out, so the
+        # replay is always of the most recent `max` overdue instants.
+        self.instants: deque[float] = deque(maxlen=keep)
+        self.step = 1.0 / rate
+        self.start = start
+        self.taken = 0
+
+    def fire(self, now: float, deadline: float) -> None:
+        record = self.record
+        scheduler = record.scheduler
+        instants = self.instants
+        if record.dead or record.paused or not instants:
+            scheduler.replay_over(record, self)
+            return
+        scheduler.replay_one(record, instants.popleft())
+        if not instants:
+            scheduler.replay_over(record, self)
+            return
+        # k / rate from the start, not a running sum: no drift, and never more than
+        # `rate` in any second (the k-th is at exactly start + k/rate).
+        self.taken += 1
+        scheduler.deadlines.add(self.start + self.taken * self.step, self)
 
 
 class CronGate(Protocol):
@@ -441,6 +545,9 @@ class Scheduler:
         record = self._register(
             message, pid, reference, sender, replace, owner, seconds, None, None, policy
         )
+        if policy is not None:
+            self._arm_interval(record, policy, self._clock.monotonic() + seconds)
+            return record.reference
         # The push records the deadline as the record's `due` (no property call here).
         self.deadlines.add(self._clock.monotonic() + seconds, record)
         return record.reference
@@ -577,6 +684,8 @@ class Scheduler:
         record.paused_by = self._runtime.name
         if self.deadlines.remove(record) and record.interval is None and record.cron is None:
             record.due = max(0.0, record.due - self._clock.monotonic())  # delay left
+        if record.policy is not None:
+            self._drop_waiting(record, record.policy, Outcome.PAUSED)
 
     def resume(self, reference: str) -> None:
         record = self._get(reference)
@@ -591,10 +700,14 @@ class Scheduler:
         if record.cron is not None:
             self._arm_cron(record, record.cron, after=clock.wall())
             return
+        # Not a misfire: the schedule goes on from now.
         if record.interval is not None:
             record.due = clock.monotonic() + record.interval
         else:
             record.due = clock.monotonic() + record.due
+        if record.policy is not None and record.interval is not None:
+            self._arm_interval(record, record.policy, record.due)
+            return
         self.deadlines.add(record.due, record)
 
     def retire(self, record: ScheduleRecord) -> None:
@@ -603,6 +716,8 @@ class Scheduler:
             return
         record.dead = True
         self.deadlines.remove(record)
+        if record.policy is not None:
+            self._drop_waiting(record, record.policy, None)
         if self._refs.get(record.reference) is record:
             del self._refs[record.reference]
         owner = record.owner
@@ -620,6 +735,245 @@ class Scheduler:
         self._unsubscribe_wall()
         self._unlisten()
 
+    # -- the tick path: what the record and its items call ----------------------------
+
+    def wall_of(self, record: ScheduleRecord, at: float) -> float:
+        """A tick's nominal instant ``at`` as epoch seconds: a cron tick's is a wall time
+        already; a once or interval tick's is the monotonic deadline it stood for, read
+        as wall time through the clock's current offset (read only when asked)."""
+        if record.cron is not None:
+            return at
+        clock = self._clock
+        return clock.wall() + (at - clock.monotonic())
+
+    def stale(self, record: ScheduleRecord) -> Any:
+        """A tick of a cancelled, replaced or retired schedule, taken from a mailbox."""
+        self.ticks_discarded += 1
+        policy = record.policy
+        if policy is not None and policy.tracks:
+            policy.settle()
+        return STALE
+
+    def last_tick_taken(self, record: ScheduleRecord) -> None:
+        """The last tick of a schedule with no further instant was taken: retire it,
+        unless ``BUFFER_ONE`` still holds a tick for it."""
+        policy = record.policy
+        if policy is None or policy.held is None:
+            self.retire(record)
+
+    def tick_rejected(self, record: ScheduleRecord, at: float) -> Any:
+        """A tick its target refused (stopped, suspended, full): no longer in flight."""
+        if record.dead:
+            return self.stale(record)
+        self.ticks_dead_lettered += 1
+        policy = record.policy
+        if policy is not None and policy.tracks:
+            policy.settle()
+        reason = _refusal(record.send_to)
+        self.outcome(record, self.wall_of(record, at), Outcome.DEAD_LETTER, reason)
+        if record.final and not record.queued:
+            self.last_tick_taken(record)
+        return record.message
+
+    def send(self, record: ScheduleRecord, at: float) -> bool:
+        """Hand one tick (nominal instant ``at``) to the record's target: the record
+        itself when none of its ticks waits in that mailbox, else a :class:`TickItem`."""
+        queued = record.queued
+        record.queued = queued + 1
+        if queued:
+            item: RuntimeItem = TickItem(record, at)
+        else:
+            record.tick_at = at
+            item = record
+        if record.send_to.deliver(item, record.sender, None):
+            record.ticks += 1
+            self.ticks_delivered += 1
+            record.remember(at, self._native_now(record))  # history: no object per tick
+            return True
+        return False
+
+    def coalesce(
+        self, record: ScheduleRecord, deadline: float, interval: float, now: float
+    ) -> tuple[float, float]:
+        """An interval schedule fired after later instants of its own came due (a stall):
+        the most recent of them, and the next deadline strictly after ``now``. The
+        others are recorded as ``coalesced``."""
+        count = math.floor((now - deadline) / interval)
+        due = deadline + (count + 1) * interval
+        if due <= now:
+            # Float absorption (a monotonic time so large that 1 ms no longer moves
+            # it): re-arming at `now` would fire forever at one instant.
+            due = math.nextafter(now, math.inf)
+        latest = min(deadline + count * interval, now)
+        if count > 0:
+            self.outcome(record, self.wall_of(record, deadline), Outcome.COALESCED, count)
+        return latest, due
+
+    def offer(
+        self, record: ScheduleRecord, policy: SchedulePolicy, at: float, late: float
+    ) -> bool | None:
+        """One tick through the schedule's policies: excluded by its calendar, missed
+        past its grace (``late``: seconds after its instant), held or skipped by its
+        overlap policy, or sent. True: delivered; False: refused; None: not sent."""
+        exclude = policy.exclude
+        if exclude is not None and exclude.excludes(utc(self.wall_of(record, at)), policy.zone):
+            self.outcome(record, self.wall_of(record, at), Outcome.EXCLUDED)
+            return None
+        grace = policy.misfire.grace
+        if grace is not None and late > grace:
+            self.outcome(record, self.wall_of(record, at), Outcome.MISSED)
+            return None
+        if policy.tracks and not policy.admit():
+            if policy.buffer and policy.hold(at):
+                return None  # delivered when the tick in flight finishes
+            self.outcome(record, self.wall_of(record, at), Outcome.SKIPPED_OVERLAP)
+            return None
+        return self.send(record, at)
+
+    def settled(self, record: ScheduleRecord, policy: SchedulePolicy) -> None:
+        """A tick of a tracked schedule finished: one fewer in flight, and a tick held
+        by ``BUFFER_ONE`` goes now."""
+        policy.settle()
+        if not policy.buffer:
+            return
+        held = policy.take_held()
+        if held is None or record.dead or record.paused:
+            return
+        late = self._native_now(record) - held if policy.misfire.grace is not None else 0.0
+        delivered = self.offer(record, policy, held, late)
+        if delivered is not True and not record.send_to.alive():
+            self.retire(record)
+        elif delivered is None and record.final and not record.queued:
+            self.retire(record)  # the held one was its last, and it did not go
+
+    def _native_now(self, record: ScheduleRecord) -> float:
+        """Now, in the units of the record's instants (wall for cron, else monotonic)."""
+        clock = self._clock
+        return clock.wall() if record.cron is not None else clock.monotonic()
+
+    def _drop_waiting(
+        self, record: ScheduleRecord, policy: SchedulePolicy, outcome: Outcome | None
+    ) -> None:
+        """Paused or retired: the held tick and a replay under way are dropped."""
+        replay = policy.replay
+        if replay is not None:
+            self.deadlines.remove(replay)
+            policy.set_replay(None)
+            if outcome is not None:
+                for at in replay.instants:
+                    self.outcome(record, self.wall_of(record, at), outcome)
+        held = policy.take_held()
+        if held is not None and outcome is not None:
+            self.outcome(record, self.wall_of(record, held), outcome)
+
+    def misfire(
+        self,
+        record: ScheduleRecord,
+        policy: SchedulePolicy,
+        first: float,
+        count: int,
+        recent: list[float],
+        now: float,
+    ) -> bool | None:
+        """``count`` instants of ``record`` came due at once (the first ``first``, the
+        most recent ones in ``recent``, oldest first), ``now`` in the same units: apply
+        the misfire policy. Returns how the last tick sent went (see :meth:`offer`)."""
+        misfire = policy.misfire
+        mode = misfire.mode
+        if mode == "once":
+            self.outcome(record, self.wall_of(record, first), Outcome.COALESCED, count - 1)
+            latest = recent[-1]
+            return self.offer(record, policy, latest, now - latest)
+        if mode == "skip":
+            self.outcome(record, self.wall_of(record, first), Outcome.MISSED, count)
+            return None
+        # all: the most recent `max`, oldest first; older ones are missed.
+        replayed = recent[-misfire.max :]
+        if count > len(replayed):
+            self.outcome(record, self.wall_of(record, first), Outcome.MISSED, count - len(replayed))
+        rate = misfire.rate
+        if rate is None:
+            delivered: bool | None = None
+            for at in replayed:
+                delivered = self.offer(record, policy, at, now - at)
+            return delivered
+        replay = policy.replay
+        if replay is None:
+            replay = Replay(record, misfire.max, rate, self._clock.monotonic())
+            policy.set_replay(replay)
+            replay.instants.extend(replayed)
+            at = replay.instants.popleft()
+            delivered = self.offer(record, policy, at, now - at)
+            if replay.instants:
+                self.deadlines.add(replay.start + replay.step, replay)
+                replay.taken = 1
+            else:
+                policy.set_replay(None)
+            return delivered
+        # A replay is under way: it takes these too (its oldest fall out past `max`).
+        replay.instants.extend(replayed)
+        return None
+
+    def replay_one(self, record: ScheduleRecord, at: float) -> None:
+        """A replay's next overdue instant is due (a :class:`Replay` calls it)."""
+        policy = record.policy
+        assert policy is not None
+        delivered = self.offer(record, policy, at, self._native_now(record) - at)
+        if delivered is False and not record.send_to.alive():
+            self.retire(record)
+
+    def replay_over(self, record: ScheduleRecord, replay: Replay) -> None:
+        """A replay has nothing left (or its schedule is paused or gone)."""
+        policy = record.policy
+        if policy is not None and policy.replay is replay:
+            policy.set_replay(None)
+
+    # -- interval and once schedules with a policy --------------------------------------
+
+    def _arm_interval(self, record: ScheduleRecord, policy: SchedulePolicy, nominal: float) -> None:
+        """Arm an interval schedule's tick due at ``nominal``, plus its jitter."""
+        jitter = policy.jitter
+        if jitter is None:
+            self.deadlines.add(nominal, record)
+            return
+        policy.set_nominal(nominal)
+        instant = utc(self.wall_of(record, nominal))
+        interval = record.interval
+        self.deadlines.add(
+            nominal + jitter_offset(record.reference, instant, jitter, interval), record
+        )
+
+    def fire_with_policy(
+        self, record: ScheduleRecord, policy: SchedulePolicy, now: float, deadline: float
+    ) -> None:
+        """A once or interval tick of a schedule with a policy (see :meth:`offer`,
+        :meth:`misfire`)."""
+        interval = record.interval
+        nominal = policy.nominal if policy.jitter is not None else deadline
+        if interval is None:
+            record.final = True
+            record.due = math.inf
+            delivered = self.offer(record, policy, nominal, now - nominal)
+            if delivered is None and not record.queued:
+                self.last_tick_taken(record)  # excluded, missed or skipped: it is over
+            return
+        later = math.floor((now - nominal) / interval)  # instants due after this one
+        if later <= 0:
+            delivered = self.offer(record, policy, nominal, now - nominal)
+            due = nominal + interval
+        else:
+            keep = policy.misfire.max if policy.misfire.mode == "all" else 1
+            recent = [nominal + i * interval for i in range(max(0, later + 1 - keep), later + 1)]
+            delivered = self.misfire(record, policy, nominal, later + 1, recent, now)
+            due = nominal + (later + 1) * interval
+        if due <= now:
+            due = math.nextafter(now, math.inf)  # float absorption, as in `coalesce`
+        if delivered is not True and not record.send_to.alive():
+            self.retire(record)  # target fully stopped: drop after this tick
+            return
+        if not record.dead:
+            self._arm_interval(record, policy, due)
+
     # -- cron --------------------------------------------------------------------------
 
     def _arm_cron(
@@ -630,43 +984,89 @@ class Scheduler:
         if after is not None and not state.advance(after):
             self.retire(record)
             return
-        record.due = clock.monotonic() + max(0.0, state.next_wall - wall)
+        policy = record.policy
+        if policy is not None and policy.jitter is not None:
+            self._jitter_cron(record, state, policy.jitter)
+        record.due = clock.monotonic() + max(0.0, state.next_wall + state.offset - wall)
         if not record.paused:
             self.deadlines.add(record.due, record)
 
+    def _jitter_cron(self, record: ScheduleRecord, state: CronState, jitter: float) -> None:
+        """Set the offset of the cron tick due next: a hash of (reference, instant),
+        capped at the gap to the instant after it."""
+        following = state.following(state.next_wall)
+        gap = None if following is None else following - state.next_wall
+        instant = utc(state.next_wall)
+        state.set_offset(jitter_offset(record.reference, instant, jitter, gap))
+
     def fire_cron(self, record: ScheduleRecord, state: CronState, now: float) -> None:
         wall = self._clock.wall()
-        if wall + WALL_TOLERANCE < state.next_wall:
+        if wall + WALL_TOLERANCE < state.next_wall + state.offset:
             # Wall time went back since this was armed: not due yet in wall terms.
-            record.due = now + (state.next_wall - wall)
+            record.due = now + (state.next_wall + state.offset - wall)
             self.deadlines.add(record.due, record)
             return
         fire_at = state.next_wall  # the instant this tick stands for (the cluster claim key)
-        # Overdue fire times (a stall, a forward wall jump) are coalesced into this one.
-        if not state.advance(max(wall, state.next_wall)):
+        policy = record.policy
+        # One next-fire computation per tick, as before policies: when the fire time
+        # after this one is still ahead, there is no misfire.
+        nxt = state.following(fire_at)
+        count = 1
+        recent: list[float] = [fire_at]
+        if nxt is not None and nxt <= wall:
+            # Overdue fire times (a stall, a forward wall jump): how many, and the most
+            # recent ones (as many as the misfire policy may replay).
+            keep = policy.misfire.max if policy is not None and policy.misfire.mode == "all" else 1
+            count, recent, nxt = state.overdue(fire_at, wall, keep)
+        if nxt is None:
             # No further fire time: deliver this last tick, then retire the schedule when
             # the tick is opened (retiring it now would make that very tick stale).
             record.final = True
             record.due = math.inf
-        gate = self.cron_gate
-        if gate is not None:
-            self._deliver_if_claimed(gate, record, state, fire_at)
         else:
-            target = record.send_to
-            delivered = target.deliver(record, record.sender, None)
-            if delivered:
-                record.ticks += 1
-                self.ticks_delivered += 1
-                record.remember(fire_at, wall)  # history: two wall floats that exist
+            state.move_to(nxt)
+        gate = self.cron_gate
+        if policy is None:
+            at = recent[-1]
+            if count > 1:
+                self.outcome(record, fire_at, Outcome.COALESCED, count - 1)
+            if gate is not None:
+                self._deliver_if_claimed(gate, record, state, at)
+            elif not self.send(record, at) and not record.send_to.alive():
+                self.retire(record)  # target fully stopped: drop after this tick
+                return
+        else:
+            if gate is not None:
+                # Cluster mode: one tick per firing, claimed cluster-wide by its instant;
+                # the claim's winner applies the policies as it delivers.
+                self._deliver_if_claimed(gate, record, state, recent[-1])
             else:
-                self.dead_letter(record, fire_at, target)
-                if not target.alive():
-                    self.retire(record)  # target fully stopped: drop after this tick
+                if count == 1:
+                    delivered = self.offer(record, policy, fire_at, wall - fire_at)
+                else:
+                    delivered = self.misfire(record, policy, fire_at, count, recent, wall)
+                if delivered is not True and not record.send_to.alive():
+                    self.retire(record)
                     return
-        if record.final:
+                if record.final and delivered is None and not record.queued:
+                    self.last_tick_taken(record)
+            if policy.jitter is not None and not record.final:
+                self._jitter_cron(record, state, policy.jitter)
+        if record.final or record.dead:
             return
-        record.due = now + (state.next_wall - wall)
+        record.due = now + (state.next_wall + state.offset - wall)
         self.deadlines.add(record.due, record)
+
+    def _claimed(self, record: ScheduleRecord, fire_at: float) -> None:
+        """Cluster mode: this node won the claim of the tick ``fire_at``: deliver it."""
+        policy = record.policy
+        delivered: bool | None
+        if policy is None:
+            delivered = self.send(record, fire_at)
+        else:
+            delivered = self.offer(record, policy, fire_at, self._clock.wall() - fire_at)
+        if delivered is not True and not record.send_to.alive():
+            self.retire(record)
 
     def _deliver_if_claimed(
         self, gate: CronGate, record: ScheduleRecord, state: CronState, fire_at: float
@@ -679,15 +1079,7 @@ class Scheduler:
         def deliver() -> None:
             if record.dead:
                 return  # cancelled, replaced or retired while the claim ran
-            target = record.send_to
-            if target.deliver(record, record.sender, None):
-                record.ticks += 1
-                self.ticks_delivered += 1
-                record.remember(fire_at, self._clock.wall())
-            else:
-                self.dead_letter(record, fire_at, target)
-                if not target.alive():
-                    self.retire(record)
+            self._claimed(record, fire_at)
 
         def skipped() -> None:
             if record.final:
@@ -703,8 +1095,9 @@ class Scheduler:
             if state is None or record.paused or record.dead or record.final:
                 continue
             # A backward jump leaves next_wall where it was, so a tick never fires twice;
-            # a forward jump makes it due now, once: later overdue ones are coalesced.
-            record.due = now + max(0.0, state.next_wall - wall)
+            # a forward jump makes it due now, once: later overdue ones go through the
+            # misfire policy when it fires.
+            record.due = now + max(0.0, state.next_wall + state.offset - wall)
             self.deadlines.add(record.due, record)
 
     # -- introspection -----------------------------------------------------------------
@@ -729,17 +1122,6 @@ class Scheduler:
         return scheduler_statistics(self.fired, self.lateness, self._refs.values())
 
     # -- operating schedules (issue 23): history, outcomes ------------------------------
-
-    def dead_letter(self, record: ScheduleRecord, instant: float, target: SendTarget) -> None:
-        """A tick its target refused at delivery (``instant`` in the record's own time:
-        wall for cron, monotonic otherwise). The reason is the one the cell gave the dead
-        letter: a target that can take no message any more has stopped, else it is
-        suspended."""
-        if record.cron is None:
-            clock = self._clock
-            instant += clock.wall() - clock.monotonic()
-        reason = DeadLetterReason.STOPPED if not target.alive() else DeadLetterReason.SUSPENDED
-        self.outcome(record, instant, _DEAD_LETTER, str(reason))
 
     def history_of(self, reference: str) -> builtins.list[TickOutcome]:
         """What became of the recent instants of ``reference``, oldest first.
@@ -894,29 +1276,42 @@ class Scheduler:
 
     def _by_hand(self, record: ScheduleRecord, at: float, *, backfill: bool) -> bool | None:
         """Deliver one manual or backfilled tick of ``record`` (instant ``at`` in its
-        own units) through its overlap policy. True: delivered; False: refused by the
-        target (a dead letter); None: skipped by the overlap policy."""
+        own units) through its overlap policy, as a :class:`TickItem` carrying its flag.
+        True: delivered; False: refused by the target (a dead letter, recorded by
+        ``tick_rejected``); None: skipped, or held by ``BUFFER_ONE`` (then delivered as
+        the schedule's waiting tick once the one in flight is done)."""
         how = "backfill" if backfill else "manual"
         wall = self.wall_of(record, at)
-        if record.send_to.deliver(record, record.sender, None):
+        policy = record.policy
+        if policy is not None and policy.tracks and not policy.admit():
+            if policy.buffer and policy.hold(at):
+                return None
+            self.outcome(record, wall, Outcome.SKIPPED_OVERLAP, how)
+            return None
+        record.queued += 1
+        item = TickItem(record, at, manual=not backfill, backfill=backfill)
+        if record.send_to.deliver(item, record.sender, None):
             record.ticks += 1
             self.ticks_delivered += 1
             self.history.outcome(record, wall, Outcome.DELIVERED, how)
             return True
-        self.dead_letter(record, at, record.send_to)
         return False
-
-    def wall_of(self, record: ScheduleRecord, at: float) -> float:
-        """Wall seconds of an instant in the record's units (cron: wall already)."""
-        if record.cron is not None:
-            return at
-        clock = self._clock
-        return clock.wall() + (at - clock.monotonic())
 
 
 #: Suffix of the claim key of a manual tick in cluster mode (``trigger_schedule``): its
 #: own key space, so it never takes a regular tick's claim.
 MANUAL_KEY = "#manual"
+
+
+def _refusal(target: SendTarget) -> str:
+    """Why a local target refused a tick, as its dead letter says: it has stopped, its
+    bounded mailbox is full (it still runs), or it is suspended."""
+    if not target.alive():
+        return str(DeadLetterReason.STOPPED)
+    running = getattr(target, "alive_running", None)
+    if running is not None and running():
+        return str(DeadLetterReason.OVERFLOW)
+    return str(DeadLetterReason.SUSPENDED)
 
 
 def _aware(value: object, name: str) -> float:

@@ -14,20 +14,24 @@ provider first), procrastinate's connector and ``InMemoryConnector``.
 from __future__ import annotations
 
 from collections.abc import Callable, Sequence
-from typing import Literal, Protocol, runtime_checkable
+from typing import Final, Literal, Protocol, runtime_checkable
 
 import msgspec
 
 __all__ = [
+    "HISTORY_LIMIT",
+    "DeleteHistory",
     "DeleteState",
     "DeleteTask",
     "DueActor",
     "Fence",
     "Op",
     "PutState",
+    "RecordTick",
     "Store",
     "TaskRow",
     "TaskState",
+    "TickRow",
     "UpsertTask",
 ]
 
@@ -111,7 +115,38 @@ class Fence(msgspec.Struct, frozen=True):
     owner: str = ""
 
 
-Op = PutState | DeleteState | UpsertTask | DeleteTask | Fence
+#: Entries of history each task keeps (the oldest go first): DESIGN.md's ring of 64.
+HISTORY_LIMIT: Final = 64
+
+
+class RecordTick(msgspec.Struct, frozen=True):
+    """Append to the history of task ``(kind, identity, id)`` what became of ``instant``
+    (issue 23): ``outcome`` an ``Outcome`` value (``delivered``, ``missed``, ...),
+    ``detail`` more about it (text, or ``None``), ``at`` when, ``node`` who recorded it.
+    Each task keeps its :data:`HISTORY_LIMIT` most recent entries."""
+
+    kind: str
+    identity: str
+    id: str
+    instant: float
+    at: float
+    outcome: str
+    detail: str | None
+    node: str
+
+
+class DeleteHistory(msgspec.Struct, frozen=True):
+    """Forget the history of one task (its task was cancelled)."""
+
+    kind: str
+    identity: str
+    id: str
+
+
+#: One history entry as read back (oldest first); the fields of :class:`RecordTick`.
+TickRow = RecordTick
+
+Op = PutState | DeleteState | UpsertTask | DeleteTask | Fence | RecordTick | DeleteHistory
 
 
 class DueActor(msgspec.Struct, frozen=True):
@@ -230,6 +265,11 @@ class Store(Protocol):
 
     async def due_actors(self, before: float, limit: int) -> list[DueActor]:
         """Actors with a pending task due at or before ``before``, earliest first."""
+        ...
+
+    async def task_history(self, kind: str, identity: str, task_id: str) -> list[TickRow]:
+        """The history of one task, oldest first, at most :data:`HISTORY_LIMIT` entries
+        (empty for a task without one, or an unknown task)."""
         ...
 
     async def fence_epoch(self, kind: str, identity: str) -> int:

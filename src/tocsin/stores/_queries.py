@@ -12,7 +12,16 @@ import itertools
 import re
 from typing import Final
 
-from ._protocols import DeleteState, DeleteTask, Fence, PutState, UpsertTask
+from ._protocols import (
+    HISTORY_LIMIT,
+    DeleteHistory,
+    DeleteState,
+    DeleteTask,
+    Fence,
+    PutState,
+    RecordTick,
+    UpsertTask,
+)
 
 __all__ = [
     "COLUMNS",
@@ -26,6 +35,7 @@ __all__ = [
     "GET_STATE",
     "GET_TASK",
     "NEXT_DUE",
+    "TASK_HISTORY",
     "WRITES",
     "list_tasks",
     "numbered",
@@ -63,7 +73,20 @@ WRITES: Final[dict[type, str]] = {
         "ON CONFLICT (kind, identity) DO UPDATE SET epoch = excluded.epoch, "
         "owner = excluded.owner"
     ),
+    # Task history (issue 23): the table's trigger keeps each task's HISTORY_LIMIT newest.
+    RecordTick: (
+        "INSERT INTO tocsin_task_history (kind, identity, id, instant, at, outcome, detail, "
+        "node) VALUES (?, ?, ?, ?, ?, ?, ?, ?)"
+    ),
+    DeleteHistory: "DELETE FROM tocsin_task_history WHERE kind = ? AND identity = ? AND id = ?",
 }
+
+#: Parameters: kind, identity, id.
+TASK_HISTORY: Final = (
+    "SELECT kind, identity, id, instant, at, outcome, detail, node FROM tocsin_task_history "
+    "WHERE kind = ? AND identity = ? AND id = ? ORDER BY seq"
+)
+assert HISTORY_LIMIT == 64, "sql/*_schema.sql's history triggers say 64 (OFFSET 63)"
 
 #: What the fence triggers say (SQLite's RAISE message; PostgreSQL's SQLSTATE too).
 FENCED_MESSAGE: Final = "tocsin fenced"

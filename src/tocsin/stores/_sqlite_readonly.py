@@ -101,15 +101,24 @@ def connect_read_only(path: str) -> sqlite3.Connection:
 
 
 def _shadow_old_columns(conn: sqlite3.Connection) -> None:
-    """A file made by an older version lacks columns added since (``ADDED_COLUMNS``); a
-    read-only open cannot add them, so a TEMP view of the same name (temp objects shadow
-    the file's, and live in memory: nothing is written) shows them as NULL, which is
-    what the migration would have given them."""
+    """A file made by an older version lacks columns added since (``ADDED_COLUMNS``) and
+    the history table; a read-only open cannot add them, so a TEMP view of the same name
+    (temp objects shadow the file's, and live in memory: nothing is written) shows the
+    columns as NULL, which is what the migration would have given them, and an empty
+    TEMP table stands for the history."""
     have = {row[1] for row in conn.execute("PRAGMA main.table_info(tocsin_tasks)")}
     missing = [column for column, _ in ADDED_COLUMNS if column not in have]
     if missing:
         extra = ", ".join(f"NULL AS {column}" for column in missing)
         conn.execute(f"CREATE TEMP VIEW tocsin_tasks AS SELECT *, {extra} FROM main.tocsin_tasks")
+    tables = conn.execute(
+        "SELECT 1 FROM sqlite_master WHERE type = 'table' AND name = 'tocsin_task_history'"
+    ).fetchall()
+    if not tables:  # version 2: no history yet (an empty one, in memory)
+        conn.execute(
+            "CREATE TEMP TABLE tocsin_task_history (seq INTEGER PRIMARY KEY, kind, identity, "
+            "id, instant, at, outcome, detail, node)"
+        )
 
 
 def _unreadable(path: str, exc: sqlite3.Error) -> StoreError:

@@ -91,3 +91,32 @@ CREATE TABLE IF NOT EXISTS tocsin_meta (
     key   text COLLATE "C" PRIMARY KEY,
     value text NOT NULL
 );
+
+-- Task history (issue 23): what became of each recurring task's recent instants, kept to
+-- the 64 newest per task (stores._protocols.HISTORY_LIMIT) by the trigger. Added in
+-- version 3 (CREATE ... IF NOT EXISTS: older schemas get it on open).
+CREATE TABLE IF NOT EXISTS tocsin_task_history (
+    seq      bigserial PRIMARY KEY,
+    kind     text COLLATE "C" NOT NULL,
+    identity text COLLATE "C" NOT NULL,
+    id       text COLLATE "C" NOT NULL,
+    instant  double precision NOT NULL,
+    at       double precision NOT NULL,
+    outcome  text NOT NULL,
+    detail   text,
+    node     text NOT NULL
+);
+CREATE INDEX IF NOT EXISTS tocsin_task_history_task
+    ON tocsin_task_history (kind, identity, id, seq);
+CREATE OR REPLACE FUNCTION tocsin_task_history_bound() RETURNS trigger LANGUAGE plpgsql AS $$
+BEGIN
+    DELETE FROM tocsin_task_history
+    WHERE kind = NEW.kind AND identity = NEW.identity AND id = NEW.id
+      AND seq < (SELECT seq FROM tocsin_task_history
+                 WHERE kind = NEW.kind AND identity = NEW.identity AND id = NEW.id
+                 ORDER BY seq DESC OFFSET 63 LIMIT 1);
+    RETURN NULL;
+END $$;
+DROP TRIGGER IF EXISTS tocsin_task_history_bound ON tocsin_task_history;
+CREATE TRIGGER tocsin_task_history_bound AFTER INSERT ON tocsin_task_history
+    FOR EACH ROW EXECUTE FUNCTION tocsin_task_history_bound();

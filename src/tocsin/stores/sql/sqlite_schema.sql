@@ -80,3 +80,29 @@ CREATE TABLE IF NOT EXISTS tocsin_meta (
     key   TEXT PRIMARY KEY,
     value TEXT NOT NULL
 ) WITHOUT ROWID;
+
+-- Task history (issue 23): what became of each recurring task's recent instants, kept to
+-- the 64 newest per task (stores._protocols.HISTORY_LIMIT) by the trigger, which walks
+-- the task's index entries (64 of them) on each insert. Added in version 3; files made
+-- before get it on open (CREATE ... IF NOT EXISTS).
+CREATE TABLE IF NOT EXISTS tocsin_task_history (
+    seq      INTEGER PRIMARY KEY,
+    kind     TEXT NOT NULL,
+    identity TEXT NOT NULL,
+    id       TEXT NOT NULL,
+    instant  REAL NOT NULL,
+    at       REAL NOT NULL,
+    outcome  TEXT NOT NULL,
+    detail   TEXT,
+    node     TEXT NOT NULL
+);
+CREATE INDEX IF NOT EXISTS tocsin_task_history_task
+    ON tocsin_task_history (kind, identity, id, seq);
+CREATE TRIGGER IF NOT EXISTS tocsin_task_history_bound AFTER INSERT ON tocsin_task_history
+BEGIN
+    DELETE FROM tocsin_task_history
+    WHERE kind = NEW.kind AND identity = NEW.identity AND id = NEW.id
+      AND seq < (SELECT seq FROM tocsin_task_history
+                 WHERE kind = NEW.kind AND identity = NEW.identity AND id = NEW.id
+                 ORDER BY seq DESC LIMIT 1 OFFSET 63);
+END;
