@@ -319,7 +319,8 @@ class SchedulingCalls:
         handler sees ``ctx.tick.manual == True`` and ``ctx.tick.instant`` = now. The
         schedule's own next fire time is unchanged. In cluster mode a cron schedule's
         manual tick is claimed cluster-wide under a key of its own: delivered once, by
-        this node, and not while the reference is paused with ``pause_cron``.
+        this node. A paused schedule (``pause_schedule`` or ``pause_cron``) is
+        triggered all the same: "run it now" is explicit.
 
         Recorded in :meth:`schedule_history` as ``delivered`` with detail ``"manual"``
         (or ``skipped_overlap``).

@@ -1162,9 +1162,8 @@ class Scheduler:
 
     async def trigger(self, reference: str) -> None:
         """One tick of ``reference`` now, through its overlap policy (``manual=True``);
-        its next fire time is unchanged. Cluster mode, cron: claimed cluster-wide under a
-        manual key of its own, so it is delivered once (and not while paused with
-        ``pause_cron``)."""
+        its next fire time is unchanged, paused or not. Cluster mode, cron: claimed
+        cluster-wide under a manual key of its own, so it is delivered once."""
         record = self._get(reference)
         clock = self._clock
         wall = clock.wall()
@@ -1264,15 +1263,17 @@ class Scheduler:
                 decided.set_result(False)
 
         gate.deliver_if_won(key, fire_at, period, won, lost)
-        if await decided and not record.dead:
-            self._by_hand(record, at, backfill=not key.endswith(MANUAL_KEY))
-        elif not decided.result():
-            self.outcome(
-                record,
-                fire_at,
-                Outcome.CLAIMED_ELSEWHERE,
-                "manual" if key.endswith(MANUAL_KEY) else "backfill",
-            )
+        manual = key.endswith(MANUAL_KEY)
+        if await decided:
+            if not record.dead:
+                self._by_hand(record, at, backfill=not manual)
+            return
+        # Not this node's: the claim was held by another node, or the instant is older
+        # than a claim's TTL (the coordinators' rule, mirrored: the cron period clamped to
+        # [60 s, 24 h]; such an instant is never claimed, so never delivered twice).
+        late = self._clock.wall() - fire_at > min(86_400.0, max(60.0, period))
+        outcome = Outcome.CLAIM_LATE if late else Outcome.CLAIMED_ELSEWHERE
+        self.outcome(record, fire_at, outcome, "manual" if manual else "backfill")
 
     def _by_hand(self, record: ScheduleRecord, at: float, *, backfill: bool) -> bool | None:
         """Deliver one manual or backfilled tick of ``record`` (instant ``at`` in its
