@@ -61,11 +61,10 @@ async def test_a_backfill_on_every_node_never_delivers_a_delivered_instant_again
         await clock.advance(0)
         assert got == []
         for system in systems:
-            outcomes = {
-                h.outcome for h in system.schedule_history("report") if h.detail == "backfill"
-            }
-            # 09:01 is older than a claim's TTL by now; 09:02's claim is still held.
-            assert outcomes == {Outcome.CLAIM_LATE, Outcome.CLAIMED_ELSEWHERE}
+            history = system.schedule_history("report")
+            # Both claims are still kept (claim_retention): each node records the
+            # backfilled instants as another's, or as its own already delivered.
+            assert [h.outcome for h in history].count(Outcome.CLAIMED_ELSEWHERE) >= 2
 
 
 async def test_an_instant_nobody_delivered_is_backfilled_once_cluster_wide() -> None:

@@ -101,6 +101,8 @@ class ClusterNode:
             node=name,
             counters=self._counters,
             clock=clock,
+            delivery_lease=config.delivery_lease,
+            claim_retention=config.claim_retention,
             not_early=self.time.not_early,
         )
         self._started = False
