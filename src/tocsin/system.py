@@ -56,7 +56,7 @@ from .durable._spi import DurableRuntime
 from .errors import ActorNotFoundError, ActorSystemNotStartedError, RemotingDisabledError
 from .remote import RemoteMetrics, Remoting
 from .remote._spi import RemoteService
-from .scheduling._spi import Scheduler, local_zone_name, zone
+from .scheduling._spi import DEFAULT_HISTORY, Scheduler, check_history, local_zone_name, zone
 
 if TYPE_CHECKING:
     from .actor._spi import Cell
@@ -144,6 +144,8 @@ class ActorSystem(SchedulingCalls):
             Needs the ``console`` extra. Port 0 picks a free port (``console_url``).
         console_token: asked of every console request (at least 16 characters).
             Default: a random token made at each start; ``console_url`` carries it.
+        history: entries each schedule keeps of what became of its recent instants
+            (:meth:`schedule_history`; an int from 1 to 65,536, default 64).
         mailbox_bound: the bound of every actor's mailbox, in messages, unless its
             ``spawn`` gives one (durable activations included): past it a ``tell`` is a
             dead letter with reason ``overflow``, ``await pid.send(...)`` waits for room
@@ -151,7 +153,8 @@ class ActorSystem(SchedulingCalls):
             ``None`` or ``0``: unbounded (the default).
 
     Raises:
-        ValueError: a bad ``console`` bind, a short token, a token without ``console``.
+        ValueError: a bad ``console`` bind, a short token, a token without ``console``,
+            a bad ``history``.
         ImportError: ``console`` given without the ``console`` extra (aiohttp).
     """
 
@@ -167,6 +170,7 @@ class ActorSystem(SchedulingCalls):
         cluster: Cluster | None = None,
         console: str | None = None,
         console_token: str | None = None,
+        history: int = DEFAULT_HISTORY,
         mailbox_bound: int | None = None,
     ) -> None:
         if not isinstance(name, str) or not name or any(c in name for c in "/@#: "):
@@ -191,6 +195,7 @@ class ActorSystem(SchedulingCalls):
         self.timezone = timezone if timezone is not None else local_zone_name()
         zone(self.timezone)  # fail here, not at the first cron schedule
         self.stop_timeout = to_seconds(stop_timeout, "stop_timeout")
+        self.history = check_history(history)
         #: The bound of every mailbox not given one at ``spawn`` (None: unbounded).
         self.mailbox_bound = check_mailbox_bound(mailbox_bound) or None
         self.events = EventStream()
@@ -290,7 +295,7 @@ class ActorSystem(SchedulingCalls):
             facade=self,
             mailbox_bound=self.mailbox_bound,
         )
-        scheduler = Scheduler(runtime, self.timezone)
+        scheduler = Scheduler(runtime, self.timezone, self.history)
         runtime.schedules = scheduler
         self._runtime = runtime
         stack.callback(_close_runtime, runtime, scheduler, deadlines)

@@ -91,7 +91,7 @@ SCHEDULE_SHAPES = {
         ("delivery", KW, "at_most_once"),
     ],
     "cancel_schedule": [("reference", PK, EMPTY), ("missing_ok", KW, False)],
-    "pause_schedule": [("reference", PK, EMPTY)],
+    "pause_schedule": [("reference", PK, EMPTY), ("note", KW, None)],
     "resume_schedule": [("reference", PK, EMPTY)],
     "list_schedules": [],
 }

@@ -12,12 +12,14 @@ whose schedules are cancelled once it fully stops (the runtime's stop listeners)
 
 from __future__ import annotations
 
+import builtins
+from datetime import datetime
 from typing import TYPE_CHECKING, Any, Protocol
 
 from .._deadlines import Seconds
 from ..errors import ScheduleNotFoundError
 from ._schedule_info import ScheduleInfo, SchedulerMetrics
-from ._schedule_policy import Misfire, Overlap
+from ._schedule_policy import Misfire, Overlap, TickOutcome
 
 if TYPE_CHECKING:
     from ..cron import Calendar, DSTPolicy
@@ -87,13 +89,21 @@ class ScheduleService(Protocol):
 
     def cancel(self, reference: str) -> None: ...
 
-    def pause(self, reference: str) -> None: ...
+    def pause(self, reference: str, note: str | None = None) -> None: ...
 
     def resume(self, reference: str) -> None: ...
 
     def list(self) -> list[ScheduleInfo]: ...
 
     def metrics(self) -> SchedulerMetrics: ...
+
+    def history_of(self, reference: str) -> builtins.list[TickOutcome]: ...
+
+    async def trigger(self, reference: str) -> None: ...
+
+    async def backfill(
+        self, reference: str, start: datetime, end: datetime, dry_run: bool
+    ) -> builtins.list[datetime]: ...
 
 
 class SchedulingCalls:
@@ -278,9 +288,20 @@ class SchedulingCalls:
             if not missing_ok:
                 raise
 
-    async def pause_schedule(self, reference: str) -> None:
-        """Stop firing until resumed (pausing a paused schedule is a no-op)."""
-        self._live_scheduler().pause(reference)
+    async def pause_schedule(self, reference: str, *, note: str | None = None) -> None:
+        """Stop firing until resumed (pausing a paused schedule is a no-op: its note
+        stays the first one).
+
+        ``note`` says why, for whoever looks later: ``ScheduleInfo.note`` shows it,
+        with ``paused_at`` and ``paused_by`` (this system's name), until resumed. The
+        instants that come due meanwhile are recorded as ``paused`` in
+        :meth:`schedule_history` when it is resumed.
+
+        Raises:
+            ScheduleNotFoundError: no schedule holds ``reference``.
+            TypeError: ``note`` is not a str or None.
+        """
+        self._live_scheduler().pause(reference, note)
 
     async def resume_schedule(self, reference: str) -> None:
         """Fire again: a one-shot keeps the delay it had left, a repeating schedule fires
@@ -294,3 +315,59 @@ class SchedulingCalls:
     def scheduler_metrics(self) -> SchedulerMetrics:
         """Scheduler counters and fire lateness."""
         return self._live_scheduler().metrics()
+
+    # -- operating schedules (issue 23) --------------------------------------------------
+
+    def schedule_history(self, reference: str) -> list[TickOutcome]:
+        """What became of the recent instants of ``reference``, oldest first: one
+        :class:`~tocsin.TickOutcome` each (``delivered``, ``skipped_overlap``,
+        ``coalesced``, ``missed``, ``excluded``, ``paused``, ``dead_letter``, ...), at
+        most the system's ``history`` (default 64) of them. Synchronous: a snapshot.
+
+        Raises:
+            ScheduleNotFoundError: no live schedule holds ``reference``.
+        """
+        return self._live_scheduler().history_of(reference)
+
+    async def trigger_schedule(self, reference: str) -> None:
+        """Deliver one tick of ``reference`` now, through its ``overlap`` policy: the
+        handler sees ``ctx.tick.manual == True`` and ``ctx.tick.instant`` = now. The
+        schedule's own next fire time is unchanged. In cluster mode a cron schedule's
+        manual tick is claimed cluster-wide under a key of its own: delivered once, by
+        this node. A paused schedule (``pause_schedule`` or ``pause_cron``) is
+        triggered all the same: "run it now" is explicit.
+
+        Recorded in :meth:`schedule_history` as ``delivered`` with detail ``"manual"``
+        (or ``skipped_overlap``).
+
+        Raises:
+            ScheduleNotFoundError: no schedule holds ``reference``.
+        """
+        await self._live_scheduler().trigger(reference)
+
+    async def backfill_schedule(
+        self, reference: str, start: datetime, end: datetime, *, dry_run: bool = False
+    ) -> list[datetime]:
+        """Deliver the instants ``reference`` would have fired in ``[start, end)``.
+
+        Interval and cron schedules (a live one-shot has no past instant: ``[]``). Only
+        instants up to now are taken (the schedule delivers its future ones itself), and
+        not those its ``exclude`` calendar holds. They are delivered oldest first, each
+        through the ``overlap`` policy, at most ``misfire.rate`` per second when its
+        policy is ``Misfire.all(rate=...)``; the handler sees ``ctx.tick.backfill ==
+        True`` and the instant's own ``ctx.tick.instant``. The call returns the instants
+        (aware UTC) once every one has been handed over; ``dry_run=True`` only lists
+        them. Cancelling the schedule meanwhile stops the rest.
+
+        In cluster mode each cron instant is claimed with the regular tick's key, so one
+        that any node delivered, and whose claim is still kept (``claim_retention``), is
+        not delivered again (it is recorded as ``claimed_elsewhere``); the call then
+        returns once every claim has been started.
+
+        Raises:
+            ScheduleNotFoundError: no schedule holds ``reference``.
+            TypeError: ``start`` or ``end`` is not a datetime.
+            ValueError: a naive datetime, ``start`` after ``end``, or more than 100,000
+                instants in the range (split it).
+        """
+        return await self._live_scheduler().backfill(reference, start, end, dry_run)

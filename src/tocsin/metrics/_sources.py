@@ -88,16 +88,25 @@ def scheduler_source(system: ActorSystem) -> Source:
         runtime = system.runtime
         scheduler = None if runtime is None else runtime.schedules
         by_kind: Mapping[tuple[str, bool], int] = {}
+        outcomes: tuple[Sample, ...] = ()
         if read is not None and isinstance(scheduler, Scheduler):
             stats = scheduler.statistics()
             lateness.update(stats.fired, stats.lateness)
             by_kind = stats.by_kind
+            outcomes = tuple(
+                Sample(n, (("reference", label), ("outcome", str(outcome))))
+                for label, outcome, n in scheduler.history.counts()
+            )
         return [
             _one("schedule.ticks_delivered", _COUNTER,
                  "Schedule ticks handed to their target's mailbox.", m.ticks_delivered),
             _one("schedule.ticks_dead_lettered", _COUNTER,
                  "Schedule ticks whose target could not take them (dead letters).",
                  m.ticks_dead_lettered),
+            Metric("schedule.ticks", _COUNTER,
+                   "Schedule instants not delivered, by reference and outcome (the outcomes "
+                   "of schedule_history but delivered; generated references count as "
+                   "$generated, named ones past the first 100 as other).", "", outcomes),
             _one("schedule.ticks_discarded", _COUNTER,
                  "Ticks dropped as stale (schedule cancelled or replaced after the tick "
                  "was queued).", m.ticks_discarded),

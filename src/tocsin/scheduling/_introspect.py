@@ -77,6 +77,9 @@ def schedule_info(
         ticks=record.ticks,
         created_at=utc(record.created_at),
         cluster_claimed=clustered and cron is not None,
+        note=record.note,
+        paused_at=None if record.paused_at is None else utc(record.paused_at),
+        paused_by=record.paused_by,
     )
 
 

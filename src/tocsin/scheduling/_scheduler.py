@@ -12,6 +12,8 @@ the shared timer fires.
 
 from __future__ import annotations
 
+import asyncio
+import builtins
 import itertools
 import math
 from collections import deque
@@ -22,6 +24,7 @@ from typing import TYPE_CHECKING, Any, Protocol, final
 from .._deadlines import Deadline, to_seconds
 from ..actor._spi import (
     STALE,
+    DeadLetterReason,
     Misfire,
     NoSender,
     Outcome,
@@ -31,6 +34,7 @@ from ..actor._spi import (
     ScheduleKind,
     SchedulerMetrics,
     Tick,
+    TickOutcome,
 )
 from ..clock import WALL_TOLERANCE
 from ..cron._spi import jitter_offset, zone
@@ -41,6 +45,8 @@ from ..errors import (
     ScheduleReferenceRequiredError,
 )
 from ._cron import CronState
+from ._history import DEFAULT_HISTORY, History
+from ._instants import MAX_BACKFILL, cron_instants, interval_instants, kept
 from ._introspect import (
     SchedulerStatistics,
     schedule_info,
@@ -63,6 +69,8 @@ _LATENESS_MASK = LATENESS_WINDOW - 1
 _ONCE = ScheduleKind.ONCE
 _INTERVAL = ScheduleKind.INTERVAL
 _CRON = ScheduleKind.CRON
+_DEAD_LETTER = Outcome.DEAD_LETTER
+_PAUSED = Outcome.PAUSED
 
 
 @final
@@ -80,11 +88,16 @@ class ScheduleRecord(Deadline, RuntimeItem):
         "dead",
         "delay",
         "final",
+        "history",
+        "history_at",
         "interval",
         "late",
         "message",
+        "note",
         "owner",
         "paused",
+        "paused_at",
+        "paused_by",
         "policy",
         "queued",
         "reference",
@@ -135,6 +148,14 @@ class ScheduleRecord(Deadline, RuntimeItem):
         # Its last tick is on its way: retire it when that tick is opened or rejected
         # (a one-shot once fired; a cron schedule past its last fire time).
         self.final = False
+        # The history ring (scheduling/_history.py): made at the first entry, so a
+        # schedule that never fires (a timeout cancelled in time) pays nothing for it.
+        self.history: list[Any] | None = None
+        self.history_at = 0
+        # pause_schedule(note=...): why, when (wall seconds) and by which node.
+        self.note: str | None = None
+        self.paused_at: float | None = None
+        self.paused_by: str | None = None
         # The schedule's non-default options and their state; None (the common case):
         # every option is its default and the ticks take the plain path.
         self.policy = policy
@@ -241,11 +262,54 @@ class ScheduleRecord(Deadline, RuntimeItem):
         if self.send_to.deliver(item, self.sender, None):
             self.ticks += 1
             scheduler.ticks_delivered += 1
+            # History (issue 23): two floats that exist already, written into the ring;
+            # no object per tick (see _history.py). No length check either: the rare
+            # ends (no ring yet, the ring's end) raise, and a try costs nothing in 3.11.
+            pos = self.history_at
+            try:
+                ring = self.history
+                ring[pos] = at  # type: ignore[index]
+                ring[pos + 1] = now  # type: ignore[index]
+            except (TypeError, IndexError):
+                ring, pos = self.grow_history()
+                ring[pos] = at
+                ring[pos + 1] = now
+            self.history_at = pos + 2
         elif interval is not None and not self.send_to.alive():
             scheduler.retire(self)  # target fully stopped: drop after this tick
             return
         if interval is not None:
             scheduler.deadlines.add(due, self)
+
+    # -- history (issue 23; scheduling/_history.py reads the ring) ----------------------
+
+    def grow_history(self) -> tuple[list[Any], int]:
+        """The ring and the write position for the next entry, when the ring is missing
+        or the position is at its end: made (one entry), doubled up to the system's
+        ``history`` size, or wrapped to the start once full. Runs ``log2(history)``
+        times per schedule plus once per wrap."""
+        ring = self.history
+        if ring is None:
+            ring = self.history = [None, None]
+            self.history_at = 0
+            return ring, 0
+        limit = self.scheduler.history.slots
+        size = len(ring)
+        if size < limit:
+            ring.extend([None] * min(size, limit - size))
+            return ring, self.history_at
+        self.history_at = 0
+        return ring, 0
+
+    def remember(self, first: Any, second: Any) -> None:
+        """Write one entry (two slots) into the ring (as ``fire`` does inline)."""
+        ring = self.history
+        at = self.history_at
+        if ring is None or at == len(ring):
+            ring, at = self.grow_history()
+        ring[at] = first
+        ring[at + 1] = second
+        self.history_at = at + 2
 
 
 @final
@@ -401,7 +465,7 @@ class Scheduler:
     ``ActorSystem`` and ``ReceiveContext`` expose its calls; see ``docs/scheduling.md``.
     """
 
-    def __init__(self, runtime: Runtime, timezone: str) -> None:
+    def __init__(self, runtime: Runtime, timezone: str, history: int = DEFAULT_HISTORY) -> None:
         self._runtime = runtime
         self._clock = runtime.clock
         self._timezone = timezone
@@ -420,6 +484,8 @@ class Scheduler:
         self.ticks_discarded = 0
         #: Cluster mode (issue 12): set by the system when it joins a cluster.
         self.cron_gate: CronGate | None = None
+        #: What became of each schedule's instants (issue 23): rings, events, counts.
+        self.history = History(history, runtime.name, runtime.clock, runtime.events)
         #: Instants not delivered, by outcome (:meth:`outcome`).
         self.not_delivered: dict[Outcome, int] = {}
         self._unsubscribe_wall = runtime.clock.on_wall_jump(self._wall_jumped)
@@ -626,12 +692,13 @@ class Scheduler:
         goes through (``skipped_overlap``, ``coalesced`` with how many, ``missed``,
         ``excluded``, ``paused``, ``dead_letter``), called where it happens.
 
-        ``instant_wall`` is the nominal instant (epoch seconds). The history ring, the
-        ``TickNotDelivered`` event and the metric are built behind this method (DESIGN.md
-        "Operating schedules"); here it only counts.
+        ``instant_wall`` is the nominal instant (epoch seconds). Behind it: the record's
+        history ring, the ``TickNotDelivered`` event and ``tocsin_schedule_ticks_total``
+        (``scheduling/_history.py``, DESIGN.md "Operating schedules").
         """
         counts = self.not_delivered
         counts[outcome] = counts.get(outcome, 0) + 1
+        self.history.outcome(record, instant_wall, outcome, detail)
 
     # -- managing ----------------------------------------------------------------------
 
@@ -657,11 +724,16 @@ class Scheduler:
         if owner is not None and owner.owned is not None:
             owner.owned.discard(record)
 
-    def pause(self, reference: str) -> None:
+    def pause(self, reference: str, note: str | None = None) -> None:
         record = self._get(reference)
         if record.paused:
             return
+        if note is not None and not isinstance(note, str):
+            raise TypeError(f"`note` must be a str or None, got {note!r}")
         record.paused = True
+        record.note = note
+        record.paused_at = self._clock.wall()
+        record.paused_by = self._runtime.name
         if self.deadlines.remove(record) and record.interval is None and record.cron is None:
             record.due = max(0.0, record.due - self._clock.monotonic())  # delay left
         if record.policy is not None:
@@ -671,7 +743,9 @@ class Scheduler:
         record = self._get(reference)
         if not record.paused:
             return
+        self._record_paused(record)
         record.paused = False
+        record.note = record.paused_at = record.paused_by = None
         clock = self._clock
         if record.final:
             return  # paused after its last fire: that tick is already on its way
@@ -747,7 +821,8 @@ class Scheduler:
         policy = record.policy
         if policy is not None and policy.tracks:
             policy.settle()
-        self.outcome(record, self.wall_of(record, at), Outcome.DEAD_LETTER)
+        reason = _refusal(record.send_to)
+        self.outcome(record, self.wall_of(record, at), Outcome.DEAD_LETTER, reason)
         if record.final and not record.queued:
             self.last_tick_taken(record)
         return record.message
@@ -776,6 +851,7 @@ class Scheduler:
         if record.send_to.deliver(item, record.sender, None):
             record.ticks += 1
             self.ticks_delivered += 1
+            record.remember(at, self._native_now(record))  # history: no object per tick
             return True
         return False
 
@@ -1154,3 +1230,204 @@ class Scheduler:
         """A frozen snapshot for operator tools (metrics, the console): ticks fired, a
         copy of the lateness ring, live schedules by kind, each one's last lateness."""
         return scheduler_statistics(self.fired, self.lateness, self._refs.values())
+
+    # -- operating schedules (issue 23): history, outcomes ------------------------------
+
+    def history_of(self, reference: str) -> builtins.list[TickOutcome]:
+        """What became of the recent instants of ``reference``, oldest first.
+
+        Raises:
+            ScheduleNotFoundError: no live schedule holds ``reference``.
+        """
+        return self.history.read(self._get(reference))
+
+    def _record_paused(self, record: ScheduleRecord) -> None:
+        """On resume: every instant that came due while ``record`` was paused is
+        recorded as ``paused`` (the most recent ``history`` of them: the ring keeps no
+        more, and an operator asking "why didn't it run" needs the latest)."""
+        clock = self._clock
+        size = self.history.size
+        if record.final:
+            return
+        state = record.cron
+        if state is not None:
+            # Up to now included: resume arms the first fire time after now.
+            end = math.nextafter(clock.wall(), math.inf)
+            instants = cron_instants(state, state.next_wall, end, keep=size)
+        elif record.interval is not None:
+            now = clock.monotonic()
+            due, interval = record.due, record.interval
+            if due > now:
+                return
+            count = math.floor((now - due) / interval) + 1
+            offset = clock.wall() - now
+            first = max(0, count - size)
+            instants = [due + k * interval + offset for k in range(first, count)]
+        else:
+            return  # a one-shot keeps the delay it had left: it missed nothing
+        for instant in instants:
+            self.outcome(record, instant, _PAUSED)
+
+    # -- operating schedules (issue 23): trigger now, backfill ---------------------------
+
+    async def trigger(self, reference: str) -> None:
+        """One tick of ``reference`` now, through its overlap policy (``manual=True``);
+        its next fire time is unchanged, paused or not. Cluster mode, cron: claimed
+        cluster-wide under a manual key of its own, so it is delivered once."""
+        record = self._get(reference)
+        clock = self._clock
+        wall = clock.wall()
+        gate = self.cron_gate
+        if gate is not None and record.cron is not None:
+            await self._claim_then(gate, f"{reference}{MANUAL_KEY}", wall, math.inf, record, wall)
+            return
+        at = wall if record.cron is not None else clock.monotonic()
+        self._by_hand(record, at, backfill=False)
+
+    async def backfill(
+        self, reference: str, start: datetime, end: datetime, dry_run: bool
+    ) -> builtins.list[datetime]:
+        """The instants ``reference`` would have fired in ``[start, end)`` (not after
+        now, not excluded by its calendar), delivered oldest first through its overlap
+        policy at most ``misfire.rate`` per second (``backfill=True``) unless
+        ``dry_run``; returns them once every one was handed over (cluster mode, cron:
+        each claimed with the regular tick's key, so an instant some node delivered is
+        not delivered again while its claim is kept).
+
+        Raises:
+            ScheduleNotFoundError: no schedule holds ``reference``.
+            TypeError: ``start`` or ``end`` is not a datetime.
+            ValueError: naive datetimes, ``start`` after ``end``, or more than
+                ``MAX_BACKFILL`` instants in the range.
+        """
+        record = self._get(reference)
+        lo, hi = _aware(start, "start"), _aware(end, "end")
+        if lo > hi:
+            raise ValueError(f"`start` ({start.isoformat()}) is after `end` ({end.isoformat()})")
+        clock = self._clock
+        wall, mono = clock.wall(), clock.monotonic()
+        hi = min(hi, math.nextafter(wall, math.inf))  # the past only: now included
+        state, policy = record.cron, record.policy
+        if state is not None:
+            instants = cron_instants(state, lo, hi, cap=MAX_BACKFILL)
+            zone = state.tz
+        elif record.interval is not None:
+            anchor = record.due if policy is None or policy.jitter is None else policy.nominal
+            anchor_wall = wall + (anchor - mono)
+            # One more than allowed at most: enough to refuse a range too wide.
+            instants = interval_instants(anchor_wall, record.interval, lo, hi, MAX_BACKFILL + 1)
+            zone = self._zone
+        else:
+            instants = []  # a live one-shot's instant is still ahead of it
+            zone = self._zone
+        if len(instants) > MAX_BACKFILL:
+            raise ValueError(
+                f"backfill of {reference!r} from {start.isoformat()} to {end.isoformat()} "
+                f"would deliver more than {MAX_BACKFILL:,} instants: split the range"
+            )
+        if policy is not None:
+            instants = kept(instants, policy.exclude, zone)
+        listed = [utc(t) for t in instants]
+        if dry_run or not instants:
+            return listed
+        rate = None
+        if policy is not None and policy.misfire.mode == "all":
+            rate = policy.misfire.rate
+        gate = self.cron_gate if state is not None else None
+        step = 0.0 if rate is None else 1.0 / rate
+        began = clock.monotonic()
+        for k, instant in enumerate(instants):
+            if record.dead:
+                break  # cancelled or replaced meanwhile: the rest is not delivered
+            if k and step:
+                await self._runtime.sleep(max(0.0, began + k * step - clock.monotonic()))
+            if gate is not None and state is not None:
+                # The gate's backfill claim: the regular tick's key, no lateness check,
+                # never coalesced; one call per instant, oldest first.
+                self._deliver_if_claimed(gate, record, state, instant, backfill=True)
+            else:
+                at = instant if state is not None else instant - wall + mono
+                self._by_hand(record, at, backfill=True)
+        return listed
+
+    async def _claim_then(
+        self,
+        gate: CronGate,
+        key: str,
+        fire_at: float,
+        period: float,
+        record: ScheduleRecord,
+        at: float,
+    ) -> None:
+        """Claim the manual tick ``key@fire_at`` through the cluster gate and, if this
+        node won, deliver it (``at`` in the record's units); return once decided."""
+        decided: asyncio.Future[None] = self._runtime.loop.create_future()
+
+        def won(fence: int, finished: Callable[[], None] | None) -> bool:
+            try:
+                delivered = not record.dead and self._by_hand(record, at, backfill=False)
+                if finished is not None:
+                    finished()  # a manual tick is not re-delivered by another node
+                return delivered is True
+            finally:
+                if not decided.done():
+                    decided.set_result(None)
+
+        def lost(outcome: Outcome | None, detail: str | int | None) -> None:
+            if outcome is not None and not record.dead:
+                self.outcome(record, fire_at, outcome, "manual" if detail is None else detail)
+            if not decided.done():
+                decided.set_result(None)
+
+        gate.deliver_if_won(key, fire_at, period, won, lost)
+        await decided
+
+    def _by_hand(self, record: ScheduleRecord, at: float, *, backfill: bool) -> bool | None:
+        """Deliver one manual or backfilled tick of ``record`` (instant ``at`` in its
+        own units) through its overlap policy, as a :class:`TickItem` carrying its flag.
+        True: delivered; False: refused by the target (a dead letter, recorded by
+        ``tick_rejected``); None: skipped, or held by ``BUFFER_ONE`` (then delivered as
+        the schedule's waiting tick once the one in flight is done)."""
+        how = "backfill" if backfill else "manual"
+        wall = self.wall_of(record, at)
+        policy = record.policy
+        if policy is not None and policy.tracks and not policy.admit():
+            if policy.buffer and policy.hold(at):
+                return None
+            self.outcome(record, wall, Outcome.SKIPPED_OVERLAP, how)
+            return None
+        record.queued += 1
+        item = TickItem(record, at, manual=not backfill, backfill=backfill)
+        if record.send_to.deliver(item, record.sender, None):
+            record.ticks += 1
+            self.ticks_delivered += 1
+            self.history.outcome(record, wall, Outcome.DELIVERED, how)
+            return True
+        return False
+
+
+#: Suffix of the claim key of a manual tick in cluster mode (``trigger_schedule``): its
+#: own key space, so it never takes a regular tick's claim.
+MANUAL_KEY = "#manual"
+
+
+def _refusal(target: SendTarget) -> str:
+    """Why a local target refused a tick, as its dead letter says: it has stopped, its
+    bounded mailbox is full (it still runs), or it is suspended."""
+    if not target.alive():
+        return str(DeadLetterReason.STOPPED)
+    running = getattr(target, "alive_running", None)
+    if running is not None and running():
+        return str(DeadLetterReason.OVERFLOW)
+    return str(DeadLetterReason.SUSPENDED)
+
+
+def _aware(value: object, name: str) -> float:
+    if not isinstance(value, datetime):
+        raise TypeError(f"`{name}` must be a datetime, got {value!r}")
+    if value.tzinfo is None or value.utcoffset() is None:
+        raise ValueError(
+            f"`{name}` must be an aware datetime (give it a tzinfo, e.g. "
+            f"datetime(..., tzinfo=UTC)), got naive {value.isoformat()}"
+        )
+    return value.timestamp()
