@@ -408,3 +408,25 @@ async def test_cron_all_after_a_month_replays_the_most_recent_instants(backend: 
     minute = timedelta(minutes=1)
     top = START + timedelta(days=30)
     assert instants() == [top - k * minute for k in range(4, -1, -1)]
+
+
+async def test_allow_hands_the_instants_that_came_to_the_misfire_policy(backend: Backend) -> None:
+    async with running(backend) as (system, clock):
+        pid = await system.durable(Job, "a")
+        GATES["a"] = gate = asyncio.Event()
+        options = {
+            "interval": 60,
+            "id": "m",
+            "overlap": Overlap.ALLOW,
+            "misfire": Misfire.all(max=10),
+        }
+        await pid.ask(Call("every_", options))
+        await clock.advance(60)  # 12:01: the run starts and waits
+        await clock.advance(210)  # 12:02, 12:03 and 12:04 come due meanwhile
+        del GATES["a"]
+        gate.set()
+        await clock.advance(60)
+    minute = timedelta(minutes=1)
+    # None skipped: each replayed with its own instant, then 12:05 on time.
+    assert [(i - START) // minute for i in instants()] == [1, 2, 3, 4, 5]
+    assert walls()[-1] == (START + 5 * minute).timestamp()
