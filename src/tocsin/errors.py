@@ -273,10 +273,11 @@ class NodeUnreachableError(TocsinError, ConnectionError):
 class BackpressureError(TocsinError):
     """A message was refused at once because a bounded buffer on its way is full.
 
-    Raised by an ``ask`` to an actor on another node whose connection already holds
-    ``max_buffer`` bytes of unsent frames (the peer, or the network, is slower than this
-    node sends). The node is up; nothing was sent. A ``tell`` in the same case is a dead
-    letter with reason ``overflow`` (never ``unreachable``).
+    Raised by an ``ask`` to an actor whose bounded mailbox is full (``mailbox_bound``),
+    or to an actor on another node whose connection already holds ``max_buffer`` bytes of
+    unsent frames (the peer, or the network, is slower than this node sends). The target
+    is up; nothing was sent. A ``tell`` in the same case is a dead letter with reason
+    ``overflow`` (never ``unreachable``); ``await pid.send(...)`` waits for room instead.
     """
 
 

@@ -37,10 +37,11 @@ from .actor._spi import (
     ScheduleService,
     SchedulingCalls,
     Supervisor,
+    check_mailbox_bound,
     local_address,
     target_of,
 )
-from .clock import Clock, SystemClock
+from .clock import Clock, OffsetClock, SystemClock
 from .cluster import Cluster, ClusterNode, LeaseRegained, NodeJoined, NodeLeft
 from .cluster._spi import (
     ClusterOwnership,
@@ -143,6 +144,11 @@ class ActorSystem(SchedulingCalls):
             Needs the ``console`` extra. Port 0 picks a free port (``console_url``).
         console_token: asked of every console request (at least 16 characters).
             Default: a random token made at each start; ``console_url`` carries it.
+        mailbox_bound: the bound of every actor's mailbox, in messages, unless its
+            ``spawn`` gives one (durable activations included): past it a ``tell`` is a
+            dead letter with reason ``overflow``, ``await pid.send(...)`` waits for room
+            and remote connections stop reading (``docs/actors.md`` "Backpressure").
+            ``None`` or ``0``: unbounded (the default).
 
     Raises:
         ValueError: a bad ``console`` bind, a short token, a token without ``console``.
@@ -161,6 +167,7 @@ class ActorSystem(SchedulingCalls):
         cluster: Cluster | None = None,
         console: str | None = None,
         console_token: str | None = None,
+        mailbox_bound: int | None = None,
     ) -> None:
         if not isinstance(name, str) or not name or any(c in name for c in "/@#: "):
             raise ValueError(
@@ -173,10 +180,19 @@ class ActorSystem(SchedulingCalls):
         self.name = name
         #: This node's address: ``tocsin://<name>``; remoting sets a reachable one.
         self.address = local_address(name)
-        self.clock: Clock = clock if clock is not None else SystemClock()
+        given: Clock = clock if clock is not None else SystemClock()
+        #: The clock this system reads. In cluster mode an OffsetClock over the given
+        #: one, corrected at each lease renewal to the coordinator's clock: cron
+        #: instants and durable due times are the cluster's (issue 20, item 5).
+        self.clock: Clock = given
+        self._cluster_config = _check_cluster(cluster, remoting)
+        if self._cluster_config is not None:
+            self.clock = OffsetClock(given)
         self.timezone = timezone if timezone is not None else local_zone_name()
         zone(self.timezone)  # fail here, not at the first cron schedule
         self.stop_timeout = to_seconds(stop_timeout, "stop_timeout")
+        #: The bound of every mailbox not given one at ``spawn`` (None: unbounded).
+        self.mailbox_bound = check_mailbox_bound(mailbox_bound) or None
         self.events = EventStream()
         self._store_spec = store
         self._runtime: Runtime | None = None
@@ -184,7 +200,6 @@ class ActorSystem(SchedulingCalls):
         self._stopping: asyncio.Task[None] | None = None
         self._remoting = remoting
         self._remote: RemoteService | None = None
-        self._cluster_config = _check_cluster(cluster, remoting)
         self._cluster: ClusterNode | None = None
         self._ownership: ClusterOwnership | None = None
         self._rebalancer: Rebalancer | None = None
@@ -273,6 +288,7 @@ class ActorSystem(SchedulingCalls):
             loop=loop,
             deadlines=deadlines,
             facade=self,
+            mailbox_bound=self.mailbox_bound,
         )
         scheduler = Scheduler(runtime, self.timezone)
         runtime.schedules = scheduler
@@ -280,7 +296,12 @@ class ActorSystem(SchedulingCalls):
         stack.callback(_close_runtime, runtime, scheduler, deadlines)
         stack.callback(self.events.add_task_tracker(runtime.track_task))
         if not self.clock.reports_wall_jumps:
-            WallWatch(self.clock, deadlines).start()
+            # A cluster clock reports its own offset moves: the watch looks for steps of
+            # the clock underneath (passed on by the OffsetClock), else it would report
+            # each offset move a second time.
+            clock = self.clock
+            watched = clock.inner if isinstance(clock, OffsetClock) else clock
+            WallWatch(watched, deadlines).start()
         self.clock.attach(runtime)
         stack.callback(self.clock.detach, runtime)
         if remote is not None:
@@ -494,6 +515,7 @@ class ActorSystem(SchedulingCalls):
         *,
         supervisor: Supervisor | Directive | None = None,
         passivate_after: Seconds | None = None,
+        mailbox_bound: int | None = None,
     ) -> PID:
         """Spawn a top-level actor and return its PID once its first ``pre_start`` ran.
 
@@ -505,6 +527,10 @@ class ActorSystem(SchedulingCalls):
                 minute). A bare :class:`Directive` means ``Supervisor(directive)``.
             passivate_after: stop the actor once it has been idle this long (seconds or
                 timedelta); every delivery counts as activity.
+            mailbox_bound: the most messages its mailbox holds (``docs/actors.md``
+                "Backpressure"): past it a ``tell`` is a dead letter with reason
+                ``overflow`` and ``await pid.send(...)`` waits for room. ``None``: the
+                system's ``mailbox_bound``; ``0``: unbounded.
 
         Raises:
             ActorNameTakenError: a live actor already has this path.
@@ -516,7 +542,12 @@ class ActorSystem(SchedulingCalls):
         runtime = self._live("spawn")
         idle = None if passivate_after is None else to_seconds(passivate_after, "passivate_after")
         return await runtime.spawn(
-            factory, name, parent=None, supervisor=supervisor, passivate_after=idle
+            factory,
+            name,
+            parent=None,
+            supervisor=supervisor,
+            passivate_after=idle,
+            mailbox_bound=check_mailbox_bound(mailbox_bound),
         )
 
     async def stop_actor(self, pid: PID) -> None:

@@ -64,6 +64,8 @@ def test_actor_system_signature() -> None:
         assert p[name].kind is inspect.Parameter.KEYWORD_ONLY, name
         assert p[name].default == default, name
     assert p["remoting"].default is None
+    assert p["mailbox_bound"].kind is inspect.Parameter.KEYWORD_ONLY
+    assert p["mailbox_bound"].default is None
 
 
 def test_stop_signature_timeout_defaults_to_none() -> None:
@@ -76,10 +78,12 @@ def test_spawn_signature() -> None:
         ("name", PK),
         ("supervisor", KW),
         ("passivate_after", KW),
+        ("mailbox_bound", KW),
     ]
     p = params(ActorSystem.spawn)
     assert p["name"].default is None
     assert p["passivate_after"].default is None
+    assert p["mailbox_bound"].default is None  # DESIGN.md "Remoting": Backpressure
     assert p["supervisor"].default is not EMPTY
 
 
@@ -288,6 +292,9 @@ def test_pid_signatures() -> None:
     ask = params(PID.ask)
     assert ask["timeout"].kind is inspect.Parameter.KEYWORD_ONLY
     assert inspect.iscoroutinefunction(PID.ask)
+    # Backpressure: `await pid.send(message)` waits for room (DESIGN.md "Remoting").
+    assert shape(PID.send) == [("message", PK, EMPTY), ("sender", PK, None)]
+    assert inspect.iscoroutinefunction(PID.send)
 
 
 async def test_pid_path_name_hashable_comparable_serialisable() -> None:

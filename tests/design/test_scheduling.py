@@ -87,6 +87,8 @@ SCHEDULE_SHAPES = {
         ("jitter", KW, None),
         ("exclude", KW, None),
         ("dst", KW, None),
+        # DESIGN.md "Operating schedules", cluster cron delivery (issue 23).
+        ("delivery", KW, "at_most_once"),
     ],
     "cancel_schedule": [("reference", PK, EMPTY), ("missing_ok", KW, False)],
     "pause_schedule": [("reference", PK, EMPTY)],

@@ -28,7 +28,7 @@ from collections import deque
 from collections.abc import Callable
 from typing import TYPE_CHECKING, Any, final
 
-from ..errors import DeadActorError
+from ..errors import ActorSuspendedError, DeadActorError
 from ._actor import Actor
 from ._context import ReceiveContext
 from ._events import (
@@ -51,7 +51,7 @@ if TYPE_CHECKING:
     from ._runtime import Runtime
     from ._supervision import Supervisor
 
-__all__ = ["THROUGHPUT", "Cell", "CellState"]
+__all__ = ["THROUGHPUT", "BoundedCell", "Cell", "CellState", "new_cell"]
 
 #: Messages one actor handles before yielding to the event loop (fairness).
 THROUGHPUT = 256
@@ -68,16 +68,42 @@ _RUNNING = CellState.RUNNING
 _SUSPENDED = CellState.SUSPENDED
 _STOPPING = CellState.STOPPING
 _STOPPED = CellState.STOPPED
+_OVERFLOW = DeadLetterReason.OVERFLOW
 
 
-@final
+def new_cell(
+    runtime: Runtime,
+    path: str,
+    factory: Callable[[], Actor],
+    parent: Cell | None,
+    supervisor: Supervisor,
+    passivate_after: float | None,
+    pid: PID | None = None,
+    *,
+    mailbox_bound: int | None = None,
+) -> Cell:
+    """A cell for a new incarnation: a :class:`BoundedCell` when ``mailbox_bound`` is a
+    number of messages (>= 1), else a plain :class:`Cell` (unbounded: its delivery pays
+    nothing for bounds)."""
+    if mailbox_bound:
+        return BoundedCell(
+            runtime, path, factory, parent, supervisor, passivate_after, pid, mailbox_bound
+        )
+    return Cell(runtime, path, factory, parent, supervisor, passivate_after, pid)
+
+
 class Cell(SendTarget):
-    """The runtime side of one actor incarnation (internal); the target of its PID."""
+    """The runtime side of one actor incarnation (internal); the target of its PID.
+
+    Unbounded; :class:`BoundedCell` (made by :func:`new_cell`) is the bounded one. Only
+    ``deliver`` and ``offer`` differ, so an unbounded mailbox pays nothing for bounds.
+    """
 
     __slots__ = (
         "_stopped",
         "actor",
         "borrowed",
+        "bound",
         "children",
         "ctx",
         "depth_high",
@@ -87,6 +113,8 @@ class Cell(SendTarget):
         "in_post_stop",
         "interrupted",
         "last_active",
+        "limit",
+        "low",
         "mailbox",
         "owned",
         "parent",
@@ -95,6 +123,7 @@ class Cell(SendTarget):
         "pausing",
         "pid",
         "post_stop_done",
+        "room",
         "runtime",
         "state",
         "supervision",
@@ -102,6 +131,7 @@ class Cell(SendTarget):
         "sysq",
         "task",
         "unanswered",
+        "waiting",
     )
 
     def __init__(
@@ -113,8 +143,22 @@ class Cell(SendTarget):
         supervisor: Supervisor,
         passivate_after: float | None,
         pid: PID | None = None,
+        bound: int | None = None,
     ) -> None:
         self.runtime = runtime
+        #: Messages the mailbox may hold (None: unbounded). ``limit`` and ``low`` are the
+        #: bound and its low-water mark (half of it) in deque entries, two per message,
+        #: so the delivery compares ``len(mailbox)`` with an int as it is. ``room`` is
+        #: what a tell may fill: ``limit``, or 0 while sends wait for room (they hold
+        #: their place: a tell does not overtake them, it overflows).
+        self.bound = bound
+        self.limit = 2 * bound if bound else 0
+        self.room = self.limit
+        self.low = 2 * (bound // 2) if bound else 0
+        #: ``pid.send`` calls (and inbound remote frames) waiting for room, in order:
+        #: ``(future, message, sender, reply)``; admitted when a drain batch ends with
+        #: the mailbox at or below ``low`` (see :meth:`_admit`). None until one waits.
+        self.waiting: deque[tuple[asyncio.Future[None], Any, Any, Reply | None]] | None = None
         self.pid = pid if pid is not None else PID(runtime.address, path, new_incarnation(), self)
         self.factory = factory
         self.in_post_stop = False
@@ -174,6 +218,25 @@ class Cell(SendTarget):
         reason = DeadLetterReason.SUSPENDED if state is _SUSPENDED else DeadLetterReason.STOPPED
         self.runtime.undeliverable(message, sender, self.pid, reason, reply)
         return False
+
+    def offer(self, message: Any, sender: Any, reply: Reply | None) -> asyncio.Future[None] | None:
+        """``pid.send``'s path (see :meth:`SendTarget.offer`): an unbounded mailbox always
+        has room, so this is :meth:`deliver`, or a refusal when the actor is gone."""
+        if self.deliver(message, sender, reply):
+            return None
+        return self.refusal()
+
+    def refusal(self) -> asyncio.Future[None]:
+        """A done future failed with why this actor takes no messages (stopped or
+        suspended): what ``await pid.send`` raises after the dead letter."""
+        future: asyncio.Future[None] = self.runtime.loop.create_future()
+        future.set_exception(self.refused_error())
+        return future
+
+    def refused_error(self) -> Exception:
+        if self.state is _SUSPENDED:
+            return ActorSuspendedError(f"{self.pid} is suspended")
+        return DeadActorError(f"{self.pid} is stopped")
 
     def alive(self) -> bool:
         return self.state < _STOPPING
@@ -317,6 +380,8 @@ class Cell(SendTarget):
             ctx.message = None
             ctx._reply = None  # noqa: SLF001
             runtime.handled(handled)
+            if self.waiting:  # sends waiting for room (bounded mailboxes only)
+                self._admit()
             if mailbox and self.state is _RUNNING:
                 await asyncio.sleep(0)  # fairness: let other actors and I/O run
 
@@ -462,16 +527,50 @@ class Cell(SendTarget):
     def _reject_mailbox(self, reason: DeadLetterReason) -> None:
         mailbox = self.mailbox
         self.mailbox = None
-        if not mailbox:
-            return
-        items = iter(mailbox)
         undeliverable = self.runtime.undeliverable
-        for message, sender in zip(items, items, strict=True):
-            reply = None
-            if type(message) is Ask:
-                reply = message.reply
-                message = message.message
-            undeliverable(message, sender, self.pid, reason, reply)
+        if mailbox:
+            items = iter(mailbox)
+            for message, sender in zip(items, items, strict=True):
+                reply = None
+                if type(message) is Ask:
+                    reply = message.reply
+                    message = message.message
+                undeliverable(message, sender, self.pid, reason, reply)
+        waiting = self.waiting
+        if waiting:
+            # Sends still waiting for room: dead letters too, after what was queued
+            # (their order), and each ``await pid.send`` raises why.
+            self.waiting = None
+            self.room = self.limit
+            error = self.refused_error()
+            for future, message, sender, reply in waiting:
+                if future.done():
+                    continue  # its sender gave up waiting (cancelled): never sent
+                undeliverable(message, sender, self.pid, reason, reply)
+                future.set_exception(error)
+
+    def _admit(self) -> None:
+        """A drain batch ended: move waiting sends into the mailbox, in order, once it is
+        down to its low-water mark (half the bound) and as far as the bound allows; each
+        one's future is then done (``await pid.send`` returns, a paused remote
+        connection reads again). The hysteresis keeps a flood from waking its senders
+        once per message."""
+        mailbox = self.mailbox
+        waiting = self.waiting
+        if self.state is not _RUNNING or mailbox is None or waiting is None:
+            return
+        if len(mailbox) > self.low:
+            return
+        limit = self.limit
+        while waiting and len(mailbox) < limit:
+            future, message, sender, reply = waiting.popleft()
+            if future.done():
+                continue  # its sender gave up waiting (cancelled): never sent
+            mailbox.append(message if reply is None else Ask(message, reply))
+            mailbox.append(sender)
+            future.set_result(None)
+        if not waiting:
+            self.room = limit  # nobody waits any more: tells may fill it again
 
     def _hold_unanswered(self, reply: Reply) -> None:
         """Remember an ask handled without an answer, so the stop can still answer it.
@@ -558,3 +657,61 @@ class Cell(SendTarget):
             child, error = sysq.pop(0)
             if child.alive():
                 await self._supervise().child_failed(child, error)
+
+
+@final
+class BoundedCell(Cell):
+    """A cell whose mailbox holds at most ``bound`` messages (``mailbox_bound``).
+
+    Past the bound a delivery is a dead letter with reason ``overflow`` (counted, never
+    raised; an ask fails with :class:`~tocsin.BackpressureError`), while
+    :meth:`offer` (``await pid.send``, a remote connection's frames) waits for room.
+    """
+
+    __slots__ = ()
+
+    def deliver(self, message: Any, sender: Any, reply: Reply | None) -> bool:
+        # Cell.deliver's body with the bound check added (one int compare): calling
+        # Cell.deliver from here would cost more than the check (bench/_kernel_paths.py).
+        state = self.state
+        if state <= _RUNNING:
+            mailbox = self.mailbox
+            if mailbox is None:
+                mailbox = self.mailbox = deque()
+            elif len(mailbox) >= self.room:
+                self.runtime.undeliverable(message, sender, self.pid, _OVERFLOW, reply)
+                return False
+            mailbox.append(message if reply is None else Ask(message, reply))
+            mailbox.append(sender)
+            if not self.draining and state is _RUNNING:
+                if self.runtime.loop_thread._thread_id != _ident():  # noqa: SLF001
+                    loop = _get_running_loop()
+                    if loop is not self.runtime.loop:
+                        mailbox.pop()  # not sent after all: take it back
+                        mailbox.pop()
+                        raise self.runtime.wrong_loop(f"send to {self.pid}", loop)
+                self.wake()
+            return True
+        reason = DeadLetterReason.SUSPENDED if state is _SUSPENDED else DeadLetterReason.STOPPED
+        self.runtime.undeliverable(message, sender, self.pid, reason, reply)
+        return False
+
+    def offer(self, message: Any, sender: Any, reply: Reply | None) -> asyncio.Future[None] | None:
+        """Queue now when there is room and nobody waits before it; else wait in line
+        (a future done once the message is in the mailbox, see ``Cell._admit``)."""
+        mailbox = self.mailbox
+        if (
+            self.state <= _RUNNING
+            and mailbox is not None
+            and len(mailbox) >= self.room  # full, or others wait already (room is 0)
+        ):
+            future: asyncio.Future[None] = self.runtime.loop.create_future()
+            waiting = self.waiting
+            if waiting is None:
+                waiting = self.waiting = deque()
+            waiting.append((future, message, sender, reply))
+            self.room = 0  # tells do not overtake a waiting send
+            return future
+        if self.deliver(message, sender, reply):
+            return None
+        return self.refusal()

@@ -9,6 +9,7 @@ from typing import TYPE_CHECKING, Any, final
 
 from .._deadlines import Seconds, to_seconds
 from ._pid import PID, NoSender, target_of
+from ._runtime import check_mailbox_bound
 from ._scheduling import ScheduleService, SchedulingCalls
 
 if TYPE_CHECKING:
@@ -111,8 +112,10 @@ class ReceiveContext(SchedulingCalls):
         *,
         supervisor: Supervisor | Directive | None = None,
         passivate_after: Seconds | None = None,
+        mailbox_bound: int | None = None,
     ) -> PID:
-        """Spawn a child of this actor (stopped before this actor stops).
+        """Spawn a child of this actor (stopped before this actor stops). The options
+        are those of ``ActorSystem.spawn``.
 
         Raises:
             ActorStartError: its first ``pre_start`` failed and its supervisor did not
@@ -120,7 +123,12 @@ class ReceiveContext(SchedulingCalls):
         """
         idle = None if passivate_after is None else to_seconds(passivate_after, "passivate_after")
         return await self._cell.runtime.spawn(
-            factory, name, parent=self._cell, supervisor=supervisor, passivate_after=idle
+            factory,
+            name,
+            parent=self._cell,
+            supervisor=supervisor,
+            passivate_after=idle,
+            mailbox_bound=check_mailbox_bound(mailbox_bound),
         )
 
     def stop(self, pid: PID) -> None:

@@ -204,6 +204,40 @@ class PID:
         """
         self._target.deliver(message, NoSender if sender is None else sender, None)
 
+    async def send(self, message: Any, sender: Any = None) -> None:
+        """Send ``message``, waiting for room first: :meth:`tell` with backpressure.
+
+        Returns once the message is queued. To an actor whose mailbox is bounded
+        (``mailbox_bound``) and full, it waits until the mailbox is down to half its
+        bound, in order with the other waiting sends (which hold their place: a
+        :meth:`tell` meanwhile is an ``overflow`` dead letter, it does not overtake
+        them). To an unbounded actor it is :meth:`tell`. To a durable actor it is
+        the send to its activation (activated first when passivated). To an actor on
+        another node it waits for room in the connection's send buffer
+        (``Remoting(max_buffer=)``); the remote node then reads the frame only once
+        the mailbox there has room (its connection stops reading meanwhile).
+
+        Cancelling the waiting call withdraws the message (it was not sent). To bound
+        the wait, wrap it: ``async with asyncio.timeout(5): await pid.send(msg)``.
+
+        Raises:
+            DeadActorError: the target is stopped, at once, or stops while the send
+                waits (the message is then a dead letter with reason ``stopped``).
+            ActorSuspendedError: the target is suspended (dead letter ``suspended``).
+            NodeUnreachableError: the target's node cannot be reached, or the
+                connection is lost while the send waits (dead letter ``unreachable``).
+            CodecError: to another node, ``message`` cannot cross the wire.
+            ActorSystemNotStartedError: the system is not running.
+            WrongEventLoopError: called on another event loop than the system's.
+        """
+        target = self._target
+        runtime = target.runtime
+        if not runtime.running or runtime.loop_thread._thread_id != _ident():  # noqa: SLF001
+            runtime.check(f"send to {self}")  # raises the right error
+        waiter = target.offer(message, NoSender if sender is None else sender, None)
+        if waiter is not None:
+            await waiter
+
     def tell_threadsafe(self, message: Any, sender: Any = None) -> None:
         """:meth:`tell` from any thread: the send is handed to the system's loop
         (``loop.call_soon_threadsafe``), so it happens on that loop, in call order."""

@@ -18,7 +18,7 @@ from __future__ import annotations
 from collections.abc import Callable
 from typing import TYPE_CHECKING, Any, Protocol
 
-from ..errors import ActorSuspendedError, DeadActorError
+from ..errors import ActorSuspendedError, BackpressureError, DeadActorError
 from ._events import DeadLetterReason
 
 if TYPE_CHECKING:
@@ -48,9 +48,17 @@ class Reply(Protocol):
 
 
 def fail_reply(reply: Reply, target: PID | None, reason: DeadLetterReason) -> None:
-    """Fail an ask that cannot be answered: its target is suspended or stopped."""
+    """Fail an ask that cannot be answered: its target is suspended or stopped, or its
+    bounded mailbox is full (``overflow``)."""
     if not reply.done():
         if reason is DeadLetterReason.SUSPENDED:
             reply.set_exception(ActorSuspendedError(f"{target} is suspended"))
+        elif reason is DeadLetterReason.OVERFLOW:
+            reply.set_exception(
+                BackpressureError(
+                    f"the mailbox of {target} is full (mailbox_bound): the ask was not "
+                    "queued; `await pid.send(...)` waits for room instead"
+                )
+            )
         else:
             reply.set_exception(DeadActorError(f"{target} is stopped"))

@@ -60,9 +60,27 @@ if TYPE_CHECKING:
     from ._scheduling import ScheduleService
     from ._target import TargetResolver
 
-__all__ = ["Runtime", "running_loop"]
+__all__ = ["Runtime", "check_mailbox_bound", "running_loop"]
 
 _T = TypeVar("_T")
+
+
+def check_mailbox_bound(value: object, what: str = "mailbox_bound") -> int | None:
+    """A valid ``mailbox_bound``: None (the default: the system's, or unbounded for the
+    system itself), 0 (unbounded, as ``asyncio.Queue(maxsize=0)``) or a number of
+    messages >= 1. Returns it as given.
+
+    Raises:
+        TypeError: not an int or None (a bool is refused).
+        ValueError: a negative int.
+    """
+    if value is None:
+        return None
+    if isinstance(value, bool) or not isinstance(value, int):
+        raise TypeError(f"`{what}` must be an int (messages; 0: unbounded) or None, got {value!r}")
+    if value < 0:
+        raise ValueError(f"`{what}` must be >= 0 (0: unbounded), got {value!r}")
+    return value
 
 
 def running_loop() -> asyncio.AbstractEventLoop | None:
@@ -90,6 +108,7 @@ class Runtime:
         "idle_waiters",
         "loop",
         "loop_thread",
+        "mailbox_bound",
         "name",
         "names",
         "path_resolvers",
@@ -114,8 +133,12 @@ class Runtime:
         loop: asyncio.AbstractEventLoop,
         deadlines: DeadlineService,
         facade: Any,
+        mailbox_bound: int | None = None,
     ) -> None:
         self.name = name
+        #: The bound of every mailbox not given its own (``ActorSystem(mailbox_bound=)``;
+        #: None: unbounded), durable activations included.
+        self.mailbox_bound = mailbox_bound
         self.address = address
         self.clock = clock
         self.events = events
@@ -270,9 +293,13 @@ class Runtime:
         parent: Cell | None,
         supervisor: Supervisor | Directive | None,
         passivate_after: float | None,
+        mailbox_bound: int | None = None,
     ) -> PID:
-        """Create a cell, run its first start, return its PID (see ``ActorSystem.spawn``)."""
-        from ._cell import Cell, CellState
+        """Create a cell, run its first start, return its PID (see ``ActorSystem.spawn``).
+
+        ``mailbox_bound``: None for the system's default, 0 for unbounded, else the bound
+        (checked by :func:`check_mailbox_bound`)."""
+        from ._cell import CellState, new_cell
 
         self.check("spawn")
         if self.stopping:
@@ -302,7 +329,10 @@ class Runtime:
             siblings, path = self.top, f"/user/{name}"
         if name in siblings:
             raise ActorNameTakenError(f"an actor named {name!r} already exists at {path}")
-        cell = Cell(self, path, factory, parent, supervisor, passivate_after)
+        bound = self.mailbox_bound if mailbox_bound is None else mailbox_bound
+        cell = new_cell(
+            self, path, factory, parent, supervisor, passivate_after, mailbox_bound=bound
+        )
         siblings[name] = cell
         self.registry[path] = cell
         error = await cell.first_start()

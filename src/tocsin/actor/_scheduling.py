@@ -82,6 +82,7 @@ class ScheduleService(Protocol):
         jitter: Seconds | None,
         exclude: Calendar | None,
         dst: DSTPolicy | None,
+        delivery: str = "at_most_once",
     ) -> str: ...
 
     def cancel(self, reference: str) -> None: ...
@@ -211,6 +212,7 @@ class SchedulingCalls:
         jitter: Seconds | None = None,
         exclude: Calendar | None = None,
         dst: DSTPolicy | None = None,
+        delivery: str = "at_most_once",
     ) -> str:
         """Deliver ``message`` at each fire time of a Quartz cron ``expression``.
 
@@ -222,12 +224,24 @@ class SchedulingCalls:
         capped per tick at the gap to the next fire time (never an error); ``exclude``
         reads instants in the cron's zone.
 
+        ``delivery`` matters in cluster mode only (docs/cluster.md): ``"at_most_once"``
+        (default: a winner that dies before delivering loses that tick) or
+        ``"at_least_once"`` (the claim is held with a delivery lease until ``receive``
+        returns; a dead or frozen winner is replaced, and a duplicate carries the smaller
+        ``ctx.tick.fence``). Without a cluster every tick is delivered once by this
+        system: either value is accepted and changes nothing.
+
         Raises:
             InvalidCronExpressionError: malformed, or no fire time after now.
             InvalidTimezoneError: unknown zone.
             InvalidIntervalError: ``jitter`` is not valid seconds.
-            ValueError: a bad policy value (the message names the option).
+            ValueError: a bad policy value (the message names the option), or a
+                ``delivery`` that is not one of the two modes.
         """
+        if delivery != "at_most_once" and delivery != "at_least_once":
+            raise ValueError(
+                f'`delivery` must be "at_most_once" or "at_least_once", got {delivery!r}'
+            )
         return self._live_scheduler().schedule_cron(
             message,
             pid,
@@ -242,6 +256,7 @@ class SchedulingCalls:
             jitter=jitter,
             exclude=exclude,
             dst=dst,
+            delivery=delivery,
         )
 
     async def cancel_schedule(self, reference: str, *, missing_ok: bool = False) -> None:

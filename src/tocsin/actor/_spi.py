@@ -14,7 +14,8 @@ What the names are for:
   ``new_incarnation``, ``SendTarget`` (what a PID sends to: a cell, a durable identity, a
   remote node; ``target_of(pid)`` reads it on cold paths), ``Reply`` (an ask's answer),
   ``PID_EXTENSION_CODE`` (a PID on the wire).
-- Cells and the runtime: ``Cell``, ``Runtime`` (the shared services ``start()`` hands
+- Cells and the runtime: ``Cell`` and ``new_cell`` (a cell of a given ``mailbox_bound``;
+  ``check_mailbox_bound`` validates one), ``Runtime`` (the shared services ``start()`` hands
   down), ``Turn`` and ``RuntimeItem`` / ``ITEM_TYPES`` / ``STALE`` (mailbox items that
   are not plain messages, and "drop it").
 - Actors and supervision: ``Actor``, ``ReceiveContext``, ``Supervisor``, ``Directive``,
@@ -30,7 +31,7 @@ What the names are for:
 from __future__ import annotations
 
 from ._actor import Actor
-from ._cell import Cell
+from ._cell import Cell, new_cell
 from ._context import ReceiveContext
 from ._events import DeadLetter, DeadLetterReason, EventStream, TickNotDelivered
 from ._lookup import PID_EXTENSION_CODE
@@ -38,7 +39,7 @@ from ._mailbox import ITEM_TYPES, STALE, RuntimeItem, Turn
 from ._ops import ActorStat, actor_stats
 from ._pid import PID, NoSender, local_address, new_incarnation, parse_pid, target_of
 from ._reply import Reply
-from ._runtime import Runtime, running_loop
+from ._runtime import Runtime, check_mailbox_bound, running_loop
 from ._schedule_info import ScheduleInfo, ScheduleKind, SchedulerMetrics
 from ._schedule_policy import Misfire, Outcome, Overlap, Tick, TickOutcome
 from ._scheduling import ScheduleService, SchedulingCalls
@@ -78,7 +79,9 @@ __all__ = [
     "TickOutcome",
     "Turn",
     "actor_stats",
+    "check_mailbox_bound",
     "local_address",
+    "new_cell",
     "new_incarnation",
     "parse_pid",
     "running_loop",

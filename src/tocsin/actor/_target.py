@@ -7,7 +7,8 @@ Three kinds of target sit behind PIDs, each in its own layer:
 * a durable identity's handle, which activates the actor on demand (``durable/``);
 * a remote node's endpoint, which encodes the message and writes a frame (``remote/``).
 
-A PID calls only :meth:`SendTarget.deliver` (``tell``/``ask``) and, through the system,
+A PID calls only :meth:`SendTarget.deliver` (``tell``/``ask``), :meth:`SendTarget.offer`
+(``send``: wait for room in a bounded mailbox or a connection's buffer) and, through the system,
 ``stop``/``request_stop``/``reinstate``. An ask's reply travels as a
 :class:`~tocsin.actor._reply.Reply`, never as a bare future, so a remote target can send
 a correlation id instead and answer it when the reply frame comes back.
@@ -18,7 +19,11 @@ from __future__ import annotations
 from abc import ABC, abstractmethod
 from typing import TYPE_CHECKING, Any, Protocol
 
+from ..errors import DeadActorError
+
 if TYPE_CHECKING:
+    import asyncio
+
     from ._pid import PID
     from ._reply import Reply
     from ._runtime import Runtime
@@ -39,6 +44,20 @@ class SendTarget(ABC):
         """Queue ``message`` from ``sender`` (a PID or NoSender); ``reply`` is set for an
         ask. Never raises for a dead target: return False after dead-lettering it (and
         failing ``reply``)."""
+
+    def offer(self, message: Any, sender: Any, reply: Reply | None) -> asyncio.Future[None] | None:
+        """Queue ``message`` when there is room (``None``), else hold it in line and
+        return a future done once it is queued: what ``await pid.send`` waits for, and
+        what a remote connection waits for before it reads its next frame.
+
+        A refusal (the target is gone) is a done future failed with why, after the dead
+        letter. Default: :meth:`deliver` (an unbounded target always has room).
+        """
+        if self.deliver(message, sender, reply):
+            return None
+        future: asyncio.Future[None] = self.runtime.loop.create_future()
+        future.set_exception(DeadActorError("the target is stopped"))
+        return future
 
     def check(self, message: Any) -> None:
         """Raise if ``message`` can never be sent to this target (a remote target: it

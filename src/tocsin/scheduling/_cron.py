@@ -31,6 +31,7 @@ class CronState:
     """The cron part of a schedule record (internal)."""
 
     __slots__ = (
+        "delivery",
         "dst",
         "expr",
         "last_wall",
@@ -44,7 +45,12 @@ class CronState:
     )
 
     def __init__(
-        self, expr: CronExpression, text: str, zone_name: str, dst: DSTPolicy | None = None
+        self,
+        expr: CronExpression,
+        text: str,
+        zone_name: str,
+        dst: DSTPolicy | None = None,
+        delivery: str = "at_most_once",
     ) -> None:
         self.expr = expr
         #: The DST policy every next fire time is computed under (None: Quartz's).
@@ -54,6 +60,8 @@ class CronState:
         self.tz = zone(zone_name)
         self.next_wall = 0.0
         self.last_wall: float | None = None
+        #: Cluster cron: "at_most_once" or "at_least_once" (schedule_cron(delivery=...)).
+        self.delivery = delivery
         #: Seconds the tick due at ``next_wall`` is delivered after it (jitter; else 0).
         self.offset = 0.0
         # The last answer of `following` (a jittered schedule asks for the fire time
@@ -63,9 +71,15 @@ class CronState:
 
     @classmethod
     def create(
-        cls, expression: str, zone_name: str, wall: float, dst: DSTPolicy | None = None
+        cls,
+        expression: str,
+        zone_name: str,
+        wall: float,
+        dst: DSTPolicy | None = None,
+        delivery: str = "at_most_once",
     ) -> CronState:
-        """Parse and compute the first fire time after ``wall``.
+        """Parse and compute the first fire time after ``wall``; ``delivery`` is the
+        cluster delivery mode (checked by the scheduling call; unused outside a cluster).
 
         Raises:
             InvalidCronExpressionError: malformed, or no fire time after now.
@@ -77,7 +91,7 @@ class CronState:
             raise InvalidCronExpressionError(
                 f"`expression` must be a str, got {expression!r}", expression=repr(expression)
             )
-        state = cls(CronExpression.parse(expression), expression, zone_name, dst)
+        state = cls(CronExpression.parse(expression), expression, zone_name, dst, delivery)
         first = state.expr.next_after(datetime.fromtimestamp(wall, state.tz), dst=dst)
         if first is None:
             raise InvalidCronExpressionError(

@@ -251,18 +251,29 @@ class ScheduleRecord(Deadline, RuntimeItem):
 @final
 class TickItem(RuntimeItem):
     """A tick of a schedule whose record is already queued in the target's mailbox (a
-    slow actor under ``Overlap.ALLOW``), or a manual or backfilled tick: the record
-    cannot carry two instants, so this small item carries this one's (internal)."""
+    slow actor under ``Overlap.ALLOW``), or a manual or backfilled tick, or a cluster cron
+    tick this node won: the record cannot carry two instants (nor a claim's fence), so
+    this small item carries this one's (internal)."""
 
-    __slots__ = ("at", "backfill", "manual", "record")
+    __slots__ = ("at", "backfill", "done", "fence", "manual", "record")
 
     def __init__(
-        self, record: ScheduleRecord, at: float, manual: bool = False, backfill: bool = False
+        self,
+        record: ScheduleRecord,
+        at: float,
+        manual: bool = False,
+        backfill: bool = False,
+        fence: int | None = None,
+        done: Callable[[], None] | None = None,
     ) -> None:
         self.record = record
         self.at = at  # the nominal instant, in the record's units (see Scheduler.wall_of)
         self.manual = manual
         self.backfill = backfill
+        # Cluster cron: the claim's fence (ctx.tick.fence), and for at_least_once what
+        # marks the claim done once receive has returned.
+        self.fence = fence
+        self.done = done
 
     def open(self) -> Any:
         record = self.record
@@ -281,14 +292,24 @@ class TickItem(RuntimeItem):
     def tick(self) -> Tick:
         record = self.record
         instant = utc(record.scheduler.wall_of(record, self.at))
-        return Tick(record.reference, instant, manual=self.manual, backfill=self.backfill)
+        return Tick(
+            record.reference,
+            instant,
+            manual=self.manual,
+            backfill=self.backfill,
+            fence=self.fence,
+        )
 
     def finished(self) -> None:
+        done, self.done = self.done, None
+        if done is not None:
+            done()  # at_least_once: the cluster claim is marked done
         self.record.finished()
 
     @property
     def tracked(self) -> bool:  # type: ignore[override]
-        return self.record.tracked
+        # A remote target asks for a completion frame when finished() matters.
+        return self.done is not None or self.record.tracked
 
 
 @final
@@ -328,9 +349,36 @@ class Replay(Deadline):
 class CronGate(Protocol):
     """Cluster mode: whether this node delivers a cron tick (``tocsin.cluster.CronClaims``).
 
-    ``deliver_if_won`` never blocks: it claims the tick ``reference@fire_at`` on the
-    coordinator in the background, then calls ``deliver()`` if this node won, else
-    ``skipped()`` (docs/cluster.md, "Cron single fire").
+    ``deliver_if_won`` never blocks: it claims the tick ``reference@fire_at`` (the
+    *nominal* instant, whatever jitter delays its delivery: every node builds the same
+    key) on the coordinator in the background, then calls ``deliver(fence, finished)``
+    if this node won, else ``skipped(outcome, detail)`` (docs/cluster.md, "Cron single
+    fire"):
+
+    * ``deliver(fence, finished)`` hands the tick to its target, the claim's ``fence``
+      in ``ctx.tick.fence``, and returns whether it was handed over (``False``: the
+      schedule was cancelled meanwhile, or the target refused it; an ``at_least_once``
+      claim is then left to lapse, so another node delivers it). ``finished`` is
+      ``None`` for ``at_most_once``; for ``at_least_once`` it must be called once the
+      target's ``receive`` for the tick has returned (the claim is marked done; until
+      then it is renewed).
+    * ``skipped(outcome, detail)``: this node does not deliver the tick. ``outcome`` is
+      the :class:`~tocsin.Outcome` its history records: ``CLAIMED_ELSEWHERE`` (another
+      node won; for ``at_least_once``, once that node marked it done),
+      ``CLAIM_LATE`` (reached after the instant's window), ``CLAIM_ERROR`` (detail: the
+      coordinator's error), ``PAUSED`` (paused cluster-wide), ``COALESCED`` (a later
+      tick of the reference came while this one waited for a claim in flight), or
+      ``None`` (the node is stopping: nothing to record).
+
+    Keywords:
+        delivery: ``"at_most_once"`` (default) or ``"at_least_once"``.
+        backfill: an instant of the past, for ``backfill_schedule``: claimed with the
+            same key as its regular tick, with no lateness check and never coalesced
+            (call it once per instant, oldest first). A claim still kept on the
+            coordinator (``Cluster(claim_retention=...)``, at least the TTL) makes it
+            ``CLAIMED_ELSEWHERE``: an instant that fired within the retention is never
+            delivered twice. Claims older than the retention may be gone: such an
+            instant is delivered.
     """
 
     def deliver_if_won(
@@ -338,8 +386,11 @@ class CronGate(Protocol):
         reference: str,
         fire_at: float,
         period: float,
-        deliver: Callable[[], object],
-        skipped: Callable[[], object] | None = None,
+        deliver: Callable[[int, Callable[[], None] | None], bool],
+        skipped: Callable[[Outcome | None, str | int | None], object] | None = None,
+        *,
+        delivery: str = "at_most_once",
+        backfill: bool = False,
     ) -> None: ...
 
 
@@ -526,6 +577,7 @@ class Scheduler:
         jitter: Any = None,
         exclude: Calendar | None = None,
         dst: DSTPolicy | None = None,
+        delivery: str = "at_most_once",
     ) -> str:
         clock = self._clock
         zone_name = timezone if timezone is not None else self._timezone
@@ -549,12 +601,12 @@ class Scheduler:
             checked_dst = check_dst(dst)
             checked_jitter = check_jitter(jitter, None)
             checked_exclude = check_exclude(exclude)
-            state = CronState.create(expression, zone_name, clock.wall(), checked_dst)
+            state = CronState.create(expression, zone_name, clock.wall(), checked_dst, delivery)
             policy = make_policy(
                 overlap, misfire, checked_jitter, checked_exclude, checked_dst, state.tz
             )
         else:
-            state = CronState.create(expression, zone_name, clock.wall())
+            state = CronState.create(expression, zone_name, clock.wall(), delivery=delivery)
         record = self._register(
             message, pid, reference, sender, replace, owner, None, state, None, policy
         )
@@ -700,13 +752,24 @@ class Scheduler:
             self.last_tick_taken(record)
         return record.message
 
-    def send(self, record: ScheduleRecord, at: float) -> bool:
+    def send(
+        self,
+        record: ScheduleRecord,
+        at: float,
+        claim: tuple[int, Callable[[], None] | None, bool] | None = None,
+    ) -> bool:
         """Hand one tick (nominal instant ``at``) to the record's target: the record
-        itself when none of its ticks waits in that mailbox, else a :class:`TickItem`."""
+        itself when none of its ticks waits in that mailbox, else a :class:`TickItem`.
+
+        ``claim``: a cluster cron tick this node won, ``(fence, done, backfill)``; it
+        always travels as a :class:`TickItem` carrying them."""
         queued = record.queued
         record.queued = queued + 1
-        if queued:
-            item: RuntimeItem = TickItem(record, at)
+        if claim is not None:
+            fence, done, backfill = claim
+            item: RuntimeItem = TickItem(record, at, False, backfill, fence, done)
+        elif queued:
+            item = TickItem(record, at)
         else:
             record.tick_at = at
             item = record
@@ -734,11 +797,18 @@ class Scheduler:
         return latest, due
 
     def offer(
-        self, record: ScheduleRecord, policy: SchedulePolicy, at: float, late: float
+        self,
+        record: ScheduleRecord,
+        policy: SchedulePolicy,
+        at: float,
+        late: float,
+        claim: tuple[int, Callable[[], None] | None, bool] | None = None,
     ) -> bool | None:
         """One tick through the schedule's policies: excluded by its calendar, missed
         past its grace (``late``: seconds after its instant), held or skipped by its
-        overlap policy, or sent. True: delivered; False: refused; None: not sent."""
+        overlap policy, or sent (``claim``: see :meth:`send`; a tick held by
+        ``BUFFER_ONE`` goes later without it). True: delivered; False: refused; None: not
+        sent."""
         exclude = policy.exclude
         if exclude is not None and exclude.excludes(utc(self.wall_of(record, at)), policy.zone):
             self.outcome(record, self.wall_of(record, at), Outcome.EXCLUDED)
@@ -752,7 +822,7 @@ class Scheduler:
                 return None  # delivered when the tick in flight finishes
             self.outcome(record, self.wall_of(record, at), Outcome.SKIPPED_OVERLAP)
             return None
-        return self.send(record, at)
+        return self.send(record, at, claim)
 
     def settled(self, record: ScheduleRecord, policy: SchedulePolicy) -> None:
         """A tick of a tracked schedule finished: one fewer in flight, and a tick held
@@ -985,35 +1055,71 @@ class Scheduler:
         record.due = now + (state.next_wall + state.offset - wall)
         self.deadlines.add(record.due, record)
 
-    def _claimed(self, record: ScheduleRecord, fire_at: float) -> None:
-        """Cluster mode: this node won the claim of the tick ``fire_at``: deliver it."""
+    def _claimed(
+        self,
+        record: ScheduleRecord,
+        fire_at: float,
+        claim: tuple[int, Callable[[], None] | None, bool] | None = None,
+    ) -> bool | None:
+        """Cluster mode: this node won the claim of the tick ``fire_at``: deliver it
+        (``claim``: its fence, done call and backfill flag; see :meth:`send`). Returns
+        how it went (see :meth:`offer`)."""
         policy = record.policy
         delivered: bool | None
         if policy is None:
-            delivered = self.send(record, fire_at)
+            delivered = self.send(record, fire_at, claim)
         else:
-            delivered = self.offer(record, policy, fire_at, self._clock.wall() - fire_at)
+            delivered = self.offer(record, policy, fire_at, self._clock.wall() - fire_at, claim)
         if delivered is not True and not record.send_to.alive():
             self.retire(record)
+        return delivered
 
     def _deliver_if_claimed(
-        self, gate: CronGate, record: ScheduleRecord, state: CronState, fire_at: float
+        self,
+        gate: CronGate,
+        record: ScheduleRecord,
+        state: CronState,
+        fire_at: float,
+        *,
+        backfill: bool = False,
     ) -> None:
         """Cluster mode: deliver this tick only if this node claims it (the claim runs in
-        the background; the schedule is re-armed meanwhile, as without a cluster)."""
+        the background; the schedule is re-armed meanwhile, as without a cluster).
+
+        ``fire_at`` is the nominal instant (the claim key on every node). The won tick
+        goes through the schedule's policies and travels as a :class:`TickItem` carrying
+        the claim's fence (``ctx.tick.fence``) and, for ``at_least_once``, the call that
+        marks the claim done once ``receive`` has returned (every target calls
+        ``finished()`` on a tracked item: a local cell when ``receive`` returns, a remote
+        target on the completion frame)."""
         nxt = state.expr.next_after(datetime.fromtimestamp(fire_at, state.tz), dst=state.dst)
         period = math.inf if nxt is None else nxt.timestamp() - fire_at
 
-        def deliver() -> None:
+        def deliver(fence: int, finished: Callable[[], None] | None) -> bool:
             if record.dead:
-                return  # cancelled, replaced or retired while the claim ran
-            self._claimed(record, fire_at)
+                return False  # cancelled, replaced or retired while the claim ran
+            delivered = self._claimed(record, fire_at, (fence, finished, backfill))
+            if delivered is None and finished is not None:
+                # The policies decided (excluded, missed, skipped, held): nothing is in
+                # flight, so the claim is done; no other node delivers it either.
+                finished()
+            return delivered is not False
 
-        def skipped() -> None:
+        def skipped(outcome: Outcome | None, detail: str | int | None) -> None:
+            if outcome is not None and not record.dead:
+                self.outcome(record, fire_at, outcome, detail)
             if record.final:
                 self.retire(record)  # its last tick was another node's to deliver
 
-        gate.deliver_if_won(record.reference, fire_at, period, deliver, skipped)
+        gate.deliver_if_won(
+            record.reference,
+            fire_at,
+            period,
+            deliver,
+            skipped,
+            delivery=state.delivery,
+            backfill=backfill,
+        )
 
     def _wall_jumped(self, delta: float) -> None:
         clock = self._clock
