@@ -9,6 +9,7 @@ what guarantees that a backward wall jump never fires the same tick twice.
 
 from __future__ import annotations
 
+import math
 from collections import deque
 from datetime import datetime
 from typing import TYPE_CHECKING, Final, final
@@ -34,6 +35,8 @@ class CronState:
         "dst",
         "expr",
         "last_wall",
+        "memo_after",
+        "memo_next",
         "next_wall",
         "offset",
         "text",
@@ -61,6 +64,10 @@ class CronState:
         self.delivery = delivery
         #: Seconds the tick due at ``next_wall`` is delivered after it (jitter; else 0).
         self.offset = 0.0
+        # The last answer of `following` (a jittered schedule asks for the fire time
+        # after the next one to cap its jitter, then for the same one when it fires).
+        self.memo_after = math.nan
+        self.memo_next: float | None = None
 
     @classmethod
     def create(
@@ -106,8 +113,13 @@ class CronState:
 
     def following(self, after: float) -> float | None:
         """The first fire time strictly after ``after`` (epoch seconds), or None."""
+        if after == self.memo_after:
+            return self.memo_next
         nxt = self.expr.next_after(datetime.fromtimestamp(after, self.tz), dst=self.dst)
-        return None if nxt is None else nxt.timestamp()
+        result = None if nxt is None else nxt.timestamp()
+        self.memo_after = after
+        self.memo_next = result
+        return result
 
     def move_to(self, wall: float) -> None:
         """Make ``wall`` (a fire time after the current one) the next fire time."""

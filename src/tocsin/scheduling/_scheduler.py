@@ -246,9 +246,9 @@ class ScheduleRecord(Deadline, RuntimeItem):
             # Fixed rate without drift: the next grid point strictly after now.
             due = deadline + interval
             if due <= now:
-                # A stall: the overdue ticks are coalesced into one, which carries the
-                # most recent overdue instant (APScheduler's coalesce does the same).
-                at, due = scheduler.coalesce(self, deadline, interval, now)
+                # A stall: the later overdue ticks are coalesced into this one, which
+                # keeps its own (first overdue) instant, as before policies existed.
+                due = scheduler.coalesce(self, deadline, interval, now)
         # The record itself is the mailbox item; only a tick sent while an earlier one
         # of this record still waits in a mailbox needs an item of its own (its instant).
         queued = self.queued
@@ -857,20 +857,19 @@ class Scheduler:
 
     def coalesce(
         self, record: ScheduleRecord, deadline: float, interval: float, now: float
-    ) -> tuple[float, float]:
+    ) -> float:
         """An interval schedule fired after later instants of its own came due (a stall):
-        the most recent of them, and the next deadline strictly after ``now``. The
-        others are recorded as ``coalesced``."""
+        the next deadline strictly after ``now``; the later instants are coalesced into
+        this tick (recorded on its instant, with how many)."""
         count = math.floor((now - deadline) / interval)
         due = deadline + (count + 1) * interval
         if due <= now:
             # Float absorption (a monotonic time so large that 1 ms no longer moves
             # it): re-arming at `now` would fire forever at one instant.
             due = math.nextafter(now, math.inf)
-        latest = min(deadline + count * interval, now)
         if count > 0:
             self.outcome(record, self.wall_of(record, deadline), Outcome.COALESCED, count)
-        return latest, due
+        return due
 
     def offer(
         self,
@@ -951,9 +950,10 @@ class Scheduler:
         misfire = policy.misfire
         mode = misfire.mode
         if mode == "once":
+            # One tick, on the first overdue instant (as without a policy); it stands for
+            # all of them, so its grace is judged by the most recent one.
             self.outcome(record, self.wall_of(record, first), Outcome.COALESCED, count - 1)
-            latest = recent[-1]
-            return self.offer(record, policy, latest, now - latest)
+            return self.offer(record, policy, first, now - recent[-1])
         if mode == "skip":
             self.outcome(record, self.wall_of(record, first), Outcome.MISSED, count)
             return None
@@ -1099,19 +1099,20 @@ class Scheduler:
             state.move_to(nxt)
         gate = self.cron_gate
         if policy is None:
-            at = recent[-1]
+            # The later overdue fire times are coalesced into this one (its own instant:
+            # the cluster claim key is the fire time the tick was armed for).
             if count > 1:
                 self.outcome(record, fire_at, Outcome.COALESCED, count - 1)
             if gate is not None:
-                self._deliver_if_claimed(gate, record, state, at)
-            elif not self.send(record, at) and not record.send_to.alive():
+                self._deliver_if_claimed(gate, record, state, fire_at)
+            elif not self.send(record, fire_at) and not record.send_to.alive():
                 self.retire(record)  # target fully stopped: drop after this tick
                 return
         else:
             if gate is not None:
                 # Cluster mode: one tick per firing, claimed cluster-wide by its instant;
                 # the claim's winner applies the policies as it delivers.
-                self._deliver_if_claimed(gate, record, state, recent[-1])
+                self._deliver_if_claimed(gate, record, state, fire_at)
             else:
                 if count == 1:
                     # Grace counts from the tick's (jittered) delivery time.
