@@ -20,7 +20,7 @@ import pytest
 
 from tocsin import Actor, ActorSystem, DeadLetter, DeadLetterReason, ReceiveContext, Remoting
 from tocsin.actor._spi import PID, NoSender, RuntimeItem, Tick, target_of
-from tocsin.remote._envelopes import Completed, Scheduled, decoder, encoder
+from tocsin.remote._envelopes import Completed, Scheduled, Tell, decoder, encoder
 from tocsin.remote._node import RemoteNode
 from tocsin.remote._ticks import InboundTick, PendingCompletion
 
@@ -225,6 +225,12 @@ async def _remote_pid(system: ActorSystem, text: str) -> PID:
 
 def test_plain_tell_frames_are_unchanged_and_a_tick_frame_round_trips() -> None:
     enc = encoder()
+    # A Tell is what it was before tick frames existed: [tag 1, path, inc, sender, name,
+    # payload], nothing appended.
+    assert (
+        enc.encode(Tell("/p", "", "", "", msgspec.Raw(b"\xc0")))
+        == b"\x96\x01\xa2/p\xa0\xa0\xa0\xc0"
+    )
     wire = tuple(TICK.to_wire())
     body = enc.encode(Scheduled("/user/p", "", "", "", msgspec.Raw(b"\xa1x"), wire, 5))
     frame = decoder().decode(body)

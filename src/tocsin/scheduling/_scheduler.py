@@ -953,7 +953,8 @@ class Scheduler:
             return
         later = math.floor((now - nominal) / interval)  # instants due after this one
         if later <= 0:
-            delivered = self.offer(record, policy, nominal, now - nominal)
+            # Late by `now - deadline`: grace counts from the (jittered) armed deadline.
+            delivered = self.offer(record, policy, nominal, now - deadline)
             due = nominal + interval
         else:
             keep = policy.misfire.max if policy.misfire.mode == "all" else 1
@@ -1001,6 +1002,7 @@ class Scheduler:
             self.deadlines.add(record.due, record)
             return
         fire_at = state.next_wall  # the instant this tick stands for (the cluster claim key)
+        jittered = state.offset  # this tick's jitter (the next one's is computed below)
         policy = record.policy
         # One next-fire computation per tick, as before policies: when the fire time
         # after this one is still ahead, there is no misfire.
@@ -1036,7 +1038,9 @@ class Scheduler:
                 self._deliver_if_claimed(gate, record, state, recent[-1])
             else:
                 if count == 1:
-                    delivered = self.offer(record, policy, fire_at, wall - fire_at)
+                    # Grace counts from the tick's (jittered) delivery time.
+                    late = wall - fire_at - jittered
+                    delivered = self.offer(record, policy, fire_at, late)
                 else:
                     delivered = self.misfire(record, policy, fire_at, count, recent, wall)
                 if delivered is not True and not record.send_to.alive():
