@@ -1027,15 +1027,19 @@ class Scheduler:
             if count > 1:
                 self.outcome(record, fire_at, Outcome.COALESCED, count - 1)
             if gate is not None:
-                self._deliver_if_claimed(gate, record, state, at)
+                # Cluster mode: the first overdue instant is the one claimed (DESIGN.md
+                # "Cluster"): every node that did not stall claimed that same key, and a
+                # later one may still be ahead on the coordinator's clock.
+                self._deliver_if_claimed(gate, record, state, fire_at)
             elif not self.send(record, at) and not record.send_to.alive():
                 self.retire(record)  # target fully stopped: drop after this tick
                 return
         else:
             if gate is not None:
                 # Cluster mode: one tick per firing, claimed cluster-wide by its instant;
-                # the claim's winner applies the policies as it delivers.
-                self._deliver_if_claimed(gate, record, state, recent[-1])
+                # the claim's winner applies the policies as it delivers. The first
+                # overdue instant is the one claimed (as above).
+                self._deliver_if_claimed(gate, record, state, fire_at)
             else:
                 if count == 1:
                     # Grace counts from the tick's (jittered) delivery time.
