@@ -380,3 +380,35 @@ async def test_jitter_is_the_same_on_every_node_and_claims_keep_the_nominal_inst
         assert len(by_instant) == 5
         assert all(len(moments) == 1 for moments in by_instant.values()), by_instant
         assert len([n for n, _, _ in asked]) == 15
+
+
+async def test_a_claim_never_finished_is_renewed_only_within_its_window() -> None:
+    # A tick dropped in its mailbox (its schedule cancelled there) never calls finished():
+    # its claim is held until the instant's window ends, then left (no node claims a
+    # tick that late), never renewed for ever.
+    world = World(lease=60.0)
+    renewals: list[float] = []
+    inner = world.coordinator()
+    await inner.open()
+
+    class Counting(Flaky):
+        async def renew_tick(self, key: str, fence: int, lease: float) -> bool:
+            renewals.append(world.clock.wall())
+            return await inner.renew_tick(key, fence, lease)
+
+    try:
+        node = Node(world.node("a", coordinator=Counting(inner)))
+        await node.node.start()
+        at = world.clock.wall()
+        node.fire(at)
+        await world.clock.advance(0)
+        assert len(node.delivered) == 1
+        await world.clock.advance(120)
+        held = len(renewals)
+        assert held > 0
+        assert max(renewals) <= at + 60 + LEASE
+        await world.clock.advance(120)
+        assert len(renewals) == held
+    finally:
+        await world.close()
+        await inner.close()

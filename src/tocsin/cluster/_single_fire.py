@@ -179,7 +179,7 @@ class _Grant:
     """An ``at_least_once`` claim this node won: renewed every third of its lease until
     the target's ``receive`` returns (:meth:`finished`), then marked done."""
 
-    __slots__ = ("_claims", "_handle", "_over", "fence", "key", "lease", "reference")
+    __slots__ = ("_claims", "_handle", "_over", "fence", "key", "lease", "reference", "until")
 
     def __init__(self, claims: CronClaims, tick: _Tick, key: str, fence: int) -> None:
         self._claims = claims
@@ -187,14 +187,22 @@ class _Grant:
         self.key = key
         self.fence = fence
         self.lease = tick.lease or 0.0
+        # Past the instant's window no node claims it again (too late): holding it longer
+        # is pointless, and a tick never finished (dropped as stale in the mailbox) must
+        # not be renewed for ever.
+        self.until = tick.fire_at + claim_ttl(tick.period)
         self._handle: TimerHandle | None = None
         self._over = False
 
     def hold(self) -> None:
-        """Keep the claim held while the delivery runs (renew every ``lease / 3``)."""
+        """Keep the claim held while the delivery runs (renew every ``lease / 3``), at
+        most until the instant's window (its TTL) has passed."""
         if self._over or self._claims.closed:
             return
         clock = self._claims.clock
+        if clock.wall() > self.until:
+            self._over = True
+            return
         self._handle = clock.call_at(clock.monotonic() + self.lease / 3, self._renew_due)
 
     def _renew_due(self) -> None:

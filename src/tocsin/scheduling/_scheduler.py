@@ -1104,6 +1104,9 @@ class Scheduler:
             if count > 1:
                 self.outcome(record, fire_at, Outcome.COALESCED, count - 1)
             if gate is not None:
+                # Cluster mode: the first overdue instant is the one claimed (DESIGN.md
+                # "Cluster"): every node that did not stall claimed that same key, and a
+                # later one may still be ahead on the coordinator's clock.
                 self._deliver_if_claimed(gate, record, state, fire_at)
             elif not self.send(record, fire_at) and not record.send_to.alive():
                 self.retire(record)  # target fully stopped: drop after this tick
@@ -1111,7 +1114,8 @@ class Scheduler:
         else:
             if gate is not None:
                 # Cluster mode: one tick per firing, claimed cluster-wide by its instant;
-                # the claim's winner applies the policies as it delivers.
+                # the claim's winner applies the policies as it delivers. The first
+                # overdue instant is the one claimed (as above).
                 self._deliver_if_claimed(gate, record, state, fire_at)
             else:
                 if count == 1:
