@@ -25,11 +25,9 @@ import json
 import os
 import sys
 import time
-from collections import deque
 from typing import Any
 
 from tocsin import Actor, ActorSystem, Cluster, ReceiveContext, Remoting
-from tocsin.scheduling._spi import Scheduler
 
 
 def emit(**fields: Any) -> None:
@@ -39,7 +37,6 @@ def emit(**fields: Any) -> None:
 
 async def main(url: str, name: str, lease: float, log: str) -> None:
     fd = os.open(log, os.O_WRONLY | os.O_APPEND | os.O_CREAT, 0o644)
-    won: deque[float] = deque()  # instants of won ticks, in delivery (mailbox) order
     system = ActorSystem(
         name,
         remoting=Remoting(listen="tcp://127.0.0.1:0", secret=b"cluster-test-secret!"),
@@ -48,33 +45,12 @@ async def main(url: str, name: str, lease: float, log: str) -> None:
 
     class Job(Actor):
         async def receive(self, ctx: ReceiveContext) -> None:
-            instant = won.popleft()
+            assert ctx.tick is not None
+            instant = ctx.tick.instant.timestamp()  # the claim key's instant
             now = await system.cluster.coordinator.now()
             os.write(fd, f"{name} {instant!r} {now!r}\n".encode())
 
-    class Recording:
-        """The node's claim gate, noting the instant of each tick it won (the tick
-        message carries none)."""
-
-        def __init__(self, inner: Any) -> None:
-            self.inner = inner
-
-        def deliver_if_won(
-            self, reference: str, fire_at: float, period: float, deliver: Any, skipped: Any = None
-        ) -> None:
-            def recorded() -> None:
-                won.append(fire_at)
-                deliver()
-
-            self.inner.deliver_if_won(reference, fire_at, period, recorded, skipped)
-
     async with system:
-        runtime = system.runtime
-        assert runtime is not None  # started
-        scheduler = runtime.schedules  # test-only: the gate is internal
-        assert isinstance(scheduler, Scheduler)
-        assert scheduler.cron_gate is not None
-        scheduler.cron_gate = Recording(scheduler.cron_gate)
         pid = await system.spawn(Job, "job")
         await system.schedule_cron("run", pid, "* * * * * ?", reference="every-second")
         emit(event="ready", offset=system.cluster.offset)
