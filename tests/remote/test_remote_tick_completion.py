@@ -18,7 +18,15 @@ from typing import Any
 import msgspec
 import pytest
 
-from tocsin import Actor, ActorSystem, DeadLetter, DeadLetterReason, ReceiveContext, Remoting
+from tocsin import (
+    Actor,
+    ActorSystem,
+    DeadLetter,
+    DeadLetterReason,
+    Overlap,
+    ReceiveContext,
+    Remoting,
+)
 from tocsin.actor._spi import PID, NoSender, RuntimeItem, Tick, target_of
 from tocsin.remote._envelopes import Completed, Scheduled, Tell, decoder, encoder
 from tocsin.remote._node import RemoteNode
@@ -300,3 +308,20 @@ def test_an_inbound_tick_answers_once_only_when_asked(tracked: bool) -> None:
     item.finished()
     assert item.rejected() == "m"
     assert [decoder().decode(b) for b in sent] == ([Completed(9)] if tracked else [])
+
+
+# -- a real schedule ----------------------------------------------------------------------
+
+
+@pytest.mark.parametrize("overlap", [Overlap.ALLOW, Overlap.SKIP])
+async def test_a_schedule_to_a_remote_pid_gives_ctx_tick_there(overlap: Overlap) -> None:
+    async with pair() as (a, _b, probe, seen, _gate):
+        await a.schedule("every", probe, 0.02, reference="r", overlap=overlap)
+        await eventually(lambda: len(seen) >= 3)
+        await a.cancel_schedule("r")
+        ticks = [s.tick for s in seen[:3]]
+        assert all(t is not None and t.reference == "r" for t in ticks)
+        instants = [t.instant for t in ticks if t is not None]
+        assert all(i.tzinfo is UTC for i in instants)
+        assert instants == sorted(set(instants))  # one delivery per instant, in order
+        assert len(node_of(a).completions) <= 1  # SKIP: at most the one in flight
