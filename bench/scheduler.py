@@ -407,7 +407,12 @@ async def _fire(system_name: str, n: int, window: float) -> dict[str, Any]:
 
 
 async def _repeating(
-    system_name: str, n: int, duration: float, interval: float, batches: int
+    system_name: str,
+    n: int,
+    duration: float,
+    interval: float,
+    batches: int,
+    variant: str = "none",
 ) -> dict[str, Any]:
     loop = asyncio.get_running_loop()
     refs = [f"r{i}" for i in range(n)]
@@ -429,7 +434,17 @@ async def _repeating(
         for b in range(batches):
             await asyncio.sleep(max(0.0, begin + b * interval / batches - loop.time()))
             for i in range(b * n // batches, (b + 1) * n // batches):
-                if system_name == "tocsin":
+                if system_name == "tocsin" and variant.startswith("cron"):
+                    await system.schedule_cron(
+                        i, pid, "* * * * * ?", reference=refs[i], **_policy_kwargs(variant)
+                    )
+                    state.first[i] = math.ceil(loop.time())  # not read: see ticks/cpu
+                elif system_name == "tocsin" and variant != "none":
+                    await system.schedule(
+                        i, pid, interval, reference=refs[i], **_policy_kwargs(variant)
+                    )
+                    state.first[i] = _record_due(system, refs[i])
+                elif system_name == "tocsin":
                     await system.schedule(i, pid, interval, reference=refs[i])
                     # The schedule's own first deadline, read back from its record: a
                     # `loop.time()` taken before the call would be off by any pause in
@@ -460,6 +475,7 @@ async def _repeating(
         "ticks_per_s": (index1 - index0) / (t1 - t0),
         "cpu_s": cpu1 - cpu0,
         "cpu_pct": (cpu1 - cpu0) / (t1 - t0) * 100,
+        "cpu_us_per_tick": (cpu1 - cpu0) / max(1, index1 - index0) * 1e6,
         # The machine's CPU time stolen by the hypervisor during the window (% of all).
         "steal_pct": (steal1[0] - steal0[0]) / max(1, steal1[1] - steal0[1]) * 100,
     }
@@ -467,6 +483,26 @@ async def _repeating(
     if metrics is not None:
         result["timer_late_p99_ms"] = metrics.lateness_p99 * 1e3
     return result
+
+
+#: Schedule-policy variants of the ``repeating`` test (issue 22, ``--policies``): the
+#: keyword arguments every schedule is made with. A "cron" variant makes ``* * * * * ?``
+#: cron schedules instead (every second, so all of them tick at once each second).
+POLICY_VARIANTS = ("none", "skip", "jitter", "calendar", "cron", "cron+jitter", "cron+calendar")
+
+
+def _policy_kwargs(variant: str) -> dict[str, Any]:
+    from tocsin import Calendar, Overlap
+
+    if variant.endswith("skip"):
+        return {"overlap": Overlap.SKIP}
+    if variant.endswith("jitter"):
+        return {"jitter": 0.5}  # on an interval of 1 s: shorter than it
+    if variant.endswith("calendar"):
+        # A calendar that excludes nothing during the run, so every tick is delivered and
+        # its check is paid on each (a date and a daily window, read in the zone).
+        return {"exclude": Calendar.dates("2001-01-01") | Calendar.daily("03:00", "03:01")}
+    return {}
 
 
 # -- protocol ----------------------------------------------------------------------------
@@ -482,7 +518,12 @@ def child(params: dict[str, Any]) -> dict[str, Any]:
     if test == "repeating":
         return asyncio.run(
             _repeating(
-                system, params["n"], params["duration"], params["interval"], params["batches"]
+                system,
+                params["n"],
+                params["duration"],
+                params["interval"],
+                params["batches"],
+                params.get("variant", "none"),
             )
         )
     raise ValueError(f"unknown test {test!r}")

@@ -1,5 +1,6 @@
 # SPDX-License-Identifier: Apache-2.0
-"""Time, read in one place: the :class:`Clock` ABC, :class:`SystemClock` and :class:`ManualClock`.
+"""Time, read in one place: the :class:`Clock` ABC, :class:`SystemClock`, :class:`ManualClock`
+and :class:`OffsetClock` (another clock's wall time plus an offset: a cluster node's time).
 
 Every other module asks a clock. That is what lets one :class:`ManualClock` drive a whole
 actor system in tests: schedules, passivation, ask timeouts, cron and durable tasks.
@@ -192,7 +193,8 @@ class OffsetClock(Clock):
         inner: the clock read for monotonic time, timers and the uncorrected wall time.
         offset: seconds added to ``inner.wall()``.
         jump_tolerance: seconds the offset must move before the move is reported as a
-            wall jump (default :data:`OFFSET_JUMP_TOLERANCE`).
+            wall jump (default :data:`OFFSET_JUMP_TOLERANCE`; ``math.inf``: never, a
+            clock that steps silently, as a real one does between two wall watches).
     """
 
     def __init__(
@@ -209,7 +211,15 @@ class OffsetClock(Clock):
         self._offset = _finite("offset", offset)
         #: The offset as last reported to the listeners (a move is measured from it).
         self._reported = self._offset
-        self._tolerance = _finite("jump_tolerance", jump_tolerance)
+        if (
+            isinstance(jump_tolerance, bool)
+            or not isinstance(jump_tolerance, int | float)
+            or not jump_tolerance >= 0
+        ):
+            raise ValueError(
+                f"`jump_tolerance` must be a number of seconds >= 0, got {jump_tolerance!r}"
+            )
+        self._tolerance = float(jump_tolerance)
         # Jumps the inner clock reports (ManualClock) reach this clock's listeners; one
         # it cannot report (a real clock) is found by the wall watch of the inner clock.
         self.reports_wall_jumps = inner.reports_wall_jumps

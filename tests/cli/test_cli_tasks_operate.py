@@ -5,6 +5,7 @@ rows ``self.trigger`` / ``self.backfill`` add, and a system started on the file 
 from __future__ import annotations
 
 import asyncio
+import json
 from datetime import UTC, datetime
 from pathlib import Path
 from typing import Any
@@ -113,3 +114,21 @@ def test_backfill_errors_are_one_line_with_an_exit_code(
     with pytest.raises(SystemExit) as exit_info:
         run("tasks", "backfill", "hourly", "--store", store, "--from", "x", "--to", "y")
     assert exit_info.value.code == 2
+
+
+def test_history_prints_a_table_and_json(db: Path, capsys: pytest.CaptureFixture[str]) -> None:
+    store = f"sqlite:///{db}"
+    assert run("tasks", "history", "hourly", "--store", store) == 0
+    assert capsys.readouterr().out == "no history for CliOps/c-1 hourly\n"
+    _start_and_run(db)  # the overdue task runs: one delivered entry
+    assert run("tasks", "history", "hourly", "--store", store) == 0
+    table = capsys.readouterr().out.splitlines()
+    assert table[0].split() == ["INSTANT", "(UTC)", "AT", "(UTC)", "OUTCOME", "DETAIL", "NODE"]
+    assert "delivered" in table[1]
+    assert table[1].endswith("cli-ops")
+    assert run("tasks", "history", "hourly", "--store", store, "--json") == 0
+    document = json.loads(capsys.readouterr().out)
+    assert document["actor"] == "CliOps/c-1"
+    [entry] = document["history"]
+    assert set(entry) == {"instant", "at", "outcome", "detail", "node"}
+    assert (entry["outcome"], entry["detail"], entry["node"]) == ("delivered", None, "cli-ops")

@@ -181,11 +181,9 @@ async def test_at_most_once_ticks_carry_growing_fences_and_are_never_claimed_aga
 ) -> None:
     async with world_of(kind, tmp_path, "a", "b", "c") as (world, nodes):
         for _ in range(3):
-            # Each tick claimed at its instant (a claim before it waits for it on the
-            # coordinator's clock: cluster time).
-            instant = world.clock.wall()
+            at = world.clock.wall()
             for node in nodes:
-                node.fire(instant, "at_most_once")
+                node.fire(at, "at_most_once")
             await world.clock.advance(60)
         fences = sorted(fence for n in nodes for _, fence in n.delivered)
         assert len(fences) == 3

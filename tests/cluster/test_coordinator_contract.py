@@ -106,6 +106,28 @@ async def test_a_joined_node_is_listed_alive_with_its_address(backend: Backend) 
         await c.close()
 
 
+async def test_join_and_renew_rows_carry_the_coordinators_clock_at_the_step(
+    backend: Backend,
+) -> None:
+    # Cluster time (issue 20, item 5) is measured from it: ``renewed`` is the
+    # coordinator's clock read inside the join or renewal, between a now() before the
+    # call and one after (Redis keeps milliseconds: 1 ms of slack).
+    [c] = await opened(backend)
+    try:
+        before = await c.now()
+        joined = await c.join("n1", "inc-a", "addr", LEASE)
+        middle = await c.now()
+        await backend.advance(2.0)
+        renewed = await c.renew("n1", "inc-a", LEASE)
+        after = await c.now()
+        assert joined is not None
+        assert renewed is not None
+        assert before - 0.001 <= joined.renewed <= middle
+        assert middle + 2.0 - 0.001 <= renewed.renewed <= after
+    finally:
+        await c.close()
+
+
 async def test_a_live_name_cannot_be_joined_by_another_incarnation_until_it_expires(
     backend: Backend,
 ) -> None:

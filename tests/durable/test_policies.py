@@ -395,3 +395,16 @@ async def test_bad_options_are_typed_errors_at_the_call(
         result = await pid.ask(Call("attempt", {"call": call, "args": args, **options}))
     assert result.startswith(expected)
     assert InvalidIntervalError.__name__ == "InvalidIntervalError"
+
+
+async def test_cron_all_after_a_month_replays_the_most_recent_instants(backend: Backend) -> None:
+    async with running(backend) as (system, clock):
+        pid = await system.durable(Job, "month")
+        options = {"expression": "0 * * * * ?", "id": "c", "misfire": Misfire.all(max=5)}
+        await pid.ask(Call("cron_", options))
+    restart = START + timedelta(days=30, seconds=30)
+    async with running(backend, restart) as (system, clock):
+        await clock.advance(5)
+    minute = timedelta(minutes=1)
+    top = START + timedelta(days=30)
+    assert instants() == [top - k * minute for k in range(4, -1, -1)]

@@ -13,7 +13,16 @@ from typing import Any
 import pytest
 from tests.durable.durable_support import Backend
 
-from tocsin import ActorSystem, Calendar, ManualClock, Misfire, Tick
+from tocsin import (
+    ActorSystem,
+    Calendar,
+    ManualClock,
+    Misfire,
+    Outcome,
+    Tick,
+    TickNotDelivered,
+    TickOutcome,
+)
 from tocsin.durable import Call, DurableActor, TaskRecord
 
 RUNS: list[tuple[Tick, float]] = []
@@ -133,3 +142,56 @@ async def test_backfill_errors(backend: Backend) -> None:
         assert await pid.ask(Call("backfill_", missing)) == "TaskNotFoundError"
         huge = {"id": "hourly", "start": START - timedelta(days=3650), "end": START}
         assert await pid.ask(Call("backfill_", huge)) == "ValueError"
+
+
+# -- history (the store's ring per task) --------------------------------------------------
+
+
+class Histories(DurableActor):
+    kind = "PoliciesHistories"
+
+    async def tick(self, payload: Any) -> None:
+        RUNS.append((self.current_task, self.now().timestamp()))  # type: ignore[arg-type]
+
+    async def hourly(self, options: dict[str, Any]) -> str:
+        return await self.cron("0 0 * * * ?", "tick", id="hourly", **options)
+
+    async def history(self, task_id: str) -> list[TickOutcome]:
+        return await self.task_history(task_id)
+
+    async def trigger_(self, task_id: str) -> None:
+        await self.trigger(task_id)
+
+    async def cancel(self, task_id: str) -> bool:
+        return await self.cancel_schedule(task_id)
+
+
+async def test_history_says_what_became_of_each_instant(backend: Backend) -> None:
+    events: list[TickNotDelivered] = []
+    async with running(backend) as (system, clock):
+        system.events.subscribe(events.append, TickNotDelivered)
+        pid = await system.durable(Histories, "h")
+        options = {"exclude": Calendar.daily("13:30", "14:30"), "misfire": Misfire.once()}
+        await pid.ask(Call("hourly", options))
+        await clock.advance(3600)  # 13:00 delivered
+        await pid.ask(Call("trigger_", "hourly"))
+        await clock.advance(1)  # the manual run, under the task's id
+        await clock.advance(3600)  # 14:00 excluded
+        await clock.jump(3 * 3600)  # a stall past 15:00, 16:00, 17:00: coalesced
+        await clock.advance(1)
+        history = await pid.ask(Call("history", "hourly"))
+        assert [(e.outcome, e.instant.hour, e.detail) for e in history] == [
+            (Outcome.DELIVERED, 13, None),
+            # Recorded when the next instant was chosen, right after 13:00's run.
+            (Outcome.EXCLUDED, 14, None),
+            (Outcome.DELIVERED, 13, None),  # the manual one (its instant: 13:00)
+            (Outcome.COALESCED, 15, 3),
+            (Outcome.DELIVERED, 15, None),
+        ]
+        assert {e.node for e in history} == {"ops"}
+        assert [(e.reference, e.outcome) for e in events] == [
+            ("/durable/PoliciesHistories/h/hourly", Outcome.EXCLUDED),
+            ("/durable/PoliciesHistories/h/hourly", Outcome.COALESCED),
+        ]
+        assert await pid.ask(Call("cancel", "hourly"))
+        assert await pid.ask(Call("history", "hourly")) == []

@@ -182,3 +182,51 @@ async def test_misfire_and_jitter_together_on_cron() -> None:
         assert log == []
         await clock.advance(70)
         assert len(log) == 1
+
+
+@pytest.mark.parametrize("kind", ["interval", "cron"])
+async def test_grace_counts_from_the_jittered_delivery_time(kind: str) -> None:
+    log: Log = []
+    async with running_system() as (system, clock):
+        outcomes = record_outcomes(system)
+        pid = await system.spawn(lambda: TickRecorder(log))
+        misfire = Misfire.once(grace=1)
+        if kind == "interval":
+            await system.schedule("t", pid, 60, reference="g", jitter=50, misfire=misfire)
+        else:
+            await system.schedule_cron(
+                "t", pid, "0 * * * * ?", reference="g", jitter=50, misfire=misfire
+            )
+        await clock.advance(600)
+        assert len(log) >= 9
+        assert outcomes == []
+
+
+async def test_skip_on_cron_with_a_blocked_handler() -> None:
+    async with running_system() as (system, clock):
+        from tests.scheduling.scheduling_support import blocker
+
+        from tocsin import Actor, ReceiveContext
+
+        seen: list[int] = []
+        block, release = blocker()
+
+        class Slow(Actor):
+            async def receive(self, ctx: ReceiveContext) -> None:
+                if isinstance(ctx.message, tuple):
+                    await ctx.message[1].wait()
+                    return
+                assert ctx.tick is not None
+                seen.append(ctx.tick.instant.second)
+
+        pid = await system.spawn(Slow)
+        pid.tell(block)
+        await system.schedule_cron(
+            "t", pid, "* * * * * ?", reference="cs", timezone="UTC", overlap=Overlap.SKIP
+        )
+        await clock.advance(3)
+        release.set()
+        await clock.advance(0)
+        assert seen == [1]
+        await clock.advance(1)
+        assert seen == [1, 4]

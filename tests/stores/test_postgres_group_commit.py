@@ -8,6 +8,7 @@ import asyncio
 import uuid
 from typing import Any
 
+import msgspec
 import pytest
 
 from tocsin.errors import FencedError
@@ -163,4 +164,41 @@ async def test_merged_fenced_batches_are_one_statement_each_fenced_alone(
         assert [await store.fence_epoch("K", f"i{k}") for k in (0, 11)] == [1, 1]
     finally:
         store._writer = counting.conn
+        await store.close()
+
+
+async def test_concurrent_due_tasks_reads_are_combined_each_with_its_own_answer(
+    postgres_dsn: str,
+) -> None:
+    """``due_tasks`` calls that arrive while one is in flight go as one query; each gets
+    exactly its own rows (its identity, its ``before``, its ``limit``, in order)."""
+    store = PostgresStore(postgres_dsn, schema=f"g_{uuid.uuid4().hex[:12]}")
+    await store.open()
+    try:
+        rows = [
+            msgspec.structs.replace(_row(f"i{k}", f"t{j}"), due=float(j))
+            for k in range(6)
+            for j in range(5)
+        ]
+        await store.apply([UpsertTask(r) for r in rows])
+        asks = [("K", f"i{k}", float(k % 5), 1 + k % 3) for k in range(6)]
+        asks += [("K", "i0", 10.0, 10), ("K", "nobody", 10.0, 10), ("K", "i1", 10.0, 0)]
+        fetches: list[str] = []
+        fetch = store._fetch
+
+        async def counting(sql: str, *args: Any) -> list[Any]:
+            fetches.append(sql)
+            return await fetch(sql, *args)
+
+        store._fetch = counting  # type: ignore[method-assign]
+        answers = await asyncio.gather(*(store.due_tasks(*ask) for ask in asks))
+        expected = [
+            [r for r in rows if r.identity == ident and r.due <= before][:limit]
+            for _, ident, before, limit in asks
+        ]
+        assert [[(r.identity, r.id) for r in a] for a in answers] == [
+            [(r.identity, r.id) for r in e] for e in expected
+        ]
+        assert len(fetches) == 2  # the first alone, the eight that came meanwhile together
+    finally:
         await store.close()

@@ -8,8 +8,9 @@ the record); ``discard ID`` deletes a parked task; ``trigger ID`` adds one manua
 task, due now (its own due time unchanged); ``backfill ID --from T --to T [--dry-run]``
 lists the task's instants in ``[from, to)`` and, without ``--dry-run``, adds one run of
 each (the same rows ``self.trigger`` / ``self.backfill`` add; a running system runs
-them). An id that several actors use needs ``--actor KIND/ID``. Exit codes: 0 done, 1 the
-operation failed (unknown or ambiguous id, task not parked, server unreachable), 2 bad
+them); ``history ID`` prints what became of its recent instants (``--json``). An id
+that several actors use needs ``--actor KIND/ID``. Exit codes: 0 done, 1 the operation
+failed (unknown or ambiguous id, task not parked, server unreachable), 2 bad
 usage (argparse's code: bad URL, bad ``--actor``, a store path that is not a tocsin
 store). Every error is one line on stderr.
 
@@ -35,7 +36,7 @@ from typing import Any, Final
 import msgspec
 
 from ..clock import SystemClock
-from ..durable._spi import backfill_instants, backfill_rows, trigger_row
+from ..durable._spi import backfill_instants, backfill_rows, tick_outcome, trigger_row
 from ..errors import InvalidStoreURLError, StoreError
 from ..stores import DeleteTask, Store, TaskRow, UpsertTask, open_store
 from ..stores._spi import connect_read_only
@@ -116,6 +117,16 @@ def register(subparsers: argparse._SubParsersAction[argparse.ArgumentParser]) ->
         "--dry-run", action="store_true", help="only list the instants; run nothing"
     )
     backfill.set_defaults(func=lambda ns: _run(_backfill, ns))
+
+    history = actions.add_parser(
+        "history", help="what became of a task's recent instants (oldest first)"
+    )
+    history.add_argument("id", help="task id")
+    common(history)
+    history.add_argument(
+        "--json", action="store_true", help="print one JSON document (fields: docs/cli.md)"
+    )
+    history.set_defaults(func=lambda ns: _run(_history, ns, read_only=True))
 
 
 def _moment(text: str) -> datetime:
@@ -292,6 +303,49 @@ async def _backfill(store: Store, ns: argparse.Namespace) -> None:
     print(f"{verb} {len(instants)} instants of {row.kind}/{row.identity} {row.id} ({row.name})")
     for instant in instants:
         print(_iso(instant))
+
+
+async def _history(store: Store, ns: argparse.Namespace) -> None:
+    if ns.actor_key is not None:
+        kind, identity = ns.actor_key
+    else:
+        row = await _one(store, ns)
+        kind, identity = row.kind, row.identity
+    entries = [tick_outcome(r) for r in await store.task_history(kind, identity, ns.id)]
+    if ns.json:
+        document = {
+            "actor": f"{kind}/{identity}",
+            "id": ns.id,
+            "history": [
+                {
+                    "instant": e.instant.isoformat(timespec="milliseconds"),
+                    "at": e.at.isoformat(timespec="milliseconds"),
+                    "outcome": e.outcome.value,
+                    "detail": e.detail,
+                    "node": e.node,
+                }
+                for e in entries
+            ],
+        }
+        print(json.dumps(document, indent=2))
+        return
+    if not entries:
+        print(f"no history for {kind}/{identity} {ns.id}")
+        return
+    lines = [("INSTANT (UTC)", "AT (UTC)", "OUTCOME", "DETAIL", "NODE")]
+    lines += [
+        (
+            e.instant.isoformat(timespec="seconds"),
+            e.at.isoformat(timespec="seconds"),
+            e.outcome.value,
+            "" if e.detail is None else str(e.detail),
+            e.node,
+        )
+        for e in entries
+    ]
+    widths = [max(len(line[i]) for line in lines) for i in range(5)]
+    for line in lines:
+        print("  ".join(c.ljust(w) for c, w in zip(line, widths, strict=True)).rstrip())
 
 
 def _iso(epoch: float) -> str:

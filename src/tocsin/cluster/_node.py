@@ -101,9 +101,9 @@ class ClusterNode:
             node=name,
             counters=self._counters,
             clock=clock,
-            not_early=self.time.not_early,
             delivery_lease=config.delivery_lease,
             claim_retention=config.claim_retention,
+            not_early=self.time.not_early,
         )
         self._started = False
 

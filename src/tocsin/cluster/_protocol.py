@@ -164,11 +164,16 @@ class Coordinator(Protocol):
         the name (a previous life not yet expired, or another node using the name).
         Leases expired more than :data:`EXPIRED_LEASE_RETENTION` ago are purged. The
         zone is kept as given (renewals keep it); comparing zones is the caller's job.
+        The row's ``renewed`` is the coordinator's clock read in this step (each node
+        measures its clock offset from it: ``cluster/_time.py``).
         """
         ...
 
     async def renew(self, node: str, incarnation: str, lease: float) -> LeaseRow | None:
-        """Extend a live lease to ``now + lease``; ``None`` if it expired or is gone."""
+        """Extend a live lease to ``now + lease``; ``None`` if it expired or is gone.
+
+        The row's ``renewed`` is ``now``, the coordinator's clock read in this step.
+        """
         ...
 
     async def leave(self, node: str, incarnation: str) -> bool:

@@ -263,11 +263,11 @@ class CronClaims:
         counters: where outcomes are counted.
         clock: the system's clock; a ManualClock is told when claims are in flight, so
             ``await clock.advance(s)`` returns after the deliveries they decide.
+        delivery_lease: ``at_least_once``: seconds a claim stays held without a renewal.
+        claim_retention: seconds a claim is kept after its instant (at least its TTL).
         not_early: awaited with the fire instant before a tick of the scheduler is
             claimed; returns once the instant has come on the coordinator's clock
             (``ClusterTime.not_early``, ``cluster/_time.py``).
-        delivery_lease: ``at_least_once``: seconds a claim stays held without a renewal.
-        claim_retention: seconds a claim is kept after its instant (at least its TTL).
     """
 
     def __init__(

@@ -20,11 +20,18 @@ wall clock jumped (the old offset is then wrong by the jump). So a renewal that 
 on a frozen coordinator (bound 10 s) does not move the schedule by up to 10 s.
 
 Earliness (DESIGN "Cluster time"): right before a tick is claimed, the node checks that
-the instant has come on the coordinator's clock, within ``max_skew``. With a fresh sample
-(not older than a lease, no own-clock jump since) whose bound keeps the estimate within
-``max_skew``, its own corrected clock proves it and nothing is asked; otherwise it reads
-the coordinator's clock (``Coordinator.now()``) and, when the instant is more than
-``max_skew`` away, waits for it and asks again (at most :data:`EARLY_RETRIES` times).
+the instant has come on the coordinator's clock, within ``max_skew``. The last applied
+sample, carried forward on the *monotonic* clock (so a step of this node's wall clock
+that nobody has reported yet cannot fool it), gives a lower bound of the coordinator's
+time now (the time it read, plus the age of its answer less :data:`DRIFT` per second);
+when that proves the instant reached within ``max_skew`` (the sample not older than a
+lease) nothing is asked. Otherwise the
+node reads the coordinator's clock (``Coordinator.now()``) and, when the instant is more
+than ``max_skew`` away, waits for it and asks again (at most :data:`EARLY_RETRIES` times).
+
+A reported jump of this node's own wall clock (a ManualClock's ``jump_wall``, the wall
+watch's finding) marks the offset stale and measures it again at once with one
+``Coordinator.now()`` round trip, not at the next renewal.
 
 An offset beyond ``max_skew`` is corrected all the same; the node warns once a minute
 (``tocsin.cluster`` logger), as it does while its samples are too uncertain to keep it
@@ -37,6 +44,7 @@ uncertainty interval has passed the instant).
 
 from __future__ import annotations
 
+import asyncio
 import logging
 import math
 from collections.abc import Awaitable, Callable
@@ -99,8 +107,13 @@ class ClusterTime:
         self._offset = 0.0 if self._corrected is None else self._corrected.offset
         self._bound = math.inf
         self._measured_at: float | None = None
+        #: The coordinator's clock read by the applied sample: at its answer (monotonic
+        #: ``_measured_at``) the coordinator's clock was at least this (the step it was
+        #: read in lay inside the round trip).
+        self._coordinator_at = 0.0
         #: This node's own wall clock jumped since the applied sample was taken.
         self._stale = False
+        self._remeasure: asyncio.Task[None] | None = None
         self._warned_at = -math.inf
         self._unsubscribe: Callable[[], None] | None = None
 
@@ -112,14 +125,39 @@ class ClusterTime:
             self._unsubscribe = self._own.on_wall_jump(self._own_jumped)
 
     def stop(self) -> None:
+        """Stop listening; a measurement in flight is cancelled."""
         if self._unsubscribe is not None:
             self._unsubscribe()
             self._unsubscribe = None
+        task, self._remeasure = self._remeasure, None
+        if task is not None:
+            task.cancel()
 
     def _own_jumped(self, seconds: float) -> None:
-        # The coordinator's clock did not jump with ours: the applied offset is now off by
-        # the jump, until the next renewal measures again.
+        # The coordinator's clock did not jump with ours: the applied offset is off by the
+        # jump. Measure again now rather than at the next renewal (up to lease/3 away).
         self._stale = True
+        if self._unsubscribe is None or self._remeasure is not None:
+            return
+        try:
+            loop = asyncio.get_running_loop()
+        except RuntimeError:  # a jump made outside the loop: the next renewal measures
+            return
+        self._remeasure = loop.create_task(
+            self._measure_now(), name=f"tocsin-cluster-time-{self._node}"
+        )
+
+    async def _measure_now(self) -> None:
+        try:
+            begun = self.begin()
+            try:
+                coordinator_time = await self._coordinator_now()
+            except Exception as exc:  # the next renewal measures (and reports the outage)
+                _log.info("node %s: measuring the clock offset failed: %s", self._node, exc)
+                return
+            self.sample(begun, coordinator_time)
+        finally:
+            self._remeasure = None
 
     # -- reading -----------------------------------------------------------------------
 
@@ -157,6 +195,7 @@ class ClusterTime:
         if self._accepts(half, received):
             self._offset, self._bound = estimate, half
             self._measured_at, self._stale = received, False
+            self._coordinator_at = coordinator_time
             if self._corrected is not None:
                 self._corrected.set_offset(estimate)
         self._warn_if_off(received)
@@ -199,14 +238,16 @@ class ClusterTime:
     # -- earliness ---------------------------------------------------------------------
 
     def _proves_reached(self, fire_at: float) -> bool:
-        """Whether this node's own estimate shows ``fire_at`` reached on the coordinator's
-        clock, within ``max_skew``, without asking it."""
+        """Whether the last sample, carried forward on the monotonic clock, shows
+        ``fire_at`` reached on the coordinator's clock within ``max_skew``."""
         measured = self._measured_at
-        if measured is None or self._stale:
+        if measured is None:
             return False
-        if self._clock.monotonic() - measured > self._lease:
+        age = self._clock.monotonic() - measured
+        if age > self._lease:
             return False
-        return fire_at - (self.now() - self._bound) <= self.max_skew
+        earliest = self._coordinator_at + age * (1 - DRIFT)  # its clock now, at the least
+        return fire_at - earliest <= self.max_skew
 
     async def not_early(self, fire_at: float) -> None:
         """Return once ``fire_at`` (epoch seconds) is reached on the coordinator's clock,

@@ -71,11 +71,6 @@ class Cluster:
             is now the preferred owner of some of its idle identities (they passivate
             here and activate there at their next message or due task); busy ones move
             once idle. A positive finite number; always a float once constructed.
-        max_skew: seconds this node's clock may be off the coordinator's before it warns
-            (once a minute), and by which a cron claim may precede its instant on the
-            coordinator's clock (a claim earlier than that waits for the instant). The
-            offset is measured at each lease renewal and corrected whatever its size
-            (``docs/cluster.md``, "Cluster time"). Between 0.001 and 3600; default 1.
         delivery_lease: seconds a ``schedule_cron(..., delivery="at_least_once")`` tick's
             claim stays held without news from its winner: the winner renews it every
             ``delivery_lease / 3`` while the target's ``receive`` runs and marks it done
@@ -88,6 +83,11 @@ class Cluster:
             ``backfill_schedule`` never delivers again an instant whose claim is kept.
             Between 0 and :data:`MAX_CLAIM_RETENTION`; default a day. Kept claims cost
             one row (key) per reference and instant on the coordinator.
+        max_skew: seconds this node's clock may be off the coordinator's before it warns
+            (once a minute), and by which a cron claim may precede its instant on the
+            coordinator's clock (a claim earlier than that waits for the instant). The
+            offset is measured at each lease renewal and corrected whatever its size
+            (``docs/cluster.md``, "Cluster time"). Between 0.001 and 3600; default 1.
 
     Raises:
         InvalidCoordinatorURLError: a malformed coordinator URL (checked here, so the
@@ -100,9 +100,9 @@ class Cluster:
     lease: float = 10.0
     poll_interval: float | None = None
     rebalance_rate: float = 100.0
-    max_skew: float = 1.0
     delivery_lease: float = 5.0
     claim_retention: float = 86_400.0
+    max_skew: float = 1.0
 
     def __post_init__(self) -> None:
         if not isinstance(self.coordinator, Coordinator):
@@ -124,12 +124,12 @@ class Cluster:
                 f"second, got {rate!r}"
             )
         object.__setattr__(self, "rebalance_rate", float(rate))
-        skew = _seconds("max_skew", self.max_skew, 0.001, 3600.0)
-        object.__setattr__(self, "max_skew", skew)
         delivery = _seconds("delivery_lease", self.delivery_lease, MIN_LEASE, MAX_DELIVERY_LEASE)
         object.__setattr__(self, "delivery_lease", delivery)
         retention = _seconds("claim_retention", self.claim_retention, 0.0, MAX_CLAIM_RETENTION)
         object.__setattr__(self, "claim_retention", retention)
+        skew = _seconds("max_skew", self.max_skew, 0.001, 3600.0)
+        object.__setattr__(self, "max_skew", skew)
 
     @property
     def renew_every(self) -> float:
@@ -255,10 +255,10 @@ class ClusterMetrics:
     fenced_writes: int = 0
     handed_over: int = 0
     claims_coalesced: int = 0
-    claims_early: int = 0
     claims_reclaimed: int = 0
     claims_finished: int = 0
     claims_superseded: int = 0
+    claims_early: int = 0
 
 
 @final
@@ -295,10 +295,10 @@ class Counters:
         self.claims_skipped_paused = 0
         self.claims_failed = 0
         self.claims_coalesced = 0
-        self.claims_early = 0
         self.claims_reclaimed = 0
         self.claims_finished = 0
         self.claims_superseded = 0
+        self.claims_early = 0
         self.ownership_claims = 0
         self.takeovers = 0
         self.fenced_writes = 0
@@ -315,10 +315,10 @@ class Counters:
             claims_skipped_paused=self.claims_skipped_paused,
             claims_failed=self.claims_failed,
             claims_coalesced=self.claims_coalesced,
-            claims_early=self.claims_early,
             claims_reclaimed=self.claims_reclaimed,
             claims_finished=self.claims_finished,
             claims_superseded=self.claims_superseded,
+            claims_early=self.claims_early,
             ownership_claims=self.ownership_claims,
             takeovers=self.takeovers,
             fenced_writes=self.fenced_writes,

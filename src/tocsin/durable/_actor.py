@@ -17,7 +17,7 @@ from ._records import Call, TaskRecord
 from ._retry import RetryPolicy
 
 if TYPE_CHECKING:
-    from ..actor._spi import ReceiveContext, Tick
+    from ..actor._spi import ReceiveContext, Tick, TickOutcome
     from ..cron import Calendar, DSTPolicy
     from ._handle import DurableHandle
     from ._storage import Storage
@@ -335,6 +335,14 @@ class DurableActor(Actor):
         return await _tasks.backfill_task(
             self._handle, id, start, end, self._now(), dry_run=dry_run
         )
+
+    async def task_history(self, id: str) -> list[TickOutcome]:
+        """What became of task ``id``'s recent instants, oldest first (at most 64, kept in
+        the store): ``delivered`` runs, and the instants that did not run (``missed``,
+        ``excluded``, ``coalesced``, ``skipped_overlap``) with a detail. Recurring tasks
+        have one (manual and backfilled runs included); a one-shot task none. Empty for
+        an unknown id; cancelling a task forgets it."""
+        return await _tasks.task_history(self._handle, id)
 
     async def cancel_schedule(self, id: str) -> bool:
         """Delete task ``id`` (pending or parked); return whether it existed."""

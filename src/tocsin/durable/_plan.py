@@ -40,11 +40,12 @@ from collections import deque
 from dataclasses import dataclass, field
 from datetime import UTC, datetime
 from functools import lru_cache
-from typing import TYPE_CHECKING, Any
+from typing import TYPE_CHECKING, Any, Final
 
 import msgspec
 
 from .._codec import decode, encode
+from ..actor._spi import Outcome
 from ..clock import WALL_TOLERANCE
 from ..cron._spi import jitter_offset, zone
 from ..errors import CodecError
@@ -59,6 +60,8 @@ if TYPE_CHECKING:
 __all__ = [
     "Cursor",
     "Instants",
+    "Note",
+    "Notes",
     "Step",
     "after_run",
     "before_run",
@@ -69,6 +72,9 @@ __all__ = [
 ]
 
 _replace = msgspec.structs.replace
+#: Excluded instants one decision records in the history, at most (a calendar excluding
+#: a night of per-second instants must not flood the ring).
+NOTED: Final = 8
 
 
 @dataclass(slots=True)
@@ -198,17 +204,20 @@ class Instants:
         calendar = self.calendar
         return calendar is not None and calendar.excludes(_utc(instant), self.tz)
 
-    def after_ok(self, moment: float) -> float | None:
+    def after_ok(self, moment: float, notes: Notes | None = None) -> float | None:
         """The first instant after ``moment`` the calendar does not exclude (after
-        :data:`SCAN_LIMIT` excluded ones, that last one: the run re-checks it)."""
+        :data:`SCAN_LIMIT` excluded ones, that last one: the run re-checks it). The
+        excluded ones passed over go to ``notes`` (the first :data:`NOTED` of them)."""
         instant = self.after(moment)
-        for _ in range(SCAN_LIMIT):
+        for passed in range(SCAN_LIMIT):
             if instant is None or not self.excluded(instant):
                 return instant
+            if notes is not None and passed < NOTED:
+                notes.append((instant, Outcome.EXCLUDED, None))
             instant = self.after(instant)
         return instant
 
-    def not_before(self, pending: float, moment: float) -> float | None:
+    def not_before(self, pending: float, moment: float, notes: Notes | None = None) -> float | None:
         """The first instant of the sequence through ``pending`` strictly after
         ``moment`` (for ``every``: ``pending`` plus whole intervals), calendar applied."""
         every = self.every
@@ -217,8 +226,12 @@ class Instants:
             candidate = pending + steps * every
             while candidate <= moment:  # float rounding
                 candidate += every
-            return candidate if not self.excluded(candidate) else self.after_ok(candidate)
-        return self.after_ok(max(pending, moment))
+            if not self.excluded(candidate):
+                return candidate
+            if notes is not None:
+                notes.append((candidate, Outcome.EXCLUDED, None))
+            return self.after_ok(candidate, notes)
+        return self.after_ok(max(pending, moment), notes)
 
     def missed(
         self, pending: float, horizon: float, now: float, need: int
@@ -288,6 +301,11 @@ def jittered(row_id: str, instant: float, policy: TaskPolicy, instants: Instants
     return instant + jitter_offset(row_id, _utc(instant), policy.jitter, gap)
 
 
+#: What became of an instant that did not run: (instant, outcome, detail).
+Note = tuple[float, Outcome, int | str | None]
+Notes = list[Note]
+
+
 @dataclass(frozen=True, slots=True)
 class Step:
     """What :func:`before_run` decided: run ``instant`` now (``op`` is ``None``), or run
@@ -316,7 +334,12 @@ def _write(row: TaskRow, policy: TaskPolicy, cursor: Cursor, due: float) -> Op:
 
 
 def _advance(
-    row: TaskRow, policy: TaskPolicy, cursor: Cursor, instants: Instants, now: float
+    row: TaskRow,
+    policy: TaskPolicy,
+    cursor: Cursor,
+    instants: Instants,
+    now: float,
+    notes: Notes | None = None,
 ) -> Op:
     """Run nothing now: the row goes on at its next queued instant, else its next live
     instant after ``now`` (deleted when there is none)."""
@@ -327,20 +350,28 @@ def _advance(
         return _write(row, policy, cursor, now)
     pending = cursor.instant if cursor.instant is not None else row.due
     horizon = max(now, cursor.horizon if cursor.horizon is not None else pending)
-    following = instants.not_before(pending, horizon)
+    following = instants.not_before(pending, horizon, notes)
     if following is None:
         return DeleteTask(row.kind, row.identity, row.id)
     cursor.instant, cursor.paced, cursor.waiting, cursor.horizon = following, False, False, None
     return _write(row, policy, cursor, jittered(row.id, following, policy, instants))
 
 
-def before_run(row: TaskRow, default_zone: str, now: float) -> tuple[Step, TaskPolicy, Cursor]:
-    """Decide what the drain does with a due row that has policies (see the module)."""
+def before_run(
+    row: TaskRow, default_zone: str, now: float, notes: Notes | None = None
+) -> tuple[Step, TaskPolicy, Cursor]:
+    """Decide what the drain does with a due row that has policies (see the module).
+    What became of instants that will not run is appended to ``notes`` (the history)."""
     assert row.policy is not None
     policy, cursor = decode_policy(row.policy)
     instants = Instants.of(row, policy, default_zone)
     pending = cursor.instant if cursor.instant is not None else row.due
     grace = policy.misfire.grace
+    note = notes.append if notes is not None else _ignore
+
+    def skip() -> tuple[Step, TaskPolicy, Cursor]:
+        return Step(pending, _advance(row, policy, cursor, instants, now, notes)), policy, cursor
+
     if row.attempts or cursor.of is not None:
         # A retry of the same instant (no new decision), or a run an operator asked for
         # (trigger, backfill): neither is a misfire.
@@ -350,8 +381,12 @@ def before_run(row: TaskRow, default_zone: str, now: float) -> tuple[Step, TaskP
         # unless excluded or later than grace (measured from its instant; a live
         # instant's from its jittered time: jitter is a chosen delay, not lateness).
         late = now - (pending if cursor.waiting else row.due)
-        if instants.excluded(pending) or (grace is not None and late > grace):
-            return Step(pending, _advance(row, policy, cursor, instants, now)), policy, cursor
+        if instants.excluded(pending):
+            note((pending, Outcome.EXCLUDED, None))
+            return skip()
+        if grace is not None and late > grace:
+            note((pending, Outcome.MISSED, _late(late, grace)))
+            return skip()
         return Step(pending), policy, cursor
     misfire = policy.misfire
     need = misfire.max if misfire.mode == "all" else 1
@@ -359,34 +394,59 @@ def before_run(row: TaskRow, default_zone: str, now: float) -> tuple[Step, TaskP
     # The drain runs what is due within WALL_TOLERANCE: so does this count.
     missed, count = instants.missed(pending, horizon, now + WALL_TOLERANCE, need)
     if not missed:  # the pending instant is excluded (and nothing after it is due)
-        return Step(pending, _advance(row, policy, cursor, instants, now)), policy, cursor
+        note((pending, Outcome.EXCLUDED, None))
+        return skip()
+    if instants.excluded(pending):
+        note((pending, Outcome.EXCLUDED, None))
     if count == 1:
         late = now - (row.due if missed[0] == pending else missed[0])
         if grace is not None and late > grace:
-            return Step(pending, _advance(row, policy, cursor, instants, now)), policy, cursor
+            note((missed[0], Outcome.MISSED, _late(late, grace)))
+            return skip()
         cursor.instant = missed[0]
         return Step(missed[0]), policy, cursor
     # A misfire: two or more instants went by without a run. The live sequence goes on
     # after the most recent of them (an instant: `every` keeps its cadence).
     cursor.horizon = missed[-1]
+    first = pending if not instants.excluded(pending) else missed[0]
     if misfire.mode == "skip":
+        note((first, Outcome.MISSED, f"{_many(count)} instants missed (misfire=skip)"))
         cursor.instant = missed[-1]
-        return Step(missed[-1], _advance(row, policy, cursor, instants, now)), policy, cursor
+        step = Step(missed[-1], _advance(row, policy, cursor, instants, now, notes))
+        return step, policy, cursor
     if misfire.mode == "once":
         # Coalesced into one run, which carries the first of them (the instant it was
         # due at, as a task without policies does); it is missed only when even the
         # most recent of them is older than grace.
         if grace is not None and now - missed[-1] > grace:
-            return Step(pending, _advance(row, policy, cursor, instants, now)), policy, cursor
-        first = pending if not instants.excluded(pending) else missed[0]
+            note((first, Outcome.MISSED, f"{_many(count)} instants, all later than grace"))
+            return skip()
+        note((first, Outcome.COALESCED, count))
         cursor.instant = first
         return Step(first), policy, cursor
+    if count > len(missed):
+        note((first, Outcome.MISSED, f"{_many(count - len(missed))} older than max={need}"))
     if grace is not None:
-        missed = [instant for instant in missed if now - instant <= grace]
+        kept = [instant for instant in missed if now - instant <= grace]
+        if len(kept) < len(missed):
+            note((missed[0], Outcome.MISSED, f"{len(missed) - len(kept)} later than grace"))
+        missed = kept
     if not missed:
-        return Step(pending, _advance(row, policy, cursor, instants, now)), policy, cursor
+        return skip()
     cursor.instant, cursor.queue, cursor.paced, cursor.waiting = missed[0], missed[1:], True, True
     return Step(missed[0]), policy, cursor
+
+
+def _ignore(_: Note) -> None:
+    """``notes.append`` when nobody keeps them."""
+
+
+def _late(late: float, grace: float) -> str:
+    return f"{late:.3g} s late, grace {grace:g} s"
+
+
+def _many(count: int) -> str:
+    return f"{count:,}" if count < SCAN_LIMIT else f"{SCAN_LIMIT:,}+"
 
 
 def after_run(
@@ -397,9 +457,11 @@ def after_run(
     start: float,
     end: float,
     default_zone: str,
+    notes: Notes | None = None,
 ) -> Op:
     """The row after a successful run of ``instant`` that started at ``start`` (the
-    drain turn's start: durable ``every`` counts from it) and returned at ``end``."""
+    drain turn's start: durable ``every`` counts from it) and returned at ``end``.
+    Instants skipped by the overlap policy are appended to ``notes``."""
     instants = Instants.of(row, policy, default_zone)
     row = _replace(row, attempts=0, last_error=None)
     if not instants.recurring:
@@ -415,7 +477,7 @@ def after_run(
         # the schedule's choice, the cadence stays the instants'); cron from its instant.
         offset = jittered(row.id, instant, policy, instants) - instant if every else 0.0
         anchor = start - offset if every else max(instant, start)
-        following = instants.after_ok(anchor)
+        following = instants.after_ok(anchor, notes)
         if mode != "allow" and following is not None and following <= end:
             # BUFFER_ONE keeps the first of them (n - 1 = 1), limit(n) the first n - 1,
             # SKIP none; the others, up to the end of the run, are skipped.
@@ -426,12 +488,16 @@ def after_run(
                 room -= 1
                 following = instants.after_ok(following)
             if following is not None and following <= end:
+                skipped = following
                 following = instants.not_before(anchor, end) if every else instants.after_ok(end)
+                if notes is not None:
+                    detail = f"came due while a run was in flight (overlap={policy.overlap!r})"
+                    notes.append((skipped, Outcome.SKIPPED_OVERLAP, detail))
             horizon = max(horizon, end)
     else:
         # A kept or replayed instant ran: the live sequence goes on after the latest
         # instant dealt with.
-        following = instants.after_ok(horizon)
+        following = instants.after_ok(horizon, notes)
     if cursor.queue:
         rate = policy.misfire.rate if cursor.paced else None
         # WALL_TOLERANCE: the drain may run a row that early; a paced replay never runs

@@ -19,6 +19,7 @@ from ._outage import RETRY_CAP, Outage, retry_delay
 from ._ownership import Claim
 from ._records import CALL_EXTENSION
 from ._runtime import DurableRuntime, durable_of
+from ._tasks import tick_outcome
 
 __all__ = [
     "BACKFILL_LIMIT",
@@ -34,5 +35,6 @@ __all__ = [
     "backfill_rows",
     "durable_of",
     "retry_delay",
+    "tick_outcome",
     "trigger_row",
 ]

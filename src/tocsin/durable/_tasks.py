@@ -20,8 +20,9 @@ import msgspec
 
 from .._codec import encode
 from .._deadlines import to_seconds
+from ..actor._spi import Outcome, TickOutcome
 from ..errors import InvalidIntervalError, TaskNotFoundError
-from ..stores import DeleteTask, TaskRow, UpsertTask
+from ..stores import DeleteHistory, DeleteTask, TaskRow, TickRow, UpsertTask
 from ._checks import check_retries, check_size, check_text
 from ._manual import backfill_instants, backfill_rows, trigger_row
 from ._plan import Cursor, Instants, decode_policy, encode_policy, first_instant, jittered
@@ -38,6 +39,8 @@ __all__ = [
     "discard_parked",
     "list_tasks",
     "retry_parked",
+    "task_history",
+    "tick_outcome",
     "trigger_task",
 ]
 
@@ -202,12 +205,14 @@ async def add_task(
 
 def _same_policy(stored: bytes | None, policy: TaskPolicy | None) -> bool:
     """Whether a stored row's policies are ``policy`` (its cursor does not count)."""
-    if stored is None or policy is None:
-        return stored is None and policy is None
+    if stored is None:
+        return policy is None
     try:
-        return decode_policy(stored)[0] == policy
+        kept = decode_policy(stored)[0]
     except Exception:  # a row this version cannot read is replaced
         return False
+    # A task without policies keeps a default one while it retries (for its instant).
+    return kept == policy if policy is not None else kept.is_default
 
 
 async def _task(handle: DurableHandle, task_id: object) -> TaskRow:
@@ -250,12 +255,41 @@ def _moment(value: object, name: str) -> float:
     return value.timestamp()
 
 
+async def task_history(handle: DurableHandle, task_id: str) -> list[TickOutcome]:
+    """What became of task ``task_id``'s recent instants, oldest first."""
+    if not isinstance(task_id, str):
+        raise TypeError(f"`id` must be a str, got {task_id!r}")
+    rows = await handle.store.task_history(handle.kind, handle.identity, task_id)
+    return [tick_outcome(row) for row in rows]
+
+
+def tick_outcome(row: TickRow) -> TickOutcome:
+    """A stored history entry as a :class:`TickOutcome` (``coalesced``: detail an int)."""
+    outcome = Outcome(row.outcome)
+    detail: int | str | None = row.detail
+    if outcome is Outcome.COALESCED and row.detail is not None and row.detail.isdigit():
+        detail = int(row.detail)
+    return TickOutcome(
+        reference=row.id,
+        instant=datetime.fromtimestamp(row.instant, UTC),
+        at=datetime.fromtimestamp(row.at, UTC),
+        outcome=outcome,
+        detail=detail,
+        node=row.node,
+    )
+
+
 async def cancel_task(handle: DurableHandle, task_id: str) -> bool:
     """Delete a task (pending or parked); return whether it existed."""
     if not isinstance(task_id, str):
         raise TypeError(f"`id` must be a str, got {task_id!r}")
     existed = await handle.store.get_task(handle.kind, handle.identity, task_id) is not None
-    await handle.write([DeleteTask(handle.kind, handle.identity, task_id)])
+    await handle.write(
+        [
+            DeleteTask(handle.kind, handle.identity, task_id),
+            DeleteHistory(handle.kind, handle.identity, task_id),
+        ]
+    )
     handle.touched.add(task_id)
     return existed
 

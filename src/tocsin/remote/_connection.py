@@ -55,6 +55,9 @@ _PREFIX: Final = 4
 _pack_prefix: Final = struct.Struct(">I").pack
 _unpack_prefix: Final = struct.Struct(">I").unpack_from
 _HEARTBEAT: Final = msgspec.msgpack.encode(Heartbeat())
+#: Bytes of queued frames handed to the transport in one ``write`` once more than this
+#: is queued (a flush of one loop iteration's frames is usually one write).
+_CHUNK: Final = 256 * 1024
 
 # Reading stages.
 _AWAIT_DIALER_HELLO: Final = 0  # listener: MAGIC | nonce_d
@@ -76,8 +79,10 @@ class Hub(Protocol):
     def system_name(self) -> str: ...
     @property
     def address(self) -> str: ...
-    def dispatch(self, conn: Connection, envelope: Envelope) -> None:
-        """One envelope arrived on ``conn`` (after its Hello)."""
+    def dispatch(self, conn: Connection, envelope: Envelope) -> asyncio.Future[None] | None:
+        """One envelope arrived on ``conn`` (after its Hello). A future when the actor it
+        is for has no room (its bounded mailbox is full): done once the message is in
+        that mailbox. The connection reads nothing more until then."""
 
     def connection_ready(self, conn: Connection) -> bool:
         """The peer's Hello arrived; False when the node refused the connection."""
@@ -90,9 +95,12 @@ class Hub(Protocol):
 
 
 class Owner(Protocol):
-    """What uses a connection to send (an ``Endpoint``): told when it is lost."""
+    """What uses a connection to send (an ``Endpoint``): told when it is lost, and when
+    its send buffer has room again (only while :attr:`Connection.room_wanted`)."""
 
     def lost(self, conn: Connection) -> None: ...
+
+    def drained(self, conn: Connection) -> None: ...
 
 
 @final
@@ -132,9 +140,18 @@ class Connection(asyncio.Protocol):
         self._nonce = hs.new_nonce()
         self._peer_nonce = b""
         self._out: list[bytes] = []
+        #: What each frame in ``_out`` was sent for (one entry per frame, ``None`` but
+        #: for tells): made dead letters if the connection is dropped before they leave.
+        self._held: list[object] = []
         self._out_size = 0
+        #: A sender waits for room in the send buffer (``await pid.send``): the owners
+        #: are told (``Owner.drained``) each time frames leave it.
+        self.room_wanted = False
         self._flush_armed = False
         self._paused = False  # the transport's buffer is over its high-water mark
+        #: Reading is paused until this message is in its actor's mailbox (backpressure:
+        #: the actor's bounded mailbox was full; TCP then pushes back to the sender).
+        self._holding: asyncio.Future[None] | None = None
         self._loop = asyncio.get_running_loop()
         self._timer: Any = None
 
@@ -158,8 +175,14 @@ class Connection(asyncio.Protocol):
         self._chunks.append(data)
         self._have += len(data)
         self._metrics.bytes_in += len(data)
-        if self._have < self._need:
-            return  # not enough for the next step: keep chunks, copy nothing
+        self._consume()
+
+    def _consume(self) -> None:
+        """Handle what the buffered chunks hold (handshake steps, whole frames)."""
+        if self._have < self._need or self._holding is not None:
+            # Not enough for the next step (keep chunks, copy nothing), or reading is
+            # paused for backpressure (a TLS transport may still hand over a little).
+            return
         buf = self._chunks[0] if len(self._chunks) == 1 else b"".join(self._chunks)
         pos = 0
         if self._stage != _FRAMES:
@@ -302,13 +325,48 @@ class Connection(asyncio.Protocol):
                     if not self._on_hello(envelope):
                         return -1
                 elif type(envelope) is not Heartbeat:
-                    dispatch(self, envelope)
+                    waiter = dispatch(self, envelope)
                     if self.closed:
                         return -1
+                    if waiter is not None and self._hold(waiter):
+                        self._need = _PREFIX
+                        return pos  # the rest waits in the buffer, unread
             self._need = _PREFIX
             return pos
         finally:
             self._metrics.frames_in += self.rx_frames - first
+
+    # -- backpressure: reading stops while the actor a frame is for has no room -----------
+
+    def _hold(self, waiter: asyncio.Future[None]) -> bool:
+        """The frame just read waits for room in its actor's mailbox (``waiter``): stop
+        reading (the high-water mark is that mailbox's bound: it is full) until the
+        mailbox has taken it, which it does once it is down to half its bound (the
+        low-water mark). Meanwhile the kernel's socket buffer fills and TCP stops the
+        sender, whose own send buffer then fills (its tells become ``overflow`` dead
+        letters there, its ``await pid.send`` waits). False: no need (already done)."""
+        if waiter.done():
+            _retrieve(waiter)
+            return False
+        self._holding = waiter
+        self._metrics.read_pauses += 1
+        if self._transport is not None:
+            self._transport.pause_reading()
+        waiter.add_done_callback(self._admitted)
+        return True
+
+    def _admitted(self, waiter: asyncio.Future[None]) -> None:
+        """The held frame is in its mailbox (or its actor stopped: a dead letter there):
+        read on, first what was buffered, then from the socket."""
+        _retrieve(waiter)
+        if self._holding is not waiter:
+            return
+        self._holding = None
+        if self.closed:
+            return
+        self._consume()
+        if self._holding is None and not self.closed and self._transport is not None:
+            self._transport.resume_reading()
 
     def _on_hello(self, envelope: Envelope) -> bool:
         if type(envelope) is not Hello:
@@ -340,11 +398,12 @@ class Connection(asyncio.Protocol):
 
     # -- writing ------------------------------------------------------------------------
 
-    def send(self, body: bytes, *, force: bool = False) -> bool:
+    def send(self, body: bytes, *, force: bool = False, info: object = None) -> bool:
         """Queue one frame. ``False`` (nothing queued) when closed or over ``max_buffer``.
 
         Never blocks and never raises for the network: a full buffer is the caller's
-        dead letter.
+        dead letter. ``info`` (a tell's) is handed back by :meth:`take_held` if the
+        connection is dropped while the frame is still held here.
         """
         if self.closed:
             return False
@@ -367,12 +426,16 @@ class Connection(asyncio.Protocol):
         out = self._out
         out.append(_pack_prefix(size))
         out.append(body)
+        self._held.append(info)
         self._out_size += size + _PREFIX
         return True
 
     # Flow control: while the transport's own buffer is over its high-water mark, frames
     # stay in ``_out`` (bounded by ``max_buffer``, so the bound covers both buffers but
-    # the transport's small one).
+    # the transport's small one). They are handed to the transport at most _CHUNK bytes
+    # at a time, and no more once it pauses: what a dropped connection still holds is
+    # here, with what each tell was, so it becomes dead letters (``take_held``) instead
+    # of vanishing inside the transport's buffer.
     def pause_writing(self) -> None:
         self._paused = True
 
@@ -386,12 +449,54 @@ class Connection(asyncio.Protocol):
         self._flush_armed = False
         if self.closed or self._transport is None or not self._out or self._paused:
             return
+        if self._out_size <= _CHUNK:
+            self._write_all()  # the common case: what one loop iteration corked
+        else:
+            self._write_chunks()
+        if self.room_wanted:
+            for owner in list(self.owners):
+                owner.drained(self)
+
+    def _write_all(self) -> None:
+        assert self._transport is not None
         data = b"".join(self._out)
-        self._metrics.frames_out += len(self._out) // 2
-        self._metrics.bytes_out += len(data)
+        self._wrote(len(self._out) // 2, len(data))
         self._out.clear()
+        self._held.clear()
         self._out_size = 0
         self._transport.write(data)
+
+    def _wrote(self, frames: int, size: int) -> None:
+        self._metrics.frames_out += frames
+        self._metrics.bytes_out += size
+
+    def want_room(self, wanted: bool) -> None:
+        """Whether the owners want :meth:`Owner.drained` calls (sends wait for room)."""
+        self.room_wanted = wanted
+
+    def _write_chunks(self) -> None:
+        """Hand ``_out`` to the transport a chunk at a time until it pauses (it calls
+        ``pause_writing`` from inside ``write`` once over its high-water mark)."""
+        transport = self._transport
+        assert transport is not None
+        out = self._out
+        n = len(out)
+        i = 0
+        written = 0
+        while i < n and not self._paused and not self.closed:
+            j = i
+            size = 0
+            while j < n and size < _CHUNK:
+                size += len(out[j]) + len(out[j + 1])  # prefix, body
+                j += 2
+            data = b"".join(out[i:j])
+            i = j
+            written += size
+            transport.write(data)
+        self._wrote(i // 2, written)
+        del out[:i]
+        del self._held[: i // 2]
+        self._out_size -= written
 
     def heartbeat(self) -> None:
         self.send(_HEARTBEAT, force=True)
@@ -400,7 +505,9 @@ class Connection(asyncio.Protocol):
         """One heartbeat tick of the node: count it quiet when no frame arrived since the
         last one, and send a heartbeat when none left. False (nothing sent) once
         ``silent_ticks`` quiet ticks in a row: the peer went silent, the node closes it."""
-        if self.rx_frames == self.seen_rx:
+        if self.rx_frames == self.seen_rx and self._holding is None:
+            # (Not while reading is paused for backpressure: we are not listening, the
+            # peer is not silent.)
             self.quiet_ticks += 1
             if self.quiet_ticks >= silent_ticks:
                 return False
@@ -435,6 +542,14 @@ class Connection(asyncio.Protocol):
         owners, self.owners = self.owners, []
         return owners, self.take_pending()
 
+    def take_held(self) -> list[object]:
+        """What the tells still held unsent in this closed connection's send buffer were
+        sent for (their ``info``), handed over once: the owner dead-letters them."""
+        held, self._held = self._held, []
+        lost = [info for info in held if info is not None]
+        self._metrics.held_lost += len(lost)
+        return lost
+
     def take_pending(self) -> dict[int, Callable[[Envelope | BaseException], None]]:
         """The requests waiting on this connection, handed over (to be failed)."""
         pending, self.pending = self.pending, {}
@@ -443,10 +558,12 @@ class Connection(asyncio.Protocol):
     # -- closing ------------------------------------------------------------------------
 
     def close(self) -> None:
-        """Close after writing what is queued."""
+        """Close after writing what is queued (all of it: the transport writes its
+        buffer before it closes)."""
         if self.closed:
             return
-        self._flush()
+        if self._out and self._transport is not None:
+            self._write_all()
         self._close_state()
         if self._transport is not None:
             self._transport.close()
@@ -463,7 +580,8 @@ class Connection(asyncio.Protocol):
         if self.closed:
             return
         self.closed = True
-        self._out.clear()
+        self._out.clear()  # (``_held`` stays for take_held: those become dead letters)
+        self._out_size = 0
         self._chunks = []
         if self._timer is not None:
             self._timer.cancel()
@@ -472,6 +590,13 @@ class Connection(asyncio.Protocol):
             why = self.failure or f"the connection to {self.host} closed"
             self.ready.set_exception(ConnectionError(why))
             self.ready.exception()  # retrieved: a failed dial is reported by its caller
+
+
+def _retrieve(waiter: asyncio.Future[None]) -> None:
+    """Mark a held frame's outcome seen: a refusal (its actor stopped while the frame
+    waited) is a dead letter on this node already, not an error of the connection."""
+    if not waiter.cancelled():
+        waiter.exception()
 
 
 def _peer_of(transport: asyncio.Transport) -> tuple[str, str]:

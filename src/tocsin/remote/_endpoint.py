@@ -20,6 +20,13 @@ States::
   nobody sending, the endpoint rests (IDLE): the next send dials again.
 * A frame handed to a connection that is then lost may be lost with it (TCP gives no
   receipt); asks waiting on that connection fail with ``NodeUnreachableError`` at once.
+  The tells the connection still *held* (its send buffer, not yet handed to the
+  operating system) become dead letters ``unreachable`` (counted in ``held_lost``).
+* **Waiting for room** (``await pid.send``): a send that finds the send buffer full
+  (``overflow`` for a tell) waits in line instead (:meth:`Endpoint.offer`) and leaves as
+  frames leave the buffer; while sends wait a tell does not overtake them (it is an
+  ``overflow`` dead letter). A lost connection (or a failed dial) fails the waiting
+  sends with ``NodeUnreachableError``, after their ``unreachable`` dead letters.
 * **Which system.** A send names the system it is for (``expect``, the name in the PID's
   address; ``""`` for "whoever listens there"). The peer's ``Hello`` says which system
   answered: a frame for another name is never sent there; it is refused (UP) or dropped
@@ -38,6 +45,7 @@ from __future__ import annotations
 import asyncio
 import contextlib
 import random
+from collections import deque
 from collections.abc import Callable
 from typing import TYPE_CHECKING, Any, Final, Protocol, final
 
@@ -124,6 +132,8 @@ class Endpoint:
         self._ever_up = False
         self._dial: asyncio.Task[None] | None = None
         self._retry: Any = None
+        #: Sends waiting for room in the send buffer: (future, body, info, expect).
+        self._waiting: deque[tuple[asyncio.Future[None], bytes, Any, str]] = deque()
 
     # -- sending ------------------------------------------------------------------------
 
@@ -140,14 +150,89 @@ class Endpoint:
             if expect and expect != self.peer_system:
                 self.refused = _UNREACHABLE
                 return False
-            if conn.send(body):
+            if not self._waiting and conn.send(body, info=info):
                 return True
+            # Full, or sends wait for room before it: a tell does not overtake them.
             self.refused = _UNREACHABLE if conn.closed else _OVERFLOW
             return False
         if state == DOWN:
             self.refused = _UNREACHABLE
             return False
+        if self._waiting:
+            self.refused = _OVERFLOW
+            return False
         return self._enqueue(body, 0, info, expect)
+
+    def offer(self, body: bytes, info: object, expect: str = "") -> bool | asyncio.Future[None]:
+        """:meth:`send` for ``await pid.send``: ``True`` when sent (or queued while
+        connecting), ``False`` when refused (:attr:`refused`: ``unreachable``), or, when
+        the send buffer is full, a future done once the frame is in it (failed with
+        :class:`~tocsin.NodeUnreachableError` if the connection is lost first, after the
+        dead letter)."""
+        if not self._waiting:
+            if self.send(body, info, expect):
+                return True
+            if self.refused is not _OVERFLOW:
+                return False
+        elif self.state == DOWN or self.node.stopping:
+            self.refused = _UNREACHABLE
+            return False
+        future: asyncio.Future[None] = asyncio.get_running_loop().create_future()
+        self._waiting.append((future, body, info, expect))
+        if self.conn is not None:
+            self.conn.want_room(True)
+        return future
+
+    def drained(self, conn: Connection) -> None:
+        """Frames left ``conn``'s send buffer: admit waiting sends, in order."""
+        if conn is self.conn:
+            self._admit()
+
+    def _admit(self) -> None:
+        waiting = self._waiting
+        conn = self.conn
+        while waiting and self.state == UP and conn is not None:
+            future, body, info, expect = waiting[0]
+            if future.done():
+                waiting.popleft()  # its sender gave up waiting (cancelled): never sent
+                continue
+            if expect and expect != self.peer_system:
+                waiting.popleft()
+                self._drop(0, info, self.mismatch(expect, self.peer_system))
+                future.set_exception(self._unreachable(self.mismatch(expect, self.peer_system)))
+                continue
+            if not conn.send(body, info=info):
+                if conn.closed:
+                    break  # lost: ``lost`` fails what waits
+                conn.want_room(True)
+                return  # still full: the next drain goes on
+            waiting.popleft()
+            future.set_result(None)
+        if conn is not None and not waiting:
+            conn.want_room(False)
+
+    def _fail_waiting(self, why: str) -> None:
+        """The connection is gone (or never came): every waiting send is a dead letter
+        ``unreachable`` and its ``await pid.send`` raises."""
+        waiting, self._waiting = self._waiting, deque()
+        for future, _, info, _ in waiting:
+            if future.done():
+                continue
+            self._drop(0, info, why)
+            future.set_exception(self._unreachable(why))
+
+    def _unreachable(self, why: str) -> NodeUnreachableError:
+        return NodeUnreachableError(f"node {self.address} is unreachable: {why}")
+
+    def _held_lost(self, conn: Connection) -> None:
+        """``conn`` was dropped: the tells it still held unsent become dead letters
+        (the connection counts them in ``held_lost``)."""
+        held = conn.take_held()
+        if not held:
+            return
+        why = f"the connection to {self.address} was dropped before they were sent"
+        for info in held:
+            self.node.host.undelivered(info, why)
 
     def request(self, body: bytes, corr: int, callback: Callback, expect: str = "") -> bool:
         """Send a request frame whose answer (or the loss of the connection) is given to
@@ -160,7 +245,7 @@ class Endpoint:
             if expect and expect != self.peer_system:
                 self.refused = _UNREACHABLE
                 return False
-            if not conn.send(body):
+            if self._waiting or not conn.send(body):
                 self.refused = _UNREACHABLE if conn.closed else _OVERFLOW
                 return False
             conn.expect(corr, callback)
@@ -269,14 +354,18 @@ class Endpoint:
                 # The Hello named another system: what was queued for this one never
                 # leaves (it would reach the wrong system's actors).
                 self._drop(corr, info, self.mismatch(expect, found))
-            elif not conn.send(body):
+            elif not conn.send(body, force=True, info=None if corr else info):
+                # (force: these were accepted within max_buffer while connecting)
                 self._drop(corr, info, f"the connection to {self.address} closed")
             elif corr:
                 conn.expect(corr, info)
+        self._admit()
 
     def lost(self, conn: Connection) -> None:
-        """``conn`` closed: fail what waits on it; promote an extra or go DOWN and retry."""
+        """``conn`` closed: fail what waits on it, dead-letter the tells it still held;
+        promote an extra or go DOWN and retry."""
         _fail_pending(conn, self.address)
+        self._held_lost(conn)
         if conn in self.extras:
             self.extras.remove(conn)
             return
@@ -289,9 +378,11 @@ class Endpoint:
                 self.conn = extra
                 if extra.peer is not None:
                     self.peer_system = extra.peer.system
+                self._admit()
                 return
         self.state = DOWN
         self.reason = f"lost the connection to {self.address}"
+        self._fail_waiting(self.reason)
         self._schedule_retry()
 
     def _failed(self) -> None:
@@ -302,6 +393,7 @@ class Endpoint:
         queue, self._queue, self._queued = self._queue, [], 0
         for _, corr, info, _ in queue:
             self._drop(corr, info, self.reason)
+        self._fail_waiting(self.reason)
         self._schedule_retry()
 
     def _drop(self, corr: int, info: Any, why: str) -> None:
@@ -358,6 +450,7 @@ class Endpoint:
         queue, self._queue, self._queued = self._queue, [], 0
         for _, corr, info, _ in queue:
             self._drop(corr, info, "this node is stopping")
+        self._fail_waiting("this node is stopping")
         for conn in [self.conn, *self.extras]:
             if conn is not None:
                 _fail_pending(conn, self.address)

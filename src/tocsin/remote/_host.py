@@ -6,6 +6,8 @@ from __future__ import annotations
 from typing import TYPE_CHECKING, Protocol
 
 if TYPE_CHECKING:
+    import asyncio
+
     from ._replies import RemoteReply
 
 __all__ = ["Host"]
@@ -14,8 +16,12 @@ __all__ = ["Host"]
 class Host(Protocol):
     """What a :class:`RemoteNode` needs from the actor system that owns it."""
 
-    def deliver_tell(self, path: str, incarnation: str, sender: str, message: object) -> None:
-        """A tell arrived for the local actor ``path`` (dead-letter it if absent).
+    def deliver_tell(
+        self, path: str, incarnation: str, sender: str, message: object
+    ) -> asyncio.Future[None] | None:
+        """A tell arrived for the local actor ``path`` (dead-letter it if absent). A
+        future when that actor's bounded mailbox is full: done once the message is in it
+        (the connection reads nothing more meanwhile: backpressure).
 
         A schedule's tick arrives as an ``InboundTick`` (a ``RuntimeItem``): deliver it
         as it is, so the target's mailbox opens it; one dead-lettered here must go
@@ -23,8 +29,9 @@ class Host(Protocol):
 
     def deliver_ask(
         self, path: str, incarnation: str, sender: str, message: object, reply: RemoteReply
-    ) -> None:
-        """An ask arrived; answer through ``reply`` (exactly once, or not at all)."""
+    ) -> asyncio.Future[None] | None:
+        """An ask arrived; answer through ``reply`` (exactly once, or not at all). A
+        future as for :meth:`deliver_tell`."""
 
     def resolve(self, path: str) -> str:
         """``str(pid)`` of the local actor at ``path``, or ``""`` when there is none."""

@@ -34,6 +34,12 @@ class RemoteMetrics:
             (the node is up, but slower than this node sends).
         not_found: messages that arrived for an actor this node does not have (or no
             longer has, in that incarnation): dead letters with reason ``not_found``.
+        read_pauses: times a connection stopped reading because a frame it read was for
+            an actor whose bounded mailbox was full (backpressure: reading resumes once
+            that mailbox took the frame).
+        held_lost: frames this node still held unsent (its send buffer) when their
+            connection was dropped: each tell among them became a dead letter with
+            reason ``unreachable`` (counted in ``unreachable`` too).
     """
 
     frames_in: int
@@ -48,6 +54,8 @@ class RemoteMetrics:
     unreachable: int
     overflow: int
     not_found: int
+    read_pauses: int = 0
+    held_lost: int = 0
 
 
 @final
@@ -60,9 +68,11 @@ class Counters:
         "bytes_out",
         "frames_in",
         "frames_out",
+        "held_lost",
         "not_found",
         "overflow",
         "protocol_errors",
+        "read_pauses",
         "reconnects",
         "undecodable",
         "unreachable",
@@ -72,3 +82,4 @@ class Counters:
         self.frames_in = self.frames_out = self.bytes_in = self.bytes_out = 0
         self.reconnects = self.auth_failures = self.protocol_errors = self.undecodable = 0
         self.unreachable = self.overflow = self.not_found = 0
+        self.read_pauses = self.held_lost = 0

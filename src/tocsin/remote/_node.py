@@ -331,6 +331,23 @@ class RemoteNode:
             )
         return True
 
+    def offer(
+        self,
+        endpoint: Endpoint,
+        path: str,
+        incarnation: str,
+        sender: str,
+        message: tuple[str, bytes],
+        info: object,
+        expect: str = "",
+    ) -> bool | asyncio.Future[None]:
+        """:meth:`tell` that waits for room (``await pid.send``): see
+        :meth:`Endpoint.offer`."""
+        body = self._encode(Tell(path, incarnation, sender, message[0], msgspec.Raw(message[1])))
+        if len(body) > self._max_frame:
+            raise too_big(len(body), self._max_frame)
+        return endpoint.offer(body, info, expect)
+
     def ask(
         self,
         to: Endpoint | NodeAddress,
@@ -449,6 +466,8 @@ class RemoteNode:
             unreachable=c.unreachable,
             overflow=c.overflow,
             not_found=c.not_found,
+            read_pauses=c.read_pauses,
+            held_lost=c.held_lost,
         )
 
     # -- connections --------------------------------------------------------------------
@@ -541,8 +560,9 @@ class RemoteNode:
     def encode(self, envelope: Envelope) -> bytes:
         return self._encode(envelope)
 
-    def dispatch(self, conn: Connection, envelope: Envelope) -> None:
-        """One envelope from ``conn`` (after its Hello)."""
+    def dispatch(self, conn: Connection, envelope: Envelope) -> asyncio.Future[None] | None:
+        """One envelope from ``conn`` (after its Hello); a future while the actor it is
+        for has no room (``conn`` reads nothing more until it is done)."""
         kind = type(envelope)
         if kind is Tell:
             assert isinstance(envelope, Tell)
@@ -550,9 +570,11 @@ class RemoteNode:
                 message = self.codec.decode(envelope.name, envelope.payload)
             except CodecError as exc:
                 self._undecodable(conn, exc)
-                return
-            self.host.deliver_tell(envelope.path, envelope.incarnation, envelope.sender, message)
-        elif kind is Ask:
+                return None
+            return self.host.deliver_tell(
+                envelope.path, envelope.incarnation, envelope.sender, message
+            )
+        if kind is Ask:
             assert isinstance(envelope, Ask)
             reply = RemoteReply(self, conn, envelope.corr)
             try:
@@ -560,27 +582,29 @@ class RemoteNode:
             except CodecError as exc:
                 self._undecodable(conn, exc)
                 conn.send(self._encode(Fail(envelope.corr, "codec", "CodecError", str(exc))))
-                return
-            self.host.deliver_ask(
+                return None
+            return self.host.deliver_ask(
                 envelope.path, envelope.incarnation, envelope.sender, message, reply
             )
-        elif kind is Reply or kind is Fail or kind is Found or kind is Completed:
+        if kind is Reply or kind is Fail or kind is Found or kind is Completed:
             callback = conn.pending.pop(envelope.corr, None)  # type: ignore[union-attr]
             if callback is not None:
                 callback(envelope)
         elif kind is Scheduled:
             assert isinstance(envelope, Scheduled)
-            self._scheduled(conn, envelope)
+            return self._scheduled(conn, envelope)
         elif kind is Lookup:
             assert isinstance(envelope, Lookup)
             conn.send(self._encode(Found(envelope.corr, self.host.resolve(envelope.path))))
         else:  # a second Hello
             conn.abort()
             self.counters.protocol_errors += 1
+        return None
 
-    def _scheduled(self, conn: Connection, envelope: Scheduled) -> None:
+    def _scheduled(self, conn: Connection, envelope: Scheduled) -> asyncio.Future[None] | None:
         """A tick from the peer: queued as an :class:`InboundTick`, so ``ctx.tick`` is
-        the sender's and, when asked, a ``Completed`` frame goes back once it is over."""
+        the sender's and, when asked, a ``Completed`` frame goes back once it is over.
+        A future while the actor it is for has no room, as for a tell."""
         corr = envelope.corr
         try:
             message = self.codec.decode(envelope.name, envelope.payload)
@@ -588,10 +612,10 @@ class RemoteNode:
             self._undecodable(conn, exc)
             if corr:
                 conn.send(self._encode(Completed(corr, False)), force=True)  # never runs
-            return
+            return None
         # The Tick is rebuilt (and checked) only if the handler reads ctx.tick.
         item = InboundTick(message, envelope.tick, conn, corr, self, conn.log_key)
-        self.host.deliver_tell(envelope.path, envelope.incarnation, envelope.sender, item)
+        return self.host.deliver_tell(envelope.path, envelope.incarnation, envelope.sender, item)
 
     def bad_tick(self, peer: str, wire: object, error: Exception) -> None:
         """A tick whose values ``Tick.from_wire`` refused (the frame decoder checked its

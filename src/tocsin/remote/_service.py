@@ -44,6 +44,8 @@ from ._target import RemoteTarget
 from ._ticks import InboundTick
 
 if TYPE_CHECKING:
+    import asyncio
+
     from ..actor._spi import Cell, Runtime
 
 __all__ = ["LOOKUP_TIMEOUT", "RemoteService"]
@@ -198,23 +200,29 @@ class RemoteService:
         except ValueError:
             return NoSender
 
-    def deliver_tell(self, path: str, incarnation: str, sender: str, message: object) -> None:
+    # A frame for an actor goes through ``offer``, not ``deliver``: to a bounded mailbox
+    # that is full it waits (the connection stops reading: backpressure reaches the
+    # sender through TCP) instead of becoming an ``overflow`` dead letter here.
+
+    def deliver_tell(
+        self, path: str, incarnation: str, sender: str, message: object
+    ) -> asyncio.Future[None] | None:
         pid = self._local(path, incarnation)
         if pid is None:
             self._dead_letter(message, self._sender(sender), _NOT_FOUND)
-            return
-        target_of(pid).deliver(message, self._sender(sender), None)
+            return None
+        return target_of(pid).offer(message, self._sender(sender), None)
 
     def deliver_ask(
         self, path: str, incarnation: str, sender: str, message: object, reply: RemoteReply
-    ) -> None:
+    ) -> asyncio.Future[None] | None:
         pid = self._local(path, incarnation)
         if pid is None:
             address = self.node.address
             reply.fail(ActorNotFoundError(f"no live actor at {path!r} on {address}"))
             self._dead_letter(message, self._sender(sender), _NOT_FOUND)
-            return
-        target_of(pid).deliver(message, self._sender(sender), reply)
+            return None
+        return target_of(pid).offer(message, self._sender(sender), reply)
 
     def resolve(self, path: str) -> str:
         pid = self._local(path, "")

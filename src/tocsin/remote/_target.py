@@ -27,6 +27,7 @@ in ``lost()`` if the item has one, else ``finished()`` (:mod:`._ticks`), never i
 
 from __future__ import annotations
 
+import asyncio
 import threading
 from collections.abc import Callable
 from typing import TYPE_CHECKING, Any, final
@@ -203,6 +204,34 @@ class RemoteTarget(SendTarget):
                 self.undelivered(message, sender, endpoint.why(self.system), endpoint.refused)
         if not sent and tracked is not None:
             not_run(tracked)  # refused at once: not in flight, never ran
+        return sent
+
+    def offer(self, message: Any, sender: Any, reply: Reply | None) -> asyncio.Future[None] | None:
+        """``await pid.send``: the frame waits for room in the connection's send buffer
+        instead of becoming an ``overflow`` dead letter (``Endpoint.offer``). A node that
+        cannot be reached is the dead letter ``unreachable`` and a failed future
+        (:class:`~tocsin.NodeUnreachableError`). Whether the actor there lives is the
+        other node's knowledge, as for a tell."""
+        runtime = self.runtime
+        if reply is not None or type(message) in ITEM_TYPES:
+            return super().offer(message, sender, reply)  # not what pid.send gives
+        if runtime.loop_thread._thread_id != _ident():  # noqa: SLF001
+            raise runtime.wrong_loop(f"send to {self.pid}", running_loop())
+        node = self.node
+        encoded = node.encode_message(message)  # CodecError: at the sending call
+        sender_text = sender.wire if type(sender) is PID else ""
+        endpoint = self.endpoint
+        info = (self, message, sender)
+        sent = node.offer(
+            endpoint, self.path, self.incarnation, sender_text, encoded, info, self.system
+        )
+        if sent is True:
+            return None
+        if sent is False:
+            self.undelivered(message, sender, endpoint.why(self.system), endpoint.refused)
+            future: asyncio.Future[None] = runtime.loop.create_future()
+            future.set_exception(refusal(endpoint, self.system, f"cannot send to {self.pid}"))
+            return future
         return sent
 
     def undelivered(

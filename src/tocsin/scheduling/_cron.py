@@ -57,10 +57,10 @@ class CronState:
         self.tz = zone(zone_name)
         self.next_wall = 0.0
         self.last_wall: float | None = None
-        #: Seconds the tick due at ``next_wall`` is delivered after it (jitter; else 0).
-        self.offset = 0.0
         #: Cluster cron: "at_most_once" or "at_least_once" (schedule_cron(delivery=...)).
         self.delivery = delivery
+        #: Seconds the tick due at ``next_wall`` is delivered after it (jitter; else 0).
+        self.offset = 0.0
 
     @classmethod
     def create(

@@ -40,7 +40,6 @@ from ..errors import (
     ScheduleNotFoundError,
     ScheduleReferenceRequiredError,
 )
-from ._cluster_tick import ClusterTick, reports_completion
 from ._cron import CronState
 from ._introspect import (
     SchedulerStatistics,
@@ -252,18 +251,29 @@ class ScheduleRecord(Deadline, RuntimeItem):
 @final
 class TickItem(RuntimeItem):
     """A tick of a schedule whose record is already queued in the target's mailbox (a
-    slow actor under ``Overlap.ALLOW``), or a manual or backfilled tick: the record
-    cannot carry two instants, so this small item carries this one's (internal)."""
+    slow actor under ``Overlap.ALLOW``), or a manual or backfilled tick, or a cluster cron
+    tick this node won: the record cannot carry two instants (nor a claim's fence), so
+    this small item carries this one's (internal)."""
 
-    __slots__ = ("at", "backfill", "manual", "record")
+    __slots__ = ("at", "backfill", "done", "fence", "manual", "record")
 
     def __init__(
-        self, record: ScheduleRecord, at: float, manual: bool = False, backfill: bool = False
+        self,
+        record: ScheduleRecord,
+        at: float,
+        manual: bool = False,
+        backfill: bool = False,
+        fence: int | None = None,
+        done: Callable[[], None] | None = None,
     ) -> None:
         self.record = record
         self.at = at  # the nominal instant, in the record's units (see Scheduler.wall_of)
         self.manual = manual
         self.backfill = backfill
+        # Cluster cron: the claim's fence (ctx.tick.fence), and for at_least_once what
+        # marks the claim done once receive has returned.
+        self.fence = fence
+        self.done = done
 
     def open(self) -> Any:
         record = self.record
@@ -282,14 +292,24 @@ class TickItem(RuntimeItem):
     def tick(self) -> Tick:
         record = self.record
         instant = utc(record.scheduler.wall_of(record, self.at))
-        return Tick(record.reference, instant, manual=self.manual, backfill=self.backfill)
+        return Tick(
+            record.reference,
+            instant,
+            manual=self.manual,
+            backfill=self.backfill,
+            fence=self.fence,
+        )
 
     def finished(self) -> None:
+        done, self.done = self.done, None
+        if done is not None:
+            done()  # at_least_once: the cluster claim is marked done
         self.record.finished()
 
     @property
     def tracked(self) -> bool:  # type: ignore[override]
-        return self.record.tracked
+        # A remote target asks for a completion frame when finished() matters.
+        return self.done is not None or self.record.tracked
 
 
 @final
@@ -400,9 +420,6 @@ class Scheduler:
         self.ticks_discarded = 0
         #: Cluster mode (issue 12): set by the system when it joins a cluster.
         self.cron_gate: CronGate | None = None
-        #: A won cluster tick being sent (fence, at_least_once's done call, backfill):
-        #: set by `_claimed` around the policies' synchronous send path only.
-        self._claim: tuple[int, Callable[[], None] | None, bool] | None = None
         #: Instants not delivered, by outcome (:meth:`outcome`).
         self.not_delivered: dict[Outcome, int] = {}
         self._unsubscribe_wall = runtime.clock.on_wall_jump(self._wall_jumped)
@@ -735,26 +752,24 @@ class Scheduler:
             self.last_tick_taken(record)
         return record.message
 
-    def send(self, record: ScheduleRecord, at: float) -> bool:
+    def send(
+        self,
+        record: ScheduleRecord,
+        at: float,
+        claim: tuple[int, Callable[[], None] | None, bool] | None = None,
+    ) -> bool:
         """Hand one tick (nominal instant ``at``) to the record's target: the record
-        itself when none of its ticks waits in that mailbox, else a :class:`TickItem`."""
+        itself when none of its ticks waits in that mailbox, else a :class:`TickItem`.
+
+        ``claim``: a cluster cron tick this node won, ``(fence, done, backfill)``; it
+        always travels as a :class:`TickItem` carrying them."""
         queued = record.queued
         record.queued = queued + 1
-        claim = self._claim
-        if claim is not None:  # a won cluster tick: its own item, carrying the fence
-            fence, finished, backfill = claim
-            self._claim = None
-            cluster_tick = ClusterTick(record, at, fence, finished, backfill)
-            target = record.send_to
-            if not target.deliver(cluster_tick, record.sender, None):
-                return False
-            record.ticks += 1
-            self.ticks_delivered += 1
-            if finished is not None and not reports_completion(target):
-                cluster_tick.handed_over()
-            return True
-        if queued:
-            item: RuntimeItem = TickItem(record, at)
+        if claim is not None:
+            fence, done, backfill = claim
+            item: RuntimeItem = TickItem(record, at, False, backfill, fence, done)
+        elif queued:
+            item = TickItem(record, at)
         else:
             record.tick_at = at
             item = record
@@ -782,11 +797,18 @@ class Scheduler:
         return latest, due
 
     def offer(
-        self, record: ScheduleRecord, policy: SchedulePolicy, at: float, late: float
+        self,
+        record: ScheduleRecord,
+        policy: SchedulePolicy,
+        at: float,
+        late: float,
+        claim: tuple[int, Callable[[], None] | None, bool] | None = None,
     ) -> bool | None:
         """One tick through the schedule's policies: excluded by its calendar, missed
         past its grace (``late``: seconds after its instant), held or skipped by its
-        overlap policy, or sent. True: delivered; False: refused; None: not sent."""
+        overlap policy, or sent (``claim``: see :meth:`send`; a tick held by
+        ``BUFFER_ONE`` goes later without it). True: delivered; False: refused; None: not
+        sent."""
         exclude = policy.exclude
         if exclude is not None and exclude.excludes(utc(self.wall_of(record, at)), policy.zone):
             self.outcome(record, self.wall_of(record, at), Outcome.EXCLUDED)
@@ -800,7 +822,7 @@ class Scheduler:
                 return None  # delivered when the tick in flight finishes
             self.outcome(record, self.wall_of(record, at), Outcome.SKIPPED_OVERLAP)
             return None
-        return self.send(record, at)
+        return self.send(record, at, claim)
 
     def settled(self, record: ScheduleRecord, policy: SchedulePolicy) -> None:
         """A tick of a tracked schedule finished: one fewer in flight, and a tick held
@@ -931,7 +953,8 @@ class Scheduler:
             return
         later = math.floor((now - nominal) / interval)  # instants due after this one
         if later <= 0:
-            delivered = self.offer(record, policy, nominal, now - nominal)
+            # Late by `now - deadline`: grace counts from the (jittered) armed deadline.
+            delivered = self.offer(record, policy, nominal, now - deadline)
             due = nominal + interval
         else:
             keep = policy.misfire.max if policy.misfire.mode == "all" else 1
@@ -979,6 +1002,7 @@ class Scheduler:
             self.deadlines.add(record.due, record)
             return
         fire_at = state.next_wall  # the instant this tick stands for (the cluster claim key)
+        jittered = state.offset  # this tick's jitter (the next one's is computed below)
         policy = record.policy
         # One next-fire computation per tick, as before policies: when the fire time
         # after this one is still ahead, there is no misfire.
@@ -1014,7 +1038,9 @@ class Scheduler:
                 self._deliver_if_claimed(gate, record, state, recent[-1])
             else:
                 if count == 1:
-                    delivered = self.offer(record, policy, fire_at, wall - fire_at)
+                    # Grace counts from the tick's (jittered) delivery time.
+                    late = wall - fire_at - jittered
+                    delivered = self.offer(record, policy, fire_at, late)
                 else:
                     delivered = self.misfire(record, policy, fire_at, count, recent, wall)
                 if delivered is not True and not record.send_to.alive():
@@ -1033,33 +1059,18 @@ class Scheduler:
         self,
         record: ScheduleRecord,
         fire_at: float,
-        fence: int,
-        finished: Callable[[], None] | None,
-        backfill: bool,
-    ) -> bool:
-        """Cluster mode: this node won the claim of the tick ``fire_at`` (with its
-        ``fence``; ``finished``: ``at_least_once``'s "mark the claim done"): deliver it
-        through the schedule's policies, as a :class:`ClusterTick`. True once the claim
-        is settled here: sent, or not sent on purpose (held, skipped, excluded, missed:
-        then marked done at once, so no other node delivers it); False: refused by the
-        target, left to another node after the delivery lease."""
+        claim: tuple[int, Callable[[], None] | None, bool] | None = None,
+    ) -> bool | None:
+        """Cluster mode: this node won the claim of the tick ``fire_at``: deliver it
+        (``claim``: its fence, done call and backfill flag; see :meth:`send`). Returns
+        how it went (see :meth:`offer`)."""
         policy = record.policy
         delivered: bool | None
-        # `send` wraps the tick in a ClusterTick while this is set (synchronous: no
-        # other tick can be sent meanwhile), so the policies' paths need no new argument.
-        self._claim = (fence, finished, backfill)
-        try:
-            if policy is None:
-                delivered = self.send(record, fire_at)
-            else:
-                delivered = self.offer(record, policy, fire_at, self._clock.wall() - fire_at)
-        finally:
-            self._claim = None
-        if delivered is None:
-            if finished is not None:
-                finished()
-            return True
-        if not delivered and not record.send_to.alive():
+        if policy is None:
+            delivered = self.send(record, fire_at, claim)
+        else:
+            delivered = self.offer(record, policy, fire_at, self._clock.wall() - fire_at, claim)
+        if delivered is not True and not record.send_to.alive():
             self.retire(record)
         return delivered
 
@@ -1076,16 +1087,23 @@ class Scheduler:
         the background; the schedule is re-armed meanwhile, as without a cluster).
 
         ``fire_at`` is the nominal instant (the claim key on every node). The won tick
-        travels as a :class:`ClusterTick` carrying the claim's fence (``ctx.tick.fence``)
-        and, for ``at_least_once``, the call that marks the claim done once ``receive``
-        has returned."""
+        goes through the schedule's policies and travels as a :class:`TickItem` carrying
+        the claim's fence (``ctx.tick.fence``) and, for ``at_least_once``, the call that
+        marks the claim done once ``receive`` has returned (every target calls
+        ``finished()`` on a tracked item: a local cell when ``receive`` returns, a remote
+        target on the completion frame)."""
         nxt = state.expr.next_after(datetime.fromtimestamp(fire_at, state.tz), dst=state.dst)
         period = math.inf if nxt is None else nxt.timestamp() - fire_at
 
         def deliver(fence: int, finished: Callable[[], None] | None) -> bool:
             if record.dead:
                 return False  # cancelled, replaced or retired while the claim ran
-            return self._claimed(record, fire_at, fence, finished, backfill)
+            delivered = self._claimed(record, fire_at, (fence, finished, backfill))
+            if delivered is None and finished is not None:
+                # The policies decided (excluded, missed, skipped, held): nothing is in
+                # flight, so the claim is done; no other node delivers it either.
+                finished()
+            return delivered is not False
 
         def skipped(outcome: Outcome | None, detail: str | int | None) -> None:
             if outcome is not None and not record.dead:

@@ -77,6 +77,19 @@ _FIND_TASKS: Final = q.numbered(q.FIND_TASKS)
 _DUE_TASKS: Final = q.numbered(q.DUE_TASKS)
 _NEXT_DUE: Final = q.numbered(q.NEXT_DUE)
 _FENCE_EPOCH: Final = q.numbered(q.FENCE_EPOCH)
+#: Most ``due_tasks`` calls one combined read answers.
+GROUP_READS: Final = 500
+#: Many identities' ``due_tasks`` in one query: parameters are four arrays (kind, identity,
+#: before, limit), one element per call; the first column numbers the call (1-based), and
+#: each call's rows come in its own query's order, limit applied per call.
+_DUE_TASKS_MANY: Final = (
+    f"SELECT w.n, t.* FROM unnest($1::text[], $2::text[], $3::float8[], $4::bigint[]) "
+    "WITH ORDINALITY AS w(kind, identity, before, lim, n) CROSS JOIN LATERAL ("
+    f"SELECT {q.COLUMNS} FROM tocsin_tasks AS t WHERE t.kind = w.kind "
+    "AND t.identity = w.identity AND t.state = 'pending' AND t.due <= w.before "
+    "ORDER BY t.due, t.id, t.kind, t.identity LIMIT w.lim) AS t "
+    "ORDER BY w.n, t.due, t.id, t.kind, t.identity"
+)
 #: Seconds any one store call may take, pool acquire included (issue 20, item 6).
 CALL_TIMEOUT: Final = 10.0
 _DUE_ACTORS: Final = q.numbered(q.DUE_ACTORS)
@@ -207,6 +220,12 @@ class PostgresStore:
         self._idle.set()
         self._waiting: deque[tuple[Sequence[Op], asyncio.Future[None]]] = deque()
         self._flusher: asyncio.Task[None] | None = None
+        #: Read-combining of due_tasks (see there): a read is in flight; calls meanwhile.
+        self._reading = False
+        self._read_waiting: list[
+            tuple[tuple[str, str, float, int], asyncio.Future[list[TaskRow]]]
+        ] = []
+        self._reader: asyncio.Task[None] | None = None
         #: Transactions committed by :meth:`apply` (a group of batches counts once).
         self.commits = 0
         #: The one connection outside the pool: ownership lock and LISTEN.
@@ -288,6 +307,9 @@ class PostgresStore:
         if flusher is not None:
             await asyncio.wait({flusher})  # the waiting writes land first
         await self._idle.wait()  # and a lone write in flight
+        reader, self._reader = self._reader, None
+        if reader is not None:
+            await asyncio.wait({reader})
         pool, self._pool = self._pool, None
         writer, self._writer = self._writer, None
         if pool is not None:
@@ -487,9 +509,64 @@ class PostgresStore:
         return [_row(r) for r in await self._fetch(_FIND_TASKS, task_id)]
 
     async def due_tasks(self, kind: str, identity: str, before: float, limit: int) -> list[TaskRow]:
-        """This actor's pending tasks due at or before ``before``, by ``(due, id)``."""
-        rows = await self._fetch(_DUE_TASKS, kind, identity, float(before), max(limit, 0))
+        """This actor's pending tasks due at or before ``before``, by ``(due, id)``.
+
+        Read-combining (the read side of group commit, #24): while one ``due_tasks`` is
+        in flight, the calls that arrive wait and then go together as one query (one
+        round trip for many identities' drains: a thousand alarms ringing at once read
+        their tasks in a few queries, not a thousand). Each caller gets exactly the rows
+        its own query would have read."""
+        key = (kind, identity, float(before), max(limit, 0))
+        if self._reading:
+            done: asyncio.Future[list[TaskRow]] = asyncio.get_running_loop().create_future()
+            self._read_waiting.append((key, done))
+            return await done
+        self._reading = True
+        try:
+            rows = await self._fetch(_DUE_TASKS, *key)
+        finally:
+            if self._read_waiting:
+                self._reader = asyncio.get_running_loop().create_task(self._read_flush())
+            else:
+                self._reading = False
         return [_row(r) for r in rows]
+
+    async def _read_flush(self) -> None:
+        """Answer the waiting ``due_tasks`` calls, up to :data:`GROUP_READS` a query."""
+        try:
+            while self._read_waiting:
+                group = [w for w in self._read_waiting[:GROUP_READS] if not w[1].done()]
+                del self._read_waiting[:GROUP_READS]
+                if not group:
+                    continue
+                try:
+                    keys = [key for key, _ in group]
+                    rows = await self._fetch(
+                        _DUE_TASKS_MANY,
+                        [k[0] for k in keys],
+                        [k[1] for k in keys],
+                        [k[2] for k in keys],
+                        [k[3] for k in keys],
+                    )
+                except BaseException as exc:
+                    for _, done in group:
+                        _fail(done, exc)
+                    if not isinstance(exc, Exception):
+                        raise
+                    continue
+                answers: list[list[TaskRow]] = [[] for _ in group]
+                for r in rows:
+                    values = tuple(r)
+                    answers[values[0] - 1].append(_row(values[1:]))
+                for (_, done), answer in zip(group, answers, strict=True):
+                    if not done.done():
+                        done.set_result(answer)
+        finally:
+            self._reading = False
+            for _, done in self._read_waiting:  # only if this task was cancelled (close)
+                if not done.done():
+                    done.set_exception(StoreError(f"{self!r}: closed before this read"))
+            self._read_waiting.clear()
 
     async def next_due(self, kind: str, identity: str) -> float | None:
         """The earliest ``due`` among this actor's pending tasks, or ``None``."""
@@ -634,7 +711,7 @@ async def _execute(
         await conn.executemany(sql, args)
 
 
-def _fail(done: asyncio.Future[None], exc: BaseException) -> None:
+def _fail(done: asyncio.Future[Any], exc: BaseException) -> None:
     if done.done():
         return
     if isinstance(exc, asyncio.CancelledError):
