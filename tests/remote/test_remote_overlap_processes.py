@@ -17,7 +17,6 @@ from __future__ import annotations
 
 import asyncio
 import contextlib
-import inspect
 import json
 import os
 import secrets
@@ -33,8 +32,6 @@ import pytest
 from tests.procs import close_pipes, ready_line
 
 from tocsin import PID, ActorSystem, Outcome, Overlap, Remoting, Tick, TickNotDelivered
-from tocsin.actor._spi import RuntimeItem
-from tocsin.scheduling._scheduler import ScheduleRecord
 
 pytestmark = pytest.mark.integration
 
@@ -45,14 +42,6 @@ WAIT = 20.0
 #: The schedule's interval, and how long the first tick's handler is kept in ``receive``.
 INTERVAL = 0.05
 BLOCKED = 0.6
-
-# Until the scheduler's overlap tracking lands (issue 22 is built in steps), these skip:
-# the calls take ``overlap=`` and the schedule's tick reports ``tick()`` / ``finished()``.
-_HAS_OVERLAP = (
-    "overlap" in inspect.signature(ActorSystem.schedule).parameters
-    and ScheduleRecord.finished is not RuntimeItem.finished
-    and ScheduleRecord.tick is not RuntimeItem.tick
-)
 
 
 @dataclass
@@ -139,7 +128,6 @@ async def _scenario(
         return done  # type: ignore[no-any-return]
 
 
-@pytest.mark.skipif(not _HAS_OVERLAP, reason="the scheduler does not track overlap yet")
 async def test_skip_across_two_processes_skips_exactly_the_ticks_due_while_in_flight(
     peer: Peer,
 ) -> None:
@@ -164,7 +152,6 @@ async def test_skip_across_two_processes_skips_exactly_the_ticks_due_while_in_fl
     assert [r[0] for r in done] == ["tick", "tick"]
 
 
-@pytest.mark.skipif(not _HAS_OVERLAP, reason="the scheduler does not track overlap yet")
 async def test_allow_across_two_processes_queues_the_ticks_behind_a_slow_handler(
     peer: Peer,
 ) -> None:

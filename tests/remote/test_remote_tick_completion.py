@@ -18,7 +18,15 @@ from typing import Any
 import msgspec
 import pytest
 
-from tocsin import Actor, ActorSystem, DeadLetter, DeadLetterReason, ReceiveContext, Remoting
+from tocsin import (
+    Actor,
+    ActorSystem,
+    DeadLetter,
+    DeadLetterReason,
+    Overlap,
+    ReceiveContext,
+    Remoting,
+)
 from tocsin.actor._spi import PID, NoSender, RuntimeItem, Tick, target_of
 from tocsin.remote._envelopes import Completed, Scheduled, Tell, decoder, encoder
 from tocsin.remote._node import RemoteNode
@@ -53,6 +61,20 @@ class Item(RuntimeItem):
 
     def finished(self) -> None:
         self.finishes += 1
+
+
+class LostItem(Item):
+    """An item that tells "did not run, or may not have" apart (cluster cron's
+    at_least_once claim): ``lost()`` instead of ``finished()`` then."""
+
+    __slots__ = ("losses",)
+
+    def __init__(self, message: Any, value: Tick | None) -> None:
+        super().__init__(message, value, tracked=True)
+        self.losses = 0
+
+    def lost(self) -> None:
+        self.losses += 1
 
 
 class Seen(msgspec.Struct, frozen=True):
@@ -237,8 +259,8 @@ def test_plain_tell_frames_are_unchanged_and_a_tick_frame_round_trips() -> None:
     assert isinstance(frame, Scheduled)
     assert frame.tick is not None
     assert Tick.from_wire(frame.tick) == TICK
-    assert decoder().decode(enc.encode(Completed(5))) == Completed(5)
-    assert len(enc.encode(Completed(5))) <= 4
+    assert decoder().decode(enc.encode(Completed(5, True))) == Completed(5, True)
+    assert len(enc.encode(Completed(5, True))) <= 4
 
 
 async def test_a_tick_whose_instant_is_out_of_range_arrives_without_its_tick() -> None:
@@ -274,8 +296,8 @@ def test_a_pending_completion_finishes_its_item_once() -> None:
     table = Completions()
     item = Item("x", TICK, tracked=True)
     waiting = table.pending(1, item, (None, "x", None))  # type: ignore[arg-type]
-    waiting(Completed(1))
-    waiting(Completed(1))
+    waiting(Completed(1, True))
+    waiting(Completed(1, True))
     waiting.resolve()
     assert item.finishes == 1
     assert isinstance(waiting, PendingCompletion)
@@ -299,4 +321,42 @@ def test_an_inbound_tick_answers_once_only_when_asked(tracked: bool) -> None:
     assert item.tick() is item.tick()  # rebuilt once
     item.finished()
     assert item.rejected() == "m"
-    assert [decoder().decode(b) for b in sent] == ([Completed(9)] if tracked else [])
+    assert [decoder().decode(b) for b in sent] == ([Completed(9, True)] if tracked else [])
+
+
+# -- a real schedule ----------------------------------------------------------------------
+
+
+@pytest.mark.parametrize("overlap", [Overlap.ALLOW, Overlap.SKIP])
+async def test_a_schedule_to_a_remote_pid_gives_ctx_tick_there(overlap: Overlap) -> None:
+    async with pair() as (a, _b, probe, seen, _gate):
+        await a.schedule("every", probe, 0.02, reference="r", overlap=overlap)
+        await eventually(lambda: len(seen) >= 3)
+        await a.cancel_schedule("r")
+        ticks = [s.tick for s in seen[:3]]
+        assert all(t is not None and t.reference == "r" for t in ticks)
+        instants = [t.instant for t in ticks if t is not None]
+        assert all(i.tzinfo is UTC for i in instants)
+        assert instants == sorted(set(instants))  # one delivery per instant, in order
+        assert len(node_of(a).completions) <= 1  # SKIP: at most the one in flight
+
+
+async def test_an_item_with_lost_hears_lost_when_the_tick_did_not_or_may_not_have_run() -> None:
+    async with pair() as (a, b, probe, seen, gate):
+        ran = LostItem("ran", TICK)
+        assert send(probe, ran)
+        await eventually(lambda: ran.finishes == 1)
+        assert ran.losses == 0
+        dead = LostItem("dead", TICK)  # no such actor there: dead-lettered on b
+        assert send(await _remote_pid(a, f"{b.address}/user/nobody"), dead)
+        await eventually(lambda: dead.losses == 1)
+        blocked = LostItem("block", TICK)  # in receive when the connection goes
+        assert send(probe, blocked)
+        await eventually(lambda: any(s.message == "block" for s in seen))
+        for conn in list(node_of(b)._connections):
+            conn.abort()
+        await eventually(lambda: blocked.losses == 1)
+        gate.set()
+        await asyncio.sleep(0.05)
+        assert (dead.finishes, blocked.finishes) == (0, 0)
+        assert (dead.losses, blocked.losses) == (1, 1)

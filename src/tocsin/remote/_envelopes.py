@@ -132,10 +132,13 @@ class Scheduled(msgspec.Struct, tag=8, array_like=True, frozen=True):
 
 
 class Completed(msgspec.Struct, tag=9, array_like=True, frozen=True):
-    """The :class:`Scheduled` frame ``corr`` is over on the hosting node: its target's
-    ``receive`` returned (or raised), or the tick was dead-lettered there."""
+    """The :class:`Scheduled` frame ``corr`` is over on the hosting node: ``ran`` when
+    its target's ``receive`` returned (or raised, or was cancelled); not ``ran`` when the
+    tick was dead-lettered there (no such actor, stopped, suspended, mailbox full, or a
+    message that node cannot decode)."""
 
     corr: int
+    ran: bool
 
 
 Envelope = Hello | Tell | Ask | Reply | Fail | Lookup | Found | Heartbeat | Scheduled | Completed

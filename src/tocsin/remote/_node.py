@@ -611,7 +611,7 @@ class RemoteNode:
         except CodecError as exc:
             self._undecodable(conn, exc)
             if corr:
-                conn.send(self._encode(Completed(corr)), force=True)  # over: never runs
+                conn.send(self._encode(Completed(corr, False)), force=True)  # never runs
             return None
         # The Tick is rebuilt (and checked) only if the handler reads ctx.tick.
         item = InboundTick(message, envelope.tick, conn, corr, self, conn.log_key)

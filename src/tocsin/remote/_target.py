@@ -19,9 +19,10 @@ further tick is *sent*; one already on the wire may still arrive once. What is s
 ``Scheduled`` frame carrying the item's :class:`~tocsin.actor._schedule_policy.Tick`
 (``ctx.tick`` on the hosting node is the same). An item that is ``tracked`` (its schedule's
 overlap policy counts ticks in flight) also asks for a completion frame, and its
-``finished()`` is called once that frame arrives, or the connection is lost, or the tick
-is a dead letter on either side (:mod:`._ticks`): an opened tick always ends in
-``finished()`` here, never ``rejected()``.
+``finished()`` is called once that frame says the remote ``receive`` ran; when the tick
+did not run or may not have (a dead letter on either side, the connection lost) it ends
+in ``lost()`` if the item has one, else ``finished()`` (:mod:`._ticks`), never in
+``rejected()``: the item was opened here.
 """
 
 from __future__ import annotations
@@ -45,6 +46,7 @@ from ..actor._spi import (
 from ..errors import CodecError, TocsinError
 from ._endpoint import Endpoint
 from ._node import refusal
+from ._ticks import not_run
 
 if TYPE_CHECKING:
     from ..actor._spi import Runtime
@@ -166,7 +168,7 @@ class RemoteTarget(SendTarget):
             # why is logged, rate-limited, by undelivered).
             self.undelivered(message, sender, f"a tick cannot cross the wire any more: {error}")
             if tracked is not None:
-                tracked.finished()
+                not_run(tracked)
             return False
         if sender is self._last_sender:
             sender_text = self._last_wire
@@ -201,7 +203,7 @@ class RemoteTarget(SendTarget):
             if not sent:
                 self.undelivered(message, sender, endpoint.why(self.system), endpoint.refused)
         if not sent and tracked is not None:
-            tracked.finished()  # refused at once: not in flight
+            not_run(tracked)  # refused at once: not in flight, never ran
         return sent
 
     def offer(self, message: Any, sender: Any, reply: Reply | None) -> asyncio.Future[None] | None:

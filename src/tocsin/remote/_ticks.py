@@ -13,11 +13,13 @@ policies"). Two halves:
   sends one :class:`~tocsin.remote._envelopes.Completed` frame back, once.
 * **Sending node**: a tick of a schedule whose overlap policy counts ticks in flight
   (``RuntimeItem.tracked``) waits in :class:`Completions` under its correlation id.
-  :class:`PendingCompletion` calls the original item's ``finished()`` exactly once: when
-  the ``Completed`` frame arrives, when the connection the frame went on is lost (the
-  tick may or may not have run: it is not in flight any more either way), when the frame
-  never left this node (also a dead letter ``unreachable``), or when the table is full
-  and it is the oldest entry. So a schedule is never wedged "in flight" by the network.
+  :class:`PendingCompletion` ends the original item exactly once: ``finished()`` when
+  the ``Completed`` frame says its ``receive`` ran; :func:`not_run` (the item's
+  ``lost()`` if it has one, else ``finished()``) when it says the tick was dead-lettered
+  there, when the connection the frame went on is lost (the tick may or may not have
+  run), when the frame never left this node (also a dead letter ``unreachable``), or
+  when the table is full and it is the oldest entry. So a schedule is never wedged "in
+  flight" by the network.
 
 Nothing here reads the clock; the plain tell and ask paths never reach this module.
 """
@@ -34,7 +36,13 @@ if TYPE_CHECKING:
     from ._connection import Connection
     from ._endpoint import Endpoint
 
-__all__ = ["MAX_PENDING_COMPLETIONS", "Completions", "InboundTick", "PendingCompletion"]
+__all__ = [
+    "MAX_PENDING_COMPLETIONS",
+    "Completions",
+    "InboundTick",
+    "PendingCompletion",
+    "not_run",
+]
 
 #: Tracked ticks one node waits on at most (all peers together). Past it the oldest is
 #: resolved early (``finished()`` called, a warning logged): a peer that never answers
@@ -105,20 +113,20 @@ class InboundTick(RuntimeItem):
         return tick
 
     def finished(self) -> None:
-        self._complete()
+        self._complete(True)
 
     def rejected(self) -> Any:
         # A dead letter here is the end of the tick too: the sender must not wait on it.
-        self._complete()
+        self._complete(False)
         return self.message
 
-    def _complete(self) -> None:
+    def _complete(self, ran: bool) -> None:
         conn, self._conn = self._conn, None
         if conn is not None:
             # Forced past ``max_buffer``: a refused completion would leave the sender's
             # schedule in flight until the connection drops. A few bytes per tick
             # that arrived, so what it adds is bounded by what the peer sent.
-            conn.send(self._node.encode(Completed(self._corr)), force=True)
+            conn.send(self._node.encode(Completed(self._corr, ran)), force=True)
 
     def __repr__(self) -> str:
         return f"InboundTick({self.message!r}, {self._wire!r})"
@@ -155,17 +163,33 @@ class PendingCompletion:
             return
         self.item = None
         self.table.forget(self.corr)
+        if type(result) is Completed and result.ran:
+            item.finished()
+            return
         if type(result) is Unsent:
             # Queued while connecting and dropped: like a plain tell, a dead letter.
             target, message, sender = self.info
             target.undelivered(message, sender, result.why)
-        item.finished()
+        not_run(item)
 
     def resolve(self) -> None:
         """Resolve now, without an answer (the table is full and this is the oldest)."""
         item, self.item = self.item, None
         if item is not None:
-            item.finished()
+            not_run(item)
+
+
+def not_run(item: RuntimeItem) -> None:
+    """End an opened tick whose ``receive`` did not return, or may not have: it was
+    dead-lettered on either node, never left this one, or its connection was lost (or
+    the table evicted it). An item with a ``lost()`` method gets that call (cluster
+    cron's ``at_least_once`` lets such a claim lapse, so another node delivers the
+    tick); any other gets ``finished()``: it is not in flight any more either way."""
+    lost = getattr(item, "lost", None)
+    if lost is not None:
+        lost()
+    else:
+        item.finished()
 
 
 @final
