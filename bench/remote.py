@@ -17,6 +17,10 @@ Tell: N messages (a small msgspec Struct) sent as fast as the sender may (yieldi
 loop every 1,000), timed until the peer reports it has received all N. Ask: sequential
 round trips after a warm-up, p50/p99 of the per-ask ``perf_counter`` time.
 
+Ticks (issue 22): N schedule ticks (one ``RuntimeItem`` delivered to the remote PID's
+target, as the scheduler does, without its timer) carry their ``Tick`` in a ``Scheduled``
+frame; ``tick-tracked`` ones also wait for each tick's completion frame from the peer.
+
 Targets (issue 11): tocsin tell >= 50% of the floor's rate; ask p50 within 2x the floor's.
 
 Reproduce: ``.venv/bin/python bench/remote.py`` (``--quick`` for a smoke run).
@@ -351,6 +355,9 @@ async def tocsin_driver(params: dict[str, Any], address: str) -> dict[str, Any]:
             await done
             seconds = perf_counter() - started
             return {"n": n, "seconds": seconds, "msgs_per_s": n / seconds}
+        if params["test"] == "tick":
+            counter = await system.actor_of(address + "/user/counter")
+            return await _ticks(counter, me, done, params["n"], tracked=params["tracked"])
         echo = await system.actor_of(address + "/user/echo")
         samples: list[float] = []
         for i in range(params["warmup"] + params["n"]):
@@ -359,6 +366,53 @@ async def tocsin_driver(params: dict[str, Any], address: str) -> dict[str, Any]:
             if i >= params["warmup"]:
                 samples.append(perf_counter() - started)
         return _ask_stats(samples)
+
+
+async def _ticks(
+    counter: Any, me: Any, done: asyncio.Future[None], n: int, *, tracked: bool
+) -> dict[str, Any]:
+    """N schedule ticks to a remote actor, as the scheduler sends them (one RuntimeItem
+    per schedule, delivered to the PID's target), without the timer: what the tick frame
+    and, when tracked, its completion frame cost over a plain tell."""
+    from datetime import UTC, datetime
+
+    from tocsin.actor._spi import RuntimeItem, Tick, target_of
+
+    class BenchTick(RuntimeItem):
+        __slots__ = ("finishes", "message", "tracked", "value")
+
+        def __init__(self) -> None:
+            self.message = Msg(n, "tell")
+            self.value = Tick("bench", datetime(2026, 12, 2, tzinfo=UTC))
+            self.tracked = tracked
+            self.finishes = 0
+
+        def open(self) -> Any:
+            return self.message
+
+        def rejected(self) -> Any:
+            return self.message
+
+        def tick(self) -> Tick:
+            return self.value
+
+        def finished(self) -> None:
+            self.finishes += 1
+
+    item = BenchTick()
+    deliver = target_of(counter).deliver
+    started = perf_counter()
+    for i in range(n):
+        if not deliver(item, me, None):
+            raise AssertionError("refused")
+        if i % 1000 == 999:
+            await asyncio.sleep(0)
+    await done
+    if tracked:
+        while item.finishes < n:
+            await asyncio.sleep(0.001)
+    seconds = perf_counter() - started
+    return {"n": n, "seconds": seconds, "msgs_per_s": n / seconds}
 
 
 _DRIVERS: dict[str, Any] = {
@@ -385,6 +439,9 @@ def add_arguments(parser: argparse.ArgumentParser) -> None:
     parser.add_argument("--tell-n", type=int, default=200_000)
     parser.add_argument("--ask-n", type=int, default=5_000)
     parser.add_argument(
+        "--tick-n", type=int, default=50_000, help="schedule ticks (plain and tracked)"
+    )
+    parser.add_argument(
         "--ray-n", type=int, default=20_000, help="tells for Ray (about 100x slower per call)"
     )
     parser.add_argument("--peer", default=None, help=argparse.SUPPRESS)
@@ -392,7 +449,7 @@ def add_arguments(parser: argparse.ArgumentParser) -> None:
 
 def configs(args: argparse.Namespace) -> list[Config]:
     if args.quick:
-        args.tell_n, args.ask_n, args.ray_n = 2_000, 200, 200
+        args.tell_n, args.ask_n, args.ray_n, args.tick_n = 2_000, 200, 200, 2_000
     out = []
     for system in SYSTEMS:
         if system not in _DRIVERS and system != "ray":
@@ -421,6 +478,16 @@ def configs(args: argparse.Namespace) -> list[Config]:
                 requires=requires,
             )
         )
+    if "tocsin" in _DRIVERS:
+        # Schedule ticks to a remote actor (issue 22): the Tick travels; tracked ones
+        # (an overlap policy that counts ticks in flight) also get a completion frame.
+        for tracked in (False, True):
+            out.append(
+                Config(
+                    f"tick{'-tracked' if tracked else ''}/tocsin",
+                    {"system": "tocsin", "test": "tick", "n": args.tick_n, "tracked": tracked},
+                )
+            )
     return out
 
 
@@ -456,6 +523,16 @@ def report(args: argparse.Namespace, runs: Runs) -> dict[str, Any]:
             ratios[f"ask_p50_{system}_over_floor"] = ratio(
                 runs, f"ask/{system}", "ask/floor", "ask_p50_us"
             )
+    ticks = [
+        [name, _cell(med.get(f"{name}/tocsin", {"skipped": "not built"}), "msgs_per_s", 0)]
+        for name in ("tick", "tick-tracked")
+    ]
+    print("\n### Schedule ticks to a remote actor, tocsin (median)\n")
+    print(table(["ticks", "ticks/s"], ticks))
+    for name in ("tick", "tick-tracked"):
+        if f"{name}/tocsin" in runs and "tell/tocsin" in runs:
+            key = f"{name.replace('-', '_')}_over_tell"
+            ratios[key] = ratio(runs, f"{name}/tocsin", "tell/tocsin", "msgs_per_s")
     print()
     print(table(["ratio (per-repetition median)", "value"], sorted(ratios.items())))
     return {"ratios": ratios}

@@ -407,7 +407,12 @@ async def _fire(system_name: str, n: int, window: float) -> dict[str, Any]:
 
 
 async def _repeating(
-    system_name: str, n: int, duration: float, interval: float, batches: int
+    system_name: str,
+    n: int,
+    duration: float,
+    interval: float,
+    batches: int,
+    variant: str = "none",
 ) -> dict[str, Any]:
     loop = asyncio.get_running_loop()
     refs = [f"r{i}" for i in range(n)]
@@ -429,7 +434,17 @@ async def _repeating(
         for b in range(batches):
             await asyncio.sleep(max(0.0, begin + b * interval / batches - loop.time()))
             for i in range(b * n // batches, (b + 1) * n // batches):
-                if system_name == "tocsin":
+                if system_name == "tocsin" and variant.startswith("cron"):
+                    await system.schedule_cron(
+                        i, pid, "* * * * * ?", reference=refs[i], **_policy_kwargs(variant)
+                    )
+                    state.first[i] = math.ceil(loop.time())  # not read: see ticks/cpu
+                elif system_name == "tocsin" and variant != "none":
+                    await system.schedule(
+                        i, pid, interval, reference=refs[i], **_policy_kwargs(variant)
+                    )
+                    state.first[i] = _record_due(system, refs[i])
+                elif system_name == "tocsin":
                     await system.schedule(i, pid, interval, reference=refs[i])
                     # The schedule's own first deadline, read back from its record: a
                     # `loop.time()` taken before the call would be off by any pause in
@@ -460,6 +475,7 @@ async def _repeating(
         "ticks_per_s": (index1 - index0) / (t1 - t0),
         "cpu_s": cpu1 - cpu0,
         "cpu_pct": (cpu1 - cpu0) / (t1 - t0) * 100,
+        "cpu_us_per_tick": (cpu1 - cpu0) / max(1, index1 - index0) * 1e6,
         # The machine's CPU time stolen by the hypervisor during the window (% of all).
         "steal_pct": (steal1[0] - steal0[0]) / max(1, steal1[1] - steal0[1]) * 100,
     }
@@ -467,6 +483,69 @@ async def _repeating(
     if metrics is not None:
         result["timer_late_p99_ms"] = metrics.lateness_p99 * 1e3
     return result
+
+
+# -- fire path ---------------------------------------------------------------------------
+
+
+class _Taker:
+    """A send target that takes every tick and keeps none: the fire path alone (the
+    scheduler's fire, re-arm and bookkeeping), without a mailbox or a handler."""
+
+    def deliver(self, message: Any, sender: Any, reply: Any) -> bool:
+        return True
+
+    def alive(self) -> bool:
+        return True
+
+
+async def _fire_path(n: int, rounds: int) -> dict[str, Any]:
+    """CPU ns per tick of ``n`` interval schedules fired by the heap on a ManualClock
+    (``clock.advance(1)`` fires all ``n``), the target a :class:`_Taker`; after 70 ticks
+    each (steady state), the minimum of ``rounds`` rounds of 10 advances, so a busy
+    machine inflates it far less than rates.
+    The same code runs against any tree (``PYTHONPATH=<tree>/src``)."""
+    from tocsin import ManualClock
+
+    clock = ManualClock()
+    async with ActorSystem("bench", clock=clock) as system:
+        pid = await system.spawn(_Drop)
+        for i in range(n):
+            await system.schedule("t", pid, 1.0, reference=f"r{i}")
+        runtime = system.runtime
+        assert runtime is not None
+        taker = _Taker()
+        for record in runtime.schedules._refs.values():  # type: ignore[union-attr]
+            record.send_to = taker
+        for _ in range(70):  # warm up: history rings (if any) grown to full size, wrapped
+            await clock.advance(1.0)
+        best = math.inf
+        for _ in range(rounds):
+            t0 = time.process_time()
+            for _ in range(10):
+                await clock.advance(1.0)
+            best = min(best, (time.process_time() - t0) / (10 * n) * 1e9)
+    return {"n": n, "fire_ns": best}
+
+
+#: Schedule-policy variants of the ``repeating`` test (issue 22, ``--policies``): the
+#: keyword arguments every schedule is made with. A "cron" variant makes ``* * * * * ?``
+#: cron schedules instead (every second, so all of them tick at once each second).
+POLICY_VARIANTS = ("none", "skip", "jitter", "calendar", "cron", "cron+jitter", "cron+calendar")
+
+
+def _policy_kwargs(variant: str) -> dict[str, Any]:
+    from tocsin import Calendar, Overlap
+
+    if variant.endswith("skip"):
+        return {"overlap": Overlap.SKIP}
+    if variant.endswith("jitter"):
+        return {"jitter": 0.5}  # on an interval of 1 s: shorter than it
+    if variant.endswith("calendar"):
+        # A calendar that excludes nothing during the run, so every tick is delivered and
+        # its check is paid on each (a date and a daily window, read in the zone).
+        return {"exclude": Calendar.dates("2001-01-01") | Calendar.daily("03:00", "03:01")}
+    return {}
 
 
 # -- protocol ----------------------------------------------------------------------------
@@ -479,10 +558,17 @@ def child(params: dict[str, Any]) -> dict[str, Any]:
         return asyncio.run(_create_cancel(system, params["n"], traced))
     if test == "fire":
         return asyncio.run(_fire(system, params["n"], params["window"]))
+    if test == "firepath":
+        return asyncio.run(_fire_path(params["n"], params["rounds"]))
     if test == "repeating":
         return asyncio.run(
             _repeating(
-                system, params["n"], params["duration"], params["interval"], params["batches"]
+                system,
+                params["n"],
+                params["duration"],
+                params["interval"],
+                params["batches"],
+                params.get("variant", "none"),
             )
         )
     raise ValueError(f"unknown test {test!r}")
@@ -501,6 +587,9 @@ def add_arguments(parser: argparse.ArgumentParser) -> None:
         "--sizes", default="10000,100000,1000000", help="N for create/cancel and fire"
     )
     parser.add_argument(
+        "--fire-path-n", type=int, default=10_000, help="schedules of the fire-path test"
+    )
+    parser.add_argument(
         "--aps-max-fire", type=int, default=100_000, help="largest N for the APScheduler fire test"
     )
 
@@ -510,6 +599,7 @@ def configs(args: argparse.Namespace) -> list[Config]:
     window, interval = 1.0, 1.0
     if args.quick:
         sizes, args.repeating_n, args.duration, args.aps_max_fire = [1000], 1000, 0.5, 1000
+        args.fire_path_n = 1000
         window, interval = 0.2, 0.2
     args.sizes_list = sizes
     out: list[Config] = []
@@ -543,6 +633,12 @@ def configs(args: argparse.Namespace) -> list[Config]:
                     requires="apscheduler" if system == "APScheduler" else None,
                 )
             )
+    out.append(
+        Config(
+            f"firepath/{args.fire_path_n}/tocsin",
+            {"test": "firepath", "system": "tocsin", "n": args.fire_path_n, "rounds": 7},
+        )
+    )
     for system in ("tocsin", "call_later+dict"):
         out.append(
             Config(
@@ -712,6 +808,13 @@ def report(args: argparse.Namespace, runs: Runs) -> dict[str, Any]:
                 "VM steal %",
             ],
             rows,
+        )
+    )
+    fire_path = get(f"firepath/{args.fire_path_n}/tocsin")
+    print(f"\n### Fire path: {args.fire_path_n:,} interval schedules fired by the heap\n")
+    print(
+        table(
+            ["system", "CPU ns per tick (min of 7)"], [["tocsin", _cell(fire_path, "fire_ns", 0)]]
         )
     )
     rep = get(f"repeating/{args.repeating_n}/tocsin")

@@ -229,3 +229,82 @@ async def test_system_clock_offsets_monotonic_and_call_at_consistently() -> None
     clock.call_at(clock.monotonic(), fired.set)  # due now: runs on the next loop turn
     await fired.wait()
     assert abs(clock.wall() - datetime.now(UTC).timestamp()) < 5
+
+
+# -- OffsetClock (cluster time, issue 20 item 5) ---------------------------------------
+
+
+def test_offset_clock_adds_its_offset_to_wall_time_only() -> None:
+    from tocsin.clock import OffsetClock
+
+    inner = ManualClock(wall=1_000.0)
+    clock = OffsetClock(inner, 30.0)
+    assert clock.inner is inner
+    assert (clock.wall(), clock.monotonic()) == (1_030.0, 0.0)
+    assert clock.wall_datetime() == datetime.fromtimestamp(1_030.0, UTC)
+    assert clock.reports_wall_jumps is True  # the inner ManualClock's
+    clock.set_offset(-2.5)
+    assert (clock.offset, clock.wall()) == (-2.5, 997.5)
+
+
+async def test_offset_clock_timers_and_trackers_are_the_inner_clocks() -> None:
+    from tocsin.clock import OffsetClock
+
+    inner = ManualClock(wall=1_000.0)
+    clock = OffsetClock(inner, 30.0)
+    fired: list[float] = []
+    clock.call_at(5.0, lambda: fired.append(inner.monotonic()))
+    await inner.advance(10)
+    assert fired == [5.0]
+    async with ActorSystem(clock=clock) as system:  # attach/detach reach the inner
+        assert system.clock is clock
+        log: list[Any] = []
+        pid = await system.spawn(lambda: Recorder(log, inner))
+        await system.schedule_once("x", pid, 1.0)
+        await inner.advance(1.0)  # returns after the delivery: the system is attached
+        assert log == [("x", 11.0)]
+
+
+def test_offset_moves_beyond_the_tolerance_are_reported_as_wall_jumps() -> None:
+    from tocsin.clock import OffsetClock
+
+    clock = OffsetClock(ManualClock(wall=1_000.0), jump_tolerance=0.05)
+    seen: list[float] = []
+    clock.on_wall_jump(seen.append)
+    clock.set_offset(0.03)
+    clock.set_offset(0.04)  # noise: 0.04 from the last report, not reported
+    assert seen == []
+    clock.set_offset(0.07)  # 0.07 since the last report (none): reported whole
+    assert seen == [pytest.approx(0.07)]
+    clock.set_offset(0.1)
+    clock.set_offset(-30.0)
+    assert seen == [pytest.approx(0.07), pytest.approx(-30.07)]
+
+
+def test_offset_clock_passes_on_the_inner_clocks_jumps_while_it_has_listeners() -> None:
+    from tocsin.clock import OffsetClock
+
+    inner = ManualClock(wall=1_000.0)
+    clock = OffsetClock(inner, 5.0)
+    seen: list[float] = []
+    unsubscribe = clock.on_wall_jump(seen.append)
+    inner.jump_wall(60)
+    assert seen == [60]
+    assert clock.wall() == 1_065.0
+    unsubscribe()
+    inner.jump_wall(-60)
+    assert seen == [60]
+    assert inner._wall_listeners == []  # no listener left on a shared inner clock
+
+
+@pytest.mark.parametrize("bad", [math.nan, math.inf, -math.inf])
+def test_offset_clock_rejects_a_non_finite_offset(bad: float) -> None:
+    from tocsin.clock import OffsetClock
+
+    with pytest.raises(ValueError, match="`offset` must be a finite number of seconds"):
+        OffsetClock(SystemClock(), bad)
+    clock = OffsetClock(SystemClock())
+    with pytest.raises(ValueError, match="`offset` must be a finite"):
+        clock.set_offset(bad)
+    with pytest.raises(TypeError, match=r"`inner` must be a tocsin\.Clock"):
+        OffsetClock(object())  # type: ignore[arg-type]

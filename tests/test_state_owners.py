@@ -59,13 +59,16 @@ ALLOWED: dict[tuple[str, str], int] = {
     # held_lost when a dropped connection's unsent tells become dead letters.)
     ("tocsin.remote._metrics:Counters", "tocsin.remote._connection"): 10,
     ("tocsin.remote._metrics:Counters", "tocsin.remote._endpoint"): 1,
-    ("tocsin.remote._metrics:Counters", "tocsin.remote._node"): 3,
+    # +1: a malformed Scheduled / Completed frame is a protocol error (issue 22).
+    ("tocsin.remote._metrics:Counters", "tocsin.remote._node"): 4,
     ("tocsin.remote._metrics:Counters", "tocsin.remote._service"): 1,
     ("tocsin.remote._metrics:Counters", "tocsin.remote._target"): 2,
     ("tocsin.cluster._values:Counters", "tocsin.cluster._membership"): 4,
     ("tocsin.cluster._values:Counters", "tocsin.cluster._node"): 2,
     ("tocsin.cluster._values:Counters", "tocsin.cluster._placement"): 2,
-    ("tocsin.cluster._values:Counters", "tocsin.cluster._single_fire"): 6,
+    # +4: at_least_once counts re-claims, finishes and superseded claims (issue 23).
+    ("tocsin.cluster._values:Counters", "tocsin.cluster._single_fire"): 10,
+    ("tocsin.cluster._values:Counters", "tocsin.cluster._time"): 1,  # claims_early
     ("tocsin.durable._ops:RunCounters", "tocsin.durable._drain"): 2,
     # Not yet moved behind methods (issue 21, other slices of it: the facade's
     # composition, the scheduler's owner hook, metrics and the pytest plugin). Lower

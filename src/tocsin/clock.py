@@ -1,5 +1,6 @@
 # SPDX-License-Identifier: Apache-2.0
-"""Time, read in one place: the :class:`Clock` ABC, :class:`SystemClock` and :class:`ManualClock`.
+"""Time, read in one place: the :class:`Clock` ABC, :class:`SystemClock`, :class:`ManualClock`
+and :class:`OffsetClock` (another clock's wall time plus an offset: a cluster node's time).
 
 Every other module asks a clock. That is what lets one :class:`ManualClock` drive a whole
 actor system in tests: schedules, passivation, ask timeouts, cron and durable tasks.
@@ -28,12 +29,28 @@ from collections.abc import Callable
 from datetime import UTC, datetime
 from typing import Protocol, final
 
-__all__ = ["WALL_TOLERANCE", "Clock", "ManualClock", "SystemClock", "TimerHandle"]
+__all__ = [
+    "OFFSET_JUMP_TOLERANCE",
+    "WALL_TOLERANCE",
+    "Clock",
+    "ManualClock",
+    "OffsetClock",
+    "SystemClock",
+    "TimerHandle",
+]
 
 #: Seconds by which a wall-clock instant counts as reached early. Wall times are armed as
 #: monotonic deadlines through floats of epoch size (ulp ~2e-7 s), so a deadline can fire
 #: a hair before its wall time; without this slack it would re-arm for that hair, forever.
 WALL_TOLERANCE = 0.001
+
+
+#: Seconds by which an :class:`OffsetClock`'s offset must move (since it last reported a
+#: move) to count as a wall-clock jump. Below it the wall-time consumers are not re-armed:
+#: measurement noise of a few milliseconds would otherwise re-arm every cron schedule at
+#: each lease renewal; a deadline armed before such a move fires at most this much off
+#: and then checks the wall clock again.
+OFFSET_JUMP_TOLERANCE = 0.05
 
 
 class TimerHandle(Protocol):
@@ -155,6 +172,127 @@ class SystemClock(Clock):
         # fires at the right moment.
         loop = asyncio.get_running_loop()
         return loop.call_at(loop.time() + (deadline - self.monotonic()), callback)
+
+
+@final
+class OffsetClock(Clock):
+    """Another clock with an offset on its wall time: ``wall() = inner.wall() + offset``.
+
+    Monotonic time, timers and :meth:`attach` are the inner clock's, untouched. Wall jumps
+    of the inner clock are passed on to this clock's listeners; so is a change of the
+    offset (:meth:`set_offset`) once it has moved by more than ``jump_tolerance`` since it
+    was last reported, as one jump of that size, so cron schedules and durable alarms
+    re-arm on the new wall time.
+
+    Cluster mode installs one on every node (``docs/cluster.md``, "Cluster time"): its
+    offset is the node's measured offset to the coordinator's clock, so the node's wall
+    time is the cluster's. Tests use one to give a node a clock that is off:
+    ``OffsetClock(manual_clock, 30.0)`` is a node 30 s fast.
+
+    Args:
+        inner: the clock read for monotonic time, timers and the uncorrected wall time.
+        offset: seconds added to ``inner.wall()``.
+        jump_tolerance: seconds the offset must move before the move is reported as a
+            wall jump (default :data:`OFFSET_JUMP_TOLERANCE`; ``math.inf``: never, a
+            clock that steps silently, as a real one does between two wall watches).
+    """
+
+    def __init__(
+        self,
+        inner: Clock,
+        offset: float = 0.0,
+        *,
+        jump_tolerance: float = OFFSET_JUMP_TOLERANCE,
+    ) -> None:
+        super().__init__()
+        if not isinstance(inner, Clock):
+            raise TypeError(f"`inner` must be a tocsin.Clock, got {inner!r}")
+        self._inner = inner
+        self._offset = _finite("offset", offset)
+        #: The offset as last reported to the listeners (a move is measured from it).
+        self._reported = self._offset
+        if (
+            isinstance(jump_tolerance, bool)
+            or not isinstance(jump_tolerance, int | float)
+            or not jump_tolerance >= 0
+        ):
+            raise ValueError(
+                f"`jump_tolerance` must be a number of seconds >= 0, got {jump_tolerance!r}"
+            )
+        self._tolerance = float(jump_tolerance)
+        # Jumps the inner clock reports (ManualClock) reach this clock's listeners; one
+        # it cannot report (a real clock) is found by the wall watch of the inner clock.
+        self.reports_wall_jumps = inner.reports_wall_jumps
+        self._unforward: Callable[[], None] | None = None
+
+    @property
+    def inner(self) -> Clock:
+        """The clock this one corrects."""
+        return self._inner
+
+    @property
+    def offset(self) -> float:
+        """Seconds added to the inner clock's wall time."""
+        return self._offset
+
+    def set_offset(self, offset: float) -> None:
+        """Make ``wall()`` read ``inner.wall() + offset`` from now on.
+
+        A move of more than ``jump_tolerance`` since the last reported one is reported to
+        the :meth:`on_wall_jump` listeners (with its size, either sign).
+
+        Raises:
+            ValueError: ``offset`` is NaN or infinite.
+        """
+        self._offset = _finite("offset", offset)
+        moved = self._offset - self._reported
+        if abs(moved) > self._tolerance:
+            self._reported = self._offset
+            self.report_wall_jump(moved)
+
+    # -- Clock -------------------------------------------------------------------------
+
+    def monotonic(self) -> float:
+        return self._inner.monotonic()
+
+    def wall(self) -> float:
+        return self._inner.wall() + self._offset
+
+    def call_at(self, deadline: float, callback: Callable[[], None]) -> TimerHandle:
+        return self._inner.call_at(deadline, callback)
+
+    def on_wall_jump(self, listener: Callable[[float], None]) -> Callable[[], None]:
+        """As :meth:`Clock.on_wall_jump`: jumps of the inner clock and moves of the offset.
+
+        The inner clock is listened to only while this clock has listeners, so an inner
+        clock shared by many systems (one ManualClock) keeps no listener of a system that
+        stopped.
+        """
+        unsubscribe = super().on_wall_jump(listener)
+        if self._unforward is None:
+            self._unforward = self._inner.on_wall_jump(self.report_wall_jump)
+
+        def unsubscribe_both() -> None:
+            unsubscribe()
+            if not self._wall_listeners and self._unforward is not None:
+                self._unforward()
+                self._unforward = None
+
+        return unsubscribe_both
+
+    def attach(self, tracker: _ActivityTracker) -> None:
+        self._inner.attach(tracker)
+
+    def detach(self, tracker: _ActivityTracker) -> None:
+        self._inner.detach(tracker)
+
+
+def _finite(name: str, value: float) -> float:
+    if isinstance(value, bool) or not isinstance(value, int | float):
+        raise TypeError(f"`{name}` must be a number of seconds, got {value!r}")
+    if value != value or value in (float("inf"), float("-inf")):
+        raise ValueError(f"`{name}` must be a finite number of seconds, got {value!r}")
+    return float(value)
 
 
 @final

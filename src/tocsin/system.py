@@ -41,7 +41,7 @@ from .actor._spi import (
     local_address,
     target_of,
 )
-from .clock import Clock, SystemClock
+from .clock import Clock, OffsetClock, SystemClock
 from .cluster import Cluster, ClusterNode, LeaseRegained, NodeJoined, NodeLeft
 from .cluster._spi import (
     ClusterOwnership,
@@ -56,7 +56,7 @@ from .durable._spi import DurableRuntime
 from .errors import ActorNotFoundError, ActorSystemNotStartedError, RemotingDisabledError
 from .remote import RemoteMetrics, Remoting
 from .remote._spi import RemoteService
-from .scheduling._spi import Scheduler, local_zone_name, zone
+from .scheduling._spi import DEFAULT_HISTORY, Scheduler, check_history, local_zone_name, zone
 
 if TYPE_CHECKING:
     from .actor._spi import Cell
@@ -144,6 +144,8 @@ class ActorSystem(SchedulingCalls):
             Needs the ``console`` extra. Port 0 picks a free port (``console_url``).
         console_token: asked of every console request (at least 16 characters).
             Default: a random token made at each start; ``console_url`` carries it.
+        history: entries each schedule keeps of what became of its recent instants
+            (:meth:`schedule_history`; an int from 1 to 65,536, default 64).
         mailbox_bound: the bound of every actor's mailbox, in messages, unless its
             ``spawn`` gives one (durable activations included): past it a ``tell`` is a
             dead letter with reason ``overflow``, ``await pid.send(...)`` waits for room
@@ -151,7 +153,8 @@ class ActorSystem(SchedulingCalls):
             ``None`` or ``0``: unbounded (the default).
 
     Raises:
-        ValueError: a bad ``console`` bind, a short token, a token without ``console``.
+        ValueError: a bad ``console`` bind, a short token, a token without ``console``,
+            a bad ``history``.
         ImportError: ``console`` given without the ``console`` extra (aiohttp).
     """
 
@@ -167,6 +170,7 @@ class ActorSystem(SchedulingCalls):
         cluster: Cluster | None = None,
         console: str | None = None,
         console_token: str | None = None,
+        history: int = DEFAULT_HISTORY,
         mailbox_bound: int | None = None,
     ) -> None:
         if not isinstance(name, str) or not name or any(c in name for c in "/@#: "):
@@ -180,10 +184,18 @@ class ActorSystem(SchedulingCalls):
         self.name = name
         #: This node's address: ``tocsin://<name>``; remoting sets a reachable one.
         self.address = local_address(name)
-        self.clock: Clock = clock if clock is not None else SystemClock()
+        given: Clock = clock if clock is not None else SystemClock()
+        #: The clock this system reads. In cluster mode an OffsetClock over the given
+        #: one, corrected at each lease renewal to the coordinator's clock: cron
+        #: instants and durable due times are the cluster's (issue 20, item 5).
+        self.clock: Clock = given
+        self._cluster_config = _check_cluster(cluster, remoting)
+        if self._cluster_config is not None:
+            self.clock = OffsetClock(given)
         self.timezone = timezone if timezone is not None else local_zone_name()
         zone(self.timezone)  # fail here, not at the first cron schedule
         self.stop_timeout = to_seconds(stop_timeout, "stop_timeout")
+        self.history = check_history(history)
         #: The bound of every mailbox not given one at ``spawn`` (None: unbounded).
         self.mailbox_bound = check_mailbox_bound(mailbox_bound) or None
         self.events = EventStream()
@@ -193,7 +205,6 @@ class ActorSystem(SchedulingCalls):
         self._stopping: asyncio.Task[None] | None = None
         self._remoting = remoting
         self._remote: RemoteService | None = None
-        self._cluster_config = _check_cluster(cluster, remoting)
         self._cluster: ClusterNode | None = None
         self._ownership: ClusterOwnership | None = None
         self._rebalancer: Rebalancer | None = None
@@ -284,13 +295,18 @@ class ActorSystem(SchedulingCalls):
             facade=self,
             mailbox_bound=self.mailbox_bound,
         )
-        scheduler = Scheduler(runtime, self.timezone)
+        scheduler = Scheduler(runtime, self.timezone, self.history)
         runtime.schedules = scheduler
         self._runtime = runtime
         stack.callback(_close_runtime, runtime, scheduler, deadlines)
         stack.callback(self.events.add_task_tracker(runtime.track_task))
         if not self.clock.reports_wall_jumps:
-            WallWatch(self.clock, deadlines).start()
+            # A cluster clock reports its own offset moves: the watch looks for steps of
+            # the clock underneath (passed on by the OffsetClock), else it would report
+            # each offset move a second time.
+            clock = self.clock
+            watched = clock.inner if isinstance(clock, OffsetClock) else clock
+            WallWatch(watched, deadlines).start()
         self.clock.attach(runtime)
         stack.callback(self.clock.detach, runtime)
         if remote is not None:

@@ -17,7 +17,7 @@ from tests.strategies import cluster_steps
 
 from tocsin.clock import ManualClock
 from tocsin.cluster._memory import MemoryCoordinator
-from tocsin.cluster._protocol import ClaimOutcome
+from tocsin.cluster._protocol import ClaimOutcome, TickClaim
 from tocsin.cluster._sqlite import SQLiteCoordinator
 
 START = 1_800_000_000.0
@@ -28,16 +28,19 @@ class Model:
         self.now = START
         self.claims: dict[str, float] = {}
         self.paused: set[str] = set()
+        self.fences: dict[str, int] = {}
 
-    def claim(self, key: str, reference: str, fire: float, ttl: float) -> ClaimOutcome:
+    def claim(self, key: str, reference: str, fire: float, ttl: float) -> TickClaim:
         if reference in self.paused:
-            return ClaimOutcome.PAUSED
+            return TickClaim(ClaimOutcome.PAUSED)
         if self.now - fire > ttl:
-            return ClaimOutcome.LATE
+            return TickClaim(ClaimOutcome.LATE)
         if self.claims.get(key, -1.0) > self.now:
-            return ClaimOutcome.LOST
+            return TickClaim(ClaimOutcome.LOST)
         self.claims[key] = max(self.now, fire) + ttl
-        return ClaimOutcome.WON
+        # Every grant of a reference has the next fence, across keys.
+        fence = self.fences[reference] = self.fences.get(reference, 0) + 1
+        return TickClaim(ClaimOutcome.WON, fence)
 
 
 async def check(coordinator: Any, clock: ManualClock, steps: list[tuple[Any, ...]]) -> None:
@@ -56,7 +59,7 @@ async def check(coordinator: Any, clock: ManualClock, steps: list[tuple[Any, ...
                 fire = START + 60 * minute
                 key = f"{reference}@{fire}"
                 got = await coordinator.claim_tick(key, reference, fire, ttl, node)
-                assert got is model.claim(key, reference, fire, ttl), step
+                assert got == model.claim(key, reference, fire, ttl), step
     finally:
         await coordinator.close()
 

@@ -47,6 +47,14 @@ def test_a_bad_lease_is_refused_with_what_was_given(lease: object, message: str)
         Cluster("memory://", lease=lease)  # type: ignore[arg-type]
 
 
+def test_max_skew_defaults_to_one_second_and_is_checked() -> None:
+    assert Cluster("memory://").max_skew == 1.0
+    assert Cluster("memory://", max_skew=5).max_skew == 5.0
+    for bad in (0, -1, math.nan, math.inf, 7200, True):
+        with pytest.raises(ValueError, match="`max_skew` must be"):
+            Cluster("memory://", max_skew=bad)
+
+
 def test_the_default_poll_interval_never_exceeds_a_short_lease() -> None:
     assert Cluster("memory://", lease=0.5).poll_interval == 0.5
     assert Cluster("memory://", lease=30).poll_interval == 1.0

@@ -106,6 +106,28 @@ async def test_a_joined_node_is_listed_alive_with_its_address(backend: Backend) 
         await c.close()
 
 
+async def test_join_and_renew_rows_carry_the_coordinators_clock_at_the_step(
+    backend: Backend,
+) -> None:
+    # Cluster time (issue 20, item 5) is measured from it: ``renewed`` is the
+    # coordinator's clock read inside the join or renewal, between a now() before the
+    # call and one after (Redis keeps milliseconds: 1 ms of slack).
+    [c] = await opened(backend)
+    try:
+        before = await c.now()
+        joined = await c.join("n1", "inc-a", "addr", LEASE)
+        middle = await c.now()
+        await backend.advance(2.0)
+        renewed = await c.renew("n1", "inc-a", LEASE)
+        after = await c.now()
+        assert joined is not None
+        assert renewed is not None
+        assert before - 0.001 <= joined.renewed <= middle
+        assert middle + 2.0 - 0.001 <= renewed.renewed <= after
+    finally:
+        await c.close()
+
+
 async def test_a_live_name_cannot_be_joined_by_another_incarnation_until_it_expires(
     backend: Backend,
 ) -> None:
@@ -410,11 +432,19 @@ async def test_the_first_claim_of_a_tick_wins_and_every_later_one_loses(
     try:
         now = await a.now()
         fire = float(int(now))
-        assert await a.claim_tick(f"daily@{fire}", "daily", fire, 60, "n1") is ClaimOutcome.WON
-        assert await b.claim_tick(f"daily@{fire}", "daily", fire, 60, "n2") is ClaimOutcome.LOST
-        assert await a.claim_tick(f"daily@{fire}", "daily", fire, 60, "n1") is ClaimOutcome.LOST
+        assert (
+            await a.claim_tick(f"daily@{fire}", "daily", fire, 60, "n1")
+        ).outcome is ClaimOutcome.WON
+        assert (
+            await b.claim_tick(f"daily@{fire}", "daily", fire, 60, "n2")
+        ).outcome is ClaimOutcome.LOST
+        assert (
+            await a.claim_tick(f"daily@{fire}", "daily", fire, 60, "n1")
+        ).outcome is ClaimOutcome.LOST
         nxt = fire + 60
-        assert await b.claim_tick(f"daily@{nxt}", "daily", nxt, 60, "n2") is ClaimOutcome.WON
+        assert (
+            await b.claim_tick(f"daily@{nxt}", "daily", nxt, 60, "n2")
+        ).outcome is ClaimOutcome.WON
     finally:
         await close_all([a, b])
 
@@ -430,8 +460,9 @@ async def test_concurrent_claims_of_one_tick_have_exactly_one_winner(backend: Ba
                 for _ in range(3)
             )
         )
-        assert outcomes.count(ClaimOutcome.WON) == 1
-        assert outcomes.count(ClaimOutcome.LOST) == len(outcomes) - 1
+        got = [claim.outcome for claim in outcomes]
+        assert got.count(ClaimOutcome.WON) == 1
+        assert got.count(ClaimOutcome.LOST) == len(got) - 1
     finally:
         await close_all(coordinators)
 
@@ -443,9 +474,9 @@ async def test_a_tick_reached_more_than_the_ttl_late_is_skipped_without_claiming
     try:
         fire = float(int(await a.now()))
         await backend.advance(61)
-        assert await a.claim_tick(f"r@{fire}", "r", fire, 60, "n1") is ClaimOutcome.LATE
+        assert (await a.claim_tick(f"r@{fire}", "r", fire, 60, "n1")).outcome is ClaimOutcome.LATE
         # Nothing was written: a node that is not late (a longer TTL) can still win it.
-        assert await b.claim_tick(f"r@{fire}", "r", fire, 120, "n2") is ClaimOutcome.WON
+        assert (await b.claim_tick(f"r@{fire}", "r", fire, 120, "n2")).outcome is ClaimOutcome.WON
     finally:
         await close_all([a, b])
 
@@ -456,9 +487,9 @@ async def test_a_claim_is_held_for_the_ttl_after_the_fire_instant_even_when_earl
     a, b = await opened(backend, 2)
     try:
         fire = float(int(await a.now())) + 100  # a node whose clock runs ahead claims early
-        assert await a.claim_tick(f"r@{fire}", "r", fire, 60, "n1") is ClaimOutcome.WON
+        assert (await a.claim_tick(f"r@{fire}", "r", fire, 60, "n1")).outcome is ClaimOutcome.WON
         await backend.advance(150)  # past now+ttl of the claim, not past fire+ttl
-        assert await b.claim_tick(f"r@{fire}", "r", fire, 60, "n2") is ClaimOutcome.LOST
+        assert (await b.claim_tick(f"r@{fire}", "r", fire, 60, "n2")).outcome is ClaimOutcome.LOST
     finally:
         await close_all([a, b])
 
@@ -471,12 +502,14 @@ async def test_a_paused_reference_is_never_claimed_until_resumed(backend: Backen
         await a.set_cron_paused("nightly", True)  # idempotent
         assert await b.paused_crons() == frozenset({"nightly"})
         key = f"nightly@{fire}"
-        assert await b.claim_tick(key, "nightly", fire, 60, "n2") is ClaimOutcome.PAUSED
-        assert await b.claim_tick(f"other@{fire}", "other", fire, 60, "n2") is ClaimOutcome.WON
+        assert (await b.claim_tick(key, "nightly", fire, 60, "n2")).outcome is ClaimOutcome.PAUSED
+        assert (
+            await b.claim_tick(f"other@{fire}", "other", fire, 60, "n2")
+        ).outcome is ClaimOutcome.WON
         await b.set_cron_paused("nightly", False)
         await b.set_cron_paused("nightly", False)
         assert await a.paused_crons() == frozenset()
-        assert await a.claim_tick(key, "nightly", fire, 60, "n1") is ClaimOutcome.WON
+        assert (await a.claim_tick(key, "nightly", fire, 60, "n1")).outcome is ClaimOutcome.WON
     finally:
         await close_all([a, b])
 
@@ -515,8 +548,137 @@ async def test_a_paused_reference_reads_paused_even_when_late(backend: Backend) 
         fire = float(int(await c.now()))
         await c.set_cron_paused("r", True)
         await backend.advance(120)
-        assert await c.claim_tick(f"r@{fire}", "r", fire, 60, "n1") is ClaimOutcome.PAUSED
+        assert (await c.claim_tick(f"r@{fire}", "r", fire, 60, "n1")).outcome is ClaimOutcome.PAUSED
         await c.set_cron_paused("r", False)
-        assert await c.claim_tick(f"r@{fire}", "r", fire, 60, "n1") is ClaimOutcome.LATE
+        assert (await c.claim_tick(f"r@{fire}", "r", fire, 60, "n1")).outcome is ClaimOutcome.LATE
     finally:
         await c.close()
+
+
+# -- fences, at_least_once, retention, backfill (issue 23) ----------------------------
+
+
+async def test_every_grant_of_a_reference_gets_a_larger_fence(backend: Backend) -> None:
+    a, b = await opened(backend, 2)
+    try:
+        fire = float(int(await a.now()))
+        fences = []
+        for i in range(4):
+            at = fire + 60 * i
+            won = await (a if i % 2 else b).claim_tick(f"r@{at}", "r", at, 60, "n")
+            assert won.outcome is ClaimOutcome.WON
+            fences.append(won.fence)
+            lost = await a.claim_tick(f"r@{at}", "r", at, 60, "m")
+            assert (lost.outcome, lost.fence, lost.retry_in) == (ClaimOutcome.LOST, 0, None)
+        assert fences == sorted(fences)
+        assert len(set(fences)) == 4
+        assert fences[0] >= 1
+        # Another reference has its own counter.
+        other = await b.claim_tick(f"o@{fire}", "o", fire, 60, "n")
+        assert other.fence == 1
+    finally:
+        await close_all([a, b])
+
+
+async def test_an_undone_at_least_once_claim_is_lost_until_its_lease_passes_then_reclaimed(
+    backend: Backend,
+) -> None:
+    a, b = await opened(backend, 2)
+    try:
+        fire = float(int(await a.now()))
+        key = f"r@{fire}"
+        first = await a.claim_tick(key, "r", fire, 60, "n1", lease=5.0)
+        assert first.outcome is ClaimOutcome.WON
+        lost = await b.claim_tick(key, "r", fire, 60, "n2", lease=5.0)
+        assert lost.outcome is ClaimOutcome.LOST
+        assert lost.retry_in is not None
+        assert 4.0 < lost.retry_in <= 5.0
+        # An at_most_once caller never takes an at_least_once claim over.
+        await backend.advance(6)
+        assert (await b.claim_tick(key, "r", fire, 60, "n2")).outcome is ClaimOutcome.LOST
+        again = await b.claim_tick(key, "r", fire, 60, "n2", lease=5.0)
+        assert again.outcome is ClaimOutcome.WON
+        assert again.fence > first.fence
+        # The replaced winner can neither renew nor finish it any more.
+        assert await a.renew_tick(key, first.fence, 5.0) is False
+        assert await a.finish_tick(key, first.fence) is False
+        assert await b.finish_tick(key, again.fence) is True
+        done = await a.claim_tick(key, "r", fire, 60, "n1", lease=5.0)
+        assert (done.outcome, done.retry_in) == (ClaimOutcome.LOST, None)
+        await backend.advance(30)
+        assert (await a.claim_tick(key, "r", fire, 60, "n1", lease=5.0)).retry_in is None
+    finally:
+        await close_all([a, b])
+
+
+async def test_renewing_keeps_an_at_least_once_claim_held(backend: Backend) -> None:
+    a, b = await opened(backend, 2)
+    try:
+        fire = float(int(await a.now()))
+        key = f"r@{fire}"
+        won = await a.claim_tick(key, "r", fire, 60, "n1", lease=3.0)
+        for _ in range(4):
+            await backend.advance(2)
+            assert await a.renew_tick(key, won.fence, 3.0) is True
+            lost = await b.claim_tick(key, "r", fire, 60, "n2", lease=3.0)
+            assert lost.outcome is ClaimOutcome.LOST
+            assert lost.retry_in is not None
+            assert lost.retry_in > 2.0
+        assert await a.finish_tick(key, won.fence) is True
+        assert await a.renew_tick(key, won.fence, 3.0) is False  # done: nothing to renew
+    finally:
+        await close_all([a, b])
+
+
+async def test_concurrent_reclaims_of_a_lapsed_claim_have_exactly_one_winner(
+    backend: Backend,
+) -> None:
+    coordinators = await opened(backend, 6)
+    try:
+        fire = float(int(await coordinators[0].now()))
+        key = f"r@{fire}"
+        first = await coordinators[0].claim_tick(key, "r", fire, 60, "n0", lease=2.0)
+        await backend.advance(3)
+        claims = await asyncio.gather(
+            *(
+                c.claim_tick(key, "r", fire, 60, f"n{i}", lease=2.0)
+                for i, c in enumerate(coordinators)
+            )
+        )
+        winners = [c for c in claims if c.outcome is ClaimOutcome.WON]
+        assert len(winners) == 1
+        assert winners[0].fence > first.fence
+        assert all(c.retry_in is not None for c in claims if c.outcome is ClaimOutcome.LOST)
+    finally:
+        await close_all(coordinators)
+
+
+async def test_claims_are_kept_for_the_retention_and_a_backfill_skips_the_lateness_check(
+    backend: Backend,
+) -> None:
+    a, b = await opened(backend, 2)
+    try:
+        fire = float(int(await a.now()))
+        key = f"r@{fire}"
+        assert (await a.claim_tick(key, "r", fire, 60, "n1", keep=3600)).outcome is ClaimOutcome.WON
+        await backend.advance(1800)  # long past the TTL, within the retention
+        assert (await b.claim_tick(key, "r", fire, 60, "n2")).outcome is ClaimOutcome.LATE
+        kept = await b.claim_tick(key, "r", fire, 60, "n2", keep=3600, backfill=True)
+        assert kept.outcome is ClaimOutcome.LOST  # the backfill does not deliver it again
+        # An instant that never fired is claimed by the backfill, however old.
+        old = fire - 600
+        filled = await b.claim_tick(f"r@{old}", "r", old, 60, "n2", keep=3600, backfill=True)
+        assert filled.outcome is ClaimOutcome.WON
+        assert (
+            await a.claim_tick(f"r@{old}", "r", old, 60, "n1", keep=3600, backfill=True)
+        ).outcome is ClaimOutcome.LOST
+        # Past the retention the claim is gone: a backfill would claim it again.
+        await backend.advance(1801 + 60)
+        again = await a.claim_tick(key, "r", fire, 60, "n1", keep=3600, backfill=True)
+        assert again.outcome is ClaimOutcome.WON
+        # Paused wins over backfill too.
+        await a.set_cron_paused("r", True)
+        paused = await a.claim_tick(f"r@{fire - 1}", "r", fire - 1, 60, "n1", backfill=True)
+        assert paused.outcome is ClaimOutcome.PAUSED
+    finally:
+        await close_all([a, b])

@@ -23,7 +23,7 @@ from pathlib import Path
 from typing import Any
 
 import pytest
-from tests.console.console_support import FAILING, HOSTILE, RAN, populate
+from tests.console.console_support import FAILING, HOSTILE, HOSTILE_NAME, RAN, populate
 
 from tocsin import ActorSystem, ManualClock, SystemClock
 from tocsin.console import SESSION_TTL, serve
@@ -274,3 +274,76 @@ async def test_console_ticks_live_and_retries_a_parked_task_in_a_real_browser(
     if os.environ.get("TOCSIN_SCREENSHOT_DIR"):  # docs/operations.md takes its picture here
         for name in ("console.png", "console-phone.png"):
             shutil.copy(tmp_path / name, Path(os.environ["TOCSIN_SCREENSHOT_DIR"]) / name)
+
+
+async def test_a_schedules_history_page_shows_its_ring_and_its_pause_note(
+    browser: Any, tmp_path: Path
+) -> None:
+    """Issue 23: the reference links to the schedule's page; the page lists what became
+    of its recent instants, newest first, and a paused schedule's note, time and node
+    (hostile note text stays text)."""
+    from selenium.common.exceptions import StaleElementReferenceException
+    from selenium.webdriver.common.by import By
+    from selenium.webdriver.support.ui import WebDriverWait
+
+    async with ActorSystem("ops") as system:  # real time: a browser lives in it
+        await populate(system)
+        pid = await system.actor_of(f"sink{HOSTILE_NAME}")
+        await system.schedule("tick", pid, 0.2, reference="fast")
+        await system.pause_schedule("standup", note=f"holiday freeze {HOSTILE}")
+        async with await serve(system, "127.0.0.1:0", interval=0.2) as server:
+
+            def rows(driver: Any) -> list[list[str]]:
+                cells: list[list[str]] = driver.execute_script(
+                    "return [...document.querySelectorAll('#history tbody tr')]"
+                    ".map(tr => [...tr.cells].map(td => td.textContent));"
+                )
+                return cells
+
+            def scenario() -> None:
+                wait = WebDriverWait(browser, WAIT, poll_frequency=0.1)
+                browser.get(server.login_url)
+                assert browser.title == "tocsin console"
+                # The paused schedule's row says why, since when and by whom.
+                state = browser.execute_script(
+                    "for (const tr of document.querySelectorAll('#schedules tr')) {"
+                    "  if (tr.textContent.includes('standup')) {"
+                    "    return tr.cells[6].textContent; } } return '';"
+                )
+                assert state.startswith("paused")
+                assert f"holiday freeze {HOSTILE}" in state
+                assert "by ops" in state
+                # Live updates swap the schedules section: retry a click that lands on a
+                # swapped-out link.
+                for _ in range(20):
+                    try:
+                        browser.find_element(
+                            By.CSS_SELECTOR, "a[aria-label='History of fast']"
+                        ).click()
+                        break
+                    except StaleElementReferenceException:
+                        continue
+                wait.until(lambda d: d.title.startswith("fast: history"))
+                assert browser.find_element(By.TAG_NAME, "h1").text == "Schedule fast"
+                assert rows(browser) != []
+                browser.refresh()  # more ticks since: still a page of its own ring
+                wait.until(lambda d: len(rows(d)) >= 3)
+                table = rows(browser)
+                assert {r[2] for r in table} == {"delivered"}
+                instants = [r[0] for r in table]
+                assert instants == sorted(instants, reverse=True)  # newest first
+                assert {r[4] for r in table} == {"ops"}
+                assert browser.execute_script(LOW_CONTRAST) == []
+                assert browser.execute_script(UNNAMED_CONTROLS) == []
+                browser.save_screenshot(str(tmp_path / "history.png"))
+                # The paused one: no instant came due yet, and the page says so.
+                browser.get(server.url.split("?")[0] + "schedule?reference=standup")
+                facts = browser.find_element(By.ID, "schedule-facts").text
+                assert f"holiday freeze {HOSTILE}" in facts
+                assert "Nothing recorded yet" in browser.find_element(By.ID, "history").text
+                # An unknown reference is a 404, not an empty page.
+                browser.get(server.url.split("?")[0] + "schedule?reference=nope")
+                assert "No live schedule" in browser.find_element(By.TAG_NAME, "main").text
+
+            await asyncio.to_thread(scenario)
+    assert (tmp_path / "history.png").stat().st_size > 10_000

@@ -38,6 +38,9 @@ class FlakySource:
     async def discard(self, *args: Any) -> Any:
         raise NotImplementedError
 
+    async def history(self, reference: str) -> Any:
+        return None
+
 
 async def next_text(sub: Subscriber) -> str:
     """The subscriber's next update as sent (the feed is open: never None here)."""
@@ -111,6 +114,9 @@ class CountingSource:
 
     async def discard(self, *args: Any) -> Any:
         raise NotImplementedError
+
+    async def history(self, reference: str) -> Any:
+        return None
 
 
 def dead_letters(update: str) -> int:

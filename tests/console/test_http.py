@@ -528,3 +528,35 @@ async def test_closing_the_server_ends_open_event_streams() -> None:
             rest = await asyncio.wait_for(r.content.read(), 30)  # EOF: the stream ended
             assert isinstance(rest, bytes)
             await asyncio.wait_for(closing, 30)
+
+
+async def test_a_schedules_page_lists_its_history_and_its_pause_note() -> None:
+    """Issue 23: ``/schedule?reference=...``: the ring newest first, escaped; the pause
+    note, time and node on the page and in the schedules table; 404 for an unknown one."""
+    async with console() as (system, clock, server):
+        reference = f"every-second{HOSTILE}"
+        await clock.advance(2.0)
+        await system.pause_schedule(reference, note=f"vendor down {HOSTILE}")
+        await clock.advance(1.0)
+        await system.resume_schedule(reference)
+        await system.pause_schedule("standup", note="freeze")
+        _, html, _ = await get(server)
+        assert 'href="schedule?reference=every-second%3Cscript%3E' in html
+        standup = html.split("standup", 1)[1].split("</tr>", 1)[0]
+        assert '<q class="pause-note">freeze</q>' in standup
+        assert "by tocsin" in standup
+        assert 'datetime="2023-11-14T22:13:23+00:00"' in standup  # paused at T0 + 3 s
+        status, page, _ = await get(server, "schedule", params={"reference": reference})
+        assert status == 200
+        assert HOSTILE not in page
+        body = page.split('<div id="history">', 1)[1]
+        outcomes = [cell.split("</span>")[0] for cell in body.split('class="outcome outcome-')[1:]]
+        assert outcomes == ['paused">paused', 'delivered">delivered', 'delivered">delivered']
+        status, page, _ = await get(server, "schedule", params={"reference": "standup"})
+        assert "freeze" in page
+        assert "Nothing recorded yet" in page
+        status, text, _ = await get(server, "schedule", params={"reference": "nope"})
+        assert status == 404
+        assert "No live schedule with reference <code>nope</code>" in text
+        status, _, _ = await get(server, "schedule", headers={})  # the token is needed here too
+        assert status == 401

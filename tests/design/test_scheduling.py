@@ -37,7 +37,9 @@ from tocsin import (
     InvalidCronExpressionError,
     InvalidIntervalError,
     ManualClock,
+    Misfire,
     NoSender,
+    Overlap,
     ReceiveContext,
     ScheduleAlreadyExistsError,
     ScheduleInfo,
@@ -56,6 +58,11 @@ SCHEDULE_SHAPES = {
         ("reference", KW, None),
         ("sender", KW, None),
         ("replace", KW, False),
+        # DESIGN.md "Schedule policies" (issue 22).
+        ("overlap", KW, Overlap.ALLOW),
+        ("misfire", KW, Misfire.once()),
+        ("jitter", KW, None),
+        ("exclude", KW, None),
     ],
     "schedule_once": [
         ("message", PK, EMPTY),
@@ -64,6 +71,8 @@ SCHEDULE_SHAPES = {
         ("reference", KW, None),
         ("sender", KW, None),
         ("replace", KW, False),
+        ("overlap", KW, Overlap.ALLOW),
+        ("misfire", KW, Misfire.once()),
     ],
     "schedule_cron": [
         ("message", PK, EMPTY),
@@ -73,9 +82,16 @@ SCHEDULE_SHAPES = {
         ("sender", KW, None),
         ("timezone", KW, None),
         ("replace", KW, False),
+        ("overlap", KW, Overlap.ALLOW),
+        ("misfire", KW, Misfire.once()),
+        ("jitter", KW, None),
+        ("exclude", KW, None),
+        ("dst", KW, None),
+        # DESIGN.md "Operating schedules", cluster cron delivery (issue 23).
+        ("delivery", KW, "at_most_once"),
     ],
     "cancel_schedule": [("reference", PK, EMPTY), ("missing_ok", KW, False)],
-    "pause_schedule": [("reference", PK, EMPTY)],
+    "pause_schedule": [("reference", PK, EMPTY), ("note", KW, None)],
     "resume_schedule": [("reference", PK, EMPTY)],
     "list_schedules": [],
 }
@@ -260,6 +276,15 @@ async def test_schedule_info_fields_and_kind_enum() -> None:
         "created_at",
         # Added by the cluster issue (#12): which cron schedules are cluster-claimed.
         "cluster_claimed",
+        # Added by the schedule policies (#22) and pause notes (#23).
+        "overlap",
+        "misfire",
+        "jitter",
+        "dst",
+        "exclude",
+        "note",
+        "paused_at",
+        "paused_by",
     ]
     assert issubclass(ScheduleKind, str)
     assert [k.value for k in ScheduleKind] == ["once", "interval", "cron"]

@@ -14,6 +14,13 @@ per line, O_APPEND), until killed. SECOND is the instant the delivered tick stan
 (the claim key), not the second it arrived in: a node woken from SIGSTOP delivers the
 tick it claimed late, in a later second than the tick's own.
 
+``chaos URL NAME DELIVERY DELAY LOG``: like ``cron``, with
+``schedule_cron(..., delivery=DELIVERY)`` and ``Cluster(URL, lease=3, delivery_lease=2)``;
+the actor's ``receive`` appends ``start NAME SECOND FENCE``, sleeps DELAY seconds (a slow
+handler: a wide window between claim and ``receive`` returning), then appends ``done NAME
+SECOND FENCE``; every outcome the scheduler records for an instant it does not deliver
+(its history's entries) is appended as ``outcome NAME SECOND OUTCOME``.
+
 ``durable URL STORE NAME LEASE LOG SEED``: a real ``ActorSystem`` with remoting, the
 shared durable STORE (``sqlite:///path`` or ``postgresql://...#SCHEMA``) and
 ``cluster=Cluster(URL, lease=LEASE)``; durable ``Counter`` identities tick every 0.2 s,
@@ -54,7 +61,7 @@ async def claims(url: str, node: str, count: int, fire: float) -> None:
         won = []
         for i in range(count):
             outcome = await coordinator.claim_tick(f"r@{i}", "r", fire, 3600.0, node)
-            if outcome.value == "won":
+            if outcome.outcome.value == "won":
                 won.append(i)
         emit(won=won)
     finally:
@@ -88,35 +95,18 @@ async def member(url: str, name: str, lease: float) -> None:
 
 async def cron(url: str, name: str, lease: float, log: str) -> None:
     import os
-    from collections import deque
 
     from tocsin import Actor, ActorSystem, ReceiveContext, Remoting
-    from tocsin.scheduling._spi import Scheduler
 
     fd = os.open(log, os.O_WRONLY | os.O_APPEND | os.O_CREAT, 0o644)
-    won: deque[float] = deque()  # instants of won ticks, in delivery (mailbox) order
 
     class Job(Actor):
         async def receive(self, ctx: ReceiveContext) -> None:
-            second = round(won.popleft())
+            # The instant the tick stands for (the claim key), not the second it arrived
+            # in: a node woken from SIGSTOP delivers the tick it claimed late.
+            assert ctx.tick is not None
+            second = round(ctx.tick.instant.timestamp())
             os.write(fd, f"{name} {second}\n".encode())
-
-    class Recording:
-        """The node's claim gate, noting the instant of each tick it won and delivers:
-        the tick message carries no instant, and the wall clock at receipt is a later
-        second for a tick claimed late (a zombie's first tick after SIGCONT)."""
-
-        def __init__(self, inner: Any) -> None:
-            self.inner = inner
-
-        def deliver_if_won(
-            self, reference: str, fire_at: float, period: float, deliver: Any, skipped: Any = None
-        ) -> None:
-            def recorded() -> None:
-                won.append(fire_at)
-                deliver()
-
-            self.inner.deliver_if_won(reference, fire_at, period, recorded, skipped)
 
     system = ActorSystem(
         name,
@@ -124,14 +114,51 @@ async def cron(url: str, name: str, lease: float, log: str) -> None:
         cluster=Cluster(url, lease=lease),
     )
     async with system:
-        runtime = system.runtime
-        assert runtime is not None  # started
-        scheduler = runtime.schedules  # test-only: the gate is internal
-        assert isinstance(scheduler, Scheduler)
-        assert scheduler.cron_gate is not None
-        scheduler.cron_gate = Recording(scheduler.cron_gate)
         pid = await system.spawn(Job, "job")
         await system.schedule_cron("run", pid, "* * * * * ?", reference="every-second")
+        emit(event="ready")
+        while True:
+            await asyncio.sleep(3600)
+
+
+async def chaos(url: str, name: str, delivery: str, delay: float, log: str) -> None:
+    import os
+
+    from tocsin import Actor, ActorSystem, ReceiveContext, Remoting
+    from tocsin.scheduling._spi import Scheduler
+
+    fd = os.open(log, os.O_WRONLY | os.O_APPEND | os.O_CREAT, 0o644)
+
+    class Job(Actor):
+        async def receive(self, ctx: ReceiveContext) -> None:
+            tick = ctx.tick
+            assert tick is not None
+            second = round(tick.instant.timestamp())
+            os.write(fd, f"start {name} {second} {tick.fence}\n".encode())
+            await asyncio.sleep(delay)
+            os.write(fd, f"done {name} {second} {tick.fence}\n".encode())
+
+    system = ActorSystem(
+        name,
+        remoting=Remoting(listen="tcp://127.0.0.1:0", secret=b"cluster-test-secret!"),
+        cluster=Cluster(url, lease=3.0, delivery_lease=2.0),
+    )
+    async with system:
+        runtime = system.runtime
+        assert runtime is not None  # started
+        scheduler = runtime.schedules  # test-only: the history hook is internal
+        assert isinstance(scheduler, Scheduler)
+        record_outcome = scheduler.outcome
+
+        def outcome(record: Any, instant: float, what: Any, detail: Any = None) -> None:
+            os.write(fd, f"outcome {name} {round(instant)} {what}\n".encode())
+            record_outcome(record, instant, what, detail)
+
+        scheduler.outcome = outcome  # type: ignore[method-assign, assignment]
+        pid = await system.spawn(Job, "job")
+        await system.schedule_cron(
+            "run", pid, "* * * * * ?", reference="every-second", delivery=delivery
+        )
         emit(event="ready")
         while True:
             await asyncio.sleep(3600)
@@ -242,6 +269,8 @@ if __name__ == "__main__":
     mode, url = sys.argv[1], sys.argv[2]
     if mode == "cron":
         asyncio.run(cron(url, sys.argv[3], float(sys.argv[4]), sys.argv[5]))
+    elif mode == "chaos":
+        asyncio.run(chaos(url, sys.argv[3], sys.argv[4], float(sys.argv[5]), sys.argv[6]))
     elif mode == "durable":
         args = sys.argv[3:]
         asyncio.run(durable(url, args[0], args[1], float(args[2]), args[3], int(args[4])))

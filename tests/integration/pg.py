@@ -24,7 +24,14 @@ from dataclasses import dataclass
 from pathlib import Path
 from typing import Final
 
-__all__ = ["PostgresUnavailable", "find_bin_dir", "temporary_server"]
+__all__ = [
+    "PostgresUnavailable",
+    "find_bin_dir",
+    "kill_server",
+    "start_server",
+    "stop_server",
+    "temporary_server",
+]
 
 DATABASE = "tocsin_test"
 
@@ -118,6 +125,15 @@ def stop_server(server: Server) -> None:
     prefix, _ = _runner()
     pg_ctl = str(find_bin_dir() / "pg_ctl")
     _run(prefix, [pg_ctl, "-D", str(server.data_dir), "-m", "fast", "-w", "stop"],
+         server.data_dir.parent)  # fmt: skip
+
+
+def kill_server(server: Server) -> None:
+    """Crash ``server`` (``-m immediate``: every process quits at once, no shutdown
+    checkpoint, as after a kill; it recovers on :func:`start_server`)."""
+    prefix, _ = _runner()
+    pg_ctl = str(find_bin_dir() / "pg_ctl")
+    _run(prefix, [pg_ctl, "-D", str(server.data_dir), "-m", "immediate", "-w", "stop"],
          server.data_dir.parent)  # fmt: skip
 
 

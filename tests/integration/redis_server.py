@@ -9,6 +9,7 @@ durability), is waited for with PING, and is shut down and deleted after. Like
 from __future__ import annotations
 
 import shutil
+import signal
 import socket
 import subprocess
 import tempfile
@@ -17,7 +18,7 @@ from collections.abc import Iterator
 from contextlib import contextmanager
 from pathlib import Path
 
-__all__ = ["RedisUnavailable", "temporary_server"]
+__all__ = ["RedisUnavailable", "temporary_process", "temporary_server"]
 
 #: Real seconds to wait for the server to answer PING after it is started.
 START_TIMEOUT = 30.0
@@ -46,6 +47,14 @@ def _ping(port: int) -> bool:
 @contextmanager
 def temporary_server() -> Iterator[str]:
     """Start ``redis-server`` on 127.0.0.1:<free port>; yield its URL; stop and delete it."""
+    with temporary_process() as (url, _):
+        yield url
+
+
+@contextmanager
+def temporary_process() -> Iterator[tuple[str, subprocess.Popen[bytes]]]:
+    """As :func:`temporary_server`, yielding the URL and the server's process too (a test
+    may SIGSTOP it; it is sent SIGCONT before it is stopped)."""
     binary = shutil.which("redis-server")
     if binary is None:
         raise RedisUnavailable(
@@ -81,8 +90,10 @@ def temporary_server() -> Iterator[str]:
                 log = (root / "redis.log").read_text(errors="replace")[-2000:]
                 raise RuntimeError(f"redis-server did not start (exit {proc.poll()}):\n{log}")
             time.sleep(0.05)
-        yield f"redis://127.0.0.1:{port}/0"
+        yield f"redis://127.0.0.1:{port}/0", proc
     finally:
+        if proc.poll() is None:
+            proc.send_signal(signal.SIGCONT)  # a stopped server would never see SIGTERM
         proc.terminate()
         try:
             proc.wait(timeout=10)

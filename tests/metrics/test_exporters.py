@@ -211,3 +211,48 @@ def test_every_metric_is_listed_by_its_full_name_in_the_operations_guide() -> No
         if f"`{name}`" not in table:
             missing.append(name)
     assert missing == []
+
+
+async def test_not_delivered_instants_are_counted_by_reference_and_outcome() -> None:
+    from tocsin import Directive
+    from tocsin.scheduling._history import GENERATED_LABEL, MAX_REFERENCE_LABELS, OTHER_LABEL
+
+    clock = ManualClock(wall=T0)
+    system = ActorSystem(clock=clock)
+    reader = InMemoryMetricReader()
+    provider = MeterProvider(metric_readers=[reader])
+    instrument_otel(Metrics.of(system), provider)
+    expose = prometheus_endpoint(Metrics.of(system))
+    await system.start()
+    try:
+        target = await system.spawn(Sink, "sink", supervisor=Directive.SUSPEND)
+        refs = [f"r{n}" for n in range(MAX_REFERENCE_LABELS + 2)]
+        for ref in refs:
+            await system.schedule("t", target, 1.0, reference=ref)
+            await system.pause_schedule(ref)
+        await system.schedule("t", target, 1.0)  # generated: $schedule-1
+        await system.pause_schedule("$schedule-1")
+        await clock.advance(2.0)
+        for ref in [*refs, "$schedule-1"]:
+            await system.resume_schedule(ref)  # two instants each came due while paused
+        family = _families(expose()[0].decode())["tocsin_schedule_ticks"]
+        assert family.type == "counter"
+        values = {(s.labels["reference"], s.labels["outcome"]): s.value for s in family.samples}
+        assert values[("r0", "paused")] == 2
+        assert values[(GENERATED_LABEL, "paused")] == 2
+        assert values[(OTHER_LABEL, "paused")] == 4  # r100 and r101: past the cap
+        assert len(values) == MAX_REFERENCE_LABELS + 2
+        assert {s.name for s in family.samples} == {"tocsin_schedule_ticks_total"}
+        points: dict[tuple[Any, Any], Any] = {
+            (p.attributes["reference"], p.attributes["outcome"]): getattr(p, "value", None)
+            for rm in collect(reader).resource_metrics
+            for sm in rm.scope_metrics
+            for m in sm.metrics
+            if m.name == "tocsin.schedule.ticks"
+            for p in m.data.data_points
+            if p.attributes is not None
+        }
+        assert points == values
+    finally:
+        await system.stop()
+        provider.shutdown()

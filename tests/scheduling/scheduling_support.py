@@ -14,7 +14,15 @@ from dataclasses import dataclass, field
 from datetime import UTC, datetime
 from typing import Any
 
-from tocsin import Actor, ActorSystem, DeadLetter, ManualClock, ReceiveContext
+from tocsin import (
+    Actor,
+    ActorSystem,
+    DeadLetter,
+    ManualClock,
+    Outcome,
+    ReceiveContext,
+    Tick,
+)
 
 #: A fixed wall time for tests that look at ``next_fire_at``/``created_at``.
 EPOCH = datetime(2030, 1, 1, tzinfo=UTC)
@@ -103,3 +111,44 @@ def blocker() -> tuple[tuple[str, asyncio.Event], asyncio.Event]:
     """A ``("block", event)`` message for :class:`Recorder`, and the event that releases it."""
     event = asyncio.Event()
     return ("block", event), event
+
+
+def record_outcomes(system: ActorSystem) -> list[tuple[str, float, Outcome, Any]]:
+    """Wrap the scheduler's one not-delivered hook (``Scheduler.outcome``): return the
+    list of ``(reference, instant_wall, outcome, detail)`` it is called with."""
+    runtime = system._runtime
+    assert runtime is not None
+    scheduler: Any = runtime.schedules
+    seen: list[tuple[str, float, Outcome, Any]] = []
+    original = scheduler.outcome
+
+    def outcome(record: Any, instant_wall: float, what: Outcome, detail: Any = None) -> None:
+        seen.append((record.reference, instant_wall, what, detail))
+        original(record, instant_wall, what, detail)
+
+    scheduler.outcome = outcome
+    return seen
+
+
+class TickRecorder(Actor):
+    """Records ``(message, ctx.tick, monotonic time)``; a message ``("slow", s)`` or a
+    tick whose message is ``"slow"`` sleeps on the clock (``hold`` seconds) first."""
+
+    def __init__(self, log: list[tuple[Any, Tick | None, float]], hold: float = 0.0) -> None:
+        self.log = log
+        self.hold = hold
+
+    async def receive(self, ctx: ReceiveContext) -> None:
+        clock = ctx.system.clock
+        self.log.append((ctx.message, ctx.tick, clock.monotonic()))
+        if self.hold and ctx.tick is not None:
+            await sleep(ctx.system, self.hold)
+        if ctx.message == "ask":
+            ctx.respond("ok")
+
+
+async def sleep(system: ActorSystem, seconds: float) -> None:
+    """Sleep on the system's clock (a handler that takes ``seconds`` of ManualClock time)."""
+    runtime = system._runtime
+    assert runtime is not None
+    await runtime.sleep(seconds)

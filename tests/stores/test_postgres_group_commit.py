@@ -6,11 +6,13 @@ from __future__ import annotations
 
 import asyncio
 import uuid
+from typing import Any
 
+import msgspec
 import pytest
 
 from tocsin.errors import FencedError
-from tocsin.stores import Fence, TaskRow, UpsertTask
+from tocsin.stores import DeleteTask, Fence, Op, TaskRow, UpsertTask
 from tocsin.stores.postgres import PostgresStore
 
 pytestmark = pytest.mark.integration
@@ -61,5 +63,142 @@ async def test_a_fenced_batch_in_a_group_fails_alone(postgres_dsn: str) -> None:
             f"i{k}" for k in range(20)
         )  # every good batch landed, the zombie's upsert did not
         assert store.commits - before < 21  # they did go in groups
+    finally:
+        await store.close()
+
+
+class _Counting:
+    """The store's write connection, counting the calls that each cost a round trip."""
+
+    def __init__(self, conn: Any) -> None:
+        self.conn = conn
+        self.calls: list[str] = []
+
+    async def execute(self, *args: Any) -> Any:
+        self.calls.append("execute")
+        return await self.conn.execute(*args)
+
+    async def executemany(self, *args: Any) -> Any:
+        self.calls.append("executemany")
+        return await self.conn.executemany(*args)
+
+    def transaction(self) -> Any:
+        self.calls.append("transaction")  # BEGIN, its statements, COMMIT
+        return self.conn.transaction()
+
+    def is_closed(self) -> bool:
+        return bool(self.conn.is_closed())
+
+    def terminate(self) -> None:
+        self.conn.terminate()
+
+
+async def _counting(store: PostgresStore) -> _Counting:
+    counting = _Counting(store._writer or await store._pool.acquire())
+    store._writer = counting
+    return counting
+
+
+async def test_a_fenced_write_is_one_statement_and_a_zombie_writes_nothing(
+    postgres_dsn: str,
+) -> None:
+    store = PostgresStore(postgres_dsn, schema=f"g_{uuid.uuid4().hex[:12]}")
+    await store.open()
+    counting = await _counting(store)
+    try:
+        await store.apply([Fence("K", "a", 7, "n1"), UpsertTask(_row("a"))])
+        await store.apply(
+            [Fence("K", "a", 7, "n1"), *(UpsertTask(_row("a", f"t{k}")) for k in range(3))]
+        )
+        # The fence rides the write's own statement: one call each, no transaction.
+        assert counting.calls == ["execute", "executemany"]
+        assert await store.fence_epoch("K", "a") == 7
+        assert len(await store.list_tasks(kind="K")) == 4
+        batches: list[list[Op]] = [
+            [Fence("K", "a", 6, "n0"), UpsertTask(_row("a", "z"))],  # an older epoch
+            [Fence("K", "a", 7, "n0"), *(UpsertTask(_row("a", f"z{k}")) for k in range(3))],
+        ]  # the same epoch under another owner
+        for batch in batches:
+            with pytest.raises(FencedError):
+                await store.apply(batch)
+        assert sorted(r.id for r in await store.list_tasks(kind="K")) == ["t", "t0", "t1", "t2"]
+        assert await store.fence_epoch("K", "a") == 7
+        # A batch of several kinds of op is one transaction, its fence folded still.
+        counting.calls.clear()
+        await store.apply(
+            [Fence("K", "b", 1, "n1"), UpsertTask(_row("b")), DeleteTask("K", "a", "t")]
+        )
+        assert counting.calls == ["transaction", "execute", "execute"]  # no fence statement
+        assert await store.fence_epoch("K", "b") == 1
+        assert sorted(r.id for r in await store.list_tasks(kind="K")) == ["t", "t0", "t1", "t2"]
+    finally:
+        store._writer = counting.conn
+        await store.close()
+
+
+async def test_merged_fenced_batches_are_one_statement_each_fenced_alone(
+    postgres_dsn: str,
+) -> None:
+    """Group commit merges many identities' ``[Fence, op]`` batches into one run: each
+    row carries its own batch's fence, and a zombie among them still fails alone."""
+    store = PostgresStore(postgres_dsn, schema=f"g_{uuid.uuid4().hex[:12]}")
+    await store.open()
+    await store.apply([Fence("K", "zombie", 5)])
+    counting = await _counting(store)
+    try:
+        outcomes = await asyncio.gather(
+            *(
+                store.apply([Fence("K", f"i{k}", 1), UpsertTask(_row(f"i{k}"))])
+                if k != 5
+                else store.apply([Fence("K", "zombie", 3), UpsertTask(_row("zombie"))])
+                for k in range(12)
+            ),
+            return_exceptions=True,
+        )
+        assert isinstance(outcomes[5], FencedError)
+        assert [o for k, o in enumerate(outcomes) if k != 5] == [None] * 11
+        assert "transaction" not in counting.calls  # one run of one kind: no BEGIN/COMMIT
+        assert sorted(r.identity for r in await store.list_tasks(kind="K")) == sorted(
+            f"i{k}" for k in range(12) if k != 5
+        )
+        assert [await store.fence_epoch("K", f"i{k}") for k in (0, 11)] == [1, 1]
+    finally:
+        store._writer = counting.conn
+        await store.close()
+
+
+async def test_concurrent_due_tasks_reads_are_combined_each_with_its_own_answer(
+    postgres_dsn: str,
+) -> None:
+    """``due_tasks`` calls that arrive while one is in flight go as one query; each gets
+    exactly its own rows (its identity, its ``before``, its ``limit``, in order)."""
+    store = PostgresStore(postgres_dsn, schema=f"g_{uuid.uuid4().hex[:12]}")
+    await store.open()
+    try:
+        rows = [
+            msgspec.structs.replace(_row(f"i{k}", f"t{j}"), due=float(j))
+            for k in range(6)
+            for j in range(5)
+        ]
+        await store.apply([UpsertTask(r) for r in rows])
+        asks = [("K", f"i{k}", float(k % 5), 1 + k % 3) for k in range(6)]
+        asks += [("K", "i0", 10.0, 10), ("K", "nobody", 10.0, 10), ("K", "i1", 10.0, 0)]
+        fetches: list[str] = []
+        fetch = store._fetch
+
+        async def counting(sql: str, *args: Any) -> list[Any]:
+            fetches.append(sql)
+            return await fetch(sql, *args)
+
+        store._fetch = counting  # type: ignore[method-assign]
+        answers = await asyncio.gather(*(store.due_tasks(*ask) for ask in asks))
+        expected = [
+            [r for r in rows if r.identity == ident and r.due <= before][:limit]
+            for _, ident, before, limit in asks
+        ]
+        assert [[(r.identity, r.id) for r in a] for a in answers] == [
+            [(r.identity, r.id) for r in e] for e in expected
+        ]
+        assert len(fetches) == 2  # the first alone, the eight that came meanwhile together
     finally:
         await store.close()

@@ -96,9 +96,9 @@ async def test_a_locked_claim_falls_back_to_a_step_and_is_won_once(tmp_path: Pat
             await asyncio.sleep(0)
         assert not claim.done()
         other.execute("COMMIT")
-        assert (await claim).name == "WON"
+        assert (await claim).outcome.name == "WON"
         again = await coordinator.claim_tick("k", "ref", now, 60.0, "n2")
-        assert again.name == "LOST"
+        assert again.outcome.name == "LOST"
     finally:
         other.close()
         await coordinator.close()

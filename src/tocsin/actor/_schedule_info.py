@@ -6,6 +6,12 @@ from __future__ import annotations
 import enum
 from dataclasses import dataclass
 from datetime import datetime
+from typing import TYPE_CHECKING
+
+from ._schedule_policy import Misfire, Overlap
+
+if TYPE_CHECKING:
+    from ..cron import Calendar, DSTPolicy
 
 __all__ = ["ScheduleInfo", "ScheduleKind", "SchedulerMetrics"]
 
@@ -38,6 +44,14 @@ class ScheduleInfo:
         created_at: when the schedule was made (aware UTC).
         cluster_claimed: a cron schedule of a system in cluster mode: each tick is claimed
             cluster-wide and delivered by one node only (``ticks`` counts this node's).
+        overlap: the schedule's :class:`~tocsin.Overlap` policy.
+        misfire: its :class:`~tocsin.Misfire` policy.
+        jitter: its jitter in seconds, or ``None``.
+        dst: its :class:`~tocsin.DSTPolicy` (cron), or ``None`` for the default.
+        exclude: its :class:`~tocsin.Calendar` of excluded instants, or ``None``.
+        note: the note given when it was paused, or ``None``.
+        paused_at: when it was paused (aware UTC), or ``None``.
+        paused_by: the node or system that paused it, or ``None``.
     """
 
     reference: str
@@ -53,6 +67,14 @@ class ScheduleInfo:
     ticks: int
     created_at: datetime
     cluster_claimed: bool = False
+    overlap: Overlap = Overlap.ALLOW
+    misfire: Misfire = Misfire.ONCE
+    jitter: float | None = None
+    dst: DSTPolicy | None = None
+    exclude: Calendar | None = None
+    note: str | None = None
+    paused_at: datetime | None = None
+    paused_by: str | None = None
 
 
 @dataclass(frozen=True, slots=True)

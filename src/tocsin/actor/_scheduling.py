@@ -12,13 +12,17 @@ whose schedules are cancelled once it fully stops (the runtime's stop listeners)
 
 from __future__ import annotations
 
+import builtins
+from datetime import datetime
 from typing import TYPE_CHECKING, Any, Protocol
 
 from .._deadlines import Seconds
 from ..errors import ScheduleNotFoundError
 from ._schedule_info import ScheduleInfo, SchedulerMetrics
+from ._schedule_policy import Misfire, Overlap, TickOutcome
 
 if TYPE_CHECKING:
+    from ..cron import Calendar, DSTPolicy
     from ._cell import Cell
     from ._pid import PID
 
@@ -29,7 +33,9 @@ class ScheduleService(Protocol):
     """The scheduler as the kernel sees it (implemented by ``scheduling._scheduler``).
 
     Every call takes ``owner``: the cell whose context made the call, or ``None`` through
-    the system. Its arguments are validated by the implementation.
+    the system, and the schedule policies (DESIGN.md "Schedule policies"; the defaults
+    ``Overlap.ALLOW``, ``Misfire.ONCE`` and ``None`` mean today's behaviour). Its arguments
+    are validated by the implementation.
     """
 
     def schedule(
@@ -42,6 +48,10 @@ class ScheduleService(Protocol):
         sender: Any,
         replace: bool,
         owner: Cell | None,
+        overlap: Overlap,
+        misfire: Misfire,
+        jitter: Seconds | None,
+        exclude: Calendar | None,
     ) -> str: ...
 
     def schedule_once(
@@ -54,6 +64,8 @@ class ScheduleService(Protocol):
         sender: Any,
         replace: bool,
         owner: Cell | None,
+        overlap: Overlap,
+        misfire: Misfire,
     ) -> str: ...
 
     def schedule_cron(
@@ -67,17 +79,31 @@ class ScheduleService(Protocol):
         timezone: str | None,
         replace: bool,
         owner: Cell | None,
+        overlap: Overlap,
+        misfire: Misfire,
+        jitter: Seconds | None,
+        exclude: Calendar | None,
+        dst: DSTPolicy | None,
+        delivery: str = "at_most_once",
     ) -> str: ...
 
     def cancel(self, reference: str) -> None: ...
 
-    def pause(self, reference: str) -> None: ...
+    def pause(self, reference: str, note: str | None = None) -> None: ...
 
     def resume(self, reference: str) -> None: ...
 
     def list(self) -> list[ScheduleInfo]: ...
 
     def metrics(self) -> SchedulerMetrics: ...
+
+    def history_of(self, reference: str) -> builtins.list[TickOutcome]: ...
+
+    async def trigger(self, reference: str) -> None: ...
+
+    async def backfill(
+        self, reference: str, start: datetime, end: datetime, dry_run: bool
+    ) -> builtins.list[datetime]: ...
 
 
 class SchedulingCalls:
@@ -107,15 +133,30 @@ class SchedulingCalls:
         reference: str | None = None,
         sender: Any = None,
         replace: bool = False,
+        overlap: Overlap = Overlap.ALLOW,
+        misfire: Misfire = Misfire.ONCE,
+        jitter: Seconds | None = None,
+        exclude: Calendar | None = None,
     ) -> str:
         """Deliver ``message`` to ``pid`` every ``interval``, first one interval from now.
 
         Fixed rate without drift: tick *n* is due at ``start + n * interval``; after a
-        stall the overdue ticks are coalesced into one delivery. Returns the reference.
+        stall the overdue ticks are coalesced into one delivery (``misfire`` chooses
+        otherwise). Returns the reference.
+
+        Policies (DESIGN.md "Schedule policies", ``docs/scheduling.md`` "Policies"):
+        ``overlap`` (what to do with a tick while earlier ones of this schedule are still
+        in flight), ``misfire`` (ticks overdue after a stall; ``grace``), ``jitter``
+        (seconds or ``timedelta``, shorter than ``interval``: each tick is delivered up
+        to that much after its instant, the same offset on every node), ``exclude`` (a
+        :class:`~tocsin.Calendar` read in the system's zone: an excluded instant is not
+        delivered).
 
         Raises:
-            InvalidIntervalError, ScheduleAlreadyExistsError, DeadActorError,
-            ActorSystemNotStartedError.
+            InvalidIntervalError: ``interval`` or ``jitter`` is not valid seconds.
+            ValueError: a bad policy value (the message names the option), or
+                ``jitter >= interval``.
+            ScheduleAlreadyExistsError, DeadActorError, ActorSystemNotStartedError.
         """
         return self._live_scheduler().schedule(
             message,
@@ -125,6 +166,10 @@ class SchedulingCalls:
             sender=sender,
             replace=replace,
             owner=self._schedule_owner(),
+            overlap=overlap,
+            misfire=misfire,
+            jitter=jitter,
+            exclude=exclude,
         )
 
     async def schedule_once(
@@ -136,8 +181,20 @@ class SchedulingCalls:
         reference: str | None = None,
         sender: Any = None,
         replace: bool = False,
+        overlap: Overlap = Overlap.ALLOW,
+        misfire: Misfire = Misfire.ONCE,
     ) -> str:
-        """Deliver ``message`` to ``pid`` once, ``delay`` from now. Returns the reference."""
+        """Deliver ``message`` to ``pid`` once, ``delay`` from now. Returns the reference.
+
+        ``overlap`` counts in a manual trigger of the same reference; ``misfire`` matters
+        by its ``grace`` only (one instant cannot be coalesced or replayed): delivered
+        later than ``grace`` after its instant, the tick is missed. A one-shot takes no
+        ``jitter`` (choose the delay) and no ``exclude``.
+
+        Raises:
+            InvalidIntervalError, ValueError (a bad policy value), ScheduleAlreadyExistsError,
+            DeadActorError, ActorSystemNotStartedError.
+        """
         return self._live_scheduler().schedule_once(
             message,
             pid,
@@ -146,6 +203,8 @@ class SchedulingCalls:
             sender=sender,
             replace=replace,
             owner=self._schedule_owner(),
+            overlap=overlap,
+            misfire=misfire,
         )
 
     async def schedule_cron(
@@ -158,16 +217,41 @@ class SchedulingCalls:
         sender: Any = None,
         timezone: str | None = None,
         replace: bool = False,
+        overlap: Overlap = Overlap.ALLOW,
+        misfire: Misfire = Misfire.ONCE,
+        jitter: Seconds | None = None,
+        exclude: Calendar | None = None,
+        dst: DSTPolicy | None = None,
+        delivery: str = "at_most_once",
     ) -> str:
         """Deliver ``message`` at each fire time of a Quartz cron ``expression``.
 
         Evaluated in ``timezone`` (IANA name), default the system's zone. A cron schedule
         whose last fire time has passed is removed after delivering it.
 
+        Policies as for :meth:`schedule`, plus ``dst`` (a :class:`~tocsin.DSTPolicy`:
+        what a wall time skipped or repeated by daylight saving gives). ``jitter`` is
+        capped per tick at the gap to the next fire time (never an error); ``exclude``
+        reads instants in the cron's zone.
+
+        ``delivery`` matters in cluster mode only (docs/cluster.md): ``"at_most_once"``
+        (default: a winner that dies before delivering loses that tick) or
+        ``"at_least_once"`` (the claim is held with a delivery lease until ``receive``
+        returns; a dead or frozen winner is replaced, and a duplicate carries the smaller
+        ``ctx.tick.fence``). Without a cluster every tick is delivered once by this
+        system: either value is accepted and changes nothing.
+
         Raises:
             InvalidCronExpressionError: malformed, or no fire time after now.
             InvalidTimezoneError: unknown zone.
+            InvalidIntervalError: ``jitter`` is not valid seconds.
+            ValueError: a bad policy value (the message names the option), or a
+                ``delivery`` that is not one of the two modes.
         """
+        if delivery != "at_most_once" and delivery != "at_least_once":
+            raise ValueError(
+                f'`delivery` must be "at_most_once" or "at_least_once", got {delivery!r}'
+            )
         return self._live_scheduler().schedule_cron(
             message,
             pid,
@@ -177,6 +261,12 @@ class SchedulingCalls:
             timezone=timezone,
             replace=replace,
             owner=self._schedule_owner(),
+            overlap=overlap,
+            misfire=misfire,
+            jitter=jitter,
+            exclude=exclude,
+            dst=dst,
+            delivery=delivery,
         )
 
     async def cancel_schedule(self, reference: str, *, missing_ok: bool = False) -> None:
@@ -198,9 +288,20 @@ class SchedulingCalls:
             if not missing_ok:
                 raise
 
-    async def pause_schedule(self, reference: str) -> None:
-        """Stop firing until resumed (pausing a paused schedule is a no-op)."""
-        self._live_scheduler().pause(reference)
+    async def pause_schedule(self, reference: str, *, note: str | None = None) -> None:
+        """Stop firing until resumed (pausing a paused schedule is a no-op: its note
+        stays the first one).
+
+        ``note`` says why, for whoever looks later: ``ScheduleInfo.note`` shows it,
+        with ``paused_at`` and ``paused_by`` (this system's name), until resumed. The
+        instants that come due meanwhile are recorded as ``paused`` in
+        :meth:`schedule_history` when it is resumed.
+
+        Raises:
+            ScheduleNotFoundError: no schedule holds ``reference``.
+            TypeError: ``note`` is not a str or None.
+        """
+        self._live_scheduler().pause(reference, note)
 
     async def resume_schedule(self, reference: str) -> None:
         """Fire again: a one-shot keeps the delay it had left, a repeating schedule fires
@@ -214,3 +315,59 @@ class SchedulingCalls:
     def scheduler_metrics(self) -> SchedulerMetrics:
         """Scheduler counters and fire lateness."""
         return self._live_scheduler().metrics()
+
+    # -- operating schedules (issue 23) --------------------------------------------------
+
+    def schedule_history(self, reference: str) -> list[TickOutcome]:
+        """What became of the recent instants of ``reference``, oldest first: one
+        :class:`~tocsin.TickOutcome` each (``delivered``, ``skipped_overlap``,
+        ``coalesced``, ``missed``, ``excluded``, ``paused``, ``dead_letter``, ...), at
+        most the system's ``history`` (default 64) of them. Synchronous: a snapshot.
+
+        Raises:
+            ScheduleNotFoundError: no live schedule holds ``reference``.
+        """
+        return self._live_scheduler().history_of(reference)
+
+    async def trigger_schedule(self, reference: str) -> None:
+        """Deliver one tick of ``reference`` now, through its ``overlap`` policy: the
+        handler sees ``ctx.tick.manual == True`` and ``ctx.tick.instant`` = now. The
+        schedule's own next fire time is unchanged. In cluster mode a cron schedule's
+        manual tick is claimed cluster-wide under a key of its own: delivered once, by
+        this node. A paused schedule (``pause_schedule`` or ``pause_cron``) is
+        triggered all the same: "run it now" is explicit.
+
+        Recorded in :meth:`schedule_history` as ``delivered`` with detail ``"manual"``
+        (or ``skipped_overlap``).
+
+        Raises:
+            ScheduleNotFoundError: no schedule holds ``reference``.
+        """
+        await self._live_scheduler().trigger(reference)
+
+    async def backfill_schedule(
+        self, reference: str, start: datetime, end: datetime, *, dry_run: bool = False
+    ) -> list[datetime]:
+        """Deliver the instants ``reference`` would have fired in ``[start, end)``.
+
+        Interval and cron schedules (a live one-shot has no past instant: ``[]``). Only
+        instants up to now are taken (the schedule delivers its future ones itself), and
+        not those its ``exclude`` calendar holds. They are delivered oldest first, each
+        through the ``overlap`` policy, at most ``misfire.rate`` per second when its
+        policy is ``Misfire.all(rate=...)``; the handler sees ``ctx.tick.backfill ==
+        True`` and the instant's own ``ctx.tick.instant``. The call returns the instants
+        (aware UTC) once every one has been handed over; ``dry_run=True`` only lists
+        them. Cancelling the schedule meanwhile stops the rest.
+
+        In cluster mode each cron instant is claimed with the regular tick's key, so one
+        that any node delivered, and whose claim is still kept (``claim_retention``), is
+        not delivered again (it is recorded as ``claimed_elsewhere``); the call then
+        returns once every claim has been started.
+
+        Raises:
+            ScheduleNotFoundError: no schedule holds ``reference``.
+            TypeError: ``start`` or ``end`` is not a datetime.
+            ValueError: a naive datetime, ``start`` after ``end``, or more than 100,000
+                instants in the range (split it).
+        """
+        return await self._live_scheduler().backfill(reference, start, end, dry_run)

@@ -1,6 +1,6 @@
 # SPDX-License-Identifier: Apache-2.0
-"""The ``tocsin`` command: ``demo``, ``cron next|explain``, ``tasks list|retry|discard``,
-``console``.
+"""The ``tocsin`` command: ``demo``, ``cron next|explain``,
+``tasks list|retry|discard|trigger|backfill``, ``console``.
 
 Standard library only (argparse), so the ``cli`` extra pulls in nothing; it exists so
 that ``pip install tocsin[cli]`` keeps working if the CLI grows a dependency.

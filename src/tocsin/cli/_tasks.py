@@ -1,12 +1,18 @@
 # SPDX-License-Identifier: Apache-2.0
-"""``tocsin tasks``: inspect durable tasks, retry or discard parked ones.
+"""``tocsin tasks``: inspect durable tasks, retry or discard parked ones, run them now or
+for a past range.
 
 ``list`` prints a table (``--json``: one JSON document, fields in ``docs/cli.md``);
 ``retry ID`` moves a parked task back to pending (attempts 0, due now, last error kept for
-the record); ``discard ID`` deletes a parked task. An id that several actors use needs
-``--actor KIND/ID``. Exit codes: 0 done, 1 the operation failed (unknown or ambiguous id,
-task not parked, server unreachable), 2 bad usage (argparse's code: bad URL, bad
-``--actor``, a store path that is not a tocsin store). Every error is one line on stderr.
+the record); ``discard ID`` deletes a parked task; ``trigger ID`` adds one manual run of a
+task, due now (its own due time unchanged); ``backfill ID --from T --to T [--dry-run]``
+lists the task's instants in ``[from, to)`` and, without ``--dry-run``, adds one run of
+each (the same rows ``self.trigger`` / ``self.backfill`` add; a running system runs
+them); ``history ID`` prints what became of its recent instants (``--json``). An id
+that several actors use needs ``--actor KIND/ID``. Exit codes: 0 done, 1 the operation
+failed (unknown or ambiguous id, task not parked, server unreachable), 2 bad
+usage (argparse's code: bad URL, bad ``--actor``, a store path that is not a tocsin
+store). Every error is one line on stderr.
 
 The store URL comes from ``--store`` or the ``TOCSIN_STORE`` environment variable. These
 are operators' tools: they never create anything. A SQLite file must exist and have
@@ -30,6 +36,7 @@ from typing import Any, Final
 import msgspec
 
 from ..clock import SystemClock
+from ..durable._spi import backfill_instants, backfill_rows, tick_outcome, trigger_row
 from ..errors import InvalidStoreURLError, StoreError
 from ..stores import DeleteTask, Store, TaskRow, UpsertTask, open_store
 from ..stores._spi import connect_read_only
@@ -86,6 +93,51 @@ def register(subparsers: argparse._SubParsersAction[argparse.ArgumentParser]) ->
         sub.add_argument("id", help="task id")
         common(sub)
         sub.set_defaults(func=lambda ns, handler=handler: _run(handler, ns))
+
+    trigger = actions.add_parser("trigger", help="run a task once now (its due time unchanged)")
+    trigger.add_argument("id", help="task id")
+    common(trigger)
+    trigger.set_defaults(func=lambda ns: _run(_trigger, ns))
+
+    backfill = actions.add_parser(
+        "backfill", help="run a recurring task for each of its instants in [--from, --to)"
+    )
+    backfill.add_argument("id", help="task id")
+    common(backfill)
+    for flag, dest in (("--from", "start"), ("--to", "end")):
+        backfill.add_argument(
+            flag,
+            dest=dest,
+            required=True,
+            type=_moment,
+            metavar="TIME",
+            help="ISO 8601 time, e.g. 2026-12-01T00:00Z (no offset: UTC)",
+        )
+    backfill.add_argument(
+        "--dry-run", action="store_true", help="only list the instants; run nothing"
+    )
+    backfill.set_defaults(func=lambda ns: _run(_backfill, ns))
+
+    history = actions.add_parser(
+        "history", help="what became of a task's recent instants (oldest first)"
+    )
+    history.add_argument("id", help="task id")
+    common(history)
+    history.add_argument(
+        "--json", action="store_true", help="print one JSON document (fields: docs/cli.md)"
+    )
+    history.set_defaults(func=lambda ns: _run(_history, ns, read_only=True))
+
+
+def _moment(text: str) -> datetime:
+    """An ISO 8601 time for ``--from``/``--to`` (no offset: UTC); argparse's type."""
+    try:
+        moment = datetime.fromisoformat(text)
+    except ValueError:
+        raise argparse.ArgumentTypeError(
+            f"not an ISO 8601 time: {text!r} (e.g. 2026-12-01T00:00Z)"
+        ) from None
+    return moment if moment.tzinfo is not None else moment.replace(tzinfo=UTC)
 
 
 def _run(
@@ -183,8 +235,8 @@ def task_json(row: TaskRow) -> dict[str, Any]:
     }
 
 
-async def _parked(store: Store, ns: argparse.Namespace) -> TaskRow:
-    """The one task ``ns.id`` names, which must be parked."""
+async def _one(store: Store, ns: argparse.Namespace) -> TaskRow:
+    """The one task ``ns.id`` names (``--actor`` chooses among actors sharing the id)."""
     rows = await store.find_tasks(ns.id)
     if ns.actor_key is not None:
         rows = [r for r in rows if (r.kind, r.identity) == ns.actor_key]
@@ -197,7 +249,12 @@ async def _parked(store: Store, ns: argparse.Namespace) -> TaskRow:
             f"task id {ns.id!r} is used by {len(rows)} actors ({actors}); "
             "choose one with --actor KIND/ID"
         )
-    row = rows[0]
+    return rows[0]
+
+
+async def _parked(store: Store, ns: argparse.Namespace) -> TaskRow:
+    """The one task ``ns.id`` names, which must be parked."""
+    row = await _one(store, ns)
     if row.state != "parked":
         raise _Failure(
             f"task {ns.id!r} of {row.kind}/{row.identity} is {row.state}, not parked; "
@@ -221,6 +278,74 @@ async def _discard(store: Store, ns: argparse.Namespace) -> None:
     await store.apply([DeleteTask(row.kind, row.identity, row.id)])
     await store.announce()  # see _retry
     print(f"discarded {row.kind}/{row.identity} {row.id} ({row.name})")
+
+
+async def _trigger(store: Store, ns: argparse.Namespace) -> None:
+    row = await _one(store, ns)
+    child = trigger_row(row, SystemClock().wall())
+    await store.apply([UpsertTask(child)])
+    await store.announce()  # see _retry
+    print(f"triggered {row.kind}/{row.identity} {row.id} ({row.name}): run {child.id}")
+
+
+async def _backfill(store: Store, ns: argparse.Namespace) -> None:
+    row = await _one(store, ns)
+    try:
+        # The zone only matters to an `every` task's calendar, whose zone is recorded.
+        instants = backfill_instants(row, ns.start.timestamp(), ns.end.timestamp(), "UTC")
+    except ValueError as exc:
+        raise _Failure(str(exc)) from None
+    if not ns.dry_run and instants:
+        rows = backfill_rows(row, instants, SystemClock().wall())
+        await store.apply([UpsertTask(r) for r in rows])
+        await store.announce()  # see _retry
+    verb = "would run" if ns.dry_run else "backfilling"
+    print(f"{verb} {len(instants)} instants of {row.kind}/{row.identity} {row.id} ({row.name})")
+    for instant in instants:
+        print(_iso(instant))
+
+
+async def _history(store: Store, ns: argparse.Namespace) -> None:
+    if ns.actor_key is not None:
+        kind, identity = ns.actor_key
+    else:
+        row = await _one(store, ns)
+        kind, identity = row.kind, row.identity
+    entries = [tick_outcome(r) for r in await store.task_history(kind, identity, ns.id)]
+    if ns.json:
+        document = {
+            "actor": f"{kind}/{identity}",
+            "id": ns.id,
+            "history": [
+                {
+                    "instant": e.instant.isoformat(timespec="milliseconds"),
+                    "at": e.at.isoformat(timespec="milliseconds"),
+                    "outcome": e.outcome.value,
+                    "detail": e.detail,
+                    "node": e.node,
+                }
+                for e in entries
+            ],
+        }
+        print(json.dumps(document, indent=2))
+        return
+    if not entries:
+        print(f"no history for {kind}/{identity} {ns.id}")
+        return
+    lines = [("INSTANT (UTC)", "AT (UTC)", "OUTCOME", "DETAIL", "NODE")]
+    lines += [
+        (
+            e.instant.isoformat(timespec="seconds"),
+            e.at.isoformat(timespec="seconds"),
+            e.outcome.value,
+            "" if e.detail is None else str(e.detail),
+            e.node,
+        )
+        for e in entries
+    ]
+    widths = [max(len(line[i]) for line in lines) for i in range(5)]
+    for line in lines:
+        print("  ".join(c.ljust(w) for c, w in zip(line, widths, strict=True)).rstrip())
 
 
 def _iso(epoch: float) -> str:

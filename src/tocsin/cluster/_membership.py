@@ -46,6 +46,7 @@ from ..errors import CoordinatorError, NodeNameTakenError, TimezoneMismatchError
 from ..scheduling._spi import same_zone
 from ._periodic import Periodic, sleep
 from ._protocol import Coordinator, LeaseRow
+from ._time import ClusterTime
 from ._values import Counters, LeaseLost, LeaseRegained, Member, NodeJoined, NodeLeft
 
 __all__ = ["Membership"]
@@ -75,6 +76,8 @@ class Membership:
             renewal only.
         zone: the IANA zone this node evaluates cron in (recorded with its lease and
             compared with the live members' at ``start``).
+        time: measures this node's offset to the coordinator's clock from each join and
+            renewal (the coordinator's clock at the step is the row's ``renewed``).
     """
 
     def __init__(
@@ -90,8 +93,10 @@ class Membership:
         on_lease_lost: Callable[[], None] | None = None,
         watch_every: float | None = None,
         zone: str = "UTC",
+        time: ClusterTime | None = None,
     ) -> None:
         self.coordinator = coordinator
+        self.time = time
         self.name = name
         self.address = address
         self.lease = lease
@@ -175,10 +180,12 @@ class Membership:
         incarnation = uuid.uuid4().hex
         while True:
             sent = self._clock.monotonic()
+            begun = self._begin()
             row = await self.coordinator.join(
                 self.name, incarnation, self.address, self.lease, self.zone
             )
             if row is not None:
+                self._measured(begun, row)
                 self.incarnation = incarnation
                 self._held_from(sent)
                 return
@@ -212,6 +219,17 @@ class Membership:
     def holds_lease(self) -> bool:
         """Whether this node may act as a member now (by its own clock, conservatively)."""
         return self._holding and self._clock.monotonic() < self._valid_until
+
+    # -- cluster time ------------------------------------------------------------------
+
+    def _begin(self) -> tuple[float, float] | None:
+        return None if self.time is None else self.time.begin()
+
+    def _measured(self, begun: tuple[float, float] | None, row: LeaseRow) -> None:
+        """A join or renewal answered: its row's ``renewed`` is the coordinator's clock
+        at that step, one sample of this node's offset (``cluster/_time.py``)."""
+        if self.time is not None and begun is not None:
+            self.time.sample(begun, row.renewed)
 
     def _held_from(self, sent: float) -> None:
         self._holding = True
@@ -251,6 +269,7 @@ class Membership:
     async def tick(self) -> None:
         """One renewal and one refresh of the view (run every ``lease / 3``)."""
         sent = self._clock.monotonic()
+        begun = self._begin()
         try:
             row = await self.coordinator.renew(self.name, self.incarnation, self.lease)
         except CoordinatorError as exc:
@@ -259,6 +278,7 @@ class Membership:
         else:
             self.outage.ok()
             if row is not None:
+                self._measured(begun, row)
                 self._counters.leases_renewed += 1
                 self._held_from(sent)
             elif not await self._rejoin_after_reset(sent):
@@ -291,6 +311,7 @@ class Membership:
             if not self.holds_lease():
                 return False
             sent = self._clock.monotonic()
+            begun = self._begin()
             try:
                 row = await self.coordinator.join(
                     self.name, self.incarnation, self.address, self.lease
@@ -302,6 +323,7 @@ class Membership:
                 return False
             if row is None:
                 return False
+            self._measured(begun, row)
             self._held_from(sent)
             self._rejoined_at = sent
             self._counters.leases_lost += 1

@@ -16,7 +16,7 @@ from typing import ClassVar, final
 
 from ..clock import Clock, SystemClock
 from ._protocol import EXPIRED_LEASE_RETENTION as RETENTION
-from ._protocol import ClaimOutcome, LeaseRow, Ownership
+from ._protocol import ClaimOutcome, LeaseRow, Ownership, TickClaim
 from ._rendezvous import rendezvous_owner
 
 __all__ = ["MemoryCoordinator"]
@@ -33,10 +33,20 @@ class _Lease:
 
 
 @dataclass(slots=True)
+class _Claim:
+    node: str
+    expires: float
+    fence: int
+    #: The delivery lease's end while an at_least_once claim is undone; 0: done.
+    held: float
+
+
+@dataclass(slots=True)
 class _State:
     leases: dict[str, _Lease] = field(default_factory=dict)
     directory: dict[tuple[str, str], tuple[str, str, int]] = field(default_factory=dict)
-    claims: dict[str, tuple[str, float]] = field(default_factory=dict)
+    claims: dict[str, _Claim] = field(default_factory=dict)
+    fences: dict[str, int] = field(default_factory=dict)
     paused: set[str] = field(default_factory=set)
     users: int = 0
 
@@ -207,21 +217,52 @@ class MemoryCoordinator:
     # -- cron single fire ------------------------------------------------------------
 
     async def claim_tick(
-        self, key: str, reference: str, fire_at: float, ttl: float, node: str
-    ) -> ClaimOutcome:
+        self,
+        key: str,
+        reference: str,
+        fire_at: float,
+        ttl: float,
+        node: str,
+        *,
+        keep: float | None = None,
+        lease: float | None = None,
+        backfill: bool = False,
+    ) -> TickClaim:
         state, now = self._s, self._clock.wall()
         if reference in state.paused:
-            return ClaimOutcome.PAUSED
-        if now - fire_at > ttl:
-            return ClaimOutcome.LATE
+            return TickClaim(ClaimOutcome.PAUSED)
+        if now - fire_at > ttl and not backfill:
+            return TickClaim(ClaimOutcome.LATE)
         held = state.claims.get(key)
-        if held is not None and held[1] > now:
-            return ClaimOutcome.LOST
-        state.claims[key] = (node, max(now, fire_at) + ttl)
+        if held is not None and held.expires > now:
+            if lease is None or held.held == 0.0:
+                return TickClaim(ClaimOutcome.LOST)
+            if held.held > now:
+                return TickClaim(ClaimOutcome.LOST, retry_in=held.held - now)
+            expires = held.expires  # a re-claim keeps the claim's expiry
+        else:
+            expires = max(now, fire_at) + max(ttl, keep or 0.0)
+        fence = state.fences[reference] = state.fences.get(reference, 0) + 1
+        state.claims[key] = _Claim(node, expires, fence, 0.0 if lease is None else now + lease)
         if len(state.claims) > 1024 and len(state.claims) & 1023 == 0:
-            # Claims expire by TTL only: drop the expired ones now and then.
-            state.claims = {k: v for k, v in state.claims.items() if v[1] > now}
-        return ClaimOutcome.WON
+            # Claims expire only: drop the expired ones now and then.
+            state.claims = {k: v for k, v in state.claims.items() if v.expires > now}
+        return TickClaim(ClaimOutcome.WON, fence)
+
+    async def renew_tick(self, key: str, fence: int, lease: float) -> bool:
+        state, now = self._s, self._clock.wall()
+        held = state.claims.get(key)
+        if held is None or held.fence != fence or held.held == 0.0:
+            return False
+        held.held = now + lease
+        return True
+
+    async def finish_tick(self, key: str, fence: int) -> bool:
+        held = self._s.claims.get(key)
+        if held is None or held.fence != fence:
+            return False
+        held.held = 0.0
+        return True
 
     async def set_cron_paused(self, reference: str, paused: bool) -> None:
         if paused:
@@ -234,4 +275,5 @@ class MemoryCoordinator:
 
     def _claim_holder(self, key: str) -> tuple[str, float] | None:
         """Test hook: the node holding ``key`` and until when (expired ones included)."""
-        return self._s.claims.get(key)
+        held = self._s.claims.get(key)
+        return None if held is None else (held.node, held.expires)

@@ -12,11 +12,12 @@ from __future__ import annotations
 from collections.abc import Callable
 from typing import final
 
-from ..clock import Clock
+from ..clock import Clock, OffsetClock
 from ._membership import Membership
 from ._placement import Directory
 from ._protocol import Coordinator
 from ._single_fire import CronClaims
+from ._time import ClusterTime
 from ._url import open_coordinator
 from ._values import Cluster, ClusterMetrics, Counters, Member
 
@@ -41,7 +42,10 @@ class ClusterNode:
         config: the :class:`Cluster` configuration.
         name: this node's name (the system name); unique in the cluster.
         address: where peers reach it (the remoting address; the name for ``memory://``).
-        clock: the system's clock.
+        clock: the system's clock. An :class:`~tocsin.clock.OffsetClock` (cluster mode
+            gives one) is this node's cluster clock: its offset is set to the measured
+            offset to the coordinator's clock at each lease renewal; a ``memory://`` or
+            ``sqlite://`` coordinator opened from a URL reads its inner clock.
         publish: publishes :class:`NodeJoined` / :class:`NodeLeft` (``system.events``).
         on_lease_lost: called when this node loses its lease (stop durable activations).
         zone: the IANA zone this node evaluates cron in (``ActorSystem(timezone=...)``);
@@ -60,13 +64,24 @@ class ClusterNode:
         zone: str = "UTC",
     ) -> None:
         self.config = config
+        # The coordinator judges on the node's own clock (memory, SQLite), never on the
+        # corrected one: the correction is measured against it.
+        own = clock.inner if isinstance(clock, OffsetClock) else clock
         if isinstance(config.coordinator, str):
-            self.coordinator: Coordinator = open_coordinator(config.coordinator, clock=clock)
+            self.coordinator: Coordinator = open_coordinator(config.coordinator, clock=own)
             self._owns_coordinator = True
         else:
             self.coordinator = config.coordinator
             self._owns_coordinator = False
         self._counters = Counters()
+        self.time = ClusterTime(
+            clock,
+            node=name,
+            max_skew=config.max_skew,
+            lease=config.lease,
+            coordinator_now=self.coordinator.now,
+            counters=self._counters,
+        )
         self.membership = Membership(
             self.coordinator,
             name=name,
@@ -78,10 +93,17 @@ class ClusterNode:
             on_lease_lost=on_lease_lost,
             watch_every=config.poll_interval,
             zone=zone,
+            time=self.time,
         )
         self.directory = Directory(self.coordinator, self.membership, self._counters)
         self.cron_claims = CronClaims(
-            self.coordinator, node=name, counters=self._counters, clock=clock
+            self.coordinator,
+            node=name,
+            counters=self._counters,
+            clock=clock,
+            delivery_lease=config.delivery_lease,
+            claim_retention=config.claim_retention,
+            not_early=self.time.not_early,
         )
         self._started = False
 
@@ -103,9 +125,11 @@ class ClusterNode:
             return
         if self._owns_coordinator:
             await self.coordinator.open()
+        self.time.start()
         try:
             await self.membership.start()
         except BaseException:
+            self.time.stop()
             if self._owns_coordinator:
                 await self.coordinator.close()
             raise
@@ -121,8 +145,21 @@ class ClusterNode:
             await self.cron_claims.close()
             await self.membership.stop()
         finally:
+            self.time.stop()
             if self._owns_coordinator:
                 await self.coordinator.close()
+
+    @property
+    def offset(self) -> float:
+        """Seconds to add to this node's own wall clock to read the coordinator's
+        (negative: this node's clock is fast), as measured at the last lease renewal
+        good enough to apply (within half its round trip); 0.0 before the first.
+
+        In cluster mode the system's clock already adds it (``system.clock.wall()`` is
+        the cluster's time): cron instants, claims and durable due times follow the
+        coordinator's clock. Beyond ``Cluster(max_skew=...)`` the node warns once a
+        minute (``docs/cluster.md``, "Cluster time")."""
+        return self.time.offset
 
     def members(self) -> list[Member]:
         """Live nodes, this one included, sorted by name: a snapshot as of the last lease

@@ -29,7 +29,7 @@ from ..stores._spi import (
     unknown_message,
 )
 from ._protocol import EXPIRED_LEASE_RETENTION as RETENTION
-from ._protocol import ClaimOutcome, LeaseRow, Ownership
+from ._protocol import ClaimOutcome, LeaseRow, Ownership, TickClaim
 from ._rendezvous import rendezvous_owner
 
 try:  # fail at import with the install hint (the session layer imports it on first use)
@@ -61,6 +61,18 @@ WHERE table_schema = $1 AND table_name = 'tocsin_cluster_leases' AND column_name
 _ADD_ZONE: Final = (
     "ALTER TABLE tocsin_cluster_leases ADD COLUMN IF NOT EXISTS zone text NOT NULL DEFAULT 'UTC'"
 )
+# The claims' fence and delivery lease came with issue 23 (claims written before them are
+# done at_most_once claims with no fence); looked up first, as the zone is.
+_CLAIM_COLUMNS: Final = """
+SELECT column_name FROM information_schema.columns
+WHERE table_schema = $1 AND table_name = 'tocsin_cluster_claims'
+"""
+_ADD_CLAIM_COLUMNS: Final = {
+    "fence": "ALTER TABLE tocsin_cluster_claims ADD COLUMN IF NOT EXISTS "
+    "fence bigint NOT NULL DEFAULT 0",
+    "held": "ALTER TABLE tocsin_cluster_claims ADD COLUMN IF NOT EXISTS "
+    "held float8 NOT NULL DEFAULT 0",
+}
 
 _JOIN: Final = f"""
 WITH c AS MATERIALIZED (SELECT {_NOW} AS now),
@@ -84,18 +96,53 @@ UPDATE tocsin_cluster_leases SET renewed = {_NOW}, expires = {_NOW} + $4
 WHERE node = $2 AND incarnation = $3 AND expires > {_NOW}
 RETURNING {_LEASE_COLUMNS}
 """
+# One statement. ARGV: $2 key, $3 reference, $4 node, $5 fire_at, $6 ttl, $7 keep,
+# $8 lease (NULL: at_most_once), $9 backfill. The claim row is locked (FOR UPDATE) before
+# anything is decided, so two claimers of one key are serialized on it; the fence is the
+# reference's counter, bumped only by a caller that may win (a first-insert race can leave
+# a gap: fences grow, not necessarily by one). The clock is the earlier reading, which can
+# only make a take-over less likely.
 _CLAIM: Final = f"""
 WITH c AS MATERIALIZED (SELECT {_NOW} AS now),
 p AS MATERIALIZED (
     SELECT EXISTS (SELECT 1 FROM tocsin_cluster_paused WHERE reference = $3) AS paused),
+old AS MATERIALIZED (
+    SELECT expires, held FROM tocsin_cluster_claims WHERE key = $2 FOR UPDATE),
+go AS MATERIALIZED (
+    SELECT c.now AS now, (
+        NOT p.paused AND (c.now - $5 <= $6 OR $9::bool) AND (
+            NOT EXISTS (SELECT 1 FROM old)
+            OR (SELECT expires FROM old) <= c.now
+            OR ($8::float8 IS NOT NULL AND (SELECT held FROM old) > 0
+                AND (SELECT held FROM old) <= c.now))) AS win
+    FROM c, p),
+f AS (
+    INSERT INTO tocsin_cluster_fences AS f (reference, fence)
+    SELECT $3, 1 FROM go WHERE go.win
+    ON CONFLICT (reference) DO UPDATE SET fence = f.fence + 1
+    RETURNING fence),
 ins AS (
-    INSERT INTO tocsin_cluster_claims AS k (key, node, expires)
-    SELECT $2, $4, greatest(c.now, $5) + $6 FROM c, p
-    WHERE NOT p.paused AND c.now - $5 <= $6
-    ON CONFLICT (key) DO UPDATE SET node = excluded.node, expires = excluded.expires
+    INSERT INTO tocsin_cluster_claims AS k (key, node, expires, fence, held)
+    SELECT $2, $4,
+        CASE WHEN (SELECT expires FROM old) > go.now THEN (SELECT expires FROM old)
+             ELSE greatest(go.now, $5) + greatest($6, $7) END,
+        f.fence,
+        CASE WHEN $8::float8 IS NULL THEN 0 ELSE go.now + $8::float8 END
+    FROM go, f
+    ON CONFLICT (key) DO UPDATE SET node = excluded.node, expires = excluded.expires,
+        fence = excluded.fence, held = excluded.held
     WHERE k.expires <= (SELECT now FROM c)
-    RETURNING 1)
-SELECT (SELECT now FROM c), (SELECT paused FROM p), EXISTS (SELECT 1 FROM ins)
+       OR (excluded.held > 0 AND k.held > 0 AND k.held <= (SELECT now FROM c))
+    RETURNING fence)
+SELECT (SELECT now FROM c), (SELECT paused FROM p), (SELECT fence FROM ins),
+       (SELECT expires FROM old), (SELECT held FROM old)
+"""
+_RENEW_TICK: Final = f"""
+UPDATE tocsin_cluster_claims SET held = {_NOW} + $4
+WHERE key = $2 AND fence = $3 AND held > 0
+"""
+_FINISH_TICK: Final = """
+UPDATE tocsin_cluster_claims SET held = 0 WHERE key = $1 AND fence = $2
 """
 _PURGE: Final = f"""
 DELETE FROM tocsin_cluster_claims WHERE key IN (
@@ -223,6 +270,10 @@ class PostgresCoordinator:
         """Columns added after the first version, to tables of every age."""
         if await conn.fetchval(_HAS_ZONE, self.schema) is None:
             await conn.execute(_ADD_ZONE)
+        columns = {row["column_name"] for row in await conn.fetch(_CLAIM_COLUMNS, self.schema)}
+        for column, sql in _ADD_CLAIM_COLUMNS.items():
+            if column not in columns:
+                await conn.execute(sql)
 
     async def close(self) -> None:
         pool, self._pool = self._pool, None
@@ -439,23 +490,61 @@ class PostgresCoordinator:
     # -- cron single fire ------------------------------------------------------------
 
     async def claim_tick(
-        self, key: str, reference: str, fire_at: float, ttl: float, node: str
-    ) -> ClaimOutcome:
+        self,
+        key: str,
+        reference: str,
+        fire_at: float,
+        ttl: float,
+        node: str,
+        *,
+        keep: float | None = None,
+        lease: float | None = None,
+        backfill: bool = False,
+    ) -> TickClaim:
         pool = self._require()
         async with self._errors("claim_tick"):
-            now, paused, won = await pool.fetchrow(
-                _CLAIM, self._offset, key, reference, node, float(fire_at), float(ttl)
+            now, paused, fence, old_expires, old_held = await pool.fetchrow(
+                _CLAIM,
+                self._offset,
+                key,
+                reference,
+                node,
+                float(fire_at),
+                float(ttl),
+                float(keep or 0.0),
+                None if lease is None else float(lease),
+                backfill,
             )
             self._claims += 1
             if self._claims % PURGE_EVERY == 0:
                 await pool.execute(_PURGE, self._offset)
-        if won:
-            return ClaimOutcome.WON
+        if fence is not None:
+            return TickClaim(ClaimOutcome.WON, fence)
         if paused:
-            return ClaimOutcome.PAUSED
-        if now - fire_at > ttl:
-            return ClaimOutcome.LATE
-        return ClaimOutcome.LOST
+            return TickClaim(ClaimOutcome.PAUSED)
+        if now - fire_at > ttl and not backfill:
+            return TickClaim(ClaimOutcome.LATE)
+        if lease is None:
+            return TickClaim(ClaimOutcome.LOST)
+        if old_expires is not None and old_expires > now:
+            if old_held == 0:
+                return TickClaim(ClaimOutcome.LOST)  # done
+            if old_held > now:
+                return TickClaim(ClaimOutcome.LOST, retry_in=old_held - now)
+        # Another claimer took it in this very step: its lease has just begun.
+        return TickClaim(ClaimOutcome.LOST, retry_in=float(lease))
+
+    async def renew_tick(self, key: str, fence: int, lease: float) -> bool:
+        async with self._errors("renew_tick"):
+            status: str = await self._require().execute(
+                _RENEW_TICK, self._offset, key, int(fence), float(lease)
+            )
+        return status != "UPDATE 0"
+
+    async def finish_tick(self, key: str, fence: int) -> bool:
+        async with self._errors("finish_tick"):
+            status: str = await self._require().execute(_FINISH_TICK, key, int(fence))
+        return status != "UPDATE 0"
 
     async def set_cron_paused(self, reference: str, paused: bool) -> None:
         sql = (

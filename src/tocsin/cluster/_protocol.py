@@ -7,7 +7,9 @@ systems of one process) holding four things for a cluster:
 * node leases (membership), judged on the coordinator's own clock;
 * the directory: which node owns each durable identity ``(kind, identity)``, with an
   epoch that grows at every change of owner (the fencing token);
-* cron tick claims: put-if-absent with a TTL, the lateness check in the same atomic step;
+* cron tick claims: put-if-absent with a TTL, the lateness check in the same atomic step,
+  a fence per grant (a per-reference counter), and for ``delivery="at_least_once"`` a short
+  delivery lease the winner renews until it marks the claim done;
 * cluster-wide flags: the cron references paused with ``pause_cron``.
 
 Every method is one atomic step on the coordinator. Times are epoch seconds on the
@@ -25,7 +27,14 @@ import enum
 from dataclasses import dataclass
 from typing import Protocol, final, runtime_checkable
 
-__all__ = ["EXPIRED_LEASE_RETENTION", "ClaimOutcome", "Coordinator", "LeaseRow", "Ownership"]
+__all__ = [
+    "EXPIRED_LEASE_RETENTION",
+    "ClaimOutcome",
+    "Coordinator",
+    "LeaseRow",
+    "Ownership",
+    "TickClaim",
+]
 
 #: Seconds an expired lease is kept (so peers can tell "expired" from "left", and
 #: ``tocsin cluster members`` could show it) before a later ``join`` purges it.
@@ -43,6 +52,27 @@ class ClaimOutcome(enum.StrEnum):
     LATE = "late"
     #: The reference is paused cluster-wide: skipped, nothing written.
     PAUSED = "paused"
+
+
+@final
+@dataclass(frozen=True, slots=True)
+class TickClaim:
+    """What :meth:`Coordinator.claim_tick` answered.
+
+    Attributes:
+        outcome: a :class:`ClaimOutcome`.
+        fence: ``WON``: the claim's token, one more than the last one the coordinator
+            granted for the same reference (any key), so a re-claimed tick's new winner
+            holds a larger one than the winner it replaces; else 0.
+        retry_in: ``LOST`` to an ``at_least_once`` claim not marked done yet (asked with
+            a ``lease``): seconds, on the coordinator's clock, until its delivery lease
+            ends, when the caller may claim it again; else ``None`` (nothing to watch:
+            done, or an ``at_most_once`` claim).
+    """
+
+    outcome: ClaimOutcome
+    fence: int = 0
+    retry_in: float | None = None
 
 
 @final
@@ -98,9 +128,15 @@ class Coordinator(Protocol):
       live, and only for a caller whose own lease is live; the epoch then grows (by one,
       or to the caller's ``floor``), and never goes back. With ``place=True`` the new
       owner is the rendezvous choice among the leases live in that same step.
-    * :meth:`claim_tick` writes at most one claim per key until its TTL has passed; a
-      tick reached more than ``ttl`` after ``fire_at`` or for a paused reference is
-      refused without writing anything. Claims are never deleted before their TTL.
+    * :meth:`claim_tick` writes at most one claim per key until it expires (``keep``
+      after the instant, at least its TTL); a tick reached more than ``ttl`` after
+      ``fire_at`` (unless ``backfill``) or for a paused reference is refused without
+      writing anything. Claims are never deleted before they expire. Each grant gets a
+      fence larger than every earlier grant of the same reference.
+    * An ``at_least_once`` claim (``lease`` given) is held until ``now + lease``; its
+      holder extends it with :meth:`renew_tick` and ends it with :meth:`finish_tick`;
+      once its lease has passed undone, the next ``claim_tick`` with a ``lease`` wins it
+      again, with a new fence (the old holder's renew and finish then fail).
     """
 
     url: str
@@ -128,11 +164,16 @@ class Coordinator(Protocol):
         the name (a previous life not yet expired, or another node using the name).
         Leases expired more than :data:`EXPIRED_LEASE_RETENTION` ago are purged. The
         zone is kept as given (renewals keep it); comparing zones is the caller's job.
+        The row's ``renewed`` is the coordinator's clock read in this step (each node
+        measures its clock offset from it: ``cluster/_time.py``).
         """
         ...
 
     async def renew(self, node: str, incarnation: str, lease: float) -> LeaseRow | None:
-        """Extend a live lease to ``now + lease``; ``None`` if it expired or is gone."""
+        """Extend a live lease to ``now + lease``; ``None`` if it expired or is gone.
+
+        The row's ``renewed`` is ``now``, the coordinator's clock read in this step.
+        """
         ...
 
     async def leave(self, node: str, incarnation: str) -> bool:
@@ -199,14 +240,47 @@ class Coordinator(Protocol):
     # -- cron single fire ------------------------------------------------------------
 
     async def claim_tick(
-        self, key: str, reference: str, fire_at: float, ttl: float, node: str
-    ) -> ClaimOutcome:
+        self,
+        key: str,
+        reference: str,
+        fire_at: float,
+        ttl: float,
+        node: str,
+        *,
+        keep: float | None = None,
+        lease: float | None = None,
+        backfill: bool = False,
+    ) -> TickClaim:
         """Claim one cron tick put-if-absent, in one atomic step on the coordinator's clock.
 
-        ``PAUSED`` if ``reference`` is paused, ``LATE`` if ``now - fire_at > ttl`` (both
-        write nothing), else ``WON`` if no live claim holds ``key`` (one is written, held
-        until ``max(now, fire_at) + ttl``), else ``LOST``.
+        ``PAUSED`` if ``reference`` is paused, ``LATE`` if ``now - fire_at > ttl`` and not
+        ``backfill`` (both write nothing), else ``WON`` if no unexpired claim holds ``key``,
+        or, with a ``lease``, if the claim holding it is undone and its delivery lease has
+        passed (a re-claim). A win writes the claim, kept until ``max(now, fire_at) +
+        max(ttl, keep)`` (a re-claim keeps the claim's expiry), with the next fence of
+        ``reference`` and, with a ``lease``, held undone until ``now + lease``. Else
+        ``LOST`` (with ``retry_in`` for a caller with a ``lease`` when the holder is
+        undone).
+
+        Args:
+            keep: seconds the claim is kept after the instant (``claim_retention``); at
+                least ``ttl`` whatever is given.
+            lease: ``at_least_once``: the delivery lease, seconds; ``None``:
+                ``at_most_once`` (the claim is done as soon as it is won).
+            backfill: no lateness check (an instant of the past, claimed with the same
+                key as its regular tick: a claim still kept makes it ``LOST``).
         """
+        ...
+
+    async def renew_tick(self, key: str, fence: int, lease: float) -> bool:
+        """Extend the delivery lease of the undone claim ``key`` granted with ``fence``
+        to ``now + lease``; ``False`` (nothing changed) if it is done or was re-claimed."""
+        ...
+
+    async def finish_tick(self, key: str, fence: int) -> bool:
+        """Mark the claim ``key`` granted with ``fence`` done (never claimed again while
+        kept); ``False`` (nothing changed) if it was re-claimed with another fence or is
+        gone."""
         ...
 
     async def set_cron_paused(self, reference: str, paused: bool) -> None:

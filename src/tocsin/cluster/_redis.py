@@ -7,7 +7,8 @@ after the pause flag and the lateness check. Times are integer milliseconds insi
 (``cjson`` prints integers up to 14 digits exactly) and float seconds in Python.
 
 Keys, under a prefix (default ``tocsin:``; ``redis://host/0?prefix=shop:`` picks another):
-``leases`` and ``dir`` hashes of JSON rows, ``paused`` set, ``claim:<key>`` strings.
+``leases`` and ``dir`` hashes of JSON rows, ``paused`` set, ``fences`` hash (the last
+fence granted per cron reference), ``claim:<key>`` strings.
 
 Prior art: GoAkt's ``ClaimScheduleFire`` (``SET NX`` with an expiry), the Redlock notes
 on using the server's clock in scripts rather than the client's.
@@ -25,7 +26,7 @@ import msgspec
 from ..errors import CoordinatorError, CoordinatorUnavailableError
 from ..stores._spi import REDIS_OPTIONS, split_options
 from ._protocol import EXPIRED_LEASE_RETENTION as RETENTION
-from ._protocol import ClaimOutcome, LeaseRow, Ownership
+from ._protocol import ClaimOutcome, LeaseRow, Ownership, TickClaim
 from ._url import check_coordinator_url
 
 try:
@@ -189,25 +190,57 @@ redis.call('HSET', KEYS[1], ARGV[2], enc)
 return {enc, 1}
 """
 )
-# The claim value is "<expires ms> <node>": with a clock offset (tests) Redis' own expiry
+# The claim value is "<expires ms> <fence> <held ms> <node>" (held: an at_least_once
+# claim's delivery lease end while undone, 0 once done); claims written before the fence
+# read "<expires ms> <node>": done, fence 0. With a clock offset (tests) Redis' own expiry
 # and ours differ, so an expired-by-offset claim is taken over explicitly.
+# KEYS: paused, claim, fences. ARGV: offset, reference, fire, ttl, node, keep, lease ("":
+# at_most_once), backfill ("1").
 _CLAIM_TICK: Final = (
     _NOW
     + """
-if redis.call('SISMEMBER', KEYS[1], ARGV[2]) == 1 then return 'paused' end
+if redis.call('SISMEMBER', KEYS[1], ARGV[2]) == 1 then return {'paused'} end
 local fire = tonumber(ARGV[3])
 local ttl = tonumber(ARGV[4])
-if now - fire > ttl then return 'late' end
-local expires = math.max(now, fire) + ttl
-local value = string.format('%d %s', expires, ARGV[5])
-local px = math.max(1, expires - now)
-if redis.call('SET', KEYS[2], value, 'NX', 'PX', px) then return 'won' end
+if ARGV[8] ~= '1' and now - fire > ttl then return {'late'} end
+local lease = tonumber(ARGV[7])
+local expires = nil
 local held = redis.call('GET', KEYS[2])
-if held and tonumber(string.match(held, '^(%d+)')) <= now then
-  redis.call('SET', KEYS[2], value, 'PX', px)
-  return 'won'
+if held then
+  local e = tonumber(string.match(held, '^(%d+)'))
+  local h = tonumber(string.match(held, '^%d+ %d+ (%d+) ') or '0')
+  if e > now then
+    if lease == nil or h == 0 then return {'lost'} end
+    if h > now then return {'lost', h - now} end
+    expires = e
+  end
 end
-return 'lost'
+if expires == nil then expires = math.max(now, fire) + math.max(ttl, tonumber(ARGV[6])) end
+local fence = redis.call('HINCRBY', KEYS[3], ARGV[2], 1)
+local until_ms = 0
+if lease then until_ms = now + lease end
+local value = string.format('%d %d %d %s', expires, fence, until_ms, ARGV[5])
+redis.call('SET', KEYS[2], value, 'PX', math.max(1, expires - now))
+return {'won', fence}
+"""
+)
+# KEYS: claim. ARGV: offset, fence, lease ms ("0": finish).
+_SETTLE_TICK: Final = (
+    _NOW
+    + """
+local held = redis.call('GET', KEYS[1])
+if not held then return 0 end
+local e, f, h, n = string.match(held, '^(%d+) (%d+) (%d+) (.*)$')
+if not f or tonumber(f) ~= tonumber(ARGV[2]) then return 0 end
+local lease = tonumber(ARGV[3])
+local until_ms = 0
+if lease > 0 then
+  if tonumber(h) == 0 then return 0 end
+  until_ms = now + lease
+end
+local px = math.max(1, tonumber(e) - now)
+redis.call('SET', KEYS[1], string.format('%s %s %d %s', e, f, until_ms, n), 'PX', px)
+return 1
 """
 )
 
@@ -294,7 +327,7 @@ class RedisCoordinator:
         self._socket_timeout = socket_timeout
         self._client: Any = None
         self._scripts: dict[str, Any] = {}
-        self._keys = {name: self.prefix + name for name in ("leases", "dir", "paused")}
+        self._keys = {name: self.prefix + name for name in ("leases", "dir", "paused", "fences")}
         #: Seconds added to Redis' clock; tests move time with it, never sleeping.
         self._offset = 0.0
 
@@ -339,6 +372,7 @@ class RedisCoordinator:
             ("claim_owner", _CLAIM_OWNER),
             ("hand_over", _HAND_OVER),
             ("claim_tick", _CLAIM_TICK),
+            ("settle_tick", _SETTLE_TICK),
         ):
             self._scripts[name] = client.register_script(source)
 
@@ -444,11 +478,43 @@ class RedisCoordinator:
     # -- cron single fire ------------------------------------------------------------
 
     async def claim_tick(
-        self, key: str, reference: str, fire_at: float, ttl: float, node: str
-    ) -> ClaimOutcome:
-        keys = [self._keys["paused"], self.prefix + "claim:" + key]
-        outcome = await self._run("claim_tick", keys, reference, _ms(fire_at), _ms(ttl), node)
-        return ClaimOutcome(outcome)
+        self,
+        key: str,
+        reference: str,
+        fire_at: float,
+        ttl: float,
+        node: str,
+        *,
+        keep: float | None = None,
+        lease: float | None = None,
+        backfill: bool = False,
+    ) -> TickClaim:
+        keys = [self._keys["paused"], self.prefix + "claim:" + key, self._keys["fences"]]
+        result = await self._run(
+            "claim_tick",
+            keys,
+            reference,
+            _ms(fire_at),
+            _ms(ttl),
+            node,
+            _ms(keep or 0.0),
+            "" if lease is None else _ms(lease),
+            "1" if backfill else "0",
+        )
+        outcome = ClaimOutcome(result[0])
+        if outcome is ClaimOutcome.WON:
+            return TickClaim(outcome, int(result[1]))
+        if outcome is ClaimOutcome.LOST and len(result) > 1:
+            return TickClaim(outcome, retry_in=int(result[1]) / 1000)
+        return TickClaim(outcome)
+
+    async def renew_tick(self, key: str, fence: int, lease: float) -> bool:
+        keys = [self.prefix + "claim:" + key]
+        return bool(await self._run("settle_tick", keys, int(fence), max(1, _ms(lease))))
+
+    async def finish_tick(self, key: str, fence: int) -> bool:
+        keys = [self.prefix + "claim:" + key]
+        return bool(await self._run("settle_tick", keys, int(fence), 0))
 
     async def set_cron_paused(self, reference: str, paused: bool) -> None:
         async with self._errors("set_cron_paused"):

@@ -20,8 +20,25 @@ The rule (GoAkt's ``claimClusterFire``, tightened):
   it is claimed once the first claim has answered: ticks are delivered in instant order,
   a stall releases at most two, never a burst.
 
-What is not guaranteed (as in GoAkt): a winner that dies after claiming and before
-delivering loses that tick cluster-wide; delivery resumes at the next tick.
+Two delivery modes (``schedule_cron(..., delivery=...)``, issue 23):
+
+* ``"at_most_once"`` (default, GoAkt's rule): the claim is done as soon as it is won. A
+  winner that dies after claiming and before delivering loses that tick cluster-wide;
+  delivery resumes at the next tick.
+* ``"at_least_once"``: the claim is held with a short delivery lease
+  (``Cluster(delivery_lease=5.0)``) that the winner renews every third of it while the
+  target's ``receive`` runs, and marks done when it returns (the tick item's
+  ``finished()``; at send for a target that reports no completion). A node that lost
+  the claim watches it: once its lease has passed undone (the winner died or froze) it
+  claims it again and delivers, with a larger fence. So no tick is lost while one node
+  lives, and a tick can be delivered twice (a frozen winner that wakes up): the
+  duplicate carries the smaller ``ctx.tick.fence``.
+
+Every grant carries a fence, the coordinator's per-reference counter: it grows with every
+claim granted for the reference, so ``ctx.tick.fence`` orders deliveries cluster-wide.
+Claims are kept ``Cluster(claim_retention=86400)`` after their instant (at least their
+TTL), so a backfill claiming an old instant with the same key (``backfill=True``: no
+lateness check, no coalescing) never delivers again an instant whose claim is kept.
 
 Prior art: GoAkt ``claimClusterFire``, procrastinate's ``periodic_defers`` unique key.
 """
@@ -31,23 +48,28 @@ from __future__ import annotations
 import asyncio
 import logging
 import math
-from collections.abc import Callable
+from collections.abc import Awaitable, Callable, Coroutine
 from datetime import UTC, datetime, tzinfo
-from typing import TYPE_CHECKING, Final, final
+from typing import TYPE_CHECKING, Any, Final, Literal, final
 
-from ..clock import Clock
+from ..actor._spi import Outcome
+from ..clock import Clock, TimerHandle
 from ..durable._spi import Outage
 from ..errors import ScheduleReferenceRequiredError
-from ._protocol import ClaimOutcome, Coordinator
+from ._protocol import ClaimOutcome, Coordinator, TickClaim
 from ._values import Counters
 
 if TYPE_CHECKING:
     from ..cron import CronExpression
 
 __all__ = [
+    "DELIVERY_MODES",
     "MAX_TTL",
     "MIN_TTL",
     "CronClaims",
+    "Deliver",
+    "Delivery",
+    "Skipped",
     "claim_ttl",
     "cron_period",
     "require_reference",
@@ -60,6 +82,18 @@ _log = logging.getLogger("tocsin.cluster")
 MIN_TTL: Final = 60.0
 #: Longest claim TTL, seconds (a day).
 MAX_TTL: Final = 86_400.0
+
+Delivery = Literal["at_most_once", "at_least_once"]
+#: The values ``schedule_cron(delivery=...)`` accepts.
+DELIVERY_MODES: Final = ("at_most_once", "at_least_once")
+
+#: ``deliver(fence, finished)``: hand the won tick to its target with its fence; return
+#: whether it was handed over. ``finished`` (``at_least_once`` only, else ``None``) must
+#: be called once the target's ``receive`` for it has returned.
+Deliver = Callable[[int, Callable[[], None] | None], bool]
+#: ``skipped(outcome, detail)``: this node does not deliver the tick; ``outcome`` is what
+#: its history records (``None``: nothing to record, the node is stopping).
+Skipped = Callable[[Outcome | None, str | int | None], object]
 
 
 def claim_ttl(period: float) -> float:
@@ -106,32 +140,116 @@ def require_reference(reference: str | None) -> str:
     return reference
 
 
-def _call(callback: Callable[[], object] | None, reference: str) -> None:
+def _call(callback: Callable[..., object] | None, reference: str, *args: object) -> None:
     if callback is None:
         return
     try:
-        callback()
+        callback(*args)
     except Exception:
         _log.exception("cron %r: the tick's callback failed", reference)
 
 
 @final
 class _Tick:
-    """A tick waiting for its reference's claim in flight."""
+    """A tick to claim: one instant of one reference, and what to call with the answer."""
 
-    __slots__ = ("deliver", "fire_at", "period", "skipped")
+    __slots__ = ("backfill", "deliver", "fire_at", "lease", "period", "reference", "skipped")
 
     def __init__(
         self,
+        reference: str,
         fire_at: float,
         period: float,
-        deliver: Callable[[], object],
-        skipped: Callable[[], object] | None,
+        deliver: Deliver,
+        skipped: Skipped | None,
+        lease: float | None,
+        backfill: bool,
     ) -> None:
+        self.reference = reference
         self.fire_at = fire_at
         self.period = period
         self.deliver = deliver
         self.skipped = skipped
+        self.lease = lease  # at_least_once: the delivery lease; None: at_most_once
+        self.backfill = backfill
+
+
+@final
+class _Grant:
+    """An ``at_least_once`` claim this node won: renewed every third of its lease until
+    the target's ``receive`` returns (:meth:`finished`), then marked done."""
+
+    __slots__ = ("_claims", "_handle", "_over", "fence", "key", "lease", "reference")
+
+    def __init__(self, claims: CronClaims, tick: _Tick, key: str, fence: int) -> None:
+        self._claims = claims
+        self.reference = tick.reference
+        self.key = key
+        self.fence = fence
+        self.lease = tick.lease or 0.0
+        self._handle: TimerHandle | None = None
+        self._over = False
+
+    def hold(self) -> None:
+        """Keep the claim held while the delivery runs (renew every ``lease / 3``)."""
+        if self._over or self._claims.closed:
+            return
+        clock = self._claims.clock
+        self._handle = clock.call_at(clock.monotonic() + self.lease / 3, self._renew_due)
+
+    def _renew_due(self) -> None:
+        self._handle = None
+        if not self._over and not self._claims.closed:
+            self._claims.run(self.reference, self._renew())
+
+    async def _renew(self) -> None:
+        claims = self._claims
+        try:
+            held = await claims.coordinator.renew_tick(self.key, self.fence, self.lease)
+        except Exception as exc:  # the lease may lapse: another node may deliver it too
+            claims.outage.failed(exc, f"tick {self.key}: delivery lease not renewed")
+            held = True
+        if self._over:
+            return
+        if held:
+            self.hold()
+        else:
+            self._over = True
+            claims.counters.claims_superseded += 1
+            _log.warning(
+                "cron tick %s: re-claimed by another node while this one delivered it "
+                "(fence %d; it was frozen or cut off past its delivery lease): the other "
+                "delivery carries a larger fence",
+                self.key,
+                self.fence,
+            )
+
+    def abandon(self) -> None:
+        """Not handed to the target here: left to lapse, so another node delivers it."""
+        self._over = True
+        if self._handle is not None:
+            self._handle.cancel()
+            self._handle = None
+
+    def finished(self) -> None:
+        """The target's ``receive`` returned: mark the claim done (once)."""
+        if self._over:
+            return
+        self.abandon()
+        if not self._claims.closed:
+            self._claims.run(self.reference, self._finish())
+
+    async def _finish(self) -> None:
+        claims = self._claims
+        try:
+            done = await claims.coordinator.finish_tick(self.key, self.fence)
+        except Exception as exc:  # unknown: another node may deliver it again after
+            claims.outage.failed(exc, f"tick {self.key}: not marked done")
+            return
+        if done:
+            claims.counters.claims_finished += 1
+        else:
+            claims.counters.claims_superseded += 1
 
 
 @final
@@ -145,6 +263,11 @@ class CronClaims:
         counters: where outcomes are counted.
         clock: the system's clock; a ManualClock is told when claims are in flight, so
             ``await clock.advance(s)`` returns after the deliveries they decide.
+        delivery_lease: ``at_least_once``: seconds a claim stays held without a renewal.
+        claim_retention: seconds a claim is kept after its instant (at least its TTL).
+        not_early: awaited with the fire instant before a tick of the scheduler is
+            claimed; returns once the instant has come on the coordinator's clock
+            (``ClusterTime.not_early``, ``cluster/_time.py``).
     """
 
     def __init__(
@@ -154,17 +277,31 @@ class CronClaims:
         node: str,
         counters: Counters,
         clock: Clock | None = None,
+        delivery_lease: float = 5.0,
+        claim_retention: float = 86_400.0,
+        not_early: Callable[[float], Awaitable[None]] | None = None,
     ) -> None:
-        self._coordinator = coordinator
+        from ..clock import SystemClock
+
+        self.coordinator = coordinator
+        self._not_early = not_early
         self._node = node
-        self._counters = counters
+        self.counters = counters
         self._clock = clock
+        self.clock: Clock = clock if clock is not None else SystemClock()
+        self.delivery_lease = delivery_lease
+        self.claim_retention = claim_retention
         self._attached = False
-        #: Claims in flight, with what to call if they are cancelled (close).
-        self._inflight: dict[asyncio.Task[None], tuple[str, Callable[[], object] | None]] = {}
+        self._closed = False
+        #: Coordinator calls in flight, with the reference they are for.
+        self._inflight: dict[asyncio.Task[None], str] = {}
+        #: Claims in flight of regular ticks, with their tick (close() tells it skipped).
+        self._claiming: dict[asyncio.Task[None], _Tick] = {}
         #: References with a claim in flight -> the latest tick waiting behind it (None:
         #: none): one claim in flight per reference.
         self._waiting: dict[str, _Tick | None] = {}
+        #: at_least_once ticks lost to a holder not done yet, waiting for its lease.
+        self._watches: dict[TimerHandle, _Tick] = {}
         self._idle = asyncio.Event()
         self._idle.set()
         self._progress = 0
@@ -195,103 +332,186 @@ class CronClaims:
         reference: str,
         fire_at: float,
         period: float,
-        deliver: Callable[[], object],
-        skipped: Callable[[], object] | None = None,
+        deliver: Deliver,
+        skipped: Skipped | None = None,
+        *,
+        delivery: str = "at_most_once",
+        backfill: bool = False,
     ) -> None:
-        """Claim the tick in the background and call ``deliver()`` only if this node won,
-        else ``skipped()`` (lost, late, paused, failed, or cancelled by :meth:`close`).
+        """Claim the tick in the background and call ``deliver(fence, finished)`` only
+        if this node won, else ``skipped(outcome, detail)``.
 
         The call the scheduler makes from its (synchronous) timer callback in place of
-        delivering a cron tick; it never blocks. ``deliver`` should re-check that the
-        schedule is still live (a cancel during the claim drops the tick); ``skipped``
-        lets it retire a schedule whose last tick another node delivered. A callback
-        that raises is logged.
+        delivering a cron tick; it never blocks (the scheduling layer's ``CronGate``
+        protocol documents the callbacks). A callback that raises is logged.
+
+        Args:
+            delivery: ``"at_least_once"``: hold the claim with the delivery lease until
+                ``finished()``, and claim it again if its winner lets it lapse.
+            backfill: an instant of the past (``backfill_schedule``): claimed with the
+                same key, without the lateness check and without coalescing; a claim
+                still kept (``claim_retention``) makes it ``claimed_elsewhere``.
         """
         if self._clock is not None and not self._attached:
             self._attached = True
             self._clock.attach(self)
-        tick = _Tick(fire_at, period, deliver, skipped)
+        lease = self.delivery_lease if delivery == "at_least_once" else None
+        tick = _Tick(reference, fire_at, period, deliver, skipped, lease, backfill)
+        if backfill:
+            self._claim(tick, first=True)
+            return
         if reference in self._waiting:
             # A claim of this reference is in flight: this tick waits behind it, and an
             # older one already waiting is coalesced into it (not claimed at all).
             older = self._waiting[reference]
             self._waiting[reference] = tick
             if older is not None:
-                self._counters.claims_coalesced += 1
-                _call(older.skipped, reference)
+                self.counters.claims_coalesced += 1
+                _call(older.skipped, reference, Outcome.COALESCED, 1)
             return
-        self._start(reference, tick)
-
-    def _start(self, reference: str, tick: _Tick) -> None:
         self._waiting[reference] = None
-        self._idle.clear()
-        task = asyncio.get_running_loop().create_task(
-            self._deliver_if_won(reference, tick.fire_at, tick.period, tick.deliver, tick.skipped),
-            name=f"tocsin-cron-claim-{reference}",
-        )
-        self._inflight[task] = (reference, tick.skipped)
-        task.add_done_callback(self._done)
+        self._claim(tick, first=True)
 
-    async def _deliver_if_won(
-        self,
-        reference: str,
-        fire_at: float,
-        period: float,
-        deliver: Callable[[], object],
-        skipped: Callable[[], object] | None,
-    ) -> None:
-        won = await self.claim(reference, fire_at, period)  # cancelled: see _done
-        _call(deliver if won else skipped, reference)
+    @property
+    def closed(self) -> bool:
+        """Whether :meth:`close` was called (nothing new starts)."""
+        return self._closed
+
+    def run(self, reference: str, work: Coroutine[Any, Any, None]) -> asyncio.Task[None]:
+        """Run one coordinator call in the background (counted while in flight)."""
+        self._idle.clear()
+        task = asyncio.get_running_loop().create_task(work, name=f"tocsin-cron-claim-{reference}")
+        self._inflight[task] = reference
+        task.add_done_callback(self._done)
+        return task
+
+    def _claim(self, tick: _Tick, *, first: bool) -> None:
+        task = self.run(tick.reference, self._deliver_if_won(tick, first))
+        if first and not tick.backfill:
+            self._claiming[task] = tick
+
+    async def _deliver_if_won(self, tick: _Tick, first: bool) -> None:
+        reference = tick.reference
+        if first and self._not_early is not None:  # claim earliness (cluster/_time.py)
+            await self._not_early(tick.fire_at)
+        key = tick_key(reference, tick.fire_at)
+        claim = await self._ask(tick, key, first)  # cancelled: see _done
+        if claim is None:
+            return
+        outcome = claim.outcome
+        if outcome is ClaimOutcome.WON:
+            if tick.lease is None:
+                _call(tick.deliver, reference, claim.fence, None)
+                return
+            grant = _Grant(self, tick, key, claim.fence)
+            handed = False
+            try:
+                handed = bool(tick.deliver(claim.fence, grant.finished))
+            except Exception:
+                _log.exception("cron %r: the tick's callback failed", reference)
+            if handed:
+                grant.hold()
+            else:
+                grant.abandon()  # another node delivers it once the lease has passed
+            return
+        if outcome is ClaimOutcome.LOST and claim.retry_in is not None and not self._closed:
+            # An at_least_once winner not done yet: look again when its lease ends.
+            clock = self.clock
+            delay = max(claim.retry_in, 0.01)
+            handle: TimerHandle | None = None
+
+            def due() -> None:
+                if handle is not None and self._watches.pop(handle, None) is not None:
+                    self._claim(tick, first=False)
+
+            handle = clock.call_at(clock.monotonic() + delay, due)
+            self._watches[handle] = tick
+            return
+        if outcome is ClaimOutcome.LOST:
+            what: Outcome = Outcome.CLAIMED_ELSEWHERE
+        elif outcome is ClaimOutcome.LATE:
+            what = Outcome.CLAIM_LATE
+        else:
+            what = Outcome.PAUSED
+        detail = "paused cluster-wide" if what is Outcome.PAUSED else None
+        _call(tick.skipped, reference, what, detail)
+
+    async def _ask(self, tick: _Tick, key: str, first: bool) -> TickClaim | None:
+        """The coordinator's answer, counted; ``None`` (skipped told) if the claim raised."""
+        counters = self.counters
+        try:
+            claim = await self.coordinator.claim_tick(
+                key,
+                tick.reference,
+                tick.fire_at,
+                claim_ttl(tick.period),
+                self._node,
+                keep=self.claim_retention,
+                lease=tick.lease,
+                backfill=tick.backfill,
+            )
+        except Exception as exc:  # CoordinatorError, or anything a custom coordinator raises
+            counters.claims_failed += 1
+            self.outage.failed(exc, f"tick {key} not delivered")
+            _call(tick.skipped, tick.reference, Outcome.CLAIM_ERROR, str(exc) or repr(exc))
+            return None
+        self.outage.ok()
+        outcome = claim.outcome
+        if outcome is ClaimOutcome.WON:
+            counters.claims_won += 1
+            if not first:
+                counters.claims_reclaimed += 1
+        elif not first:
+            pass  # a watch looking again: the tick was counted when first lost
+        elif outcome is ClaimOutcome.LOST:
+            counters.claims_lost += 1
+        elif outcome is ClaimOutcome.LATE:
+            counters.claims_skipped_late += 1
+        else:
+            counters.claims_skipped_paused += 1
+        return claim
 
     def _done(self, task: asyncio.Task[None]) -> None:
-        reference, skipped = self._inflight.pop(task)
-        waiting = self._waiting.pop(reference, None)
-        if task.cancelled():  # by close(), perhaps before it even started: not delivered
-            _call(skipped, reference)
-            if waiting is not None:
-                _call(waiting.skipped, reference)
-        elif waiting is not None:
-            self._start(reference, waiting)  # after this one: in instant order
+        reference = self._inflight.pop(task)
+        tick = self._claiming.pop(task, None)
+        if tick is not None:  # a regular tick's first claim: the next may go
+            waiting = self._waiting.pop(reference, None)
+            if task.cancelled():  # by close(), perhaps before it even started
+                _call(tick.skipped, reference, None, None)
+                if waiting is not None:
+                    _call(waiting.skipped, reference, None, None)
+            elif waiting is not None:
+                self._waiting[reference] = None
+                self._claim(waiting, first=True)  # after this one: in instant order
         self._progress += 1
         if not self._inflight:
             self._idle.set()
 
     async def close(self) -> None:
-        """Cancel claims in flight (their ticks, and those waiting behind them, are not
-        delivered) and detach the clock."""
-        tasks = list(self._inflight)
-        for task in tasks:
-            task.cancel()
-        await asyncio.gather(*tasks, return_exceptions=True)
+        """Cancel claims in flight and watches (their ticks, and those waiting behind
+        them, are not delivered here) and detach the clock."""
+        self._closed = True
+        for handle in list(self._watches):
+            handle.cancel()
+        self._watches.clear()
+        while self._inflight:
+            tasks = list(self._inflight)
+            for task in tasks:
+                task.cancel()
+            await asyncio.gather(*tasks, return_exceptions=True)
         if self._attached and self._clock is not None:
             self._attached = False
             self._clock.detach(self)
 
     async def claim(self, reference: str, fire_at: float, period: float) -> bool:
         """Claim the tick of ``reference`` at ``fire_at`` (epoch seconds, the instant the
-        cron expression gives); ``True`` means deliver it, ``False`` means do not.
+        cron expression gives), ``at_most_once``; ``True`` means deliver it, ``False``
+        means do not.
 
         ``period`` is the cron period at this tick (:func:`cron_period`); the claim's TTL
         is :func:`claim_ttl` of it. Never raises for a coordinator failure (whatever it
         raised): that is a ``False`` (nothing delivered) counted in ``claims_failed``.
         """
-        counters = self._counters
-        try:
-            outcome = await self._coordinator.claim_tick(
-                tick_key(reference, fire_at), reference, fire_at, claim_ttl(period), self._node
-            )
-        except Exception as exc:  # CoordinatorError, or anything a custom coordinator raises
-            counters.claims_failed += 1
-            self.outage.failed(exc, f"tick {tick_key(reference, fire_at)} not delivered")
-            return False
-        self.outage.ok()
-        if outcome is ClaimOutcome.WON:
-            counters.claims_won += 1
-            return True
-        if outcome is ClaimOutcome.LOST:
-            counters.claims_lost += 1
-        elif outcome is ClaimOutcome.LATE:
-            counters.claims_skipped_late += 1
-        else:
-            counters.claims_skipped_paused += 1
-        return False
+        tick = _Tick(reference, fire_at, period, lambda fence, done: True, None, None, False)
+        claim = await self._ask(tick, tick_key(reference, fire_at), True)
+        return claim is not None and claim.outcome is ClaimOutcome.WON

@@ -36,7 +36,7 @@ from ..stores._spi import (
     transaction,
 )
 from ._protocol import EXPIRED_LEASE_RETENTION as RETENTION
-from ._protocol import ClaimOutcome, LeaseRow, Ownership
+from ._protocol import ClaimOutcome, LeaseRow, Ownership, TickClaim
 from ._rendezvous import rendezvous_owner
 
 __all__ = ["SQLiteCoordinator"]
@@ -48,15 +48,11 @@ T = TypeVar("T")
 #: nodes write again within a lease).
 SYNCHRONOUS: Final = "NORMAL"
 
-# One statement (atomic in autocommit): insert the claim unless the reference is paused,
-# or take over an expired one. RETURNING says whether this call wrote it.
-_CLAIM: Final = """
-INSERT INTO tocsin_cluster_claims (key, node, expires)
-SELECT ?1, ?2, ?3 WHERE NOT EXISTS (SELECT 1 FROM tocsin_cluster_paused WHERE reference = ?4)
-ON CONFLICT (key) DO UPDATE SET node = excluded.node, expires = excluded.expires
-WHERE tocsin_cluster_claims.expires <= ?5
-RETURNING 1
-"""
+_FENCE: Final = (
+    "INSERT INTO tocsin_cluster_fences (reference, fence) VALUES (?, 1) "
+    "ON CONFLICT (reference) DO UPDATE SET fence = tocsin_cluster_fences.fence + 1 "
+    "RETURNING fence"
+)
 _PURGE_CLAIMS: Final = (
     "DELETE FROM tocsin_cluster_claims WHERE key IN "
     "(SELECT key FROM tocsin_cluster_claims WHERE expires <= ? LIMIT 256)"
@@ -65,6 +61,12 @@ _LEASE_COLUMNS: Final = "node, incarnation, address, joined, renewed, expires, z
 # The lease's cron zone came with issue 19: added to tables of every age (the default is
 # what leases written before it mean: those versions ran cluster cron in UTC).
 _ADD_ZONE: Final = "ALTER TABLE tocsin_cluster_leases ADD COLUMN zone TEXT NOT NULL DEFAULT 'UTC'"
+# The claims' fence and delivery lease came with issue 23 (claims written before them are
+# done at_most_once claims with no fence).
+_ADD_CLAIM_COLUMNS: Final = {
+    "fence": "ALTER TABLE tocsin_cluster_claims ADD COLUMN fence INTEGER NOT NULL DEFAULT 0",
+    "held": "ALTER TABLE tocsin_cluster_claims ADD COLUMN held REAL NOT NULL DEFAULT 0",
+}
 #: Claims between two purges of expired claims.
 PURGE_EVERY: Final = 512
 
@@ -129,6 +131,10 @@ class SQLiteCoordinator:
         columns = {row[1] for row in conn.execute("PRAGMA table_info(tocsin_cluster_leases)")}
         if "zone" not in columns:
             conn.execute(_ADD_ZONE)
+        columns = {row[1] for row in conn.execute("PRAGMA table_info(tocsin_cluster_claims)")}
+        for column, sql in _ADD_CLAIM_COLUMNS.items():
+            if column not in columns:
+                conn.execute(sql)
 
     def _refuse_foreign(self, conn: sqlite3.Connection) -> None:
         """Refuse a file holding any table but the coordinator's (an empty or new file,
@@ -331,50 +337,72 @@ class SQLiteCoordinator:
     # -- cron single fire ------------------------------------------------------------
 
     async def claim_tick(
-        self, key: str, reference: str, fire_at: float, ttl: float, node: str
-    ) -> ClaimOutcome:
+        self,
+        key: str,
+        reference: str,
+        fire_at: float,
+        ttl: float,
+        node: str,
+        *,
+        keep: float | None = None,
+        lease: float | None = None,
+        backfill: bool = False,
+    ) -> TickClaim:
         self._claims += 1
         purge = self._claims % PURGE_EVERY == 0
 
-        def step(conn: sqlite3.Connection, now: float) -> ClaimOutcome:
-            if now - fire_at > ttl:
-                return late_or_paused(conn, now)
-            won = conn.execute(
-                _CLAIM, (key, node, max(now, fire_at) + ttl, reference, now)
-            ).fetchone()
-            if purge:
-                conn.execute(_PURGE_CLAIMS, (now,))
-            if won is not None:
-                return ClaimOutcome.WON
-            return lost_or_paused(conn, now)
-
-        def lost_or_paused(conn: sqlite3.Connection, now: float) -> ClaimOutcome:
+        def step(conn: sqlite3.Connection, now: float) -> TickClaim:
+            # One write transaction (BEGIN IMMEDIATE), the clock read under the lock: no
+            # other node acts between the checks, the fence and the write.
             paused = conn.execute(
                 "SELECT 1 FROM tocsin_cluster_paused WHERE reference = ?", (reference,)
             ).fetchone()
-            return ClaimOutcome.LOST if paused is None else ClaimOutcome.PAUSED
+            if paused is not None:
+                return TickClaim(ClaimOutcome.PAUSED)
+            if now - fire_at > ttl and not backfill:
+                return TickClaim(ClaimOutcome.LATE)
+            row = conn.execute(
+                "SELECT expires, held FROM tocsin_cluster_claims WHERE key = ?", (key,)
+            ).fetchone()
+            if row is not None and row[0] > now:
+                if lease is None or row[1] == 0:
+                    return TickClaim(ClaimOutcome.LOST)
+                if row[1] > now:
+                    return TickClaim(ClaimOutcome.LOST, retry_in=row[1] - now)
+                expires = row[0]  # a re-claim keeps the claim's expiry
+            else:
+                expires = max(now, fire_at) + max(ttl, keep or 0.0)
+            fence = conn.execute(_FENCE, (reference,)).fetchone()[0]
+            conn.execute(
+                "INSERT OR REPLACE INTO tocsin_cluster_claims (key, node, expires, fence, held) "
+                "VALUES (?, ?, ?, ?, ?)",
+                (key, node, expires, fence, 0.0 if lease is None else now + lease),
+            )
+            if purge:
+                conn.execute(_PURGE_CLAIMS, (now,))
+            return TickClaim(ClaimOutcome.WON, fence)
 
-        def late_or_paused(conn: sqlite3.Connection, now: float) -> ClaimOutcome:
-            # A paused reference is reported as paused even when late (as elsewhere).
-            lost = lost_or_paused(conn, now)
-            return ClaimOutcome.LATE if lost is ClaimOutcome.LOST else lost
+        return await self._step(step, write=True)
 
-        inline = self._inline
-        if inline is not None and not purge:
-            # Fast path: the claim is one statement, atomic in autocommit, so it needs no
-            # BEGIN/COMMIT. The loop-side connection never waits for a lock (it fails at
-            # once instead), so nothing can come between the clock read and the write.
-            now = self._clock.wall()
-            if now - fire_at > ttl:
-                return await self._step(late_or_paused, write=False)
-            try:
-                won = inline.read(_CLAIM, (key, node, max(now, fire_at) + ttl, reference, now))
-            except sqlite3.Error as exc:
-                raise CoordinatorError(f"SQLite coordinator {self.path!r}: {exc}") from exc
-            if won:
-                return ClaimOutcome.WON
-            if won is not None:  # not busy: the claim is held by another node, or paused
-                return await self._step(lost_or_paused, write=False)
+    async def renew_tick(self, key: str, fence: int, lease: float) -> bool:
+        def step(conn: sqlite3.Connection, now: float) -> bool:
+            cur = conn.execute(
+                "UPDATE tocsin_cluster_claims SET held = ? WHERE key = ? AND fence = ? "
+                "AND held > 0",
+                (now + lease, key, fence),
+            )
+            return cur.rowcount > 0
+
+        return await self._step(step, write=True)
+
+    async def finish_tick(self, key: str, fence: int) -> bool:
+        def step(conn: sqlite3.Connection, now: float) -> bool:
+            cur = conn.execute(
+                "UPDATE tocsin_cluster_claims SET held = 0 WHERE key = ? AND fence = ?",
+                (key, fence),
+            )
+            return cur.rowcount > 0
+
         return await self._step(step, write=True)
 
     async def set_cron_paused(self, reference: str, paused: bool) -> None:

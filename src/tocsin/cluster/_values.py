@@ -12,6 +12,8 @@ from ._protocol import Coordinator
 from ._url import check_coordinator_url
 
 __all__ = [
+    "MAX_CLAIM_RETENTION",
+    "MAX_DELIVERY_LEASE",
     "MAX_LEASE",
     "MIN_LEASE",
     "Cluster",
@@ -27,6 +29,11 @@ __all__ = [
 MIN_LEASE: Final = 0.5
 #: Longest lease accepted, seconds (an hour: a dead node's identities would wait that long).
 MAX_LEASE: Final = 3600.0
+#: Longest delivery lease accepted, seconds: the shortest claim TTL (60 s), so a tick whose
+#: winner died is re-claimed within the instant's window.
+MAX_DELIVERY_LEASE: Final = 60.0
+#: Longest claim retention accepted, seconds (a year).
+MAX_CLAIM_RETENTION: Final = 366 * 86_400.0
 
 
 def _seconds(name: str, value: object, low: float, high: float) -> float:
@@ -64,17 +71,38 @@ class Cluster:
             is now the preferred owner of some of its idle identities (they passivate
             here and activate there at their next message or due task); busy ones move
             once idle. A positive finite number; always a float once constructed.
+        delivery_lease: seconds a ``schedule_cron(..., delivery="at_least_once")`` tick's
+            claim stays held without news from its winner: the winner renews it every
+            ``delivery_lease / 3`` while the target's ``receive`` runs and marks it done
+            when it returns; a winner that died or froze is replaced by another node
+            once the lease has passed (a later tick's duplicate carries a larger
+            ``ctx.tick.fence``). Between :data:`MIN_LEASE` and
+            :data:`MAX_DELIVERY_LEASE` (60 s, the shortest claim TTL); default 5 s.
+        claim_retention: seconds a tick claim is kept after its instant (at least its
+            TTL, the gap to the next instant clamped to [60 s, 24 h]), so a
+            ``backfill_schedule`` never delivers again an instant whose claim is kept.
+            Between 0 and :data:`MAX_CLAIM_RETENTION`; default a day. Kept claims cost
+            one row (key) per reference and instant on the coordinator.
+        max_skew: seconds this node's clock may be off the coordinator's before it warns
+            (once a minute), and by which a cron claim may precede its instant on the
+            coordinator's clock (a claim earlier than that waits for the instant). The
+            offset is measured at each lease renewal and corrected whatever its size
+            (``docs/cluster.md``, "Cluster time"). Between 0.001 and 3600; default 1.
 
     Raises:
         InvalidCoordinatorURLError: a malformed coordinator URL (checked here, so the
             mistake shows at the line that wrote it).
-        ValueError: ``lease``, ``poll_interval`` or ``rebalance_rate`` out of range.
+        ValueError: ``lease``, ``poll_interval``, ``rebalance_rate``, ``max_skew``,
+            ``delivery_lease`` or ``claim_retention`` out of range.
     """
 
     coordinator: str | Coordinator
     lease: float = 10.0
     poll_interval: float | None = None
     rebalance_rate: float = 100.0
+    delivery_lease: float = 5.0
+    claim_retention: float = 86_400.0
+    max_skew: float = 1.0
 
     def __post_init__(self) -> None:
         if not isinstance(self.coordinator, Coordinator):
@@ -96,6 +124,12 @@ class Cluster:
                 f"second, got {rate!r}"
             )
         object.__setattr__(self, "rebalance_rate", float(rate))
+        delivery = _seconds("delivery_lease", self.delivery_lease, MIN_LEASE, MAX_DELIVERY_LEASE)
+        object.__setattr__(self, "delivery_lease", delivery)
+        retention = _seconds("claim_retention", self.claim_retention, 0.0, MAX_CLAIM_RETENTION)
+        object.__setattr__(self, "claim_retention", retention)
+        skew = _seconds("max_skew", self.max_skew, 0.001, 3600.0)
+        object.__setattr__(self, "max_skew", skew)
 
     @property
     def renew_every(self) -> float:
@@ -190,12 +224,22 @@ class ClusterMetrics:
         claims_failed: claims that raised: the tick is not delivered by this node.
         claims_coalesced: ticks not claimed because a claim of the same reference was
             in flight (a frozen coordinator) and a later tick came: coalesced into it.
+        claims_reclaimed: ``at_least_once`` ticks this node claimed again after their
+            winner's delivery lease passed undone (it died or froze): delivered here
+            with a larger fence (also counted in ``claims_won``).
+        claims_finished: ``at_least_once`` claims this node marked done (``receive``
+            returned).
+        claims_superseded: ``at_least_once`` claims of this node re-claimed by another
+            node before this one could renew or finish them (it was frozen or cut off):
+            that tick was delivered twice, the other delivery with a larger fence.
         ownership_claims: directory claims made for durable identities.
         takeovers: identities this node took over from an owner whose lease had expired.
         fenced_writes: durable writes of this node refused because a newer ownership
             epoch holds the identity (a zombie's writes; each stops its activation).
         handed_over: idle identities this node passivated and handed to the node that
             now prefers them (rebalancing after a join).
+        claims_early: cron ticks whose claim waited because their instant had not yet
+            come on the coordinator's clock (by more than ``max_skew``).
     """
 
     leases_renewed: int
@@ -211,6 +255,10 @@ class ClusterMetrics:
     fenced_writes: int = 0
     handed_over: int = 0
     claims_coalesced: int = 0
+    claims_reclaimed: int = 0
+    claims_finished: int = 0
+    claims_superseded: int = 0
+    claims_early: int = 0
 
 
 @final
@@ -219,10 +267,14 @@ class Counters:
 
     __slots__ = (
         "claims_coalesced",
+        "claims_early",
         "claims_failed",
+        "claims_finished",
         "claims_lost",
+        "claims_reclaimed",
         "claims_skipped_late",
         "claims_skipped_paused",
+        "claims_superseded",
         "claims_won",
         "fenced_writes",
         "handed_over",
@@ -243,6 +295,10 @@ class Counters:
         self.claims_skipped_paused = 0
         self.claims_failed = 0
         self.claims_coalesced = 0
+        self.claims_reclaimed = 0
+        self.claims_finished = 0
+        self.claims_superseded = 0
+        self.claims_early = 0
         self.ownership_claims = 0
         self.takeovers = 0
         self.fenced_writes = 0
@@ -259,6 +315,10 @@ class Counters:
             claims_skipped_paused=self.claims_skipped_paused,
             claims_failed=self.claims_failed,
             claims_coalesced=self.claims_coalesced,
+            claims_reclaimed=self.claims_reclaimed,
+            claims_finished=self.claims_finished,
+            claims_superseded=self.claims_superseded,
+            claims_early=self.claims_early,
             ownership_claims=self.ownership_claims,
             takeovers=self.takeovers,
             fenced_writes=self.fenced_writes,

@@ -39,7 +39,7 @@ from aiohttp import web
 from ._auth import COOKIE, Sessions
 from ._data import ActionError, ConsoleSource
 from ._feed import Feed
-from ._render import render_page
+from ._render import render_history_page, render_page
 
 __all__ = ["MetricsEndpoint", "build_app", "feed_of", "sessions_of"]
 
@@ -141,6 +141,13 @@ def build_app(
         )
         return web.Response(text=html, content_type="text/html", charset="utf-8")
 
+    async def schedule_page(request: web.Request) -> web.Response:
+        reference = request.query.get("reference", "")
+        found = await source.history(reference) if reference else None
+        html = render_history_page(found, reference)
+        status = 200 if found is not None else 404
+        return web.Response(text=html, status=status, content_type="text/html", charset="utf-8")
+
     async def snapshot_json(request: web.Request) -> web.Response:
         snapshot = await source.snapshot()
         return web.Response(
@@ -238,6 +245,7 @@ def build_app(
     app.router.add_get("/", page, name="page")
     app.router.add_get("/events", events)
     app.router.add_get("/snapshot.json", snapshot_json)
+    app.router.add_get("/schedule", schedule_page)
     app.router.add_post("/tasks/retry", retry)
     app.router.add_post("/tasks/discard", discard)
     app.router.add_get("/login", login_form)

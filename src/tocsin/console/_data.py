@@ -17,11 +17,11 @@ from urllib.parse import urlsplit, urlunsplit
 
 import msgspec
 
-from ..actor._spi import ActorStat, actor_stats
+from ..actor._spi import ActorStat, TickOutcome, actor_stats
 from ..clock import Clock, SystemClock
 from ..cron import CronExpression
 from ..durable._spi import durable_of
-from ..errors import TocsinError
+from ..errors import ScheduleNotFoundError, TocsinError
 from ..scheduling._spi import Scheduler, last_lateness
 from ..stores import DeleteTask, Store, TaskRow, UpsertTask
 
@@ -32,6 +32,7 @@ __all__ = [
     "MAX_TASKS",
     "ActionError",
     "ConsoleSource",
+    "ScheduleHistory",
     "ScheduleView",
     "Snapshot",
     "StoreSource",
@@ -66,6 +67,18 @@ class ScheduleView:
     ticks: int
     #: Seconds its last tick fired after its deadline; None before its first tick.
     lateness: float | None = None
+    #: While paused: the note given to pause_schedule, when and by which node.
+    note: str | None = None
+    paused_at: datetime | None = None
+    paused_by: str | None = None
+
+
+@dataclass(frozen=True, slots=True)
+class ScheduleHistory:
+    """One schedule and its history ring (oldest first), for its history page."""
+
+    schedule: ScheduleView
+    entries: tuple[TickOutcome, ...]
 
 
 @dataclass(frozen=True, slots=True)
@@ -117,6 +130,10 @@ class ConsoleSource(Protocol):
 
     async def discard(self, kind: str, identity: str, task_id: str) -> TaskRow: ...
 
+    async def history(self, reference: str) -> ScheduleHistory | None:
+        """One live schedule and its history ring; None if there is none here."""
+        ...
+
 
 def redact_url(url: str) -> str:
     """``url`` with any password replaced by ``***`` (store URLs may carry one)."""
@@ -141,6 +158,25 @@ _NEVER = datetime.max.replace(tzinfo=UTC)
 def _fire_order(info: Any) -> tuple[datetime, str]:
     """Soonest next fire first; paused ones (no next fire) last, by reference."""
     return (info.next_fire_at or _NEVER, info.reference)
+
+
+def _view(s: Any, lateness: float | None) -> ScheduleView:
+    """A :class:`ScheduleView` of one ``ScheduleInfo``."""
+    return ScheduleView(
+        s.reference,
+        s.target,
+        str(s.kind),
+        s.cron if s.cron is not None else f"{s.interval:g} s",
+        s.timezone,
+        _describe(s.cron) if s.cron is not None else "",
+        s.next_fire_at,
+        s.paused,
+        s.ticks,
+        lateness,
+        s.note,
+        s.paused_at,
+        s.paused_by,
+    )
 
 
 def _utc(epoch: float) -> datetime:
@@ -243,21 +279,7 @@ class SystemSource:
             infos.sort(key=_fire_order)
             scheduler = system.runtime.schedules if system.runtime is not None else None
             late = last_lateness(scheduler) if isinstance(scheduler, Scheduler) else {}
-            schedules = tuple(
-                ScheduleView(
-                    s.reference,
-                    s.target,
-                    str(s.kind),
-                    s.cron if s.cron is not None else f"{s.interval:g} s",
-                    s.timezone,
-                    _describe(s.cron) if s.cron is not None else "",
-                    s.next_fire_at,
-                    s.paused,
-                    s.ticks,
-                    late.get(s.reference),
-                )
-                for s in infos[:MAX_TASKS]
-            )
+            schedules = tuple(_view(s, late.get(s.reference)) for s in infos[:MAX_TASKS])
             m = system.scheduler_metrics()
             lateness = (m.lateness_p50, m.lateness_p99, m.lateness_max)
             actors = actor_stats(system.runtime)
@@ -280,6 +302,19 @@ class SystemSource:
             actors_total=len(actors),
             members_error=members_error,
         )
+
+    async def history(self, reference: str) -> ScheduleHistory | None:
+        system = self.system
+        if not system.running:
+            return None
+        try:
+            entries = system.schedule_history(reference)
+        except ScheduleNotFoundError:
+            return None
+        info = next(s for s in system.list_schedules() if s.reference == reference)
+        scheduler = system.runtime.schedules if system.runtime is not None else None
+        late = last_lateness(scheduler) if isinstance(scheduler, Scheduler) else {}
+        return ScheduleHistory(_view(info, late.get(reference)), tuple(entries))
 
     async def retry(self, kind: str, identity: str, task_id: str) -> TaskRow:
         now = self.clock.wall()
@@ -330,6 +365,9 @@ class StoreSource:
             store_error=error,
             members_error=members_error,
         )
+
+    async def history(self, reference: str) -> ScheduleHistory | None:
+        return None  # schedules live in the memory of running systems
 
     async def retry(self, kind: str, identity: str, task_id: str) -> TaskRow:
         row = await retry_in_store(self.store, kind, identity, task_id, self.clock.wall())

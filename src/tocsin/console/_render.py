@@ -18,10 +18,11 @@ from collections.abc import Iterable
 from datetime import datetime
 from html import escape
 from typing import Any, Final
+from urllib.parse import quote
 
-from ._data import Snapshot, TaskView
+from ._data import ScheduleHistory, ScheduleView, Snapshot, TaskView
 
-__all__ = ["SECTIONS", "render_page", "render_sections"]
+__all__ = ["SECTIONS", "render_history_page", "render_page", "render_sections"]
 
 #: Section ids, in page order; each is replaced as a whole by a live update.
 SECTIONS: Final = ("summary", "schedules", "parked", "tasks", "actors", "members")
@@ -99,14 +100,14 @@ def _schedules(s: Snapshot) -> str:
     rows = [
         _row(
             (
-                e(v.reference),
+                _history_link(v.reference),
                 e(v.target),
                 e(v.kind),
                 f"<code>{e(v.every)}</code>"
                 + (f'<br><span class="note">{e(v.description)}</span>' if v.description else ""),
                 e(v.timezone or "—"),
                 f'<span class="next-fire">{_time(v.next_fire_at)}</span>',
-                "paused" if v.paused else "active",
+                _state(v),
                 e(v.ticks),
                 "—" if v.lateness is None else e(_ms(v.lateness)),
             )
@@ -117,6 +118,26 @@ def _schedules(s: Snapshot) -> str:
                "State", "Ticks", "Last tick late by")  # fmt: skip
     table = _table("Live schedules, soonest first", headers, rows, "No live schedules.")
     return table + _more(s.schedules_total, len(s.schedules))
+
+
+def _history_link(reference: str) -> str:
+    href = "schedule?reference=" + quote(reference, safe="")
+    return f'<a href="{e(href)}" aria-label="{e("History of " + reference)}">{e(reference)}</a>'
+
+
+def _state(v: ScheduleView) -> str:
+    """ "active", or "paused" with why, since when and by whom (pause_schedule's note)."""
+    if not v.paused:
+        return "active"
+    parts = []
+    if v.note:
+        parts.append(f'<q class="pause-note">{e(v.note)}</q>')
+    if v.paused_at is not None:
+        parts.append(f"since {_time(v.paused_at)}")
+    if v.paused_by:
+        parts.append(f"by {e(v.paused_by)}")
+    detail = f'<br><span class="note">{" ".join(parts)}</span>' if parts else ""
+    return "paused" + detail
 
 
 def _ms(seconds: float) -> str:
@@ -277,4 +298,74 @@ def render_page(
         f"{account}</div></header>"
         f'<main id="main"><div id="notice" role="status" aria-live="polite">{status}</div>'
         f"{body}</main></body></html>"
+    )
+
+
+def _history_table(h: ScheduleHistory) -> str:
+    rows = [
+        _row(
+            (
+                _time(t.instant),
+                _time(t.at),
+                f'<span class="outcome outcome-{e(t.outcome)}">{e(t.outcome)}</span>',
+                "—" if t.detail is None else e(t.detail),
+                e(t.node),
+            )
+        )
+        for t in reversed(h.entries)
+    ]
+    headers = ("Instant (UTC)", "At (UTC)", "Outcome", "Detail", "Node")
+    return _table(
+        f"What became of the recent instants of {h.schedule.reference}, newest first",
+        headers,
+        rows,
+        "Nothing recorded yet: no instant has come due.",
+    )
+
+
+def render_history_page(h: ScheduleHistory | None, reference: str) -> str:
+    """A schedule's own page: what it is, whether (and why) it is paused, and its
+    history ring (``schedule_history``), newest first. Read when loaded (reload to
+    refresh): a table that moves under the reader's eyes helps nobody here. ``None``:
+    the page saying there is no such live schedule here (served as a 404)."""
+    if h is None:
+        return _page(
+            f"{reference}: not found",
+            f"Schedule {reference}",
+            f'<p class="empty">No live schedule with reference <code>{e(reference)}</code> '
+            "here: it was cancelled, or its last tick was delivered, or it lives on "
+            "another node.</p>",
+        )
+    v = h.schedule
+    items = [
+        ("Target", e(v.target)),
+        ("Kind", e(v.kind)),
+        ("Every / cron", f"<code>{e(v.every)}</code>"),
+        ("Next fire (UTC)", _time(v.next_fire_at)),
+        ("State", _state(v)),
+        ("Ticks", e(v.ticks)),
+    ]
+    facts = "".join(f"<dt>{k}</dt><dd>{val}</dd>" for k, val in items)
+    return _page(
+        f"{v.reference}: history",
+        f"Schedule {v.reference}",
+        f'<dl class="summary" id="schedule-facts">{facts}</dl>'
+        '<section aria-labelledby="history-title"><h2 id="history-title">History</h2>'
+        f'<div id="history">{_history_table(h)}</div></section>',
+    )
+
+
+def _page(title: str, heading: str, main: str) -> str:
+    """A console page of its own (no live sections) around ``main`` (already HTML)."""
+    return (
+        "<!doctype html>"
+        '<html lang="en"><head><meta charset="utf-8">'
+        '<meta name="viewport" content="width=device-width, initial-scale=1">'
+        f"<title>{e(title)} — tocsin console</title>"
+        '<link rel="stylesheet" href="static/console.css">'
+        "</head><body>"
+        '<a class="skip" href="#main">Skip to content</a>'
+        f"<header><h1>{e(heading)}</h1>"
+        '<nav aria-label="Back"><ul><li><a href="./#schedules">All schedules</a></li></ul></nav>'
+        f'</header><main id="main">{main}</main></body></html>'
     )

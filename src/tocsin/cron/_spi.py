@@ -9,6 +9,7 @@ from __future__ import annotations
 from tocsin.cron._describe import describe_fields
 from tocsin.cron._dialects import MACROS
 from tocsin.cron._fields import FIELD_NAMES, DayKind
+from tocsin.cron._jitter import jitter_offset
 from tocsin.cron._zones import local_zone, local_zone_name, same_zone, zone
 
 __all__ = [
@@ -16,6 +17,7 @@ __all__ = [
     "MACROS",
     "DayKind",
     "describe_fields",
+    "jitter_offset",
     "local_zone",
     "local_zone_name",
     "same_zone",

@@ -9,14 +9,16 @@ from datetime import datetime
 from typing import TYPE_CHECKING, Any
 
 from .._deadlines import Seconds, to_seconds
-from ..actor._spi import Actor, Supervisor
+from ..actor._spi import Actor, Misfire, Overlap, Supervisor
 from . import _cron, _tasks
 from ._checks import MAX_VALUE_BYTES, check_text
+from ._policy import check_policy
 from ._records import Call, TaskRecord
 from ._retry import RetryPolicy
 
 if TYPE_CHECKING:
-    from ..actor._spi import ReceiveContext
+    from ..actor._spi import ReceiveContext, Tick, TickOutcome
+    from ..cron import Calendar, DSTPolicy
     from ._handle import DurableHandle
     from ._storage import Storage
 
@@ -111,6 +113,17 @@ class DurableActor(Actor):
     def _now(self) -> float:
         return self._handle.wall_now(self)
 
+    @property
+    def current_task(self) -> Tick | None:
+        """The task run in progress, as a :class:`~tocsin.Tick` (``None`` outside one).
+
+        ``reference`` is the task id, ``instant`` the nominal instant the run is for
+        (aware UTC; a jittered, late, coalesced or replayed run still carries its own: a
+        natural idempotency key), ``attempt`` 1 plus the retries so far, ``fence`` the
+        owner's epoch in cluster mode (else ``None``).
+        """
+        return self._handle.current_tick()
+
     # -- tasks -------------------------------------------------------------------------
 
     async def queue(
@@ -149,14 +162,24 @@ class DurableActor(Actor):
         id: str | None = None,
         max_retries: int = 5,
         timeout: Seconds | None = None,
+        misfire: Misfire = Misfire.ONCE,
+        jitter: Seconds | None = None,
+        exclude: Calendar | None = None,
     ) -> str:
         """Run ``self.<method>(payload)`` after ``delay`` (seconds, timedelta, or an aware
         datetime for an absolute time). A stable ``id`` replaces any task with that id.
 
+        Policies (docs/durable.md "Policies"): of ``misfire`` only ``grace`` matters for
+        a one-shot task (a run later than ``grace`` after its time is missed: not run);
+        ``jitter`` delays it by a stable offset in ``[0, jitter)``; ``exclude``: a
+        :class:`~tocsin.Calendar` on whose instants it does not run (it is dropped).
+
         Raises:
             InvalidIntervalError: ``delay`` is not a positive finite duration.
+            ValueError: a policy option of the wrong kind.
         """
         now = self._now()
+        policy = check_policy(misfire=misfire, jitter=jitter, exclude=exclude)
         return await _tasks.add_task(
             self._handle,
             now,
@@ -167,6 +190,7 @@ class DurableActor(Actor):
             task_id=id,
             max_retries=max_retries,
             timeout=timeout,
+            policy=policy,
         )
 
     async def every(
@@ -178,15 +202,33 @@ class DurableActor(Actor):
         id: str | None = None,
         max_retries: int = 5,
         timeout: Seconds | None = None,
+        overlap: Overlap = Overlap.BUFFER_ONE,
+        misfire: Misfire = Misfire.ONCE,
+        jitter: Seconds | None = None,
+        exclude: Calendar | None = None,
     ) -> str:
         """Run ``self.<method>(payload)`` every ``interval``, first one interval from now.
 
         The next run is one interval after the start of the drain turn that ran it; the
         attempt count resets after each success. With a stable ``id`` this is an upsert;
-        re-registering an identical task (same method, interval, payload) keeps its
-        cadence, so calling it from ``pre_start`` on every activation never piles up.
+        re-registering an identical task (same method, interval, payload, policies) keeps
+        its cadence, so calling it from ``pre_start`` on every activation never piles up.
+
+        Policies (docs/durable.md "Policies"): ``overlap`` (default ``BUFFER_ONE``) says
+        what becomes of instants that come due while a run is in flight, ``misfire``
+        (default ``Misfire.once()``) of instants missed while the system was down or the
+        identity passivated; ``jitter`` (shorter than ``interval``) delays each instant
+        by a stable offset from a hash of (id, instant); ``exclude`` (a
+        :class:`~tocsin.Calendar`, evaluated in the system's zone) skips instants.
+
+        Raises:
+            InvalidIntervalError: ``interval`` is not a positive finite duration.
+            ValueError: a policy option of the wrong kind, or ``jitter >= interval``.
         """
         seconds = to_seconds(interval, "interval")
+        policy = check_policy(
+            overlap=overlap, misfire=misfire, jitter=jitter, exclude=exclude, interval=seconds
+        )
         return await _tasks.add_task(
             self._handle,
             self._now(),
@@ -197,6 +239,7 @@ class DurableActor(Actor):
             task_id=id,
             max_retries=max_retries,
             timeout=timeout,
+            policy=policy,
         )
 
     async def cron(
@@ -209,6 +252,11 @@ class DurableActor(Actor):
         timezone: str | None = None,
         max_retries: int = 5,
         timeout: Seconds | None = None,
+        overlap: Overlap = Overlap.BUFFER_ONE,
+        misfire: Misfire = Misfire.ONCE,
+        dst: DSTPolicy | None = None,
+        jitter: Seconds | None = None,
+        exclude: Calendar | None = None,
     ) -> str:
         """Run ``self.<method>(payload)`` at each fire time of a cron expression.
 
@@ -228,14 +276,18 @@ class DurableActor(Actor):
             InvalidCronExpressionError: malformed, or no fire time after now.
             InvalidTimezoneError: ``timezone`` is not an IANA zone name.
             CodecError: ``payload`` is not codec-safe or too large.
-            ValueError: bad ``max_retries``, or an ``id`` the stores cannot hold.
+            ValueError: bad ``max_retries``, an ``id`` the stores cannot hold, or a
+                policy option of the wrong kind (the message names it).
             AttributeError: the class has no such method and does not override
                 :meth:`on_task`.
         """
         handle = self._handle
         now = self._now()
+        policy = check_policy(
+            overlap=overlap, misfire=misfire, dst=dst, jitter=jitter, exclude=exclude
+        )
         zone_name = handle.durable.timezone if timezone is None else timezone
-        due = _cron.first_fire(expression, zone_name, now)
+        due = _cron.first_fire(expression, zone_name, now, None if policy is None else dst)
         return await _tasks.add_task(
             handle,
             now,
@@ -247,7 +299,50 @@ class DurableActor(Actor):
             max_retries=max_retries,
             timeout=timeout,
             cron=(expression, zone_name),
+            policy=policy,
         )
+
+    async def trigger(self, id: str) -> None:
+        """Run task ``id`` once now, beside its schedule: its due time is unchanged.
+
+        The run carries ``current_task.manual == True`` and the task id as
+        ``reference`` (``instant``: now). It is a one-shot row of its own
+        (``<id>@manual:<time>`` in ``list_schedules()``), serialized with the task's other
+        runs in the actor's turn like every run, and retried and parked like any task.
+
+        Raises:
+            TaskNotFoundError: no task ``id``.
+        """
+        await _tasks.trigger_task(self._handle, id, self._now())
+
+    async def backfill(
+        self, id: str, start: datetime, end: datetime, *, dry_run: bool = False
+    ) -> list[datetime]:
+        """The instants task ``id`` has in ``[start, end)`` (aware UTC, oldest first, none
+        its calendar excludes), and, unless ``dry_run``, one run of each, oldest first, at
+        most its ``misfire.rate`` per second, with ``current_task.backfill == True`` and
+        each its own ``instant``. An ``every`` task's instants are its cadence (its next
+        instant minus whole intervals). Each run is a one-shot row beside the task
+        (``<id>@backfill:<instant>``: backfilling an instant again replaces its pending
+        run); the task's own schedule is untouched.
+
+        Raises:
+            TaskNotFoundError: no task ``id``.
+            TypeError: ``start`` or ``end`` is not an aware datetime.
+            ValueError: ``end`` not after ``start``, the task is not recurring, or more
+                than 10,000 instants in the range.
+        """
+        return await _tasks.backfill_task(
+            self._handle, id, start, end, self._now(), dry_run=dry_run
+        )
+
+    async def task_history(self, id: str) -> list[TickOutcome]:
+        """What became of task ``id``'s recent instants, oldest first (at most 64, kept in
+        the store): ``delivered`` runs, and the instants that did not run (``missed``,
+        ``excluded``, ``coalesced``, ``skipped_overlap``) with a detail. Recurring tasks
+        have one (manual and backfilled runs included); a one-shot task none. Empty for
+        an unknown id; cancelling a task forgets it."""
+        return await _tasks.task_history(self._handle, id)
 
     async def cancel_schedule(self, id: str) -> bool:
         """Delete task ``id`` (pending or parked); return whether it existed."""

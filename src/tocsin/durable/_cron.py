@@ -23,7 +23,7 @@ from ..cron._spi import zone
 from ..errors import InvalidCronExpressionError
 
 if TYPE_CHECKING:
-    from ..cron import CronExpression
+    from ..cron import CronExpression, DSTPolicy
 
 __all__ = ["first_fire", "next_fire"]
 
@@ -35,13 +35,15 @@ def _parsed(text: str) -> CronExpression:
     return CronExpression.parse(text)
 
 
-def _after(text: str, zone_name: str, after: float) -> float | None:
-    fire = _parsed(text).next_after(datetime.fromtimestamp(after, zone(zone_name)))
+def _after(text: str, zone_name: str, after: float, dst: DSTPolicy | None = None) -> float | None:
+    fire = _parsed(text).next_after(datetime.fromtimestamp(after, zone(zone_name)), dst=dst)
     return None if fire is None else fire.timestamp()
 
 
-def first_fire(expression: object, zone_name: str, now: float) -> float:
-    """The first fire time after ``now`` (epoch seconds) in ``zone_name``.
+def first_fire(
+    expression: object, zone_name: str, now: float, dst: DSTPolicy | None = None
+) -> float:
+    """The first fire time after ``now`` (epoch seconds) in ``zone_name`` (under ``dst``).
 
     Raises:
         InvalidCronExpressionError: not a str, malformed, or no fire time after now.
@@ -52,7 +54,7 @@ def first_fire(expression: object, zone_name: str, now: float) -> float:
             f"`expression` must be a str, got {expression!r}", expression=repr(expression)
         )
     tz = zone(zone_name)  # the zone first: a bad zone is the clearer error
-    fire = _after(expression, zone_name, now)
+    fire = _after(expression, zone_name, now, dst)
     if fire is None:
         raise InvalidCronExpressionError(
             f"cron expression {expression!r} has no fire time after now "

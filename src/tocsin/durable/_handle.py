@@ -12,6 +12,7 @@ from __future__ import annotations
 import asyncio
 import logging
 from collections.abc import Awaitable, Callable, Sequence
+from datetime import UTC, datetime
 from typing import TYPE_CHECKING, Any, final
 
 from .._deadlines import Deadline
@@ -24,6 +25,7 @@ from ..actor._spi import (
     NoSender,
     SendTarget,
     Supervisor,
+    Tick,
     new_cell,
     new_incarnation,
     target_of,
@@ -34,7 +36,7 @@ from ..errors import (
     FencedError,
     NotOwnerError,
 )
-from ..stores import DeleteState, Fence, Op, PutState, Store
+from ..stores import DeleteState, Fence, Op, PutState, Store, TaskRow
 from ._actor import DurableActor
 from ._drain import DrainTurn
 from ._outage import retry_delay
@@ -47,6 +49,7 @@ LOOKAHEAD = 300.0
 if TYPE_CHECKING:
     from ..actor._spi import Reply
     from ._ownership import Claim, OwnershipGate
+    from ._plan import Cursor
     from ._run import Budget, TaskActor
     from ._runtime import DurableRuntime
 
@@ -97,6 +100,10 @@ class DurableHandle(SendTarget):
         self.alarm_due: float | None = None  # wall epoch the alarm is armed for
         self.drain_queued = False
         self.running_id: str | None = None
+        #: The row and nominal instant of the task run in progress (``current_task``).
+        self.running_row: TaskRow | None = None
+        self.running_instant = 0.0
+        self.running_origin: Cursor | None = None
         #: The budget of the task run suspended in this actor's turn, if any.
         self.budget: Budget | None = None
         self.touched: set[str] = set()
@@ -504,10 +511,40 @@ class DurableHandle(SendTarget):
         """The queued drain turn began: a later alarm may queue the next one."""
         self.drain_queued = False
 
-    def running(self, task_id: str | None) -> None:
-        """The drain runs this task now (``None``: no task runs); ``list_tasks`` and
-        :meth:`idle` read it."""
-        self.running_id = task_id
+    def running(
+        self, row: TaskRow | None, instant: float = 0.0, cursor: Cursor | None = None
+    ) -> None:
+        """The drain runs this task now, for this nominal instant (``None``: no task
+        runs); ``list_tasks``, :meth:`idle` and ``current_task`` read it. ``cursor``:
+        the row's policy cursor, if it has one (a manual or backfilled run names its
+        task there)."""
+        self.running_row = row
+        self.running_id = None if row is None else row.id
+        self.running_instant = instant
+        self.running_origin = cursor
+
+    def current_tick(self) -> Tick | None:
+        """``current_task``: the run in progress as a :class:`Tick`, made when read (a
+        run that never looks pays nothing)."""
+        row = self.running_row
+        if row is None:
+            return None
+        origin = self.running_origin
+        if origin is not None and origin.of is not None:
+            return Tick(
+                reference=origin.of,
+                instant=datetime.fromtimestamp(self.running_instant, UTC),
+                attempt=row.attempts + 1,
+                manual=origin.manual,
+                backfill=origin.backfill,
+                fence=self.epoch,
+            )
+        return Tick(
+            reference=row.id,
+            instant=datetime.fromtimestamp(self.running_instant, UTC),
+            attempt=row.attempts + 1,
+            fence=self.epoch,
+        )
 
     def suspended(self, budget: Budget | None) -> None:
         """The task run is suspended under ``budget`` (``None``: it no longer is); the

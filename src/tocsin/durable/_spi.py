@@ -5,19 +5,24 @@ from no other ``durable._*`` module (DESIGN.md "Layers"). Re-exports only.
 
 ``DurableRuntime`` is the service the facade starts and ``durable_of`` finds it from a
 runtime (its ``statistics()`` is a ``DurableStatistics``); ``Claim`` is what an ownership
-backend grants; ``RunCounters`` counts task runs; ``CALL_EXTENSION`` carries a ``Call`` on the wire.
+backend grants; ``RunCounters`` counts task runs; ``CALL_EXTENSION`` carries a ``Call`` on the wire;
+``trigger_row`` / ``backfill_instants`` / ``backfill_rows`` build the rows of manual and
+backfilled runs (``tocsin tasks trigger/backfill`` writes them from another process).
 """
 
 from __future__ import annotations
 
 from ._handle import DurableHandle
+from ._manual import BACKFILL_LIMIT, backfill_instants, backfill_rows, trigger_row
 from ._ops import DurableStatistics, RunCounters
 from ._outage import RETRY_CAP, Outage, retry_delay
 from ._ownership import Claim
 from ._records import CALL_EXTENSION
 from ._runtime import DurableRuntime, durable_of
+from ._tasks import tick_outcome
 
 __all__ = [
+    "BACKFILL_LIMIT",
     "CALL_EXTENSION",
     "RETRY_CAP",
     "Claim",
@@ -26,6 +31,10 @@ __all__ = [
     "DurableStatistics",
     "Outage",
     "RunCounters",
+    "backfill_instants",
+    "backfill_rows",
     "durable_of",
     "retry_delay",
+    "tick_outcome",
+    "trigger_row",
 ]

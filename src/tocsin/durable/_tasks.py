@@ -13,22 +13,36 @@ import itertools
 import os
 import random
 from collections.abc import Callable
-from datetime import datetime, timedelta
+from datetime import UTC, datetime, timedelta
 from typing import TYPE_CHECKING, Any
 
 import msgspec
 
 from .._codec import encode
 from .._deadlines import to_seconds
+from ..actor._spi import Outcome, TickOutcome
 from ..errors import InvalidIntervalError, TaskNotFoundError
-from ..stores import DeleteTask, TaskRow, UpsertTask
+from ..stores import DeleteHistory, DeleteTask, TaskRow, TickRow, UpsertTask
 from ._checks import check_retries, check_size, check_text
+from ._manual import backfill_instants, backfill_rows, trigger_row
+from ._plan import Cursor, Instants, decode_policy, encode_policy, first_instant, jittered
+from ._policy import TaskPolicy
 from ._records import TaskRecord, record_from_row
 
 if TYPE_CHECKING:
     from ._handle import DurableHandle
 
-__all__ = ["add_task", "cancel_task", "discard_parked", "list_tasks", "retry_parked"]
+__all__ = [
+    "add_task",
+    "backfill_task",
+    "cancel_task",
+    "discard_parked",
+    "list_tasks",
+    "retry_parked",
+    "task_history",
+    "tick_outcome",
+    "trigger_task",
+]
 
 Method = str | Callable[..., Any]
 
@@ -113,11 +127,14 @@ async def add_task(
     max_retries: int,
     timeout: float | timedelta | None,
     cron: tuple[str, str] | None = None,
+    policy: TaskPolicy | None = None,
 ) -> str:
     """Insert or replace a task; arm the alarm. Returns the task id.
 
     ``cron`` is ``(expression, zone name)`` for a cron task (``every`` is then ``None``
-    and ``delay`` leads to its first fire time).
+    and ``delay`` leads to its first fire time). ``policy`` (``None``: the defaults) is
+    stored with it; its first instant skips what the calendar excludes, and its due time
+    carries the jitter.
     """
     name = _method_name(method)
     check_method(handle.cls, name)
@@ -128,6 +145,20 @@ async def add_task(
     due = now + delay
     created = now
     expression, zone_name = cron if cron is not None else (None, None)
+    stored: bytes | None = None
+    if policy is not None:
+        if zone_name is None and policy.exclude is not None:
+            # An `every` task's calendar is read in the system's zone: recorded, so that
+            # every process (tocsin tasks backfill too) reads it in the same one.
+            zone_name = handle.durable.timezone
+        instants = Instants(every, expression, zone_name or handle.durable.timezone, policy)
+        if instants.recurring:
+            instant, due = first_instant(tid, due, policy, instants)
+            if instant is None:
+                instant = due  # a cron whose fires are all excluded: the drain drops it
+        else:
+            instant, due = due, jittered(tid, due, policy, instants)
+        stored = encode_policy(policy, Cursor(instant=instant))
     if task_id is not None:
         old = await handle.store.get_task(handle.kind, handle.identity, tid)
         if old is not None:
@@ -141,6 +172,7 @@ async def add_task(
                 and old.name == name
                 and old.payload == data
                 and old.max_retries == retries
+                and _same_policy(old.policy, policy)
             ):
                 # Re-registering the same recurring task (pre_start on every activation)
                 # keeps its cadence instead of pushing its next run away each time.
@@ -161,6 +193,7 @@ async def add_task(
         timeout=budget,
         cron=expression,
         timezone=zone_name,
+        policy=stored,
     )
     await handle.write([UpsertTask(row)])
     handle.touched.add(tid)
@@ -170,12 +203,93 @@ async def add_task(
     return tid
 
 
+def _same_policy(stored: bytes | None, policy: TaskPolicy | None) -> bool:
+    """Whether a stored row's policies are ``policy`` (its cursor does not count)."""
+    if stored is None:
+        return policy is None
+    try:
+        kept = decode_policy(stored)[0]
+    except Exception:  # a row this version cannot read is replaced
+        return False
+    # A task without policies keeps a default one while it retries (for its instant).
+    return kept == policy if policy is not None else kept.is_default
+
+
+async def _task(handle: DurableHandle, task_id: object) -> TaskRow:
+    if not isinstance(task_id, str):
+        raise TypeError(f"`id` must be a str, got {task_id!r}")
+    row = await handle.store.get_task(handle.kind, handle.identity, task_id)
+    if row is None:
+        raise TaskNotFoundError(f"no task {task_id!r} for {handle.kind}/{handle.identity}")
+    return row
+
+
+async def trigger_task(handle: DurableHandle, task_id: str, now: float) -> str:
+    """One manual run of task ``task_id`` now, beside it (its due time is unchanged)."""
+    child = trigger_row(await _task(handle, task_id), now)
+    await handle.write([UpsertTask(child)])
+    handle.touched.add(child.id)
+    handle.arm(child.due)
+    return child.id
+
+
+async def backfill_task(
+    handle: DurableHandle, task_id: str, start: object, end: object, now: float, *, dry_run: bool
+) -> list[datetime]:
+    """The instants of task ``task_id`` in ``[start, end)``; unless ``dry_run``, one run
+    of each, oldest first, paced at its ``misfire.rate``."""
+    begin, finish = _moment(start, "start"), _moment(end, "end")
+    row = await _task(handle, task_id)
+    instants = backfill_instants(row, begin, finish, handle.durable.timezone)
+    if not dry_run and instants:
+        children = backfill_rows(row, instants, now)
+        await handle.write([UpsertTask(child) for child in children])
+        handle.touched.update(child.id for child in children)
+        handle.arm(children[0].due)
+    return [datetime.fromtimestamp(instant, UTC) for instant in instants]
+
+
+def _moment(value: object, name: str) -> float:
+    if not isinstance(value, datetime) or value.tzinfo is None:
+        raise TypeError(f"`{name}` must be an aware datetime, got {value!r}")
+    return value.timestamp()
+
+
+async def task_history(handle: DurableHandle, task_id: str) -> list[TickOutcome]:
+    """What became of task ``task_id``'s recent instants, oldest first."""
+    if not isinstance(task_id, str):
+        raise TypeError(f"`id` must be a str, got {task_id!r}")
+    rows = await handle.store.task_history(handle.kind, handle.identity, task_id)
+    return [tick_outcome(row) for row in rows]
+
+
+def tick_outcome(row: TickRow) -> TickOutcome:
+    """A stored history entry as a :class:`TickOutcome` (``coalesced``: detail an int)."""
+    outcome = Outcome(row.outcome)
+    detail: int | str | None = row.detail
+    if outcome is Outcome.COALESCED and row.detail is not None and row.detail.isdigit():
+        detail = int(row.detail)
+    return TickOutcome(
+        reference=row.id,
+        instant=datetime.fromtimestamp(row.instant, UTC),
+        at=datetime.fromtimestamp(row.at, UTC),
+        outcome=outcome,
+        detail=detail,
+        node=row.node,
+    )
+
+
 async def cancel_task(handle: DurableHandle, task_id: str) -> bool:
     """Delete a task (pending or parked); return whether it existed."""
     if not isinstance(task_id, str):
         raise TypeError(f"`id` must be a str, got {task_id!r}")
     existed = await handle.store.get_task(handle.kind, handle.identity, task_id) is not None
-    await handle.write([DeleteTask(handle.kind, handle.identity, task_id)])
+    await handle.write(
+        [
+            DeleteTask(handle.kind, handle.identity, task_id),
+            DeleteHistory(handle.kind, handle.identity, task_id),
+        ]
+    )
     handle.touched.add(task_id)
     return existed
 

@@ -88,16 +88,25 @@ def scheduler_source(system: ActorSystem) -> Source:
         runtime = system.runtime
         scheduler = None if runtime is None else runtime.schedules
         by_kind: Mapping[tuple[str, bool], int] = {}
+        outcomes: tuple[Sample, ...] = ()
         if read is not None and isinstance(scheduler, Scheduler):
             stats = scheduler.statistics()
             lateness.update(stats.fired, stats.lateness)
             by_kind = stats.by_kind
+            outcomes = tuple(
+                Sample(n, (("reference", label), ("outcome", str(outcome))))
+                for label, outcome, n in scheduler.history.counts()
+            )
         return [
             _one("schedule.ticks_delivered", _COUNTER,
                  "Schedule ticks handed to their target's mailbox.", m.ticks_delivered),
             _one("schedule.ticks_dead_lettered", _COUNTER,
                  "Schedule ticks whose target could not take them (dead letters).",
                  m.ticks_dead_lettered),
+            Metric("schedule.ticks", _COUNTER,
+                   "Schedule instants not delivered, by reference and outcome (the outcomes "
+                   "of schedule_history but delivered; generated references count as "
+                   "$generated, named ones past the first 100 as other).", "", outcomes),
             _one("schedule.ticks_discarded", _COUNTER,
                  "Ticks dropped as stale (schedule cancelled or replaced after the tick "
                  "was queued).", m.ticks_discarded),
@@ -280,6 +289,14 @@ _CLUSTER: Final = (
      "Cron claims that raised: the tick is not delivered by this node."),
     ("claims_coalesced", "cluster.cron_claims_coalesced", _COUNTER,
      "Cron ticks coalesced into a later one while a claim of theirs was in flight."),
+    ("claims_reclaimed", "cluster.cron_claims_reclaimed", _COUNTER,
+     "at_least_once cron ticks claimed again here after their winner's delivery lease lapsed."),
+    ("claims_finished", "cluster.cron_claims_finished", _COUNTER,
+     "at_least_once cron claims this node marked done (receive returned)."),
+    ("claims_superseded", "cluster.cron_claims_superseded", _COUNTER,
+     "at_least_once cron claims of this node re-claimed by another before it finished them."),
+    ("claims_early", "cluster.cron_claims_early", _COUNTER,
+     "Cron claims that waited for their instant on the coordinator's clock."),
     ("ownership_claims", "cluster.ownership_claims", _COUNTER,
      "Directory claims made for durable identities."),
     ("takeovers", "cluster.takeovers", _COUNTER,
@@ -296,6 +313,8 @@ def cluster_source(system: ActorSystem) -> Source:
     def read() -> list[Metric]:
         snapshot: ClusterMetrics | None = None
         members = 0
+        offset: tuple[Sample, ...] = ()
+        bound: tuple[Sample, ...] = ()
         if system.running:
             try:
                 node = system.cluster
@@ -303,6 +322,8 @@ def cluster_source(system: ActorSystem) -> Source:
                 node = None
             if node is not None:
                 snapshot, members = node.metrics(), len(node.members())
+                offset = (Sample(node.offset),)
+                bound = (Sample(node.time.bound),)
         metrics = [
             Metric(name, kind, help, "",
                    () if snapshot is None else (Sample(getattr(snapshot, field)),))
@@ -311,6 +332,16 @@ def cluster_source(system: ActorSystem) -> Source:
         metrics.append(
             Metric("cluster.members", _GAUGE, "Live nodes of the cluster (this one included).",
                    "", () if snapshot is None else (Sample(members),))
+        )  # fmt: skip
+        metrics.append(
+            Metric("cluster.clock_offset", _GAUGE,
+                   "Seconds to add to this node's clock to read the coordinator's "
+                   "(measured at each lease renewal; applied in cluster mode).", "s", offset)
+        )  # fmt: skip
+        metrics.append(
+            Metric("cluster.clock_offset_bound", _GAUGE,
+                   "Error bound of cluster.clock_offset: half the round trip it was "
+                   "measured in.", "s", bound)
         )  # fmt: skip
         return metrics
 

@@ -61,7 +61,7 @@ if TYPE_CHECKING:
     from ._host import Host
     from ._metrics import Counters
 
-__all__ = ["GIVE_UP_AFTER", "Endpoint", "Switchboard"]
+__all__ = ["GIVE_UP_AFTER", "Endpoint", "Switchboard", "Unsent"]
 
 #: Seconds of failed reconnects with no send attempted before an endpoint stops retrying.
 GIVE_UP_AFTER: Final = 30.0
@@ -76,6 +76,16 @@ _OVERFLOW: Final = DeadLetterReason.OVERFLOW
 _UNREACHABLE: Final = DeadLetterReason.UNREACHABLE
 
 Callback = Callable[[Envelope | BaseException], None]
+
+
+class Unsent(NodeUnreachableError):
+    """What a request's callback gets when its frame never left this node (queued while
+    connecting, then dropped): an ask fails with it as with any ``NodeUnreachableError``;
+    a tracked tick also becomes a dead letter, as a plain tell would (``_ticks``)."""
+
+    def __init__(self, text: str, why: str) -> None:
+        super().__init__(text)
+        self.why = why
 
 
 class Switchboard(Protocol):
@@ -274,6 +284,14 @@ class Endpoint:
                 del self._queue[i]
                 break
 
+    def unwait(self, corr: int) -> None:
+        """Stop waiting for an answer to ``corr`` on the connections, leaving a frame
+        still queued here to be sent (a tracked tick resolved early)."""
+        if self.conn is not None:
+            self.conn.pending.pop(corr, None)
+        for conn in self.extras:
+            conn.pending.pop(corr, None)
+
     def _enqueue(self, body: bytes, corr: int, info: Any, expect: str) -> bool:
         if self.node.stopping:
             self.refused = _UNREACHABLE
@@ -381,7 +399,7 @@ class Endpoint:
     def _drop(self, corr: int, info: Any, why: str) -> None:
         self.refused = _UNREACHABLE
         if corr:
-            info(NodeUnreachableError(f"node {self.address} is unreachable: {why}"))
+            info(Unsent(f"node {self.address} is unreachable: {why}", why))
         else:
             self.node.host.undelivered(info, why)
 

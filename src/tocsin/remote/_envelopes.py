@@ -6,6 +6,12 @@ no field names on the wire). A message travels inside as ``(name, payload)``, al
 :class:`~tocsin.remote._messages.WireCodec` (``msgspec.Raw``: embedded without a copy).
 PIDs travel as their string form; ``""`` means "no sender".
 
+A schedule's tick travels as :class:`Scheduled`, not :class:`Tell`: the same fields plus
+the :class:`~tocsin.actor._schedule_policy.Tick` (its ``to_wire()`` list) and, for a
+schedule whose overlap policy counts ticks in flight, a correlation id the hosting node
+answers with one :class:`Completed` frame once the target's ``receive`` for that tick
+returned (or the tick was dead-lettered there). Plain tells and asks are unchanged by it.
+
 Prior art: msgspec ``examples/asyncio-kv`` (tagged Struct union over length-prefixed
 frames); Proto.Actor's ``MessageEnvelope`` and Akka Artery's envelope (recipient, sender,
 serialised message).
@@ -20,6 +26,7 @@ import msgspec
 __all__ = [
     "PROTOCOL_VERSION",
     "Ask",
+    "Completed",
     "Envelope",
     "Fail",
     "Found",
@@ -27,13 +34,21 @@ __all__ = [
     "Hello",
     "Lookup",
     "Reply",
+    "Scheduled",
     "Tell",
+    "WireTick",
     "decoder",
     "encoder",
 ]
 
 #: Bumped when an envelope changes shape; a peer of another version is refused at Hello.
-PROTOCOL_VERSION: Final = 1
+#: 2: :class:`Scheduled` and :class:`Completed` (issue 22).
+PROTOCOL_VERSION: Final = 2
+
+#: A tick on the wire (``Tick.to_wire()``): reference, instant in epoch microseconds,
+#: attempt, manual, backfill, fence. The shape is checked by the frame decoder; the
+#: receiving node checks the rest with ``Tick.from_wire``.
+WireTick = tuple[str, int, int, bool, bool, int | None]
 
 
 class Hello(msgspec.Struct, tag=0, array_like=True, frozen=True):
@@ -102,7 +117,28 @@ class Heartbeat(msgspec.Struct, tag=7, array_like=True, frozen=True):
     """Sent on a connection that has been quiet for one heartbeat interval."""
 
 
-Envelope = Hello | Tell | Ask | Reply | Fail | Lookup | Found | Heartbeat
+class Scheduled(msgspec.Struct, tag=8, array_like=True, frozen=True):
+    """A tick of a schedule for the actor at ``path``: a :class:`Tell` that carries the
+    :class:`~tocsin.actor._schedule_policy.Tick` (``ctx.tick`` on the hosting node), and,
+    when ``corr`` is not 0, asks for one :class:`Completed` frame with ``corr``."""
+
+    path: str
+    incarnation: str
+    sender: str
+    name: str
+    payload: msgspec.Raw
+    tick: WireTick | None
+    corr: int
+
+
+class Completed(msgspec.Struct, tag=9, array_like=True, frozen=True):
+    """The :class:`Scheduled` frame ``corr`` is over on the hosting node: its target's
+    ``receive`` returned (or raised), or the tick was dead-lettered there."""
+
+    corr: int
+
+
+Envelope = Hello | Tell | Ask | Reply | Fail | Lookup | Found | Heartbeat | Scheduled | Completed
 
 
 def encoder() -> msgspec.msgpack.Encoder:

@@ -21,7 +21,11 @@ class Host(Protocol):
     ) -> asyncio.Future[None] | None:
         """A tell arrived for the local actor ``path`` (dead-letter it if absent). A
         future when that actor's bounded mailbox is full: done once the message is in it
-        (the connection reads nothing more meanwhile: backpressure)."""
+        (the connection reads nothing more meanwhile: backpressure).
+
+        A schedule's tick arrives as an ``InboundTick`` (a ``RuntimeItem``): deliver it
+        as it is, so the target's mailbox opens it; one dead-lettered here must go
+        through its ``rejected()`` (it tells the sender the tick is over)."""
 
     def deliver_ask(
         self, path: str, incarnation: str, sender: str, message: object, reply: RemoteReply

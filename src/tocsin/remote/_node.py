@@ -22,22 +22,35 @@ import os
 import socket
 import stat
 from collections.abc import Callable
-from typing import Any, Final, final
+from typing import Any, Final, cast, final
 
 import msgspec
 
-from ..actor._spi import DeadLetterReason
+from ..actor._spi import DeadLetterReason, RuntimeItem, Tick
 from ..clock import Clock, SystemClock
 from ..errors import AddressInUseError, BackpressureError, CodecError, NodeUnreachableError
 from ._address import NodeAddress, parse_system_address
 from ._config import Remoting
 from ._connection import Connection
 from ._endpoint import Endpoint
-from ._envelopes import Ask, Envelope, Fail, Found, Lookup, Reply, Tell, encoder
+from ._envelopes import (
+    Ask,
+    Completed,
+    Envelope,
+    Fail,
+    Found,
+    Lookup,
+    Reply,
+    Scheduled,
+    Tell,
+    WireTick,
+    encoder,
+)
 from ._host import Host
 from ._messages import WireCodec
 from ._metrics import Counters, RemoteMetrics
 from ._replies import PendingAsk, RemoteReply, forget_abandoned, outcome, too_big
+from ._ticks import Completions, InboundTick, Undelivered
 from ._tls import ssl_contexts
 
 __all__ = ["LOG_EVERY", "SILENT_TICKS", "RemoteNode", "refusal"]
@@ -84,6 +97,8 @@ class RemoteNode:
         self._encode = encoder().encode
         self._max_frame = config.max_frame
         self._corr = itertools.count(1)
+        #: Tracked ticks sent from here, waiting for their Completed frame (bounded).
+        self.completions = Completions()
         self._endpoints: dict[NodeAddress, Endpoint] = {}
         self._connections: set[Connection] = set()
         self._server: asyncio.AbstractServer | None = None
@@ -270,6 +285,51 @@ class RemoteNode:
             raise too_big(len(body), self._max_frame)
         endpoint = to if isinstance(to, Endpoint) else self.endpoint(to)
         return endpoint.send(body, info, expect)
+
+    def send_tick(
+        self,
+        endpoint: Endpoint,
+        path: str,
+        incarnation: str,
+        sender: str,
+        message: tuple[str, bytes],
+        tick: Tick | None,
+        tracked: RuntimeItem | None,
+        info: tuple[Undelivered, Any, Any],
+        expect: str = "",
+    ) -> bool:
+        """Send a schedule's tick: a :class:`Scheduled` frame carrying ``tick``. With
+        ``tracked`` (a ``RuntimeItem`` whose ``finished()`` matters) the frame asks for
+        completion, and ``tracked.finished()`` is called exactly once: when the hosting
+        node's ``Completed`` frame arrives, when the connection is lost, or when the
+        frame never leaves (then ``info``'s target also makes the dead letter).
+        ``False``: refused at once, as :meth:`tell` (nothing registered, ``finished()``
+        not called: the caller makes the dead letter).
+
+        Raises:
+            CodecError: the frame is larger than ``max_frame``.
+        """
+        corr = next(self._corr) if tracked is not None else 0
+        # A list where the frame declares a tuple: msgspec encodes both as one array.
+        wire = None if tick is None else cast("WireTick", tick.to_wire())
+        body = self._encode(
+            Scheduled(path, incarnation, sender, message[0], msgspec.Raw(message[1]), wire, corr)
+        )
+        if len(body) > self._max_frame:
+            raise too_big(len(body), self._max_frame)
+        if tracked is None:
+            return endpoint.send(body, info, expect)
+        completions = self.completions
+        waiting = completions.pending(corr, tracked, info)
+        if not endpoint.request(body, corr, waiting, expect):
+            return False
+        if completions.add(endpoint, waiting):
+            self.warn(
+                "completions",
+                f"remoting: over {completions.limit} tracked ticks wait for their hosting "
+                "node; the oldest was counted finished without its completion frame",
+            )
+        return True
 
     def offer(
         self,
@@ -526,10 +586,13 @@ class RemoteNode:
             return self.host.deliver_ask(
                 envelope.path, envelope.incarnation, envelope.sender, message, reply
             )
-        if kind is Reply or kind is Fail or kind is Found:
+        if kind is Reply or kind is Fail or kind is Found or kind is Completed:
             callback = conn.pending.pop(envelope.corr, None)  # type: ignore[union-attr]
             if callback is not None:
                 callback(envelope)
+        elif kind is Scheduled:
+            assert isinstance(envelope, Scheduled)
+            return self._scheduled(conn, envelope)
         elif kind is Lookup:
             assert isinstance(envelope, Lookup)
             conn.send(self._encode(Found(envelope.corr, self.host.resolve(envelope.path))))
@@ -538,9 +601,33 @@ class RemoteNode:
             self.counters.protocol_errors += 1
         return None
 
+    def _scheduled(self, conn: Connection, envelope: Scheduled) -> asyncio.Future[None] | None:
+        """A tick from the peer: queued as an :class:`InboundTick`, so ``ctx.tick`` is
+        the sender's and, when asked, a ``Completed`` frame goes back once it is over.
+        A future while the actor it is for has no room, as for a tell."""
+        corr = envelope.corr
+        try:
+            message = self.codec.decode(envelope.name, envelope.payload)
+        except CodecError as exc:
+            self._undecodable(conn, exc)
+            if corr:
+                conn.send(self._encode(Completed(corr)), force=True)  # over: never runs
+            return None
+        # The Tick is rebuilt (and checked) only if the handler reads ctx.tick.
+        item = InboundTick(message, envelope.tick, conn, corr, self, conn.log_key)
+        return self.host.deliver_tell(envelope.path, envelope.incarnation, envelope.sender, item)
+
+    def bad_tick(self, peer: str, wire: object, error: Exception) -> None:
+        """A tick whose values ``Tick.from_wire`` refused (the frame decoder checked its
+        shape): counted as undecodable, logged; the delivery goes on without it."""
+        self._count_undecodable(peer, f"remoting: from {peer}: bad tick {wire!r}: {error}")
+
     def _undecodable(self, conn: Connection, exc: CodecError) -> None:
+        self._count_undecodable(conn.log_key, f"remoting: from {conn.host}: {exc}")
+
+    def _count_undecodable(self, peer: str, text: str) -> None:
         self.counters.undecodable += 1
-        self.warn(f"undecodable:{conn.log_key}", f"remoting: from {conn.host}: {exc}")
+        self.warn(f"undecodable:{peer}", text)
 
     # -- heartbeats ---------------------------------------------------------------------
 

@@ -9,7 +9,9 @@ Made by ``ActorSystem.start()`` when the system has ``remoting=``. It
   becomes a PID whose target is a :class:`~tocsin.remote._target.RemoteTarget`;
 * is the node's :class:`~tocsin.remote._host.Host`: a tell or ask that arrives goes to the
   local actor at that path (a dead letter ``not_found`` when there is none, or when the
-  incarnation named is gone), and ``ctx.sender`` is a usable remote PID;
+  incarnation named is gone), and ``ctx.sender`` is a usable remote PID; a tick arrives as
+  a mailbox item (:class:`~tocsin.remote._ticks.InboundTick`: ``ctx.tick`` is the
+  sender's);
 * answers ``actor_of(str(pid))`` for another node by asking that node.
 
 PIDs read from the wire (senders, PIDs inside messages) go through the kernel's
@@ -39,6 +41,7 @@ from ._metrics import RemoteMetrics
 from ._node import RemoteNode
 from ._replies import RemoteReply
 from ._target import RemoteTarget
+from ._ticks import InboundTick
 
 if TYPE_CHECKING:
     import asyncio
@@ -232,6 +235,8 @@ class RemoteService:
         target.undelivered(info[1], info[2], why)
 
     def _dead_letter(self, message: object, sender: Any, reason: DeadLetterReason) -> None:
+        if type(message) is InboundTick:
+            message = message.rejected()  # the sender stops waiting for this tick
         runtime = self.runtime
         if reason is _NOT_FOUND:
             self.node.counters.not_found += 1

@@ -14,9 +14,14 @@ latter as soon as the connection is known lost.
 
 A schedule's tick (a :class:`~tocsin.actor._mailbox.RuntimeItem`) is opened here, on the
 scheduling node, at the moment it fires: a tick of a cancelled schedule is dropped before
-it is sent, and what is sent is the plain message. Hence the cross-node stale-tick rule:
-once ``cancel_schedule`` returns no further tick is *sent*; one already on the wire may
-still arrive once.
+it is sent. Hence the cross-node stale-tick rule: once ``cancel_schedule`` returns no
+further tick is *sent*; one already on the wire may still arrive once. What is sent is a
+``Scheduled`` frame carrying the item's :class:`~tocsin.actor._schedule_policy.Tick`
+(``ctx.tick`` on the hosting node is the same). An item that is ``tracked`` (its schedule's
+overlap policy counts ticks in flight) also asks for a completion frame, and its
+``finished()`` is called once that frame arrives, or the connection is lost, or the tick
+is a dead letter on either side (:mod:`._ticks`): an opened tick always ends in
+``finished()`` here, never ``rejected()``.
 """
 
 from __future__ import annotations
@@ -33,6 +38,7 @@ from ..actor._spi import (
     DeadLetter,
     DeadLetterReason,
     Reply,
+    RuntimeItem,
     SendTarget,
     running_loop,
 )
@@ -108,19 +114,8 @@ class RemoteTarget(SendTarget):
             raise runtime.wrong_loop(f"send to {self.pid}", running_loop())
         node = self.node
         if type(message) in ITEM_TYPES:
-            message = message.open()  # a tick: opened here, at fire time (module docstring)
-            if message is STALE:
-                return True
-            try:
-                encoded = node.encode_message(message)
-            except CodecError as error:
-                # Checked at the scheduling call; only a message mutated since then gets
-                # here. A timer callback must not raise: the tick is a dead letter (the
-                # why is logged, rate-limited, by undelivered).
-                self.undelivered(message, sender, f"a tick cannot cross the wire any more: {error}")
-                return False
-        else:
-            encoded = node.encode_message(message)  # CodecError: at the sending call
+            return self._deliver_item(message, sender)
+        encoded = node.encode_message(message)  # CodecError: at the sending call
         if sender is self._last_sender:
             sender_text = self._last_wire
         else:
@@ -153,6 +148,61 @@ class RemoteTarget(SendTarget):
                 reply.set_exception(refusal(endpoint, self.system, f"cannot ask {self.pid}"))
             return False
         return True
+
+    def _deliver_item(self, item: RuntimeItem, sender: Any) -> bool:
+        """A tick (a ``RuntimeItem``): opened here, at fire time (module docstring), and
+        sent as a ``Scheduled`` frame with its Tick; a tracked one waits for completion."""
+        message = item.open()
+        if message is STALE:
+            return True
+        tick = item.tick()  # read right after open(): the tick being delivered
+        tracked = item if item.tracked else None
+        node = self.node
+        try:
+            encoded = node.encode_message(message)
+        except CodecError as error:
+            # Checked at the scheduling call; only a message mutated since then gets
+            # here. A timer callback must not raise: the tick is a dead letter (the
+            # why is logged, rate-limited, by undelivered).
+            self.undelivered(message, sender, f"a tick cannot cross the wire any more: {error}")
+            if tracked is not None:
+                tracked.finished()
+            return False
+        if sender is self._last_sender:
+            sender_text = self._last_wire
+        else:
+            sender_text = sender.wire if type(sender) is PID else ""
+            self._last_sender, self._last_wire = sender, sender_text
+        endpoint = self.endpoint
+        info = (self, message, sender)  # for a dead letter if a queued frame never leaves
+        if tick is None and tracked is None:  # not a schedule's: a plain tell
+            if node.tell(
+                endpoint, self.path, self.incarnation, sender_text, encoded, info, self.system
+            ):
+                return True
+            self.undelivered(message, sender, endpoint.why(self.system), endpoint.refused)
+            return False
+        try:
+            sent = node.send_tick(
+                endpoint,
+                self.path,
+                self.incarnation,
+                sender_text,
+                encoded,
+                tick,
+                tracked,
+                info,
+                self.system,
+            )
+        except CodecError as error:  # the whole frame over max_frame: not at fire time
+            self.undelivered(message, sender, f"a tick cannot cross the wire: {error}")
+            sent = False
+        else:
+            if not sent:
+                self.undelivered(message, sender, endpoint.why(self.system), endpoint.refused)
+        if not sent and tracked is not None:
+            tracked.finished()  # refused at once: not in flight
+        return sent
 
     def offer(self, message: Any, sender: Any, reply: Reply | None) -> asyncio.Future[None] | None:
         """``await pid.send``: the frame waits for room in the connection's send buffer

@@ -9,35 +9,77 @@ what guarantees that a backward wall jump never fires the same tick twice.
 
 from __future__ import annotations
 
+import math
+from collections import deque
 from datetime import datetime
-from typing import TYPE_CHECKING, final
+from typing import TYPE_CHECKING, Final, final
 
 from ..cron._spi import zone
 from ..errors import InvalidCronExpressionError
 
 if TYPE_CHECKING:
-    from ..cron import CronExpression
+    from ..cron import CronExpression, DSTPolicy
 
-__all__ = ["CronState"]
+__all__ = ["OVERDUE_SCAN", "CronState"]
+
+#: Most overdue fire times counted after a stall (each costs one next-fire computation).
+OVERDUE_SCAN: Final = 100_000
 
 
 @final
 class CronState:
     """The cron part of a schedule record (internal)."""
 
-    __slots__ = ("expr", "last_wall", "next_wall", "text", "tz", "zone_name")
+    __slots__ = (
+        "delivery",
+        "dst",
+        "expr",
+        "last_wall",
+        "memo_after",
+        "memo_next",
+        "next_wall",
+        "offset",
+        "text",
+        "tz",
+        "zone_name",
+    )
 
-    def __init__(self, expr: CronExpression, text: str, zone_name: str) -> None:
+    def __init__(
+        self,
+        expr: CronExpression,
+        text: str,
+        zone_name: str,
+        dst: DSTPolicy | None = None,
+        delivery: str = "at_most_once",
+    ) -> None:
         self.expr = expr
+        #: The DST policy every next fire time is computed under (None: Quartz's).
+        self.dst = dst
         self.text = text
         self.zone_name = zone_name
         self.tz = zone(zone_name)
         self.next_wall = 0.0
         self.last_wall: float | None = None
+        #: Cluster cron: "at_most_once" or "at_least_once" (schedule_cron(delivery=...)).
+        self.delivery = delivery
+        #: Seconds the tick due at ``next_wall`` is delivered after it (jitter; else 0).
+        self.offset = 0.0
+        # The last answer of `following` (a jittered schedule asks for the fire time
+        # after the next one to cap its jitter, then for the same one when it fires).
+        self.memo_after = math.nan
+        self.memo_next: float | None = None
 
     @classmethod
-    def create(cls, expression: str, zone_name: str, wall: float) -> CronState:
-        """Parse and compute the first fire time after ``wall``.
+    def create(
+        cls,
+        expression: str,
+        zone_name: str,
+        wall: float,
+        dst: DSTPolicy | None = None,
+        delivery: str = "at_most_once",
+    ) -> CronState:
+        """Parse and compute the first fire time after ``wall``; ``delivery`` is the
+        cluster delivery mode (checked by the scheduling call; unused outside a cluster).
 
         Raises:
             InvalidCronExpressionError: malformed, or no fire time after now.
@@ -49,8 +91,8 @@ class CronState:
             raise InvalidCronExpressionError(
                 f"`expression` must be a str, got {expression!r}", expression=repr(expression)
             )
-        state = cls(CronExpression.parse(expression), expression, zone_name)
-        first = state.expr.next_after(datetime.fromtimestamp(wall, state.tz))
+        state = cls(CronExpression.parse(expression), expression, zone_name, dst, delivery)
+        first = state.expr.next_after(datetime.fromtimestamp(wall, state.tz), dst=dst)
         if first is None:
             raise InvalidCronExpressionError(
                 f"cron expression {expression!r} has no fire time after now "
@@ -62,9 +104,51 @@ class CronState:
 
     def advance(self, after: float) -> bool:
         """Move to the first fire time strictly after ``after``; False if there is none."""
-        nxt = self.expr.next_after(datetime.fromtimestamp(after, self.tz))
+        nxt = self.expr.next_after(datetime.fromtimestamp(after, self.tz), dst=self.dst)
         if nxt is None:
             return False
         self.last_wall = self.next_wall
         self.next_wall = max(self.next_wall, nxt.timestamp())
         return True
+
+    def following(self, after: float) -> float | None:
+        """The first fire time strictly after ``after`` (epoch seconds), or None."""
+        if after == self.memo_after:
+            return self.memo_next
+        nxt = self.expr.next_after(datetime.fromtimestamp(after, self.tz), dst=self.dst)
+        result = None if nxt is None else nxt.timestamp()
+        self.memo_after = after
+        self.memo_next = result
+        return result
+
+    def move_to(self, wall: float) -> None:
+        """Make ``wall`` (a fire time after the current one) the next fire time."""
+        self.last_wall = self.next_wall
+        self.next_wall = max(self.next_wall, wall)
+
+    def set_offset(self, seconds: float) -> None:
+        """The jitter of the tick due at ``next_wall``."""
+        self.offset = seconds
+
+    def overdue(
+        self, first: float, wall: float, keep: int
+    ) -> tuple[int, list[float], float | None]:
+        """The fire times in ``[first, wall]`` (``first`` is one): how many, the most
+        recent ``keep`` of them (at least one, oldest first), and the first after ``wall``.
+
+        Bounded: past :data:`OVERDUE_SCAN` fire times (an every-second expression after
+        a stall of hours) the count stops there and the scan goes on from ``wall``; the
+        most recent ones kept are then the last ones scanned.
+        """
+        recent: deque[float] = deque([first], maxlen=max(1, keep))
+        count = 1
+        current = first
+        while True:
+            nxt = self.following(current)
+            if nxt is None or nxt > wall:
+                return count, list(recent), nxt
+            count += 1
+            recent.append(nxt)
+            current = nxt
+            if count >= OVERDUE_SCAN:
+                return count, list(recent), self.following(wall)

@@ -36,11 +36,33 @@ def schedule_info(
     if record.paused or not record.armed:
         next_fire = None
     elif cron is not None:
-        next_fire = utc(cron.next_wall)
+        next_fire = utc(cron.next_wall + cron.offset)  # jitter included
     else:
         next_fire = utc(wall + (record.due - now))
     owner = record.owner
     sender = record.sender
+    policy = record.policy
+    if policy is not None:
+        return ScheduleInfo(
+            reference=record.reference,
+            target=_where(record.target, here),
+            kind=record.kind,
+            interval=record.interval if record.interval is not None else record.delay,
+            cron=cron.text if cron is not None else None,
+            timezone=cron.zone_name if cron is not None else None,
+            next_fire_at=next_fire,
+            paused=record.paused,
+            owner=owner.pid.path if owner is not None else None,
+            sender=_where(sender, here) if getattr(sender, "path", None) else None,
+            ticks=record.ticks,
+            created_at=utc(record.created_at),
+            cluster_claimed=clustered and cron is not None,
+            overlap=policy.overlap,
+            misfire=policy.misfire,
+            jitter=policy.jitter,
+            dst=policy.dst,
+            exclude=policy.exclude,
+        )
     return ScheduleInfo(
         reference=record.reference,
         target=_where(record.target, here),
@@ -55,6 +77,9 @@ def schedule_info(
         ticks=record.ticks,
         created_at=utc(record.created_at),
         cluster_claimed=clustered and cron is not None,
+        note=record.note,
+        paused_at=None if record.paused_at is None else utc(record.paused_at),
+        paused_by=record.paused_by,
     )
 
 

@@ -10,12 +10,16 @@ from ._introspect import SchedulerStatistics, last_lateness
 from __future__ import annotations
 
 from ..cron._spi import local_zone_name, same_zone, zone
+from ._history import DEFAULT_HISTORY, History, check_history
 from ._introspect import SchedulerStatistics, last_lateness
 from ._scheduler import Scheduler
 
 __all__ = [
+    "DEFAULT_HISTORY",
+    "History",
     "Scheduler",
     "SchedulerStatistics",
+    "check_history",
     "last_lateness",
     "local_zone_name",
     "same_zone",

@@ -10,21 +10,27 @@ package never imports asyncpg.
 from __future__ import annotations
 
 from ._protocols import (
+    HISTORY_LIMIT,
+    DeleteHistory,
     DeleteState,
     DeleteTask,
     DueActor,
     Fence,
     Op,
     PutState,
+    RecordTick,
     Store,
     TaskRow,
     TaskState,
+    TickRow,
     UpsertTask,
 )
 from ._url import open_store, resolve_store
 from .memory import MemoryStore
 
 __all__ = [
+    "HISTORY_LIMIT",
+    "DeleteHistory",
     "DeleteState",
     "DeleteTask",
     "DueActor",
@@ -32,9 +38,11 @@ __all__ = [
     "MemoryStore",
     "Op",
     "PutState",
+    "RecordTick",
     "Store",
     "TaskRow",
     "TaskState",
+    "TickRow",
     "UpsertTask",
     "open_store",
     "resolve_store",

@@ -14,20 +14,24 @@ provider first), procrastinate's connector and ``InMemoryConnector``.
 from __future__ import annotations
 
 from collections.abc import Callable, Sequence
-from typing import Literal, Protocol, runtime_checkable
+from typing import Final, Literal, Protocol, runtime_checkable
 
 import msgspec
 
 __all__ = [
+    "HISTORY_LIMIT",
+    "DeleteHistory",
     "DeleteState",
     "DeleteTask",
     "DueActor",
     "Fence",
     "Op",
     "PutState",
+    "RecordTick",
     "Store",
     "TaskRow",
     "TaskState",
+    "TickRow",
     "UpsertTask",
 ]
 
@@ -41,7 +45,10 @@ class TaskRow(msgspec.Struct, frozen=True):
     seconds), ``every`` its interval for recurring tasks, ``attempts`` the failed runs
     since the last success, ``timeout`` its run budget in seconds. A cron task has its
     expression in ``cron`` and its IANA zone in ``timezone`` (``None``: the zone of the
-    system that runs it); ``every`` is then ``None``.
+    system that runs it); ``every`` is then ``None``. ``policy`` is the task's schedule
+    policies and the cursor they keep (DESIGN.md "Schedule policies"), as codec bytes
+    encoded by :mod:`tocsin.durable`; ``None`` (every row written before policies existed,
+    and every task that uses the defaults): today's behaviour.
     """
 
     kind: str
@@ -59,6 +66,7 @@ class TaskRow(msgspec.Struct, frozen=True):
     timeout: float | None = None
     cron: str | None = None
     timezone: str | None = None
+    policy: bytes | None = None
 
 
 class PutState(msgspec.Struct, frozen=True):
@@ -107,7 +115,38 @@ class Fence(msgspec.Struct, frozen=True):
     owner: str = ""
 
 
-Op = PutState | DeleteState | UpsertTask | DeleteTask | Fence
+#: Entries of history each task keeps (the oldest go first): DESIGN.md's ring of 64.
+HISTORY_LIMIT: Final = 64
+
+
+class RecordTick(msgspec.Struct, frozen=True):
+    """Append to the history of task ``(kind, identity, id)`` what became of ``instant``
+    (issue 23): ``outcome`` an ``Outcome`` value (``delivered``, ``missed``, ...),
+    ``detail`` more about it (text, or ``None``), ``at`` when, ``node`` who recorded it.
+    Each task keeps its :data:`HISTORY_LIMIT` most recent entries."""
+
+    kind: str
+    identity: str
+    id: str
+    instant: float
+    at: float
+    outcome: str
+    detail: str | None
+    node: str
+
+
+class DeleteHistory(msgspec.Struct, frozen=True):
+    """Forget the history of one task (its task was cancelled)."""
+
+    kind: str
+    identity: str
+    id: str
+
+
+#: One history entry as read back (oldest first); the fields of :class:`RecordTick`.
+TickRow = RecordTick
+
+Op = PutState | DeleteState | UpsertTask | DeleteTask | Fence | RecordTick | DeleteHistory
 
 
 class DueActor(msgspec.Struct, frozen=True):
@@ -226,6 +265,11 @@ class Store(Protocol):
 
     async def due_actors(self, before: float, limit: int) -> list[DueActor]:
         """Actors with a pending task due at or before ``before``, earliest first."""
+        ...
+
+    async def task_history(self, kind: str, identity: str, task_id: str) -> list[TickRow]:
+        """The history of one task, oldest first, at most :data:`HISTORY_LIMIT` entries
+        (empty for a task without one, or an unknown task)."""
         ...
 
     async def fence_epoch(self, kind: str, identity: str) -> int:

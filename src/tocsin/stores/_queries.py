@@ -12,7 +12,16 @@ import itertools
 import re
 from typing import Final
 
-from ._protocols import DeleteState, DeleteTask, Fence, PutState, UpsertTask
+from ._protocols import (
+    HISTORY_LIMIT,
+    DeleteHistory,
+    DeleteState,
+    DeleteTask,
+    Fence,
+    PutState,
+    RecordTick,
+    UpsertTask,
+)
 
 __all__ = [
     "COLUMNS",
@@ -26,6 +35,7 @@ __all__ = [
     "GET_STATE",
     "GET_TASK",
     "NEXT_DUE",
+    "TASK_HISTORY",
     "WRITES",
     "list_tasks",
     "numbered",
@@ -34,20 +44,20 @@ __all__ = [
 #: TaskRow's field order (a contract test pins it): rows map to TaskRow positionally.
 COLUMNS: Final = (
     "kind, identity, id, name, payload, due, every, attempts, max_retries, created_at, "
-    "state, last_error, timeout, cron, timezone"
+    "state, last_error, timeout, cron, timezone, policy"
 )
 _SELECT_TASKS: Final = f"SELECT {COLUMNS} FROM tocsin_tasks"
 _ORDER: Final = " ORDER BY due, id, kind, identity"
 
 WRITES: Final[dict[type, str]] = {
     UpsertTask: (
-        f"INSERT INTO tocsin_tasks ({COLUMNS}) VALUES ({', '.join('?' * 15)}) "
+        f"INSERT INTO tocsin_tasks ({COLUMNS}) VALUES ({', '.join('?' * 16)}) "
         "ON CONFLICT (kind, identity, id) DO UPDATE SET name = excluded.name, "
         "payload = excluded.payload, due = excluded.due, every = excluded.every, "
         "attempts = excluded.attempts, max_retries = excluded.max_retries, "
         "created_at = excluded.created_at, state = excluded.state, "
         "last_error = excluded.last_error, timeout = excluded.timeout, "
-        "cron = excluded.cron, timezone = excluded.timezone"
+        "cron = excluded.cron, timezone = excluded.timezone, policy = excluded.policy"
     ),
     DeleteTask: "DELETE FROM tocsin_tasks WHERE kind = ? AND identity = ? AND id = ?",
     PutState: (
@@ -63,7 +73,20 @@ WRITES: Final[dict[type, str]] = {
         "ON CONFLICT (kind, identity) DO UPDATE SET epoch = excluded.epoch, "
         "owner = excluded.owner"
     ),
+    # Task history (issue 23): the table's trigger keeps each task's HISTORY_LIMIT newest.
+    RecordTick: (
+        "INSERT INTO tocsin_task_history (kind, identity, id, instant, at, outcome, detail, "
+        "node) VALUES (?, ?, ?, ?, ?, ?, ?, ?)"
+    ),
+    DeleteHistory: "DELETE FROM tocsin_task_history WHERE kind = ? AND identity = ? AND id = ?",
 }
+
+#: Parameters: kind, identity, id.
+TASK_HISTORY: Final = (
+    "SELECT kind, identity, id, instant, at, outcome, detail, node FROM tocsin_task_history "
+    "WHERE kind = ? AND identity = ? AND id = ? ORDER BY seq"
+)
+assert HISTORY_LIMIT == 64, "sql/*_schema.sql's history triggers say 64 (OFFSET 63)"
 
 #: What the fence triggers say (SQLite's RAISE message; PostgreSQL's SQLSTATE too).
 FENCED_MESSAGE: Final = "tocsin fenced"
@@ -111,7 +134,7 @@ def list_tasks(kind: str | None, identity: str | None, state: str | None) -> tup
 _PLACEHOLDER = re.compile(r"\?")
 
 
-def numbered(sql: str) -> str:
-    """``?`` placeholders as PostgreSQL's ``$1, $2, ...`` (none of our SQL has a literal ``?``)."""
-    count = itertools.count(1)
+def numbered(sql: str, start: int = 1) -> str:
+    """``?`` placeholders as PostgreSQL's ``$start, ...`` (none of our SQL has a literal ``?``)."""
+    count = itertools.count(start)
     return _PLACEHOLDER.sub(lambda _: f"${next(count)}", sql)

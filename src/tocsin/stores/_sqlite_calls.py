@@ -14,7 +14,7 @@ import msgspec
 
 from ..errors import FencedError, StoreError
 from . import _queries as q
-from ._protocols import DeleteTask, Fence, Op, PutState, UpsertTask
+from ._protocols import DeleteHistory, DeleteTask, Fence, Op, PutState, RecordTick, UpsertTask
 from ._sqlite_engine import BUSY_TIMEOUT_MS, transaction
 
 __all__ = [
@@ -36,6 +36,8 @@ def op_params(op: Op) -> tuple[Any, ...]:
         return (op.kind, op.identity, op.key, op.value)
     if isinstance(op, Fence):
         return (op.kind, op.identity, op.epoch, op.owner)
+    if isinstance(op, (RecordTick, DeleteHistory)):
+        return msgspec.structs.astuple(op)
     return (op.kind, op.identity, op.key)
 
 

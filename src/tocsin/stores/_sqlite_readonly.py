@@ -19,6 +19,7 @@ from pathlib import Path
 from typing import Final
 
 from ..errors import StoreError
+from ._sqlite_schema import ADDED_COLUMNS
 
 __all__ = [
     "TABLES",
@@ -91,7 +92,33 @@ def connect_read_only(path: str) -> sqlite3.Connection:
             f"{' or '.join(sorted(set(TABLES) - names))} table (another application's "
             "database?); read-only commands never create tables"
         )
+    try:
+        _shadow_old_columns(conn)
+    except sqlite3.Error as exc:
+        conn.close()
+        raise _unreadable(path, exc) from exc
     return conn
+
+
+def _shadow_old_columns(conn: sqlite3.Connection) -> None:
+    """A file made by an older version lacks columns added since (``ADDED_COLUMNS``) and
+    the history table; a read-only open cannot add them, so a TEMP view of the same name
+    (temp objects shadow the file's, and live in memory: nothing is written) shows the
+    columns as NULL, which is what the migration would have given them, and an empty
+    TEMP table stands for the history."""
+    have = {row[1] for row in conn.execute("PRAGMA main.table_info(tocsin_tasks)")}
+    missing = [column for column, _ in ADDED_COLUMNS if column not in have]
+    if missing:
+        extra = ", ".join(f"NULL AS {column}" for column in missing)
+        conn.execute(f"CREATE TEMP VIEW tocsin_tasks AS SELECT *, {extra} FROM main.tocsin_tasks")
+    tables = conn.execute(
+        "SELECT 1 FROM sqlite_master WHERE type = 'table' AND name = 'tocsin_task_history'"
+    ).fetchall()
+    if not tables:  # version 2: no history yet (an empty one, in memory)
+        conn.execute(
+            "CREATE TEMP TABLE tocsin_task_history (seq INTEGER PRIMARY KEY, kind, identity, "
+            "id, instant, at, outcome, detail, node)"
+        )
 
 
 def _unreadable(path: str, exc: sqlite3.Error) -> StoreError:

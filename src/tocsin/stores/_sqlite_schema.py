@@ -3,8 +3,9 @@
 
 The schema script (``sql/sqlite_schema.sql``) is idempotent and runs on every open, in
 one ``BEGIN IMMEDIATE`` transaction, so processes opening a new file at once create it
-one after the other. A version 1 file (no ``cron``/``timezone`` columns) is migrated
-first, in the same transaction.
+one after the other. An older file (version 1: no ``cron``/``timezone`` columns; version
+2: no ``policy`` column) is migrated first, in the same transaction: the added columns are
+NULL in old rows, which means today's behaviour.
 """
 
 from __future__ import annotations
@@ -16,10 +17,11 @@ from typing import Any, Final
 from ._protocols import TaskRow
 from ._sqlite_engine import execute_script
 
-__all__ = ["create_schema", "row_from_sql"]
+__all__ = ["ADDED_COLUMNS", "create_schema", "row_from_sql"]
 
 #: Columns added to ``tocsin_tasks`` after schema version 1, with their types.
-_ADDED_COLUMNS: Final = (("cron", "TEXT"), ("timezone", "TEXT"))
+#: (Version 2 added cron and timezone, version 3 policy: schedule policies, issue 22.)
+ADDED_COLUMNS: Final = (("cron", "TEXT"), ("timezone", "TEXT"), ("policy", "BLOB"))
 
 
 def create_schema(conn: sqlite3.Connection) -> None:
@@ -27,7 +29,7 @@ def create_schema(conn: sqlite3.Connection) -> None:
     statement inside the caller's transaction (``executescript`` would commit it)."""
     have = {row[1] for row in conn.execute("PRAGMA table_info(tocsin_tasks)")}
     if have:  # an existing table: add what later versions added
-        for column, sql_type in _ADDED_COLUMNS:
+        for column, sql_type in ADDED_COLUMNS:
             if column not in have:
                 conn.execute(f"ALTER TABLE tocsin_tasks ADD COLUMN {column} {sql_type}")
     fences = {row[1] for row in conn.execute("PRAGMA table_info(tocsin_fences)")}
@@ -40,7 +42,7 @@ def create_schema(conn: sqlite3.Connection) -> None:
 def row_from_sql(r: Any) -> TaskRow:
     """One ``SELECT`` row of :data:`~tocsin.stores._queries.COLUMNS` as a TaskRow."""
     kind, identity, task_id, name, payload, due, every, attempts, max_retries, *rest = r
-    created_at, state, last_error, timeout, cron, timezone = rest
+    created_at, state, last_error, timeout, cron, timezone, policy = rest
     return TaskRow(
         kind=kind,
         identity=identity,
@@ -57,4 +59,5 @@ def row_from_sql(r: Any) -> TaskRow:
         timeout=None if timeout is None else float(timeout),
         cron=cron,
         timezone=timezone,
+        policy=None if policy is None else bytes(policy),
     )

@@ -15,7 +15,17 @@ from collections.abc import Sequence
 from typing import Final
 
 from ..errors import StoreError
-from ._protocols import DeleteState, DeleteTask, Fence, Op, PutState, TaskRow, UpsertTask
+from ._protocols import (
+    DeleteHistory,
+    DeleteState,
+    DeleteTask,
+    Fence,
+    Op,
+    PutState,
+    RecordTick,
+    TaskRow,
+    UpsertTask,
+)
 
 __all__ = ["TASK_STATES", "validate_ops"]
 
@@ -44,6 +54,16 @@ def validate_ops(ops: Sequence[Op]) -> None:
             _keys(where, op.kind, op.identity, ("key", op.key))
         elif isinstance(op, DeleteTask):
             _keys(where, op.kind, op.identity, ("id", op.id))
+        elif isinstance(op, RecordTick):
+            _keys(where, op.kind, op.identity, ("id", op.id))
+            _time(f"{where}.instant", op.instant)
+            _time(f"{where}.at", op.at)
+            _text(f"{where}.outcome", op.outcome)
+            _text(f"{where}.node", op.node)
+            if op.detail is not None:
+                _text(f"{where}.detail", op.detail)
+        elif isinstance(op, DeleteHistory):
+            _keys(where, op.kind, op.identity, ("id", op.id))
         elif isinstance(op, Fence):
             _text(f"{where}.kind", op.kind)
             _text(f"{where}.identity", op.identity)
@@ -53,7 +73,8 @@ def validate_ops(ops: Sequence[Op]) -> None:
                 raise StoreError(f"{where}.owner must be a str without NUL, got {op.owner!r}")
         else:
             raise StoreError(
-                f"{where} must be PutState, DeleteState, UpsertTask, DeleteTask or Fence, "
+                f"{where} must be PutState, DeleteState, UpsertTask, DeleteTask, Fence, "
+                "RecordTick or DeleteHistory, "
                 f"got {type(op)!r}"
             )
 
@@ -90,6 +111,7 @@ def _plainly_valid(op: object) -> bool:
             and (row.last_error is None or _ok_text(row.last_error))
             and (row.cron is None or _ok_text(row.cron))
             and (row.timezone is None or _ok_text(row.timezone))
+            and (row.policy is None or type(row.policy) is bytes)
         )
     if cls is PutState:
         return (
@@ -144,6 +166,8 @@ def _row(row: object, where: str) -> None:
     ):
         if text is not None:
             _text(f"{where}.{name}", text)
+    if row.policy is not None and type(row.policy) is not bytes:
+        raise StoreError(f"{where}.policy must be bytes or None, got {type(row.policy)!r}")
 
 
 def _time(where: str, value: object) -> None:

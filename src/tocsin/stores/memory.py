@@ -7,6 +7,7 @@ Prior art: procrastinate's ``InMemoryConnector`` (same contract as the real stor
 
 from __future__ import annotations
 
+from collections import deque
 from collections.abc import Callable, Sequence
 from typing import final
 
@@ -15,14 +16,18 @@ import msgspec
 from ..errors import FencedError
 from ._ownership import Holder, ownership_error
 from ._protocols import (
+    HISTORY_LIMIT,
+    DeleteHistory,
     DeleteState,
     DeleteTask,
     DueActor,
     Fence,
     Op,
     PutState,
+    RecordTick,
     TaskRow,
     TaskState,
+    TickRow,
 )
 from ._validate import validate_ops
 
@@ -50,6 +55,7 @@ class MemoryStore:
         self._tasks: dict[_Key, TaskRow] = {}
         self._state: dict[_Key, bytes] = {}
         self._fences: dict[tuple[str, str], tuple[int, str]] = {}
+        self._history: dict[_Key, deque[TickRow]] = {}
         self._cluster: str | None = None
         self._owned = False
         self._watchers: list[Callable[[], None]] = []
@@ -123,6 +129,14 @@ class MemoryStore:
                 self._state.pop((op.kind, op.identity, op.key), None)
             elif isinstance(op, DeleteTask):
                 self._tasks.pop((op.kind, op.identity, op.id), None)
+            elif isinstance(op, RecordTick):
+                key = (op.kind, op.identity, op.id)
+                ring = self._history.get(key)
+                if ring is None:
+                    ring = self._history[key] = deque(maxlen=HISTORY_LIMIT)
+                ring.append(msgspec.structs.replace(op, instant=float(op.instant), at=float(op.at)))
+            elif isinstance(op, DeleteHistory):
+                self._history.pop((op.kind, op.identity, op.id), None)
             else:
                 row = _as_floats(op.row)
                 self._tasks[row.kind, row.identity, row.id] = row
@@ -185,6 +199,10 @@ class MemoryStore:
             if row.kind == kind and row.identity == identity and row.state == "pending"
         ]
         return min(dues, default=None)
+
+    async def task_history(self, kind: str, identity: str, task_id: str) -> list[TickRow]:
+        """One task's history, oldest first (at most ``HISTORY_LIMIT`` entries)."""
+        return list(self._history.get((kind, identity, task_id), ()))
 
     async def fence_epoch(self, kind: str, identity: str) -> int:
         """The highest epoch fenced for ``(kind, identity)`` (0 if none)."""

@@ -56,6 +56,7 @@ from ._protocols import (
     Op,
     TaskRow,
     TaskState,
+    TickRow,
 )
 from ._sqlite_calls import (
     DB_ERRORS,
@@ -364,6 +365,11 @@ class SQLiteStore:
         rows = await self._read(q.NEXT_DUE, (kind, identity))
         value = rows[0][0]
         return None if value is None else float(value)
+
+    async def task_history(self, kind: str, identity: str, task_id: str) -> list[TickRow]:
+        """One task's history, oldest first (at most ``HISTORY_LIMIT`` entries)."""
+        rows = await self._read(q.TASK_HISTORY, (kind, identity, task_id))
+        return [TickRow(*row) for row in rows]
 
     async def fence_epoch(self, kind: str, identity: str) -> int:
         """The highest epoch fenced for ``(kind, identity)`` (0 if none)."""

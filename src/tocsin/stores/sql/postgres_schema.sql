@@ -1,6 +1,6 @@
 -- SPDX-License-Identifier: Apache-2.0
--- tocsin PostgreSQL schema, version 2 (2 added tocsin_tasks.cron and .timezone, and
--- tocsin_owner). Run on every open inside a transaction holding an
+-- tocsin PostgreSQL schema, version 3 (2 added tocsin_tasks.cron and .timezone, and
+-- tocsin_owner; 3 added tocsin_tasks.policy, the schedule policies of issue 22). Run on every open inside a transaction holding an
 -- advisory lock (CREATE ... IF NOT EXISTS alone races when two nodes open at once).
 -- Times are epoch seconds (double precision), like the Python API: no time zone
 -- conversions between the store and the scheduler. Text columns use the "C" collation so
@@ -22,11 +22,14 @@ CREATE TABLE IF NOT EXISTS tocsin_tasks (
     timeout     double precision,
     cron        text,
     timezone    text,
+    policy      bytea,
     PRIMARY KEY (kind, identity, id)
 );
 -- Version 1 tables: add what version 2 added.
 ALTER TABLE tocsin_tasks ADD COLUMN IF NOT EXISTS cron text;
 ALTER TABLE tocsin_tasks ADD COLUMN IF NOT EXISTS timezone text;
+-- Version 2 tables: add what version 3 added (NULL: the default policies, today's behaviour).
+ALTER TABLE tocsin_tasks ADD COLUMN IF NOT EXISTS policy bytea;
 
 -- "Which actors have work due?" (due_actors): only pending rows matter, so a partial index.
 CREATE INDEX IF NOT EXISTS tocsin_tasks_pending_due
@@ -88,3 +91,32 @@ CREATE TABLE IF NOT EXISTS tocsin_meta (
     key   text COLLATE "C" PRIMARY KEY,
     value text NOT NULL
 );
+
+-- Task history (issue 23): what became of each recurring task's recent instants, kept to
+-- the 64 newest per task (stores._protocols.HISTORY_LIMIT) by the trigger. Added in
+-- version 3 (CREATE ... IF NOT EXISTS: older schemas get it on open).
+CREATE TABLE IF NOT EXISTS tocsin_task_history (
+    seq      bigserial PRIMARY KEY,
+    kind     text COLLATE "C" NOT NULL,
+    identity text COLLATE "C" NOT NULL,
+    id       text COLLATE "C" NOT NULL,
+    instant  double precision NOT NULL,
+    at       double precision NOT NULL,
+    outcome  text NOT NULL,
+    detail   text,
+    node     text NOT NULL
+);
+CREATE INDEX IF NOT EXISTS tocsin_task_history_task
+    ON tocsin_task_history (kind, identity, id, seq);
+CREATE OR REPLACE FUNCTION tocsin_task_history_bound() RETURNS trigger LANGUAGE plpgsql AS $$
+BEGIN
+    DELETE FROM tocsin_task_history
+    WHERE kind = NEW.kind AND identity = NEW.identity AND id = NEW.id
+      AND seq < (SELECT seq FROM tocsin_task_history
+                 WHERE kind = NEW.kind AND identity = NEW.identity AND id = NEW.id
+                 ORDER BY seq DESC OFFSET 63 LIMIT 1);
+    RETURN NULL;
+END $$;
+DROP TRIGGER IF EXISTS tocsin_task_history_bound ON tocsin_task_history;
+CREATE TRIGGER tocsin_task_history_bound AFTER INSERT ON tocsin_task_history
+    FOR EACH ROW EXECUTE FUNCTION tocsin_task_history_bound();

@@ -1,6 +1,7 @@
 -- SPDX-License-Identifier: Apache-2.0
--- tocsin SQLite schema, version 2 (2 added tocsin_tasks.cron and .timezone; the store adds
--- them to a version 1 file on open, before this script runs). Run on every open inside one write transaction, so it
+-- tocsin SQLite schema, version 3 (2 added tocsin_tasks.cron and .timezone, 3 added
+-- tocsin_tasks.policy; the store adds them to an older file on open, before this script
+-- runs). Run on every open inside one write transaction, so it
 -- is idempotent and safe when several processes open the same file at once.
 -- Times are epoch seconds (REAL); payloads and state values are codec bytes (BLOB).
 
@@ -20,6 +21,7 @@ CREATE TABLE IF NOT EXISTS tocsin_tasks (
     timeout     REAL,
     cron        TEXT,
     timezone    TEXT,
+    policy      BLOB,
     PRIMARY KEY (kind, identity, id)
 ) WITHOUT ROWID;
 -- WITHOUT ROWID: rows live in the primary-key B-tree itself, so a task write touches one
@@ -49,7 +51,7 @@ CREATE TABLE IF NOT EXISTS tocsin_state (
     PRIMARY KEY (kind, identity, key)
 ) WITHOUT ROWID;
 
-PRAGMA user_version = 2;
+PRAGMA user_version = 3;
 
 -- Cluster fencing (docs/cluster.md): the newest ownership epoch written for each durable
 -- identity, and its owner (node/incarnation; '' in rows written before owners were
@@ -78,3 +80,29 @@ CREATE TABLE IF NOT EXISTS tocsin_meta (
     key   TEXT PRIMARY KEY,
     value TEXT NOT NULL
 ) WITHOUT ROWID;
+
+-- Task history (issue 23): what became of each recurring task's recent instants, kept to
+-- the 64 newest per task (stores._protocols.HISTORY_LIMIT) by the trigger, which walks
+-- the task's index entries (64 of them) on each insert. Added in version 3; files made
+-- before get it on open (CREATE ... IF NOT EXISTS).
+CREATE TABLE IF NOT EXISTS tocsin_task_history (
+    seq      INTEGER PRIMARY KEY,
+    kind     TEXT NOT NULL,
+    identity TEXT NOT NULL,
+    id       TEXT NOT NULL,
+    instant  REAL NOT NULL,
+    at       REAL NOT NULL,
+    outcome  TEXT NOT NULL,
+    detail   TEXT,
+    node     TEXT NOT NULL
+);
+CREATE INDEX IF NOT EXISTS tocsin_task_history_task
+    ON tocsin_task_history (kind, identity, id, seq);
+CREATE TRIGGER IF NOT EXISTS tocsin_task_history_bound AFTER INSERT ON tocsin_task_history
+BEGIN
+    DELETE FROM tocsin_task_history
+    WHERE kind = NEW.kind AND identity = NEW.identity AND id = NEW.id
+      AND seq < (SELECT seq FROM tocsin_task_history
+                 WHERE kind = NEW.kind AND identity = NEW.identity AND id = NEW.id
+                 ORDER BY seq DESC LIMIT 1 OFFSET 63);
+END;

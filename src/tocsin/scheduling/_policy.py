@@ -1,0 +1,194 @@
+# SPDX-License-Identifier: Apache-2.0
+"""A schedule's policies (DESIGN.md "Schedule policies"), checked at the call, and the
+little state they need while the schedule runs.
+
+A schedule given no option (or only the defaults: ``Overlap.ALLOW``, ``Misfire.once()``,
+no jitter, no calendar, no DST policy) has no :class:`SchedulePolicy` at all: its record's
+``policy`` slot is ``None`` and its ticks take the plain path, so the defaults cost what
+they cost before policies existed. Any other option makes one :class:`SchedulePolicy` per
+schedule, holding the options and the run-time state behind them:
+
+* ``in_flight``: the ticks of this schedule sent and not yet finished (a ``receive`` that
+  returned, raised or was cancelled; a tick rejected or dropped as stale), counted only
+  when the overlap policy is not ``ALLOW``;
+* ``held``: ``BUFFER_ONE``'s waiting tick (its nominal instant), delivered when the tick
+  in flight finishes;
+* ``nominal``: an interval schedule's nominal deadline (monotonic), when jitter moves the
+  armed one.
+
+Nothing here reads the clock or touches the heap: the scheduler does, and calls these
+methods.
+"""
+
+from __future__ import annotations
+
+from datetime import timedelta, tzinfo
+from typing import Any, final
+
+from .._deadlines import to_seconds
+from ..actor._spi import Misfire, Overlap
+from ..cron import Calendar, DSTPolicy
+
+__all__ = ["SchedulePolicy", "check_dst", "check_exclude", "check_jitter", "make_policy"]
+
+
+def check_jitter(value: object, interval: float | None) -> float | None:
+    """``jitter`` as seconds, or ``None`` for no jitter.
+
+    ``None``, ``0`` and ``timedelta(0)`` mean no jitter. An interval schedule's jitter
+    must be shorter than its interval (else two ticks could swap places).
+
+    Raises:
+        InvalidIntervalError: not seconds (a bool, a string, NaN, inf, a negative number,
+            or a positive one under 1 ms).
+        ValueError: on an interval schedule, ``jitter >= interval``.
+    """
+    if value is None:
+        return None
+    if (type(value) is int and value == 0) or (type(value) is float and value == 0.0):
+        return None
+    if isinstance(value, timedelta) and value == timedelta(0):
+        return None
+    seconds = to_seconds(value, "jitter")
+    if interval is not None and seconds >= interval:
+        raise ValueError(
+            f"`jitter` ({seconds:g} s) must be shorter than the schedule's interval "
+            f"({interval:g} s): a tick is never delayed past the next one"
+        )
+    return seconds
+
+
+def check_exclude(value: object) -> Calendar | None:
+    """``exclude`` if it is ``None`` or a :class:`~tocsin.Calendar`, else ``ValueError``."""
+    if value is None or isinstance(value, Calendar):
+        return value
+    raise ValueError(
+        f"`exclude` must be a Calendar (Calendar.dates(...), Calendar.weekly(...), "
+        f"Calendar.daily(...), Calendar.cron(...), Calendar.holidays(...), combined with |) "
+        f"or None, got {value!r}"
+    )
+
+
+def check_dst(value: object) -> DSTPolicy | None:
+    """``dst`` if it is ``None`` or a :class:`~tocsin.DSTPolicy`, else ``ValueError``.
+
+    The default policy (both ``"quartz"``) is returned as ``None``: the engine's plain path.
+    """
+    if value is None:
+        return None
+    if isinstance(value, DSTPolicy):
+        return None if value.is_quartz else value
+    raise ValueError(
+        f"`dst` must be a DSTPolicy (e.g. DSTPolicy(gap='next', fold='first') or "
+        f"DSTPolicy.never_skip()) or None, got {value!r}"
+    )
+
+
+@final
+class SchedulePolicy:
+    """The non-default options of one schedule and their run-time state (internal)."""
+
+    __slots__ = (
+        "buffer",
+        "dst",
+        "exclude",
+        "held",
+        "in_flight",
+        "jitter",
+        "limit",
+        "misfire",
+        "nominal",
+        "overlap",
+        "replay",
+        "tracks",
+        "zone",
+    )
+
+    def __init__(
+        self,
+        overlap: Overlap,
+        misfire: Misfire,
+        jitter: float | None,
+        exclude: Calendar | None,
+        dst: DSTPolicy | None,
+        zone: tzinfo,
+    ) -> None:
+        self.overlap = overlap
+        self.misfire = misfire
+        self.jitter = jitter
+        self.exclude = exclude
+        self.dst = dst
+        #: The zone an interval or one-shot schedule's calendar reads instants in (the
+        #: system's zone); a cron schedule's calendar reads them in the cron's zone.
+        self.zone = zone
+        self.tracks = overlap.tracks
+        self.limit = overlap.max_in_flight
+        self.buffer = overlap.mode == "buffer_one"
+        self.in_flight = 0
+        self.held: float | None = None
+        self.nominal = 0.0
+        #: The pacing deadline of a ``Misfire.all(rate=...)`` replay under way, or None.
+        self.replay: Any = None
+
+    # -- overlap -----------------------------------------------------------------------
+
+    def admit(self) -> bool:
+        """Count one more tick in flight if the overlap policy lets it go now."""
+        if self.in_flight < self.limit:
+            self.in_flight += 1
+            return True
+        return False
+
+    def settle(self) -> None:
+        """One tick in flight is over (finished, rejected, or dropped as stale)."""
+        if self.in_flight > 0:
+            self.in_flight -= 1
+
+    def hold(self, at: float) -> bool:
+        """``BUFFER_ONE``: keep ``at`` as the waiting tick; False if one already waits."""
+        if self.held is not None:
+            return False
+        self.held = at
+        return True
+
+    def take_held(self) -> float | None:
+        """The waiting tick, if any, now released."""
+        held = self.held
+        self.held = None
+        return held
+
+    # -- jitter and replay -------------------------------------------------------------
+
+    def set_nominal(self, deadline: float) -> None:
+        """Record an interval schedule's nominal deadline (the armed one adds jitter)."""
+        self.nominal = deadline
+
+    def set_replay(self, replay: Any) -> None:
+        """Record (or, with None, forget) the replay under way."""
+        self.replay = replay
+
+
+def make_policy(
+    overlap: object,
+    misfire: object,
+    jitter: float | None,
+    exclude: Calendar | None,
+    dst: DSTPolicy | None,
+    zone: tzinfo,
+) -> SchedulePolicy | None:
+    """The checked policy of a new schedule, or ``None`` when every option is a default.
+
+    Raises:
+        ValueError: ``overlap`` or ``misfire`` is not a policy value (naming the option).
+    """
+    checked_overlap = Overlap.check(overlap, "overlap")
+    checked_misfire = Misfire.check(misfire, "misfire")
+    if (
+        not checked_overlap.tracks
+        and checked_misfire.is_default
+        and jitter is None
+        and exclude is None
+        and dst is None
+    ):
+        return None
+    return SchedulePolicy(checked_overlap, checked_misfire, jitter, exclude, dst, zone)

@@ -1,0 +1,124 @@
+# SPDX-License-Identifier: Apache-2.0
+"""Task tables made before schedule policies (schema version 2: no ``policy`` column)
+migrate on open (issue 22): old rows keep every field and read with ``policy=None`` (the
+default policies, today's behaviour), new rows carry their policy bytes, and a read-only
+open of an old file (``tocsin tasks list``) reads it without changing it."""
+
+from __future__ import annotations
+
+import sqlite3
+import uuid
+from pathlib import Path
+
+import pytest
+
+from tocsin.stores import Store, TaskRow, UpsertTask
+from tocsin.stores.sqlite import SQLiteStore
+
+_OLD_TASKS = """
+CREATE TABLE tocsin_tasks (
+    kind TEXT NOT NULL, identity TEXT NOT NULL, id TEXT NOT NULL, name TEXT NOT NULL,
+    payload BLOB NOT NULL, due REAL NOT NULL, every REAL, attempts INTEGER NOT NULL,
+    max_retries INTEGER NOT NULL, created_at REAL NOT NULL,
+    state TEXT NOT NULL CHECK (state IN ('pending', 'running', 'parked')),
+    last_error TEXT, timeout REAL, cron TEXT, timezone TEXT,
+    PRIMARY KEY (kind, identity, id)
+) WITHOUT ROWID;
+CREATE TABLE tocsin_state (
+    kind TEXT NOT NULL, identity TEXT NOT NULL, key TEXT NOT NULL, value BLOB NOT NULL,
+    PRIMARY KEY (kind, identity, key)
+) WITHOUT ROWID;
+PRAGMA user_version = 2;
+INSERT INTO tocsin_tasks VALUES
+    ('Order', 'o-1', 'tick', 'send', x'c0', 100.0, 60.0, 0, 5, 1.0, 'pending', NULL, NULL,
+     NULL, NULL);
+"""
+
+_OLD_POSTGRES = """
+CREATE SCHEMA {schema};
+SET search_path = {schema};
+CREATE TABLE tocsin_tasks (
+    kind text COLLATE "C" NOT NULL, identity text COLLATE "C" NOT NULL,
+    id text COLLATE "C" NOT NULL, name text NOT NULL, payload bytea NOT NULL,
+    due double precision NOT NULL, every double precision, attempts integer NOT NULL,
+    max_retries integer NOT NULL, created_at double precision NOT NULL,
+    state text NOT NULL, last_error text, timeout double precision, cron text,
+    timezone text, PRIMARY KEY (kind, identity, id)
+);
+INSERT INTO tocsin_tasks VALUES
+    ('Order', 'o-1', 'tick', 'send', '\\xc0', 100.0, 60.0, 0, 5, 1.0, 'pending', NULL,
+     NULL, NULL, NULL);
+"""
+
+OLD = TaskRow("Order", "o-1", "tick", "send", b"\xc0", 100.0, 60.0, 0, 5, 1.0)
+
+
+async def _check_migrated(store: Store) -> None:
+    await store.open()
+    try:
+        assert await store.get_task("Order", "o-1", "tick") == OLD  # policy None
+        new = TaskRow("Order", "o-1", "p", "send", b"\xc0", 200.0, 60.0, 0, 5, 1.0, policy=b"\x81")
+        await store.apply([UpsertTask(new)])
+        assert await store.get_task("Order", "o-1", "p") == new
+        assert [row.id for row in await store.due_tasks("Order", "o-1", 300.0, 10)] == [
+            "tick",
+            "p",
+        ]
+    finally:
+        await store.close()
+
+
+def _old_sqlite(path: Path) -> None:
+    with sqlite3.connect(path) as conn:
+        conn.executescript(_OLD_TASKS)
+    conn.close()
+
+
+async def test_an_sqlite_task_table_without_policies_migrates_on_open(tmp_path: Path) -> None:
+    path = tmp_path / "old.db"
+    _old_sqlite(path)
+    await _check_migrated(SQLiteStore(path))
+    with sqlite3.connect(path) as conn:
+        columns = [row[1] for row in conn.execute("PRAGMA table_info(tocsin_tasks)")]
+        version = conn.execute("PRAGMA user_version").fetchone()[0]
+    conn.close()
+    assert columns[-1] == "policy"
+    assert version == 3
+    store = SQLiteStore(path)  # a second open changes nothing
+    await store.open()
+    try:
+        assert await store.get_task("Order", "o-1", "tick") == OLD
+    finally:
+        await store.close()
+
+
+async def test_a_read_only_open_of_an_old_file_reads_it_and_changes_nothing(
+    tmp_path: Path,
+) -> None:
+    path = tmp_path / "old.db"
+    _old_sqlite(path)
+    before = path.read_bytes()
+    store = SQLiteStore(path, read_only=True)
+    await store.open()
+    try:
+        assert await store.list_tasks() == [OLD]
+        assert await store.find_tasks("tick") == [OLD]
+    finally:
+        await store.close()
+    assert path.read_bytes() == before
+
+
+@pytest.mark.integration
+async def test_a_postgres_task_table_without_policies_migrates_on_open(postgres_dsn: str) -> None:
+    import asyncpg
+
+    from tocsin.stores.postgres import PostgresStore
+
+    schema = f"old_{uuid.uuid4().hex[:12]}"
+    conn = await asyncpg.connect(postgres_dsn)
+    try:
+        await conn.execute(_OLD_POSTGRES.format(schema=schema))
+    finally:
+        await conn.close()
+    await _check_migrated(PostgresStore(postgres_dsn, schema=schema))
+    await _check_migrated(PostgresStore(postgres_dsn, schema=schema))  # idempotent
