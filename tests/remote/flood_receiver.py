@@ -1,5 +1,5 @@
 # SPDX-License-Identifier: Apache-2.0
-"""The receiving node of ``test_flood.py``, run as a child process (not a test module).
+"""The receiving node of ``test_remote_flood.py``, run as a child process (not a test module).
 
 It listens on a free port, hosts ``/user/slow`` (a bounded mailbox, slower than any
 sender: at most ~10,000 messages a second, resting 10 ms every 100, so that most of the

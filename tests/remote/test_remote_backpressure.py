@@ -129,9 +129,16 @@ async def test_a_dropped_connection_dead_letters_the_tells_it_still_held() -> No
                 if i % 500 == 0:
                     await asyncio.sleep(0)  # let the transport write (and fill)
             await eventually(lambda: b.remote_metrics().read_pauses >= 1)
+            # b drops the connection (as a crashed or partitioned peer would), with
+            # what a still held for it. (A stop of b would first read everything a
+            # sent, as dead letters ``stopped`` there, since its actor is gone.)
+            remote = b._remote
+            assert remote is not None
+            for conn in list(remote.node._connections):
+                conn.abort()
+            await eventually(lambda: a.remote_metrics().held_lost > 0)
         finally:
-            await b.stop()  # the connection goes, with what a still held for it
-        await eventually(lambda: a.remote_metrics().held_lost > 0)
+            await b.stop()
         metrics = a.remote_metrics()
         unreachable = [d for d in dead_a if d.reason is DeadLetterReason.UNREACHABLE]
         overflow = [d for d in dead_a if d.reason is DeadLetterReason.OVERFLOW]

@@ -7,6 +7,12 @@ in batches of :data:`THROUGHPUT` messages, yielding to the loop between batches 
 dispatch), and ends when the mailbox is empty. What the mailbox holds is described in
 ``_mailbox.py``.
 
+A bounded mailbox (``mailbox_bound``, issue 20) is a :class:`BoundedCell`: its delivery
+is the same plus one compare against the bound (past it: an ``overflow`` dead letter),
+so an unbounded cell pays nothing. ``await pid.send`` waits in the cell's ``waiting``
+line; each drain batch that ends with the mailbox at half its bound or below admits
+waiting sends, in order (:meth:`Cell._admit`).
+
 The start and the stop (first ``pre_start``, the grace's interrupt, a restart's backoff
 wait, the final teardown) live here too, as methods: they write the same fields as the
 turn loop (state, task, mailbox, the draining flag), so one class in one module owns them
