@@ -160,8 +160,7 @@ class PostgresStore:
             lets several applications (or tests) share one database. Lower-case
             identifier; default: the DSN's ``schema=``, else ``"public"``.
         min_size: connections kept open by the pool.
-        max_size: connections the pool may open for reads; writes hold one more (one
-            write is in flight at a time: group commit).
+        max_size: connections the pool may open.
         connect_timeout: seconds opening a connection may take, server startup and login
             included (default: the DSN's ``connect_timeout=``, else 10): a server that
             accepts TCP but never answers fails ``open()`` after that long, and the
@@ -211,13 +210,8 @@ class PostgresStore:
         self._pool: Any = None
         #: What :meth:`_failure` turns into StoreError: timeouts and every driver error.
         self._caught: tuple[type[BaseException], ...] = (TimeoutError, *driver_errors())
-        #: The pooled connection writes go through (see :meth:`_write`), once taken.
-        self._writer: Any = None
         #: Group commit: a write is in flight; batches that came meanwhile, in order.
         self._committing = False
-        #: Set while no write is in flight (close waits for it before releasing the writer).
-        self._idle = asyncio.Event()
-        self._idle.set()
         self._waiting: deque[tuple[Sequence[Op], asyncio.Future[None]]] = deque()
         self._flusher: asyncio.Task[None] | None = None
         #: Read-combining of due_tasks (see there): a read is in flight; calls meanwhile.
@@ -270,7 +264,7 @@ class PostgresStore:
                 pool = await asyncpg.create_pool(
                     self._dsn,
                     min_size=self._min_size,
-                    max_size=self._max_size + 1,  # the one held for writes
+                    max_size=self._max_size,
                     timeout=self.connect_timeout,
                     server_settings={"search_path": self.schema},
                     # No reset query on release (asyncpg's default is a round trip per
@@ -306,16 +300,12 @@ class PostgresStore:
         flusher, self._flusher = self._flusher, None
         if flusher is not None:
             await asyncio.wait({flusher})  # the waiting writes land first
-        await self._idle.wait()  # and a lone write in flight
         reader, self._reader = self._reader, None
         if reader is not None:
             await asyncio.wait({reader})
         pool, self._pool = self._pool, None
-        writer, self._writer = self._writer, None
         if pool is not None:
             async with self._errors("close", bounded=False):
-                if writer is not None:
-                    await pool.release(writer)
                 await pool.close()
 
     # --- changes made by other processes -----------------------------------------------
@@ -378,7 +368,6 @@ class PostgresStore:
             await done
             return
         self._committing = True
-        self._idle.clear()
         try:
             await self._write(pool, ops)
         finally:
@@ -386,7 +375,6 @@ class PostgresStore:
                 self._flusher = asyncio.get_running_loop().create_task(self._flush(pool))
             else:
                 self._committing = False
-                self._idle.set()
 
     async def _flush(self, pool: Any) -> None:
         """Commit the waiting batches, up to :data:`GROUP_OPS` ops per transaction."""
@@ -425,7 +413,6 @@ class PostgresStore:
                             done.set_result(None)
         finally:
             self._committing = False
-            self._idle.set()
             for _, done in self._waiting:  # only if this task was cancelled (close)
                 if not done.done():
                     done.set_exception(StoreError(f"{self!r}: closed before this write"))
@@ -438,39 +425,24 @@ class PostgresStore:
         implicit transaction), and only a batch of several kinds of ops pays BEGIN and
         COMMIT around its runs (#24).
 
-        Writes go through one pooled connection held for them: group commit keeps one
-        write in flight, so a pool acquire and release per write (about 80 µs of client
-        CPU, the release a task of its own) buys nothing. A write that fails other than
-        by the server's refusal (a broken connection, a timeout, a cancellation) gives
-        that connection up, its state unknown; the next write takes a fresh one."""
+        Writes go through the pool. One connection held for writes (group commit keeps
+        one write in flight) saved the acquire and release, ~80 µs of client CPU per
+        write, but made 100 producers 20-33% slower end to end in two runs (a lone write
+        returning sooner leaves a smaller group behind it: more, smaller transactions);
+        not kept (docs/performance.md)."""
         runs = _runs(ops)
         bound = self._bound
         try:
             async with asyncio.timeout(bound):
-                conn = self._writer
-                if conn is None:
-                    conn = self._writer = await pool.acquire()
-                try:
-                    if len(runs) == 1:
-                        await _execute(conn, *runs[0])
-                    else:
-                        async with conn.transaction():
-                            for run in runs:
-                                await _execute(conn, *run)
-                except BaseException as exc:
-                    if not isinstance(exc, asyncpg.PostgresError) or conn.is_closed():
-                        self._drop_writer(conn)
-                    raise
+                if len(runs) == 1:
+                    await _execute(pool, *runs[0])
+                else:
+                    async with pool.acquire() as conn, conn.transaction():
+                        for run in runs:
+                            await _execute(conn, *run)
         except self._caught as exc:
             raise self._failure("apply", bound, exc) from exc
         self.commits += 1
-
-    def _drop_writer(self, conn: Any) -> None:
-        """Give up the write connection: terminated, it returns to the pool, which opens
-        a new one on a later acquire."""
-        if self._writer is conn:
-            self._writer = None
-        conn.terminate()
 
     async def get_state(self, kind: str, identity: str, key: str) -> bytes | None:
         """The value of ``storage[key]``, or ``None``."""
