@@ -186,3 +186,9 @@ async def test_an_item_is_finished_once_receive_returns_and_plain_messages_have_
         "finished b",
         "receive sync tick=None",
     ]
+
+
+def test_lost_defaults_to_finished() -> None:
+    events: list[str] = []
+    _Item("x", events).lost()
+    assert events == ["finished x"]

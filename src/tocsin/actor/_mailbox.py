@@ -104,6 +104,14 @@ class RuntimeItem(ABC):
         remote completion frame). Not called for an item opened as :data:`STALE` or
         rejected: ``open`` / ``rejected`` see those. Default: nothing."""
 
+    def lost(self) -> None:
+        """Called instead of :meth:`finished` when an item already opened may never have
+        reached ``receive`` (its frame never left, its connection was lost, it was
+        dead-lettered on the hosting node): not in flight any more, but not known to be
+        delivered (cluster cron's ``at_least_once`` lets such a claim lapse, so another
+        node delivers the tick). Default: :meth:`finished`."""
+        self.finished()
+
 
 class Turn(ABC):
     """Runtime work run inside an actor's turn: one at a time, never concurrently with

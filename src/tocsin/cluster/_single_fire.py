@@ -239,6 +239,16 @@ class _Grant:
             self._handle.cancel()
             self._handle = None
 
+    def __call__(self) -> None:
+        """The done call a won tick carries (``TickItem``): :meth:`finished`."""
+        self.finished()
+
+    def lapse(self) -> None:
+        """The tick may never have reached ``receive`` (a remote target's connection was
+        lost, its frame never left): stop renewing, so the claim lapses and another node
+        delivers the tick once the delivery lease has passed."""
+        self.abandon()
+
     def finished(self) -> None:
         """The target's ``receive`` returned: mark the claim done (once)."""
         if self._over:
@@ -414,7 +424,7 @@ class CronClaims:
             grant = _Grant(self, tick, key, claim.fence)
             handed = False
             try:
-                handed = bool(tick.deliver(claim.fence, grant.finished))
+                handed = bool(tick.deliver(claim.fence, grant))
             except Exception:
                 _log.exception("cron %r: the tick's callback failed", reference)
             if handed:

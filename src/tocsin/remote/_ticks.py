@@ -182,14 +182,10 @@ class PendingCompletion:
 def not_run(item: RuntimeItem) -> None:
     """End an opened tick whose ``receive`` did not return, or may not have: it was
     dead-lettered on either node, never left this one, or its connection was lost (or
-    the table evicted it). An item with a ``lost()`` method gets that call (cluster
-    cron's ``at_least_once`` lets such a claim lapse, so another node delivers the
-    tick); any other gets ``finished()``: it is not in flight any more either way."""
-    lost = getattr(item, "lost", None)
-    if lost is not None:
-        lost()
-    else:
-        item.finished()
+    the table evicted it). :meth:`RuntimeItem.lost` (whose default is ``finished()``):
+    cluster cron's ``at_least_once`` lets such a claim lapse, so another node delivers
+    the tick; for any other item it is not in flight any more either way."""
+    item.lost()
 
 
 @final

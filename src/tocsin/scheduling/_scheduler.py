@@ -370,6 +370,18 @@ class TickItem(RuntimeItem):
             done()  # at_least_once: the cluster claim is marked done
         self.record.finished()
 
+    def lost(self) -> None:
+        """Maybe never delivered (a remote target's connection was lost, its frame never
+        left): no longer in flight for the overlap policy, but an ``at_least_once``
+        claim is not marked done: it lapses, and another node delivers the tick."""
+        done, self.done = self.done, None
+        # The claim's grant (cluster/_single_fire.py) has a `lapse`; a bare done call
+        # (a manual tick's, say) has nothing to let lapse.
+        lapse = getattr(done, "lapse", None)
+        if lapse is not None:
+            lapse()
+        self.record.finished()
+
     @property
     def tracked(self) -> bool:  # type: ignore[override]
         # A remote target asks for a completion frame when finished() matters.
