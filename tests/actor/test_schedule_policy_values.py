@@ -192,3 +192,12 @@ def test_lost_defaults_to_finished() -> None:
     events: list[str] = []
     _Item("x", events).lost()
     assert events == ["finished x"]
+
+
+def test_a_tick_instant_crosses_the_wire_to_the_microsecond() -> None:
+    # Float rounding of timestamp() * 1e6 used to move some instants by 1 µs.
+    for micro in (0, 1, 499_999, 500_001, 999_999, 123_457):
+        instant = datetime(2026, 12, 2, 3, 4, 5, micro, tzinfo=UTC)
+        assert Tick.from_wire(Tick("r", instant).to_wire()).instant == instant
+    with pytest.raises(ValueError, match="out of range"):
+        Tick.from_wire(["r", 10**20, 1, False, False, None])

@@ -21,7 +21,7 @@ from __future__ import annotations
 
 import math
 from dataclasses import dataclass
-from datetime import UTC, datetime
+from datetime import UTC, datetime, timedelta
 from enum import StrEnum
 from typing import Any, ClassVar, Final, Literal, final
 
@@ -31,6 +31,9 @@ __all__ = ["Misfire", "Outcome", "Overlap", "Tick", "TickOutcome"]
 
 OverlapMode = Literal["allow", "skip", "buffer_one", "limit"]
 MisfireMode = Literal["once", "skip", "all"]
+
+_EPOCH: Final = datetime(1970, 1, 1, tzinfo=UTC)
+_MICROSECOND: Final = timedelta(microseconds=1)
 
 _OVERLAP_MODES: Final = ("allow", "skip", "buffer_one", "limit")
 _MISFIRE_MODES: Final = ("once", "skip", "all")
@@ -290,7 +293,9 @@ class Tick:
     def to_wire(self) -> list[Any]:
         """A codec-safe list: reference, epoch microseconds, attempt, manual, backfill,
         fence (remote frames carry it)."""
-        micros = round(self.instant.timestamp() * 1_000_000)
+        # Exact integer arithmetic on the datetime (not `timestamp() * 1e6`, whose float
+        # rounding moved an instant by 1 µs across two processes).
+        micros = (self.instant - _EPOCH) // _MICROSECOND
         return [self.reference, micros, self.attempt, self.manual, self.backfill, self.fence]
 
     @classmethod
@@ -308,7 +313,10 @@ class Tick:
             or not (fence is None or type(fence) is int)
         ):
             raise ValueError(f"not a wire tick: {value!r}")
-        instant = datetime.fromtimestamp(micros / 1_000_000, UTC)
+        try:
+            instant = _EPOCH + timedelta(microseconds=micros)
+        except OverflowError:
+            raise ValueError(f"not a wire tick (instant out of range): {value!r}") from None
         return cls(reference, instant, attempt, manual, backfill, fence)
 
 
