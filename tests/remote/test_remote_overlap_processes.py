@@ -143,7 +143,11 @@ async def test_skip_across_two_processes_skips_exactly_the_ticks_due_while_in_fl
     assert abs(gap - steps * INTERVAL) < 0.002, (t0, t1)
     if skipped:  # the schedule reports what it skipped: exactly the instants between
         between = sorted(e.instant for e in skipped if t0 < e.instant < t1)
-        assert between == [t0 + timedelta(seconds=INTERVAL * k) for k in range(1, steps)]
+        grid = [t0 + timedelta(seconds=INTERVAL * k) for k in range(1, steps)]
+        # An interval schedule's instant is its monotonic deadline read as wall time when
+        # it is reported, so two reports of one grid may differ by microseconds.
+        assert len(between) == len(grid), (between, grid)
+        assert all(abs((b - g).total_seconds()) < 0.002 for b, g in zip(between, grid, strict=True))
         assert {e.outcome for e in skipped} == {Outcome.SKIPPED_OVERLAP}
     assert all(r[2] == 1 for r in done)  # never two handlers at once (trivially: one actor)
     # After the cancel nothing was left queued there: SKIP never sends a tick while its
