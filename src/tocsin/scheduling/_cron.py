@@ -11,19 +11,31 @@ from __future__ import annotations
 
 import math
 from collections import deque
-from datetime import datetime
+from datetime import datetime, timedelta, timezone, tzinfo
 from typing import TYPE_CHECKING, Final, final
 
+from ..actor._spi import Outcome
+from ..cron import DSTPolicy
 from ..cron._spi import zone
 from ..errors import InvalidCronExpressionError
 
 if TYPE_CHECKING:
-    from ..cron import CronExpression, DSTPolicy
+    from ..cron import CronExpression
 
 __all__ = ["OVERDUE_SCAN", "CronState"]
 
 #: Most overdue fire times counted after a stall (each costs one next-fire computation).
 OVERDUE_SCAN: Final = 100_000
+#: Most instants a DST change is reported to have dropped between two fire times (an
+#: every-second expression across a skipped hour drops 3,600).
+DST_SCAN: Final = 4_096
+#: Zones with no daylight saving by name (a ``ZoneInfo`` is not a fixed ``timezone``).
+_NO_DST: Final = frozenset({"UTC", "Etc/UTC", "GMT", "Etc/GMT", "Etc/UCT", "UCT", "Zulu"})
+
+
+def _fixed(tz: tzinfo) -> bool:
+    """Whether ``tz`` is a fixed offset (``datetime.timezone``: never a DST change)."""
+    return isinstance(tz, timezone)
 
 
 @final
@@ -33,7 +45,9 @@ class CronState:
     __slots__ = (
         "delivery",
         "dst",
+        "dst_watch",
         "expr",
+        "last_offset",
         "last_wall",
         "memo_after",
         "memo_next",
@@ -58,6 +72,11 @@ class CronState:
         self.text = text
         self.zone_name = zone_name
         self.tz = zone(zone_name)
+        #: Whether fire times may straddle a DST change (then `dst_dropped` is asked).
+        self.dst_watch = zone_name not in _NO_DST and not _fixed(self.tz)
+        #: (fire time, its UTC offset) of the last `dst_dropped` call: one offset read
+        #: per fire instead of two.
+        self.last_offset: tuple[float, timedelta | None] = (math.nan, None)
         self.next_wall = 0.0
         self.last_wall: float | None = None
         #: Cluster cron: "at_most_once" or "at_least_once" (schedule_cron(delivery=...)).
@@ -120,6 +139,54 @@ class CronState:
         self.memo_after = after
         self.memo_next = result
         return result
+
+    def dst_dropped(self, previous: float, fire_at: float) -> list[tuple[float, Outcome]]:
+        """The instants a daylight-saving change kept from firing between the fire times
+        ``previous`` and ``fire_at`` (epoch seconds), each with ``DST_GAP`` (a matching
+        wall time that did not exist: reported at the first instant after the gap) or
+        ``DST_FOLD`` (the occurrence of a repeated wall time the policy does not fire).
+
+        Cheap when nothing changed: one offset read (the previous one is kept) when both
+        fire times share one UTC offset (the rule between DST changes). Else the matching
+        wall times between them are walked under ``gap="next", fold="both"`` (what would
+        fire if nothing were dropped), at most :data:`DST_SCAN` of them. A gap the policy
+        moves (``next``, ``shift``) or a fold it fires twice (``both``) drops nothing.
+        """
+        tz = self.tz
+        last, before = self.last_offset
+        if last != previous:
+            before = datetime.fromtimestamp(previous, tz).utcoffset()
+        after = datetime.fromtimestamp(fire_at, tz).utcoffset()
+        self.last_offset = (fire_at, after)
+        if before == after:
+            return []
+        policy = self.dst if self.dst is not None else DSTPolicy()
+        gap_drops = policy.gap in ("quartz", "skip")
+        fold_drops = policy.fold != "both"
+        if not (gap_drops or fold_drops):
+            return []
+        every = DSTPolicy(gap="next" if gap_drops else policy.gap, fold="both")
+        dropped: list[tuple[float, Outcome]] = []
+        current = previous
+        for _ in range(DST_SCAN):
+            nxt = self.expr.next_after(datetime.fromtimestamp(current, tz), dst=every)
+            if nxt is None:
+                break
+            at = nxt.timestamp()
+            if at >= fire_at:
+                break
+            current = at
+            # A real instant whose wall time reads with two offsets is in a fold.
+            wall = datetime.fromtimestamp(at, tz).replace(tzinfo=None)
+            folded = (
+                wall.replace(tzinfo=tz, fold=0).utcoffset()
+                != wall.replace(tzinfo=tz, fold=1).utcoffset()
+            )
+            if folded and fold_drops:
+                dropped.append((at, Outcome.DST_FOLD))
+            elif not folded and gap_drops:
+                dropped.append((at, Outcome.DST_GAP))
+        return dropped
 
     def move_to(self, wall: float) -> None:
         """Make ``wall`` (a fire time after the current one) the next fire time."""

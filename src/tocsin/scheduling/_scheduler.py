@@ -1091,6 +1091,12 @@ class Scheduler:
             return
         fire_at = state.next_wall  # the instant this tick stands for (the cluster claim key)
         jittered = state.offset  # this tick's jitter (the next one's is computed below)
+        previous = state.last_wall
+        if previous is not None and state.dst_watch:
+            # What a DST change kept from firing since the last fire time (history):
+            # two offset reads unless a change lies between them.
+            for at, dropped in state.dst_dropped(previous, fire_at):
+                self.outcome(record, at, dropped)
         policy = record.policy
         # One next-fire computation per tick, as before policies: when the fire time
         # after this one is still ahead, there is no misfire.
