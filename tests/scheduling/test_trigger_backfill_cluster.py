@@ -1,6 +1,6 @@
 # SPDX-License-Identifier: Apache-2.0
 """`trigger_schedule` and `backfill_schedule` of a cron schedule in cluster mode (issue
-23): two in-process nodes on one memory:// coordinator and one ManualClock. Each
+23): three in-process nodes on one memory:// coordinator and one ManualClock. Each
 instant is claimed with the regular tick's key, so none is delivered twice."""
 
 from __future__ import annotations
@@ -31,12 +31,12 @@ class Sink(Actor):
 
 
 @asynccontextmanager
-async def two_nodes() -> AsyncIterator[
+async def three_nodes() -> AsyncIterator[
     tuple[list[ActorSystem], ManualClock, list[tuple[str, datetime, bool, bool]]]
 ]:
     clock = ManualClock(wall=T0.timestamp())
     url = f"memory://{uuid.uuid4().hex}"
-    systems = [ActorSystem(n, clock=clock, cluster=Cluster(url, lease=3.0)) for n in "ab"]
+    systems = [ActorSystem(n, clock=clock, cluster=Cluster(url, lease=3.0)) for n in "abc"]
     got: list[tuple[str, datetime, bool, bool]] = []
     try:
         for system in systems:
@@ -51,7 +51,7 @@ async def two_nodes() -> AsyncIterator[
 
 
 async def test_a_backfill_on_every_node_never_delivers_a_delivered_instant_again() -> None:
-    async with two_nodes() as (systems, clock, got):
+    async with three_nodes() as (systems, clock, got):
         await clock.advance(120)  # 09:01 and 09:02, each delivered by one node
         assert sorted(instant for _, instant, _, _ in got) == [_hm(9, 1), _hm(9, 2)]
         got.clear()
@@ -68,7 +68,7 @@ async def test_a_backfill_on_every_node_never_delivers_a_delivered_instant_again
 
 
 async def test_an_instant_nobody_delivered_is_backfilled_once_cluster_wide() -> None:
-    async with two_nodes() as (systems, clock, got):
+    async with three_nodes() as (systems, clock, got):
         await systems[0].cluster.pause_cron("report")
         await clock.advance(40)  # 09:01 comes due while paused cluster-wide: not claimed
         await systems[0].cluster.resume_cron("report")
@@ -86,7 +86,7 @@ async def test_an_instant_nobody_delivered_is_backfilled_once_cluster_wide() -> 
 
 
 async def test_trigger_delivers_once_by_the_node_asked() -> None:
-    async with two_nodes() as (systems, clock, got):
+    async with three_nodes() as (systems, clock, got):
         await systems[1].trigger_schedule("report")
         await clock.advance(0)
         assert got == [("b", T0, True, False)]
@@ -100,9 +100,40 @@ async def test_trigger_delivers_once_by_the_node_asked() -> None:
 async def test_a_manual_tick_runs_even_while_paused() -> None:
     """An operator's "run it now" is explicit: a pause (local or cluster-wide) does not
     refuse it (the manual claim has its own key)."""
-    async with two_nodes() as (systems, clock, got):
+    async with three_nodes() as (systems, clock, got):
         await systems[0].cluster.pause_cron("report")
         await systems[0].pause_schedule("report", note="frozen")
         await systems[0].trigger_schedule("report")
         await clock.advance(0)
         assert got == [("a", T0, True, False)]
+
+
+async def test_a_backfill_of_the_last_hour_on_three_nodes_delivers_each_instant_once() -> None:
+    async with three_nodes() as (systems, clock, got):
+        await clock.advance(120)  # 09:01 and 09:02 delivered, one node each
+        await systems[0].cluster.pause_cron("report")
+        await clock.advance(3600)  # an hour paused cluster-wide: 09:03 ... 10:02 unclaimed
+        await systems[0].cluster.resume_cron("report")
+        assert sorted(instant for _, instant, _, _ in got) == [_hm(9, 1), _hm(9, 2)]
+        got.clear()
+        start, end = _hm(9, 3), _hm(10, 3)
+        for system in systems:
+            assert await system.backfill_schedule("report", start, end, dry_run=True) == [
+                _hm(9 + (3 + m) // 60, (3 + m) % 60) for m in range(60)
+            ]
+        await clock.advance(0)
+        assert got == []  # a dry run delivers nothing
+        for system in systems:  # every node backfills the same hour, at once
+            await system.backfill_schedule("report", start, end)
+        await clock.advance(0)
+        delivered = sorted(instant for _, instant, _, _ in got)
+        assert delivered == [_hm(9 + (3 + m) // 60, (3 + m) % 60) for m in range(60)]
+        assert all(backfill for _, _, _, backfill in got)
+        # The nodes that asked later found each instant claimed: their history says so.
+        for system in systems[1:]:
+            elsewhere = [
+                h.instant
+                for h in system.schedule_history("report")
+                if h.outcome is Outcome.CLAIMED_ELSEWHERE and start <= h.instant < end
+            ]
+            assert elsewhere, system.name
