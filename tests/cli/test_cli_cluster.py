@@ -78,6 +78,29 @@ def test_pause_and_resume_set_the_cluster_wide_flag(
     assert asyncio.run(paused(url)) == frozenset()
 
 
+def test_a_pause_note_shows_in_members(
+    url: str, capsys: pytest.CaptureFixture[str], monkeypatch: pytest.MonkeyPatch
+) -> None:
+    asyncio.run(seed(url))
+    monkeypatch.setenv("TOCSIN_COORDINATOR", url)
+    assert main(["cluster", "pause", "nightly", "--note", "db migration"]) == 0
+    capsys.readouterr()
+    assert main(["cluster", "members", "--json"]) == 0
+    [entry] = json.loads(capsys.readouterr().out)["paused"]
+    assert entry["reference"] == "nightly"
+    assert entry["note"] == "db migration"
+    assert entry["paused_by"].startswith("tocsin-cli@")
+    assert entry["paused_at"].endswith("+00:00")
+    assert main(["cluster", "members"]) == 0
+    assert "nightly: since " in capsys.readouterr().out
+    assert main(["cluster", "pause", "nightly", "--note", "other"]) == 0  # already paused
+    assert "already paused" in capsys.readouterr().out
+    assert main(["cluster", "resume", "nightly"]) == 0
+    capsys.readouterr()
+    assert main(["cluster", "members", "--json"]) == 0
+    assert json.loads(capsys.readouterr().out)["paused"] == []
+
+
 @pytest.mark.parametrize(
     ("argv", "message"),
     [

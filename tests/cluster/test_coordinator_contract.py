@@ -18,7 +18,7 @@ import pytest
 
 from tocsin.clock import ManualClock
 from tocsin.cluster import Coordinator
-from tocsin.cluster._protocol import ClaimOutcome
+from tocsin.cluster._protocol import ClaimOutcome, PauseNote
 from tocsin.errors import CoordinatorError
 
 LEASE = 10.0
@@ -510,6 +510,26 @@ async def test_a_paused_reference_is_never_claimed_until_resumed(backend: Backen
         await b.set_cron_paused("nightly", False)
         assert await a.paused_crons() == frozenset()
         assert (await a.claim_tick(key, "nightly", fire, 60, "n1")).outcome is ClaimOutcome.WON
+    finally:
+        await close_all([a, b])
+
+
+async def test_a_pause_note_is_kept_until_forgotten(backend: Backend) -> None:
+    a, b = await opened(backend, 2)
+    try:
+        assert await b.pause_notes() == {}
+        note = PauseNote("db migration", 1_900_000_000.5, "node-a")
+        await a.set_pause_note("nightly", note)
+        await a.set_pause_note("hourly", PauseNote(None, 1_900_000_001.0, "tocsin-cli@host"))
+        assert await b.pause_notes() == {
+            "nightly": note,
+            "hourly": PauseNote(None, 1_900_000_001.0, "tocsin-cli@host"),
+        }
+        await b.set_pause_note("nightly", PauseNote("again", 1_900_000_002.0, "node-b"))
+        assert (await a.pause_notes())["nightly"].note == "again"  # replaced
+        await b.set_pause_note("nightly", None)
+        await b.set_pause_note("nightly", None)  # forgetting twice is a no-op
+        assert set(await a.pause_notes()) == {"hourly"}
     finally:
         await close_all([a, b])
 

@@ -10,6 +10,8 @@ from collections.abc import AsyncIterator
 from contextlib import asynccontextmanager
 from datetime import UTC, datetime
 
+import pytest
+
 from tocsin import Actor, ActorSystem, Cluster, ManualClock, Outcome, ReceiveContext
 
 T0 = datetime(2030, 1, 1, 9, 0, 30, tzinfo=UTC)
@@ -137,3 +139,17 @@ async def test_a_backfill_of_the_last_hour_on_three_nodes_delivers_each_instant_
                 if h.outcome is Outcome.CLAIMED_ELSEWHERE and start <= h.instant < end
             ]
             assert elsewhere, system.name
+
+
+async def test_pause_cron_keeps_its_note_when_and_by_which_node() -> None:
+    async with three_nodes() as (systems, clock, _):
+        await systems[1].cluster.pause_cron("report", note="quarter close")
+        await systems[2].cluster.pause_cron("report", note="ignored: already paused")
+        notes = await systems[0].cluster.pause_notes()
+        note = notes["report"]
+        assert (note.note, note.paused_by) == ("quarter close", "b")
+        assert note.paused_at == clock.wall()
+        with pytest.raises(TypeError, match="note"):
+            await systems[0].cluster.pause_cron("other", note=42)  # type: ignore[arg-type]
+        await systems[0].cluster.resume_cron("report")
+        assert await systems[2].cluster.pause_notes() == {}

@@ -20,12 +20,15 @@ import argparse
 import asyncio
 import json
 import os
+import socket
 import sys
 from collections.abc import Callable, Coroutine
 from datetime import UTC, datetime
 from typing import Any, Final
 
+from ..clock import SystemClock
 from ..cluster import Coordinator, open_coordinator
+from ..cluster._spi import PauseNote
 from ..errors import CoordinatorError, InvalidCoordinatorURLError, InvalidStoreURLError, StoreError
 from ..stores import open_store
 from ..stores._spi import connect_read_only
@@ -65,6 +68,8 @@ def register(subparsers: argparse._SubParsersAction[argparse.ArgumentParser]) ->
     ):
         sub = actions.add_parser(name, help=text)
         sub.add_argument("reference", help="the cron schedule's reference")
+        if name == "pause":
+            sub.add_argument("--note", default=None, help="why (shown by `members`)")
         common(sub)
         sub.set_defaults(func=lambda ns, handler=handler: _run(handler, ns))
     forget = actions.add_parser(
@@ -193,13 +198,15 @@ async def _members(coordinator: Coordinator, ns: argparse.Namespace) -> None:
     _, rows = await coordinator.leases()
     live = [row for row in rows if row.alive]
     paused = sorted(await coordinator.paused_crons())
+    notes = await coordinator.pause_notes()
     if ns.json:
         members = [
             {"name": r.node, "address": r.address, "joined": _iso(r.joined),
              "last_seen": _iso(r.renewed)}
             for r in live
         ]  # fmt: skip
-        print(json.dumps({"members": members, "paused": paused}, indent=2))
+        listed = [_paused_entry(reference, notes.get(reference)) for reference in paused]
+        print(json.dumps({"members": members, "paused": listed}, indent=2))
         return
     if not live:
         print("no live nodes")
@@ -211,13 +218,36 @@ async def _members(coordinator: Coordinator, ns: argparse.Namespace) -> None:
             print("  ".join(c.ljust(w) for c, w in zip(line, widths, strict=True)).rstrip())
     if paused:
         print(f"paused cron references: {', '.join(paused)}")
+        for reference in paused:
+            note = notes.get(reference)
+            if note is not None:
+                why = f": {note.note}" if note.note else ""
+                print(f"  {reference}: since {_iso(note.paused_at)} by {note.paused_by}{why}")
+
+
+def _paused_entry(reference: str, note: PauseNote | None) -> dict[str, str | None]:
+    """One entry of ``members --json``'s ``paused`` list (``None``: paused with no note,
+    or by a version that kept none)."""
+    return {
+        "reference": reference,
+        "note": None if note is None else note.note,
+        "paused_at": None if note is None else _iso(note.paused_at),
+        "paused_by": None if note is None else note.paused_by,
+    }
 
 
 async def _pause(coordinator: Coordinator, ns: argparse.Namespace) -> None:
+    if ns.reference in await coordinator.paused_crons():
+        print(f"{ns.reference!r} is already paused on every node")
+        return
     await coordinator.set_cron_paused(ns.reference, True)
+    # Who paused it: this command, on this host; when: this machine's clock.
+    by = f"tocsin-cli@{socket.gethostname()}"
+    await coordinator.set_pause_note(ns.reference, PauseNote(ns.note, SystemClock().wall(), by))
     print(f"paused {ns.reference!r} on every node")
 
 
 async def _resume(coordinator: Coordinator, ns: argparse.Namespace) -> None:
     await coordinator.set_cron_paused(ns.reference, False)
+    await coordinator.set_pause_note(ns.reference, None)
     print(f"resumed {ns.reference!r} on every node")

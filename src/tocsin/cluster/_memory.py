@@ -16,7 +16,7 @@ from typing import ClassVar, final
 
 from ..clock import Clock, SystemClock
 from ._protocol import EXPIRED_LEASE_RETENTION as RETENTION
-from ._protocol import ClaimOutcome, LeaseRow, Ownership, TickClaim
+from ._protocol import ClaimOutcome, LeaseRow, Ownership, PauseNote, TickClaim
 from ._rendezvous import rendezvous_owner
 
 __all__ = ["MemoryCoordinator"]
@@ -48,6 +48,7 @@ class _State:
     claims: dict[str, _Claim] = field(default_factory=dict)
     fences: dict[str, int] = field(default_factory=dict)
     paused: set[str] = field(default_factory=set)
+    notes: dict[str, PauseNote] = field(default_factory=dict)
     users: int = 0
 
 
@@ -272,6 +273,15 @@ class MemoryCoordinator:
 
     async def paused_crons(self) -> frozenset[str]:
         return frozenset(self._s.paused)
+
+    async def set_pause_note(self, reference: str, note: PauseNote | None) -> None:
+        if note is None:
+            self._s.notes.pop(reference, None)
+        else:
+            self._s.notes[reference] = note
+
+    async def pause_notes(self) -> dict[str, PauseNote]:
+        return dict(self._s.notes)
 
     def _claim_holder(self, key: str) -> tuple[str, float] | None:
         """Test hook: the node holding ``key`` and until when (expired ones included)."""

@@ -15,7 +15,7 @@ from typing import final
 from ..clock import Clock, OffsetClock
 from ._membership import Membership
 from ._placement import Directory
-from ._protocol import Coordinator
+from ._protocol import Coordinator, PauseNote
 from ._single_fire import CronClaims
 from ._time import ClusterTime
 from ._url import open_coordinator
@@ -64,6 +64,8 @@ class ClusterNode:
         zone: str = "UTC",
     ) -> None:
         self.config = config
+        self._name = name
+        self._clock = clock  # the cluster clock: a pause note's time
         # The coordinator judges on the node's own clock (memory, SQLite), never on the
         # corrected one: the correction is measured against it.
         own = clock.inner if isinstance(clock, OffsetClock) else clock
@@ -166,26 +168,42 @@ class ClusterNode:
         renewal or view read (at most ``min(lease / 3, poll_interval)`` seconds old)."""
         return self.membership.members()
 
-    async def pause_cron(self, reference: str) -> None:
+    async def pause_cron(self, reference: str, note: str | None = None) -> None:
         """Pause the cron schedule ``reference`` on every node, nodes that join later
         included: no node claims its ticks until :meth:`resume_cron`. Pausing a paused
-        reference is a no-op; an unknown one is paused all the same (a node may register
-        it later).
+        reference is a no-op (its first note stays); an unknown one is paused all the
+        same (a node may register it later). ``note`` (why), with when and by which node,
+        is kept on the coordinator: :meth:`pause_notes`, ``tocsin cluster members``.
 
         Raises:
-            TypeError, ValueError: ``reference`` is not a non-empty str.
+            TypeError, ValueError: ``reference`` is not a non-empty str, ``note`` not a
+                str or None.
             CoordinatorError: the coordinator failed (the pause may or may not be set).
         """
-        await self.coordinator.set_cron_paused(_reference(reference), True)
+        reference = _reference(reference)
+        if note is not None and not isinstance(note, str):
+            raise TypeError(f"`note` must be a str or None, got {note!r}")
+        coordinator = self.coordinator
+        if reference in await coordinator.paused_crons():
+            return
+        await coordinator.set_cron_paused(reference, True)
+        await coordinator.set_pause_note(reference, PauseNote(note, self._clock.wall(), self._name))
 
     async def resume_cron(self, reference: str) -> None:
-        """Undo :meth:`pause_cron`: ticks are claimed again from the next fire time on.
+        """Undo :meth:`pause_cron`: ticks are claimed again from the next fire time on;
+        the pause note is forgotten.
 
         Raises:
             TypeError, ValueError: ``reference`` is not a non-empty str.
             CoordinatorError: the coordinator failed.
         """
-        await self.coordinator.set_cron_paused(_reference(reference), False)
+        reference = _reference(reference)
+        await self.coordinator.set_cron_paused(reference, False)
+        await self.coordinator.set_pause_note(reference, None)
+
+    async def pause_notes(self) -> dict[str, PauseNote]:
+        """Why, when and by which node each reference was paused cluster-wide."""
+        return await self.coordinator.pause_notes()
 
     async def paused_crons(self) -> frozenset[str]:
         """The cron references paused cluster-wide."""

@@ -29,7 +29,7 @@ from ..stores._spi import (
     unknown_message,
 )
 from ._protocol import EXPIRED_LEASE_RETENTION as RETENTION
-from ._protocol import ClaimOutcome, LeaseRow, Ownership, TickClaim
+from ._protocol import ClaimOutcome, LeaseRow, Ownership, PauseNote, TickClaim
 from ._rendezvous import rendezvous_owner
 
 try:  # fail at import with the install hint (the session layer imports it on first use)
@@ -559,3 +559,28 @@ class PostgresCoordinator:
         async with self._errors("paused_crons"):
             rows = await self._require().fetch("SELECT reference FROM tocsin_cluster_paused")
         return frozenset(row["reference"] for row in rows)
+
+    async def set_pause_note(self, reference: str, note: PauseNote | None) -> None:
+        async with self._errors("set_pause_note"):
+            if note is None:
+                await self._require().execute(
+                    "DELETE FROM tocsin_cluster_pause_notes WHERE reference = $1", reference
+                )
+            else:
+                await self._require().execute(
+                    "INSERT INTO tocsin_cluster_pause_notes VALUES ($1, $2, $3, $4) "
+                    "ON CONFLICT (reference) DO UPDATE SET note = EXCLUDED.note, "
+                    "paused_at = EXCLUDED.paused_at, paused_by = EXCLUDED.paused_by",
+                    reference,
+                    note.note,
+                    note.paused_at,
+                    note.paused_by,
+                )
+
+    async def pause_notes(self) -> dict[str, PauseNote]:
+        async with self._errors("pause_notes"):
+            rows = await self._require().fetch("SELECT * FROM tocsin_cluster_pause_notes")
+        return {
+            row["reference"]: PauseNote(row["note"], float(row["paused_at"]), row["paused_by"])
+            for row in rows
+        }

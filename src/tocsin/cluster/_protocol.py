@@ -33,6 +33,7 @@ __all__ = [
     "Coordinator",
     "LeaseRow",
     "Ownership",
+    "PauseNote",
     "TickClaim",
 ]
 
@@ -96,6 +97,20 @@ class LeaseRow:
     expires: float
     alive: bool
     zone: str = "UTC"
+
+
+@final
+@dataclass(frozen=True, slots=True)
+class PauseNote:
+    """Who paused a cron reference cluster-wide, when, and why (``pause_cron(note=)``).
+
+    ``paused_at`` is epoch seconds on the pausing node's (cluster) clock; ``paused_by``
+    its node name; ``note`` the operator's text, or ``None``.
+    """
+
+    note: str | None
+    paused_at: float
+    paused_by: str
 
 
 @final
@@ -289,4 +304,13 @@ class Coordinator(Protocol):
 
     async def paused_crons(self) -> frozenset[str]:
         """The cron references paused cluster-wide."""
+        ...
+
+    async def set_pause_note(self, reference: str, note: PauseNote | None) -> None:
+        """Record (or, with ``None``, forget) why ``reference`` is paused cluster-wide."""
+        ...
+
+    async def pause_notes(self) -> dict[str, PauseNote]:
+        """The notes of the references paused cluster-wide (a reference paused without
+        one, or by an older version, has none)."""
         ...

@@ -26,7 +26,7 @@ import msgspec
 from ..errors import CoordinatorError, CoordinatorUnavailableError
 from ..stores._spi import REDIS_OPTIONS, split_options
 from ._protocol import EXPIRED_LEASE_RETENTION as RETENTION
-from ._protocol import ClaimOutcome, LeaseRow, Ownership, TickClaim
+from ._protocol import ClaimOutcome, LeaseRow, Ownership, PauseNote, TickClaim
 from ._url import check_coordinator_url
 
 try:
@@ -260,6 +260,16 @@ class _Entry(msgspec.Struct):
     e: int
 
 
+class _Note(msgspec.Struct, array_like=True, frozen=True):
+    """A pause note as the ``notes`` hash holds it (JSON array)."""
+
+    note: str | None
+    paused_at: float
+    paused_by: str
+
+
+_note_encoder: Final = msgspec.json.Encoder()
+_note_decoder: Final = msgspec.json.Decoder(_Note)
 _lease_decoder: Final = msgspec.json.Decoder(_Lease)
 _entry_decoder: Final = msgspec.json.Decoder(_Entry)
 
@@ -327,7 +337,9 @@ class RedisCoordinator:
         self._socket_timeout = socket_timeout
         self._client: Any = None
         self._scripts: dict[str, Any] = {}
-        self._keys = {name: self.prefix + name for name in ("leases", "dir", "paused", "fences")}
+        self._keys = {
+            name: self.prefix + name for name in ("leases", "dir", "paused", "fences", "notes")
+        }
         #: Seconds added to Redis' clock; tests move time with it, never sleeping.
         self._offset = 0.0
 
@@ -527,3 +539,23 @@ class RedisCoordinator:
         async with self._errors("paused_crons"):
             members = await self._client.smembers(self._keys["paused"])
         return frozenset(members)
+
+    async def set_pause_note(self, reference: str, note: PauseNote | None) -> None:
+        async with self._errors("set_pause_note"):
+            if note is None:
+                await self._client.hdel(self._keys["notes"], reference)
+            else:
+                value = _note_encoder.encode(_Note(note.note, note.paused_at, note.paused_by))
+                await self._client.hset(self._keys["notes"], reference, value)
+
+    async def pause_notes(self) -> dict[str, PauseNote]:
+        async with self._errors("pause_notes"):
+            rows = await self._client.hgetall(self._keys["notes"])
+        notes: dict[str, PauseNote] = {}
+        for reference, value in rows.items():
+            try:  # JSON of a closed shape, decoded by msgspec (never eval'd)
+                row = _note_decoder.decode(value)
+            except msgspec.DecodeError:
+                continue  # not ours: skipped, as a malformed lease row would be
+            notes[reference] = PauseNote(row.note, row.paused_at, row.paused_by)
+        return notes

@@ -13,11 +13,13 @@ from __future__ import annotations
 
 from ._durable import ClusterOwnership, in_process_pid, register_in_process
 from ._identity import bind_store, warn_if_clustered
+from ._protocol import PauseNote
 from ._rebalance import Rebalancer
 from ._url import open_coordinator
 
 __all__ = [
     "ClusterOwnership",
+    "PauseNote",
     "Rebalancer",
     "bind_store",
     "in_process_pid",

@@ -36,7 +36,7 @@ from ..stores._spi import (
     transaction,
 )
 from ._protocol import EXPIRED_LEASE_RETENTION as RETENTION
-from ._protocol import ClaimOutcome, LeaseRow, Ownership, TickClaim
+from ._protocol import ClaimOutcome, LeaseRow, Ownership, PauseNote, TickClaim
 from ._rendezvous import rendezvous_owner
 
 __all__ = ["SQLiteCoordinator"]
@@ -417,5 +417,26 @@ class SQLiteCoordinator:
         def step(conn: sqlite3.Connection, now: float) -> frozenset[str]:
             rows = conn.execute("SELECT reference FROM tocsin_cluster_paused").fetchall()
             return frozenset(row[0] for row in rows)
+
+        return await self._step(step, write=False)
+
+    async def set_pause_note(self, reference: str, note: PauseNote | None) -> None:
+        def step(conn: sqlite3.Connection, now: float) -> None:
+            if note is None:
+                conn.execute(
+                    "DELETE FROM tocsin_cluster_pause_notes WHERE reference = ?", (reference,)
+                )
+            else:
+                conn.execute(
+                    "INSERT OR REPLACE INTO tocsin_cluster_pause_notes VALUES (?, ?, ?, ?)",
+                    (reference, note.note, note.paused_at, note.paused_by),
+                )
+
+        await self._step(step, write=True)
+
+    async def pause_notes(self) -> dict[str, PauseNote]:
+        def step(conn: sqlite3.Connection, now: float) -> dict[str, PauseNote]:
+            rows = conn.execute("SELECT * FROM tocsin_cluster_pause_notes").fetchall()
+            return {row[0]: PauseNote(row[1], float(row[2]), str(row[3])) for row in rows}
 
         return await self._step(step, write=False)

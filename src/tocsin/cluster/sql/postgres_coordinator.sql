@@ -17,6 +17,10 @@ CREATE TABLE IF NOT EXISTS tocsin_cluster_claims (
     fence bigint NOT NULL DEFAULT 0, held float8 NOT NULL DEFAULT 0);
 CREATE INDEX IF NOT EXISTS tocsin_cluster_claims_expires ON tocsin_cluster_claims (expires);
 CREATE TABLE IF NOT EXISTS tocsin_cluster_paused (reference text PRIMARY KEY);
+CREATE TABLE IF NOT EXISTS tocsin_cluster_pause_notes (
+    reference text PRIMARY KEY, note text, paused_at double precision NOT NULL,
+    paused_by text NOT NULL
+);
 -- The last fence granted per cron reference (never purged: one row per reference).
 CREATE TABLE IF NOT EXISTS tocsin_cluster_fences (
     reference text PRIMARY KEY, fence bigint NOT NULL);

@@ -18,6 +18,9 @@ CREATE TABLE IF NOT EXISTS tocsin_cluster_claims (
     fence INTEGER NOT NULL DEFAULT 0, held REAL NOT NULL DEFAULT 0);
 CREATE INDEX IF NOT EXISTS tocsin_cluster_claims_expires ON tocsin_cluster_claims (expires);
 CREATE TABLE IF NOT EXISTS tocsin_cluster_paused (reference TEXT PRIMARY KEY);
+CREATE TABLE IF NOT EXISTS tocsin_cluster_pause_notes (
+    reference TEXT PRIMARY KEY, note TEXT, paused_at REAL NOT NULL, paused_by TEXT NOT NULL
+);
 -- The last fence granted per cron reference (never purged: one row per reference).
 CREATE TABLE IF NOT EXISTS tocsin_cluster_fences (
     reference TEXT PRIMARY KEY, fence INTEGER NOT NULL);
