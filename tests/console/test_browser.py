@@ -313,15 +313,24 @@ async def test_a_schedules_history_page_shows_its_ring_and_its_pause_note(
                 assert state.startswith("paused")
                 assert f"holiday freeze {HOSTILE}" in state
                 assert "by ops" in state
-                # Live updates swap the schedules section: retry a click that lands on a
-                # swapped-out link.
-                for _ in range(20):
+                # Live updates swap the schedules section (every 0.2 s here): a click may
+                # land on a swapped-out link and go nowhere on a busy machine. Click, give
+                # the page a few seconds to change, and click again if it did not.
+                from selenium.common.exceptions import TimeoutException
+
+                for _ in range(int(WAIT / 3)):
                     try:
                         browser.find_element(
                             By.CSS_SELECTOR, "a[aria-label='History of fast']"
                         ).click()
-                        break
                     except StaleElementReferenceException:
+                        continue
+                    try:
+                        WebDriverWait(browser, 3.0, poll_frequency=0.1).until(
+                            lambda d: d.title.startswith("fast: history")
+                        )
+                        break
+                    except TimeoutException:
                         continue
                 wait.until(lambda d: d.title.startswith("fast: history"))
                 assert browser.find_element(By.TAG_NAME, "h1").text == "Schedule fast"
