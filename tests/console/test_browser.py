@@ -315,14 +315,14 @@ async def test_a_schedules_history_page_shows_its_ring_and_its_pause_note(
                 assert "by ops" in state
                 # Live updates swap the schedules section (every 0.2 s here): a click may
                 # land on a swapped-out link and go nowhere on a busy machine. Click, give
-                # the page a few seconds to change, and click again if it did not.
+                # the page a few seconds to change, and click again if it did not; past a
+                # few tries, follow the link's address itself (it is what a click opens).
                 from selenium.common.exceptions import TimeoutException
 
-                for _ in range(int(WAIT / 3)):
+                link = "a[aria-label='History of fast']"
+                for _ in range(3):
                     try:
-                        browser.find_element(
-                            By.CSS_SELECTOR, "a[aria-label='History of fast']"
-                        ).click()
+                        browser.find_element(By.CSS_SELECTOR, link).click()
                     except StaleElementReferenceException:
                         continue
                     try:
@@ -332,6 +332,11 @@ async def test_a_schedules_history_page_shows_its_ring_and_its_pause_note(
                         break
                     except TimeoutException:
                         continue
+                else:
+                    # Read in the page itself, in one step: no element to go stale.
+                    href = browser.execute_script(f'return document.querySelector("{link}").href;')
+                    assert "schedule?reference=fast" in href, href
+                    browser.get(href)
                 wait.until(lambda d: d.title.startswith("fast: history"))
                 assert browser.find_element(By.TAG_NAME, "h1").text == "Schedule fast"
                 assert rows(browser) != []
