@@ -42,27 +42,19 @@ def schedule_info(
     owner = record.owner
     sender = record.sender
     policy = record.policy
-    if policy is not None:
-        return ScheduleInfo(
-            reference=record.reference,
-            target=_where(record.target, here),
-            kind=record.kind,
-            interval=record.interval if record.interval is not None else record.delay,
-            cron=cron.text if cron is not None else None,
-            timezone=cron.zone_name if cron is not None else None,
-            next_fire_at=next_fire,
-            paused=record.paused,
-            owner=owner.pid.path if owner is not None else None,
-            sender=_where(sender, here) if getattr(sender, "path", None) else None,
-            ticks=record.ticks,
-            created_at=utc(record.created_at),
-            cluster_claimed=clustered and cron is not None,
-            overlap=policy.overlap,
-            misfire=policy.misfire,
-            jitter=policy.jitter,
-            dst=policy.dst,
-            exclude=policy.exclude,
-        )
+    # One construction for both kinds of record: the policy fields keep their defaults
+    # (today's behaviour) when the schedule has no policy.
+    policies: dict[str, Any] = (
+        {}
+        if policy is None
+        else {
+            "overlap": policy.overlap,
+            "misfire": policy.misfire,
+            "jitter": policy.jitter,
+            "dst": policy.dst,
+            "exclude": policy.exclude,
+        }
+    )
     return ScheduleInfo(
         reference=record.reference,
         target=_where(record.target, here),
@@ -80,6 +72,7 @@ def schedule_info(
         note=record.note,
         paused_at=None if record.paused_at is None else utc(record.paused_at),
         paused_by=record.paused_by,
+        **policies,
     )
 
 
