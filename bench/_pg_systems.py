@@ -167,6 +167,84 @@ async def _raw_claim_loop(conn: Any) -> None:
             await asyncio.sleep(0.002)  # idle: poll again soon
 
 
+async def raw_row(dsn: str, test: str, n: int, producers: int) -> dict[str, Any]:
+    """The floor's loop with tocsin's own row: the table ``PostgresStore`` creates (its
+    key and indexes), its upsert statement with its 16 parameters, one autocommit
+    statement per task; the claim loop reads pending rows ``FOR UPDATE SKIP LOCKED`` and
+    deletes them by key. What is left between this and tocsin is tocsin's client path;
+    between this and the floor, the row's shape."""
+    import asyncpg
+
+    from tocsin.stores import _queries as q
+    from tocsin.stores._protocols import UpsertTask
+    from tocsin.stores.postgres import PostgresStore
+
+    store = PostgresStore(dsn)
+    await store.open()  # the schema, exactly as tocsin makes it
+    await store.close()
+    count = 1 if producers == 1 else RAW_CONNECTIONS
+    conns = [await asyncpg.connect(dsn) for _ in range(count)]
+    free: asyncio.Queue[Any] = asyncio.Queue()
+    for conn in conns:
+        free.put_nowait(conn)
+    upsert = q.numbered(q.WRITES[UpsertTask])
+    e2e = test == "e2e"
+    delay = 0.0 if e2e else DELAY
+
+    async def one(i: int) -> None:
+        conn = free.get_nowait() if not free.empty() else await free.get()
+        now = time.time()
+        try:
+            await conn.execute(
+                upsert, "bench-pg", f"p{i % producers}", f"{i:020d}", "work", b"\x01",
+                now + delay, None, 0, 5, now, "pending", None, None, None, None, None,
+            )  # fmt: skip
+        finally:
+            free.put_nowait(conn)
+
+    worker = None
+    if e2e:
+        DONE.expect(n)
+        claimer = await asyncpg.connect(dsn)
+        worker = asyncio.get_running_loop().create_task(_raw_row_claim_loop(claimer))
+    cpu0 = process_time()
+    t0 = perf_counter()
+    await _producers(n, producers, one)
+    enqueued = perf_counter() - t0
+    if worker is not None:
+        assert DONE.future is not None
+        await DONE.future
+        worker.cancel()
+        await asyncio.gather(worker, return_exceptions=True)
+        await claimer.close()
+    out = _figures(n, enqueued, t0, cpu0, e2e)
+    for conn in conns:
+        await conn.close()
+    return out
+
+
+async def _raw_row_claim_loop(conn: Any) -> None:
+    claim = (
+        "SELECT kind, identity, id, payload FROM tocsin_tasks WHERE state = 'pending' "
+        f"AND due <= $1 ORDER BY due LIMIT {CLAIM_BATCH} FOR UPDATE SKIP LOCKED"
+    )
+    delete = (
+        "DELETE FROM tocsin_tasks WHERE (kind, identity, id) IN "
+        "(SELECT * FROM unnest($1::text[], $2::text[], $3::text[]))"
+    )
+    while True:
+        async with conn.transaction():
+            rows = await conn.fetch(claim, time.time())
+            for _ in rows:
+                DONE.hit()
+            if rows:
+                await conn.execute(
+                    delete, [r[0] for r in rows], [r[1] for r in rows], [r[2] for r in rows]
+                )
+        if not rows:
+            await asyncio.sleep(0.002)  # idle: poll again soon
+
+
 # -- tocsin -----------------------------------------------------------------------------
 
 

@@ -49,6 +49,7 @@ SYSTEMS = [
     ("dbos-queue", "DBOS queue", "dbos"),
     ("dbos-start", "DBOS start_workflow", "dbos"),
     ("procrastinate", "Procrastinate", "procrastinate"),
+    ("raw-row", "raw asyncpg, tocsin's row", None),
     ("raw", "raw asyncpg floor", None),
 ]
 PRODUCERS = (1, 100)
@@ -191,6 +192,8 @@ async def _run_system(params: dict[str, Any], dsn: str) -> dict[str, Any]:
     load = os.getloadavg()[0]
     if system == "raw":
         out = await s.raw(dsn, test, n, producers)
+    elif system == "raw-row":
+        out = await s.raw_row(dsn, test, n, producers)
     elif system in ("tocsin", "tocsin-cluster"):
         out = await s.tocsin(dsn, test, n, producers, clustered=system == "tocsin-cluster")
     elif system == "dbos-queue":

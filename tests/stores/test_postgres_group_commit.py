@@ -67,8 +67,32 @@ async def test_a_fenced_batch_in_a_group_fails_alone(postgres_dsn: str) -> None:
         await store.close()
 
 
+class _CountingConnection:
+    """A connection of the store's pool, counting the statements sent on it."""
+
+    def __init__(self, conn: Any, calls: list[str]) -> None:
+        self.conn = conn
+        self.calls = calls
+
+    async def execute(self, *args: Any) -> Any:
+        self.calls.append("execute")
+        return await self.conn.execute(*args)
+
+    async def executemany(self, *args: Any) -> Any:
+        self.calls.append("executemany")
+        return await self.conn.executemany(*args)
+
+    def transaction(self) -> Any:
+        self.calls.append("transaction")  # BEGIN ... COMMIT around what follows
+        return self.conn.transaction()
+
+    def is_closed(self) -> bool:
+        return bool(self.conn.is_closed())
+
+
 class _CountingPool:
-    """The store's pool, counting the calls that each cost a round trip or more."""
+    """The store's pool, counting the calls that each cost a round trip or more, on it
+    and on the connections taken from it (writes go through one held connection)."""
 
     def __init__(self, pool: Any) -> None:
         self.pool = pool
@@ -85,15 +109,26 @@ class _CountingPool:
     async def fetch(self, *args: Any) -> Any:  # reads: not counted
         return await self.pool.fetch(*args)
 
-    def acquire(self) -> Any:
-        self.calls.append("transaction")  # BEGIN, its statements, COMMIT
-        return self.pool.acquire()
+    async def acquire(self) -> _CountingConnection:
+        return _CountingConnection(await self.pool.acquire(), self.calls)
+
+    async def release(self, conn: _CountingConnection) -> None:
+        await self.pool.release(conn.conn)
 
 
 def _counting(store: PostgresStore) -> _CountingPool:
+    """Count from here on; the write connection held so far goes back first."""
+    store._give_back_writer()
     counting = _CountingPool(store._pool)
     store._pool = counting
     return counting
+
+
+async def _uncount(store: PostgresStore, counting: _CountingPool) -> None:
+    store._give_back_writer()
+    if store._releaser is not None:
+        await store._releaser
+    store._pool = counting.pool
 
 
 async def test_a_fenced_write_is_one_statement_and_a_zombie_writes_nothing(
@@ -125,11 +160,12 @@ async def test_a_fenced_write_is_one_statement_and_a_zombie_writes_nothing(
         await store.apply(
             [Fence("K", "b", 1, "n1"), UpsertTask(_row("b")), DeleteTask("K", "a", "t")]
         )
-        assert counting.calls == ["transaction"]  # BEGIN, its runs, COMMIT
+        # BEGIN, its runs (the fence folded into the first), COMMIT
+        assert counting.calls == ["transaction", "execute", "execute"]
         assert await store.fence_epoch("K", "b") == 1
         assert sorted(r.id for r in await store.list_tasks(kind="K")) == ["t", "t0", "t1", "t2"]
     finally:
-        store._pool = counting.pool
+        await _uncount(store, counting)
         await store.close()
 
 
@@ -160,7 +196,7 @@ async def test_merged_fenced_batches_are_one_statement_each_fenced_alone(
         )
         assert [await store.fence_epoch("K", f"i{k}") for k in (0, 11)] == [1, 1]
     finally:
-        store._pool = counting.pool
+        await _uncount(store, counting)
         await store.close()
 
 

@@ -19,6 +19,7 @@ Prior art: procrastinate's ``schema.sql`` and asyncpg connector.
 from __future__ import annotations
 
 import asyncio
+import contextlib
 import re
 from collections import deque
 from collections.abc import AsyncIterator, Callable, Sequence
@@ -67,6 +68,8 @@ SCHEMA_LOCK_KEY: Final = 0x746F6373696E
 _SCHEMA_NAME: Final = re.compile(r"[a-z_][a-z0-9_]{0,62}")
 #: Most ops one group commit puts in one transaction (the batches are kept whole).
 GROUP_OPS: Final = 2000
+#: Seconds without a write after which the write connection goes back to the pool.
+WRITER_IDLE: Final = 0.05
 
 
 # The shared SQL, numbered for asyncpg once.
@@ -214,6 +217,17 @@ class PostgresStore:
         self._committing = False
         self._waiting: deque[tuple[Sequence[Op], asyncio.Future[None]]] = deque()
         self._flusher: asyncio.Task[None] | None = None
+        #: The pool connection writes go through while they keep coming (see _write), the
+        #: writes made on it (the idle check compares), the idle check's timer, and the
+        #: task giving it back to the pool.
+        self._writer: tuple[Any, Any] | None = None  # (pool, connection)
+        #: A writer is held only when the pool has room for reads beside it.
+        self._hold_writer = max_size >= 2
+        #: close(): resolved when the write in flight (a caller's own) has ended.
+        self._quiet: asyncio.Future[None] | None = None
+        self._writes = 0
+        self._idle_check: asyncio.TimerHandle | None = None
+        self._releaser: asyncio.Task[None] | None = None
         #: Read-combining of due_tasks (see there): a read is in flight; calls meanwhile.
         self._reading = False
         self._read_waiting: list[
@@ -303,6 +317,13 @@ class PostgresStore:
         reader, self._reader = self._reader, None
         if reader is not None:
             await asyncio.wait({reader})
+        if self._committing:  # a caller's own write is in flight on the write connection
+            self._quiet = asyncio.get_running_loop().create_future()
+            await asyncio.wait({self._quiet})
+        self._give_back_writer()
+        releaser, self._releaser = self._releaser, None
+        if releaser is not None:
+            await asyncio.wait({releaser})
         pool, self._pool = self._pool, None
         if pool is not None:
             async with self._errors("close", bounded=False):
@@ -374,7 +395,7 @@ class PostgresStore:
             if self._waiting:  # arrived meanwhile: commit them together, off this caller
                 self._flusher = asyncio.get_running_loop().create_task(self._flush(pool))
             else:
-                self._committing = False
+                self._end_writes()
 
     async def _flush(self, pool: Any) -> None:
         """Commit the waiting batches, up to :data:`GROUP_OPS` ops per transaction."""
@@ -400,6 +421,11 @@ class PostgresStore:
                         for _, done in group:
                             if not done.done():
                                 done.set_result(None)
+                        # One loop turn before the next group: the callers just answered
+                        # come back with their next batches first, so a steady stream
+                        # goes as one group per commit, not as a group and a straggler
+                        # that went alone.
+                        await asyncio.sleep(0)
                         continue
                 for ops, done in group:
                     try:
@@ -412,7 +438,7 @@ class PostgresStore:
                         if not done.done():
                             done.set_result(None)
         finally:
-            self._committing = False
+            self._end_writes()
             for _, done in self._waiting:  # only if this task was cancelled (close)
                 if not done.done():
                     done.set_exception(StoreError(f"{self!r}: closed before this write"))
@@ -425,24 +451,86 @@ class PostgresStore:
         implicit transaction), and only a batch of several kinds of ops pays BEGIN and
         COMMIT around its runs (#24).
 
-        Writes go through the pool. One connection held for writes (group commit keeps
-        one write in flight) saved the acquire and release, ~80 µs of client CPU per
-        write, but made 100 producers 20-33% slower end to end in two runs (a lone write
-        returning sooner leaves a smaller group behind it: more, smaller transactions);
-        not kept (docs/performance.md)."""
+        Group commit keeps one write in flight, so writes need one connection: the first
+        write of a burst takes one from the pool and the burst keeps it until
+        :data:`WRITER_IDLE` seconds pass without a write (then it goes back, so an idle
+        store holds nothing). That saves a pool acquire and release per write while
+        writes keep coming (one producer's one-commit writes: two loop iterations and
+        ~50 µs of client CPU each, docs/performance.md), and the idle check is one timer
+        per :data:`WRITER_IDLE`, not a callback per write. A write that fails gives its
+        connection back (it may be broken: the pool replaces it); the next write takes
+        another."""
         runs = _runs(ops)
         bound = self._bound
+        writer = self._writer
+        if writer is not None and _ended(writer[1]):  # closed under us: take another, as
+            self._give_back_writer()  # the pool's own acquire reconnects a closed one
+            writer = None
         try:
             async with asyncio.timeout(bound):
-                if len(runs) == 1:
-                    await _execute(pool, *runs[0])
+                if writer is not None:
+                    conn = writer[1]
+                elif self._hold_writer:
+                    conn = await pool.acquire()
+                    self._writer = (pool, conn)
+                    self._idle_check = asyncio.get_running_loop().call_later(
+                        WRITER_IDLE, self._release_if_idle, self._writes
+                    )
                 else:
-                    async with pool.acquire() as conn, conn.transaction():
+                    conn = pool
+                if len(runs) == 1:
+                    await _execute(conn, *runs[0])
+                elif conn is pool:
+                    async with pool.acquire() as one, one.transaction():
+                        for run in runs:
+                            await _execute(one, *run)
+                else:
+                    async with conn.transaction():
                         for run in runs:
                             await _execute(conn, *run)
         except self._caught as exc:
+            self._give_back_writer()
             raise self._failure("apply", bound, exc) from exc
+        except BaseException:  # cancelled mid-write: the pool sorts the connection out
+            self._give_back_writer()
+            raise
         self.commits += 1
+        self._writes += 1
+
+    def _end_writes(self) -> None:
+        """No write is in flight any more (and none waits)."""
+        self._committing = False
+        quiet, self._quiet = self._quiet, None
+        if quiet is not None and not quiet.done():
+            quiet.set_result(None)
+
+    def _release_if_idle(self, writes: int) -> None:
+        """Give the write connection back if no write was made on it since the last
+        check and none is in flight; else look again in :data:`WRITER_IDLE`."""
+        if self._writes == writes and not self._committing:
+            self._idle_check = None
+            self._give_back_writer()
+        else:
+            self._idle_check = asyncio.get_running_loop().call_later(
+                WRITER_IDLE, self._release_if_idle, self._writes
+            )
+
+    def _give_back_writer(self) -> None:
+        if self._idle_check is not None:
+            self._idle_check.cancel()
+            self._idle_check = None
+        writer, self._writer = self._writer, None
+        if writer is None:
+            return
+        previous = self._releaser
+        self._releaser = asyncio.get_running_loop().create_task(self._release(*writer, previous))
+
+    async def _release(self, pool: Any, conn: Any, previous: asyncio.Task[None] | None) -> None:
+        if previous is not None:
+            await asyncio.wait({previous})
+        # A broken connection: the pool has terminated it and will open another.
+        with contextlib.suppress(*self._caught):
+            await pool.release(conn)
 
     async def get_state(self, kind: str, identity: str, key: str) -> bytes | None:
         """The value of ``storage[key]``, or ``None``."""
@@ -681,6 +769,15 @@ async def _execute(
         await conn.execute(sql, *args[0])
     else:
         await conn.executemany(sql, args)
+
+
+def _ended(conn: Any) -> bool:
+    """Whether a held pool connection was closed (the server ended the session, or it
+    was terminated: the pool then took it back and the proxy refuses every call)."""
+    try:
+        return bool(conn.is_closed())
+    except asyncpg.InterfaceError:
+        return True
 
 
 def _fail(done: asyncio.Future[Any], exc: BaseException) -> None:
