@@ -74,13 +74,13 @@ class _CountingConnection:
         self.conn = conn
         self.calls = calls
 
-    async def execute(self, *args: Any) -> Any:
+    async def execute(self, *args: Any, **kwargs: Any) -> Any:
         self.calls.append("execute")
-        return await self.conn.execute(*args)
+        return await self.conn.execute(*args, **kwargs)
 
-    async def executemany(self, *args: Any) -> Any:
+    async def executemany(self, *args: Any, **kwargs: Any) -> Any:
         self.calls.append("executemany")
-        return await self.conn.executemany(*args)
+        return await self.conn.executemany(*args, **kwargs)
 
     def transaction(self) -> Any:
         self.calls.append("transaction")  # BEGIN ... COMMIT around what follows

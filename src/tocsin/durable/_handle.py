@@ -487,8 +487,15 @@ class DurableHandle(SendTarget):
             return
         runtime = self.runtime
         clock = runtime.clock
+        wait = due - clock.wall()
+        if wait <= 0.0 and self.drain_queued:
+            # A queued drain that has not started reads every task due at its start
+            # (this one too) and re-arms from the store when it ends: an alarm now would
+            # only ring to find it queued. `queue` in a loop paid a timer and a ring per
+            # task for nothing (#24).
+            return
         self.alarm_due = due
-        runtime.deadlines.add(clock.monotonic() + max(0.0, due - clock.wall()), self.alarm)
+        runtime.deadlines.add(clock.monotonic() + max(0.0, wait), self.alarm)
 
     def rearm(self, due: float | None) -> None:
         """Set the alarm to exactly ``due`` (or disarm it)."""
