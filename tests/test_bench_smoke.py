@@ -101,8 +101,9 @@ def test_console_bench_runs_in_quick_mode_and_prints_json() -> None:
 
 
 def test_postgres_bench_runs_in_quick_mode_and_prints_json() -> None:
-    """``bench/postgres.py --quick`` starts its own PostgreSQL; tocsin and the raw floor
-    always run, DBOS and Procrastinate when installed (else their rows say skipped)."""
+    """``bench/postgres.py --quick`` starts its own PostgreSQL; tocsin and the raw floors
+    (the floor's row and tocsin's row) always run, DBOS and Procrastinate when installed
+    (else their rows say skipped)."""
     proc = subprocess.run(
         [sys.executable, str(BENCH / "postgres.py"), "--quick", "--tasks", "100"],
         capture_output=True,
@@ -114,7 +115,7 @@ def test_postgres_bench_runs_in_quick_mode_and_prints_json() -> None:
     payload = json.loads(proc.stdout.strip().splitlines()[-1])
     assert payload["quick"] is True
     assert payload["failed"] == []
-    for system in ("tocsin", "tocsin-cluster", "raw"):
+    for system in ("tocsin", "tocsin-cluster", "raw-row", "raw"):
         assert payload["medians"][f"nosync/e2e/100/{system}"]["tasks_per_s"] > 0
     dbos = payload["medians"]["nosync/e2e/1/dbos-queue"]
     assert "skipped" in dbos or dbos["tasks_per_s"] > 0
