@@ -112,59 +112,20 @@ async def raw(dsn: str, test: str, n: int, producers: int) -> dict[str, Any]:
     )
     await setup.execute("CREATE INDEX tasks_due ON tasks (due)")
     await setup.close()
-    count = 1 if producers == 1 else RAW_CONNECTIONS
-    conns = [await asyncpg.connect(dsn) for _ in range(count)]
-    free: asyncio.Queue[Any] = asyncio.Queue()
-    for conn in conns:
-        free.put_nowait(conn)
     insert = "INSERT INTO tasks (due, payload) VALUES ($1, $2)"
-    e2e = test == "e2e"
-    delay = 0.0 if e2e else DELAY
-    payload = b"\x01"
 
-    async def one(i: int) -> None:
-        conn = free.get_nowait() if not free.empty() else await free.get()
-        try:
-            await conn.execute(insert, time.time() + delay, payload)
-        finally:
-            free.put_nowait(conn)
+    async def write(conn: Any, i: int, due: float) -> None:
+        await conn.execute(insert, due, b"\x01")
 
-    worker = None
-    if e2e:
-        DONE.expect(n)
-        claimer = await asyncpg.connect(dsn)
-        worker = asyncio.get_running_loop().create_task(_raw_claim_loop(claimer))
-    cpu0 = process_time()
-    t0 = perf_counter()
-    await _producers(n, producers, one)
-    enqueued = perf_counter() - t0
-    if worker is not None:
-        assert DONE.future is not None
-        await DONE.future
-        worker.cancel()
-        await asyncio.gather(worker, return_exceptions=True)
-        await claimer.close()
-    out = _figures(n, enqueued, t0, cpu0, e2e)
-    for conn in conns:
-        await conn.close()
-    return out
-
-
-async def _raw_claim_loop(conn: Any) -> None:
     claim = (
         "SELECT id, payload FROM tasks WHERE due <= $1 ORDER BY due "
         f"LIMIT {CLAIM_BATCH} FOR UPDATE SKIP LOCKED"
     )
-    delete = "DELETE FROM tasks WHERE id = ANY($1::bigint[])"
-    while True:
-        async with conn.transaction():
-            rows = await conn.fetch(claim, time.time())
-            for _ in rows:
-                DONE.hit()
-            if rows:
-                await conn.execute(delete, [r[0] for r in rows])
-        if not rows:
-            await asyncio.sleep(0.002)  # idle: poll again soon
+
+    async def delete(conn: Any, rows: list[Any]) -> None:
+        await conn.execute("DELETE FROM tasks WHERE id = ANY($1::bigint[])", [r[0] for r in rows])
+
+    return await _raw_loop(dsn, test, n, producers, write, claim, delete)
 
 
 async def raw_row(dsn: str, test: str, n: int, producers: int) -> dict[str, Any]:
@@ -173,8 +134,6 @@ async def raw_row(dsn: str, test: str, n: int, producers: int) -> dict[str, Any]
     statement per task; the claim loop reads pending rows ``FOR UPDATE SKIP LOCKED`` and
     deletes them by key. What is left between this and tocsin is tocsin's client path;
     between this and the floor, the row's shape."""
-    import asyncpg
-
     from tocsin.stores import _queries as q
     from tocsin.stores._protocols import UpsertTask
     from tocsin.stores.postgres import PostgresStore
@@ -182,31 +141,74 @@ async def raw_row(dsn: str, test: str, n: int, producers: int) -> dict[str, Any]
     store = PostgresStore(dsn)
     await store.open()  # the schema, exactly as tocsin makes it
     await store.close()
+    upsert = q.numbered(q.WRITES[UpsertTask])
+
+    async def write(conn: Any, i: int, due: float) -> None:
+        await conn.execute(
+            upsert, "bench-pg", f"p{i % producers}", f"{i:020d}", "work", b"\x01",
+            due, None, 0, 5, time.time(), "pending", None, None, None, None, None,
+        )  # fmt: skip
+
+    claim = (
+        "SELECT kind, identity, id, payload FROM tocsin_tasks WHERE state = 'pending' "
+        f"AND due <= $1 ORDER BY due LIMIT {CLAIM_BATCH} FOR UPDATE SKIP LOCKED"
+    )
+
+    async def delete(conn: Any, rows: list[Any]) -> None:
+        await conn.execute(
+            "DELETE FROM tocsin_tasks WHERE (kind, identity, id) IN "
+            "(SELECT * FROM unnest($1::text[], $2::text[], $3::text[]))",
+            [r[0] for r in rows],
+            [r[1] for r in rows],
+            [r[2] for r in rows],
+        )
+
+    return await _raw_loop(dsn, test, n, producers, write, claim, delete)
+
+
+_Write = Callable[[Any, int, float], Awaitable[None]]
+_Delete = Callable[[Any, list[Any]], Awaitable[None]]
+
+
+async def _raw_loop(
+    dsn: str, test: str, n: int, producers: int, write: _Write, claim: str, delete: _Delete
+) -> dict[str, Any]:
+    """The raw floors' one shape: producers share :data:`RAW_CONNECTIONS` connections (one
+    with one producer), one autocommit ``write`` per task; for e2e a claim loop on its own
+    connection runs ``claim`` and ``delete`` in one transaction per batch."""
+    import asyncpg
+
     count = 1 if producers == 1 else RAW_CONNECTIONS
     conns = [await asyncpg.connect(dsn) for _ in range(count)]
     free: asyncio.Queue[Any] = asyncio.Queue()
     for conn in conns:
         free.put_nowait(conn)
-    upsert = q.numbered(q.WRITES[UpsertTask])
     e2e = test == "e2e"
     delay = 0.0 if e2e else DELAY
 
     async def one(i: int) -> None:
         conn = free.get_nowait() if not free.empty() else await free.get()
-        now = time.time()
         try:
-            await conn.execute(
-                upsert, "bench-pg", f"p{i % producers}", f"{i:020d}", "work", b"\x01",
-                now + delay, None, 0, 5, now, "pending", None, None, None, None, None,
-            )  # fmt: skip
+            await write(conn, i, time.time() + delay)
         finally:
             free.put_nowait(conn)
+
+    async def claim_loop(conn: Any) -> None:
+        while True:
+            async with conn.transaction():
+                rows = await conn.fetch(claim, time.time())
+                for _ in rows:
+                    DONE.hit()
+                if rows:
+                    await delete(conn, rows)
+            if not rows:
+                await asyncio.sleep(0.002)  # idle: poll again soon
 
     worker = None
     if e2e:
         DONE.expect(n)
         claimer = await asyncpg.connect(dsn)
-        worker = asyncio.get_running_loop().create_task(_raw_row_claim_loop(claimer))
+        worker = asyncio.get_running_loop().create_task(claim_loop(claimer))
     cpu0 = process_time()
     t0 = perf_counter()
     await _producers(n, producers, one)
@@ -221,28 +223,6 @@ async def raw_row(dsn: str, test: str, n: int, producers: int) -> dict[str, Any]
     for conn in conns:
         await conn.close()
     return out
-
-
-async def _raw_row_claim_loop(conn: Any) -> None:
-    claim = (
-        "SELECT kind, identity, id, payload FROM tocsin_tasks WHERE state = 'pending' "
-        f"AND due <= $1 ORDER BY due LIMIT {CLAIM_BATCH} FOR UPDATE SKIP LOCKED"
-    )
-    delete = (
-        "DELETE FROM tocsin_tasks WHERE (kind, identity, id) IN "
-        "(SELECT * FROM unnest($1::text[], $2::text[], $3::text[]))"
-    )
-    while True:
-        async with conn.transaction():
-            rows = await conn.fetch(claim, time.time())
-            for _ in rows:
-                DONE.hit()
-            if rows:
-                await conn.execute(
-                    delete, [r[0] for r in rows], [r[1] for r in rows], [r[2] for r in rows]
-                )
-        if not rows:
-            await asyncio.sleep(0.002)  # idle: poll again soon
 
 
 # -- tocsin -----------------------------------------------------------------------------
