@@ -1,10 +1,13 @@
 # SPDX-License-Identifier: Apache-2.0
 """The receiving node of ``test_remote_flood.py``, run as a child process (not a test module).
 
-It listens on a free port, hosts ``/user/slow`` (a bounded mailbox, slower than any
-sender: at most ~10,000 messages a second, resting 10 ms every 100, so that most of the
-flood is shed and the test's CPU stays small) and ``/user/stats`` (answers ``"stats"``
-with ``(handled, baseline RSS MiB, peak RSS MiB, read pauses)``), prints its address,
+It listens on a free port, hosts ``/user/slow`` (a bounded mailbox; its first message
+holds it until the line ``go`` arrives on stdin, so the whole flood meets a receiver that
+handles nothing, however slow the sender is (under coverage on a busy machine a sender
+could be no faster than a merely slow receiver, and shed nothing); after ``go`` at most
+~10,000 messages a second, resting 10 ms every 100, so the test's CPU stays small) and
+``/user/stats`` (answers ``"stats"`` with ``(handled, baseline RSS MiB, peak RSS MiB,
+read pauses)``), prints its address,
 and runs until its stdin closes. RSS is sampled every 1,000 messages handled and every
 50 ms.
 """
@@ -27,6 +30,7 @@ def rss_mib() -> float:
 
 
 class State:
+    go = asyncio.Event()
     handled = 0
     baseline = 0.0
     peak = 0.0
@@ -39,6 +43,8 @@ def sample() -> None:
 class Slow(Actor):
     async def receive(self, ctx: ReceiveContext) -> None:
         State.handled += 1
+        if State.handled == 1:
+            await State.go.wait()  # held until the flood has been sent
         if State.handled % 100 == 0:
             if State.handled % 1_000 == 0:
                 sample()
@@ -59,7 +65,16 @@ async def main() -> None:
         await system.spawn(Stats, "stats")
         State.baseline = State.peak = rss_mib()
         done = asyncio.Event()
-        loop.add_reader(sys.stdin.fileno(), done.set)  # stdin closed (or written): stop
+
+        def on_stdin() -> None:
+            line = sys.stdin.readline()
+            if line.strip() == "go":
+                State.go.set()
+            elif not line:  # stdin closed: stop
+                State.go.set()
+                done.set()
+
+        loop.add_reader(sys.stdin.fileno(), on_stdin)
 
         async def sampler() -> None:
             while not done.is_set():

@@ -2,7 +2,10 @@
 """A remote flood between two processes keeps both RSS bounded (issue 20 item 7).
 
 The receiver (``flood_receiver.py``, a child process) hosts an actor with a bounded
-mailbox that handles each message more slowly than this process tells it. Without
+mailbox that handles nothing while the flood is sent (its first message holds it until
+this test writes ``go``), then handles the rest slowly: load must be shed however fast
+or slow this side is (a "slower than the sender" receiver shed nothing once in CI under
+coverage). Without
 backpressure the receiver's mailbox grew to 1.25 M messages (39 -> 348 MB) while the
 sender shed half a million tells as ``unreachable``. Now the receiver's connection stops
 reading while the mailbox is full, TCP pushes back, and this side's send buffer
@@ -95,6 +98,9 @@ async def test_a_remote_flood_keeps_rss_bounded_and_counts_add_up() -> None:
                 if burst % 50 == 0:
                     peak = max(peak, rss_mib())
             overflow = counts[DeadLetterReason.OVERFLOW]
+            assert proc.stdin is not None
+            proc.stdin.write("go\n")  # the receiver, held so far, starts handling
+            proc.stdin.flush()
             # Wait (bounded) until the receiver handled everything that was not shed.
             handled = baseline = rx_peak = pauses = 0.0
             async with asyncio.timeout(90):
@@ -111,7 +117,7 @@ async def test_a_remote_flood_keeps_rss_bounded_and_counts_add_up() -> None:
         assert other == []
         assert metrics.unreachable == 0
         assert overflow <= metrics.overflow  # (which also counts the refused asks)
-        assert overflow > 0  # the receiver was slower: load was shed, here
+        assert overflow > 0  # the receiver handled nothing meanwhile: load was shed, here
         assert pauses > 0  # by its connection reading no more while the mailbox was full
         assert handled + overflow == TOTAL, (handled, overflow)
         assert rx_peak - baseline < RECEIVER_GROWTH_MIB, (baseline, rx_peak)
