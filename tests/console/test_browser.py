@@ -340,8 +340,17 @@ async def test_a_schedules_history_page_shows_its_ring_and_its_pause_note(
                 wait.until(lambda d: d.title.startswith("fast: history"))
                 assert browser.find_element(By.TAG_NAME, "h1").text == "Schedule fast"
                 assert rows(browser) != []
-                browser.refresh()  # more ticks since: still a page of its own ring
-                wait.until(lambda d: len(rows(d)) >= 3)
+                # More ticks since: still a page of its own ring. The page is not live:
+                # reload it until three have been recorded (few may have been under load).
+
+                def three_rows(d: Any) -> bool:
+                    if len(rows(d)) >= 3:
+                        return True
+                    d.refresh()
+                    return False
+
+                browser.refresh()
+                WebDriverWait(browser, WAIT, poll_frequency=0.5).until(three_rows)
                 table = rows(browser)
                 assert {r[2] for r in table} == {"delivered"}
                 instants = [r[0] for r in table]

@@ -281,7 +281,10 @@ def test_crash_looping_main_is_restarted_with_growing_delays(
         assert (restarted - exited).total_seconds() >= delay - 0.002  # log stamps are ms
     assert "main fails on purpose" in run.text  # the traceback is logged by the worker
     run.signal(signal.SIGTERM)
-    assert run.wait_exit() in (1, 3)  # never ready: never "stopped cleanly"
+    # Never ready: never "stopped cleanly". The fifth failed boot ends the run by itself
+    # (exit 3); a SIGTERM landing after the arbiter gave the process's own handlers back
+    # and before it exited ends it by the default action (CI saw it once): also not clean.
+    assert run.wait_exit() in (1, 3, -signal.SIGTERM)
 
 
 @pytest.mark.parametrize("death_signal", [True, False], ids=["pdeathsig", "pipe-only"])
