@@ -24,12 +24,14 @@ import re
 from collections import deque
 from collections.abc import AsyncIterator, Callable, Sequence
 from contextlib import asynccontextmanager
+from functools import partial
 from importlib import resources
 from typing import Any, Final, final
 from urllib.parse import urlsplit, urlunsplit
 
 import msgspec
 
+from ..clock import SystemClock, TimerHandle
 from ..errors import FencedError, InvalidStoreURLError, StoreError
 from . import _queries as q
 from ._dsn import (
@@ -70,6 +72,8 @@ _SCHEMA_NAME: Final = re.compile(r"[a-z_][a-z0-9_]{0,62}")
 GROUP_OPS: Final = 2000
 #: Seconds without a write after which the write connection goes back to the pool.
 WRITER_IDLE: Final = 0.05
+#: The write connection's idle check runs in real time whatever clock a system uses.
+_CLOCK: Final = SystemClock()
 
 
 # The shared SQL, numbered for asyncpg once.
@@ -225,7 +229,7 @@ class PostgresStore:
         #: close(): resolved when the write in flight (a caller's own) has ended.
         self._quiet: asyncio.Future[None] | None = None
         self._writes = 0
-        self._idle_check: asyncio.TimerHandle | None = None
+        self._idle_check: TimerHandle | None = None
         self._releaser: asyncio.Task[None] | None = None
         #: Read-combining of due_tasks (see there): a read is in flight; calls meanwhile.
         self._reading = False
@@ -488,9 +492,7 @@ class PostgresStore:
                 elif self._hold_writer:
                     conn = await pool.acquire()
                     self._writer = (pool, conn)
-                    self._idle_check = asyncio.get_running_loop().call_later(
-                        WRITER_IDLE, self._release_if_idle, self._writes
-                    )
+                    self._arm_idle_check()
                 else:
                     conn = pool
                 if len(runs) == 1:
@@ -526,9 +528,14 @@ class PostgresStore:
             self._idle_check = None
             self._give_back_writer()
         else:
-            self._idle_check = asyncio.get_running_loop().call_later(
-                WRITER_IDLE, self._release_if_idle, self._writes
-            )
+            self._arm_idle_check()
+
+    def _arm_idle_check(self) -> None:
+        """Look at the write connection again in :data:`WRITER_IDLE` (real time, through
+        :mod:`tocsin.clock`: a resource's release, which no simulated clock should hold)."""
+        self._idle_check = _CLOCK.call_at(
+            _CLOCK.monotonic() + WRITER_IDLE, partial(self._release_if_idle, self._writes)
+        )
 
     def _give_back_writer(self) -> None:
         if self._idle_check is not None:
