@@ -37,7 +37,12 @@ try:
 except ImportError as exc:  # pragma: no cover - depends on the environment
     raise ImportError("the Redis coordinator needs redis-py: pip install 'tocsin[redis]'") from exc
 
-__all__ = ["RedisCoordinator"]
+__all__ = ["CLAIM_CONNECTIONS", "CONTROL_CONNECTIONS", "RedisCoordinator"]
+
+#: Connections for claims, directory and pause calls; more callers wait for one.
+CLAIM_CONNECTIONS: Final = 64
+#: Connections kept for lease renewals and membership reads, never used by claims.
+CONTROL_CONNECTIONS: Final = 2
 
 # ARGV[1] of every script is the test-only clock offset in ms (0 in production).
 _NOW: Final = """
@@ -336,6 +341,7 @@ class RedisCoordinator:
         )
         self._socket_timeout = socket_timeout
         self._client: Any = None
+        self._control: Any = None
         self._scripts: dict[str, Any] = {}
         self._keys = {
             name: self.prefix + name for name in ("leases", "dir", "paused", "fences", "notes")
@@ -360,26 +366,44 @@ class RedisCoordinator:
         except RedisError as exc:
             raise CoordinatorError(f"Redis coordinator {self.url}: {what} failed: {exc}") from exc
 
-    async def open(self) -> None:
-        if self._client is not None:
-            return
-        client = aioredis.Redis.from_url(
+    def _pool_client(self, max_connections: int) -> Any:
+        # A blocking pool: a caller beyond max_connections waits (bounded by socket_timeout)
+        # for a free connection instead of failing at once, as redis-py's default pool does
+        # ("Too many connections"): a busy node must never lose a tick for want of a socket.
+        pool = aioredis.BlockingConnectionPool.from_url(
             self._url,
+            max_connections=max_connections,
+            timeout=self._socket_timeout,
             decode_responses=True,
             socket_timeout=self._socket_timeout,
             socket_connect_timeout=self._socket_timeout,
         )
+        return aioredis.Redis(connection_pool=pool)
+
+    async def open(self) -> None:
+        if self._client is not None:
+            return
+        client = self._pool_client(CLAIM_CONNECTIONS)
+        # Lease renewals and membership reads have their own connections, so they never
+        # queue behind a burst of claims: a node that is busy claiming keeps its lease.
+        control = self._pool_client(CONTROL_CONNECTIONS)
         try:
             await client.ping()
+            await control.ping()
         except (RedisError, OSError) as exc:
             await client.aclose()
+            await control.aclose()
             raise CoordinatorError(f"Redis coordinator {self.url}: open failed: {exc}") from exc
         self._client = client
+        self._control = control
         for name, source in (
             ("join", _JOIN),
             ("renew", _RENEW),
             ("leave", _LEAVE),
             ("leases", _LEASES),
+        ):
+            self._scripts[name] = control.register_script(source)
+        for name, source in (
             ("owner", _OWNER),
             ("claim_owner", _CLAIM_OWNER),
             ("hand_over", _HAND_OVER),
@@ -390,13 +414,19 @@ class RedisCoordinator:
 
     async def close(self) -> None:
         client, self._client = self._client, None
-        if client is not None:
+        control, self._control = self._control, None
+        failure: BaseException | None = None
+        for each in (client, control):
+            if each is None:
+                continue
             try:
-                await client.aclose()
+                await each.aclose(close_connection_pool=True)
             except (RedisError, OSError) as exc:
-                raise CoordinatorError(
-                    f"Redis coordinator {self.url}: close failed: {exc}"
-                ) from exc
+                failure = exc
+        if failure is not None:
+            raise CoordinatorError(
+                f"Redis coordinator {self.url}: close failed: {failure}"
+            ) from failure
 
     async def _run(self, name: str, keys: list[str], *args: Any) -> Any:
         async with self._errors(name):
@@ -404,7 +434,7 @@ class RedisCoordinator:
 
     async def now(self) -> float:
         async with self._errors("now"):
-            seconds, micros = await self._client.time()
+            seconds, micros = await self._control.time()
         return float(seconds) + float(micros) / 1e6 + self._offset
 
     # -- membership ------------------------------------------------------------------
