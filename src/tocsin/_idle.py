@@ -43,11 +43,12 @@ from __future__ import annotations
 
 import asyncio
 import asyncio.futures
+import weakref
 from collections.abc import Callable
 from types import TracebackType
 from typing import Any, Final, final
 
-__all__ = ["LoopWatch", "real_io", "watch"]
+__all__ = ["LoopWatch", "real_io", "watch", "watch_of"]
 
 #: The attribute under which a loop keeps its :class:`LoopWatch` (read on every
 #: :func:`real_io`: a getattr is ~40 ns, a weak-keyed map ~300 ns).
@@ -64,12 +65,15 @@ class LoopWatch:
     Made by :func:`watch`; not constructed directly.
     """
 
-    __slots__ = ("_hooks", "_waiters", "in_flight", "loop")
+    __slots__ = ("_hooks", "_waiters", "clocks", "in_flight", "loop")
 
     def __init__(self, loop: asyncio.AbstractEventLoop) -> None:
         self.loop = loop
         #: Real I/O calls in flight on this loop (:func:`real_io`).
         self.in_flight = 0
+        #: The clocks that drive systems on this loop (weakly: a test's clock dies with
+        #: it), so a hang guard can say what they were waiting for.
+        self.clocks: weakref.WeakSet[Any] = weakref.WeakSet()
         self._waiters: list[asyncio.Future[None]] = []
         self._hooks: tuple[Callable[[], bool], ...] = ()
 
@@ -157,6 +161,12 @@ class _WatchedSelector:
 
     def __getattr__(self, name: str) -> Any:
         return getattr(self._inner, name)
+
+
+def watch_of(loop: asyncio.AbstractEventLoop) -> LoopWatch | None:
+    """The :class:`LoopWatch` of ``loop`` if one is installed, without installing one."""
+    found: LoopWatch | None = getattr(loop, _ATTRIBUTE, None)
+    return found
 
 
 def watch(loop: asyncio.AbstractEventLoop) -> LoopWatch:

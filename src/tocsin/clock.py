@@ -32,6 +32,7 @@ from datetime import UTC, datetime
 from typing import Protocol, final
 
 from . import _idle
+from ._idle import real_io
 
 __all__ = [
     "OFFSET_JUMP_TOLERANCE",
@@ -41,6 +42,7 @@ __all__ = [
     "OffsetClock",
     "SystemClock",
     "TimerHandle",
+    "real_io",
 ]
 
 #: Seconds by which a wall-clock instant counts as reached early. Wall times are armed as
@@ -540,7 +542,7 @@ class ManualClock(Clock):
 
     def _watched(self, loop: asyncio.AbstractEventLoop) -> None:
         """Note the loop this clock's users run on; hook autojump there if it is on."""
-        _idle.watch(loop)
+        _idle.watch(loop).clocks.add(self)
         if self._autojump:
             self._hook(loop)
 
