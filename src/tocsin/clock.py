@@ -342,9 +342,6 @@ class _ManualTimer:
         self.callback = callback
         self.cancelled = False
 
-    def __lt__(self, other: _ManualTimer) -> bool:
-        return (self.deadline, self.seq) < (other.deadline, other.seq)
-
     def cancel(self) -> None:
         self.cancelled = True
 
@@ -384,7 +381,9 @@ class ManualClock(Clock):
         if wall is None:
             wall = self.real_wall()
         self._wall_at_zero = _to_epoch(wall)
-        self._timers: list[_ManualTimer] = []
+        #: A heap of ``(deadline, seq, timer)``: tuples compare in C, several times
+        #: faster than a ``__lt__`` in Python (a simulated cluster pushes millions).
+        self._timers: list[tuple[float, int, _ManualTimer]] = []
         self._seq = itertools.count()
         self._trackers: list[_ActivityTracker] = []
         self._autojump = False
@@ -406,8 +405,9 @@ class ManualClock(Clock):
         return self._wall_at_zero + self._now
 
     def call_at(self, deadline: float, callback: Callable[[], None]) -> TimerHandle:
-        timer = _ManualTimer(deadline, next(self._seq), callback)
-        heapq.heappush(self._timers, timer)
+        seq = next(self._seq)
+        timer = _ManualTimer(deadline, seq, callback)
+        heapq.heappush(self._timers, (deadline, seq, timer))
         return timer
 
     # -- moving time -------------------------------------------------------------------
@@ -458,9 +458,9 @@ class ManualClock(Clock):
 
     def next_deadline(self) -> float | None:
         """The earliest pending deadline, or ``None`` when nothing is pending."""
-        while self._timers and self._timers[0].cancelled:
+        while self._timers and self._timers[0][2].cancelled:
             heapq.heappop(self._timers)
-        return self._timers[0].deadline if self._timers else None
+        return self._timers[0][0] if self._timers else None
 
     @property
     def autojump(self) -> bool:
@@ -531,12 +531,13 @@ class ManualClock(Clock):
 
     def _pop_due(self, target: float) -> _ManualTimer | None:
         while self._timers:
-            head = self._timers[0]
+            deadline, _, head = self._timers[0]
             if head.cancelled:
                 heapq.heappop(self._timers)
                 continue
-            if head.deadline <= target:
-                return heapq.heappop(self._timers)
+            if deadline <= target:
+                heapq.heappop(self._timers)
+                return head
             return None
         return None
 
