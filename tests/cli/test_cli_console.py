@@ -22,6 +22,9 @@ from tocsin.cli import main
 from tocsin.stores import TaskRow, UpsertTask
 from tocsin.stores.sqlite import SQLiteStore
 
+#: Left out of `make check` (real processes); `make test` runs it.
+pytestmark = pytest.mark.slow
+
 #: Real seconds the server may take to start or stop (a bound, not a speed expectation).
 LIMIT = 30.0
 

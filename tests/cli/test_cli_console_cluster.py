@@ -24,7 +24,7 @@ from tocsin.cli import main
 from tocsin.cluster import open_coordinator
 from tocsin.stores.sqlite import SQLiteStore
 
-pytestmark = pytest.mark.integration
+pytestmark = [pytest.mark.integration, pytest.mark.slow]
 
 #: Real seconds any one expected change may take to show (a bound on a busy 2-core box).
 WAIT = 30.0

@@ -27,6 +27,7 @@ from pathlib import Path
 import pytest
 
 pytestmark = [
+    pytest.mark.slow,
     pytest.mark.integration,
     pytest.mark.skipif(not sys.platform.startswith("linux"), reason="reads /proc"),
 ]
