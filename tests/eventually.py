@@ -18,7 +18,7 @@ import asyncio
 import inspect
 import time
 from collections.abc import Awaitable, Callable
-from typing import TypeVar
+from typing import Any, TypeVar, overload
 
 __all__ = ["MAX_PAUSE", "WITHIN", "eventually", "eventually_sync"]
 
@@ -31,9 +31,19 @@ MAX_PAUSE = 0.05
 _FIRST_PAUSE = 0.001
 
 
+@overload
 async def eventually(
-    check: Callable[[], T | Awaitable[T]], what: str = "", *, within: float = WITHIN
-) -> T:
+    check: Callable[[], Awaitable[T | None]], what: str = "", *, within: float = WITHIN
+) -> T: ...
+
+
+@overload
+async def eventually(
+    check: Callable[[], T | None], what: str = "", *, within: float = WITHIN
+) -> T: ...
+
+
+async def eventually(check: Callable[[], Any], what: str = "", *, within: float = WITHIN) -> Any:
     """Return the first truthy result of ``check()`` (awaited when it returns an awaitable).
 
     An ``AssertionError`` raised by ``check`` counts as "not yet", so a check may assert.
@@ -60,7 +70,7 @@ async def eventually(
         pause = min(pause * 2, MAX_PAUSE)
 
 
-def eventually_sync(check: Callable[[], T], what: str = "", *, within: float = WITHIN) -> T:
+def eventually_sync(check: Callable[[], T | None], what: str = "", *, within: float = WITHIN) -> T:
     """:func:`eventually` for a synchronous test (a subprocess, a file): same contract."""
     deadline = time.monotonic() + within
     pause = _FIRST_PAUSE
