@@ -22,12 +22,12 @@ from pathlib import Path
 from typing import Any
 
 import pytest
+from tests.eventually import eventually
 from tests.remote.remote_support import (
     SECRET,
     FakePID,
     RecordingHost,
     config,
-    eventually,
     make_node,
     running,
 )
@@ -179,9 +179,7 @@ async def test_a_held_pid_is_refused_once_another_system_listens_at_its_address(
                     return "found 'intruder'" in str(exc)
                 return False
 
-            async with asyncio.timeout(30):
-                while not await refused_by_name():
-                    await asyncio.sleep(0.05)
+            await eventually(refused_by_name, "the dial refused for the wrong name")
             assert "expected system 'srv'" in errors[-1]
             assert box == []
         finally:
