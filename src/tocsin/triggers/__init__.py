@@ -17,7 +17,7 @@ applied inside. Ranges: :func:`backfill_instants` (one limit, :data:`MAX_BACKFIL
 :func:`check_horizon` (a calendar leaving no instant in ten years is a ``ValueError``).
 
 Decisions over a small per-schedule state: :func:`admit` / :func:`settle` /
-:func:`release` over a :class:`Flight` (overlap), :func:`plan_misfire` and
+:func:`leave` / :func:`release` over a :class:`Flight` (overlap), :func:`plan_misfire` and
 :func:`past_grace` (misfire and grace), :meth:`Overlap.waiting_room` (runs that never
 overlap).
 """
@@ -28,7 +28,7 @@ from ..cron import Calendar, DSTPolicy
 from ._checks import check_dst, check_exclude, positive_int
 from ._jitter import check_jitter, jitter_offset
 from ._misfire import Misfire, MisfirePlan, past_grace, plan_misfire
-from ._overlap import Admission, Flight, Overlap, admit, release, settle
+from ._overlap import Admission, Flight, Overlap, admit, leave, release, settle
 from ._ticks import Outcome, Tick, TickOutcome
 from ._trigger import (
     CRON_WALK_LIMIT,
@@ -66,6 +66,7 @@ __all__ = [
     "check_horizon",
     "check_jitter",
     "jitter_offset",
+    "leave",
     "past_grace",
     "plan_misfire",
     "positive_int",
