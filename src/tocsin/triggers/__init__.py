@@ -17,8 +17,9 @@ applied inside. Ranges: :func:`backfill_instants` (one limit, :data:`MAX_BACKFIL
 :func:`check_horizon` (a calendar leaving no instant in ten years is a ``ValueError``).
 
 Decisions over a small per-schedule state: :func:`admit` / :func:`settle` /
-:func:`leave` / :func:`release` over a :class:`Flight` (overlap), :func:`plan_misfire` and
-:func:`past_grace` (misfire and grace), :meth:`Overlap.waiting_room` (runs that never
+:func:`leave` / :func:`release` over a :class:`Flight` (overlap), :func:`plan_misfire`,
+:func:`past_grace` and :func:`supersede` (misfire, grace, and the one tick waiting
+behind a cluster claim in flight), :meth:`Overlap.waiting_room` (runs that never
 overlap).
 """
 
@@ -27,7 +28,7 @@ from __future__ import annotations
 from ..cron import Calendar, DSTPolicy
 from ._checks import check_dst, check_exclude, positive_int
 from ._jitter import check_jitter, jitter_offset
-from ._misfire import Misfire, MisfirePlan, past_grace, plan_misfire
+from ._misfire import Misfire, MisfirePlan, past_grace, plan_misfire, supersede
 from ._overlap import Admission, Flight, Overlap, admit, leave, release, settle
 from ._ticks import Outcome, Tick, TickOutcome
 from ._trigger import (
@@ -72,4 +73,5 @@ __all__ = [
     "positive_int",
     "release",
     "settle",
+    "supersede",
 ]
