@@ -71,9 +71,9 @@ ALLOWED: dict[tuple[str, str], int] = {
     ("tocsin.cluster._values:Counters", "tocsin.cluster._time"): 1,  # claims_early
     ("tocsin.durable._ops:RunCounters", "tocsin.durable._drain"): 2,
     # The plain tick's fast path (ScheduleRecord.fire, scheduling/_record.py) counts its
-    # tick in the tick path's two counters in place (fired, ticks_delivered): a method
+    # tick in the tick path's two counters in place (fired, ticks_delivered; `send` too): a method
     # call per tick would cost more than the count (bench/scheduler.py firepath).
-    ("tocsin.scheduling._ticks:TickPath", "tocsin.scheduling._record"): 2,
+    ("tocsin.scheduling._ticks:TickPath", "tocsin.scheduling._record"): 3,
     # Not yet moved behind methods (issue 21, other slices of it: the facade's
     # composition, the scheduler's owner hook, metrics and the pytest plugin). Lower
     # these as they move; never raise them.

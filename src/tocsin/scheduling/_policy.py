@@ -54,6 +54,7 @@ class SchedulePolicy(Flight):
         "misfire",
         "nominal",
         "overlap",
+        "overlap_only",
         "replay",
         "tracks",
         "zone",
@@ -78,6 +79,11 @@ class SchedulePolicy(Flight):
         #: system's zone); a cron schedule's calendar reads them in the cron's zone.
         self.zone = zone
         self.tracks = overlap.tracks
+        #: Only the overlap policy is set (the rest default): its ticks take the plain
+        #: path, which asks the engine to admit them (``ScheduleRecord.fire``).
+        self.overlap_only = (
+            misfire.is_default and jitter is None and exclude is None and dst is None
+        )
         self.nominal = 0.0
         #: The pacing deadline of a ``Misfire.all(rate=...)`` replay under way, or None.
         self.replay: Any = None

@@ -25,6 +25,7 @@ from typing import TYPE_CHECKING, Any, Final, Protocol, final
 
 from .._deadlines import Deadline
 from ..actor._spi import RuntimeItem, ScheduleKind, Tick
+from ..triggers import Admission, admit, settle
 from ._times import utc
 
 if TYPE_CHECKING:
@@ -48,6 +49,8 @@ LATENESS_MASK: Final = LATENESS_WINDOW - 1
 _ONCE = ScheduleKind.ONCE
 _INTERVAL = ScheduleKind.INTERVAL
 _CRON = ScheduleKind.CRON
+_SEND = Admission.SEND
+_SKIP = Admission.SKIP
 
 
 class TickSink(Protocol):
@@ -86,7 +89,9 @@ class TickSink(Protocol):
 
     def wall_of(self, record: ScheduleRecord, at: float) -> float: ...
 
-    def settled(self, record: ScheduleRecord, policy: SchedulePolicy) -> None: ...
+    def offer_held(self, record: ScheduleRecord, policy: SchedulePolicy, held: float) -> None: ...
+
+    def skipped(self, record: ScheduleRecord, at: float) -> None: ...
 
 
 @final
@@ -320,42 +325,62 @@ class ScheduleRecord(Deadline, RuntimeItem):
         self.made_state().final = True
         self._heap_deadline = math.inf
 
-    def enqueue(
+    def send(
         self,
         at: float,
-        manual: bool = False,
-        backfill: bool = False,
-        fence: int | None = None,
-        done: Callable[[], None] | None = None,
-        *,
-        item: bool = False,
-    ) -> RuntimeItem:
-        """The mailbox item of one tick of nominal instant ``at``, counted as queued: the
-        record itself when none of its ticks waits in that mailbox, else (or when
-        ``item``, or a manual, backfilled or claimed tick) a :class:`TickItem`."""
-        state = self.made_state()
+        now: float,
+        claim: tuple[int, Callable[[], None] | None, bool] | None = None,
+    ) -> bool:
+        """Hand one tick of nominal instant ``at`` to the target (``now`` in the record's
+        units, for its history entry): the record itself when none of its ticks waits
+        in that mailbox, else a :class:`TickItem`; ``claim`` (a cluster cron tick this
+        node won: ``(fence, done, backfill)``) always travels as one. False: refused (a
+        dead letter, recorded when the target rejects it)."""
+        state = self.state
+        if state is None:
+            state = self.state = RecordState()
         queued = state.queued
         state.queued = queued + 1
-        if queued or item or manual or backfill or fence is not None:
-            return TickItem(self, at, manual, backfill, fence, done)
-        state.tick_at = at
-        return self
+        item: RuntimeItem
+        if claim is not None:
+            fence, done, backfill = claim
+            item = TickItem(self, at, False, backfill, fence, done)
+        elif queued:
+            item = TickItem(self, at)
+        else:
+            state.tick_at = at
+            item = self
+        if not self.send_to.deliver(item, self.sender, None):
+            return False
+        state.ticks += 1
+        self.scheduler.ticks_delivered += 1
+        pos = state.history_at
+        try:  # as in `fire`: no length check, the rare ends raise
+            ring = state.history
+            ring[pos] = at  # type: ignore[index]
+            ring[pos + 1] = now  # type: ignore[index]
+        except (TypeError, IndexError):
+            ring, pos = self.grow_history(state)
+            ring[pos] = at
+            ring[pos + 1] = now
+        state.history_at = pos + 2
+        return True
+
+    def send_by_hand(self, at: float, backfill: bool) -> bool:
+        """Hand a manual or backfilled tick (instant ``at``) to the target as a
+        :class:`TickItem` carrying its flag (its history entry is the caller's)."""
+        state = self.made_state()
+        state.queued += 1
+        if not self.send_to.deliver(TickItem(self, at, not backfill, backfill), self.sender, None):
+            return False
+        state.ticks += 1
+        return True
 
     def dequeue(self) -> int:
         """One of its ticks left the mailbox (taken or refused): how many remain."""
         state = self.made_state()
         queued = state.queued = state.queued - 1
         return queued
-
-    def count_tick(self) -> None:
-        """One tick handed over (its history entry is written by the caller)."""
-        self.made_state().ticks += 1
-
-    def count_delivered(self, at: float, now: float) -> None:
-        """One tick handed over: counted, and written to the history ring."""
-        state = self.made_state()
-        state.ticks += 1
-        self.remember(at, now)
 
     # -- the mailbox item -----------------------------------------------------------------
 
@@ -389,9 +414,15 @@ class ScheduleRecord(Deadline, RuntimeItem):
 
     def finished(self) -> None:
         """The target's ``receive`` for this tick is over: one tick fewer in flight."""
-        policy = self.policy
-        if policy is not None and policy.tracks:
-            self.scheduler.settled(self, policy)
+        # Every tick calls this once its receive returns: the side state read directly
+        # (no property call on the plain path).
+        state = self.state
+        if state is not None:
+            policy = state.policy
+            if policy is not None and policy.tracks:
+                held = settle(policy.overlap, policy)
+                if held is not None:  # BUFFER_ONE's waiting tick goes now
+                    self.scheduler.offer_held(self, policy, held)
 
     # -- the hot path ---------------------------------------------------------------------
 
@@ -411,8 +442,9 @@ class ScheduleRecord(Deadline, RuntimeItem):
         if cron is not None:
             scheduler.fire_cron(self, cron, now)
             return
-        if state.policy is not None:
-            scheduler.fire_with_policy(self, state.policy, now, deadline)
+        policy = state.policy
+        if policy is not None and not policy.overlap_only:
+            scheduler.fire_with_policy(self, policy, now, deadline)
             return
         interval = self.interval
         at = deadline  # the instant this tick stands for (monotonic)
@@ -428,6 +460,22 @@ class ScheduleRecord(Deadline, RuntimeItem):
                 # A stall: the later overdue ticks are coalesced into this one, which
                 # keeps its own (first overdue) instant, as before policies existed.
                 due = scheduler.coalesce(self, deadline, interval, now)
+        if policy is not None:
+            # Only an overlap policy (the rest default): the engine admits the tick here,
+            # on the plain path, instead of the tick path's general one (fewer calls per
+            # tick; bench/footprint.py `skip`).
+            admission = admit(policy.overlap, policy, at)
+            if admission is not _SEND:
+                if admission is _SKIP:
+                    scheduler.skipped(self, at)
+                if interval is None:
+                    if not state.queued:
+                        scheduler.last_tick_taken(self)  # it is over
+                elif not self.send_to.alive():
+                    scheduler.retire(self)  # target fully stopped: drop after this tick
+                else:
+                    scheduler.deadlines.add(due, self)
+                return
         # The record itself is the mailbox item; only a tick sent while an earlier one
         # of this record still waits in a mailbox needs an item of its own (its instant).
         queued = state.queued

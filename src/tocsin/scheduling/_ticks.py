@@ -33,7 +33,6 @@ from ..triggers import (
     past_grace,
     plan_misfire,
     release,
-    settle,
 )
 from ._history import History
 from ._record import LATENESS_WINDOW
@@ -215,34 +214,22 @@ class TickPath:
         return record.message
 
     def send(self, record: ScheduleRecord, at: float, claim: Claim | None = None) -> bool:
-        """Hand one tick (nominal instant ``at``) to the record's target: the record
-        itself when none of its ticks waits in that mailbox, else a ``TickItem``.
-
-        ``claim``: a cluster cron tick this node won, ``(fence, done, backfill)``; it
-        always travels as a ``TickItem`` carrying them."""
-        if claim is not None:
-            fence, done, backfill = claim
-            item = record.enqueue(at, False, backfill, fence, done, item=True)
-        else:
-            item = record.enqueue(at)
-        if record.send_to.deliver(item, record.sender, None):
-            self.ticks_delivered += 1
-            record.count_delivered(at, self.native_now(record))  # no object per tick
-            return True
-        return False
+        """Hand one tick (nominal instant ``at``) to the record's target
+        (``ScheduleRecord.send``; ``claim``: a cluster cron tick this node won)."""
+        clock = self._clock
+        now = clock.wall() if record.cron is not None else clock.monotonic()
+        return record.send(at, now, claim)
 
     def send_by_hand(self, record: ScheduleRecord, at: float, wall: float, backfill: bool) -> bool:
         """Hand a manual or backfilled tick (instant ``at``, ``wall`` as epoch seconds) to
         the record's target as a ``TickItem`` carrying its flag; its history entry says
         how it came. False: refused (a dead letter, recorded by ``tick_rejected``)."""
-        item = record.enqueue(at, not backfill, backfill)
-        if record.send_to.deliver(item, record.sender, None):
-            self.ticks_delivered += 1
-            record.count_tick()
-            how = "backfill" if backfill else "manual"
-            self.history.outcome(record, wall, Outcome.DELIVERED, how)
-            return True
-        return False
+        if not record.send_by_hand(at, backfill):
+            return False
+        self.ticks_delivered += 1
+        how = "backfill" if backfill else "manual"
+        self.history.outcome(record, wall, Outcome.DELIVERED, how)
+        return True
 
     def coalesce(
         self, record: ScheduleRecord, deadline: float, interval: float, now: float
@@ -280,7 +267,8 @@ class TickPath:
         if exclude is not None and exclude.excludes(utc(self.wall_of(record, at)), policy.zone):
             self.outcome(record, self.wall_of(record, at), Outcome.EXCLUDED)
             return None
-        if past_grace(policy.misfire, late):
+        misfire = policy.misfire
+        if misfire.grace is not None and past_grace(misfire, late):
             self.outcome(record, self.wall_of(record, at), Outcome.MISSED)
             return None
         admission = admit(policy.overlap, policy, at)
@@ -291,11 +279,10 @@ class TickPath:
             return None
         return self.send(record, at, claim)
 
-    def settled(self, record: ScheduleRecord, policy: SchedulePolicy) -> None:
-        """A tick of a tracked schedule finished: one fewer in flight, and a tick held
-        by ``BUFFER_ONE`` goes now."""
-        held = settle(policy.overlap, policy)
-        if held is None or record.dead or record.paused:
+    def offer_held(self, record: ScheduleRecord, policy: SchedulePolicy, held: float) -> None:
+        """A tick of a ``BUFFER_ONE`` schedule finished and released the tick it held
+        (instant ``held``): offer it now."""
+        if record.dead or record.paused:
             return
         late = self.native_now(record) - held if policy.misfire.grace is not None else 0.0
         delivered = self.offer(record, policy, held, late)
@@ -303,6 +290,10 @@ class TickPath:
             self.retire(record)
         elif delivered is None and record.final and not record.queued:
             self.retire(record)  # the held one was its last, and it did not go
+
+    def skipped(self, record: ScheduleRecord, at: float) -> None:
+        """The overlap policy skipped the tick of instant ``at`` (the plain path's)."""
+        self.outcome(record, self.wall_of(record, at), Outcome.SKIPPED_OVERLAP)
 
     def drop_waiting(
         self, record: ScheduleRecord, policy: SchedulePolicy, outcome: Outcome | None
