@@ -19,7 +19,6 @@ from __future__ import annotations
 import asyncio
 import importlib
 import logging
-import threading
 from collections.abc import Awaitable, Callable
 from contextlib import AsyncExitStack
 from dataclasses import dataclass
@@ -105,7 +104,6 @@ def _optional_service(option: str) -> OptionalService:
 
 
 _log = logging.getLogger("tocsin.actor")
-_ident = threading.get_ident
 
 
 @final
@@ -502,7 +500,7 @@ class ActorSystem(SchedulingCalls):
         # Inlined checks: this runs on every schedule and cancel (~3 µs each); the loop
         # check is the measured one (Runtime.loop_thread): ~40 ns against ~180 ns.
         runtime = self._runtime
-        if runtime is None or not runtime.running or runtime.loop_thread._thread_id != _ident():  # noqa: SLF001
+        if runtime is None or not runtime.running or not runtime.on_loop_thread():
             runtime = self._live("schedule")  # raises the right error
         schedules = runtime.schedules
         assert schedules is not None

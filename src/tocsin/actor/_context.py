@@ -3,7 +3,6 @@
 
 from __future__ import annotations
 
-import threading
 from collections.abc import Callable
 from typing import TYPE_CHECKING, Any, final
 
@@ -21,8 +20,6 @@ if TYPE_CHECKING:
     from ._supervision import Directive, Supervisor
 
 __all__ = ["ReceiveContext"]
-
-_ident = threading.get_ident
 
 
 @final
@@ -48,6 +45,28 @@ class ReceiveContext(SchedulingCalls):
         # The runtime item (a tick) whose message is being handled: set by the cell's
         # turn for items only, so a plain message costs nothing here.
         self._item: RuntimeItem | None = None
+
+    # -- the turn loop's hand-over (the cell's `_drain`, one call per message) ---------
+
+    def hand(
+        self, message: Any, sender: Any, reply: Reply | None, item: RuntimeItem | None
+    ) -> None:
+        """What ``receive`` is about to handle: its message and sender, the ask it
+        answers (``respond``), and the runtime item it came as (``tick``). The turn loop's
+        one write per message; ``None`` everywhere between turns."""
+        self.message = message
+        self.sender = sender
+        self._reply = reply
+        self._item = item
+
+    def release(self) -> Reply | None:
+        """The current turn is over (returned, raised or was cut short): the ask it was
+        answering, now detached from the context (``respond`` no longer reaches it),
+        and the item forgotten."""
+        reply = self._reply
+        self._reply = None
+        self._item = None
+        return reply
 
     @property
     def tick(self) -> Tick | None:
@@ -144,7 +163,7 @@ class ReceiveContext(SchedulingCalls):
     def _live_scheduler(self) -> ScheduleService:
         runtime = self._cell.runtime
         # The measured loop check (see Runtime.loop_thread): ~40 ns against ~180 ns.
-        if not runtime.running or runtime.loop_thread._thread_id != _ident():  # noqa: SLF001
+        if not runtime.running or not runtime.on_loop_thread():
             runtime.check("schedule")  # raises the right error
         schedules = runtime.schedules
         assert schedules is not None  # installed by start() before any actor exists

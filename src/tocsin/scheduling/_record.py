@@ -183,8 +183,8 @@ class ScheduleRecord(Deadline, RuntimeItem):
         delay: float | None = None,
         policy: SchedulePolicy | None = None,
     ) -> None:
-        self._heap_key = None  # Deadline state, set here: this runs once per schedule
-        self._heap_deadline = 0.0
+        self.heap_key = None  # Deadline state, set here: this runs once per schedule
+        self.heap_deadline = 0.0
         self.reference = reference
         self.message = message
         # What the target PID sends to, read once at the call: every tick delivers to it
@@ -208,7 +208,7 @@ class ScheduleRecord(Deadline, RuntimeItem):
     @property
     def due(self) -> float:
         """The armed monotonic deadline (while paused: a one-shot's delay left)."""
-        return self._heap_deadline
+        return self.heap_deadline
 
     @property
     def target(self) -> PID:
@@ -303,7 +303,7 @@ class ScheduleRecord(Deadline, RuntimeItem):
 
     def set_due(self, due: float) -> None:
         """Record ``due`` without arming it (a paused one-shot's delay left)."""
-        self._heap_deadline = due
+        self.heap_deadline = due
 
     def pause(self, note: str | None, at: float, by: str) -> None:
         """Paused ``at`` (wall seconds) by ``by``, with ``note``."""
@@ -323,7 +323,7 @@ class ScheduleRecord(Deadline, RuntimeItem):
     def last_fired(self) -> None:
         """Its last tick is on its way (no instant after it): disarmed for good."""
         self.made_state().final = True
-        self._heap_deadline = math.inf
+        self.heap_deadline = math.inf
 
     def send(
         self,
@@ -451,7 +451,7 @@ class ScheduleRecord(Deadline, RuntimeItem):
         if interval is None:
             # Retired when its tick is opened (or, if rejected, by `rejected`).
             state.final = True
-            self._heap_deadline = math.inf
+            self.heap_deadline = math.inf
             due = math.inf
         else:
             # Fixed rate without drift: the next grid point strictly after now.

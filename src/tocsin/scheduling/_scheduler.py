@@ -154,7 +154,7 @@ class Scheduler:
         # measured, on a ~3 µs create): every schedule made pays it once. A non-PID has
         # no such attribute.
         try:
-            target = pid._target  # noqa: SLF001
+            target = pid._target  # noqa: SLF001 (target_of inlined: ~50 ns of a ~3 µs create)
         except AttributeError:
             raise TypeError(
                 f"`pid` must be a PID (from spawn, actor_of or durable), got {pid!r}"
