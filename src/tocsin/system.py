@@ -52,7 +52,12 @@ from .cluster._spi import (
 )
 from .durable import DurableActor
 from .durable._spi import DurableRuntime
-from .errors import ActorNotFoundError, ActorSystemNotStartedError, RemotingDisabledError
+from .errors import (
+    ActorNotFoundError,
+    ActorSystemNotStartedError,
+    ClusterDisabledError,
+    RemotingDisabledError,
+)
 from .remote import RemoteMetrics, Remoting
 from .remote._spi import RemoteService
 from .scheduling._spi import DEFAULT_HISTORY, Scheduler, check_history, local_zone_name, zone
@@ -592,10 +597,11 @@ class ActorSystem(SchedulingCalls):
 
         Raises:
             ActorSystemNotStartedError: the system is not running.
-            RuntimeError: the system was made without ``cluster=``.
+            ClusterDisabledError: the system was made without ``cluster=`` (a
+                ``RuntimeError`` too).
         """
         if self._cluster_config is None:
-            raise RuntimeError(
+            raise ClusterDisabledError(
                 f"actor system {self.name!r} was made without `cluster=`: it is not part of "
                 "a cluster; pass cluster=Cluster(coordinator=...) to join one"
             )

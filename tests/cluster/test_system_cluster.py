@@ -18,6 +18,7 @@ from tocsin import (
     ActorSystem,
     ActorSystemNotStartedError,
     Cluster,
+    ClusterDisabledError,
     ManualClock,
     NodeJoined,
     NodeLeft,
@@ -136,8 +137,9 @@ async def test_cluster_configuration_errors_are_raised_where_written() -> None:
     with pytest.raises(ValueError, match="needs `remoting=`"):
         ActorSystem("a", cluster=Cluster("sqlite:///cluster.db"))
     plain = ActorSystem("plain")
-    with pytest.raises(RuntimeError, match="made without `cluster=`"):
+    with pytest.raises(ClusterDisabledError, match="made without `cluster=`") as raised:
         _ = plain.cluster
+    assert isinstance(raised.value, RuntimeError)  # what it raised before it had a type
     clustered = ActorSystem("c", cluster=Cluster("memory://x"))
     with pytest.raises(ActorSystemNotStartedError, match="joins its cluster"):
         _ = clustered.cluster

@@ -300,6 +300,7 @@ class SchedulingCalls:
         Raises:
             ScheduleNotFoundError: no schedule holds ``reference``.
             TypeError: ``note`` is not a str or None.
+            ValueError: ``note`` is longer than 4,096 bytes (UTF-8).
         """
         self._live_scheduler().pause(reference, note)
 

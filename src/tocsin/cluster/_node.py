@@ -13,6 +13,7 @@ from collections.abc import Callable
 from typing import final
 
 from ..clock import Clock, OffsetClock
+from ..triggers import check_note
 from ._membership import Membership
 from ._placement import Directory
 from ._protocol import Coordinator, PauseNote
@@ -177,12 +178,11 @@ class ClusterNode:
 
         Raises:
             TypeError, ValueError: ``reference`` is not a non-empty str, ``note`` not a
-                str or None.
+                str or None, or longer than 4,096 bytes.
             CoordinatorError: the coordinator failed (the pause may or may not be set).
         """
         reference = _reference(reference)
-        if note is not None and not isinstance(note, str):
-            raise TypeError(f"`note` must be a str or None, got {note!r}")
+        note = check_note(note)
         coordinator = self.coordinator
         if reference in await coordinator.paused_crons():
             return

@@ -44,6 +44,7 @@ from ..errors import (
     ScheduleNotFoundError,
     ScheduleReferenceRequiredError,
 )
+from ..triggers import check_note
 from ._claims import MANUAL_KEY, Claims, CronGate
 from ._cron import CronState
 from ._history import DEFAULT_HISTORY, History
@@ -346,10 +347,9 @@ class Scheduler:
 
     def pause(self, reference: str, note: str | None = None) -> None:
         record = self._get(reference)
+        note = check_note(note)
         if record.paused:
             return
-        if note is not None and not isinstance(note, str):
-            raise TypeError(f"`note` must be a str or None, got {note!r}")
         record.pause(note, self._clock.wall(), self._runtime.name)
         if self.deadlines.remove(record) and record.interval is None and record.cron is None:
             record.set_due(max(0.0, record.due - self._clock.monotonic()))  # delay left

@@ -26,7 +26,7 @@ overlap).
 from __future__ import annotations
 
 from ..cron import Calendar, DSTPolicy
-from ._checks import check_dst, check_exclude, positive_int
+from ._checks import MAX_NOTE_BYTES, check_dst, check_exclude, check_note, positive_int
 from ._jitter import check_jitter, jitter_offset
 from ._misfire import Misfire, MisfirePlan, past_grace, plan_misfire, supersede
 from ._overlap import Admission, Flight, Overlap, admit, leave, release, settle
@@ -45,6 +45,7 @@ __all__ = [
     "CRON_WALK_LIMIT",
     "HORIZON",
     "MAX_BACKFILL",
+    "MAX_NOTE_BYTES",
     "SCAN_LIMIT",
     "Admission",
     "Calendar",
@@ -66,6 +67,7 @@ __all__ = [
     "check_exclude",
     "check_horizon",
     "check_jitter",
+    "check_note",
     "jitter_offset",
     "leave",
     "past_grace",
