@@ -92,6 +92,7 @@ from .errors import (
 from .remote import RemoteMetrics, Remoting
 from .scheduling import ScheduleInfo, ScheduleKind, SchedulerMetrics
 from .system import ActorSystem
+from .triggers import Delivery
 
 if typing.TYPE_CHECKING:
     from ._run import run
@@ -146,6 +147,7 @@ __all__ = [
     "DeadActorError",
     "DeadLetter",
     "DeadLetterReason",
+    "Delivery",
     "Directive",
     "DurableActor",
     "EventStream",

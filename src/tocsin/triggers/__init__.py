@@ -9,7 +9,8 @@ policy (DESIGN.md "Schedule policies", APScheduler 4's ``_process_schedules``).
 Values: :class:`Overlap`, :class:`Misfire`, :class:`~tocsin.cron.DSTPolicy`,
 :class:`~tocsin.cron.Calendar` (both defined beside the cron engine they feed, re-exported
 here), jitter (:func:`check_jitter`, :func:`jitter_offset`), and what a delivery carries
-and became (:class:`Tick`, :class:`Outcome`, :class:`TickOutcome`).
+and became (:class:`Tick`, :class:`Outcome`, :class:`TickOutcome`), how a cluster
+instant is delivered (:class:`Delivery`).
 
 Triggers (:class:`Trigger`: :class:`IntervalTrigger`, :class:`CronTrigger`,
 :class:`OnceTrigger`): a schedule's instants with its calendar, DST policy and jitter
@@ -30,7 +31,7 @@ from ._checks import MAX_NOTE_BYTES, check_dst, check_exclude, check_note, posit
 from ._jitter import check_jitter, jitter_offset
 from ._misfire import Misfire, MisfirePlan, past_grace, plan_misfire, supersede
 from ._overlap import Admission, Flight, Overlap, admit, leave, release, settle
-from ._ticks import Outcome, Tick, TickOutcome
+from ._ticks import Delivery, Outcome, Tick, TickOutcome, check_delivery
 from ._trigger import (
     CRON_WALK_LIMIT,
     SCAN_LIMIT,
@@ -51,6 +52,7 @@ __all__ = [
     "Calendar",
     "CronTrigger",
     "DSTPolicy",
+    "Delivery",
     "Flight",
     "IntervalTrigger",
     "Misfire",
@@ -63,6 +65,7 @@ __all__ = [
     "Trigger",
     "admit",
     "backfill_instants",
+    "check_delivery",
     "check_dst",
     "check_exclude",
     "check_horizon",
