@@ -63,7 +63,7 @@ from .remote._spi import RemoteService
 from .scheduling._spi import DEFAULT_HISTORY, Scheduler, check_history, local_zone_name, zone
 
 if TYPE_CHECKING:
-    from .actor._spi import Cell
+    from .actor._spi import Cell, SystemView
     from .stores import Store
 
 __all__ = ["DEFAULT_STOP_TIMEOUT", "SERVICES", "ActorSystem", "OptionalService"]
@@ -736,3 +736,10 @@ def _check_cluster(cluster: object, remoting: Remoting | None) -> Cluster | None
             "process without it)"
         )
     return cluster
+
+
+if TYPE_CHECKING:
+
+    def _meets_system_view(system: ActorSystem) -> SystemView:
+        """Static check (mypy): the facade meets the Protocol ``ctx.system`` is typed by."""
+        return system

@@ -14,7 +14,8 @@ def test_delivery_is_a_str_enum_and_its_strings_still_work() -> None:
     assert tocsin.Delivery is Delivery
     assert check_delivery("at_least_once") is Delivery.AT_LEAST_ONCE
     assert check_delivery(Delivery.AT_MOST_ONCE) is Delivery.AT_MOST_ONCE
-    assert Delivery.AT_LEAST_ONCE == "at_least_once"
+    assert str(Delivery.AT_LEAST_ONCE) == "at_least_once"
+    assert "at_least_once" in {Delivery.AT_LEAST_ONCE}  # equal, and hashes alike
 
 
 @pytest.mark.parametrize("bad", ["exactly_once", "", None, 1])

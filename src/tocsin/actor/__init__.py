@@ -23,6 +23,7 @@ from ._events import (
 )
 from ._pid import PID, NoSender, parse_pid
 from ._supervision import Directive, Supervisor
+from ._system_view import SystemView
 
 __all__ = [
     "PID",
@@ -44,6 +45,7 @@ __all__ = [
     "ReceiveContext",
     "Subscription",
     "Supervisor",
+    "SystemView",
     "Tick",
     "TickNotDelivered",
     "TickOutcome",

@@ -18,6 +18,7 @@ if TYPE_CHECKING:
     from ._mailbox import RuntimeItem
     from ._reply import Reply
     from ._supervision import Directive, Supervisor
+    from ._system_view import SystemView
 
 __all__ = ["ReceiveContext"]
 
@@ -84,13 +85,13 @@ class ReceiveContext(SchedulingCalls):
         return self._cell.pid
 
     @property
-    def system(self) -> Any:
-        """The :class:`~tocsin.ActorSystem` this actor runs in.
-
-        Typed ``Any`` on purpose: the system facade is a layer above the kernel that
-        defines this class, and the kernel never imports upward.
+    def system(self) -> SystemView:
+        """The :class:`~tocsin.ActorSystem` this actor runs in, typed by the
+        :class:`~tocsin.actor.SystemView` Protocol it meets (the facade is a layer above
+        the kernel that defines this class, and the kernel never imports upward).
         """
-        return self._cell.runtime.facade
+        facade: SystemView = self._cell.runtime.facade
+        return facade
 
     @property
     def parent(self) -> PID | None:

@@ -44,6 +44,7 @@ from ._runtime import Runtime, check_mailbox_bound, running_loop
 from ._schedule_info import ScheduleInfo, ScheduleKind, SchedulerMetrics
 from ._scheduling import ScheduleService, SchedulingCalls
 from ._supervision import DEFAULT_SUPERVISOR, Directive, Supervisor
+from ._system_view import SystemView
 from ._target import SendTarget
 
 __all__ = [
@@ -74,6 +75,7 @@ __all__ = [
     "SchedulingCalls",
     "SendTarget",
     "Supervisor",
+    "SystemView",
     "Tick",
     "TickNotDelivered",
     "TickOutcome",
