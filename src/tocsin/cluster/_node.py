@@ -187,7 +187,9 @@ class ClusterNode:
         if reference in await coordinator.paused_crons():
             return
         await coordinator.set_cron_paused(reference, True)
-        await coordinator.set_pause_note(reference, PauseNote(note, self._clock.wall(), self._name))
+        pause = PauseNote(note, self._clock.wall(), self._name)
+        await coordinator.set_pause_note(reference, pause)
+        self.cron_claims.remember_pause(reference, pause)
 
     async def resume_cron(self, reference: str) -> None:
         """Undo :meth:`pause_cron`: ticks are claimed again from the next fire time on;
@@ -200,6 +202,7 @@ class ClusterNode:
         reference = _reference(reference)
         await self.coordinator.set_cron_paused(reference, False)
         await self.coordinator.set_pause_note(reference, None)
+        self.cron_claims.remember_pause(reference, None)
 
     async def pause_notes(self) -> dict[str, PauseNote]:
         """Why, when and by which node each reference was paused cluster-wide."""

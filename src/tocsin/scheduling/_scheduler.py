@@ -415,8 +415,19 @@ class Scheduler:
         clock = self._clock
         now, wall = clock.monotonic(), clock.wall()
         here = self._runtime.address
-        clustered = self._claims.clustered
-        return [schedule_info(record, now, wall, here, clustered) for record in self._refs.values()]
+        claims = self._claims
+        clustered = claims.clustered
+        return [
+            schedule_info(
+                record,
+                now,
+                wall,
+                here,
+                clustered,
+                claims.pause_note(record.reference) if clustered and record.cron else None,
+            )
+            for record in self._refs.values()
+        ]
 
     def metrics(self) -> SchedulerMetrics:
         path = self._path
