@@ -41,7 +41,7 @@ from .actor._spi import (
     target_of,
 )
 from .clock import Clock, OffsetClock, SystemClock
-from .cluster import Cluster, ClusterNode, LeaseRegained, NodeJoined, NodeLeft
+from .cluster import Cluster, ClusterNode, ClusterView, LeaseRegained, NodeJoined, NodeLeft
 from .cluster._spi import (
     ClusterOwnership,
     Rebalancer,
@@ -591,9 +591,10 @@ class ActorSystem(SchedulingCalls):
         return runtime.pid_of(name_or_path)
 
     @property
-    def cluster(self) -> ClusterNode:
-        """This node's side of the cluster: ``members()``, ``pause_cron(reference)``,
-        ``resume_cron(reference)``, ``metrics()`` (``docs/cluster.md``).
+    def cluster(self) -> ClusterView:
+        """This node's side of the cluster, the user's view of it: ``members()``,
+        ``pause_cron(reference, note=None)``, ``resume_cron(reference)``, ``offset``,
+        ``metrics()`` (``docs/cluster.md``).
 
         Raises:
             ActorSystemNotStartedError: the system is not running.
@@ -611,7 +612,7 @@ class ActorSystem(SchedulingCalls):
                 f"actor system {self.name!r} is not running: it joins its cluster at "
                 "`await system.start()`"
             )
-        return node
+        return ClusterView(node)
 
     def remote_metrics(self) -> RemoteMetrics:
         """A snapshot of this node's remoting counters (frames, bytes, reconnects, ...).

@@ -44,7 +44,7 @@ async def test_a_non_owner_reaches_the_owner_over_remoting() -> None:
         for system in systems:
             await system.start()
         for system in systems:
-            await system.cluster.membership.tick()  # every view lists both nodes
+            await system.cluster._node.membership.tick()  # every view lists both nodes
         homes: set[str] = set()
         for n in range(8):
             identity = f"t-{n}"

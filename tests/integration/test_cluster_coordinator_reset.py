@@ -61,7 +61,7 @@ def _systems(coordinator: str, store: Any, names: tuple[str, ...]) -> list[Actor
 
 async def _settle(systems: list[ActorSystem]) -> None:
     for system in systems:
-        await system.cluster.membership.tick()  # every view lists every node
+        await system.cluster._node.membership.tick()  # every view lists every node
 
 
 async def _add(system: ActorSystem, identity: str) -> int:

@@ -87,7 +87,7 @@ async def _outage_under_three_nodes(
         for system in systems:
             await system.start()
         for system in systems:
-            await system.cluster.membership.tick()  # every view lists every node
+            await system.cluster._node.membership.tick()  # every view lists every node
         for i, identity in enumerate(IDENTITIES):
             pid = await systems[i % 3].durable(OutageCounter, identity)
             await pid.ask(Call("begin"), timeout=WAIT)
@@ -114,7 +114,7 @@ async def _outage_under_three_nodes(
         assert not ran_without_lease, ran_without_lease
 
         def leases_held() -> bool:
-            return all(system.cluster.membership.holds_lease() for system in systems)
+            return all(system.cluster._node.membership.holds_lease() for system in systems)
 
         await _until(leases_held, "every node holding its lease again")
         regained = time.monotonic()

@@ -163,7 +163,7 @@ async def test_three_nodes_resume_every_counter_after_a_store_restart(tmp_path: 
             for system in systems:
                 await system.start()
             for system in systems:
-                await system.cluster.membership.tick()  # every view lists every node
+                await system.cluster._node.membership.tick()  # every view lists every node
             for i, identity in enumerate(identities):
                 pid = await systems[i % 3].durable(ClusterCounter, identity)
                 await pid.ask(Call("begin"), timeout=WAIT)
