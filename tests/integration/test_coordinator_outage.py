@@ -78,7 +78,9 @@ async def _outage_under_three_nodes(
         ActorSystem(
             name,
             store=store,
-            remoting=Remoting("tcp://127.0.0.1:0", b"coordinator-outage-test-secret!!"),
+            remoting=Remoting(
+                listen="tcp://127.0.0.1:0", secret=b"coordinator-outage-test-secret!!"
+            ),
             cluster=Cluster(coordinator, lease=LEASE, poll_interval=1.0),
         )
         for name in ("a", "b", "c")

@@ -154,7 +154,9 @@ async def test_three_nodes_resume_every_counter_after_a_store_restart(tmp_path: 
             ActorSystem(
                 name,
                 store=server.dsn,
-                remoting=Remoting("tcp://127.0.0.1:0", b"store-restart-test-secret!!!!!!!"),
+                remoting=Remoting(
+                    listen="tcp://127.0.0.1:0", secret=b"store-restart-test-secret!!!!!!!"
+                ),
                 cluster=Cluster(coordinator, lease=3.0, poll_interval=1.0),
             )
             for name in ("a", "b", "c")
