@@ -7,7 +7,7 @@ actors, lives in :mod:`tocsin.system` (import it from ``tocsin``).
 
 from ..triggers import Misfire, Outcome, Overlap, Tick, TickOutcome
 from ._actor import Actor
-from ._context import ReceiveContext
+from ._context import ReceiveContext, SystemView
 from ._events import (
     ActorPassivated,
     ActorReinstated,
@@ -23,7 +23,6 @@ from ._events import (
 )
 from ._pid import PID, NoSender, parse_pid
 from ._supervision import Directive, Supervisor
-from ._system_view import SystemView
 
 __all__ = [
     "PID",

@@ -371,7 +371,8 @@ class Cell(SendTarget):
                     # Also when the turn is cancelled (a stop's grace): the item is
                     # not left in flight for ever.
                     if item is not None:
-                        ctx.release()
+                        # The context's item is cleared by the next `hand` (or `release`
+                        # when the turn is cut short): no call here on the tick path.
                         item.finished()
                 if self.state is not _RUNNING or self.sysq:
                     break

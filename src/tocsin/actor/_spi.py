@@ -33,7 +33,7 @@ from __future__ import annotations
 from ..triggers import Misfire, Outcome, Overlap, Tick, TickOutcome
 from ._actor import Actor
 from ._cell import Cell, new_cell
-from ._context import ReceiveContext
+from ._context import ReceiveContext, SystemView
 from ._events import DeadLetter, DeadLetterReason, EventStream, TickNotDelivered
 from ._lookup import PID_EXTENSION_CODE
 from ._mailbox import ITEM_TYPES, STALE, RuntimeItem, Turn
@@ -44,7 +44,6 @@ from ._runtime import Runtime, check_mailbox_bound, running_loop
 from ._schedule_info import ScheduleInfo, ScheduleKind, SchedulerMetrics
 from ._scheduling import ScheduleService, SchedulingCalls
 from ._supervision import DEFAULT_SUPERVISOR, Directive, Supervisor
-from ._system_view import SystemView
 from ._target import SendTarget
 
 __all__ = [

@@ -110,6 +110,7 @@ class RecordState:
         late: seconds its last tick fired after its deadline (the console's lateness).
         policy: the non-default options and their state (``None``: the plain path).
         history, history_at: the history ring and its write position (``_history.py``).
+        paused: paused (``pause_schedule``): it does not fire until resumed.
         note, paused_at, paused_by: ``pause_schedule(note=...)``: why, when (wall
             seconds) and by which node.
     """
@@ -121,6 +122,7 @@ class RecordState:
         "history_at",
         "late",
         "note",
+        "paused",
         "paused_at",
         "paused_by",
         "policy",
@@ -138,6 +140,7 @@ class RecordState:
         self.policy = policy
         self.history: list[Any] | None = None
         self.history_at = 0
+        self.paused = False
         self.note: str | None = None
         self.paused_at: float | None = None
         self.paused_by: str | None = None
@@ -151,8 +154,10 @@ class ScheduleRecord(Deadline, RuntimeItem):
     :class:`~tocsin.actor._mailbox.RuntimeItem` in its target's mailbox.
     """
 
-    # Slotted and lean: a system may hold a million pending schedules. Fifteen slots
-    # with the heap's two (bench/scheduler.py `create`, traced bytes per schedule_once).
+    # Slotted and lean: a system may hold a million pending schedules. Fourteen slots
+    # with the heap's two (bench/footprint.py `memory`, traced bytes per schedule_once);
+    # everything a schedule needs only once fired, paused or given a policy is in
+    # its RecordState.
     __slots__ = (
         "created_at",
         "cron",
@@ -161,7 +166,6 @@ class ScheduleRecord(Deadline, RuntimeItem):
         "interval",
         "message",
         "owner",
-        "paused",
         "reference",
         "scheduler",
         "send_to",
@@ -197,7 +201,6 @@ class ScheduleRecord(Deadline, RuntimeItem):
         self.owner = owner
         self.created_at = created_at
         self.scheduler = scheduler
-        self.paused = False
         self.dead = False
         self.state: RecordState | None = None if policy is None else RecordState(policy)
 
@@ -220,6 +223,12 @@ class ScheduleRecord(Deadline, RuntimeItem):
         """The non-default options and their state, or ``None``."""
         state = self.state
         return None if state is None else state.policy
+
+    @property
+    def paused(self) -> bool:
+        """Whether it is paused (it does not fire until resumed)."""
+        state = self.state
+        return state is not None and state.paused
 
     @property
     def final(self) -> bool:
@@ -307,17 +316,17 @@ class ScheduleRecord(Deadline, RuntimeItem):
 
     def pause(self, note: str | None, at: float, by: str) -> None:
         """Paused ``at`` (wall seconds) by ``by``, with ``note``."""
-        self.paused = True
         state = self.made_state()
+        state.paused = True
         state.note = note
         state.paused_at = at
         state.paused_by = by
 
     def unpause(self) -> None:
         """Resumed: the pause and its note are gone."""
-        self.paused = False
         state = self.state
         if state is not None:
+            state.paused = False
             state.note = state.paused_at = state.paused_by = None
 
     def last_fired(self) -> None:
