@@ -32,6 +32,8 @@ SRC = Path(__file__).resolve().parents[1] / "src" / "tocsin"
 LAYERS = [
     # A leaf (it imports nothing), so every layer may read the version from it.
     "_version",
+    # A leaf too: keyword-only options with a release of grace for positional use.
+    "_keywords",
     "errors",
     # Leaf: what the event loop is doing (a ManualClock's idleness, real I/O in flight);
     # the stores and coordinators mark their calls with it.
@@ -40,6 +42,9 @@ LAYERS = [
     "cron",
     "_codec",
     "_deadlines",
+    # The policy engine: pure values and decisions every tier shares (no asyncio, no
+    # store); above _deadlines for `to_seconds`, below the kernel that carries its values.
+    "triggers",
     "actor",
     "scheduling",
     "stores",

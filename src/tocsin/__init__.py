@@ -64,6 +64,7 @@ from .errors import (
     AddressInUseError,
     AskTimeoutError,
     BackpressureError,
+    ClusterDisabledError,
     CodecError,
     CoordinatorError,
     CoordinatorUnavailableError,
@@ -91,6 +92,7 @@ from .errors import (
 from .remote import RemoteMetrics, Remoting
 from .scheduling import ScheduleInfo, ScheduleKind, SchedulerMetrics
 from .system import ActorSystem
+from .triggers import Delivery
 
 if typing.TYPE_CHECKING:
     from ._run import run
@@ -135,6 +137,7 @@ __all__ = [
     "Call",
     "Clock",
     "Cluster",
+    "ClusterDisabledError",
     "ClusterMetrics",
     "CodecError",
     "CoordinatorError",
@@ -144,6 +147,7 @@ __all__ = [
     "DeadActorError",
     "DeadLetter",
     "DeadLetterReason",
+    "Delivery",
     "Directive",
     "DurableActor",
     "EventStream",

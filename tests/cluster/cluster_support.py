@@ -7,7 +7,7 @@ import uuid
 from typing import Any
 
 from tocsin.clock import ManualClock
-from tocsin.cluster import Cluster, ClusterNode
+from tocsin.cluster import Cluster, ClusterNode, ClusterView
 from tocsin.cluster._memory import MemoryCoordinator
 from tocsin.errors import CoordinatorError
 
@@ -92,10 +92,12 @@ class World:
         self.clock.autojump = False
 
 
-def freeze(node: ClusterNode) -> None:
-    """Stop a node's renewals without leaving: a SIGSTOPped or partitioned node. On
-    memory:// its view reads stop too (they are pushed, not polled: a stopped process
-    reads nothing)."""
+def freeze(node: ClusterNode | ClusterView) -> None:
+    """Stop a node's renewals without leaving: a SIGSTOPped or partitioned node (a
+    ``system.cluster`` view reaches its node). On memory:// its view reads stop too (they
+    are pushed, not polled: a stopped process reads nothing)."""
+    if isinstance(node, ClusterView):
+        node = node._node
     membership = node.membership
     membership._renewer._stopped = True
     handle = membership._renewer._handle

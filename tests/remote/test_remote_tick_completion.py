@@ -99,7 +99,7 @@ class Probe(Actor):
 
 
 def remoting() -> Remoting:
-    return Remoting("tcp://127.0.0.1:0", SECRET)
+    return Remoting(listen="tcp://127.0.0.1:0", secret=SECRET)
 
 
 @contextlib.asynccontextmanager

@@ -16,7 +16,7 @@ A schedule's tick (a :class:`~tocsin.actor._mailbox.RuntimeItem`) is opened here
 scheduling node, at the moment it fires: a tick of a cancelled schedule is dropped before
 it is sent. Hence the cross-node stale-tick rule: once ``cancel_schedule`` returns no
 further tick is *sent*; one already on the wire may still arrive once. What is sent is a
-``Scheduled`` frame carrying the item's :class:`~tocsin.actor._schedule_policy.Tick`
+``Scheduled`` frame carrying the item's :class:`~tocsin.triggers.Tick`
 (``ctx.tick`` on the hosting node is the same). An item that is ``tracked`` (its schedule's
 overlap policy counts ticks in flight) also asks for a completion frame, and its
 ``finished()`` is called once that frame says the remote ``receive`` ran; when the tick
@@ -28,7 +28,6 @@ in ``lost()`` if the item has one, else ``finished()`` (:mod:`._ticks`), never i
 from __future__ import annotations
 
 import asyncio
-import threading
 from collections.abc import Callable
 from typing import TYPE_CHECKING, Any, final
 
@@ -56,7 +55,6 @@ __all__ = ["RemoteTarget"]
 
 _UNREACHABLE = DeadLetterReason.UNREACHABLE
 _OVERFLOW = DeadLetterReason.OVERFLOW
-_ident = threading.get_ident
 
 
 @final
@@ -111,7 +109,7 @@ class RemoteTarget(SendTarget):
         runtime = self.runtime
         # The measured loop check (Runtime.loop_thread): ~40 ns, against ~180 ns for
         # asking asyncio for the running loop, on every remote send.
-        if runtime.loop_thread._thread_id != _ident():  # noqa: SLF001
+        if not runtime.on_loop_thread():
             # The transport's buffers and timers belong to the system's loop.
             raise runtime.wrong_loop(f"send to {self.pid}", running_loop())
         node = self.node
@@ -215,7 +213,7 @@ class RemoteTarget(SendTarget):
         runtime = self.runtime
         if reply is not None or type(message) in ITEM_TYPES:
             return super().offer(message, sender, reply)  # not what pid.send gives
-        if runtime.loop_thread._thread_id != _ident():  # noqa: SLF001
+        if not runtime.on_loop_thread():
             raise runtime.wrong_loop(f"send to {self.pid}", running_loop())
         node = self.node
         encoded = node.encode_message(message)  # CodecError: at the sending call
