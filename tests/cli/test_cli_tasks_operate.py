@@ -102,6 +102,19 @@ def test_backfill_adds_one_run_per_instant_that_a_system_runs(
     assert [r.id for r in read(db)] == ["hourly"]
 
 
+def test_backfill_of_a_range_reaching_into_the_future_adds_only_past_instants(
+    db: Path, capsys: pytest.CaptureFixture[str]
+) -> None:
+    now = SystemClock().wall_datetime()
+    start = (now.replace(minute=0, second=0, microsecond=0)).isoformat()
+    end = now.replace(year=now.year + 1).isoformat()
+    argv = ["--from", start, "--to", end]
+    assert run("tasks", "backfill", "hourly", "--store", f"sqlite:///{db}", *argv) == 0
+    out = capsys.readouterr().out.splitlines()
+    assert out[0].startswith("backfilling 1 instants")  # the hour that began, none later
+    assert len(read(db)) == 2
+
+
 def test_backfill_errors_are_one_line_with_an_exit_code(
     db: Path, capsys: pytest.CaptureFixture[str]
 ) -> None:

@@ -116,6 +116,33 @@ async def test_backfill_runs_each_instant_oldest_first_and_dry_run_runs_none(
         assert task.due == START + timedelta(hours=1)
 
 
+async def test_backfill_runs_only_past_instants_and_future_ones_once_when_due(
+    backend: Backend,
+) -> None:
+    async with running(backend) as (system, clock):
+        pid = await system.durable(Ops, "f")
+        await pid.ask(Call("hourly", {}))
+        window = {
+            "id": "hourly",
+            "start": START - timedelta(hours=2),
+            "end": START + timedelta(hours=3),
+        }
+        past = [START - timedelta(hours=2), START - timedelta(hours=1), START]
+        assert await pid.ask(Call("backfill_", {**window, "dry_run": True})) == past
+        assert await pid.ask(Call("backfill_", window)) == past
+        future = {
+            "id": "hourly",
+            "start": START + timedelta(hours=1),
+            "end": START + timedelta(hours=3),
+        }
+        assert await pid.ask(Call("backfill_", future)) == []
+        await clock.advance(3 * 3600 + 1)
+    backfilled = [tick.instant for tick, _ in RUNS if tick.backfill]
+    live = [tick.instant for tick, _ in RUNS if not tick.backfill]
+    assert backfilled == past
+    assert live == [START + timedelta(hours=h) for h in (1, 2, 3)]  # each once, when due
+
+
 async def test_backfill_is_paced_at_the_misfire_rate(backend: Backend) -> None:
     async with running(backend) as (system, clock):
         pid = await system.durable(Ops, "p")

@@ -175,7 +175,7 @@ async def test_every_runs_at_each_interval_the_first_one_interval_from_now(
         assert record.due == datetime.fromtimestamp(T0 + 60, tz=UTC)
 
 
-async def test_overdue_every_runs_once_then_one_interval_after_the_drain(
+async def test_overdue_every_runs_once_then_goes_on_at_its_grid_not_one_interval_later(
     backend: Backend,
 ) -> None:
     async with running(backend) as (system, clock):
@@ -183,8 +183,10 @@ async def test_overdue_every_runs_once_then_one_interval_after_the_drain(
         await pid.ask(Call("add", {"call": "every", "delay": 10, "id": "tick"}))
         await clock.jump(95)  # a stall: nine intervals missed
         assert times("ship") == [95.0]
-        await clock.advance(10)
-        assert times("ship") == [95.0, 105.0]
+        await clock.advance(4.99)
+        assert times("ship") == [95.0]
+        await clock.advance(20.01)  # the grid: 100, 110, 120 (not 105, 115)
+        assert times("ship") == [95.0, 100.0, 110.0, 120.0]
 
 
 async def test_sync_task_method_is_called_too(backend: Backend) -> None:

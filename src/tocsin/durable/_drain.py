@@ -26,7 +26,7 @@ from ..stores import DeleteTask, Op, RecordTick, TaskRow, UpsertTask
 from ._cron import next_fire
 from ._failure import describe_failure
 from ._ops import DURATION_MASK
-from ._plan import Cursor, Notes, after_run, before_run, encode_policy, retry_row
+from ._plan import Cursor, Notes, after_run, before_run, encode_policy, grid_after, retry_row
 from ._policy import TaskPolicy
 from ._records import TaskParked, record_from_row
 from ._run import DROPPED, INTERRUPTED, RunHost, RunStop, TaskActor, run_task
@@ -287,10 +287,16 @@ def _completion(
             if nxt is None:  # the expression has no further fire time: done
                 return DeleteTask(row.kind, row.identity, row.id)
             return UpsertTask(_replace(row, due=nxt, attempts=0, last_error=None))
-        if row.every is None:
+        every = row.every
+        if every is None:
             return DeleteTask(row.kind, row.identity, row.id)
-        nxt = start + row.every
-        return UpsertTask(_replace(row, due=nxt, attempts=0, last_error=None))
+        # The task's grid (its instant plus whole intervals), never re-anchored: the
+        # first grid instant after the start of the run. An on-time run makes that one
+        # interval after it; a catch-up run after downtime goes back onto the grid
+        # instead of shifting every later run by its lateness.
+        return UpsertTask(
+            _replace(row, due=grid_after(instant, every, start), attempts=0, last_error=None)
+        )
     attempts = row.attempts + 1
     decision = actor.retry_policy.decide(error, attempts, row.max_retries)
     # With the traceback (issue 10, item 13): a failing task must be visible without

@@ -71,10 +71,16 @@ def trigger_row(row: TaskRow, now: float) -> TaskRow:
     return _child(row, policy, now, now, now, manual=True)
 
 
-def backfill_instants(row: TaskRow, start: float, end: float, default_zone: str) -> list[float]:
-    """The instants of ``row``'s task in ``[start, end)``, oldest first, without those its
-    calendar excludes. An ``every`` task's are its cadence: its pending instant plus or
-    minus whole intervals.
+def backfill_instants(
+    row: TaskRow, start: float, end: float, default_zone: str, now: float
+) -> list[float]:
+    """The instants of ``row``'s task in ``[start, end)`` that are not after ``now``,
+    oldest first, without those its calendar excludes. An ``every`` task's are its
+    cadence: its pending instant plus or minus whole intervals.
+
+    Only past instants are backfilled: a future one would run now and then again when it
+    comes due (its live run), so the range is cut at ``now`` (a range wholly in the
+    future has none).
 
     Raises:
         ValueError: ``end`` is not after ``start``, the task is not recurring, or the
@@ -101,7 +107,7 @@ def backfill_instants(row: TaskRow, start: float, end: float, default_zone: str)
         if candidate_or_none is None:
             return found
         candidate = candidate_or_none
-    while candidate < end:
+    while candidate < end and candidate <= now:
         if not instants.excluded(candidate):
             if len(found) == BACKFILL_LIMIT:
                 raise ValueError(

@@ -7,8 +7,9 @@ the drain's plain path, today's behaviour, unchanged). Pure but for the codec: n
 (the drain passes its times), no store (it returns the row to write).
 
 Vocabulary. A recurring task has *instants*: an ``every`` task's are its pending instant
-plus whole intervals (a run that started at ``S`` makes the next one ``S + interval``:
-durable ``every`` counts from the start of the run); a cron task's are its expression's
+plus whole intervals, a grid that is never re-anchored (a run that started at ``S``
+makes the next one the first grid instant after ``S``: one interval after an on-time run,
+and back on the grid after a catch-up run); a cron task's are its expression's
 fire times (under its ``dst`` policy) after its pending instant. Instants its calendar
 excludes are never run (:meth:`Instants.excluded`). A row's ``due`` is its pending
 instant plus its jitter offset (or, for a replayed instant, the paced time).
@@ -68,6 +69,7 @@ __all__ = [
     "decode_policy",
     "encode_policy",
     "first_instant",
+    "grid_after",
     "retry_row",
 ]
 
@@ -291,6 +293,17 @@ class Instants:
         return list(recent), count
 
 
+def grid_after(instant: float, every: float, moment: float) -> float:
+    """The first instant of the grid ``instant + k * every`` (k >= 1) after ``moment``:
+    what follows a run of ``instant`` that started at ``moment`` (a durable ``every``
+    keeps its grid; an on-time run makes it ``instant + every``)."""
+    steps = max(1, math.floor((moment - instant) / every) + 1)
+    following = instant + steps * every
+    while following <= moment:  # float rounding
+        following += every
+    return following
+
+
 def jittered(row_id: str, instant: float, policy: TaskPolicy, instants: Instants) -> float:
     """The due time of a live instant: plus its jitter offset, the same on every node
     (a hash of the task id and the instant), never past the next instant."""
@@ -473,11 +486,13 @@ def after_run(
         # The instants that came due while this run was in flight meet the overlap policy.
         mode = policy.overlap.mode
         every = instants.every is not None
-        # `every` counts from the start of the run (as if not jittered: the offset is
-        # the schedule's choice, the cadence stays the instants'); cron from its instant.
+        # `every` keeps its grid (the instant plus whole intervals): the next instant is
+        # the first grid one after the start of the run (as if not jittered: the offset
+        # is the schedule's choice, the cadence stays the instants'), so a catch-up run
+        # does not shift the grid; cron goes on from its instant.
         offset = jittered(row.id, instant, policy, instants) - instant if every else 0.0
-        anchor = start - offset if every else max(instant, start)
-        following = instants.after_ok(anchor, notes)
+        anchor = max(instant, start - offset) if every else max(instant, start)
+        following = instants.not_before(instant, anchor, notes)
         if mode != "allow" and following is not None and following <= end:
             # BUFFER_ONE keeps the first of them (n - 1 = 1), limit(n) the first n - 1,
             # SKIP none; the others, up to the end of the run, are skipped.
@@ -489,7 +504,7 @@ def after_run(
                 following = instants.after_ok(following)
             if following is not None and following <= end:
                 skipped = following
-                following = instants.not_before(anchor, end) if every else instants.after_ok(end)
+                following = instants.not_before(instant, end) if every else instants.after_ok(end)
                 if notes is not None:
                     detail = f"came due while a run was in flight (overlap={policy.overlap!r})"
                     notes.append((skipped, Outcome.SKIPPED_OVERLAP, detail))

@@ -240,7 +240,7 @@ async def backfill_task(
     of each, oldest first, paced at its ``misfire.rate``."""
     begin, finish = _moment(start, "start"), _moment(end, "end")
     row = await _task(handle, task_id)
-    instants = backfill_instants(row, begin, finish, handle.durable.timezone)
+    instants = backfill_instants(row, begin, finish, handle.durable.timezone, now)
     if not dry_run and instants:
         children = backfill_rows(row, instants, now)
         await handle.write([UpsertTask(child) for child in children])
