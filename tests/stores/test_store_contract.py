@@ -192,8 +192,9 @@ async def test_pause_is_written_by_pause_task_alone_and_kept_by_upserts(
         # A completion (or a re-registration) that read the row before the pause keeps it.
         await store.apply([UpsertTask(task(due=2.0, attempts=1))])
         got = await store.get_task("Order", "o-1", "t1")
+        assert got is not None
         assert got == msgspec.structs.replace(paused, due=2.0, attempts=1)
-        assert type(got.paused_at) is float  # type: ignore[union-attr]
+        assert type(got.paused_at) is float
         await store.apply([PauseTask("Order", "o-1", "t1", None)])  # resume: all cleared
         assert await store.get_task("Order", "o-1", "t1") == task(due=2.0, attempts=1)
         await store.apply([PauseTask("Order", "o-1", "absent", 1.0)])  # no row: nothing
