@@ -1,6 +1,7 @@
 # SPDX-License-Identifier: Apache-2.0
-"""Operating durable tasks (issue 23, the durable part): ``self.trigger(id)`` and
-``self.backfill(id, start, end, dry_run=)``, on every store, driven by ManualClock."""
+"""Operating durable tasks (issue 23, the durable part): ``self.trigger_schedule(id)``,
+``self.backfill_schedule(id, start, end, dry_run=)``, ``self.schedule_history(id)``, on
+every store, driven by ManualClock."""
 
 from __future__ import annotations
 
@@ -50,14 +51,14 @@ class Ops(DurableActor):
 
     async def trigger_(self, task_id: str) -> str:
         try:
-            await self.trigger(task_id)
+            await self.trigger_schedule(task_id)
         except Exception as exc:
             return type(exc).__name__
         return "ok"
 
     async def backfill_(self, args: dict[str, Any]) -> list[datetime] | str:
         try:
-            return await self.backfill(
+            return await self.backfill_schedule(
                 args["id"], args["start"], args["end"], dry_run=args.get("dry_run", False)
             )
         except Exception as exc:
@@ -183,11 +184,14 @@ class Histories(DurableActor):
     async def hourly(self, options: dict[str, Any]) -> str:
         return await self.cron("0 0 * * * ?", "tick", id="hourly", **options)
 
-    async def history(self, task_id: str) -> list[TickOutcome]:
-        return await self.task_history(task_id)
+    async def history(self, task_id: str) -> list[TickOutcome] | str:
+        try:
+            return await self.schedule_history(task_id)
+        except Exception as exc:
+            return type(exc).__name__
 
     async def trigger_(self, task_id: str) -> None:
-        await self.trigger(task_id)
+        await self.trigger_schedule(task_id)
 
     async def cancel(self, task_id: str) -> bool:
         return await self.cancel_schedule(task_id)
@@ -221,4 +225,4 @@ async def test_history_says_what_became_of_each_instant(backend: Backend) -> Non
             ("/durable/PoliciesHistories/h/hourly", Outcome.COALESCED),
         ]
         assert await pid.ask(Call("cancel", "hourly"))
-        assert await pid.ask(Call("history", "hourly")) == []
+        assert await pid.ask(Call("history", "hourly")) == "TaskNotFoundError"  # forgotten

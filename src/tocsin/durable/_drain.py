@@ -26,7 +26,16 @@ from ..stores import DeleteTask, Op, RecordTick, TaskRow, UpsertTask
 from ._cron import next_fire
 from ._failure import describe_failure
 from ._ops import DURATION_MASK
-from ._plan import Cursor, Notes, after_run, before_run, encode_policy, grid_after, retry_row
+from ._plan import (
+    Cursor,
+    Notes,
+    after_run,
+    before_run,
+    encode_policy,
+    grid_after,
+    paused_step,
+    retry_row,
+)
 from ._policy import TaskPolicy
 from ._records import TaskParked, record_from_row
 from ._run import DROPPED, INTERRUPTED, RunHost, RunStop, TaskActor, run_task
@@ -144,7 +153,17 @@ async def drain(handle: DrainHost, cell: Cell) -> None:
         error: BaseException | None = None
         instant = row.due
         notes: Notes | None = None  # a list only where there is something to record
-        if row.policy is not None:
+        if row.paused_at is not None:
+            # Paused: its instants pass without a run, each recorded with the note.
+            try:
+                step_op, paused_notes = paused_step(row, durable.timezone, start, row.pause_note)
+            except Exception as failure:  # e.g. a calendar that needs a missing package
+                error = failure
+            else:
+                _record(handle, ops, row.id, paused_notes, start)
+                ops.append(step_op)
+                continue
+        elif row.policy is not None:
             notes = []
             # Schedule policies (issue 22): which instant runs, or none (skipped,
             # missed, excluded: the row moves on without a run).

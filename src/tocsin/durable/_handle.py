@@ -37,17 +37,21 @@ from ..errors import (
     NotOwnerError,
 )
 from ..stores import DeleteState, Fence, Op, PutState, Store, TaskRow
-from ._actor import DurableActor
 from ._drain import DrainTurn
+from ._kinds import keeps_default
 from ._outage import retry_delay
 from ._storage import MISSING, Storage
+from ._tasks import Tasks
 
 #: Seconds ahead the store is polled for identities with due tasks; a passivated
 #: identity keeps its alarm in memory only when it is due within this window.
 LOOKAHEAD = 300.0
 
 if TYPE_CHECKING:
+    from collections.abc import Iterable
+
     from ..actor._spi import Reply
+    from ._actor import DurableActor
     from ._ownership import Claim, OwnershipGate
     from ._plan import Cursor
     from ._run import Budget, TaskActor
@@ -109,6 +113,8 @@ class DurableHandle(SendTarget):
         self.touched: set[str] = set()
         self.tx: list[Op] | None = None
         self.storage = Storage(self)
+        #: The identity's tasks, written through this handle (the actor's own calls).
+        self.tasks = Tasks(self)
         #: Cluster mode: the ownership epoch of the running activation (the fencing
         #: token its writes carry); ``None`` outside cluster mode or while not owned.
         self.epoch: int | None = None
@@ -198,7 +204,7 @@ class DurableHandle(SendTarget):
 
     def wall_now(self, actor: TaskActor) -> float:
         """``actor.now()`` as epoch seconds: the time of every scheduling decision."""
-        if type(actor).now is DurableActor.now:
+        if keeps_default(type(actor), "now"):
             # Not overridden: the clock's float, without a datetime built and taken apart
             # again on every queue/schedule (~1.5 µs).
             return self.runtime.clock.wall()
@@ -561,7 +567,23 @@ class DurableHandle(SendTarget):
     def handles_unknown_tasks(self, actor: TaskActor) -> bool:
         """Whether the actor's class overrides ``on_task`` (else a task naming a method
         it lacks is dropped)."""
-        return type(actor).on_task is not DurableActor.on_task
+        return not keeps_default(type(actor), "on_task")
+
+    # -- what its Tasks use (TaskHost) --------------------------------------------------
+
+    @property
+    def timezone(self) -> str:
+        """The zone of tasks registered without one (the system's)."""
+        return self.durable.timezone
+
+    @property
+    def node(self) -> str:
+        """Who writes (a pause's ``paused_by``): this system's name."""
+        return self.runtime.name
+
+    def touch(self, ids: Iterable[str]) -> None:
+        """Tasks replaced or cancelled now: a drain in progress leaves their rows alone."""
+        self.touched.update(ids)
 
     # -- writes ------------------------------------------------------------------------
 

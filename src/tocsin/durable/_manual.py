@@ -62,6 +62,10 @@ def _child(
         state="pending",
         last_error=None,
         policy=encode_policy(policy, cursor),
+        # An operator's run of a paused task runs: the pause is the task's, not its.
+        paused_at=None,
+        pause_note=None,
+        paused_by=None,
     )
 
 

@@ -70,10 +70,12 @@ __all__ = [
     "encode_policy",
     "first_instant",
     "grid_after",
+    "paused_step",
     "retry_row",
 ]
 
 _replace = msgspec.structs.replace
+_DEFAULT_POLICY: Final = TaskPolicy()
 #: Excluded instants one decision records in the history, at most (a calendar excluding
 #: a night of per-second instants must not flood the ring).
 NOTED: Final = 8
@@ -536,3 +538,32 @@ def retry_row(row: TaskRow, policy: TaskPolicy, cursor: Cursor, instant: float) 
     """A failed run's row keeps the instant it was running (its retry carries it)."""
     cursor.instant = instant
     return _replace(row, policy=encode_policy(policy, cursor))
+
+
+def paused_step(row: TaskRow, default_zone: str, now: float, note: str | None) -> tuple[Op, Notes]:
+    """A paused task's row that came due at ``now``: no run. Its instants up to ``now``
+    (the most recent :data:`NOTED`, none its calendar excludes) are ``paused`` notes
+    carrying ``note``, and the row goes on at its first instant after ``now`` (an
+    ``every`` task on its grid), its attempts reset and any queued replay dropped; a
+    one-shot task, or a cron with no further fire time, is deleted."""
+    if row.policy is None:
+        policy, cursor = _DEFAULT_POLICY, Cursor()
+    else:
+        policy, cursor = decode_policy(row.policy)
+    instants = Instants.of(row, policy, default_zone)
+    pending = cursor.instant if cursor.instant is not None else row.due
+    notes: Notes = []
+    if not instants.recurring or cursor.of is not None:
+        notes.append((pending, Outcome.PAUSED, note))
+        return DeleteTask(row.kind, row.identity, row.id), notes
+    horizon = cursor.horizon if cursor.horizon is not None else pending
+    passed, _ = instants.missed(pending, horizon, now + WALL_TOLERANCE, NOTED)
+    notes.extend((instant, Outcome.PAUSED, note) for instant in passed)
+    following = instants.not_before(pending, max(now, horizon))
+    if following is None:
+        return DeleteTask(row.kind, row.identity, row.id), notes
+    fresh = _replace(row, attempts=0, last_error=None)
+    if row.policy is None:
+        return UpsertTask(_replace(fresh, due=following)), notes
+    step = Cursor(instant=following)
+    return _write(fresh, policy, step, jittered(row.id, following, policy, instants)), notes

@@ -18,7 +18,7 @@ from __future__ import annotations
 import asyncio
 import logging
 from collections.abc import Callable, Coroutine
-from typing import TYPE_CHECKING, Any, final
+from typing import TYPE_CHECKING, Any, cast, final
 
 from .._deadlines import Deadline
 from ..actor._spi import PID, Cell, Runtime
@@ -28,6 +28,7 @@ from ..stores import Store, resolve_store
 from ._checks import check_text
 from ._drain import COMPLETION_BATCH, DRAIN_LIMIT
 from ._handle import LOOKAHEAD, DurableHandle
+from ._kinds import registered_kind as _registered
 from ._ops import DurableStatistics, RunCounters
 from ._outage import RETRY_CAP, Outage, retry_delay
 from ._ownership import OwnershipGate
@@ -227,8 +228,6 @@ class DurableRuntime:
     def pid_for_path(self, path: str) -> PID | None:
         """``/durable/<kind>/<identity>`` -> the identity's stable PID (activated by its
         first message), if a class of that kind is imported; else None."""
-        from ._actor import registered_kind
-
         prefix, _, rest = path.partition("/durable/")
         kind, _, identity = rest.partition("/")
         if prefix or not kind or not identity:
@@ -236,7 +235,7 @@ class DurableRuntime:
         handle = self.handles.get((kind, identity))
         if handle is not None:
             return handle.pid
-        cls = self.kinds.get(kind) or registered_kind(kind)
+        cls = self.kinds.get(kind) or _kind_class(kind)
         if cls is None:
             return None
         return self.handle(cls, identity, cls.passivate_after).pid
@@ -340,8 +339,6 @@ class DurableRuntime:
             raise
 
     async def _poll_once(self) -> None:
-        from ._actor import registered_kind
-
         runtime = self.runtime
         if not runtime.running:
             return
@@ -363,7 +360,7 @@ class DurableRuntime:
                     continue  # another node owns it (or should claim it): its poll arms it
             handle = self.handles.get((due.kind, due.identity))
             if handle is None:
-                cls = self.kinds.get(due.kind) or registered_kind(due.kind)
+                cls = self.kinds.get(due.kind) or _kind_class(due.kind)
                 if cls is None:
                     if due.kind not in self._unknown_kinds:
                         self._unknown_kinds.add(due.kind)
@@ -442,6 +439,11 @@ class DurableRuntime:
             handle.arm(due)
         else:
             self.start_poll()
+
+
+def _kind_class(kind: str) -> type[DurableActor] | None:
+    """The imported class of durable ``kind`` (only ``DurableActor`` subclasses register)."""
+    return cast("type[DurableActor] | None", _registered(kind))
 
 
 def _observed(task: asyncio.Task[None]) -> None:
