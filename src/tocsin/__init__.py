@@ -49,6 +49,7 @@ from .cron import Calendar, CronExpression, DSTPolicy
 from .durable import (
     Call,
     DurableActor,
+    DurableTasks,
     RetryDecision,
     RetryPolicy,
     TaskParked,
@@ -146,6 +147,7 @@ __all__ = [
     "DeadLetterReason",
     "Directive",
     "DurableActor",
+    "DurableTasks",
     "EventStream",
     "FencedError",
     "InvalidCoordinatorURLError",

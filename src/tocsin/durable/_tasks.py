@@ -332,7 +332,7 @@ class Tasks:
                     "ScheduleNotFoundError) in the next release: pass missing_ok=True to "
                     "keep ignoring it, or missing_ok=False to raise now",
                     DeprecationWarning,
-                    stacklevel=4,
+                    stacklevel=3,
                 )
         await host.write(
             [
