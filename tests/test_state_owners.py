@@ -70,6 +70,10 @@ ALLOWED: dict[tuple[str, str], int] = {
     ("tocsin.cluster._values:Counters", "tocsin.cluster._single_fire"): 10,
     ("tocsin.cluster._values:Counters", "tocsin.cluster._time"): 1,  # claims_early
     ("tocsin.durable._ops:RunCounters", "tocsin.durable._drain"): 2,
+    # The plain tick's fast path (ScheduleRecord.fire, scheduling/_record.py) counts its
+    # tick in the tick path's two counters in place (fired, ticks_delivered; `send` too): a method
+    # call per tick would cost more than the count (bench/scheduler.py firepath).
+    ("tocsin.scheduling._ticks:TickPath", "tocsin.scheduling._record"): 3,
     # Not yet moved behind methods (issue 21, other slices of it: the facade's
     # composition, the scheduler's owner hook, metrics and the pytest plugin). Lower
     # these as they move; never raise them.
@@ -97,7 +101,7 @@ STRICT = ("tocsin.actor._cell:Cell", "tocsin.remote._connection:", "tocsin.remot
 CYCLE_CEILING = {
     "tocsin.actor": 13,
     "tocsin.durable": 5,
-    "tocsin.scheduling": 2,
+    "tocsin.scheduling": 0,
     "tocsin.cluster": 2,
 }
 

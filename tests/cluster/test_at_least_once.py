@@ -282,8 +282,9 @@ async def test_schedule_cron_delivers_each_instant_once_with_its_nominal_instant
     recorded: list[tuple[str, float, Outcome]] = []
     async with systems_of("a", "b", "c") as (clock, systems):
         for system in systems:
-            scheduler = system.runtime.schedules  # type: ignore[union-attr]
-            assert isinstance(scheduler, Scheduler)
+            schedules = system.runtime.schedules  # type: ignore[union-attr]
+            assert isinstance(schedules, Scheduler)
+            scheduler = schedules.tick_path
 
             def outcome(
                 record: Any, instant: float, what: Outcome, detail: Any, n: str = system.name

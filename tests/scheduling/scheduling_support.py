@@ -114,11 +114,11 @@ def blocker() -> tuple[tuple[str, asyncio.Event], asyncio.Event]:
 
 
 def record_outcomes(system: ActorSystem) -> list[tuple[str, float, Outcome, Any]]:
-    """Wrap the scheduler's one not-delivered hook (``Scheduler.outcome``): return the
+    """Wrap the scheduler's one not-delivered hook (``TickPath.outcome``): return the
     list of ``(reference, instant_wall, outcome, detail)`` it is called with."""
     runtime = system._runtime
     assert runtime is not None
-    scheduler: Any = runtime.schedules
+    scheduler: Any = runtime.schedules.tick_path  # type: ignore[union-attr]
     seen: list[tuple[str, float, Outcome, Any]] = []
     original = scheduler.outcome
 

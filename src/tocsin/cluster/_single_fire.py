@@ -56,6 +56,7 @@ from ..actor._spi import Outcome
 from ..clock import Clock, TimerHandle
 from ..durable._spi import Outage
 from ..errors import ScheduleReferenceRequiredError
+from ..triggers import supersede
 from ._protocol import ClaimOutcome, Coordinator, TickClaim
 from ._values import Counters
 
@@ -380,9 +381,9 @@ class CronClaims:
             return
         if reference in self._waiting:
             # A claim of this reference is in flight: this tick waits behind it, and an
-            # older one already waiting is coalesced into it (not claimed at all).
-            older = self._waiting[reference]
-            self._waiting[reference] = tick
+            # older one already waiting is coalesced into it (not claimed at all): the
+            # policy engine's rule for one tick waiting behind a decision in flight.
+            self._waiting[reference], older = supersede(self._waiting[reference], tick)
             if older is not None:
                 self.counters.claims_coalesced += 1
                 _call(older.skipped, reference, Outcome.COALESCED, 1)

@@ -6,13 +6,14 @@ from __future__ import annotations
 
 from collections.abc import Iterable, Mapping
 from dataclasses import dataclass
-from datetime import UTC, datetime
-from typing import TYPE_CHECKING, Any
+from typing import TYPE_CHECKING, Any, Protocol
 
 from ..actor._spi import ScheduleInfo, SchedulerMetrics
+from ._times import utc
 
 if TYPE_CHECKING:
-    from ._scheduler import Scheduler, ScheduleRecord
+    from ._record import ScheduleRecord
+    from ._ticks import TickPath
 
 __all__ = [
     "SchedulerStatistics",
@@ -82,13 +83,14 @@ def _where(pid: Any, here: str) -> str:
     return str(pid.path) if pid.address == here else str(pid)
 
 
-def scheduler_metrics(scheduler: Scheduler, samples: list[float]) -> SchedulerMetrics:
-    """Counters of ``scheduler`` and quantiles of the sorted lateness ``samples``."""
+def scheduler_metrics(path: TickPath, live: int, samples: list[float]) -> SchedulerMetrics:
+    """Counters of the tick ``path``, ``live`` schedules, and quantiles of the sorted
+    lateness ``samples``."""
     return SchedulerMetrics(
-        ticks_delivered=scheduler.ticks_delivered,
-        ticks_dead_lettered=scheduler.ticks_dead_lettered,
-        ticks_discarded=scheduler.ticks_discarded,
-        live_schedules=len(scheduler),
+        ticks_delivered=path.ticks_delivered,
+        ticks_dead_lettered=path.ticks_dead_lettered,
+        ticks_discarded=path.ticks_discarded,
+        live_schedules=live,
         lateness_p50=_quantile(samples, 0.50),
         lateness_p99=_quantile(samples, 0.99),
         lateness_max=samples[-1] if samples else 0.0,
@@ -130,25 +132,16 @@ def scheduler_statistics(
     return SchedulerStatistics(fired, tuple(ring), counts, late)
 
 
-def last_lateness(scheduler: Scheduler) -> dict[str, float]:
+class _Statistics(Protocol):
+    """What :func:`last_lateness` reads of a scheduler."""
+
+    def statistics(self) -> SchedulerStatistics: ...
+
+
+def last_lateness(scheduler: _Statistics) -> dict[str, float]:
     """Seconds each schedule's last tick fired after its deadline, by reference, for
     the schedules that have fired (the console's per-schedule lateness, issue 14)."""
     return dict(scheduler.statistics().last_lateness)
-
-
-_MAX_UTC = datetime.max.replace(tzinfo=UTC)
-_MIN_UTC = datetime.min.replace(tzinfo=UTC)
-
-
-def utc(epoch: float) -> datetime:
-    """``epoch`` as an aware UTC datetime, clamped to the datetime range.
-
-    Delays have no upper bound beyond being finite, so a fire time may lie past year 9999.
-    """
-    try:
-        return datetime.fromtimestamp(epoch, tz=UTC)
-    except (OverflowError, ValueError, OSError):
-        return _MAX_UTC if epoch > 0 else _MIN_UTC
 
 
 def _quantile(samples: list[float], q: float) -> float:
