@@ -168,8 +168,12 @@ async def test_backfill_errors(backend: Backend) -> None:
         assert await pid.ask(Call("backfill_", naive)) == "TypeError"
         missing = {"id": "nope", "start": START - timedelta(hours=1), "end": START}
         assert await pid.ask(Call("backfill_", missing)) == "TaskNotFoundError"
-        huge = {"id": "hourly", "start": START - timedelta(days=3650), "end": START}
+        await pid.ask(Call("minutely", {}))
+        # The policy engine's one limit (100,000): 100 days of minutes is more.
+        huge = {"id": "m", "start": START - timedelta(days=100), "end": START}
         assert await pid.ask(Call("backfill_", huge)) == "ValueError"
+        fits = {"id": "m", "start": START - timedelta(days=60), "end": START}
+        assert len(await pid.ask(Call("backfill_", {**fits, "dry_run": True}))) == 86_400
 
 
 # -- history (the store's ring per task) --------------------------------------------------

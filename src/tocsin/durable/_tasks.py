@@ -202,7 +202,7 @@ class Tasks:
                 # An `every` task's calendar is read in the system's zone: recorded, so
                 # that every process (tocsin tasks backfill too) reads it in the same one.
                 zone_name = host.timezone
-            instants = Instants(every, expression, zone_name or host.timezone, policy)
+            instants = Instants(every, expression, zone_name or host.timezone, policy, anchor=due)
             if instants.recurring:
                 instant, due = first_instant(tid, due, policy, instants)
                 if instant is None:
