@@ -46,7 +46,6 @@ from typing import TYPE_CHECKING, Any, Final
 import msgspec
 
 from .._codec import decode, encode
-from ..actor._spi import Outcome
 from ..clock import WALL_TOLERANCE
 from ..cron._spi import zone
 from ..errors import CodecError
@@ -55,6 +54,7 @@ from ..triggers import (
     SCAN_LIMIT,
     CronTrigger,
     IntervalTrigger,
+    Outcome,
     Trigger,
     jitter_offset,
     past_grace,

@@ -18,16 +18,12 @@ from __future__ import annotations
 import math
 from dataclasses import dataclass
 from datetime import timedelta
-from typing import Any, Final
+from typing import Any
 
-from ..actor._spi import Misfire, Overlap
 from ..cron import Calendar, DSTPolicy
+from ..triggers import Misfire, Overlap
 
-__all__ = ["SCAN_LIMIT", "TaskPolicy", "check_policy"]
-
-#: Instants a planner looks at for one decision, at most (a calendar that excludes
-#: everything, or a per-second task after a year of downtime, must not loop for long).
-SCAN_LIMIT: Final = 100_000
+__all__ = ["TaskPolicy", "check_policy"]
 
 
 @dataclass(frozen=True, slots=True)
