@@ -419,15 +419,16 @@ class DurableActor(Actor):
         Nothing is written if the block raises. Nested blocks join the outer one.
         """
         handle = self._handle
-        if not handle.begin():
+        writes = handle.writes
+        if not writes.begin():
             yield
             return
         try:
             yield
         except BaseException:
-            handle.rollback()
+            writes.rollback()
             raise
-        ops = handle.take()
+        ops = writes.take()
         if ops:
             await handle.commit(ops)
 

@@ -10,9 +10,11 @@ sits on top of the package). ``DurableActor`` marks its default hooks with
 from __future__ import annotations
 
 from collections.abc import Callable
-from typing import Any, Final, TypeVar
+from typing import Any, Final, Protocol, TypeVar
 
 __all__ = [
+    "DurableClass",
+    "DurableInstance",
     "default_hook",
     "default_on_task_base",
     "keeps_default",
@@ -21,6 +23,21 @@ __all__ = [
 ]
 
 _KINDS: dict[str, type] = {}
+
+
+class DurableInstance(Protocol):
+    """What the runtime reads of a durable class and its instances (``DurableActor``
+    subclasses are the ones): a protocol, so the handle and the runtime do not import
+    the class that sits on top of the package."""
+
+    kind: str
+    passivate_after: float | None
+    max_value_bytes: int
+
+
+#: A durable class, as the runtime sees it.
+DurableClass = type[DurableInstance]
+
 _MARK: Final = "__tocsin_default_hook__"
 
 F = TypeVar("F", bound=Callable[..., Any])

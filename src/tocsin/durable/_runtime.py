@@ -18,7 +18,7 @@ from __future__ import annotations
 import asyncio
 import logging
 from collections.abc import Callable, Coroutine
-from typing import TYPE_CHECKING, Any, cast, final
+from typing import Any, cast, final
 
 from .._deadlines import Deadline
 from ..actor._spi import PID, Cell, Runtime
@@ -28,13 +28,11 @@ from ..stores import Store, resolve_store
 from ._checks import check_text
 from ._drain import COMPLETION_BATCH, DRAIN_LIMIT
 from ._handle import LOOKAHEAD, DurableHandle
+from ._kinds import DurableClass
 from ._kinds import registered_kind as _registered
 from ._ops import DurableStatistics, RunCounters
 from ._outage import RETRY_CAP, Outage, retry_delay
 from ._ownership import OwnershipGate
-
-if TYPE_CHECKING:
-    from ._actor import DurableActor
 
 __all__ = [
     "ACTIVATION_CONCURRENCY",
@@ -89,7 +87,7 @@ class DurableRuntime:
         self.gate: OwnershipGate | None = None
         #: The handle of each live activation's cell.
         self.cells: dict[Cell, DurableHandle] = {}
-        self.kinds: dict[str, type[DurableActor]] = {}
+        self.kinds: dict[str, DurableClass] = {}
         self.activation_slots = asyncio.Semaphore(ACTIVATION_CONCURRENCY)
         self._poll = _Poll(self)
         self._change_check = _ChangeCheck(self)
@@ -183,13 +181,12 @@ class DurableRuntime:
         for task in self._background:
             task.cancel()
         for handle in self.handles.values():
-            handle.rearm(None)
+            handle.alarm.rearm(None)
             handle.request_stop()
             # A task run suspended in a turn would hold the stop up until its budget runs
             # out (15 minutes by default). Cut it short instead: it is not completed, so
             # at-least-once delivery runs it again on the next start.
-            if handle.budget is not None:
-                handle.budget.interrupt()
+            handle.current.interrupt()
 
     async def before_stop(self) -> None:
         """Stop every activation (after :meth:`begin_stop`)."""
@@ -206,7 +203,7 @@ class DurableRuntime:
     # -- identities --------------------------------------------------------------------
 
     def handle(
-        self, cls: type[DurableActor], identity: str, passivate_after: float | None
+        self, cls: DurableClass, identity: str, passivate_after: float | None
     ) -> DurableHandle:
         key = (cls.kind, identity)
         handle = self.handles.get(key)
@@ -240,9 +237,7 @@ class DurableRuntime:
             return None
         return self.handle(cls, identity, cls.passivate_after).pid
 
-    async def pid_of(
-        self, cls: type[DurableActor], identity: str, passivate_after: float | None
-    ) -> PID:
+    async def pid_of(self, cls: DurableClass, identity: str, passivate_after: float | None) -> PID:
         """The identity's PID, once an activation (started here if needed) is up."""
         handle = self.handle(cls, identity, passivate_after)
         if handle.cell is None:
@@ -283,9 +278,14 @@ class DurableRuntime:
         if not self.runtime.running:
             return
         for handle in list(self.handles.values()):
-            if handle.alarm_due is not None:
-                handle.rearm(handle.alarm_due)
+            alarm = handle.alarm
+            if alarm.due is not None:
+                alarm.rearm(alarm.due)
         self.start_poll()  # identities not in memory may now be due within the look-ahead
+
+    def activated(self, cell: Cell, handle: DurableHandle) -> None:
+        """``handle`` started an activation in ``cell`` (the stop listener finds it)."""
+        self.cells[cell] = handle
 
     def cell_stopped(self, cell: Cell) -> None:
         """Stop listener: an activation has fully stopped."""
@@ -426,7 +426,7 @@ class DurableRuntime:
         wrapped = wrap(self.store)
         self.store = wrapped
         for handle in self.handles.values():
-            handle.store = wrapped
+            handle.use_store(wrapped)
 
     def wake(self, kind: str, identity: str, due: float) -> None:
         """Run identity ``kind/identity``'s tasks due by ``due`` (wall epoch seconds) without
@@ -441,9 +441,9 @@ class DurableRuntime:
             self.start_poll()
 
 
-def _kind_class(kind: str) -> type[DurableActor] | None:
+def _kind_class(kind: str) -> DurableClass | None:
     """The imported class of durable ``kind`` (only ``DurableActor`` subclasses register)."""
-    return cast("type[DurableActor] | None", _registered(kind))
+    return cast("DurableClass | None", _registered(kind))
 
 
 def _observed(task: asyncio.Task[None]) -> None:
