@@ -231,9 +231,7 @@ def main(argv: list[str] | None = None) -> int:
             statistics.median(col(name, key)) / statistics.median(col(base, key))
             for key in ("bytes", "create_us", "cancel_us")
         ]
-        print(
-            f"| {name} / {base} | {ratios[0]:.2f}x | {ratios[1]:.2f}x | {ratios[2]:.2f}x |"
-        )
+        print(f"| {name} / {base} | {ratios[0]:.2f}x | {ratios[1]:.2f}x | {ratios[2]:.2f}x |")
     plain = statistics.median(col("tick plain, this tree", "tick_us"))
     plain_before = statistics.median(col("tick plain, before", "tick_us"))
     skip = statistics.median(col("tick skip, this tree", "tick_us"))

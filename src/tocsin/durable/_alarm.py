@@ -65,7 +65,9 @@ class Alarm(Deadline):
 
     def arm(self, due: float) -> None:
         """Make sure the alarm rings no later than ``due`` (wall epoch seconds)."""
-        if self.armed and self.due is not None and self.due <= due:
+        # `due` is set exactly while the deadline is in the heap (ring, rearm and drained
+        # clear it), so it answers "armed?" without a call into the heap's module.
+        if self.due is not None and self.due <= due:
             return
         runtime = self.host.runtime
         clock = runtime.clock
@@ -124,4 +126,31 @@ class Alarm(Deadline):
         """The alarm path's store calls succeeded: the backoff starts over."""
         if self.retries:
             self.retries = 0
-        self.host.durable.store_outage.ok()
+        outage = self.host.durable.store_outage
+        if outage.down:
+            outage.ok()
+
+    def drained(self, due: float | None) -> None:
+        """A drain turn ended well: the backoff starts over (:meth:`calls_ok`) and the
+        alarm is set to exactly ``due``, the identity's next due time (``None``: none).
+
+        :meth:`calls_ok` and :meth:`rearm` in one call, written out: the end of every
+        drain crosses into this module once (bench/_durable_trace.py)."""
+        if self.retries:
+            self.retries = 0
+        host = self.host
+        outage = host.durable.store_outage
+        if outage.down:
+            outage.ok()
+        runtime = host.runtime
+        deadlines = runtime.deadlines
+        deadlines.remove(self)
+        self.due = None
+        if due is None:
+            return
+        clock = runtime.clock
+        wait = due - clock.wall()
+        if wait <= 0.0 and self.queued:
+            return  # see arm(): the queued drain reads it
+        self.due = due
+        deadlines.add(clock.monotonic() + max(0.0, wait), self)

@@ -93,6 +93,8 @@ class DrainHost(RunHost, Protocol):
     def alarm(self) -> Alarm: ...
     @property
     def writes(self) -> Writes: ...
+    @property
+    def clock_now(self) -> bool: ...
     def wall_now(self, actor: TaskActor) -> float: ...
     def commit(self, ops: Sequence[Op]) -> Awaitable[None]: ...
 
@@ -109,7 +111,7 @@ class DrainTurn(Turn):
     async def run(self, cell: Cell) -> None:
         handle = self.handle
         try:
-            await drain(handle, cell)
+            rearm, due = await drain(handle, cell)
         except FencedError:
             raise  # another owner holds the identity: the activation stops (supervisor)
         except Exception as exc:
@@ -118,19 +120,30 @@ class DrainTurn(Turn):
             # tasks that ran and were not committed run again (at least once).
             handle.alarm.retry_later(exc, "a drain turn")
         else:
-            handle.alarm.calls_ok()
+            if rearm:
+                handle.alarm.drained(due)
+            else:
+                handle.alarm.calls_ok()
 
 
-async def drain(handle: DrainHost, cell: Cell) -> None:
-    """Run every task of this actor due at the start of the turn, in due order."""
+async def drain(handle: DrainHost, cell: Cell) -> tuple[bool, float | None]:
+    """Run every task of this actor due at the start of the turn, in due order.
+
+    Returns whether the alarm is to be set again and to what (the identity's next due
+    time, ``None``: no task left); not while the system stops (its start re-arms from
+    the store)."""
     alarm, writes, current = handle.alarm, handle.writes, handle.current
     alarm.drain_started()
+    # Before the read, not after: a task cancelled while the read is in flight stays
+    # cancelled (its stale row is skipped); one changed before it reads as changed.
+    writes.drain_began()
+    touched = writes.touched  # read only here: `Writes` alone writes it
     durable = handle.durable
     actor: TaskActor = cell.actor  # type: ignore[assignment]
-    start = handle.wall_now(actor)
+    # handle.wall_now(actor), written out: the drain's start crosses no module for it.
+    start = handle.runtime.clock.wall() if handle.clock_now else actor.now().timestamp()
     store = handle.store
     rows = await store.due_tasks(handle.kind, handle.identity, start + WALL_TOLERANCE, DRAIN_LIMIT)
-    writes.drain_began()
     ops: list[Op] = []
     parked: list[tuple[TaskRow, BaseException]] = []
     # Run counters (issue 14), read by tocsin.metrics at scrape time, inlined: an int add
@@ -146,7 +159,7 @@ async def drain(handle: DrainHost, cell: Cell) -> None:
             break  # no task starts once the system is stopping
         if not cell.alive_running():
             break
-        if writes.was_touched(row.id):
+        if row.id in touched:
             continue  # replaced or cancelled by an earlier task of this drain
         planned: Planned = None
         error: BaseException | None = None
@@ -199,7 +212,7 @@ async def drain(handle: DrainHost, cell: Cell) -> None:
         if error is INTERRUPTED:
             break  # the system is stopping: this task stays pending, untouched
         actor = cell.actor  # type: ignore[assignment]
-        if writes.was_touched(row.id):
+        if row.id in touched:
             continue  # the task rescheduled or cancelled itself: that write stands
         if error is DROPPED:
             ops.append(DeleteTask(row.kind, row.identity, row.id))
@@ -234,8 +247,8 @@ async def drain(handle: DrainHost, cell: Cell) -> None:
         if parked_row is not None:
             handle.runtime.events.publish(TaskParked(handle.pid, record_from_row(parked_row), exc))
     if durable.stopping:
-        return  # no alarm: the system is stopping, and its start re-arms from the store
-    alarm.rearm(await store.next_due(handle.kind, handle.identity))
+        return False, None  # the system is stopping: its start re-arms from the store
+    return True, await store.next_due(handle.kind, handle.identity)
 
 
 def _recurring(row: TaskRow) -> bool:

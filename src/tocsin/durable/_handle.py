@@ -119,6 +119,10 @@ class DurableHandle(SendTarget):
         self.path = f"/durable/{self.kind}/{identity}"
         self.pid = PID(self.runtime.address, self.path, new_incarnation(), self)
         self.passivate_after = passivate_after
+        #: The class keeps the default ``now()`` (asked once, not on every decision).
+        self.clock_now = keeps_default(cls, "now")
+        #: The drain turn the alarm queues (one value, reused: it carries only this).
+        self.drain_turn = DrainTurn(self)
         self.cell: Cell | None = None
         self.pending: list[tuple[Any, Any, Reply | None]] = []
         self.starting: asyncio.Task[None] | None = None
@@ -194,13 +198,13 @@ class DurableHandle(SendTarget):
     def queue_drain(self) -> bool:
         """The alarm rang: queue a drain turn in the actor's mailbox (activating it);
         False if it was refused (the actor is suspended)."""
-        return self.deliver(DrainTurn(self), None, None)
+        return self.deliver(self.drain_turn, None, None)
 
     # -- activation --------------------------------------------------------------------
 
     def wall_now(self, actor: TaskActor) -> float:
         """``actor.now()`` as epoch seconds: the time of every scheduling decision."""
-        if keeps_default(type(actor), "now"):
+        if self.clock_now:
             # Not overridden: the clock's float, without a datetime built and taken apart
             # again on every queue/schedule (~1.5 µs).
             return self.runtime.clock.wall()
@@ -531,8 +535,27 @@ class DurableHandle(SendTarget):
 
     async def write(self, ops: Sequence[Op]) -> None:
         """Apply writes now, or buffer them in the open transaction."""
-        if not self.writes.buffer(ops):
+        if self.writes.tx is None:
             await self.commit(ops)
+        else:
+            self.writes.buffer(ops)
+
+    async def change(
+        self, ops: Sequence[Op], touched: Iterable[str] = (), due: float | None = None
+    ) -> None:
+        """A task change (``TaskHost``): write ``ops`` (now, or in the open
+        transaction), tell a drain in progress which tasks changed, and arm the alarm
+        for ``due``. Inside a transaction the alarm is armed before the commit: an early
+        alarm is harmless, the drain re-reads the store."""
+        writes = self.writes
+        if writes.tx is None:
+            await self.commit(ops)
+        else:
+            writes.buffer(ops)
+        if touched:
+            writes.touch(touched)
+        if due is not None:
+            self.alarm.arm(due)
 
     def commit(self, ops: Sequence[Op]) -> Awaitable[None]:
         """The one write path of this identity: task writes, completions and

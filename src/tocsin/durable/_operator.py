@@ -58,16 +58,16 @@ class _OperatorHost:
         handle = self.durable.handles.get((self.kind, self.identity))
         return None if handle is None else handle.running_id
 
-    def write(self, ops: Sequence[Op]) -> Awaitable[None]:
-        return self.durable.store.apply(ops)
-
-    def touch(self, ids: Iterable[str]) -> None:
-        handle = self.durable.handles.get((self.kind, self.identity))
-        if handle is not None:
-            handle.touch(ids)
-
-    def arm(self, due: float) -> None:
-        self.durable.wake(self.kind, self.identity, due)
+    async def change(
+        self, ops: Sequence[Op], touched: Iterable[str] = (), due: float | None = None
+    ) -> None:
+        durable = self.durable
+        await durable.store.apply(ops)
+        handle = durable.handles.get((self.kind, self.identity))
+        if handle is not None and touched:
+            handle.touch(touched)
+        if due is not None:
+            durable.wake(self.kind, self.identity, due)
 
 
 @final

@@ -114,6 +114,15 @@ def check_policy(
         ValueError: an option of the wrong kind (the message names it and what is
             allowed), or an ``every`` task's jitter not shorter than its interval.
     """
+    if (
+        overlap is Overlap.BUFFER_ONE
+        and misfire is Misfire.ONCE
+        and dst is None
+        and jitter is None
+        and exclude is None
+    ):
+        # The defaults (every call that passes no option): nothing to check or build.
+        return None
     checked_overlap = Overlap.check(overlap)
     checked_misfire = Misfire.check(misfire)
     if dst is not None and not isinstance(dst, DSTPolicy):

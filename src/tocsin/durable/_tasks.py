@@ -31,7 +31,7 @@ import msgspec
 from .._codec import encode
 from .._deadlines import to_seconds
 from ..actor._spi import Outcome, TickOutcome
-from ..errors import InvalidIntervalError, TaskNotFoundError
+from ..errors import TaskNotFoundError
 from ..stores import (
     DeleteHistory,
     DeleteTask,
@@ -60,7 +60,7 @@ from ._records import TaskRecord, record_from_row
 if TYPE_CHECKING:
     from ..stores import Store
 
-__all__ = ["TaskHost", "Tasks", "delay_seconds", "tick_outcome"]
+__all__ = ["TaskHost", "Tasks", "tick_outcome"]
 
 Method = str | Callable[..., Any]
 
@@ -122,15 +122,6 @@ def _check_id(task_id: Any, now: float) -> str:
     return check_text(task_id, "id")
 
 
-def delay_seconds(delay: Any, now: float) -> float:
-    """``delay`` (seconds, timedelta, or an aware datetime: absolute) as seconds from now."""
-    if isinstance(delay, datetime):
-        if delay.tzinfo is None:
-            raise InvalidIntervalError(f"`delay` as a datetime must be aware, got {delay!r}")
-        return max(0.0, delay.timestamp() - now)
-    return to_seconds(delay, "delay")
-
-
 class TaskHost(Protocol):
     """What a :class:`Tasks` uses of its identity: where rows live and how a write is
     made and announced (the handle inside the actor, an operator's view outside it)."""
@@ -147,9 +138,14 @@ class TaskHost(Protocol):
     def node(self) -> str: ...
     @property
     def running_id(self) -> str | None: ...
-    def write(self, ops: Sequence[Op]) -> Awaitable[None]: ...
-    def touch(self, ids: Iterable[str]) -> None: ...
-    def arm(self, due: float) -> None: ...
+    def change(
+        self, ops: Sequence[Op], touched: Iterable[str] = (), due: float | None = None
+    ) -> Awaitable[None]:
+        """Write ``ops``, tell whoever drains the identity's tasks that ``touched``
+        changed (a drain in progress leaves their rows alone), and make sure the
+        identity's alarm rings by ``due``: one call, so a task change crosses into its
+        host once."""
+        ...
 
 
 @final
@@ -187,12 +183,15 @@ class Tasks:
         its pause (the store's upsert never writes it).
         """
         host = self.host
+        # This module's own checks first, then the codec's and the limits': a call
+        # crosses into each module once (bench/_durable_trace.py counts it).
         name = _method_name(method)
         check_method(cls, name)
+        tid = _check_id(task_id, now)
+        data = encode(payload)
+        data = check_size(data, max_value_bytes, "payload")
         retries = check_retries(max_retries)
         budget = None if timeout is None else to_seconds(timeout, "timeout")
-        data = check_size(encode(payload), max_value_bytes, "payload")
-        tid = _check_id(task_id, now)
         due = now + delay
         created = now
         expression, zone_name = cron if cron is not None else (None, None)
@@ -246,11 +245,7 @@ class Tasks:
             timezone=zone_name,
             policy=stored,
         )
-        await host.write([UpsertTask(row)])
-        host.touch((tid,))
-        # Inside a transaction this arms before the commit: an early alarm is harmless,
-        # the drain re-reads the store.
-        host.arm(due)
+        await host.change([UpsertTask(row)], (tid,), due)
         return tid
 
     async def get(self, task_id: object) -> TaskRow:
@@ -273,9 +268,7 @@ class Tasks:
         a paused task runs too: an explicit "run it now")."""
         child = trigger_row(await self.get(task_id), now)
         host = self.host
-        await host.write([UpsertTask(child)])
-        host.touch((child.id,))
-        host.arm(child.due)
+        await host.change([UpsertTask(child)], (child.id,), child.due)
         return child.id
 
     async def backfill(
@@ -289,9 +282,11 @@ class Tasks:
         instants = backfill_instants(row, begin, finish, host.timezone, now)
         if not dry_run and instants:
             children = backfill_rows(row, instants, now)
-            await host.write([UpsertTask(child) for child in children])
-            host.touch(child.id for child in children)
-            host.arm(children[0].due)
+            await host.change(
+                [UpsertTask(child) for child in children],
+                [child.id for child in children],
+                children[0].due,
+            )
         return [datetime.fromtimestamp(instant, UTC) for instant in instants]
 
     async def history(self, task_id: str, *, missing_ok: bool = True) -> list[TickOutcome]:
@@ -334,13 +329,13 @@ class Tasks:
                     DeprecationWarning,
                     stacklevel=3,
                 )
-        await host.write(
+        await host.change(
             [
                 DeleteTask(host.kind, host.identity, task_id),
                 DeleteHistory(host.kind, host.identity, task_id),
-            ]
+            ],
+            (task_id,),
         )
-        host.touch((task_id,))
         return existed
 
     async def pause(self, task_id: str, now: float, note: object = None) -> None:
@@ -357,7 +352,7 @@ class Tasks:
         if row.paused_at is not None:
             return
         host = self.host
-        await host.write([PauseTask(host.kind, host.identity, row.id, now, text, host.node)])
+        await host.change([PauseTask(host.kind, host.identity, row.id, now, text, host.node)])
 
     async def resume(self, task_id: str, now: float) -> None:
         """Resume task ``task_id``: it goes on from now (its next instant after now; an
@@ -390,13 +385,8 @@ class Tasks:
                 )
                 for instant, outcome, detail in notes
             )
-        await host.write(ops)
-        host.touch((row.id,))
-        if isinstance(ops[-1], UpsertTask):
-            host.arm(ops[-1].row.due)
-        due = await host.store.next_due(host.kind, host.identity)
-        if due is not None:
-            host.arm(due)
+        moved = ops[1] if len(ops) > 1 else None
+        await host.change(ops, (row.id,), moved.row.due if isinstance(moved, UpsertTask) else None)
 
     async def list(self, state: str | None = None) -> list[TaskRecord]:
         """Every task (or those in ``state``), in due order."""
@@ -419,16 +409,13 @@ class Tasks:
         row = await self._parked(task_id)
         fresh = msgspec.structs.replace(row, due=now, attempts=0, state="pending")
         host = self.host
-        await host.write([UpsertTask(fresh)])
-        host.touch((row.id,))
-        host.arm(now)
+        await host.change([UpsertTask(fresh)], (row.id,), now)
 
     async def discard_parked(self, task_id: str) -> None:
         """Delete a parked task for good."""
         row = await self._parked(task_id)
         host = self.host
-        await host.write([DeleteTask(host.kind, host.identity, row.id)])
-        host.touch((row.id,))
+        await host.change([DeleteTask(host.kind, host.identity, row.id)], (row.id,))
 
 
 def _same_policy(stored: bytes | None, policy: TaskPolicy | None) -> bool:

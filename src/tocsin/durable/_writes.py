@@ -36,12 +36,9 @@ class Writes:
         self.touched.update(ids)
 
     def drain_began(self) -> None:
-        """A drain starts: only what changes from now on is its concern."""
+        """A drain starts: only what changes from now on is its concern. The set is
+        cleared, never replaced: the drain holds it and reads it between runs."""
         self.touched.clear()
-
-    def was_touched(self, task_id: str) -> bool:
-        """Whether task ``task_id`` was replaced or cancelled since the drain began."""
-        return task_id in self.touched
 
     # -- transactions ----------------------------------------------------------------------
 
