@@ -200,8 +200,10 @@ class DurableActor(Actor):
     ) -> str:
         """Run ``self.<method>(payload)`` every ``interval``, first one interval from now.
 
-        The next run is one interval after the start of the drain turn that ran it; the
-        attempt count resets after each success. With a stable ``id`` this is an upsert;
+        Its instants are a grid, the first one plus whole intervals, never re-anchored:
+        the next run is the first grid instant after the start of the run (one interval
+        after an on-time run; back on the grid after a late one). The attempt count
+        resets after each success. With a stable ``id`` this is an upsert;
         re-registering an identical task (same method, interval, payload, policies) keeps
         its cadence, so calling it from ``pre_start`` on every activation never piles up.
 
