@@ -232,6 +232,11 @@ def task_json(row: TaskRow) -> dict[str, Any]:
         "last_error": row.last_error,
         "timeout": row.timeout,
         "created_at": _iso(row.created_at),
+        # Its pause (DurableActor.pause_schedule, system.durable_tasks): operational state.
+        "paused": row.paused_at is not None,
+        "pause_note": row.pause_note,
+        "paused_at": None if row.paused_at is None else _iso(row.paused_at),
+        "paused_by": row.paused_by,
     }
 
 
