@@ -49,6 +49,7 @@ from .cron import Calendar, CronExpression, DSTPolicy
 from .durable import (
     Call,
     DurableActor,
+    DurableTasks,
     RetryDecision,
     RetryPolicy,
     TaskParked,
@@ -150,6 +151,7 @@ __all__ = [
     "Delivery",
     "Directive",
     "DurableActor",
+    "DurableTasks",
     "EventStream",
     "FencedError",
     "InvalidCoordinatorURLError",

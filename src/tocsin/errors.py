@@ -16,6 +16,7 @@ reasonably catch the builtin)::
     ├── InvalidTimezoneError              (ValueError)
     ├── ScheduleAlreadyExistsError
     ├── ScheduleNotFoundError             (LookupError)
+    │   └── TaskNotFoundError
     ├── ScheduleReferenceRequiredError    (ValueError)
     ├── RemotingDisabledError
     ├── ClusterDisabledError              (RuntimeError)
@@ -23,7 +24,6 @@ reasonably catch the builtin)::
     ├── StoreError
     │   ├── InvalidStoreURLError          (ValueError)
     │   └── FencedError
-    ├── TaskNotFoundError                 (LookupError)
     ├── TaskTimeoutError                  (TimeoutError)
     ├── WrongEventLoopError               (RuntimeError)
     ├── ActorStartError
@@ -222,8 +222,11 @@ class InvalidStoreURLError(StoreError, ValueError):
     """
 
 
-class TaskNotFoundError(TocsinError, LookupError):
-    """A durable task id names no task (or no parked task, for the parked-list calls)."""
+class TaskNotFoundError(ScheduleNotFoundError):
+    """A durable task id names no task (or no parked task, for the parked-list calls).
+
+    A :class:`ScheduleNotFoundError`: a durable task is a schedule of its identity, and
+    ``except ScheduleNotFoundError`` catches an unknown id on every surface."""
 
 
 class TaskTimeoutError(TocsinError, TimeoutError):

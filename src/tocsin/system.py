@@ -50,7 +50,7 @@ from .cluster._spi import (
     register_in_process,
     warn_if_clustered,
 )
-from .durable import DurableActor
+from .durable import DurableActor, DurableTasks
 from .durable._spi import DurableRuntime
 from .errors import (
     ActorNotFoundError,
@@ -687,6 +687,33 @@ class ActorSystem(SchedulingCalls):
             # working across a failover, a rebalance or a lost claim race.
             await ownership.place(kind.kind, identity)
         return await durable.pid_of(kind, identity, idle)
+
+    def durable_tasks(self, kind: type[DurableActor], identity: str) -> DurableTasks:
+        """The tasks of durable actor ``identity`` of class ``kind``, for an operator:
+        list, pause, resume, trigger, backfill, history, cancel, and retry or discard
+        parked ones, with the verbs ``DurableActor`` has (``pause_schedule``, ...).
+
+        Every call is answered from the store: none waits behind the identity's running
+        task, and none activates it (a run made due is run by the identity's alarm).
+
+        Raises:
+            ActorSystemNotStartedError: the system is not running.
+            TypeError: ``kind`` is not a DurableActor subclass.
+            ValueError: ``identity`` is not a non-empty str.
+        """
+        self._live("operate durable tasks")
+        if not (isinstance(kind, type) and issubclass(kind, DurableActor)):
+            raise TypeError(f"`kind` must be a DurableActor subclass, got {kind!r}")
+        if not isinstance(identity, str) or not identity:
+            raise ValueError(f"`identity` must be a non-empty str, got {identity!r}")
+        return DurableTasks(self._durable_runtime, kind.kind, identity)
+
+    async def _durable_runtime(self) -> DurableRuntime:
+        runtime = self._live("operate durable tasks")
+        durable = self._durable
+        if durable is None:
+            durable = await self._start_durable(runtime, None)
+        return durable
 
     @property
     def dead_letters(self) -> int:

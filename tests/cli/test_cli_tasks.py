@@ -234,6 +234,10 @@ def test_list_json_is_one_document_with_the_documented_fields(
         "last_error": None,
         "timeout": None,
         "created_at": "2020-09-13T12:26:40+00:00",
+        "paused": False,
+        "pause_note": None,
+        "paused_at": None,
+        "paused_by": None,
     }
     parked = tasks[("o-1", "parked-1")]
     assert (parked["state"], parked["attempts"], parked["runs_allowed"]) == ("parked", 6, 6)

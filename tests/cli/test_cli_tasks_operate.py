@@ -15,7 +15,7 @@ from tests.cli.test_cli_tasks import read, run
 
 from tocsin import ActorSystem, ManualClock, SystemClock, Tick
 from tocsin.durable import DurableActor
-from tocsin.stores import TaskRow, UpsertTask
+from tocsin.stores import PauseTask, TaskRow, UpsertTask
 from tocsin.stores.sqlite import SQLiteStore
 
 TICKS: list[Tick] = []
@@ -102,6 +102,19 @@ def test_backfill_adds_one_run_per_instant_that_a_system_runs(
     assert [r.id for r in read(db)] == ["hourly"]
 
 
+def test_backfill_of_a_range_reaching_into_the_future_adds_only_past_instants(
+    db: Path, capsys: pytest.CaptureFixture[str]
+) -> None:
+    now = SystemClock().wall_datetime()
+    start = (now.replace(minute=0, second=0, microsecond=0)).isoformat()
+    end = now.replace(year=now.year + 1).isoformat()
+    argv = ["--from", start, "--to", end]
+    assert run("tasks", "backfill", "hourly", "--store", f"sqlite:///{db}", *argv) == 0
+    out = capsys.readouterr().out.splitlines()
+    assert out[0].startswith("backfilling 1 instants")  # the hour that began, none later
+    assert len(read(db)) == 2
+
+
 def test_backfill_errors_are_one_line_with_an_exit_code(
     db: Path, capsys: pytest.CaptureFixture[str]
 ) -> None:
@@ -132,3 +145,19 @@ def test_history_prints_a_table_and_json(db: Path, capsys: pytest.CaptureFixture
     [entry] = document["history"]
     assert set(entry) == {"instant", "at", "outcome", "detail", "node"}
     assert (entry["outcome"], entry["detail"], entry["node"]) == ("delivered", None, "cli-ops")
+
+
+def test_list_json_shows_a_pause_with_its_note(
+    db: Path, capsys: pytest.CaptureFixture[str]
+) -> None:
+    async def pause() -> None:
+        store = SQLiteStore(db)
+        await store.open()
+        await store.apply([PauseTask("CliOps", "c-1", "hourly", TOP.timestamp(), "OPS-42", "n1")])
+        await store.close()
+
+    asyncio.run(pause())
+    assert run("tasks", "list", "--store", f"sqlite:///{db}", "--json") == 0
+    [task] = json.loads(capsys.readouterr().out)["tasks"]
+    assert (task["paused"], task["pause_note"], task["paused_by"]) == (True, "OPS-42", "n1")
+    assert task["paused_at"] == "2026-03-02T12:00:00+00:00"

@@ -115,7 +115,19 @@ def test_durable_actor_api_signatures() -> None:
         ("id", KW, None),
         ("timezone", KW, None),
     ]
-    assert shape(DurableActor.cancel_schedule) == [("id", PK, EMPTY)]
+    # "Precisions for stored schedules and jobs": cancel_schedule(id, *, missing_ok=None).
+    assert shape(DurableActor.cancel_schedule) == [("id", PK, EMPTY), ("missing_ok", KW, None)]
+    # "One vocabulary on every surface": the verbs carry the noun.
+    assert shape(DurableActor.pause_schedule) == [("id", PK, EMPTY), ("note", KW, None)]
+    assert shape(DurableActor.resume_schedule) == [("id", PK, EMPTY)]
+    assert shape(DurableActor.trigger_schedule) == [("id", PK, EMPTY)]
+    assert shape(DurableActor.schedule_history) == [("id", PK, EMPTY)]
+    assert [n for n, _, _ in shape(DurableActor.backfill_schedule)] == [
+        "id",
+        "start",
+        "end",
+        "dry_run",
+    ]
     assert shape(DurableActor.list_schedules) == []
     assert shape(DurableActor.list_parked) == []
     assert shape(DurableActor.retry_parked) == [("id", PK, EMPTY)]
@@ -201,7 +213,8 @@ async def test_cancel_schedule_returns_whether_the_task_existed() -> None:
     async with durable() as (_, clock, pid):
         await call(pid, "schedule", 10, "work", id="t")
         assert await call(pid, "cancel_schedule", "t") is True
-        assert await call(pid, "cancel_schedule", "t") is False
+        # An unknown id: False for one release, said with missing_ok (else a warning).
+        assert await call(pid, "cancel_schedule", "t", missing_ok=True) is False
         await clock.advance(20)
         assert RUNS == []
 

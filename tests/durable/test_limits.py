@@ -187,7 +187,7 @@ def test_a_second_class_claiming_a_kind_is_a_type_error() -> None:
             kind = "LimitsActor"
 
     assert "Limits" in str(info.value)
-    from tocsin.durable._actor import registered_kind
+    from tocsin.durable._kinds import registered_kind
 
     assert registered_kind("LimitsActor") is Limits
 
@@ -200,7 +200,7 @@ def test_redefining_the_same_class_is_fine() -> None:
         return Reloaded
 
     first, second = define(), define()
-    from tocsin.durable._actor import registered_kind
+    from tocsin.durable._kinds import registered_kind
 
     assert registered_kind("LimitsReloaded") is second
     assert first is not second

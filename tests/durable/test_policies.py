@@ -130,6 +130,15 @@ async def test_once_after_a_six_hour_outage_runs_once(backend: Backend) -> None:
     assert walls() == [restart.timestamp()]
 
 
+async def test_once_after_an_outage_goes_on_at_its_grid_not_after_the_late_run(
+    backend: Backend,
+) -> None:
+    restart = await _outage(backend, Misfire.once(), 80)
+    grid = START + timedelta(hours=6, minutes=2)  # 30 s after the catch-up run, not 60
+    assert walls() == [restart.timestamp(), grid.timestamp()]
+    assert instants() == [START + timedelta(minutes=2), grid]
+
+
 async def test_skip_after_a_six_hour_outage_runs_none_then_keeps_its_cadence(
     backend: Backend,
 ) -> None:
@@ -195,12 +204,15 @@ async def test_passivation_past_instants_is_a_misfire_too(backend: Backend) -> N
 # -- overlap: instants due while a run is in flight ----------------------------------------
 
 
-async def _slow_run(backend: Backend, overlap: Overlap) -> None:
-    """An every-minute task whose first run takes 3.5 minutes."""
+async def _slow_run(backend: Backend, overlap: Overlap | None) -> None:
+    """An every-minute task whose first run takes 3.5 minutes (``None``: no option)."""
     async with running(backend) as (system, clock):
         pid = await system.durable(Job, "s")
         GATES["s"] = gate = asyncio.Event()
-        await pid.ask(Call("every_", {"interval": 60, "id": "m", "overlap": overlap}))
+        options: dict[str, Any] = {"interval": 60, "id": "m"}
+        if overlap is not None:
+            options["overlap"] = overlap
+        await pid.ask(Call("every_", options))
         await clock.advance(60)  # 12:01: the run starts and waits
         assert len(RUNS) == 1
         await clock.advance(210)  # 12:04:30: three instants came due meanwhile
@@ -215,8 +227,16 @@ async def test_buffer_one_runs_the_first_instant_that_came_then_skips_the_rest(
     await _slow_run(backend, Overlap.BUFFER_ONE)
     minute = timedelta(minutes=1)
     t0 = START + timedelta(minutes=4, seconds=30)
-    assert [(i - START) // minute for i in instants()] == [1, 2, 5]
+    # Then the grid goes on at 12:05 and 12:06 (not one interval after the late run).
+    assert [(i - START) / minute for i in instants()] == [1, 2, 5, 6]
     assert walls()[1] == t0.timestamp()  # right after the slow run
+
+
+async def test_overlap_default_of_a_durable_task_is_buffer_one(backend: Backend) -> None:
+    await _slow_run(backend, None)
+    minute = timedelta(minutes=1)
+    assert [(i - START) / minute for i in instants()] == [1, 2, 5, 6]  # as BUFFER_ONE
+    assert walls()[1] == (START + timedelta(minutes=4, seconds=30)).timestamp()
 
 
 async def test_skip_runs_none_of_the_instants_that_came(backend: Backend) -> None:
@@ -430,3 +450,23 @@ async def test_allow_hands_the_instants_that_came_to_the_misfire_policy(backend:
     # None skipped: each replayed with its own instant, then 12:05 on time.
     assert [(i - START) // minute for i in instants()] == [1, 2, 3, 4, 5]
     assert walls()[-1] == (START + 5 * minute).timestamp()
+
+
+async def test_task_record_due_is_the_next_instant_that_will_run_calendar_applied(
+    backend: Backend,
+) -> None:
+    hour = timedelta(hours=1)
+    lunch = Calendar.daily("12:30", "13:30")
+    async with running(backend) as (system, clock):
+        pid = await system.durable(Job, "d")
+        await pid.ask(Call("every_", {"interval": 3600, "id": "e", "exclude": lunch}))
+        await pid.ask(Call("cron_", {"expression": "0 0 * * * ?", "id": "c", "exclude": lunch}))
+        records = {r.id: r for r in await pid.ask(Call("tasks"))}
+        assert records["e"].due == START + 2 * hour  # 13:00 is excluded
+        assert records["c"].due == START + 2 * hour
+        await clock.advance(2 * 3600)  # both run at 14:00
+        records = {r.id: r for r in await pid.ask(Call("tasks"))}
+        assert {r.due for r in records.values()} == {START + 3 * hour}
+        await clock.advance(22 * 3600)  # the next day's 12:00 ran; 13:00 is excluded
+        records = {r.id: r for r in await pid.ask(Call("tasks"))}
+        assert {r.due for r in records.values()} == {START + 26 * hour}

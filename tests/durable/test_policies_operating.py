@@ -1,6 +1,7 @@
 # SPDX-License-Identifier: Apache-2.0
-"""Operating durable tasks (issue 23, the durable part): ``self.trigger(id)`` and
-``self.backfill(id, start, end, dry_run=)``, on every store, driven by ManualClock."""
+"""Operating durable tasks (issue 23, the durable part): ``self.trigger_schedule(id)``,
+``self.backfill_schedule(id, start, end, dry_run=)``, ``self.schedule_history(id)``, on
+every store, driven by ManualClock."""
 
 from __future__ import annotations
 
@@ -50,14 +51,14 @@ class Ops(DurableActor):
 
     async def trigger_(self, task_id: str) -> str:
         try:
-            await self.trigger(task_id)
+            await self.trigger_schedule(task_id)
         except Exception as exc:
             return type(exc).__name__
         return "ok"
 
     async def backfill_(self, args: dict[str, Any]) -> list[datetime] | str:
         try:
-            return await self.backfill(
+            return await self.backfill_schedule(
                 args["id"], args["start"], args["end"], dry_run=args.get("dry_run", False)
             )
         except Exception as exc:
@@ -116,6 +117,33 @@ async def test_backfill_runs_each_instant_oldest_first_and_dry_run_runs_none(
         assert task.due == START + timedelta(hours=1)
 
 
+async def test_backfill_runs_only_past_instants_and_future_ones_once_when_due(
+    backend: Backend,
+) -> None:
+    async with running(backend) as (system, clock):
+        pid = await system.durable(Ops, "f")
+        await pid.ask(Call("hourly", {}))
+        window = {
+            "id": "hourly",
+            "start": START - timedelta(hours=2),
+            "end": START + timedelta(hours=3),
+        }
+        past = [START - timedelta(hours=2), START - timedelta(hours=1), START]
+        assert await pid.ask(Call("backfill_", {**window, "dry_run": True})) == past
+        assert await pid.ask(Call("backfill_", window)) == past
+        future = {
+            "id": "hourly",
+            "start": START + timedelta(hours=1),
+            "end": START + timedelta(hours=3),
+        }
+        assert await pid.ask(Call("backfill_", future)) == []
+        await clock.advance(3 * 3600 + 1)
+    backfilled = [tick.instant for tick, _ in RUNS if tick.backfill]
+    live = [tick.instant for tick, _ in RUNS if not tick.backfill]
+    assert backfilled == past
+    assert live == [START + timedelta(hours=h) for h in (1, 2, 3)]  # each once, when due
+
+
 async def test_backfill_is_paced_at_the_misfire_rate(backend: Backend) -> None:
     async with running(backend) as (system, clock):
         pid = await system.durable(Ops, "p")
@@ -140,9 +168,12 @@ async def test_backfill_errors(backend: Backend) -> None:
         assert await pid.ask(Call("backfill_", naive)) == "TypeError"
         missing = {"id": "nope", "start": START - timedelta(hours=1), "end": START}
         assert await pid.ask(Call("backfill_", missing)) == "TaskNotFoundError"
-        # Twenty years of an hourly task: 175,200 instants, past the one backfill limit.
-        huge = {"id": "hourly", "start": START - timedelta(days=7300), "end": START}
+        await pid.ask(Call("minutely", {}))
+        # The policy engine's one limit (100,000): 100 days of minutes is more.
+        huge = {"id": "m", "start": START - timedelta(days=100), "end": START}
         assert await pid.ask(Call("backfill_", huge)) == "ValueError"
+        fits = {"id": "m", "start": START - timedelta(days=60), "end": START}
+        assert len(await pid.ask(Call("backfill_", {**fits, "dry_run": True}))) == 86_400
 
 
 # -- history (the store's ring per task) --------------------------------------------------
@@ -157,11 +188,14 @@ class Histories(DurableActor):
     async def hourly(self, options: dict[str, Any]) -> str:
         return await self.cron("0 0 * * * ?", "tick", id="hourly", **options)
 
-    async def history(self, task_id: str) -> list[TickOutcome]:
-        return await self.task_history(task_id)
+    async def history(self, task_id: str) -> list[TickOutcome] | str:
+        try:
+            return await self.schedule_history(task_id)
+        except Exception as exc:
+            return type(exc).__name__
 
     async def trigger_(self, task_id: str) -> None:
-        await self.trigger(task_id)
+        await self.trigger_schedule(task_id)
 
     async def cancel(self, task_id: str) -> bool:
         return await self.cancel_schedule(task_id)
@@ -195,4 +229,4 @@ async def test_history_says_what_became_of_each_instant(backend: Backend) -> Non
             ("/durable/PoliciesHistories/h/hourly", Outcome.COALESCED),
         ]
         assert await pid.ask(Call("cancel", "hourly"))
-        assert await pid.ask(Call("history", "hourly")) == []
+        assert await pid.ask(Call("history", "hourly")) == "TaskNotFoundError"  # forgotten

@@ -158,6 +158,25 @@ async def test_overdue_every_runs_once_after_a_restart_then_keeps_its_interval(
         assert runs() == [10.0, 20.0, 1000.0, 1010.0, 1020.0]
 
 
+async def test_a_catch_up_run_of_every_keeps_its_grid_after_a_restart(
+    persistent_backend: Backend,
+) -> None:
+    # Issue 30: after downtime the runs went 5550, 5850, 6150 (re-anchored on the late
+    # run) instead of the task's 300 s grid.
+    system, clock = system_at(persistent_backend, T0)
+    async with system:
+        pid = await system.durable(Invoice, "g")
+        await pid.ask(Call("add", {"call": "every", "delay": 300, "id": "g"}))
+        await clock.advance(300)
+    assert runs() == [300.0]
+    system, clock = system_at(persistent_backend, T0 + 5550)
+    async with system:
+        await clock.advance(0)
+        assert runs() == [300.0, 5550.0]  # the missed instants, coalesced into one run
+        await clock.advance(800)
+        assert runs() == [300.0, 5550.0, 5700.0, 6000.0, 6300.0]
+
+
 async def test_identities_whose_tasks_are_far_ahead_are_not_activated_at_start(
     persistent_backend: Backend,
 ) -> None:

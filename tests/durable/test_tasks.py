@@ -6,6 +6,7 @@ from __future__ import annotations
 import asyncio
 import math
 import os
+import warnings
 from collections.abc import AsyncIterator
 from contextlib import asynccontextmanager
 from datetime import UTC, datetime, timedelta
@@ -14,7 +15,15 @@ from typing import Any
 import pytest
 from tests.durable.durable_support import Backend
 
-from tocsin import ActorSystem, CodecError, InvalidIntervalError, ManualClock, ReceiveContext
+from tocsin import (
+    ActorSystem,
+    CodecError,
+    InvalidIntervalError,
+    ManualClock,
+    ReceiveContext,
+    ScheduleNotFoundError,
+    TaskNotFoundError,
+)
 from tocsin.durable import Call, DurableActor, TaskRecord
 
 T0 = 1_700_000_000.0
@@ -54,7 +63,19 @@ class Tasker(DurableActor):
         return await self.every(delay, method, arg, **payload)
 
     async def cancel(self, task_id: str) -> bool:
-        return await self.cancel_schedule(task_id)
+        return await self.cancel_schedule(task_id, missing_ok=True)
+
+    async def cancel_strict(self, task_id: str) -> bool | str:
+        try:
+            return await self.cancel_schedule(task_id, missing_ok=False)
+        except Exception as exc:
+            return type(exc).__name__
+
+    async def cancel_old(self, task_id: str) -> tuple[bool, list[str]]:
+        with warnings.catch_warnings(record=True) as caught:
+            warnings.simplefilter("always")
+            existed = await self.cancel_schedule(task_id)
+        return existed, [f"{w.category.__name__}: {w.message}" for w in caught]
 
     async def tasks(self, payload: Any) -> list[TaskRecord]:
         return await self.list_schedules()
@@ -175,7 +196,7 @@ async def test_every_runs_at_each_interval_the_first_one_interval_from_now(
         assert record.due == datetime.fromtimestamp(T0 + 60, tz=UTC)
 
 
-async def test_overdue_every_runs_once_then_one_interval_after_the_drain(
+async def test_overdue_every_runs_once_then_goes_on_at_its_grid_not_one_interval_later(
     backend: Backend,
 ) -> None:
     async with running(backend) as (system, clock):
@@ -183,8 +204,10 @@ async def test_overdue_every_runs_once_then_one_interval_after_the_drain(
         await pid.ask(Call("add", {"call": "every", "delay": 10, "id": "tick"}))
         await clock.jump(95)  # a stall: nine intervals missed
         assert times("ship") == [95.0]
-        await clock.advance(10)
-        assert times("ship") == [95.0, 105.0]
+        await clock.advance(4.99)
+        assert times("ship") == [95.0]
+        await clock.advance(20.01)  # the grid: 100, 110, 120 (not 105, 115)
+        assert times("ship") == [95.0, 100.0, 110.0, 120.0]
 
 
 async def test_sync_task_method_is_called_too(backend: Backend) -> None:
@@ -299,6 +322,22 @@ async def test_cancelled_task_never_runs_and_cancel_reports_whether_it_existed(
         assert await pid.ask(Call("cancel", "never-existed")) is False
         await clock.advance(100)
         assert RUNS == []
+
+
+async def test_cancel_schedule_of_an_unknown_id_warns_unless_missing_ok_says_what_to_do(
+    backend: Backend,
+) -> None:
+    async with running(backend) as (system, _clock):
+        pid = await system.durable(Tasker, "o")
+        tid = await pid.ask(Call("add", {"call": "schedule", "delay": 5}))
+        assert await pid.ask(Call("cancel_old", tid)) == (True, [])
+        existed, caught = await pid.ask(Call("cancel_old", "nope"))
+        assert existed is False
+        [warning] = caught
+        assert warning.startswith("DeprecationWarning: cancel_schedule('nope'): no such task")
+        assert "missing_ok=True" in warning
+        assert await pid.ask(Call("cancel_strict", "nope")) == "TaskNotFoundError"
+        assert issubclass(TaskNotFoundError, ScheduleNotFoundError)
 
 
 async def test_list_schedules_returns_snapshots_with_every_field(backend: Backend) -> None:

@@ -82,8 +82,8 @@ async def test_an_sqlite_task_table_without_policies_migrates_on_open(tmp_path: 
         columns = [row[1] for row in conn.execute("PRAGMA table_info(tocsin_tasks)")]
         version = conn.execute("PRAGMA user_version").fetchone()[0]
     conn.close()
-    assert columns[-1] == "policy"
-    assert version == 3
+    assert columns[-4:] == ["policy", "paused_at", "pause_note", "paused_by"]
+    assert version == 4
     store = SQLiteStore(path)  # a second open changes nothing
     await store.open()
     try:

@@ -24,7 +24,7 @@ async def test_file_is_in_wal_mode_with_the_schema(tmp_path: Path) -> None:
     await store.close()
     with sqlite3.connect(tmp_path / "t.db") as conn:
         assert conn.execute("PRAGMA journal_mode").fetchone()[0] == "wal"
-        assert conn.execute("PRAGMA user_version").fetchone()[0] == 3
+        assert conn.execute("PRAGMA user_version").fetchone()[0] == 4
         tables = {r[0] for r in conn.execute("SELECT name FROM sqlite_master")}
     conn.close()
     assert {"tocsin_tasks", "tocsin_state", "tocsin_tasks_actor_state_due"} <= tables

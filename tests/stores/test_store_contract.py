@@ -25,6 +25,7 @@ from tocsin.stores import (
     Fence,
     MemoryStore,
     Op,
+    PauseTask,
     PutState,
     Store,
     TaskRow,
@@ -175,6 +176,33 @@ async def test_upsert_replaces_the_row_with_the_same_key(backend: Backend) -> No
         await store.apply([UpsertTask(replaced), PutState("Order", "o-1", "k", b"2")])
         assert await store.list_tasks() == [replaced]
         assert await store.get_state("Order", "o-1", "k") == b"2"
+    finally:
+        await store.close()
+
+
+async def test_pause_is_written_by_pause_task_alone_and_kept_by_upserts(
+    backend: Backend,
+) -> None:
+    store = await opened(backend)
+    try:
+        await store.apply([UpsertTask(task(due=1.0))])
+        await store.apply([PauseTask("Order", "o-1", "t1", 50.0, "db migration", "node-a")])
+        paused = task(due=1.0, paused_at=50.0, pause_note="db migration", paused_by="node-a")
+        assert await store.get_task("Order", "o-1", "t1") == paused
+        # A completion (or a re-registration) that read the row before the pause keeps it.
+        await store.apply([UpsertTask(task(due=2.0, attempts=1))])
+        got = await store.get_task("Order", "o-1", "t1")
+        assert got is not None
+        assert got == msgspec.structs.replace(paused, due=2.0, attempts=1)
+        assert type(got.paused_at) is float
+        await store.apply([PauseTask("Order", "o-1", "t1", None)])  # resume: all cleared
+        assert await store.get_task("Order", "o-1", "t1") == task(due=2.0, attempts=1)
+        await store.apply([PauseTask("Order", "o-1", "absent", 1.0)])  # no row: nothing
+        assert [row.id for row in await store.list_tasks()] == ["t1"]
+        await store.apply([DeleteTask("Order", "o-1", "t1"), UpsertTask(task(due=3.0))])
+        assert (await store.get_task("Order", "o-1", "t1")) == task(due=3.0)  # a new row
+        with pytest.raises(StoreError, match="note"):
+            await store.apply([PauseTask("Order", "o-1", "t1", 1.0, "bad\x00note")])
     finally:
         await store.close()
 

@@ -232,6 +232,11 @@ def task_json(row: TaskRow) -> dict[str, Any]:
         "last_error": row.last_error,
         "timeout": row.timeout,
         "created_at": _iso(row.created_at),
+        # Its pause (DurableActor.pause_schedule, system.durable_tasks): operational state.
+        "paused": row.paused_at is not None,
+        "pause_note": row.pause_note,
+        "paused_at": None if row.paused_at is None else _iso(row.paused_at),
+        "paused_by": row.paused_by,
     }
 
 
@@ -292,11 +297,12 @@ async def _backfill(store: Store, ns: argparse.Namespace) -> None:
     row = await _one(store, ns)
     try:
         # The zone only matters to an `every` task's calendar, whose zone is recorded.
-        instants = backfill_instants(row, ns.start.timestamp(), ns.end.timestamp(), "UTC")
+        now = SystemClock().wall()
+        instants = backfill_instants(row, ns.start.timestamp(), ns.end.timestamp(), "UTC", now)
     except ValueError as exc:
         raise _Failure(str(exc)) from None
     if not ns.dry_run and instants:
-        rows = backfill_rows(row, instants, SystemClock().wall())
+        rows = backfill_rows(row, instants, now)
         await store.apply([UpsertTask(r) for r in rows])
         await store.announce()  # see _retry
     verb = "would run" if ns.dry_run else "backfilling"

@@ -4,12 +4,14 @@
 from .._codec import decode, encode
 from ..errors import TaskTimeoutError
 from ._actor import DurableActor
+from ._operator import DurableTasks
 from ._records import Call, TaskParked, TaskRecord
 from ._retry import RetryDecision, RetryPolicy
 
 __all__ = [
     "Call",
     "DurableActor",
+    "DurableTasks",
     "RetryDecision",
     "RetryPolicy",
     "TaskParked",

@@ -1,8 +1,15 @@
 # SPDX-License-Identifier: Apache-2.0
-"""DurableActor: an actor with an identity, persistent storage and persistent tasks."""
+"""DurableActor: an actor with an identity, persistent storage and persistent tasks.
+
+The top of the durable package: it imports the package's modules and none of them
+imports it back (the handle, the runtime and the tasks ask what they need of a class
+through :mod:`._kinds`). Its task methods are thin: each checks its options and calls
+the identity's :class:`~tocsin.durable._tasks.Tasks`.
+"""
 
 from __future__ import annotations
 
+import warnings
 from collections.abc import AsyncIterator, Callable
 from contextlib import asynccontextmanager
 from datetime import datetime
@@ -10,7 +17,8 @@ from typing import TYPE_CHECKING, Any
 
 from .._deadlines import Seconds, to_seconds
 from ..actor._spi import Actor, Misfire, Overlap, Supervisor
-from . import _cron, _tasks
+from ..errors import InvalidIntervalError
+from . import _cron, _kinds
 from ._checks import MAX_VALUE_BYTES, check_text
 from ._policy import check_policy
 from ._records import Call, TaskRecord
@@ -22,38 +30,9 @@ if TYPE_CHECKING:
     from ._handle import DurableHandle
     from ._storage import Storage
 
-__all__ = ["DurableActor", "registered_kind"]
-
-_KINDS: dict[str, type[DurableActor]] = {}
-
+__all__ = ["DurableActor"]
 
 Method = str | Callable[..., Any]
-
-
-def registered_kind(kind: str) -> type[DurableActor] | None:
-    """The DurableActor subclass with this ``kind``, if one is defined."""
-    return _KINDS.get(kind)
-
-
-def _register(cls: type[DurableActor]) -> None:
-    """Claim ``cls.kind`` for ``cls``; a second class claiming it is a ``TypeError``.
-
-    Stored tasks name their kind, not their class: if two classes shared a kind, the
-    later one silently won and recovery could run one class's tasks on the other (issue
-    10, item 11). Redefining the same module and qualified name (a reload, a class
-    defined in a function that runs again) replaces the old definition.
-    """
-    old = _KINDS.get(cls.kind)
-    if old is not None and (old.__module__, old.__qualname__) != (
-        cls.__module__,
-        cls.__qualname__,
-    ):
-        raise TypeError(
-            f"durable kind {cls.kind!r} of {cls.__module__}.{cls.__qualname__} is already "
-            f"used by {old.__module__}.{old.__qualname__}; stored tasks name their kind, "
-            f'so each DurableActor class needs its own: set `kind = "..."` on one of them'
-        )
-    _KINDS[cls.kind] = cls
 
 
 class DurableActor(Actor):
@@ -99,10 +78,11 @@ class DurableActor(Actor):
             check_text(cls.kind, "kind")
         except ValueError as exc:
             raise TypeError(f"{cls.__qualname__}: {exc}") from None
-        _register(cls)
+        _kinds.register(cls, cls.kind)
 
     # -- time --------------------------------------------------------------------------
 
+    @_kinds.default_hook
     def now(self) -> datetime:
         """The time source of every scheduling decision (aware UTC; the system clock).
 
@@ -111,7 +91,10 @@ class DurableActor(Actor):
         return self._handle.runtime.clock.wall_datetime()
 
     def _now(self) -> float:
-        return self._handle.wall_now(self)
+        # The handle's flag and clock read here, not through a call into the handle: a
+        # schedule crosses into each module once (bench/_durable_trace.py).
+        handle = self._handle
+        return handle.runtime.clock.wall() if handle.clock_now else self.now().timestamp()
 
     @property
     def current_task(self) -> Tick | None:
@@ -141,8 +124,9 @@ class DurableActor(Actor):
             CodecError: ``payload`` is not codec-safe.
             ValueError: ``max_retries`` is negative or not an int.
         """
-        return await _tasks.add_task(
-            self._handle,
+        return await self._handle.tasks.add(
+            type(self),
+            self.max_value_bytes,
             self._now(),
             method,
             payload,
@@ -179,13 +163,20 @@ class DurableActor(Actor):
             ValueError: a policy option of the wrong kind.
         """
         now = self._now()
+        if isinstance(delay, datetime):
+            if delay.tzinfo is None:
+                raise InvalidIntervalError(f"`delay` as a datetime must be aware, got {delay!r}")
+            seconds = max(0.0, delay.timestamp() - now)
+        else:
+            seconds = to_seconds(delay, "delay")
         policy = check_policy(misfire=misfire, jitter=jitter, exclude=exclude)
-        return await _tasks.add_task(
-            self._handle,
+        return await self._handle.tasks.add(
+            type(self),
+            self.max_value_bytes,
             now,
             method,
             payload,
-            delay=_tasks.delay_seconds(delay, now),
+            delay=seconds,
             every=None,
             task_id=id,
             max_retries=max_retries,
@@ -209,8 +200,10 @@ class DurableActor(Actor):
     ) -> str:
         """Run ``self.<method>(payload)`` every ``interval``, first one interval from now.
 
-        The next run is one interval after the start of the drain turn that ran it; the
-        attempt count resets after each success. With a stable ``id`` this is an upsert;
+        Its instants are a grid, the first one plus whole intervals, never re-anchored:
+        the next run is the first grid instant after the start of the run (one interval
+        after an on-time run; back on the grid after a late one). The attempt count
+        resets after each success. With a stable ``id`` this is an upsert;
         re-registering an identical task (same method, interval, payload, policies) keeps
         its cadence, so calling it from ``pre_start`` on every activation never piles up.
 
@@ -229,8 +222,9 @@ class DurableActor(Actor):
         policy = check_policy(
             overlap=overlap, misfire=misfire, jitter=jitter, exclude=exclude, interval=seconds
         )
-        return await _tasks.add_task(
-            self._handle,
+        return await self._handle.tasks.add(
+            type(self),
+            self.max_value_bytes,
             self._now(),
             method,
             payload,
@@ -288,8 +282,9 @@ class DurableActor(Actor):
         )
         zone_name = handle.durable.timezone if timezone is None else timezone
         due = _cron.first_fire(expression, zone_name, now, None if policy is None else dst)
-        return await _tasks.add_task(
-            handle,
+        return await handle.tasks.add(
+            type(self),
+            self.max_value_bytes,
             now,
             method,
             payload,
@@ -302,29 +297,59 @@ class DurableActor(Actor):
             policy=policy,
         )
 
-    async def trigger(self, id: str) -> None:
+    # -- operating tasks: the verbs of every schedule (DESIGN "One vocabulary") ----------
+
+    async def pause_schedule(self, id: str, *, note: str | None = None) -> None:
+        """Pause task ``id``: its instants pass without a run, each recorded in
+        :meth:`schedule_history` as ``paused`` with ``note`` (why, for whoever looks
+        later), until :meth:`resume_schedule`. The pause is stored with the task: it
+        survives passivation and restarts, and re-registering the task (``pre_start``)
+        keeps it. ``list_schedules()`` shows it (``paused``, ``note``, ``paused_at``,
+        ``paused_by``). Pausing a paused task changes nothing (its note stays the first
+        one). :meth:`trigger_schedule` still runs a paused task.
+
+        Raises:
+            TaskNotFoundError: no task ``id`` (a :class:`~tocsin.ScheduleNotFoundError`).
+            TypeError: ``note`` is not a str or None.
+            ValueError: ``note`` is longer than 4,096 characters or holds NUL.
+        """
+        await self._handle.tasks.pause(id, self._now(), note)
+
+    async def resume_schedule(self, id: str) -> None:
+        """Resume task ``id``: it goes on from now, at its next instant after now (an
+        ``every`` task on its grid); the instants that passed while paused do not run
+        (resuming is not a misfire). Resuming a task that is not paused changes nothing.
+
+        Raises:
+            TaskNotFoundError: no task ``id``.
+        """
+        await self._handle.tasks.resume(id, self._now())
+
+    async def trigger_schedule(self, id: str) -> None:
         """Run task ``id`` once now, beside its schedule: its due time is unchanged.
 
         The run carries ``current_task.manual == True`` and the task id as
         ``reference`` (``instant``: now). It is a one-shot row of its own
         (``<id>@manual:<time>`` in ``list_schedules()``), serialized with the task's other
         runs in the actor's turn like every run, and retried and parked like any task.
+        A paused task runs too (an explicit "run it now").
 
         Raises:
             TaskNotFoundError: no task ``id``.
         """
-        await _tasks.trigger_task(self._handle, id, self._now())
+        await self._handle.tasks.trigger(id, self._now())
 
-    async def backfill(
+    async def backfill_schedule(
         self, id: str, start: datetime, end: datetime, *, dry_run: bool = False
     ) -> list[datetime]:
-        """The instants task ``id`` has in ``[start, end)`` (aware UTC, oldest first, none
-        its calendar excludes), and, unless ``dry_run``, one run of each, oldest first, at
-        most its ``misfire.rate`` per second, with ``current_task.backfill == True`` and
-        each its own ``instant``. An ``every`` task's instants are its cadence (its next
-        instant minus whole intervals). Each run is a one-shot row beside the task
-        (``<id>@backfill:<instant>``: backfilling an instant again replaces its pending
-        run); the task's own schedule is untouched.
+        """The instants task ``id`` has in ``[start, end)`` that are not in the future
+        (aware UTC, oldest first, none its calendar excludes), and, unless ``dry_run``,
+        one run of each, oldest first, at most its ``misfire.rate`` per second, with
+        ``current_task.backfill == True`` and each its own ``instant``. An ``every``
+        task's instants are its grid (its next instant minus whole intervals). A future
+        instant is never backfilled: it runs once, when it comes due. Each run is a
+        one-shot row beside the task (``<id>@backfill:<instant>``: backfilling an instant
+        again replaces its pending run); the task's own schedule is untouched.
 
         Raises:
             TaskNotFoundError: no task ``id``.
@@ -332,29 +357,59 @@ class DurableActor(Actor):
             ValueError: ``end`` not after ``start``, the task is not recurring, or more
                 than 10,000 instants in the range.
         """
-        return await _tasks.backfill_task(
-            self._handle, id, start, end, self._now(), dry_run=dry_run
-        )
+        return await self._handle.tasks.backfill(id, start, end, self._now(), dry_run=dry_run)
+
+    async def schedule_history(self, id: str) -> list[TickOutcome]:
+        """What became of task ``id``'s recent instants, oldest first (at most 64, kept in
+        the store): ``delivered`` runs, and the instants that did not run (``paused``
+        with the pause's note, ``missed``, ``excluded``, ``coalesced``,
+        ``skipped_overlap``) with a detail. Recurring tasks have one (manual and
+        backfilled runs included). Cancelling a task forgets it.
+
+        Raises:
+            TaskNotFoundError: no task ``id`` and no history under it.
+        """
+        return await self._handle.tasks.history(id, missing_ok=False)
+
+    async def trigger(self, id: str) -> None:
+        """Deprecated alias of :meth:`trigger_schedule` (one release)."""
+        _renamed("trigger", "trigger_schedule")
+        await self.trigger_schedule(id)
+
+    async def backfill(
+        self, id: str, start: datetime, end: datetime, *, dry_run: bool = False
+    ) -> list[datetime]:
+        """Deprecated alias of :meth:`backfill_schedule` (one release)."""
+        _renamed("backfill", "backfill_schedule")
+        return await self.backfill_schedule(id, start, end, dry_run=dry_run)
 
     async def task_history(self, id: str) -> list[TickOutcome]:
-        """What became of task ``id``'s recent instants, oldest first (at most 64, kept in
-        the store): ``delivered`` runs, and the instants that did not run (``missed``,
-        ``excluded``, ``coalesced``, ``skipped_overlap``) with a detail. Recurring tasks
-        have one (manual and backfilled runs included); a one-shot task none. Empty for
-        an unknown id; cancelling a task forgets it."""
-        return await _tasks.task_history(self._handle, id)
+        """Deprecated alias of :meth:`schedule_history` (one release); unlike it, an
+        unknown id gives an empty list."""
+        _renamed("task_history", "schedule_history")
+        return await self._handle.tasks.history(id)
 
-    async def cancel_schedule(self, id: str) -> bool:
-        """Delete task ``id`` (pending or parked); return whether it existed."""
-        return await _tasks.cancel_task(self._handle, id)
+    async def cancel_schedule(self, id: str, *, missing_ok: bool | None = None) -> bool:
+        """Delete task ``id`` (pending or parked) and its history; return whether it
+        existed.
+
+        ``missing_ok``: ``True`` ignores an unknown id (returns ``False``), ``False``
+        raises :class:`~tocsin.TaskNotFoundError` for it, as ``cancel_schedule`` does
+        everywhere else. Left out (this release only), an unknown id returns ``False``
+        with a :class:`DeprecationWarning`; the next release raises.
+
+        Raises:
+            TaskNotFoundError: no task ``id`` and ``missing_ok=False``.
+        """
+        return await self._handle.tasks.cancel(id, missing_ok=missing_ok)
 
     async def list_schedules(self) -> list[TaskRecord]:
         """Every task of this actor, parked ones included (``state == "parked"``)."""
-        return await _tasks.list_tasks(self._handle)
+        return await self._handle.tasks.list()
 
     async def list_parked(self) -> list[TaskRecord]:
         """Tasks that failed ``max_retries + 1`` times and will not run again by themselves."""
-        return await _tasks.list_tasks(self._handle, "parked")
+        return await self._handle.tasks.list("parked")
 
     async def retry_parked(self, id: str) -> None:
         """Make a parked task pending again, due now, attempts reset.
@@ -362,11 +417,11 @@ class DurableActor(Actor):
         Raises:
             TaskNotFoundError: no parked task ``id``.
         """
-        await _tasks.retry_parked(self._handle, id, self._now())
+        await self._handle.tasks.retry_parked(id, self._now())
 
     async def discard_parked(self, id: str) -> None:
         """Delete a parked task. Raises ``TaskNotFoundError`` if there is none."""
-        await _tasks.discard_parked(self._handle, id)
+        await self._handle.tasks.discard_parked(id)
 
     @asynccontextmanager
     async def transaction(self) -> AsyncIterator[None]:
@@ -375,20 +430,22 @@ class DurableActor(Actor):
         Nothing is written if the block raises. Nested blocks join the outer one.
         """
         handle = self._handle
-        if not handle.begin():
+        writes = handle.writes
+        if not writes.begin():
             yield
             return
         try:
             yield
         except BaseException:
-            handle.rollback()
+            writes.rollback()
             raise
-        ops = handle.take()
+        ops = writes.take()
         if ops:
             await handle.commit(ops)
 
     # -- hooks -------------------------------------------------------------------------
 
+    @_kinds.default_hook
     async def on_task(self, name: str, payload: Any, ctx: ReceiveContext) -> None:
         """Called for a due task whose method does not exist (default: nothing, and the
         task counts as delivered)."""
@@ -416,6 +473,15 @@ class DurableActor(Actor):
             if hasattr(result, "__await__"):
                 result = await result
             ctx.respond(result)
+
+
+def _renamed(old: str, new: str) -> None:
+    warnings.warn(
+        f"DurableActor.{old} is deprecated: call {new} (the same verb on every surface); "
+        f"{old} goes away in the next release",
+        DeprecationWarning,
+        stacklevel=3,
+    )
 
 
 #: DurableActor's own API is not callable through ``Call`` messages.

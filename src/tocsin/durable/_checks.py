@@ -21,7 +21,15 @@ from typing import Any, Final
 
 from ..errors import CodecError
 
-__all__ = ["MAX_RETRIES", "MAX_VALUE_BYTES", "check_retries", "check_size", "check_text"]
+__all__ = [
+    "MAX_NOTE_CHARS",
+    "MAX_RETRIES",
+    "MAX_VALUE_BYTES",
+    "check_note",
+    "check_retries",
+    "check_size",
+    "check_text",
+]
 
 #: Default cap on one encoded payload or storage value (``DurableActor.max_value_bytes``).
 #: A 50 MB payload held the event loop for ~350 ms while it was written; a durable task
@@ -30,6 +38,21 @@ MAX_VALUE_BYTES: Final = 1024 * 1024
 #: Largest ``max_retries`` (the stores keep it in a 32-bit integer; with backoff capped at
 #: 300 s that is 20,000 years of retrying).
 MAX_RETRIES: Final = 2**31 - 1
+#: Longest pause note: a note says why, for whoever looks later; it is stored with the
+#: task and shown on every listing (a 1 MB note was rendered on every console refresh).
+MAX_NOTE_CHARS: Final = 4096
+
+
+def check_note(note: Any) -> str | None:
+    """A pause note: ``None`` or a str of at most :data:`MAX_NOTE_CHARS` characters
+    without NUL (``TypeError`` for another type, else ``ValueError`` naming ``note``)."""
+    if note is None:
+        return None
+    if not isinstance(note, str):
+        raise TypeError(f"`note` must be a str or None, got {note!r}")
+    if len(note) > MAX_NOTE_CHARS:
+        raise ValueError(f"`note` must be at most {MAX_NOTE_CHARS:,} characters, got {len(note):,}")
+    return check_text(note, "note") if note else note
 
 
 def check_text(value: Any, what: str) -> str:

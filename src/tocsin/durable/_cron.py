@@ -21,6 +21,7 @@ from typing import TYPE_CHECKING
 
 from ..cron._spi import zone
 from ..errors import InvalidCronExpressionError
+from ..triggers import CronTrigger
 
 if TYPE_CHECKING:
     from ..cron import CronExpression, DSTPolicy
@@ -36,8 +37,8 @@ def _parsed(text: str) -> CronExpression:
 
 
 def _after(text: str, zone_name: str, after: float, dst: DSTPolicy | None = None) -> float | None:
-    fire = _parsed(text).next_after(datetime.fromtimestamp(after, zone(zone_name)), dst=dst)
-    return None if fire is None else fire.timestamp()
+    # The policy engine's trigger: the one place a cron's next instant is computed.
+    return CronTrigger(_parsed(text), zone(zone_name), dst=dst).after(after)
 
 
 def first_fire(

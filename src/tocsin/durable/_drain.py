@@ -26,7 +26,16 @@ from ..stores import DeleteTask, Op, RecordTick, TaskRow, UpsertTask
 from ._cron import next_fire
 from ._failure import describe_failure
 from ._ops import DURATION_MASK
-from ._plan import Cursor, Notes, after_run, before_run, encode_policy, retry_row
+from ._plan import (
+    Cursor,
+    Notes,
+    after_run,
+    before_run,
+    encode_policy,
+    grid_after,
+    paused_step,
+    retry_row,
+)
 from ._policy import TaskPolicy
 from ._records import TaskParked, record_from_row
 from ._run import DROPPED, INTERRUPTED, RunHost, RunStop, TaskActor, run_task
@@ -36,7 +45,9 @@ if TYPE_CHECKING:
 
     from ..actor._spi import PID, Cell
     from ..stores import Store
+    from ._alarm import Alarm
     from ._ops import RunCounters
+    from ._writes import Writes
 
     Planned = tuple[TaskPolicy, Cursor, float] | None
 
@@ -64,8 +75,9 @@ class DrainRuntime(RunStop, Protocol):
 
 class DrainHost(RunHost, Protocol):
     """What a drain uses of its identity's handle (``DurableHandle`` is the one): a
-    protocol, so this module does not import the handle or the actor class (issue 21),
-    and the handle's fields are written only behind its methods."""
+    protocol, so this module does not import the handle or the actor class (issue 21).
+    The drain writes nothing of the handle: it asks its parts (the alarm, the writes,
+    the run in progress), each the one writer of its own state."""
 
     @property
     def durable(self) -> DrainRuntime: ...
@@ -78,16 +90,13 @@ class DrainHost(RunHost, Protocol):
     @property
     def pid(self) -> PID: ...
     @property
-    def touched(self) -> set[str]: ...
-    def drain_started(self) -> None: ...
-    def running(
-        self, row: TaskRow | None, instant: float = 0.0, cursor: Cursor | None = None
-    ) -> None: ...
+    def alarm(self) -> Alarm: ...
+    @property
+    def writes(self) -> Writes: ...
+    @property
+    def clock_now(self) -> bool: ...
     def wall_now(self, actor: TaskActor) -> float: ...
     def commit(self, ops: Sequence[Op]) -> Awaitable[None]: ...
-    def rearm(self, due: float | None) -> None: ...
-    def retry_later(self, exc: BaseException, during: str) -> None: ...
-    def calls_ok(self) -> None: ...
 
 
 @final
@@ -102,27 +111,39 @@ class DrainTurn(Turn):
     async def run(self, cell: Cell) -> None:
         handle = self.handle
         try:
-            await drain(handle, cell)
+            rearm, due = await drain(handle, cell)
         except FencedError:
             raise  # another owner holds the identity: the activation stops (supervisor)
         except Exception as exc:
             # A store call failed (issue 20, item 1): the alarm is kept, armed again after
             # a capped backoff, so the identity's tasks run once the store answers; the
             # tasks that ran and were not committed run again (at least once).
-            handle.retry_later(exc, "a drain turn")
+            handle.alarm.retry_later(exc, "a drain turn")
         else:
-            handle.calls_ok()
+            if rearm:
+                handle.alarm.drained(due)
+            else:
+                handle.alarm.calls_ok()
 
 
-async def drain(handle: DrainHost, cell: Cell) -> None:
-    """Run every task of this actor due at the start of the turn, in due order."""
-    handle.drain_started()
+async def drain(handle: DrainHost, cell: Cell) -> tuple[bool, float | None]:
+    """Run every task of this actor due at the start of the turn, in due order.
+
+    Returns whether the alarm is to be set again and to what (the identity's next due
+    time, ``None``: no task left); not while the system stops (its start re-arms from
+    the store)."""
+    alarm, writes, current = handle.alarm, handle.writes, handle.current
+    alarm.drain_started()
+    # Before the read, not after: a task cancelled while the read is in flight stays
+    # cancelled (its stale row is skipped); one changed before it reads as changed.
+    writes.drain_began()
+    touched = writes.touched  # read only here: `Writes` alone writes it
     durable = handle.durable
     actor: TaskActor = cell.actor  # type: ignore[assignment]
-    start = handle.wall_now(actor)
+    # handle.wall_now(actor), written out: the drain's start crosses no module for it.
+    start = handle.runtime.clock.wall() if handle.clock_now else actor.now().timestamp()
     store = handle.store
     rows = await store.due_tasks(handle.kind, handle.identity, start + WALL_TOLERANCE, DRAIN_LIMIT)
-    handle.touched.clear()
     ops: list[Op] = []
     parked: list[tuple[TaskRow, BaseException]] = []
     # Run counters (issue 14), read by tocsin.metrics at scrape time, inlined: an int add
@@ -138,13 +159,23 @@ async def drain(handle: DrainHost, cell: Cell) -> None:
             break  # no task starts once the system is stopping
         if not cell.alive_running():
             break
-        if row.id in handle.touched:
+        if row.id in touched:
             continue  # replaced or cancelled by an earlier task of this drain
         planned: Planned = None
         error: BaseException | None = None
         instant = row.due
         notes: Notes | None = None  # a list only where there is something to record
-        if row.policy is not None:
+        if row.paused_at is not None:
+            # Paused: its instants pass without a run, each recorded with the note.
+            try:
+                step_op, paused_notes = paused_step(row, durable.timezone, start, row.pause_note)
+            except Exception as failure:  # e.g. a calendar that needs a missing package
+                error = failure
+            else:
+                _record(handle, ops, row.id, paused_notes, start)
+                ops.append(step_op)
+                continue
+        elif row.policy is not None:
             notes = []
             # Schedule policies (issue 22): which instant runs, or none (skipped,
             # missed, excluded: the row moves on without a run).
@@ -161,14 +192,14 @@ async def drain(handle: DrainHost, cell: Cell) -> None:
                     continue
                 instant = step.instant
                 planned = (policy, cursor, instant)
-        # Through the handle's method (its field has one writer): ~70 ns a run more
+        # Through the run's own method (its fields have one writer): ~70 ns a run more
         # than two attribute stores, ~1% of a ~6.5 µs run (CPU, memory store).
         if error is None:
-            handle.running(row, instant, None if planned is None else planned[1])
+            current.running(row, instant, None if planned is None else planned[1])
             try:
                 error = await run_task(cell, actor, row, handle)
             finally:
-                handle.running(None)
+                current.running(None)
         counters.runs += 1
         if timed:
             ended = monotonic()
@@ -181,7 +212,7 @@ async def drain(handle: DrainHost, cell: Cell) -> None:
         if error is INTERRUPTED:
             break  # the system is stopping: this task stays pending, untouched
         actor = cell.actor  # type: ignore[assignment]
-        if row.id in handle.touched:
+        if row.id in touched:
             continue  # the task rescheduled or cancelled itself: that write stands
         if error is DROPPED:
             ops.append(DeleteTask(row.kind, row.identity, row.id))
@@ -216,8 +247,8 @@ async def drain(handle: DrainHost, cell: Cell) -> None:
         if parked_row is not None:
             handle.runtime.events.publish(TaskParked(handle.pid, record_from_row(parked_row), exc))
     if durable.stopping:
-        return  # no alarm: the system is stopping, and its start re-arms from the store
-    handle.rearm(await store.next_due(handle.kind, handle.identity))
+        return False, None  # the system is stopping: its start re-arms from the store
+    return True, await store.next_due(handle.kind, handle.identity)
 
 
 def _recurring(row: TaskRow) -> bool:
@@ -287,10 +318,16 @@ def _completion(
             if nxt is None:  # the expression has no further fire time: done
                 return DeleteTask(row.kind, row.identity, row.id)
             return UpsertTask(_replace(row, due=nxt, attempts=0, last_error=None))
-        if row.every is None:
+        every = row.every
+        if every is None:
             return DeleteTask(row.kind, row.identity, row.id)
-        nxt = start + row.every
-        return UpsertTask(_replace(row, due=nxt, attempts=0, last_error=None))
+        # The task's grid (its instant plus whole intervals), never re-anchored: the
+        # first grid instant after the start of the run. An on-time run makes that one
+        # interval after it; a catch-up run after downtime goes back onto the grid
+        # instead of shifting every later run by its lateness.
+        return UpsertTask(
+            _replace(row, due=grid_after(instant, every, start), attempts=0, last_error=None)
+        )
     attempts = row.attempts + 1
     decision = actor.retry_policy.decide(error, attempts, row.max_retries)
     # With the traceback (issue 10, item 13): a failing task must be visible without

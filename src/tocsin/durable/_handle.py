@@ -1,10 +1,18 @@
 # SPDX-License-Identifier: Apache-2.0
-"""One durable identity: its stable PID, its activations, its alarm, its task writes.
+"""One durable identity: its stable PID, its activations and its ownership.
 
-The handle outlives activations. Its PID routes every message through :meth:`_deliver`,
+The handle outlives activations. Its PID routes every message through :meth:`deliver`,
 which activates the actor on demand; while an activation is finishing its stop
 (passivation), new messages wait here and start the next activation, so there is never
-more than one activation of an identity at a time in a system.
+more than one activation of an identity at a time in a system. In cluster mode it claims
+the identity first and fences every write with its epoch (:meth:`commit`, the one write
+path).
+
+What else an identity holds has its own owner, each a small class in its own module:
+the alarm (:class:`~._alarm.Alarm`), the run in progress (:class:`~._current.CurrentRun`),
+the writes in flight (:class:`~._writes.Writes`), its tasks (:class:`~._tasks.Tasks`) and
+its storage (:class:`~._storage.Storage`). The handle creates them and answers what they
+ask of the identity; it writes none of their fields.
 """
 
 from __future__ import annotations
@@ -12,10 +20,8 @@ from __future__ import annotations
 import asyncio
 import logging
 from collections.abc import Awaitable, Callable, Sequence
-from datetime import UTC, datetime
-from typing import TYPE_CHECKING, Any, final
+from typing import TYPE_CHECKING, Any, Protocol, final
 
-from .._deadlines import Deadline
 from ..actor._spi import (
     DEFAULT_SUPERVISOR,
     PID,
@@ -25,7 +31,6 @@ from ..actor._spi import (
     NoSender,
     SendTarget,
     Supervisor,
-    Tick,
     new_cell,
     new_incarnation,
     target_of,
@@ -36,22 +41,26 @@ from ..errors import (
     FencedError,
     NotOwnerError,
 )
-from ..stores import DeleteState, Fence, Op, PutState, Store, TaskRow
-from ._actor import DurableActor
-from ._drain import DrainTurn
-from ._outage import retry_delay
-from ._storage import MISSING, Storage
+from ..stores import Fence, Op, Store
+from ._alarm import Alarm, AlarmRuntime
+from ._current import CurrentRun
+from ._drain import DrainRuntime, DrainTurn
+from ._kinds import DurableClass, keeps_default
+from ._storage import Storage
+from ._tasks import Tasks
+from ._writes import Writes
 
 #: Seconds ahead the store is polled for identities with due tasks; a passivated
 #: identity keeps its alarm in memory only when it is due within this window.
 LOOKAHEAD = 300.0
 
 if TYPE_CHECKING:
-    from ..actor._spi import Reply
+    from collections.abc import Iterable
+
+    from ..actor._spi import Reply, Runtime, Tick
+    from ._outage import Outage
     from ._ownership import Claim, OwnershipGate
-    from ._plan import Cursor
-    from ._run import Budget, TaskActor
-    from ._runtime import DurableRuntime
+    from ._run import TaskActor
 
 __all__ = ["LOOKAHEAD", "WAKE", "DurableHandle"]
 
@@ -67,20 +76,37 @@ _FENCE_ATTEMPTS = 4
 _log = logging.getLogger("tocsin.durable")
 
 
+class HandleRuntime(DrainRuntime, AlarmRuntime, Protocol):
+    """What a handle uses of the durable runtime (``DurableRuntime`` is the one): a
+    protocol, so the runtime imports the handle and never the other way round."""
+
+    @property
+    def runtime(self) -> Runtime: ...
+    @property
+    def store(self) -> Store: ...
+    @property
+    def gate(self) -> OwnershipGate | None: ...
+    @property
+    def coordinator_outage(self) -> Outage: ...
+    @property
+    def activation_slots(self) -> asyncio.Semaphore: ...
+    def activated(self, cell: Cell, handle: DurableHandle) -> None: ...
+
+
 @final
 class DurableHandle(SendTarget):
     """The runtime side of one ``(kind, identity)`` (internal); the target of its PID.
 
-    It owns the identity's control flow, in one direction: its PID's deliveries, its
-    activations, its alarm, the drain turns the alarm queues (each :class:`DrainTurn`
-    carries this handle), and every write of the identity (:meth:`write` /
-    :meth:`commit`, the one write path).
+    It owns the identity's activation and ownership: its PID's deliveries, its
+    activations, the cluster claim and epoch, the hand-over, and the one write path
+    (:meth:`write` / :meth:`commit`). Its parts, each the only writer of its state:
+    ``alarm``, ``current`` (the run in progress), ``writes``, ``tasks``, ``storage``.
     """
 
     def __init__(
         self,
-        durable: DurableRuntime,
-        cls: type[DurableActor],
+        durable: HandleRuntime,
+        cls: DurableClass,
         identity: str,
         passivate_after: float | None,
     ) -> None:
@@ -93,22 +119,20 @@ class DurableHandle(SendTarget):
         self.path = f"/durable/{self.kind}/{identity}"
         self.pid = PID(self.runtime.address, self.path, new_incarnation(), self)
         self.passivate_after = passivate_after
+        #: The class keeps the default ``now()`` (asked once, not on every decision).
+        self.clock_now = keeps_default(cls, "now")
+        #: The drain turn the alarm queues (one value, reused: it carries only this).
+        self.drain_turn = DrainTurn(self)
         self.cell: Cell | None = None
         self.pending: list[tuple[Any, Any, Reply | None]] = []
         self.starting: asyncio.Task[None] | None = None
-        self.alarm = _Alarm(self)
-        self.alarm_due: float | None = None  # wall epoch the alarm is armed for
-        self.drain_queued = False
-        self.running_id: str | None = None
-        #: The row and nominal instant of the task run in progress (``current_task``).
-        self.running_row: TaskRow | None = None
-        self.running_instant = 0.0
-        self.running_origin: Cursor | None = None
-        #: The budget of the task run suspended in this actor's turn, if any.
-        self.budget: Budget | None = None
-        self.touched: set[str] = set()
-        self.tx: list[Op] | None = None
+        #: The identity's single alarm; the run in progress; the writes in flight.
+        self.alarm = Alarm(self)
+        self.current = CurrentRun()
+        self.writes = Writes()
         self.storage = Storage(self)
+        #: The identity's tasks, written through this handle (the actor's own calls).
+        self.tasks = Tasks(self)
         #: Cluster mode: the ownership epoch of the running activation (the fencing
         #: token its writes carry); ``None`` outside cluster mode or while not owned.
         self.epoch: int | None = None
@@ -117,29 +141,6 @@ class DurableHandle(SendTarget):
         #: Cluster mode, rebalancing: the activation is stopping to be handed to another
         #: node; messages wait in ``pending`` until the directory says where it lives.
         self.moving = False
-        #: Failed store or coordinator calls of this identity's alarm in a row (the next
-        #: retry's backoff, issue 20).
-        self.retries = 0
-
-    def retry_later(self, exc: BaseException, during: str) -> None:
-        """A store or coordinator call of this identity's alarm path failed: keep the
-        alarm, armed again after a capped backoff (the outage is logged once, counted)."""
-        self.durable.outage_of(exc).failed(exc, f"{during} of durable {self.path}")
-        self._back_off()
-
-    def _back_off(self) -> None:
-        """Arm the alarm again after the next capped backoff delay."""
-        durable = self.durable
-        self.retries += 1
-        if durable.stopping or not self.runtime.running:
-            return
-        self.rearm(self.runtime.clock.wall() + retry_delay(self.retries, durable.retry_cap))
-
-    def calls_ok(self) -> None:
-        """The alarm path's store calls succeeded: the backoff starts over."""
-        if self.retries:
-            self.retries = 0
-        self.durable.store_outage.ok()
 
     # -- the PID's target --------------------------------------------------------------
 
@@ -192,20 +193,27 @@ class DurableHandle(SendTarget):
     def reinstate(self) -> None:
         if self.cell is not None:
             self.cell.reinstate()
-            self.ring()  # an alarm that rang while suspended was refused: drain now
+            self.alarm.ring()  # an alarm that rang while suspended was refused: drain now
+
+    def queue_drain(self) -> bool:
+        """The alarm rang: queue a drain turn in the actor's mailbox (activating it);
+        False if it was refused (the actor is suspended)."""
+        return self.deliver(self.drain_turn, None, None)
 
     # -- activation --------------------------------------------------------------------
 
     def wall_now(self, actor: TaskActor) -> float:
         """``actor.now()`` as epoch seconds: the time of every scheduling decision."""
-        if type(actor).now is DurableActor.now:
+        if self.clock_now:
             # Not overridden: the clock's float, without a datetime built and taken apart
             # again on every queue/schedule (~1.5 µs).
             return self.runtime.clock.wall()
         return actor.now().timestamp()
 
-    def build(self) -> DurableActor:
-        actor = self.cls()
+    def build(self) -> Any:
+        # Any: the class is the durable package's top (DurableActor), which this module
+        # does not import; the attributes set here are its documented ones.
+        actor: Any = self.cls()
         actor.kind = self.kind
         actor.identity = self.identity
         actor.storage = self.storage
@@ -275,7 +283,7 @@ class DurableHandle(SendTarget):
         owner = None if claim is None else claim.owner
         for message, sender, reply in pending:
             if isinstance(message, DrainTurn):
-                self.drain_queued = False  # the owner's own alarm runs its tasks
+                self.alarm.drain_started()  # it never runs here: the owner's alarm does
                 if owner is not None:
                     # It may not know yet (handed over to it, never activated there).
                     target_of(owner).deliver(WAKE, NoSender, None)
@@ -283,7 +291,7 @@ class DurableHandle(SendTarget):
                     # The coordinator or the store failed (counted and logged above): the
                     # alarm stays, retried after a backoff (a node without a lease polls
                     # once it regains it).
-                    self._back_off()
+                    self.alarm.back_off()
                 continue
             if owner is not None:
                 target_of(owner).deliver(message, sender, reply)
@@ -346,10 +354,10 @@ class DurableHandle(SendTarget):
             and not cell.mailbox
             and self.starting is None
             and not self.pending
-            and not self.drain_queued
-            and self.running_id is None
-            and self.budget is None
-            and self.tx is None
+            and not self.alarm.queued
+            and self.current.id is None
+            and self.current.budget is None
+            and not self.writes.open
             and not self.moving
         )
 
@@ -390,10 +398,9 @@ class DurableHandle(SendTarget):
         """This node no longer owns the identity (lease lost): forget the epoch and stop
         the activation; nothing it does from here can be written under its old epoch."""
         self.epoch = None
-        self.rearm(None)
+        self.alarm.rearm(None)
         self.request_stop()
-        if self.budget is not None:
-            self.budget.interrupt()
+        self.current.interrupt()
 
     def _activate(self) -> asyncio.Task[None]:
         runtime = self.runtime
@@ -411,7 +418,7 @@ class DurableHandle(SendTarget):
             mailbox_bound=runtime.mailbox_bound,
         )
         runtime.registry[self.path] = cell
-        self.durable.cells[cell] = self
+        self.durable.activated(cell, self)
         self.cell = cell
         pending, self.pending = self.pending, []
         for message, sender, reply in pending:
@@ -445,7 +452,7 @@ class DurableHandle(SendTarget):
             async with self.durable.activation_slots:
                 if await cell.first_start() is not None:
                     return  # did not come up; it has fully stopped (cell_stopped ran)
-                if self.drain_queued:
+                if self.alarm.queued:
                     # Activated by its alarm: the queued drain reads what is due and
                     # re-arms from the store when it ends. Reading the alarm here too was
                     # a store call per activation, and arming it rang a second, empty
@@ -454,10 +461,10 @@ class DurableHandle(SendTarget):
                 try:
                     due = await self.store.next_due(self.kind, self.identity)
                 except Exception as exc:  # the alarm drains (and re-reads) after a backoff
-                    self.retry_later(exc, "reading the alarm at activation")
+                    self.alarm.retry_later(exc, "reading the alarm at activation")
                     return
                 if due is not None:
-                    self.arm(due)
+                    self.alarm.arm(due)
         finally:
             self.starting = None
             self.runtime.busy_done()
@@ -465,7 +472,7 @@ class DurableHandle(SendTarget):
     def cell_stopped(self, cell: Cell) -> None:
         if self.cell is cell:
             self.cell = None
-            self.drain_queued = False
+            self.alarm.drain_started()  # a queued drain died with the activation
             # Cluster mode: the next activation claims again (the owner may have changed).
             self.epoch = None
             if self.moving:
@@ -475,118 +482,80 @@ class DurableHandle(SendTarget):
                 return
             # Passivated: an alarm beyond the look-ahead goes back to living in the store
             # only; the periodic poll re-arms it when it comes near.
-            due = self.alarm_due
+            due = self.alarm.due
             if due is not None and due > self.runtime.clock.wall() + LOOKAHEAD:
-                self.rearm(None)
+                self.alarm.rearm(None)
 
-    # -- alarm -------------------------------------------------------------------------
-
-    def arm(self, due: float) -> None:
-        """Make sure the alarm rings no later than ``due`` (wall epoch seconds)."""
-        if self.alarm.armed and self.alarm_due is not None and self.alarm_due <= due:
-            return
-        runtime = self.runtime
-        clock = runtime.clock
-        wait = due - clock.wall()
-        if wait <= 0.0 and self.drain_queued:
-            # A queued drain that has not started reads every task due at its start
-            # (this one too) and re-arms from the store when it ends: an alarm now would
-            # only ring to find it queued. `queue` in a loop paid a timer and a ring per
-            # task for nothing (#24).
-            return
-        self.alarm_due = due
-        runtime.deadlines.add(clock.monotonic() + max(0.0, wait), self.alarm)
-
-    def rearm(self, due: float | None) -> None:
-        """Set the alarm to exactly ``due`` (or disarm it)."""
-        self.runtime.deadlines.remove(self.alarm)
-        self.alarm_due = None
-        if due is not None:
-            self.arm(due)
-
-    def ring(self) -> None:
-        """The alarm fired: run the due tasks inside the actor's turn (activating it)."""
-        self.alarm_due = None
-        if self.drain_queued or not self.runtime.running or self.durable.stopping:
-            return
-        self.drain_queued = True
-        if not self.deliver(DrainTurn(self), None, None):
-            # Refused (suspended): without this reset no later alarm would ever drain.
-            self.drain_queued = False
-
-    def drain_started(self) -> None:
-        """The queued drain turn began: a later alarm may queue the next one."""
-        self.drain_queued = False
-
-    def running(
-        self, row: TaskRow | None, instant: float = 0.0, cursor: Cursor | None = None
-    ) -> None:
-        """The drain runs this task now, for this nominal instant (``None``: no task
-        runs); ``list_tasks``, :meth:`idle` and ``current_task`` read it. ``cursor``:
-        the row's policy cursor, if it has one (a manual or backfilled run names its
-        task there)."""
-        self.running_row = row
-        self.running_id = None if row is None else row.id
-        self.running_instant = instant
-        self.running_origin = cursor
+    # -- what its parts and the drain ask of the identity -----------------------------
 
     def current_tick(self) -> Tick | None:
-        """``current_task``: the run in progress as a :class:`Tick`, made when read (a
-        run that never looks pays nothing)."""
-        row = self.running_row
-        if row is None:
-            return None
-        origin = self.running_origin
-        if origin is not None and origin.of is not None:
-            return Tick(
-                reference=origin.of,
-                instant=datetime.fromtimestamp(self.running_instant, UTC),
-                attempt=row.attempts + 1,
-                manual=origin.manual,
-                backfill=origin.backfill,
-                fence=self.epoch,
-            )
-        return Tick(
-            reference=row.id,
-            instant=datetime.fromtimestamp(self.running_instant, UTC),
-            attempt=row.attempts + 1,
-            fence=self.epoch,
-        )
-
-    def suspended(self, budget: Budget | None) -> None:
-        """The task run is suspended under ``budget`` (``None``: it no longer is); the
-        system's stop and a lost lease interrupt it through it."""
-        self.budget = budget
+        """``current_task``: the run in progress, fenced with this activation's epoch."""
+        return self.current.tick(self.epoch)
 
     def handles_unknown_tasks(self, actor: TaskActor) -> bool:
         """Whether the actor's class overrides ``on_task`` (else a task naming a method
         it lacks is dropped)."""
-        return type(actor).on_task is not DurableActor.on_task
+        return not keeps_default(type(actor), "on_task")
+
+    # -- what its Tasks use (TaskHost) --------------------------------------------------
+
+    @property
+    def timezone(self) -> str:
+        """The zone of tasks registered without one (the system's)."""
+        return self.durable.timezone
+
+    @property
+    def node(self) -> str:
+        """Who writes (a pause's ``paused_by``): this system's name."""
+        return self.runtime.name
+
+    @property
+    def running_id(self) -> str | None:
+        """The id of the task whose method runs now (listings show it ``running``)."""
+        return self.current.id
+
+    @property
+    def max_value_bytes(self) -> int:
+        """The largest encoded storage value of this identity's class."""
+        return self.cls.max_value_bytes
+
+    def use_store(self, store: Store) -> None:
+        """Write through ``store`` from now on (the runtime wrapped it: call timing)."""
+        self.store = store
+
+    def touch(self, ids: Iterable[str]) -> None:
+        """Tasks replaced or cancelled now: a drain in progress leaves their rows alone."""
+        self.writes.touch(ids)
+
+    def arm(self, due: float) -> None:
+        """Make sure the alarm rings no later than ``due`` (wall epoch seconds)."""
+        self.alarm.arm(due)
 
     # -- writes ------------------------------------------------------------------------
 
-    def begin(self) -> bool:
-        """Open a transaction; False if one is open already (a nested block joins it)."""
-        if self.tx is not None:
-            return False
-        self.tx = []
-        return True
-
-    def rollback(self) -> None:
-        """Drop the open transaction's writes."""
-        self.tx = None
-
-    def take(self) -> list[Op]:
-        """Close the open transaction and return its writes (for :meth:`commit`)."""
-        ops, self.tx = self.tx or [], None
-        return ops
-
     async def write(self, ops: Sequence[Op]) -> None:
         """Apply writes now, or buffer them in the open transaction."""
-        if self.tx is not None:
-            self.tx.extend(ops)
-        else:
+        if self.writes.tx is None:
             await self.commit(ops)
+        else:
+            self.writes.buffer(ops)
+
+    async def change(
+        self, ops: Sequence[Op], touched: Iterable[str] = (), due: float | None = None
+    ) -> None:
+        """A task change (``TaskHost``): write ``ops`` (now, or in the open
+        transaction), tell a drain in progress which tasks changed, and arm the alarm
+        for ``due``. Inside a transaction the alarm is armed before the commit: an early
+        alarm is harmless, the drain re-reads the store."""
+        writes = self.writes
+        if writes.tx is None:
+            await self.commit(ops)
+        else:
+            writes.buffer(ops)
+        if touched:
+            writes.touch(touched)
+        if due is not None:
+            self.alarm.arm(due)
 
     def commit(self, ops: Sequence[Op]) -> Awaitable[None]:
         """The one write path of this identity: task writes, completions and
@@ -627,45 +596,9 @@ class DurableHandle(SendTarget):
                 self.lose_ownership()
             raise
 
-    def buffered_state(self, key: str) -> Any:
-        """A buffered value (bytes), ``None`` for a buffered delete, else MISSING."""
-        if self.tx is None:
-            return MISSING
-        for op in reversed(self.tx):
-            if isinstance(op, PutState) and op.key == key:
-                return op.value
-            if isinstance(op, DeleteState) and op.key == key:
-                return None
-        return MISSING
-
-    def buffered_items(self, prefix: str) -> list[tuple[str, bytes | None]]:
-        if self.tx is None:
-            return []
-        out: list[tuple[str, bytes | None]] = []
-        for op in self.tx:
-            if isinstance(op, PutState) and op.key.startswith(prefix):
-                out.append((op.key, op.value))
-            elif isinstance(op, DeleteState) and op.key.startswith(prefix):
-                out.append((op.key, None))
-        return out
-
 
 def _observed(task: asyncio.Task[None]) -> None:
     """No claim or start of an identity dies unobserved (issue 20): an exception that
     escaped it (a bug: every expected failure is handled inside) is logged here."""
     if not task.cancelled() and (exc := task.exception()) is not None:
         _log.error("durable: an activation task failed", exc_info=exc)
-
-
-@final
-class _Alarm(Deadline):
-    """A durable identity's single alarm in the shared heap."""
-
-    __slots__ = ("handle",)
-
-    def __init__(self, handle: DurableHandle) -> None:
-        super().__init__()
-        self.handle = handle
-
-    def fire(self, now: float, deadline: float) -> None:
-        self.handle.ring()

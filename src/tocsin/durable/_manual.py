@@ -18,6 +18,7 @@ Pure functions over rows: the actor's methods and ``tocsin tasks trigger/backfil
 
 from __future__ import annotations
 
+import math
 from datetime import UTC, datetime
 from typing import Final
 
@@ -26,13 +27,14 @@ import msgspec
 from ..clock import WALL_TOLERANCE
 from ..stores import TaskRow
 from ..triggers import MAX_BACKFILL
+from ..triggers import backfill_instants as backfill_in
 from ._plan import Cursor, Instants, decode_policy, encode_policy
 from ._policy import TaskPolicy
 
 __all__ = ["BACKFILL_LIMIT", "backfill_instants", "backfill_rows", "trigger_row"]
 
 #: Most instants one backfill runs (a wider range is a ``ValueError``: narrow it): the
-#: policy engine's one backfill limit, the same for every tier.
+#: policy engine's one limit, the same for every tier.
 BACKFILL_LIMIT: Final = MAX_BACKFILL
 
 _DEFAULT: Final = TaskPolicy()
@@ -64,6 +66,10 @@ def _child(
         state="pending",
         last_error=None,
         policy=encode_policy(policy, cursor),
+        # An operator's run of a paused task runs: the pause is the task's, not its.
+        paused_at=None,
+        pause_note=None,
+        paused_by=None,
     )
 
 
@@ -73,10 +79,17 @@ def trigger_row(row: TaskRow, now: float) -> TaskRow:
     return _child(row, policy, now, now, now, manual=True)
 
 
-def backfill_instants(row: TaskRow, start: float, end: float, default_zone: str) -> list[float]:
-    """The instants of ``row``'s task in ``[start, end)``, oldest first, without those its
-    calendar excludes. An ``every`` task's are its cadence: its pending instant plus or
-    minus whole intervals.
+def backfill_instants(
+    row: TaskRow, start: float, end: float, default_zone: str, now: float
+) -> list[float]:
+    """The instants of ``row``'s task in ``[start, end)`` that are not after ``now``,
+    oldest first, without those its calendar excludes (the policy engine's
+    :func:`~tocsin.triggers.backfill_instants`, with its one limit). An ``every``
+    task's are its grid: its pending instant plus or minus whole intervals.
+
+    Only past instants are backfilled: a future one would run now and then again when it
+    comes due (its live run), so the range is cut at ``now`` (a range wholly in the
+    future has none).
 
     Raises:
         ValueError: ``end`` is not after ``start``, the task is not recurring, or the
@@ -85,37 +98,13 @@ def backfill_instants(row: TaskRow, start: float, end: float, default_zone: str)
     if not end > start:
         raise ValueError(f"backfill: `end` must be after `start`, got {_iso(start)} .. {_iso(end)}")
     policy, cursor = _policy_of(row)
-    instants = Instants.of(row, policy, default_zone)
-    if not instants.recurring:
+    pending = cursor.instant if cursor.instant is not None else row.due
+    instants = Instants.of(row, policy, default_zone, pending)
+    if instants.trigger is None:
         raise ValueError(f"backfill: task {row.id!r} is not recurring (no interval, no cron)")
-    found: list[float] = []
-    every = instants.every
-    if every is not None:
-        pending = cursor.instant if cursor.instant is not None else row.due
-        steps = -((pending - start) // every)  # the first whole step at or after start
-        candidate = pending + steps * every
-        while candidate < start:
-            candidate += every
-    else:
-        candidate_or_none = instants.after(start - 1.0)
-        while candidate_or_none is not None and candidate_or_none < start:
-            candidate_or_none = instants.after(candidate_or_none)
-        if candidate_or_none is None:
-            return found
-        candidate = candidate_or_none
-    while candidate < end:
-        if not instants.excluded(candidate):
-            if len(found) == BACKFILL_LIMIT:
-                raise ValueError(
-                    f"backfill: more than {BACKFILL_LIMIT:,} instants in "
-                    f"{_iso(start)} .. {_iso(end)}; narrow the range"
-                )
-            found.append(candidate)
-        following = instants.after(candidate)
-        if following is None:
-            break
-        candidate = following
-    return found
+    # [start, end) cut just after now: an instant at now is a past one.
+    finish = min(end, math.nextafter(now, math.inf))
+    return backfill_in(instants.trigger, start, finish, f"task {row.id!r}")
 
 
 def backfill_rows(row: TaskRow, instants: list[float], now: float) -> list[TaskRow]:

@@ -7,8 +7,9 @@ the drain's plain path, today's behaviour, unchanged). Pure but for the codec: n
 (the drain passes its times), no store (it returns the row to write).
 
 Vocabulary. A recurring task has *instants*: an ``every`` task's are its pending instant
-plus whole intervals (a run that started at ``S`` makes the next one ``S + interval``:
-durable ``every`` counts from the start of the run); a cron task's are its expression's
+plus whole intervals, a grid that is never re-anchored (a run that started at ``S``
+makes the next one the first grid instant after ``S``: one interval after an on-time run,
+and back on the grid after a catch-up run); a cron task's are its expression's
 fire times (under its ``dst`` policy) after its pending instant. Instants its calendar
 excludes are never run (:meth:`Instants.excluded`). A row's ``due`` is its pending
 instant plus its jitter offset (or, for a replayed instant, the paced time).
@@ -45,18 +46,26 @@ from typing import TYPE_CHECKING, Any, Final
 import msgspec
 
 from .._codec import decode, encode
-from ..actor._spi import Outcome
 from ..clock import WALL_TOLERANCE
 from ..cron._spi import zone
 from ..errors import CodecError
 from ..stores import DeleteTask, Op, TaskRow, UpsertTask
-from ..triggers import jitter_offset
-from ._policy import SCAN_LIMIT, TaskPolicy
+from ..triggers import (
+    SCAN_LIMIT,
+    CronTrigger,
+    IntervalTrigger,
+    Outcome,
+    Trigger,
+    jitter_offset,
+    past_grace,
+    plan_misfire,
+)
+from ._policy import TaskPolicy
 
 if TYPE_CHECKING:
     from datetime import tzinfo
 
-    from ..cron import CronExpression, DSTPolicy
+    from ..cron import CronExpression
 
 __all__ = [
     "Cursor",
@@ -69,10 +78,13 @@ __all__ = [
     "decode_policy",
     "encode_policy",
     "first_instant",
+    "grid_after",
+    "paused_step",
     "retry_row",
 ]
 
 _replace = msgspec.structs.replace
+_DEFAULT_POLICY: Final = TaskPolicy()
 #: Excluded instants one decision records in the history, at most (a calendar excluding
 #: a night of per-second instants must not flood the ring).
 NOTED: Final = 8
@@ -170,40 +182,59 @@ def _utc(seconds: float) -> datetime:
 
 
 class Instants:
-    """The instants of one task (its interval or cron expression, zone, DST policy and
-    calendar), as epoch seconds."""
+    """The instants of one task: its :class:`~tocsin.triggers.Trigger` (the policy
+    engine's: an ``every`` task's grid through its pending instant, or its cron
+    expression's fire times under its DST policy, with its calendar and jitter inside),
+    and what the durable planner asks of them (which passed, which it noted)."""
 
-    __slots__ = ("calendar", "cron", "dst", "every", "tz")
+    __slots__ = ("every", "trigger")
 
     def __init__(
-        self, every: float | None, cron: str | None, zone_name: str, policy: TaskPolicy
+        self,
+        every: float | None,
+        cron: str | None,
+        zone_name: str,
+        policy: TaskPolicy,
+        *,
+        anchor: float,
     ) -> None:
         self.every = every
-        self.cron = None if cron is None else _parsed(cron)
-        self.tz: tzinfo = zone(zone_name)
-        self.dst: DSTPolicy | None = policy.dst
-        self.calendar = policy.exclude
+        tz: tzinfo = zone(zone_name)
+        jitter = policy.jitter or None
+        self.trigger: Trigger | None
+        if every is not None:
+            self.trigger = IntervalTrigger(
+                every, anchor, exclude=policy.exclude, jitter=jitter, zone=tz
+            )
+        elif cron is not None:
+            self.trigger = CronTrigger(
+                _parsed(cron), tz, dst=policy.dst, exclude=policy.exclude, jitter=jitter
+            )
+        else:
+            self.trigger = None
 
     @classmethod
-    def of(cls, row: TaskRow, policy: TaskPolicy, default_zone: str) -> Instants:
-        return cls(row.every, row.cron, row.timezone or default_zone, policy)
+    def of(cls, row: TaskRow, policy: TaskPolicy, default_zone: str, anchor: float) -> Instants:
+        """The instants of ``row``'s task; ``anchor``: one of them (its pending instant)."""
+        return cls(row.every, row.cron, row.timezone or default_zone, policy, anchor=anchor)
 
     @property
     def recurring(self) -> bool:
-        return self.every is not None or self.cron is not None
+        return self.trigger is not None
 
     def after(self, moment: float) -> float | None:
         """The first instant strictly after ``moment`` (calendar not applied)."""
-        if self.every is not None:
-            return moment + self.every
-        if self.cron is None:
-            return None
-        fire = self.cron.next_after(datetime.fromtimestamp(moment, self.tz), dst=self.dst)
-        return None if fire is None else fire.timestamp()
+        trigger = self.trigger
+        return None if trigger is None else trigger.after(moment)
 
     def excluded(self, instant: float) -> bool:
-        calendar = self.calendar
-        return calendar is not None and calendar.excludes(_utc(instant), self.tz)
+        trigger = self.trigger
+        return trigger is not None and trigger.excluded(instant)
+
+    def delivery(self, row_id: str, instant: float) -> float:
+        """When ``instant`` is delivered: plus its jitter offset (the trigger's rule)."""
+        trigger = self.trigger
+        return instant if trigger is None else trigger.delivery(row_id, instant)
 
     def after_ok(self, moment: float, notes: Notes | None = None) -> float | None:
         """The first instant after ``moment`` the calendar does not exclude (after
@@ -220,14 +251,11 @@ class Instants:
 
     def not_before(self, pending: float, moment: float, notes: Notes | None = None) -> float | None:
         """The first instant of the sequence through ``pending`` strictly after
-        ``moment`` (for ``every``: ``pending`` plus whole intervals), calendar applied."""
-        every = self.every
-        if every is not None:
-            steps = max(0, math.floor((moment - pending) / every) + 1)
-            candidate = pending + steps * every
-            while candidate <= moment:  # float rounding
-                candidate += every
-            if not self.excluded(candidate):
+        ``moment`` (for ``every``: its grid, ``pending`` plus whole intervals), calendar
+        applied."""
+        if self.every is not None:
+            candidate = self.after(max(moment, pending - self.every))
+            if candidate is None or not self.excluded(candidate):
                 return candidate
             if notes is not None:
                 notes.append((candidate, Outcome.EXCLUDED, None))
@@ -292,14 +320,26 @@ class Instants:
         return list(recent), count
 
 
+def grid_after(instant: float, every: float, moment: float) -> float:
+    """The first instant of the grid ``instant + k * every`` (k >= 1) after ``moment``:
+    what follows a run of ``instant`` that started at ``moment`` (a durable ``every``
+    keeps its grid; an on-time run makes it ``instant + every``)."""
+    steps = max(1, math.floor((moment - instant) / every) + 1)
+    following = instant + steps * every
+    while following <= moment:  # float rounding
+        following += every
+    return following
+
+
 def jittered(row_id: str, instant: float, policy: TaskPolicy, instants: Instants) -> float:
     """The due time of a live instant: plus its jitter offset, the same on every node
     (a hash of the task id and the instant), never past the next instant."""
     if not policy.jitter:
         return instant
-    following = instants.after(instant)
-    gap = None if following is None else max(0.0, following - instant)
-    return instant + jitter_offset(row_id, _utc(instant), policy.jitter, gap)
+    if instants.trigger is None:
+        # A one-shot task: its own offset, with no next instant to stay before.
+        return instant + jitter_offset(row_id, _utc(instant), policy.jitter, None)
+    return instants.delivery(row_id, instant)
 
 
 #: What became of an instant that did not run: (instant, outcome, detail).
@@ -362,12 +402,16 @@ def before_run(
     row: TaskRow, default_zone: str, now: float, notes: Notes | None = None
 ) -> tuple[Step, TaskPolicy, Cursor]:
     """Decide what the drain does with a due row that has policies (see the module).
-    What became of instants that will not run is appended to ``notes`` (the history)."""
+    What became of instants that will not run is appended to ``notes`` (the history).
+    The misfire and grace rules are the policy engine's (:func:`~tocsin.triggers.
+    plan_misfire`, :func:`~tocsin.triggers.past_grace`); this collects the instants
+    they decide on and keeps the row's cursor."""
     assert row.policy is not None
     policy, cursor = decode_policy(row.policy)
-    instants = Instants.of(row, policy, default_zone)
     pending = cursor.instant if cursor.instant is not None else row.due
-    grace = policy.misfire.grace
+    instants = Instants.of(row, policy, default_zone, pending)
+    misfire = policy.misfire
+    grace = misfire.grace
     note = notes.append if notes is not None else _ignore
 
     def skip() -> tuple[Step, TaskPolicy, Cursor]:
@@ -385,12 +429,11 @@ def before_run(
         if instants.excluded(pending):
             note((pending, Outcome.EXCLUDED, None))
             return skip()
-        if grace is not None and late > grace:
+        if past_grace(misfire, late):
             note((pending, Outcome.MISSED, _late(late, grace)))
             return skip()
         return Step(pending), policy, cursor
-    misfire = policy.misfire
-    need = misfire.max if misfire.mode == "all" else 1
+    need = misfire.keep()
     horizon = cursor.horizon if cursor.horizon is not None else pending
     # The drain runs what is due within WALL_TOLERANCE: so does this count.
     missed, count = instants.missed(pending, horizon, now + WALL_TOLERANCE, need)
@@ -401,48 +444,48 @@ def before_run(
         note((pending, Outcome.EXCLUDED, None))
     if count == 1:
         late = now - (row.due if missed[0] == pending else missed[0])
-        if grace is not None and late > grace:
+        if past_grace(misfire, late):
             note((missed[0], Outcome.MISSED, _late(late, grace)))
             return skip()
         cursor.instant = missed[0]
         return Step(missed[0]), policy, cursor
     # A misfire: two or more instants went by without a run. The live sequence goes on
-    # after the most recent of them (an instant: `every` keeps its cadence).
+    # after the most recent of them (an instant: `every` keeps its grid).
     cursor.horizon = missed[-1]
     first = pending if not instants.excluded(pending) else missed[0]
-    if misfire.mode == "skip":
+    plan = plan_misfire(misfire, first, count, missed)
+    if not plan.deliver:  # skip
         note((first, Outcome.MISSED, f"{_many(count)} instants missed (misfire=skip)"))
         cursor.instant = missed[-1]
         step = Step(missed[-1], _advance(row, policy, cursor, instants, now, notes))
         return step, policy, cursor
-    if misfire.mode == "once":
-        # Coalesced into one run, which carries the first of them (the instant it was
-        # due at, as a task without policies does); it is missed only when even the
-        # most recent of them is older than grace.
-        if grace is not None and now - missed[-1] > grace:
+    if plan.judged_by is not None:
+        # `once`: coalesced into one run, which carries the first of them (the instant
+        # it was due at, as a task without policies does); it is missed only when even
+        # the most recent of them is older than grace.
+        if past_grace(misfire, now - plan.judged_by):
             note((first, Outcome.MISSED, f"{_many(count)} instants, all later than grace"))
             return skip()
-        note((first, Outcome.COALESCED, count))
+        note((first, Outcome.COALESCED, plan.coalesced + 1))
         cursor.instant = first
         return Step(first), policy, cursor
-    if count > len(missed):
-        note((first, Outcome.MISSED, f"{_many(count - len(missed))} older than max={need}"))
-    if grace is not None:
-        kept = [instant for instant in missed if now - instant <= grace]
-        if len(kept) < len(missed):
-            note((missed[0], Outcome.MISSED, f"{len(missed) - len(kept)} later than grace"))
-        missed = kept
-    if not missed:
+    if plan.missed:
+        note((first, Outcome.MISSED, f"{_many(plan.missed)} older than max={need}"))
+    replay = list(plan.deliver)
+    kept = [instant for instant in replay if not past_grace(misfire, now - instant)]
+    if len(kept) < len(replay):
+        note((replay[0], Outcome.MISSED, f"{len(replay) - len(kept)} later than grace"))
+    if not kept:
         return skip()
-    cursor.instant, cursor.queue, cursor.paced, cursor.waiting = missed[0], missed[1:], True, True
-    return Step(missed[0]), policy, cursor
+    cursor.instant, cursor.queue, cursor.paced, cursor.waiting = kept[0], kept[1:], True, True
+    return Step(kept[0]), policy, cursor
 
 
 def _ignore(_: Note) -> None:
     """``notes.append`` when nobody keeps them."""
 
 
-def _late(late: float, grace: float) -> str:
+def _late(late: float, grace: float | None) -> str:
     return f"{late:.3g} s late, grace {grace:g} s"
 
 
@@ -462,8 +505,9 @@ def after_run(
 ) -> Op:
     """The row after a successful run of ``instant`` that started at ``start`` (the
     drain turn's start: durable ``every`` counts from it) and returned at ``end``.
-    Instants skipped by the overlap policy are appended to ``notes``."""
-    instants = Instants.of(row, policy, default_zone)
+    Instants skipped by the overlap policy are appended to ``notes``; how many wait is
+    the policy engine's rule for runs that never overlap (``Overlap.waiting_room``)."""
+    instants = Instants.of(row, policy, default_zone, instant)
     row = _replace(row, attempts=0, last_error=None)
     if not instants.recurring:
         return DeleteTask(row.kind, row.identity, row.id)
@@ -474,23 +518,24 @@ def after_run(
         # The instants that came due while this run was in flight meet the overlap policy.
         mode = policy.overlap.mode
         every = instants.every is not None
-        # `every` counts from the start of the run (as if not jittered: the offset is
-        # the schedule's choice, the cadence stays the instants'); cron from its instant.
+        # `every` keeps its grid (the instant plus whole intervals): the next instant is
+        # the first grid one after the start of the run (as if not jittered: the offset
+        # is the schedule's choice, the cadence stays the instants'), so a catch-up run
+        # does not shift the grid; cron goes on from its instant.
         offset = jittered(row.id, instant, policy, instants) - instant if every else 0.0
-        anchor = start - offset if every else max(instant, start)
-        following = instants.after_ok(anchor, notes)
+        anchor = max(instant, start - offset) if every else max(instant, start)
+        following = instants.not_before(instant, anchor, notes)
         if mode != "allow" and following is not None and following <= end:
             # BUFFER_ONE keeps the first of them (n - 1 = 1), limit(n) the first n - 1,
             # SKIP none; the others, up to the end of the run, are skipped.
-            keep = 1 if mode == "buffer_one" else int(policy.overlap.max_in_flight) - 1
-            room = keep - len(cursor.queue)
+            room = policy.overlap.waiting_room() - len(cursor.queue)
             while following is not None and following <= end and room > 0:
                 cursor.queue.append(following)
                 room -= 1
                 following = instants.after_ok(following)
             if following is not None and following <= end:
                 skipped = following
-                following = instants.not_before(anchor, end) if every else instants.after_ok(end)
+                following = instants.not_before(instant, end) if every else instants.after_ok(end)
                 if notes is not None:
                     detail = f"came due while a run was in flight (overlap={policy.overlap!r})"
                     notes.append((skipped, Outcome.SKIPPED_OVERLAP, detail))
@@ -522,3 +567,32 @@ def retry_row(row: TaskRow, policy: TaskPolicy, cursor: Cursor, instant: float) 
     """A failed run's row keeps the instant it was running (its retry carries it)."""
     cursor.instant = instant
     return _replace(row, policy=encode_policy(policy, cursor))
+
+
+def paused_step(row: TaskRow, default_zone: str, now: float, note: str | None) -> tuple[Op, Notes]:
+    """A paused task's row that came due at ``now``: no run. Its instants up to ``now``
+    (the most recent :data:`NOTED`, none its calendar excludes) are ``paused`` notes
+    carrying ``note``, and the row goes on at its first instant after ``now`` (an
+    ``every`` task on its grid), its attempts reset and any queued replay dropped; a
+    one-shot task, or a cron with no further fire time, is deleted."""
+    if row.policy is None:
+        policy, cursor = _DEFAULT_POLICY, Cursor()
+    else:
+        policy, cursor = decode_policy(row.policy)
+    pending = cursor.instant if cursor.instant is not None else row.due
+    instants = Instants.of(row, policy, default_zone, pending)
+    notes: Notes = []
+    if not instants.recurring or cursor.of is not None:
+        notes.append((pending, Outcome.PAUSED, note))
+        return DeleteTask(row.kind, row.identity, row.id), notes
+    horizon = cursor.horizon if cursor.horizon is not None else pending
+    passed, _ = instants.missed(pending, horizon, now + WALL_TOLERANCE, NOTED)
+    notes.extend((instant, Outcome.PAUSED, note) for instant in passed)
+    following = instants.not_before(pending, max(now, horizon))
+    if following is None:
+        return DeleteTask(row.kind, row.identity, row.id), notes
+    fresh = _replace(row, attempts=0, last_error=None)
+    if row.policy is None:
+        return UpsertTask(_replace(fresh, due=following)), notes
+    step = Cursor(instant=following)
+    return _write(fresh, policy, step, jittered(row.id, following, policy, instants)), notes

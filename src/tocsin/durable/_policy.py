@@ -18,17 +18,12 @@ from __future__ import annotations
 import math
 from dataclasses import dataclass
 from datetime import timedelta
-from typing import Any, Final
+from typing import Any
 
-from ..actor._spi import Misfire, Overlap
 from ..cron import Calendar, DSTPolicy
-from ..triggers import SCAN_LIMIT as ENGINE_SCAN_LIMIT
+from ..triggers import Misfire, Overlap
 
-__all__ = ["SCAN_LIMIT", "TaskPolicy", "check_policy"]
-
-#: Instants a planner looks at for one decision, at most (a calendar that excludes
-#: everything, or a per-second task after a year of downtime, must not loop for long).
-SCAN_LIMIT: Final = ENGINE_SCAN_LIMIT  # the policy engine's one scan limit
+__all__ = ["TaskPolicy", "check_policy"]
 
 
 @dataclass(frozen=True, slots=True)
@@ -119,6 +114,15 @@ def check_policy(
         ValueError: an option of the wrong kind (the message names it and what is
             allowed), or an ``every`` task's jitter not shorter than its interval.
     """
+    if (
+        overlap is Overlap.BUFFER_ONE
+        and misfire is Misfire.ONCE
+        and dst is None
+        and jitter is None
+        and exclude is None
+    ):
+        # The defaults (every call that passes no option): nothing to check or build.
+        return None
     checked_overlap = Overlap.check(overlap)
     checked_misfire = Misfire.check(misfire)
     if dst is not None and not isinstance(dst, DSTPolicy):

@@ -47,6 +47,9 @@ class TaskRecord:
         kind, identity: the durable actor it belongs to.
         cron: the cron expression of a cron task, else ``None``.
         timezone: the IANA zone its cron expression is evaluated in, else ``None``.
+        paused: whether it is paused (``pause_schedule``): its instants pass without a
+            run; ``note``, ``paused_at`` (aware UTC) and ``paused_by`` (the system
+            that paused it) say why, when and who (``None`` while not paused).
     """
 
     id: str
@@ -63,6 +66,10 @@ class TaskRecord:
     identity: str = ""
     cron: str | None = None
     timezone: str | None = None
+    paused: bool = False
+    note: str | None = None
+    paused_at: datetime | None = None
+    paused_by: str | None = None
 
 
 def record_from_row(row: TaskRow, *, running: bool = False) -> TaskRecord:
@@ -82,6 +89,10 @@ def record_from_row(row: TaskRow, *, running: bool = False) -> TaskRecord:
         identity=row.identity,
         cron=row.cron,
         timezone=row.timezone,
+        paused=row.paused_at is not None,
+        note=row.pause_note,
+        paused_at=None if row.paused_at is None else datetime.fromtimestamp(row.paused_at, UTC),
+        paused_by=row.paused_by,
     )
 
 

@@ -41,6 +41,7 @@ if TYPE_CHECKING:
     from datetime import datetime
 
     from ..actor._spi import Cell, ReceiveContext, Runtime
+    from ._current import CurrentRun
     from ._retry import RetryPolicy
 
 __all__ = ["DROPPED", "INTERRUPTED", "Budget", "RunHost", "TaskActor", "run_task"]
@@ -70,13 +71,15 @@ class RunStop(Protocol):
 
 class RunHost(Protocol):
     """What a task run uses of its identity's handle (``DurableHandle`` is the one):
-    the kernel's clock and heap, the stop flag, and the one owner of the budget field."""
+    the kernel's clock and heap, the stop flag, and the run in progress (the one owner
+    of the budget field)."""
 
     @property
     def runtime(self) -> Runtime: ...
     @property
     def durable(self) -> RunStop: ...
-    def suspended(self, budget: Budget | None) -> None: ...
+    @property
+    def current(self) -> CurrentRun: ...
     def handles_unknown_tasks(self, actor: TaskActor) -> bool: ...
 
 
@@ -99,7 +102,8 @@ async def run_task(
     cell: Cell, actor: TaskActor, row: TaskRow, handle: RunHost
 ) -> BaseException | None:
     """Run one task under its time budget; return its error, ``None`` on success, or
-    :data:`INTERRUPTED`. While the run is suspended, ``handle.suspended(budget)`` names its budget.
+    :data:`INTERRUPTED`. While the run is suspended,
+    ``handle.current.suspended(budget)`` names its budget.
 
     The run sees a clean context (the cell cleared it for this turn): ``ctx.message`` is
     the task as a :class:`~tocsin.TaskRecord`, ``ctx.sender`` is ``NoSender``, and no
@@ -157,7 +161,8 @@ async def run_task(
     timer = Budget(task)
     deadlines = runtime.deadlines
     deadlines.add(started + budget, timer)
-    handle.suspended(timer)
+    current = handle.current
+    current.suspended(timer)
     try:
         await rest
     except asyncio.CancelledError:
@@ -171,7 +176,7 @@ async def run_task(
     except Exception as exc:
         return exc
     finally:
-        handle.suspended(None)
+        current.suspended(None)
         deadlines.remove(timer)
         if timer.cause is not None:  # fired as the run finished: withdraw the late cancel
             task.uncancel()

@@ -18,7 +18,7 @@ from __future__ import annotations
 import asyncio
 import logging
 from collections.abc import Callable, Coroutine
-from typing import TYPE_CHECKING, Any, final
+from typing import Any, cast, final
 
 from .._deadlines import Deadline
 from ..actor._spi import PID, Cell, Runtime
@@ -28,12 +28,11 @@ from ..stores import Store, resolve_store
 from ._checks import check_text
 from ._drain import COMPLETION_BATCH, DRAIN_LIMIT
 from ._handle import LOOKAHEAD, DurableHandle
+from ._kinds import DurableClass
+from ._kinds import registered_kind as _registered
 from ._ops import DurableStatistics, RunCounters
 from ._outage import RETRY_CAP, Outage, retry_delay
 from ._ownership import OwnershipGate
-
-if TYPE_CHECKING:
-    from ._actor import DurableActor
 
 __all__ = [
     "ACTIVATION_CONCURRENCY",
@@ -88,7 +87,7 @@ class DurableRuntime:
         self.gate: OwnershipGate | None = None
         #: The handle of each live activation's cell.
         self.cells: dict[Cell, DurableHandle] = {}
-        self.kinds: dict[str, type[DurableActor]] = {}
+        self.kinds: dict[str, DurableClass] = {}
         self.activation_slots = asyncio.Semaphore(ACTIVATION_CONCURRENCY)
         self._poll = _Poll(self)
         self._change_check = _ChangeCheck(self)
@@ -182,13 +181,12 @@ class DurableRuntime:
         for task in self._background:
             task.cancel()
         for handle in self.handles.values():
-            handle.rearm(None)
+            handle.alarm.rearm(None)
             handle.request_stop()
             # A task run suspended in a turn would hold the stop up until its budget runs
             # out (15 minutes by default). Cut it short instead: it is not completed, so
             # at-least-once delivery runs it again on the next start.
-            if handle.budget is not None:
-                handle.budget.interrupt()
+            handle.current.interrupt()
 
     async def before_stop(self) -> None:
         """Stop every activation (after :meth:`begin_stop`)."""
@@ -205,7 +203,7 @@ class DurableRuntime:
     # -- identities --------------------------------------------------------------------
 
     def handle(
-        self, cls: type[DurableActor], identity: str, passivate_after: float | None
+        self, cls: DurableClass, identity: str, passivate_after: float | None
     ) -> DurableHandle:
         key = (cls.kind, identity)
         handle = self.handles.get(key)
@@ -227,8 +225,6 @@ class DurableRuntime:
     def pid_for_path(self, path: str) -> PID | None:
         """``/durable/<kind>/<identity>`` -> the identity's stable PID (activated by its
         first message), if a class of that kind is imported; else None."""
-        from ._actor import registered_kind
-
         prefix, _, rest = path.partition("/durable/")
         kind, _, identity = rest.partition("/")
         if prefix or not kind or not identity:
@@ -236,14 +232,12 @@ class DurableRuntime:
         handle = self.handles.get((kind, identity))
         if handle is not None:
             return handle.pid
-        cls = self.kinds.get(kind) or registered_kind(kind)
+        cls = self.kinds.get(kind) or _kind_class(kind)
         if cls is None:
             return None
         return self.handle(cls, identity, cls.passivate_after).pid
 
-    async def pid_of(
-        self, cls: type[DurableActor], identity: str, passivate_after: float | None
-    ) -> PID:
+    async def pid_of(self, cls: DurableClass, identity: str, passivate_after: float | None) -> PID:
         """The identity's PID, once an activation (started here if needed) is up."""
         handle = self.handle(cls, identity, passivate_after)
         if handle.cell is None:
@@ -284,9 +278,14 @@ class DurableRuntime:
         if not self.runtime.running:
             return
         for handle in list(self.handles.values()):
-            if handle.alarm_due is not None:
-                handle.rearm(handle.alarm_due)
+            alarm = handle.alarm
+            if alarm.due is not None:
+                alarm.rearm(alarm.due)
         self.start_poll()  # identities not in memory may now be due within the look-ahead
+
+    def activated(self, cell: Cell, handle: DurableHandle) -> None:
+        """``handle`` started an activation in ``cell`` (the stop listener finds it)."""
+        self.cells[cell] = handle
 
     def cell_stopped(self, cell: Cell) -> None:
         """Stop listener: an activation has fully stopped."""
@@ -340,8 +339,6 @@ class DurableRuntime:
             raise
 
     async def _poll_once(self) -> None:
-        from ._actor import registered_kind
-
         runtime = self.runtime
         if not runtime.running:
             return
@@ -363,7 +360,7 @@ class DurableRuntime:
                     continue  # another node owns it (or should claim it): its poll arms it
             handle = self.handles.get((due.kind, due.identity))
             if handle is None:
-                cls = self.kinds.get(due.kind) or registered_kind(due.kind)
+                cls = self.kinds.get(due.kind) or _kind_class(due.kind)
                 if cls is None:
                     if due.kind not in self._unknown_kinds:
                         self._unknown_kinds.add(due.kind)
@@ -429,7 +426,7 @@ class DurableRuntime:
         wrapped = wrap(self.store)
         self.store = wrapped
         for handle in self.handles.values():
-            handle.store = wrapped
+            handle.use_store(wrapped)
 
     def wake(self, kind: str, identity: str, due: float) -> None:
         """Run identity ``kind/identity``'s tasks due by ``due`` (wall epoch seconds) without
@@ -442,6 +439,11 @@ class DurableRuntime:
             handle.arm(due)
         else:
             self.start_poll()
+
+
+def _kind_class(kind: str) -> DurableClass | None:
+    """The imported class of durable ``kind`` (only ``DurableActor`` subclasses register)."""
+    return cast("DurableClass | None", _registered(kind))
 
 
 def _observed(task: asyncio.Task[None]) -> None:

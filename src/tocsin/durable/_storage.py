@@ -3,18 +3,35 @@
 
 from __future__ import annotations
 
-from typing import TYPE_CHECKING, Any, final
+from collections.abc import Sequence
+from typing import TYPE_CHECKING, Any, Protocol, final
 
 from .._codec import decode, encode
 from ..stores import DeleteState, PutState
 from ._checks import check_size, check_text
+from ._writes import MISSING as _MISSING
 
 if TYPE_CHECKING:
-    from ._handle import DurableHandle
+    from ..stores import Op, Store
+    from ._writes import Writes
 
-__all__ = ["Storage"]
+__all__ = ["Storage", "StorageHost"]
 
-_MISSING: Any = object()
+
+class StorageHost(Protocol):
+    """What a :class:`Storage` uses of its identity (``DurableHandle`` is the one)."""
+
+    @property
+    def kind(self) -> str: ...
+    @property
+    def identity(self) -> str: ...
+    @property
+    def store(self) -> Store: ...
+    @property
+    def writes(self) -> Writes: ...
+    @property
+    def max_value_bytes(self) -> int: ...
+    async def write(self, ops: Sequence[Op]) -> None: ...
 
 
 @final
@@ -29,14 +46,14 @@ class Storage:
 
     __slots__ = ("_handle",)
 
-    def __init__(self, handle: DurableHandle) -> None:
+    def __init__(self, handle: StorageHost) -> None:
         self._handle = handle
 
     async def get(self, key: str, default: Any = None) -> Any:
         """The value stored under ``key``, or ``default``."""
         _check_key(key)
         handle = self._handle
-        buffered = handle.buffered_state(key)
+        buffered = handle.writes.buffered_state(key)
         if buffered is not _MISSING:
             return default if buffered is None else decode(buffered)
         data = await handle.store.get_state(handle.kind, handle.identity, key)
@@ -47,7 +64,7 @@ class Storage:
         _check_key(key)
         handle = self._handle
         what = f"storage[{key!r}]"
-        data = check_size(encode(value, name=what), handle.cls.max_value_bytes, what)
+        data = check_size(encode(value, name=what), handle.max_value_bytes, what)
         await handle.write([PutState(handle.kind, handle.identity, key, data)])
 
     async def delete(self, key: str) -> bool:
@@ -66,7 +83,7 @@ class Storage:
             _check_key(prefix)
         handle = self._handle
         items = dict(await handle.store.list_state(handle.kind, handle.identity, prefix))
-        for key, data in handle.buffered_items(prefix):
+        for key, data in handle.writes.buffered_items(prefix):
             if data is None:
                 items.pop(key, None)
             else:
@@ -82,7 +99,3 @@ def _check_key(key: object) -> None:
         if "\x00" in key:
             raise ValueError(f"storage keys must not contain NUL characters, got {key!r}")
         check_text(key, "key")
-
-
-#: Sentinel meaning "no buffered write for this key" (``None`` means "buffered delete").
-MISSING = _MISSING

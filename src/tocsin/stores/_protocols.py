@@ -26,6 +26,7 @@ __all__ = [
     "DueActor",
     "Fence",
     "Op",
+    "PauseTask",
     "PutState",
     "RecordTick",
     "Store",
@@ -49,6 +50,12 @@ class TaskRow(msgspec.Struct, frozen=True):
     policies and the cursor they keep (DESIGN.md "Schedule policies"), as codec bytes
     encoded by :mod:`tocsin.durable`; ``None`` (every row written before policies existed,
     and every task that uses the defaults): today's behaviour.
+
+    ``paused_at`` (epoch seconds; ``None``: not paused), ``pause_note`` and ``paused_by``
+    are the task's pause, operational state beside its spec: only :class:`PauseTask`
+    writes them. An :class:`UpsertTask` of an existing row keeps them (a re-registration,
+    or a run's completion that read the row before an operator paused it, never undoes
+    the pause); a new row takes the row's own (``None``).
     """
 
     kind: str
@@ -67,6 +74,22 @@ class TaskRow(msgspec.Struct, frozen=True):
     cron: str | None = None
     timezone: str | None = None
     policy: bytes | None = None
+    paused_at: float | None = None
+    pause_note: str | None = None
+    paused_by: str | None = None
+
+
+class PauseTask(msgspec.Struct, frozen=True):
+    """Pause task ``(kind, identity, id)`` since ``paused_at`` (epoch seconds), with an
+    operator's ``note`` and who paused it (``by``), or resume it (``paused_at=None``:
+    the three are cleared). Nothing else of the row changes; no row: nothing happens."""
+
+    kind: str
+    identity: str
+    id: str
+    paused_at: float | None
+    note: str | None = None
+    by: str | None = None
 
 
 class PutState(msgspec.Struct, frozen=True):
@@ -146,7 +169,16 @@ class DeleteHistory(msgspec.Struct, frozen=True):
 #: One history entry as read back (oldest first); the fields of :class:`RecordTick`.
 TickRow = RecordTick
 
-Op = PutState | DeleteState | UpsertTask | DeleteTask | Fence | RecordTick | DeleteHistory
+Op = (
+    PutState
+    | DeleteState
+    | UpsertTask
+    | DeleteTask
+    | Fence
+    | RecordTick
+    | DeleteHistory
+    | PauseTask
+)
 
 
 class DueActor(msgspec.Struct, frozen=True):

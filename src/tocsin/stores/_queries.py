@@ -18,6 +18,7 @@ from ._protocols import (
     DeleteState,
     DeleteTask,
     Fence,
+    PauseTask,
     PutState,
     RecordTick,
     UpsertTask,
@@ -44,20 +45,27 @@ __all__ = [
 #: TaskRow's field order (a contract test pins it): rows map to TaskRow positionally.
 COLUMNS: Final = (
     "kind, identity, id, name, payload, due, every, attempts, max_retries, created_at, "
-    "state, last_error, timeout, cron, timezone, policy"
+    "state, last_error, timeout, cron, timezone, policy, paused_at, pause_note, paused_by"
 )
 _SELECT_TASKS: Final = f"SELECT {COLUMNS} FROM tocsin_tasks"
 _ORDER: Final = " ORDER BY due, id, kind, identity"
 
 WRITES: Final[dict[type, str]] = {
     UpsertTask: (
-        f"INSERT INTO tocsin_tasks ({COLUMNS}) VALUES ({', '.join('?' * 16)}) "
+        f"INSERT INTO tocsin_tasks ({COLUMNS}) VALUES ({', '.join('?' * 19)}) "
         "ON CONFLICT (kind, identity, id) DO UPDATE SET name = excluded.name, "
         "payload = excluded.payload, due = excluded.due, every = excluded.every, "
         "attempts = excluded.attempts, max_retries = excluded.max_retries, "
         "created_at = excluded.created_at, state = excluded.state, "
         "last_error = excluded.last_error, timeout = excluded.timeout, "
         "cron = excluded.cron, timezone = excluded.timezone, policy = excluded.policy"
+        # Not the pause columns: an upsert of an existing row keeps its pause (PauseTask
+        # alone writes them), so a run's completion never undoes an operator's pause.
+    ),
+    # Parameters: paused_at, note, by, kind, identity, id (see the stores' op params).
+    PauseTask: (
+        "UPDATE tocsin_tasks SET paused_at = ?, pause_note = ?, paused_by = ? "
+        "WHERE kind = ? AND identity = ? AND id = ?"
     ),
     DeleteTask: "DELETE FROM tocsin_tasks WHERE kind = ? AND identity = ? AND id = ?",
     PutState: (

@@ -14,7 +14,16 @@ import msgspec
 
 from ..errors import FencedError, StoreError
 from . import _queries as q
-from ._protocols import DeleteHistory, DeleteTask, Fence, Op, PutState, RecordTick, UpsertTask
+from ._protocols import (
+    DeleteHistory,
+    DeleteTask,
+    Fence,
+    Op,
+    PauseTask,
+    PutState,
+    RecordTick,
+    UpsertTask,
+)
 from ._sqlite_engine import BUSY_TIMEOUT_MS, transaction
 
 __all__ = [
@@ -38,6 +47,8 @@ def op_params(op: Op) -> tuple[Any, ...]:
         return (op.kind, op.identity, op.epoch, op.owner)
     if isinstance(op, (RecordTick, DeleteHistory)):
         return msgspec.structs.astuple(op)
+    if isinstance(op, PauseTask):
+        return (op.paused_at, op.note, op.by, op.kind, op.identity, op.id)
     return (op.kind, op.identity, op.key)
 
 

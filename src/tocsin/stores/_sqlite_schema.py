@@ -4,8 +4,8 @@
 The schema script (``sql/sqlite_schema.sql``) is idempotent and runs on every open, in
 one ``BEGIN IMMEDIATE`` transaction, so processes opening a new file at once create it
 one after the other. An older file (version 1: no ``cron``/``timezone`` columns; version
-2: no ``policy`` column) is migrated first, in the same transaction: the added columns are
-NULL in old rows, which means today's behaviour.
+2: no ``policy`` column; version 3: no pause columns) is migrated first, in the same
+transaction: the added columns are NULL in old rows, which means today's behaviour.
 """
 
 from __future__ import annotations
@@ -20,8 +20,16 @@ from ._sqlite_engine import execute_script
 __all__ = ["ADDED_COLUMNS", "create_schema", "row_from_sql"]
 
 #: Columns added to ``tocsin_tasks`` after schema version 1, with their types.
-#: (Version 2 added cron and timezone, version 3 policy: schedule policies, issue 22.)
-ADDED_COLUMNS: Final = (("cron", "TEXT"), ("timezone", "TEXT"), ("policy", "BLOB"))
+#: (Version 2 added cron and timezone, version 3 policy: schedule policies, issue 22;
+#: version 4 the pause of a task: paused_at, pause_note, paused_by.)
+ADDED_COLUMNS: Final = (
+    ("cron", "TEXT"),
+    ("timezone", "TEXT"),
+    ("policy", "BLOB"),
+    ("paused_at", "REAL"),
+    ("pause_note", "TEXT"),
+    ("paused_by", "TEXT"),
+)
 
 
 def create_schema(conn: sqlite3.Connection) -> None:
@@ -42,7 +50,8 @@ def create_schema(conn: sqlite3.Connection) -> None:
 def row_from_sql(r: Any) -> TaskRow:
     """One ``SELECT`` row of :data:`~tocsin.stores._queries.COLUMNS` as a TaskRow."""
     kind, identity, task_id, name, payload, due, every, attempts, max_retries, *rest = r
-    created_at, state, last_error, timeout, cron, timezone, policy = rest
+    created_at, state, last_error, timeout, cron, timezone, policy, *pause = rest
+    paused_at, pause_note, paused_by = pause
     return TaskRow(
         kind=kind,
         identity=identity,
@@ -60,4 +69,7 @@ def row_from_sql(r: Any) -> TaskRow:
         cron=cron,
         timezone=timezone,
         policy=None if policy is None else bytes(policy),
+        paused_at=None if paused_at is None else float(paused_at),
+        pause_note=pause_note,
+        paused_by=paused_by,
     )

@@ -21,6 +21,7 @@ from ._protocols import (
     DeleteTask,
     Fence,
     Op,
+    PauseTask,
     PutState,
     RecordTick,
     TaskRow,
@@ -64,6 +65,9 @@ def validate_ops(ops: Sequence[Op]) -> None:
                 _text(f"{where}.detail", op.detail)
         elif isinstance(op, DeleteHistory):
             _keys(where, op.kind, op.identity, ("id", op.id))
+        elif isinstance(op, PauseTask):
+            _keys(where, op.kind, op.identity, ("id", op.id))
+            _pause(where, op.paused_at, op.note, op.by)
         elif isinstance(op, Fence):
             _text(f"{where}.kind", op.kind)
             _text(f"{where}.identity", op.identity)
@@ -74,7 +78,7 @@ def validate_ops(ops: Sequence[Op]) -> None:
         else:
             raise StoreError(
                 f"{where} must be PutState, DeleteState, UpsertTask, DeleteTask, Fence, "
-                "RecordTick or DeleteHistory, "
+                "RecordTick, DeleteHistory or PauseTask, "
                 f"got {type(op)!r}"
             )
 
@@ -112,6 +116,7 @@ def _plainly_valid(op: object) -> bool:
             and (row.cron is None or _ok_text(row.cron))
             and (row.timezone is None or _ok_text(row.timezone))
             and (row.policy is None or type(row.policy) is bytes)
+            and row.paused_at is None
         )
     if cls is PutState:
         return (
@@ -168,6 +173,15 @@ def _row(row: object, where: str) -> None:
             _text(f"{where}.{name}", text)
     if row.policy is not None and type(row.policy) is not bytes:
         raise StoreError(f"{where}.policy must be bytes or None, got {type(row.policy)!r}")
+    _pause(where, row.paused_at, row.pause_note, row.paused_by)
+
+
+def _pause(where: str, at: object, note: object, by: object) -> None:
+    if at is not None:
+        _time(f"{where}.paused_at", at)
+    for name, text in (("note", note), ("by", by)):
+        if text is not None:
+            _text(f"{where}.{name}", text)
 
 
 def _time(where: str, value: object) -> None:

@@ -23,6 +23,7 @@ from ._protocols import (
     DueActor,
     Fence,
     Op,
+    PauseTask,
     PutState,
     RecordTick,
     TaskRow,
@@ -137,9 +138,34 @@ class MemoryStore:
                 ring.append(msgspec.structs.replace(op, instant=float(op.instant), at=float(op.at)))
             elif isinstance(op, DeleteHistory):
                 self._history.pop((op.kind, op.identity, op.id), None)
+            elif isinstance(op, PauseTask):
+                key = (op.kind, op.identity, op.id)
+                old = self._tasks.get(key)
+                if old is not None:
+                    paused = op.paused_at is not None
+                    self._tasks[key] = msgspec.structs.replace(
+                        old,
+                        paused_at=None if op.paused_at is None else float(op.paused_at),
+                        pause_note=op.note if paused else None,
+                        paused_by=op.by if paused else None,
+                    )
             else:
                 row = _as_floats(op.row)
-                self._tasks[row.kind, row.identity, row.id] = row
+                key = (row.kind, row.identity, row.id)
+                old = self._tasks.get(key)
+                if old is not None and old.paused_at is not None:
+                    # The SQL stores' upsert leaves the pause columns alone: so does this.
+                    row = msgspec.structs.replace(
+                        row,
+                        paused_at=old.paused_at,
+                        pause_note=old.pause_note,
+                        paused_by=old.paused_by,
+                    )
+                elif row.paused_at is not None and old is not None:
+                    row = msgspec.structs.replace(
+                        row, paused_at=None, pause_note=None, paused_by=None
+                    )
+                self._tasks[key] = row
 
     async def get_state(self, kind: str, identity: str, key: str) -> bytes | None:
         """The value of ``storage[key]``, or ``None``."""

@@ -50,6 +50,7 @@ from ._protocols import (
     DueActor,
     Fence,
     Op,
+    PauseTask,
     PutState,
     RecordTick,
     TaskRow,
@@ -124,6 +125,7 @@ def _params(op: Op) -> tuple[Any, ...]:
             None if every is None else float(every), r.attempts, r.max_retries,
             float(r.created_at), r.state, r.last_error,
             None if timeout is None else float(timeout), r.cron, r.timezone, r.policy,
+            None if r.paused_at is None else float(r.paused_at), r.pause_note, r.paused_by,
         )  # fmt: skip
     if isinstance(op, DeleteTask):
         return (op.kind, op.identity, op.id)
@@ -137,6 +139,9 @@ def _params(op: Op) -> tuple[Any, ...]:
         )
     if isinstance(op, DeleteHistory):
         return (op.kind, op.identity, op.id)
+    if isinstance(op, PauseTask):
+        at = op.paused_at
+        return (None if at is None else float(at), op.note, op.by, op.kind, op.identity, op.id)
     return (op.kind, op.identity, op.key)
 
 
@@ -846,4 +851,7 @@ def _row(r: Any) -> TaskRow:
         cron=r[13],
         timezone=r[14],
         policy=None if r[15] is None else bytes(r[15]),
+        paused_at=r[16],
+        pause_note=r[17],
+        paused_by=r[18],
     )

@@ -1,6 +1,7 @@
 -- SPDX-License-Identifier: Apache-2.0
--- tocsin PostgreSQL schema, version 3 (2 added tocsin_tasks.cron and .timezone, and
--- tocsin_owner; 3 added tocsin_tasks.policy, the schedule policies of issue 22). Run on every open inside a transaction holding an
+-- tocsin PostgreSQL schema, version 4 (2 added tocsin_tasks.cron and .timezone, and
+-- tocsin_owner; 3 added tocsin_tasks.policy, the schedule policies of issue 22; 4 the
+-- pause of a task: paused_at, pause_note, paused_by). Run on every open inside a transaction holding an
 -- advisory lock (CREATE ... IF NOT EXISTS alone races when two nodes open at once).
 -- Times are epoch seconds (double precision), like the Python API: no time zone
 -- conversions between the store and the scheduler. Text columns use the "C" collation so
@@ -23,6 +24,9 @@ CREATE TABLE IF NOT EXISTS tocsin_tasks (
     cron        text,
     timezone    text,
     policy      bytea,
+    paused_at   double precision,
+    pause_note  text,
+    paused_by   text,
     PRIMARY KEY (kind, identity, id)
 );
 -- Version 1 tables: add what version 2 added.
@@ -30,6 +34,10 @@ ALTER TABLE tocsin_tasks ADD COLUMN IF NOT EXISTS cron text;
 ALTER TABLE tocsin_tasks ADD COLUMN IF NOT EXISTS timezone text;
 -- Version 2 tables: add what version 3 added (NULL: the default policies, today's behaviour).
 ALTER TABLE tocsin_tasks ADD COLUMN IF NOT EXISTS policy bytea;
+-- Version 3 tables: add what version 4 added (NULL: not paused).
+ALTER TABLE tocsin_tasks ADD COLUMN IF NOT EXISTS paused_at double precision;
+ALTER TABLE tocsin_tasks ADD COLUMN IF NOT EXISTS pause_note text;
+ALTER TABLE tocsin_tasks ADD COLUMN IF NOT EXISTS paused_by text;
 
 -- "Which actors have work due?" (due_actors): only pending rows matter, so a partial index.
 CREATE INDEX IF NOT EXISTS tocsin_tasks_pending_due

@@ -1,6 +1,7 @@
 -- SPDX-License-Identifier: Apache-2.0
--- tocsin SQLite schema, version 3 (2 added tocsin_tasks.cron and .timezone, 3 added
--- tocsin_tasks.policy; the store adds them to an older file on open, before this script
+-- tocsin SQLite schema, version 4 (2 added tocsin_tasks.cron and .timezone, 3 added
+-- tocsin_tasks.policy, 4 the pause: paused_at, pause_note, paused_by; the store adds
+-- them to an older file on open, before this script
 -- runs). Run on every open inside one write transaction, so it
 -- is idempotent and safe when several processes open the same file at once.
 -- Times are epoch seconds (REAL); payloads and state values are codec bytes (BLOB).
@@ -22,6 +23,9 @@ CREATE TABLE IF NOT EXISTS tocsin_tasks (
     cron        TEXT,
     timezone    TEXT,
     policy      BLOB,
+    paused_at   REAL,
+    pause_note  TEXT,
+    paused_by   TEXT,
     PRIMARY KEY (kind, identity, id)
 ) WITHOUT ROWID;
 -- WITHOUT ROWID: rows live in the primary-key B-tree itself, so a task write touches one
@@ -51,7 +55,7 @@ CREATE TABLE IF NOT EXISTS tocsin_state (
     PRIMARY KEY (kind, identity, key)
 ) WITHOUT ROWID;
 
-PRAGMA user_version = 3;
+PRAGMA user_version = 4;
 
 -- Cluster fencing (docs/cluster.md): the newest ownership epoch written for each durable
 -- identity, and its owner (node/incarnation; '' in rows written before owners were
