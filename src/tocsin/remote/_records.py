@@ -1,0 +1,54 @@
+# SPDX-License-Identifier: Apache-2.0
+"""MACed records: how frames travel after the handshake.
+
+A connection writes its frames in *records*, one per write batch (what one loop iteration
+corked, or one chunk of a long backlog)::
+
+    record = u32 n | u64 seq | frames (n bytes) | HMAC-SHA256(key, u32 n | u64 seq | frames)
+    frames = (u32 size | envelope (size bytes))*      (a frame never spans two records)
+
+``key`` is the sending direction's session key (:mod:`._handshake`); ``seq`` counts the
+records of that direction from 1. The receiver checks ``n`` against its cap as soon as
+the 12-byte head is in (before buffering the body), then the MAC (constant-time) over
+the whole record, then that ``seq`` is the next one; only then is any frame decoded. A
+wrong MAC, a sequence out of order (a replayed, reordered or dropped record) or a frame
+that does not tile the record closes the connection.
+
+Why per batch and not per frame: HMAC-SHA256 costs about 1 µs of fixed overhead per
+call (two hash blocks of key padding, the call itself) plus about 0.5 ns per byte;
+under load a batch holds hundreds of frames, so the MAC costs a few nanoseconds per
+frame there, and one call for a lone frame (an ask's round trip). Prior art: TLS
+records (a MAC per record with an implicit sequence number), SSH's per-packet MAC
+over the sequence number.
+"""
+
+from __future__ import annotations
+
+import hmac
+import struct
+from typing import Final
+
+__all__ = ["HEAD", "MAC", "cap", "pack_head", "seal", "unpack_head"]
+
+#: Bytes of a record's head (length, sequence number) and of its MAC.
+HEAD: Final = 12
+MAC: Final = 32
+#: Bytes of frames a sender puts in one record when a long backlog is written.
+CHUNK: Final = 256 * 1024
+
+_head: Final = struct.Struct(">IQ")
+pack_head: Final = _head.pack
+unpack_head: Final = _head.unpack_from
+_digest: Final = hmac.digest
+
+
+def cap(max_frame: int) -> int:
+    """The longest record body a receiver accepts: a backlog chunk plus one whole frame
+    (a sender stops filling a record once it holds :data:`CHUNK` bytes)."""
+    return CHUNK + 4 + max_frame
+
+
+def seal(key: bytes, seq: int, frames: bytes) -> bytes:
+    """The record carrying ``frames`` (``u32 size | envelope`` each) as number ``seq``."""
+    record = pack_head(len(frames), seq) + frames
+    return record + _digest(key, record, "sha256")
