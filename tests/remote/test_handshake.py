@@ -137,3 +137,53 @@ def test_a_record_is_bound_to_its_key_its_number_and_every_byte() -> None:
     assert records.seal(key, 8, body)[-32:] != mac  # another number
     assert records.seal(keys().listener_to_dialer, 7, body)[-32:] != mac  # other direction
     assert records.seal(key, 7, b"\x00\x00\x00\x01\xc1")[-32:] != mac  # another byte
+
+
+def _pair(dialled: str = DIALLED, secret_l: bytes = SECRET) -> tuple[hs.Handshake, hs.Handshake]:
+    dialer = hs.Handshake(SECRET, dialer=True, own_id=D_ID, peer=DIALLED, dialled=dialled)
+    listener = hs.Handshake(
+        secret_l, dialer=False, own_id=L_ID, peer="?", answers_to=lambda a: a == DIALLED
+    )
+    return dialer, listener
+
+
+def _run(dialer: hs.Handshake, listener: hs.Handshake) -> None:
+    """Carry the bytes each side writes to the other until both are done."""
+    wire = dialer.opening()
+    sides = [listener, dialer]
+    turn = 0
+    while not (dialer.done and listener.done):
+        side = sides[turn % 2]
+        out = b""
+        while wire and not side.done:
+            step, wire = wire[: side.need], wire[side.need :]
+            out += side.step(step)
+        wire = out
+        turn += 1
+
+
+def test_two_handshakes_agree_on_names_and_keys() -> None:
+    dialer, listener = _pair()
+    _run(dialer, listener)
+    assert dialer.peer_id == L_ID
+    assert listener.peer_id == D_ID
+    assert dialer.key_out == listener.key_in
+    assert dialer.key_in == listener.key_out
+    assert dialer.key_in != dialer.key_out
+
+
+def test_a_listener_refuses_an_address_it_does_not_listen_at_and_its_own_name() -> None:
+    dialer, listener = _pair(dialled="tcp://127.0.0.1:7999")
+    with pytest.raises(hs.Refused, match="a relay in between"):
+        _run(dialer, listener)
+    reflected = hs.Handshake(SECRET, dialer=True, own_id=L_ID, peer="x", dialled=DIALLED)
+    _, listener = _pair()
+    with pytest.raises(hs.Refused, match="reflected handshake"):
+        _run(reflected, listener)
+
+
+def test_a_dialer_refuses_a_listener_with_another_secret() -> None:
+    dialer, listener = _pair(secret_l=OTHER)
+    with pytest.raises(hs.Refused, match="authentication failed: the node at"):
+        _run(dialer, listener)
+    assert listener.challenged  # what the listener sees: a dialer that went quiet

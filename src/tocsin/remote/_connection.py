@@ -79,10 +79,8 @@ _same: Final = hmac.compare_digest
 CONFIRM_EVERY: Final = 256 * 1024
 
 # Reading stages.
-_AWAIT_HEAD: Final = 0  # MAGIC | nonce | u16 n (either side's opening)
-_AWAIT_BODY: Final = 1  # the ids (and, from a listener, its proof)
-_AWAIT_DIALER_PROOF: Final = 2  # listener: mac_d
-_FRAMES: Final = 3
+_HANDSHAKE: Final = 0  # the handshake's steps (``_handshake.Handshake``)
+_FRAMES: Final = 1  # MACed records of frames
 
 Callback = Callable[[Envelope | BaseException], None]
 
@@ -169,7 +167,6 @@ class Connection(asyncio.Protocol):
         self.quiet_ticks = 0
         self.seen_rx = -1  # rx_bytes / tx_frames at the last heartbeat tick
         self.seen_tx = -1
-        self._secret = node.config.secret_bytes
         self._max_frame = node.config.max_frame
         self._max_buffer = node.config.max_buffer
         self._record_cap = rec.cap(node.config.max_frame)
@@ -178,12 +175,16 @@ class Connection(asyncio.Protocol):
         self._transport: asyncio.Transport | None = None
         self._chunks: list[bytes] = []
         self._have = 0
-        self._stage = _AWAIT_HEAD
-        self._need = hs.HEAD_SIZE
-        self._nonce = hs.new_nonce()
-        self._peer_nonce = b""
-        self._dialled = dialled
-        self._keys: hs.SessionKeys | None = None
+        self._stage = _HANDSHAKE
+        self._shake = hs.Handshake(
+            node.config.secret_bytes,
+            dialer=dialer,
+            own_id=node.address,
+            peer=host,
+            dialled=dialled,
+            answers_to=node.answers_to,
+        )
+        self._need = self._shake.need
         self._key_in = b""
         self._key_out = b""
         self._seq_in = 0  # the last record read whose MAC and number were right
@@ -232,7 +233,7 @@ class Connection(asyncio.Protocol):
             clock.monotonic() + self.node.config.connect_timeout, self._handshake_timeout
         )
         if self.dialer:
-            transport.write(hs.dialer_hello(self._nonce, self.node.address, self._dialled))
+            transport.write(self._shake.opening())
 
     def data_received(self, data: bytes) -> None:
         if self.closed:
@@ -280,7 +281,7 @@ class Connection(asyncio.Protocol):
                 f"the node at {self.host} closed the connection during the handshake "
                 "(it refused this node, or is not a tocsin node)"
             )
-        elif self._stage == _AWAIT_DIALER_PROOF:
+        elif self._shake.challenged:
             # A dialer that finds our proof wrong (it holds another secret) closes here:
             # the one trace of its failed attempt on this side.
             self._count_failure(
@@ -295,108 +296,40 @@ class Connection(asyncio.Protocol):
     def _handshake(self, buf: bytes) -> int:
         """Consume handshake steps from ``buf``; the offset reached, or -1 when waiting
         (the buffer is kept) or closed."""
+        assert self._transport is not None
+        shake = self._shake
         pos = 0
-        while self._stage != _FRAMES:
-            if len(buf) - pos < self._need:
+        while not shake.done:
+            need = shake.need
+            if len(buf) - pos < need:
                 self._chunks = [buf[pos:]]
                 self._have = len(buf) - pos
+                self._need = need
                 return -1
-            step = buf[pos : pos + self._need]
-            pos += self._need
-            if not self._handshake_step(step):
+            step = buf[pos : pos + need]
+            pos += need
+            try:
+                answer = shake.step(step)
+            except hs.Refused as exc:
+                self._count_failure(str(exc))
+                self.abort()
                 return -1
-        self._need = rec.HEAD
-        return pos
-
-    def _handshake_step(self, step: bytes) -> bool:
-        assert self._transport is not None
-        if self._stage == _AWAIT_HEAD:
-            head = hs.parse_head(step)
-            if head is None:
-                return self._auth_failed("not a tocsin peer (bad opening bytes)")
-            self._peer_nonce = head.nonce
-            self._stage = _AWAIT_BODY
-            self._need = head.body + (hs.MAC_SIZE if self.dialer else 0)
-            return True
-        if self._stage == _AWAIT_BODY:
-            return self._dialer_opening(step) if not self.dialer else self._listener_reply(step)
-        # _AWAIT_DIALER_PROOF
-        assert self._keys is not None
-        if not hs.proof_ok(step, self._keys.mac_d()):
-            return self._auth_failed(
-                "authentication failed: the dialer does not hold this node's secret"
-            )
-        self._authenticated(self._keys.dialer_to_listener, self._keys.listener_to_dialer)
-        return True
-
-    def _dialer_opening(self, body: bytes) -> bool:
-        """Listener: the dialer's id and the address it dialled; answer with our proof."""
-        assert self._transport is not None
-        ids = hs.parse_dialer_body(body)
-        if ids is None:
-            return self._auth_failed("not a tocsin peer (malformed opening)")
-        dialer_id, dialled = ids
-        node = self.node
-        if dialer_id == node.address:
-            return self._auth_failed(
-                "refused a dialer that claims this node's own name (a reflected handshake)"
-            )
-        if not node.answers_to(dialled):
-            return self._auth_failed(
-                f"the dialer connected to {dialled!r}, an address this node does not listen "
-                f"at ({node.address}): a relay in between, or a peer dialling an address "
-                "this node does not advertise"
-            )
-        self.peer_id = dialer_id
-        self._keys = keys = hs.session_keys(
-            self._secret, self._peer_nonce, self._nonce, dialer_id, node.address, dialled
-        )
-        self._transport.write(hs.listener_reply(self._nonce, node.address, keys))
-        self._stage, self._need = _AWAIT_DIALER_PROOF, hs.MAC_SIZE
-        return True
-
-    def _listener_reply(self, body: bytes) -> bool:
-        """Dialer: the listener's id and proof; prove ours and start the channel."""
-        assert self._transport is not None
-        listener_id = hs.parse_listener_id(body[: -hs.MAC_SIZE])
-        keys = None
-        if listener_id is not None:
-            keys = hs.session_keys(
-                self._secret,
-                self._nonce,
-                self._peer_nonce,
-                self.node.address,
-                listener_id,
-                self._dialled,
-            )
-        if keys is None or not hs.proof_ok(body[-hs.MAC_SIZE :], keys.mac_l()):
-            return self._auth_failed(
-                f"authentication failed: the node at {self.host} does not prove it "
-                "holds this node's secret (another secret, a relay, or not a tocsin node)"
-            )
-        assert listener_id is not None
-        self.peer_id = listener_id
-        self._transport.write(keys.mac_d())
-        self._authenticated(keys.listener_to_dialer, keys.dialer_to_listener)
-        self._send_hello()
-        return True
-
-    def _authenticated(self, key_in: bytes, key_out: bytes) -> None:
-        self._key_in, self._key_out = key_in, key_out
-        self._keys = None
+            if answer:
+                self._transport.write(answer)
+        self.peer_id = shake.peer_id
+        self._key_in, self._key_out = shake.key_in, shake.key_out
         self._stage = _FRAMES
         if self._stranger:
             self._stranger = False
             self.node.authenticated(self)
+        if self.dialer:
+            self._send_hello()
+        self._need = rec.HEAD
+        return pos
 
     def _send_hello(self) -> None:
         hello = Hello(PROTOCOL_VERSION, self.node.system_name, self.node.address)
         self.send(_encode(hello), force=True)
-
-    def _auth_failed(self, reason: str) -> bool:
-        self._count_failure(reason)
-        self.abort()
-        return False
 
     def _count_failure(self, reason: str) -> None:
         """Count and log (rate-limited, with the peer's address) a failed handshake."""
@@ -809,14 +742,21 @@ class Connection(asyncio.Protocol):
         for :meth:`take_held`."""
         if self.closed:
             return
-        if self._stage == _FRAMES and self._transport is not None and self._rx_unconfirmed:
+        transport = self._transport
+        if self._stage == _FRAMES and transport is not None and self._rx_unconfirmed:
             self._rx_unconfirmed = 0
             self._seq_out = seq = self._seq_out + 1
             frame = _encode(Received(self._rx_done))
-            self._transport.write(rec.seal(self._key_out, seq, _pack_prefix(len(frame)) + frame))
+            transport.write(rec.seal(self._key_out, seq, _pack_prefix(len(frame)) + frame))
         self._close_state()
-        if self._transport is not None:
-            self._transport.close()
+        if transport is None:
+            return
+        if transport.get_write_buffer_size():
+            # The peer is not reading (dead, or stuck): a graceful close would wait for
+            # it forever. Its unconfirmed tells are dead letters there all the same.
+            transport.abort()
+        else:
+            transport.close()
 
     def abort(self) -> None:
         """Close at once, dropping what is queued (hostile or failed peer)."""

@@ -40,6 +40,7 @@ from __future__ import annotations
 import hmac
 import secrets
 import struct
+from collections.abc import Callable
 from dataclasses import dataclass
 from typing import Final, final
 
@@ -48,7 +49,9 @@ __all__ = [
     "MAC_SIZE",
     "MAGIC",
     "MAX_BODY",
+    "Handshake",
     "Opening",
+    "Refused",
     "SessionKeys",
     "dialer_hello",
     "hkdf",
@@ -198,3 +201,159 @@ def parse_listener_id(body: bytes) -> str | None:
 def proof_ok(got: bytes, expected: bytes) -> bool:
     """Constant-time comparison of a proof."""
     return len(got) == MAC_SIZE and hmac.compare_digest(got, expected)
+
+
+class Refused(Exception):
+    """The handshake failed; the text says why (for the log line and the dialer's error)."""
+
+
+# Stages of :class:`Handshake`.
+_HEAD: Final = 0  # MAGIC | nonce | u16 n (either side's opening)
+_BODY: Final = 1  # the ids (and, from a listener, its proof)
+_PROOF: Final = 2  # listener: the dialer's proof
+_DONE: Final = 3
+
+
+@final
+class Handshake:
+    """One side's handshake as a state machine over bytes, with no I/O of its own: the
+    connection hands it each step's bytes (:attr:`need` of them) and writes what
+    :meth:`step` returns, until :attr:`done`.
+
+    Args:
+        secret: the shared secret.
+        dialer: this side dialled.
+        own_id: this node's system address.
+        peer: the peer in words, for failure texts (the dialled address, or host:port).
+        dialled: (dialer) the address it connected to, as ``str(NodeAddress)``.
+        answers_to: (listener) whether it listens at an address a dialer names.
+    """
+
+    __slots__ = (
+        "_answers_to",
+        "_dialer",
+        "_dialled",
+        "_keys",
+        "_nonce",
+        "_own_id",
+        "_peer",
+        "_peer_nonce",
+        "_secret",
+        "_stage",
+        "key_in",
+        "key_out",
+        "need",
+        "peer_id",
+    )
+
+    def __init__(
+        self,
+        secret: bytes,
+        *,
+        dialer: bool,
+        own_id: str,
+        peer: str,
+        dialled: str = "",
+        answers_to: Callable[[str], bool] = lambda dialled: False,
+    ) -> None:
+        self._secret = secret
+        self._dialer = dialer
+        self._own_id = own_id
+        self._peer = peer
+        self._dialled = dialled
+        self._answers_to = answers_to
+        self._nonce = new_nonce()
+        self._peer_nonce = b""
+        self._keys: SessionKeys | None = None
+        self._stage = _HEAD
+        #: Bytes the next step needs.
+        self.need = HEAD_SIZE
+        #: The peer's system address, as its proof covers it.
+        self.peer_id = ""
+        #: The session keys of each direction, once :attr:`done`.
+        self.key_in = b""
+        self.key_out = b""
+
+    @property
+    def done(self) -> bool:
+        return self._stage == _DONE
+
+    @property
+    def challenged(self) -> bool:
+        """(Listener) the challenge went out and the dialer's proof is awaited: a dialer
+        that closes now is one that found our proof wrong (another secret)."""
+        return self._stage == _PROOF
+
+    def opening(self) -> bytes:
+        """(Dialer) the first bytes to write."""
+        return dialer_hello(self._nonce, self._own_id, self._dialled)
+
+    def step(self, data: bytes) -> bytes:
+        """Take the :attr:`need` bytes of the next step; the bytes to write back (maybe
+        none).
+
+        Raises:
+            Refused: the peer is not a tocsin peer, does not prove the secret, or
+                reached this node through an address it does not listen at.
+        """
+        if self._stage == _HEAD:
+            head = parse_head(data)
+            if head is None:
+                raise Refused("not a tocsin peer (bad opening bytes)")
+            self._peer_nonce = head.nonce
+            self._stage = _BODY
+            self.need = head.body + (MAC_SIZE if self._dialer else 0)
+            return b""
+        if self._stage == _BODY:
+            return self._listener_reply(data) if self._dialer else self._dialer_opening(data)
+        if self._stage == _PROOF:
+            assert self._keys is not None
+            if not proof_ok(data, self._keys.mac_d()):
+                raise Refused("authentication failed: the dialer does not hold this node's secret")
+            self._finish(self._keys.dialer_to_listener, self._keys.listener_to_dialer)
+            return b""
+        raise AssertionError("the handshake is over")
+
+    def _dialer_opening(self, body: bytes) -> bytes:
+        """Listener: the dialer's id and the address it dialled; answer with our proof."""
+        ids = parse_dialer_body(body)
+        if ids is None:
+            raise Refused("not a tocsin peer (malformed opening)")
+        dialer_id, dialled = ids
+        if dialer_id == self._own_id:
+            raise Refused("a dialer that claims this node's own name (a reflected handshake)")
+        if not self._answers_to(dialled):
+            raise Refused(
+                f"the dialer connected to {dialled!r}, an address this node does not listen "
+                f"at ({self._own_id}): a relay in between, or a peer dialling an address "
+                "this node does not advertise"
+            )
+        self.peer_id = dialer_id
+        self._keys = keys = session_keys(
+            self._secret, self._peer_nonce, self._nonce, dialer_id, self._own_id, dialled
+        )
+        self._stage, self.need = _PROOF, MAC_SIZE
+        return listener_reply(self._nonce, self._own_id, keys)
+
+    def _listener_reply(self, body: bytes) -> bytes:
+        """Dialer: the listener's id and proof; answer with ours."""
+        listener_id = parse_listener_id(body[:-MAC_SIZE])
+        keys = None
+        if listener_id is not None:
+            keys = session_keys(
+                self._secret, self._nonce, self._peer_nonce, self._own_id, listener_id,
+                self._dialled,
+            )  # fmt: skip
+        if listener_id is None or keys is None or not proof_ok(body[-MAC_SIZE:], keys.mac_l()):
+            raise Refused(
+                f"authentication failed: the node at {self._peer} does not prove it holds "
+                "this node's secret (another secret, a relay, or not a tocsin node)"
+            )
+        self.peer_id = listener_id
+        self._finish(keys.listener_to_dialer, keys.dialer_to_listener)
+        return keys.mac_d()
+
+    def _finish(self, key_in: bytes, key_out: bytes) -> None:
+        self.key_in, self.key_out = key_in, key_out
+        self._keys = None
+        self._stage = _DONE

@@ -102,7 +102,8 @@ class RemoteNode:
         self.completions = Completions()
         self._endpoints: dict[NodeAddress, Endpoint] = {}
         self._connections: set[Connection] = set()
-        self._strangers = 0  # inbound connections admitted, not authenticated yet
+        #: Inbound connections admitted and not authenticated yet (closed at stop).
+        self._strangers: set[Connection] = set()
         self._own: frozenset[str] = frozenset()  # the addresses this node answers to
         self._server: asyncio.AbstractServer | None = None
         self._heartbeat: Any = None
@@ -160,7 +161,8 @@ class RemoteNode:
                 port = self._server.sockets[0].getsockname()[1]
                 self.node_address = NodeAddress("tcp", host=listen.host, port=port)
         self.address = self.node_address.system_address(self.system_name)
-        self._own = own_addresses(self.config, self.node_address)
+        bound = self._server.sockets[0].getsockname() if listen.kind == "tcp" else None
+        self._own = own_addresses(self.config, self.node_address, bound[1] if bound else 0)
         if listen.kind == "tcp" and not self.config.tls and not is_loopback(listen.host):
             log.warning(
                 "remoting: listening on %s without TLS: frames are authenticated (MACed) "
@@ -257,6 +259,8 @@ class RemoteNode:
             await endpoint.close()
         for conn in list(self._connections):
             conn.close()
+        for conn in list(self._strangers):
+            conn.abort()
         if self._server is not None:
             with contextlib.suppress(Exception):
                 await asyncio.wait_for(self._server.wait_closed(), 1.0)
@@ -541,21 +545,21 @@ class RemoteNode:
         """A stranger connected: admitted while fewer than ``max_pending_handshakes``
         are in their handshake; else refused (counted in ``handshakes_refused``, logged
         at most once a minute per peer host)."""
-        if self._strangers >= self.config.max_pending_handshakes:
+        if self.stopping or len(self._strangers) >= self.config.max_pending_handshakes:
             self.counters.handshakes_refused += 1
             self.warn(
                 f"refused:{conn.log_key}",
                 f"remoting: refused a connection from {conn.host}: "
-                f"{self._strangers} connections are in their handshake already "
+                f"{len(self._strangers)} connections are in their handshake already "
                 f"(max_pending_handshakes={self.config.max_pending_handshakes})",
             )
             return False
-        self._strangers += 1
+        self._strangers.add(conn)
         return True
 
     def authenticated(self, conn: Connection) -> None:
         """An admitted stranger proved the secret, or closed: its slot is free."""
-        self._strangers -= 1
+        self._strangers.discard(conn)
 
     def answers_to(self, dialled: str) -> bool:
         """Whether ``dialled`` (the address a dialer says it connected to) is one this
@@ -734,13 +738,15 @@ def is_loopback(host: str) -> bool:
 _LOOPBACK_NAMES: Final = ("localhost", "127.0.0.1", "::1")
 
 
-def own_addresses(config: Remoting, real: NodeAddress) -> frozenset[str]:
-    """The addresses a node listening per ``config`` (its dial address ``real``, with
-    the real port) answers a dialer at, as ``str(NodeAddress)``."""
+def own_addresses(config: Remoting, real: NodeAddress, port: int = 0) -> frozenset[str]:
+    """The addresses a node listening per ``config`` answers a dialer at, as
+    ``str(NodeAddress)``: its dial address ``real``, its listen address with the port it
+    bound (``port``; 0: the one in ``listen``), and other loopback names of that port
+    when it listens on loopback."""
     own = {str(real), str(config.listen_address)}
     listen = config.listen_address
     if listen.kind == "tcp":
-        port = real.port if config.advertise_address is None else listen.port
+        port = port or listen.port
         if port:
             own.add(str(NodeAddress("tcp", host=listen.host, port=port)))
         if is_loopback(listen.host) and port:
