@@ -55,6 +55,7 @@ import msgspec
 from _common import Config, Runs, fmt, median_row, percentile, ratio, run_main, table
 
 perf_counter = time.perf_counter
+process_time = time.process_time
 SECRET = b"bench-secret-0123456789"
 SYSTEMS = ("floor", "transport", "tocsin", "ray")
 
@@ -217,11 +218,22 @@ def stop_peer(proc: subprocess.Popen[str]) -> None:
 # -- drivers ----------------------------------------------------------------------------------
 
 
-def _ask_stats(samples: list[float]) -> dict[str, Any]:
+def _cpu(cpu0: float, n: int) -> dict[str, float]:
+    """This process's CPU per message since ``cpu0``: what the load on the machine
+    moves least, where wall-clock rates and latencies swing with it."""
+    return {"driver_cpu_us": (process_time() - cpu0) / n * 1e6}
+
+
+def _ask_stats(samples: list[float], cpu0: float) -> dict[str, Any]:
+    n = len(samples)
+    cpu = _cpu(cpu0, n)
     samples.sort()
     return {
+        **cpu,
         "n": len(samples),
+        "ask_p10_us": percentile(samples, 0.10) * 1e6,
         "ask_p50_us": percentile(samples, 0.50) * 1e6,
+        "ask_p90_us": percentile(samples, 0.90) * 1e6,
         "ask_p99_us": percentile(samples, 0.99) * 1e6,
         "asks_per_s": len(samples) / sum(samples),
     }
@@ -238,7 +250,7 @@ async def floor_driver(params: dict[str, Any], port: str) -> dict[str, Any]:
 
     if params["test"] == "tell":
         n = params["n"]
-        started = perf_counter()
+        started, cpu0 = perf_counter(), process_time()
         for i in range(n):
             body = encoder.encode(Msg(n, "tell"))
             writer.write(len(body).to_bytes(4, "big") + body)
@@ -249,8 +261,9 @@ async def floor_driver(params: dict[str, Any], port: str) -> dict[str, Any]:
         seconds = perf_counter() - started
         assert done.n == n
         writer.close()
-        return {"n": n, "seconds": seconds, "msgs_per_s": n / seconds}
+        return {"n": n, "seconds": seconds, "msgs_per_s": n / seconds, **_cpu(cpu0, n)}
     samples: list[float] = []
+    cpu0 = process_time()
     for i in range(params["warmup"] + params["n"]):
         started = perf_counter()
         body = encoder.encode(Msg(i, "ask"))
@@ -259,7 +272,7 @@ async def floor_driver(params: dict[str, Any], port: str) -> dict[str, Any]:
         if i >= params["warmup"]:
             samples.append(perf_counter() - started)
     writer.close()
-    return _ask_stats(samples)
+    return _ask_stats(samples, cpu0)
 
 
 async def transport_driver(params: dict[str, Any], address: str) -> dict[str, Any]:
@@ -291,7 +304,7 @@ async def transport_driver(params: dict[str, Any], address: str) -> dict[str, An
     try:
         if params["test"] == "tell":
             n = params["n"]
-            started = perf_counter()
+            started, cpu0 = perf_counter(), process_time()
             for i in range(n):
                 if not node.tell(
                     peer, "/user/counter", "", sender, node.encode_message(Msg(n, "tell")), None
@@ -301,14 +314,15 @@ async def transport_driver(params: dict[str, Any], address: str) -> dict[str, An
                     await asyncio.sleep(0)
             await done
             seconds = perf_counter() - started
-            return {"n": n, "seconds": seconds, "msgs_per_s": n / seconds}
+            return {"n": n, "seconds": seconds, "msgs_per_s": n / seconds, **_cpu(cpu0, n)}
         samples: list[float] = []
+        cpu0 = process_time()
         for i in range(params["warmup"] + params["n"]):
             started = perf_counter()
             await node.ask(peer, "/user/echo", "", "", node.encode_message(Msg(i, "ask")))
             if i >= params["warmup"]:
                 samples.append(perf_counter() - started)
-        return _ask_stats(samples)
+        return _ask_stats(samples, cpu0)
     finally:
         await node.stop()
 
@@ -340,19 +354,20 @@ def ray_child(params: dict[str, Any]) -> dict[str, Any]:
         ray.get(actor.total.remote())  # the worker is up
         if params["test"] == "tell":
             n = params["n"]
-            started = perf_counter()
+            started, cpu0 = perf_counter(), process_time()
             for _ in range(n):
                 actor.tell.remote((n, "tell"))  # fire and forget (an ObjectRef is dropped)
             assert ray.get(actor.total.remote()) == n  # actor calls run in order
             seconds = perf_counter() - started
-            return {"n": n, "seconds": seconds, "msgs_per_s": n / seconds}
+            return {"n": n, "seconds": seconds, "msgs_per_s": n / seconds, **_cpu(cpu0, n)}
         samples: list[float] = []
+        cpu0 = process_time()
         for i in range(params["warmup"] + params["n"]):
             started = perf_counter()
             ray.get(actor.echo.remote((i, "ask")))
             if i >= params["warmup"]:
                 samples.append(perf_counter() - started)
-        return _ask_stats(samples)
+        return _ask_stats(samples, cpu0)
     finally:
         ray.shutdown()
 
@@ -373,25 +388,26 @@ async def tocsin_driver(params: dict[str, Any], address: str) -> dict[str, Any]:
             counter = await system.actor_of(address + "/user/counter")
             n = params["n"]
             tell = counter.tell
-            started = perf_counter()
+            started, cpu0 = perf_counter(), process_time()
             for i in range(n):
                 tell(Msg(n, "tell"), me)
                 if i % 1000 == 999:
                     await asyncio.sleep(0)
             await done
             seconds = perf_counter() - started
-            return {"n": n, "seconds": seconds, "msgs_per_s": n / seconds}
+            return {"n": n, "seconds": seconds, "msgs_per_s": n / seconds, **_cpu(cpu0, n)}
         if params["test"] == "tick":
             counter = await system.actor_of(address + "/user/counter")
             return await _ticks(counter, me, done, params["n"], tracked=params["tracked"])
         echo = await system.actor_of(address + "/user/echo")
         samples: list[float] = []
+        cpu0 = process_time()
         for i in range(params["warmup"] + params["n"]):
             started = perf_counter()
             await echo.ask(Msg(i, "ask"))
             if i >= params["warmup"]:
                 samples.append(perf_counter() - started)
-        return _ask_stats(samples)
+        return _ask_stats(samples, cpu0)
 
 
 async def _ticks(
@@ -427,7 +443,7 @@ async def _ticks(
 
     item = BenchTick()
     deliver = target_of(counter).deliver
-    started = perf_counter()
+    started, cpu0 = perf_counter(), process_time()
     for i in range(n):
         if not deliver(item, me, None):
             raise AssertionError("refused")
@@ -438,7 +454,7 @@ async def _ticks(
         while item.finishes < n:
             await asyncio.sleep(0.001)
     seconds = perf_counter() - started
-    return {"n": n, "seconds": seconds, "msgs_per_s": n / seconds}
+    return {"n": n, "seconds": seconds, "msgs_per_s": n / seconds, **_cpu(cpu0, n)}
 
 
 _DRIVERS: dict[str, Any] = {
@@ -576,7 +592,7 @@ def report(args: argparse.Namespace, runs: Runs) -> dict[str, Any]:
         name
         for system in SYSTEMS
         for name in (system, f"{system}@before")
-        if f"tell/{name}" in med or name == system
+        if f"tell/{name}" in med or f"ask/{name}" in med or name == system
     ]
     for name in names:
         tell = med.get(f"tell/{name}", {"skipped": "not built"})
@@ -587,14 +603,28 @@ def report(args: argparse.Namespace, runs: Runs) -> dict[str, Any]:
                 _cell(tell, "n", 0),
                 _cell(tell, "msgs_per_s", 0),
                 _spread(tell, "msgs_per_s"),
+                _cell(tell, "driver_cpu_us", 2),
                 _cell(ask, "ask_p50_us", 1),
                 _cell(ask, "ask_p99_us", 1),
+                _cell(ask, "driver_cpu_us", 1),
             ]
         )
     pinned = "pinned to two cores, both placements" if args.pin else "not pinned"
     print(f"\n### Two processes on loopback (median; {pinned})\n")
     print(
-        table(["system", "tells", "tell msgs/s", "tell min-max", "ask p50 µs", "ask p99 µs"], rows)
+        table(
+            [
+                "system",
+                "tells",
+                "tell msgs/s",
+                "tell min-max",
+                "tell CPU µs",
+                "ask p50 µs",
+                "ask p99 µs",
+                "ask CPU µs",
+            ],
+            rows,
+        )
     )
     ratios: dict[str, float] = {}
     for system in ("transport", "tocsin"):
@@ -608,6 +638,10 @@ def report(args: argparse.Namespace, runs: Runs) -> dict[str, Any]:
             ratios[f"tell_{system}@before_over_floor"] = ratio(
                 runs, f"tell/{system}@before", "tell/floor", "msgs_per_s"
             )
+            for test in ("tell", "ask"):
+                ratios[f"{test}_cpu_{system}_over_before"] = ratio(
+                    runs, f"{test}/{system}", f"{test}/{system}@before", "driver_cpu_us"
+                )
     for system in ("transport", "tocsin", "ray"):
         if f"tell/{system}" in runs:
             ratios[f"tell_{system}_over_floor"] = ratio(

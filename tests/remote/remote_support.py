@@ -186,4 +186,4 @@ class RawDialer:
         if seq is None:
             self.seq_out += 1
             seq = self.seq_out
-        return records.seal(self.key_out if key is None else key, seq, frames)
+        return records.seal(records.keyed(self.key_out if key is None else key), seq, frames)

@@ -129,14 +129,16 @@ def test_openings_round_trip_and_bad_ones_are_refused() -> None:
 
 def test_a_record_is_bound_to_its_key_its_number_and_every_byte() -> None:
     key = keys().dialer_to_listener
-    sealed = records.seal(key, 7, b"\x00\x00\x00\x01\xc0")
+    sealed = records.seal(records.keyed(key), 7, b"\x00\x00\x00\x01\xc0")
     head, body, mac = sealed[:12], sealed[12:-32], sealed[-32:]
     assert records.unpack_head(head, 0) == (5, 7)
     assert body == b"\x00\x00\x00\x01\xc0"
     assert hmac.compare_digest(mac, hmac.digest(key, head + body, "sha256"))
-    assert records.seal(key, 8, body)[-32:] != mac  # another number
-    assert records.seal(keys().listener_to_dialer, 7, body)[-32:] != mac  # other direction
-    assert records.seal(key, 7, b"\x00\x00\x00\x01\xc1")[-32:] != mac  # another byte
+    assert records.mac_of(records.keyed(key), head + body) == mac
+    assert records.seal(records.keyed(key), 8, body)[-32:] != mac  # another number
+    other = records.keyed(keys().listener_to_dialer)
+    assert records.seal(other, 7, body)[-32:] != mac  # other direction
+    assert records.seal(records.keyed(key), 7, b"\x00\x00\x00\x01\xc1")[-32:] != mac
 
 
 def _pair(dialled: str = DIALLED, secret_l: bytes = SECRET) -> tuple[hs.Handshake, hs.Handshake]:

@@ -64,6 +64,8 @@ SILENT_TICKS: Final = 3
 LOG_EVERY: Final = 60.0
 #: Peers remembered for that rate limit (a flood of addresses cannot grow it further).
 _LOG_KEYS: Final = 1024
+#: Bytes one read of a connection takes at most (asyncio's own ``max_size``).
+_READ_SIZE: Final = 256 * 1024
 
 
 @final
@@ -110,6 +112,8 @@ class RemoteNode:
         self._logged: dict[str, tuple[float, int]] = {}  # key -> (last logged, suppressed)
         self._bound: tuple[int, int] | None = None  # (st_dev, st_ino) of our Unix socket
         self._server_ssl, self._client_ssl = ssl_contexts(config)
+        #: What every connection reads into (``Connection.get_buffer``).
+        self.read_buffer = memoryview(bytearray(_READ_SIZE))
 
     # -- lifecycle ----------------------------------------------------------------------
 
