@@ -6,9 +6,15 @@ what arrives to a :class:`Host` (the actor system implements it): deliver a tell
 ask with a :class:`RemoteReply`, resolve a path, report a message that never left. So the
 transport is tested on its own, and the system glue stays small.
 
-Every timer (handshake timeout, heartbeats, reconnect backoff) goes through the node's
+Every timer (handshake deadline, heartbeats, reconnect backoff) goes through the node's
 :class:`~tocsin.Clock`; nothing here reads time on the message path (a connection's
-liveness is "frames received since the last heartbeat tick", a counter).
+liveness is "bytes received since the last heartbeat tick", a counter).
+
+Strangers are bounded: at most ``max_pending_handshakes`` inbound connections may be in
+their handshake at once (each with the ``connect_timeout`` deadline); one more is closed
+at once, counted and logged at most once a minute per peer host. A connection is used to
+send only by the endpoint that dialled it: what a peer says its address is routes
+nothing and is never dialled.
 """
 
 from __future__ import annotations
