@@ -22,8 +22,22 @@ target, as the scheduler does, without its timer) carry their ``Tick`` in a ``Sc
 frame; ``tick-tracked`` ones also wait for each tick's completion frame from the peer.
 
 Targets (issue 11): tocsin tell >= 50% of the floor's rate; ask p50 within 2x the floor's.
+With the authenticated channel (MACed records): tell >= 0.8x the tree before it.
 
-Reproduce: ``.venv/bin/python bench/remote.py`` (``--quick`` for a smoke run).
+Stability (the floor swung between ~237k and ~390k tells/s with where its two processes
+landed on a 2-core machine): with ``--pin`` (the default where there are two cores or
+more) the driver and its peer are pinned to two different cores
+(``os.sched_setaffinity``), and the placement alternates with the repetition (driver on
+core 0 and peer on core 1, then the other way round), so the medians cover both.
+``--before PATH`` adds the ``transport`` and ``tocsin`` rows of another checkout (its
+``src/`` imported in both processes), interleaved with this tree's in every repetition.
+
+Reproduce::
+
+    git archive 06d3e7e src | tar -x -C /tmp/before
+    .venv/bin/python bench/remote.py --before /tmp/before --repeats 6 --only-tells-asks
+
+(``--quick`` for a smoke run.)
 """
 
 from __future__ import annotations
@@ -41,6 +55,7 @@ import msgspec
 from _common import Config, Runs, fmt, median_row, percentile, ratio, run_main, table
 
 perf_counter = time.perf_counter
+process_time = time.process_time
 SECRET = b"bench-secret-0123456789"
 SYSTEMS = ("floor", "transport", "tocsin", "ray")
 
@@ -55,7 +70,16 @@ class Msg(msgspec.Struct, tag=True):
 
 def peer_main(spec: dict[str, Any]) -> None:
     """Run the receiving side; print its address on stdout, serve until stdin closes."""
+    _place(spec)
     asyncio.run(_PEERS[spec["system"]](spec))
+
+
+def _place(spec: dict[str, Any]) -> None:
+    """Pin this process to ``spec["cpu"]`` and import tocsin from ``spec["tree"]``."""
+    if spec.get("cpu") is not None and hasattr(os, "sched_setaffinity"):
+        os.sched_setaffinity(0, {spec["cpu"]})
+    if spec.get("tree"):
+        sys.path.insert(0, os.path.join(spec["tree"], "src"))
 
 
 async def _until_stdin_closes() -> None:
@@ -165,9 +189,12 @@ async def tocsin_peer(spec: dict[str, Any]) -> None:
 _PEERS: dict[str, Any] = {"floor": floor_peer, "transport": transport_peer, "tocsin": tocsin_peer}
 
 
-def start_peer(system: str) -> tuple[subprocess.Popen[str], str]:
+def start_peer(
+    system: str, cpu: int | None = None, tree: str = ""
+) -> tuple[subprocess.Popen[str], str]:
+    spec = {"system": system, "cpu": cpu, "tree": tree}
     proc = subprocess.Popen(
-        [sys.executable, __file__, "--peer", json.dumps({"system": system})],
+        [sys.executable, __file__, "--peer", json.dumps(spec)],
         stdin=subprocess.PIPE,
         stdout=subprocess.PIPE,
         text=True,
@@ -191,11 +218,22 @@ def stop_peer(proc: subprocess.Popen[str]) -> None:
 # -- drivers ----------------------------------------------------------------------------------
 
 
-def _ask_stats(samples: list[float]) -> dict[str, Any]:
+def _cpu(cpu0: float, n: int) -> dict[str, float]:
+    """This process's CPU per message since ``cpu0``: what the load on the machine
+    moves least, where wall-clock rates and latencies swing with it."""
+    return {"driver_cpu_us": (process_time() - cpu0) / n * 1e6}
+
+
+def _ask_stats(samples: list[float], cpu0: float) -> dict[str, Any]:
+    n = len(samples)
+    cpu = _cpu(cpu0, n)
     samples.sort()
     return {
+        **cpu,
         "n": len(samples),
+        "ask_p10_us": percentile(samples, 0.10) * 1e6,
         "ask_p50_us": percentile(samples, 0.50) * 1e6,
+        "ask_p90_us": percentile(samples, 0.90) * 1e6,
         "ask_p99_us": percentile(samples, 0.99) * 1e6,
         "asks_per_s": len(samples) / sum(samples),
     }
@@ -212,7 +250,7 @@ async def floor_driver(params: dict[str, Any], port: str) -> dict[str, Any]:
 
     if params["test"] == "tell":
         n = params["n"]
-        started = perf_counter()
+        started, cpu0 = perf_counter(), process_time()
         for i in range(n):
             body = encoder.encode(Msg(n, "tell"))
             writer.write(len(body).to_bytes(4, "big") + body)
@@ -223,8 +261,9 @@ async def floor_driver(params: dict[str, Any], port: str) -> dict[str, Any]:
         seconds = perf_counter() - started
         assert done.n == n
         writer.close()
-        return {"n": n, "seconds": seconds, "msgs_per_s": n / seconds}
+        return {"n": n, "seconds": seconds, "msgs_per_s": n / seconds, **_cpu(cpu0, n)}
     samples: list[float] = []
+    cpu0 = process_time()
     for i in range(params["warmup"] + params["n"]):
         started = perf_counter()
         body = encoder.encode(Msg(i, "ask"))
@@ -233,7 +272,7 @@ async def floor_driver(params: dict[str, Any], port: str) -> dict[str, Any]:
         if i >= params["warmup"]:
             samples.append(perf_counter() - started)
     writer.close()
-    return _ask_stats(samples)
+    return _ask_stats(samples, cpu0)
 
 
 async def transport_driver(params: dict[str, Any], address: str) -> dict[str, Any]:
@@ -265,7 +304,7 @@ async def transport_driver(params: dict[str, Any], address: str) -> dict[str, An
     try:
         if params["test"] == "tell":
             n = params["n"]
-            started = perf_counter()
+            started, cpu0 = perf_counter(), process_time()
             for i in range(n):
                 if not node.tell(
                     peer, "/user/counter", "", sender, node.encode_message(Msg(n, "tell")), None
@@ -275,14 +314,15 @@ async def transport_driver(params: dict[str, Any], address: str) -> dict[str, An
                     await asyncio.sleep(0)
             await done
             seconds = perf_counter() - started
-            return {"n": n, "seconds": seconds, "msgs_per_s": n / seconds}
+            return {"n": n, "seconds": seconds, "msgs_per_s": n / seconds, **_cpu(cpu0, n)}
         samples: list[float] = []
+        cpu0 = process_time()
         for i in range(params["warmup"] + params["n"]):
             started = perf_counter()
             await node.ask(peer, "/user/echo", "", "", node.encode_message(Msg(i, "ask")))
             if i >= params["warmup"]:
                 samples.append(perf_counter() - started)
-        return _ask_stats(samples)
+        return _ask_stats(samples, cpu0)
     finally:
         await node.stop()
 
@@ -314,19 +354,20 @@ def ray_child(params: dict[str, Any]) -> dict[str, Any]:
         ray.get(actor.total.remote())  # the worker is up
         if params["test"] == "tell":
             n = params["n"]
-            started = perf_counter()
+            started, cpu0 = perf_counter(), process_time()
             for _ in range(n):
                 actor.tell.remote((n, "tell"))  # fire and forget (an ObjectRef is dropped)
             assert ray.get(actor.total.remote()) == n  # actor calls run in order
             seconds = perf_counter() - started
-            return {"n": n, "seconds": seconds, "msgs_per_s": n / seconds}
+            return {"n": n, "seconds": seconds, "msgs_per_s": n / seconds, **_cpu(cpu0, n)}
         samples: list[float] = []
+        cpu0 = process_time()
         for i in range(params["warmup"] + params["n"]):
             started = perf_counter()
             ray.get(actor.echo.remote((i, "ask")))
             if i >= params["warmup"]:
                 samples.append(perf_counter() - started)
-        return _ask_stats(samples)
+        return _ask_stats(samples, cpu0)
     finally:
         ray.shutdown()
 
@@ -347,25 +388,26 @@ async def tocsin_driver(params: dict[str, Any], address: str) -> dict[str, Any]:
             counter = await system.actor_of(address + "/user/counter")
             n = params["n"]
             tell = counter.tell
-            started = perf_counter()
+            started, cpu0 = perf_counter(), process_time()
             for i in range(n):
                 tell(Msg(n, "tell"), me)
                 if i % 1000 == 999:
                     await asyncio.sleep(0)
             await done
             seconds = perf_counter() - started
-            return {"n": n, "seconds": seconds, "msgs_per_s": n / seconds}
+            return {"n": n, "seconds": seconds, "msgs_per_s": n / seconds, **_cpu(cpu0, n)}
         if params["test"] == "tick":
             counter = await system.actor_of(address + "/user/counter")
             return await _ticks(counter, me, done, params["n"], tracked=params["tracked"])
         echo = await system.actor_of(address + "/user/echo")
         samples: list[float] = []
+        cpu0 = process_time()
         for i in range(params["warmup"] + params["n"]):
             started = perf_counter()
             await echo.ask(Msg(i, "ask"))
             if i >= params["warmup"]:
                 samples.append(perf_counter() - started)
-        return _ask_stats(samples)
+        return _ask_stats(samples, cpu0)
 
 
 async def _ticks(
@@ -401,7 +443,7 @@ async def _ticks(
 
     item = BenchTick()
     deliver = target_of(counter).deliver
-    started = perf_counter()
+    started, cpu0 = perf_counter(), process_time()
     for i in range(n):
         if not deliver(item, me, None):
             raise AssertionError("refused")
@@ -412,7 +454,7 @@ async def _ticks(
         while item.finishes < n:
             await asyncio.sleep(0.001)
     seconds = perf_counter() - started
-    return {"n": n, "seconds": seconds, "msgs_per_s": n / seconds}
+    return {"n": n, "seconds": seconds, "msgs_per_s": n / seconds, **_cpu(cpu0, n)}
 
 
 _DRIVERS: dict[str, Any] = {
@@ -425,11 +467,21 @@ _DRIVERS: dict[str, Any] = {
 def child(params: dict[str, Any]) -> dict[str, Any]:
     if params["system"] == "ray":
         return ray_child(params)
-    proc, address = start_peer(params["system"])
+    driver_cpu = peer_cpu = None
+    if params.get("pin"):
+        # Alternate the placement with the repetition: both placements in the medians.
+        driver_cpu, peer_cpu = (0, 1) if params.get("rep", 0) % 2 == 0 else (1, 0)
+    _place({"cpu": driver_cpu, "tree": params.get("tree", "")})
+    proc, address = start_peer(params["system"], peer_cpu, params.get("tree", ""))
     try:
-        return asyncio.run(_DRIVERS[params["system"]](params, address))
+        result = asyncio.run(_DRIVERS[params["system"]](params, address))
     finally:
         stop_peer(proc)
+    result["placement"] = f"driver cpu {driver_cpu}, peer cpu {peer_cpu}"
+    tocsin = sys.modules.get("tocsin")
+    if tocsin is not None:  # which tree was measured
+        result["tocsin_from"] = os.path.dirname(os.path.dirname(tocsin.__file__ or ""))
+    return result
 
 
 # -- parent -----------------------------------------------------------------------------------
@@ -445,50 +497,86 @@ def add_arguments(parser: argparse.ArgumentParser) -> None:
         "--ray-n", type=int, default=20_000, help="tells for Ray (about 100x slower per call)"
     )
     parser.add_argument("--peer", default=None, help=argparse.SUPPRESS)
+    parser.add_argument(
+        "--pin",
+        action=argparse.BooleanOptionalAction,
+        default=len(os.sched_getaffinity(0)) >= 2 if hasattr(os, "sched_getaffinity") else False,
+        help="pin driver and peer to two cores, alternating placement per repetition",
+    )
+    parser.add_argument(
+        "--before",
+        default="",
+        help="another checkout (e.g. of 06d3e7e): its transport and tocsin rows side by side",
+    )
+    parser.add_argument(
+        "--only-tells-asks",
+        action="store_true",
+        help="tell and ask rows only (no ticks, no Ray): the authenticated channel's cost",
+    )
 
 
 def configs(args: argparse.Namespace) -> list[Config]:
     if args.quick:
         args.tell_n, args.ask_n, args.ray_n, args.tick_n = 2_000, 200, 200, 2_000
     out = []
+    trees = [("", "")]
+    if args.before:
+        trees.append(("@before", os.path.abspath(args.before)))
     for system in SYSTEMS:
         if system not in _DRIVERS and system != "ray":
             continue
+        if system == "ray" and args.only_tells_asks:
+            continue
         requires = "ray" if system == "ray" else None
-        out.append(
-            Config(
-                f"tell/{system}",
-                {
-                    "system": system,
-                    "test": "tell",
-                    "n": min(args.tell_n, args.ray_n) if system == "ray" else args.tell_n,
-                },
-                requires=requires,
+        for suffix, tree in trees if system in ("transport", "tocsin") else trees[:1]:
+            common = {"system": system, "pin": args.pin, "tree": tree}
+            out.append(
+                Config(
+                    f"tell/{system}{suffix}",
+                    {
+                        **common,
+                        "test": "tell",
+                        "n": min(args.tell_n, args.ray_n) if system == "ray" else args.tell_n,
+                    },
+                    requires=requires,
+                )
             )
-        )
-        out.append(
-            Config(
-                f"ask/{system}",
-                {
-                    "system": system,
-                    "test": "ask",
-                    "n": min(args.ask_n, args.ray_n) if system == "ray" else args.ask_n,
-                    "warmup": args.ask_n // 10,
-                },
-                requires=requires,
+            out.append(
+                Config(
+                    f"ask/{system}{suffix}",
+                    {
+                        **common,
+                        "test": "ask",
+                        "n": min(args.ask_n, args.ray_n) if system == "ray" else args.ask_n,
+                        "warmup": args.ask_n // 10,
+                    },
+                    requires=requires,
+                )
             )
-        )
-    if "tocsin" in _DRIVERS:
+    if "tocsin" in _DRIVERS and not args.only_tells_asks:
         # Schedule ticks to a remote actor (issue 22): the Tick travels; tracked ones
         # (an overlap policy that counts ticks in flight) also get a completion frame.
         for tracked in (False, True):
             out.append(
                 Config(
                     f"tick{'-tracked' if tracked else ''}/tocsin",
-                    {"system": "tocsin", "test": "tick", "n": args.tick_n, "tracked": tracked},
+                    {
+                        "system": "tocsin",
+                        "test": "tick",
+                        "n": args.tick_n,
+                        "tracked": tracked,
+                        "pin": args.pin,
+                    },
                 )
             )
     return out
+
+
+def _spread(row: dict[str, Any], key: str) -> str:
+    spread = row.get(f"{key}_spread")
+    if not spread:
+        return "-"
+    return f"{fmt(spread[0], 0)}-{fmt(spread[1], 0)}"
 
 
 def _cell(row: dict[str, Any], key: str, digits: int) -> str:
@@ -500,21 +588,60 @@ def _cell(row: dict[str, Any], key: str, digits: int) -> str:
 def report(args: argparse.Namespace, runs: Runs) -> dict[str, Any]:
     med = {name: median_row(rs) for name, rs in runs.items()}
     rows = []
-    for system in SYSTEMS:
-        tell = med.get(f"tell/{system}", {"skipped": "not built"})
-        ask = med.get(f"ask/{system}", {"skipped": "not built"})
+    names = [
+        name
+        for system in SYSTEMS
+        for name in (system, f"{system}@before")
+        if f"tell/{name}" in med or f"ask/{name}" in med or name == system
+    ]
+    for name in names:
+        tell = med.get(f"tell/{name}", {"skipped": "not built"})
+        ask = med.get(f"ask/{name}", {"skipped": "not built"})
         rows.append(
             [
-                system,
+                name,
                 _cell(tell, "n", 0),
                 _cell(tell, "msgs_per_s", 0),
+                _spread(tell, "msgs_per_s"),
+                _cell(tell, "driver_cpu_us", 2),
                 _cell(ask, "ask_p50_us", 1),
                 _cell(ask, "ask_p99_us", 1),
+                _cell(ask, "driver_cpu_us", 1),
             ]
         )
-    print("\n### Two processes on loopback (median)\n")
-    print(table(["system", "tells", "tell msgs/s", "ask p50 µs", "ask p99 µs"], rows))
+    pinned = "pinned to two cores, both placements" if args.pin else "not pinned"
+    print(f"\n### Two processes on loopback (median; {pinned})\n")
+    print(
+        table(
+            [
+                "system",
+                "tells",
+                "tell msgs/s",
+                "tell min-max",
+                "tell CPU µs",
+                "ask p50 µs",
+                "ask p99 µs",
+                "ask CPU µs",
+            ],
+            rows,
+        )
+    )
     ratios: dict[str, float] = {}
+    for system in ("transport", "tocsin"):
+        if f"tell/{system}@before" in runs:
+            ratios[f"tell_{system}_over_before"] = ratio(
+                runs, f"tell/{system}", f"tell/{system}@before", "msgs_per_s"
+            )
+            ratios[f"ask_p50_{system}_over_before"] = ratio(
+                runs, f"ask/{system}", f"ask/{system}@before", "ask_p50_us"
+            )
+            ratios[f"tell_{system}@before_over_floor"] = ratio(
+                runs, f"tell/{system}@before", "tell/floor", "msgs_per_s"
+            )
+            for test in ("tell", "ask"):
+                ratios[f"{test}_cpu_{system}_over_before"] = ratio(
+                    runs, f"{test}/{system}", f"{test}/{system}@before", "driver_cpu_us"
+                )
     for system in ("transport", "tocsin", "ray"):
         if f"tell/{system}" in runs:
             ratios[f"tell_{system}_over_floor"] = ratio(

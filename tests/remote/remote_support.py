@@ -13,6 +13,9 @@ import msgspec
 
 from tocsin.clock import Clock
 from tocsin.remote import Remoting
+from tocsin.remote import _handshake as hs
+from tocsin.remote import _records as records
+from tocsin.remote._envelopes import PROTOCOL_VERSION, Hello
 from tocsin.remote._messages import MessageRegistry, WireCodec
 from tocsin.remote._node import RemoteNode
 from tocsin.remote._replies import RemoteReply
@@ -123,3 +126,64 @@ async def running(
         yield node
     finally:
         await node.stop()
+
+
+def frame(body: bytes) -> bytes:
+    """One frame: its 4-byte length, then the envelope."""
+    return len(body).to_bytes(4, "big") + body
+
+
+class RawDialer:
+    """A dialer played by hand, for attacks and fuzzing: its opening, the listener's
+    reply checked, its proof, then records sealed under the session key."""
+
+    def __init__(self, secret: bytes, dialer_id: str, dialled: str) -> None:
+        self.secret = secret
+        self.dialer_id = dialer_id
+        self.dialled = dialled
+        self.nonce = hs.new_nonce()
+        self.key_out = b""
+        self.key_in = b""
+        self.seq_out = 0
+        self.listener_id = ""
+
+    def opening(self) -> bytes:
+        return hs.dialer_hello(self.nonce, self.dialer_id, self.dialled)
+
+    @staticmethod
+    def reply_size(head: bytes) -> int:
+        """Bytes of the listener's reply after its head (the ids and the proof)."""
+        parsed = hs.parse_head(head)
+        assert parsed is not None, head
+        return parsed.body + hs.MAC_SIZE
+
+    def proof(self, reply: bytes) -> bytes | None:
+        """The dialer's proof for the listener's whole ``reply``, or ``None`` when the
+        listener's own proof is wrong."""
+        head = hs.parse_head(reply[: hs.HEAD_SIZE])
+        if head is None:
+            return None
+        body = reply[hs.HEAD_SIZE :]
+        listener_id = hs.parse_listener_id(body[: -hs.MAC_SIZE])
+        assert listener_id is not None
+        keys = hs.session_keys(
+            self.secret, self.nonce, head.nonce, self.dialer_id, listener_id, self.dialled
+        )
+        if not hs.proof_ok(body[-hs.MAC_SIZE :], keys.mac_l()):
+            return None
+        self.listener_id = listener_id
+        self.key_out, self.key_in = keys.dialer_to_listener, keys.listener_to_dialer
+        return keys.mac_d()
+
+    def hello(self, system: str = "f") -> bytes:
+        """The record carrying this dialer's Hello (naming what it proved)."""
+        return self.record(
+            frame(msgspec.msgpack.encode(Hello(PROTOCOL_VERSION, system, self.dialer_id)))
+        )
+
+    def record(self, frames: bytes, *, seq: int | None = None, key: bytes | None = None) -> bytes:
+        """``frames`` sealed as the next record (or as ``seq``, under ``key``)."""
+        if seq is None:
+            self.seq_out += 1
+            seq = self.seq_out
+        return records.seal(records.keyed(self.key_out if key is None else key), seq, frames)

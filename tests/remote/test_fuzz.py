@@ -12,12 +12,21 @@ from typing import Any
 import msgspec
 from hypothesis import HealthCheck, given, settings
 from hypothesis import strategies as st
-from tests.remote.remote_support import SECRET, RecordingHost, config, make_node
+from tests.remote.remote_support import (
+    SECRET,
+    RawDialer,
+    RecordingHost,
+    config,
+    frame,
+    make_node,
+)
 
 from tocsin.remote import _handshake as hs
+from tocsin.remote import _records as records
+from tocsin.remote._address import NodeAddress
 from tocsin.remote._connection import Connection
-from tocsin.remote._envelopes import PROTOCOL_VERSION, Hello, Tell
-from tocsin.remote._node import RemoteNode
+from tocsin.remote._envelopes import Tell
+from tocsin.remote._node import RemoteNode, own_addresses
 
 FUZZ = settings(max_examples=150, deadline=None, suppress_health_check=[HealthCheck.too_slow])
 
@@ -45,10 +54,6 @@ class FakeTransport(asyncio.Transport):
         return self.aborted or self.closed
 
 
-def frame(body: bytes) -> bytes:
-    return len(body).to_bytes(4, "big") + body
-
-
 def feed(conn: Connection, data: bytes, chunks: list[int]) -> None:
     """Deliver ``data`` split at the given chunk sizes (then the rest)."""
     pos = 0
@@ -65,23 +70,33 @@ def listener() -> tuple[Connection, FakeTransport, RecordingHost]:
     host = RecordingHost()
     node = make_node(config(max_frame=4096), "b", host)
     node.address = "tocsin://b@127.0.0.1:9"
+    node._own = own_addresses(node.config, NodeAddress("tcp", host="127.0.0.1", port=9))
     conn = Connection(node, dialer=False, host="fuzzer")
     transport = FakeTransport()
     conn.connection_made(transport)
     return conn, transport, host
 
 
-def authenticate(conn: Connection, transport: FakeTransport) -> None:
-    """Play a correct dialer up to and including its Hello."""
-    nonce_d = hs.new_nonce()
-    conn.data_received(hs.dialer_hello(nonce_d))
-    reply = bytes(transport.written[: hs.LISTENER_REPLY_SIZE])
-    nonce_l = hs.verify_listener_reply(SECRET, nonce_d, reply)
-    assert nonce_l is not None
-    hello = msgspec.msgpack.encode(Hello(PROTOCOL_VERSION, "fuzzer", "tocsin://f@127.0.0.1:8"))
-    conn.data_received(hs.dialer_proof(SECRET, nonce_d, nonce_l) + frame(hello))
+def dialer() -> RawDialer:
+    return RawDialer(SECRET, "tocsin://f@127.0.0.1:8", "tcp://127.0.0.1:9")
+
+
+def challenge(conn: Connection, transport: FakeTransport, peer: RawDialer) -> bytes:
+    """Send ``peer``'s opening; the listener's whole reply."""
+    conn.data_received(peer.opening())
+    size = hs.HEAD_SIZE + peer.reply_size(bytes(transport.written[: hs.HEAD_SIZE]))
+    return bytes(transport.written[:size])
+
+
+def authenticate(conn: Connection, transport: FakeTransport) -> RawDialer:
+    """Play a correct dialer up to and including its Hello; the dialer, to seal more."""
+    peer = dialer()
+    proof = peer.proof(challenge(conn, transport, peer))
+    assert proof is not None
+    conn.data_received(proof + peer.hello("fuzzer"))
     assert conn.peer is not None
     assert not transport.aborted
+    return peer
 
 
 def run(body: Any) -> None:
@@ -105,10 +120,9 @@ def test_random_bytes_before_authentication_deliver_nothing(data: bytes, chunks:
         feed(conn, data, chunks)
         assert host.tells == []
         assert conn.peer is None
-        # Bad opening bytes close at once; a random proof after a good opening too.
-        if len(data) >= hs.DIALER_HELLO_SIZE and data[:8] != hs.MAGIC:
-            assert transport.aborted
-        if len(data) >= hs.DIALER_HELLO_SIZE + hs.DIALER_PROOF_SIZE:
+        # Bad opening bytes close at once (a random opening cannot name this node's
+        # address, so even one with the magic is refused once its body is in).
+        if len(data) >= hs.HEAD_SIZE and data[:8] != hs.MAGIC:
             assert transport.aborted
 
     run(body)
@@ -122,13 +136,17 @@ def test_a_listener_reply_without_the_secret_is_refused_by_the_dialer(
     def body() -> None:
         node = make_node(config(), "a")
         node.address = "tocsin://a@127.0.0.1:9"
-        conn = Connection(node, dialer=True, host="listener")
+        conn = Connection(node, dialer=True, host="listener", dialled="tcp://127.0.0.1:8")
         transport = FakeTransport()
         conn.connection_made(transport)
-        conn.data_received(hs.MAGIC + nonce_l + mac)
+        opening = len(transport.written)
+        listener_id = b"tocsin://b@127.0.0.1:8"
+        conn.data_received(
+            hs.MAGIC + nonce_l + len(listener_id).to_bytes(2, "big") + listener_id + mac
+        )
         assert transport.aborted
         assert node.counters.auth_failures == 1
-        assert len(transport.written) == hs.DIALER_HELLO_SIZE  # no proof, no frame sent
+        assert len(transport.written) == opening  # no proof, no frame sent
 
     run(body)
 
@@ -138,12 +156,17 @@ def test_a_listener_reply_without_the_secret_is_refused_by_the_dialer(
 def test_a_dialer_proof_made_with_another_secret_is_refused(other: bytes) -> None:
     def body() -> None:
         conn, transport, host = listener()
-        nonce_d = hs.new_nonce()
-        conn.data_received(hs.dialer_hello(nonce_d))
-        nonce_l = bytes(transport.written[8:40])
+        peer = dialer()
+        reply = challenge(conn, transport, peer)
         assert host.tells == []
-        hello = frame(msgspec.msgpack.encode(Hello(PROTOCOL_VERSION, "x", "tocsin://x@h:1")))
-        conn.data_received(hs.dialer_proof(other, nonce_d, nonce_l) + hello)
+        assert peer.proof(reply) is not None
+        impostor = RawDialer(other, peer.dialer_id, peer.dialled)
+        impostor.nonce = peer.nonce
+        assert impostor.proof(reply) is None  # it cannot check the listener's proof
+        forged = hs.session_keys(
+            other, peer.nonce, reply[8:40], peer.dialer_id, peer.listener_id, peer.dialled
+        )
+        conn.data_received(forged.mac_d() + peer.hello("x"))
         assert transport.aborted
         assert conn.peer is None
         assert conn.node.counters.auth_failures == 1
@@ -158,8 +181,8 @@ def test_random_frames_after_authentication_close_at_most_this_connection(
 ) -> None:
     def body() -> None:
         conn, transport, _ = listener()
-        authenticate(conn, transport)
-        feed(conn, b"".join(frame(f) for f in frames), chunks)
+        peer = authenticate(conn, transport)
+        feed(conn, b"".join(peer.record(frame(f)) for f in frames), chunks)
         # Random bodies are either valid envelopes (handled) or close the connection.
         assert conn.closed == transport.aborted
 
@@ -167,14 +190,18 @@ def test_random_frames_after_authentication_close_at_most_this_connection(
 
 
 @FUZZ
-@given(size=st.integers(min_value=4097, max_value=2**32 - 1), tail=st.binary(max_size=64))
+@given(
+    size=st.integers(min_value=records.cap(4096) + 1, max_value=2**32 - 1),
+    tail=st.binary(max_size=64),
+)
 def test_a_huge_length_prefix_closes_the_connection_before_reading_the_body(
     size: int, tail: bytes
 ) -> None:
     def body() -> None:
         conn, transport, _ = listener()
         authenticate(conn, transport)
-        conn.data_received(size.to_bytes(4, "big") + tail)
+        # The record's head alone (length, sequence number): refused before its body.
+        conn.data_received(size.to_bytes(4, "big") + (2).to_bytes(8, "big") + tail)
         assert transport.aborted
         assert conn.node.counters.protocol_errors == 1
 
@@ -186,11 +213,12 @@ def test_a_huge_length_prefix_closes_the_connection_before_reading_the_body(
 def test_a_truncated_frame_waits_for_the_rest_and_delivers_once_whole(cut: int) -> None:
     def body() -> None:
         conn, transport, host = listener()
-        authenticate(conn, transport)
+        peer = authenticate(conn, transport)
         node = conn.node
         assert isinstance(node, RemoteNode), node  # listener() made it with make_node
         name, payload = node.codec.encode({"k": list(range(40))})
-        data = frame(msgspec.msgpack.encode(Tell("/user/x", "", "", name, msgspec.Raw(payload))))
+        tell = msgspec.msgpack.encode(Tell("/user/x", "", "", name, msgspec.Raw(payload)))
+        data = peer.record(frame(tell))
         cut_at = min(cut, len(data) - 1)
         conn.data_received(data[:cut_at])
         assert host.tells == []
@@ -204,8 +232,8 @@ def test_a_truncated_frame_waits_for_the_rest_and_delivers_once_whole(cut: int) 
 def test_a_zero_length_frame_is_a_protocol_error() -> None:
     def body() -> None:
         conn, transport, _ = listener()
-        authenticate(conn, transport)
-        conn.data_received(b"\x00\x00\x00\x00")
+        peer = authenticate(conn, transport)
+        conn.data_received(peer.record(b"\x00\x00\x00\x00"))
         assert transport.aborted
 
     run(body)
@@ -214,11 +242,11 @@ def test_a_zero_length_frame_is_a_protocol_error() -> None:
 def test_a_frame_before_hello_that_is_not_hello_closes() -> None:
     def body() -> None:
         conn, transport, host = listener()
-        nonce_d = hs.new_nonce()
-        conn.data_received(hs.dialer_hello(nonce_d))
-        nonce_l = bytes(transport.written[8:40])
+        peer = dialer()
+        proof = peer.proof(challenge(conn, transport, peer))
+        assert proof is not None
         tell = frame(msgspec.msgpack.encode(Tell("/user/x", "", "", "", msgspec.Raw(b"\x01"))))
-        conn.data_received(hs.dialer_proof(SECRET, nonce_d, nonce_l) + tell)
+        conn.data_received(proof + peer.record(tell))
         assert transport.aborted
         assert host.tells == []
 

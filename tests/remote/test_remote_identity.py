@@ -26,6 +26,7 @@ from tests.eventually import eventually
 from tests.remote.remote_support import (
     SECRET,
     FakePID,
+    RawDialer,
     RecordingHost,
     config,
     make_node,
@@ -236,9 +237,11 @@ async def test_the_listener_counts_a_dialer_that_gives_up_after_the_challenge() 
         assert srv.metrics().auth_failures == 0
         # What a dialer holding another secret does: open, read the challenge, close.
         reader, writer = await asyncio.open_connection(address.host, address.port)
-        writer.write(hs.dialer_hello(hs.new_nonce()))
+        peer = RawDialer(SECRET, "tocsin://x@127.0.0.1:1", str(address))
+        writer.write(peer.opening())
         async with asyncio.timeout(10):
-            challenge = await reader.readexactly(hs.LISTENER_REPLY_SIZE)
+            challenge = await reader.readexactly(hs.HEAD_SIZE)
+            await reader.readexactly(peer.reply_size(challenge))
         assert challenge.startswith(hs.MAGIC)
         writer.close()
         await writer.wait_closed()

@@ -1,6 +1,6 @@
 # SPDX-License-Identifier: Apache-2.0
 """The transport on real loopback sockets (two nodes in one process, no actor system):
-tell order, ask answers and failures, lookups, one connection per pair, unreachable peers,
+tell order, ask answers and failures, lookups, one connection per direction, unreachable peers,
 reconnects, wrong secrets, hostile bytes, the frame cap, backpressure, TLS, Unix sockets."""
 
 from __future__ import annotations
@@ -86,18 +86,25 @@ async def test_lookup_returns_the_pid_string_or_empty() -> None:
         assert await a.lookup(target, "/user/absent", timeout=5) == ""
 
 
-async def test_one_connection_per_peer_pair_is_reused_both_ways() -> None:
+async def test_each_direction_sends_on_the_connection_it_dialled() -> None:
     async with running(config(), "a") as a, running(config(), "b") as b:
         assert a.tell(node_of(b.address), "/user/x", "", "", a.encode_message(1), None)
         await host_of(b).wait_tells(1)
-        # b answers on the connection a opened: no second connection.
+        # b sends to a on a connection b dialled (a's address proven by a's handshake),
+        # never on the one a opened: an inbound peer's claim routes nothing.
         assert b.tell(node_of(a.address), "/user/y", "", "", b.encode_message(2), None)
         await host_of(a).wait_tells(1)
         for _ in range(3):
             await a.ask(node_of(b.address), "/user/x", "", "", a.encode_message(3))
             await b.ask(node_of(a.address), "/user/y", "", "", b.encode_message(4))
-        assert a.metrics().connections == 1
-        assert b.metrics().connections == 1
+        assert a.metrics().connections == 2
+        assert b.metrics().connections == 2
+        a_to_b = a.endpoint(node_of(b.address)).conn
+        b_to_a = b.endpoint(node_of(a.address)).conn
+        assert a_to_b is not None
+        assert a_to_b.dialer
+        assert b_to_a is not None
+        assert b_to_a.dialer
 
 
 async def test_a_node_nobody_listens_at_is_unreachable() -> None:
@@ -317,9 +324,9 @@ async def test_requests_whose_asker_gave_up_are_forgotten_at_the_next_heartbeat(
         await eventually(lambda: target.state == "up")
         conn = target.conn
         assert conn is not None
-        await eventually(lambda: corr in conn.pending)
+        await eventually(lambda: conn.waits_for(corr))
         await asyncio.sleep(0.2)
-        assert corr in conn.pending  # still waited for
+        assert conn.waits_for(corr)  # still waited for
         waiting["asker"] = False  # the asker timed out
-        await eventually(lambda: corr not in conn.pending)
+        await eventually(lambda: not conn.waits_for(corr))
         assert answers == []

@@ -248,6 +248,10 @@ _REMOTE: Final = (
      "Messages sent from here that became dead letters with reason overflow (send buffer full)."),
     ("not_found", "remote.not_found", _COUNTER,
      "Messages that arrived for an actor this node does not have."),
+    ("mac_failures", "remote.mac_failures", _COUNTER,
+     "Connections closed for a record whose MAC or sequence number was wrong."),
+    ("handshakes_refused", "remote.handshakes_refused", _COUNTER,
+     "Inbound connections refused at once: max_pending_handshakes strangers already."),
 )  # fmt: skip
 
 

@@ -57,10 +57,20 @@ class Remoting:
             connection that hears nothing for ``3 * heartbeat`` is closed as lost.
         reconnect_max: cap of the jittered exponential reconnect backoff, seconds
             (default 5.0; the first retry waits about 50 ms).
-        connect_timeout: seconds a dial plus handshake may take (default 5.0).
+        connect_timeout: seconds a dial plus handshake may take (default 5.0); also the
+            deadline of an inbound connection's handshake, read through the node's clock:
+            a stranger that has not proved the secret by then is closed and counted.
+        max_pending_handshakes: inbound connections that may be in their handshake at
+            once (default 64, keyword only). A connection beyond them is closed at once,
+            before a byte is read, counted (``handshakes_refused``) and logged at most
+            once a minute per peer host: idle strangers cannot exhaust the node's file
+            descriptors or memory, and peers that hold the secret get through as the
+            strangers' deadlines expire.
         tls_cert, tls_key, tls_ca: optional mutual TLS, all three or none: this node's
             certificate chain and key (PEM files), and the CA file peers' certificates
-            must chain to. Both directions require a certificate.
+            must chain to. Both directions require a certificate. The secret's handshake
+            and the MAC on every record run inside TLS too (TLS adds confidentiality and
+            a CA-issued identity; it replaces nothing).
 
     Raises:
         ValueError: an address is malformed, the secret is shorter than 16 bytes, two
@@ -82,6 +92,7 @@ class Remoting:
     tls_cert: str | os.PathLike[str] | None = None
     tls_key: str | os.PathLike[str] | None = None
     tls_ca: str | os.PathLike[str] | None = None
+    max_pending_handshakes: int = field(default=64, kw_only=True)
     # Derived, validated forms (not constructor arguments).
     listen_address: NodeAddress = field(init=False, repr=False, compare=False)
     advertise_address: NodeAddress | None = field(init=False, repr=False, compare=False)
@@ -113,6 +124,9 @@ class Remoting:
             value = getattr(self, name)
             if isinstance(value, bool) or not isinstance(value, int) or value < 64:
                 raise ValueError(f"`{name}` must be an int of at least 64 bytes, got {value!r}")
+        value = self.max_pending_handshakes
+        if isinstance(value, bool) or not isinstance(value, int) or value < 1:
+            raise ValueError(f"`max_pending_handshakes` must be an int >= 1, got {value!r}")
         for name in ("heartbeat", "reconnect_max", "connect_timeout"):
             value = getattr(self, name)
             if (

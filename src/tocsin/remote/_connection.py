@@ -1,23 +1,39 @@
 # SPDX-License-Identifier: Apache-2.0
-"""One peer connection: handshake, 4-byte length-prefixed frames, corked writes.
+"""One peer connection: the handshake, then MACed records of frames, corked writes.
 
-An :class:`asyncio.Protocol`, not streams: ``data_received`` splits frames without an
-``await`` per frame, and writes are corked (frames appended during one loop iteration go
-out in one ``transport.write``), which is most of the throughput on small messages.
+An :class:`asyncio.BufferedProtocol`, not streams: ``data_received`` splits records and
+frames without an ``await`` per frame, and writes are corked (frames appended during one
+loop iteration go out in one record, one ``transport.write``), which is most of the
+throughput on small messages, and what makes a MAC per record cheap (:mod:`._records`).
+Buffered, because a plain ``Protocol`` gets a fresh 256 KiB ``bytes`` per ``recv``,
+shrunk to what arrived: below glibc's mmap threshold that is free, above it (where the
+threshold happens to sit depends on the process's past) it is an ``mmap``, ``mremap``
+and ``munmap`` per read, 20-30 µs of an ask's round trip. Reading into the node's one
+buffer and copying out what arrived costs a ``memcpy`` of those bytes.
 
-Reading, in order: the fixed-size handshake (:mod:`._handshake`), then frames. A frame's
-4-byte big-endian length is checked against ``max_frame`` as soon as the 4 bytes are here,
-before any of the body is buffered; a zero or oversize length, a body that is not a valid
-envelope, or a first frame that is not :class:`Hello` closes *this* connection (counted,
-logged at most once a minute per peer host) and nothing else.
+Reading, in order: the handshake (:mod:`._handshake`: two openings and a proof, whose
+lengths are checked before their bodies are read), then records. A record's length is
+checked against the cap as soon as its 12-byte head is here, its MAC and sequence number
+before any frame in it is decoded; a wrong MAC or sequence (counted in ``mac_failures``),
+a frame length outside ``1..max_frame``, a body that is not a valid envelope, or a first
+frame that is not a :class:`Hello` naming what the handshake proved, closes *this*
+connection (logged at most once a minute per peer host) and nothing else.
 
 A failed handshake is counted (``auth_failures``) and logged with the peer's address on
-the side that sees it: a wrong proof, bad opening bytes, no handshake within
-``connect_timeout``, or (listening side) a dialer that closes after the challenge, which
-is what a dialer holding another secret does. A connection closed before sending a byte
-(a port probe, a health check) is not an authentication attempt and is not counted. The
-dialer's failure says "authentication failed" and reaches its caller
+the side that sees it: a wrong proof, bad opening bytes, a dialled address the listener
+does not answer to, no handshake within ``connect_timeout``, or (listening side) a dialer
+that closes after the challenge, which is what a dialer holding another secret does. A
+connection closed before sending a byte (a port probe, a health check) is not counted.
+The dialer's failure says "authentication failed" and reaches its caller
 (:class:`~tocsin.NodeUnreachableError`, the dead letter's log line).
+
+Nothing silently lost: a tell leaves this node in a record the peer confirms
+(:class:`Received`, sent once :data:`CONFIRM_EVERY` bytes of records were handed on, at
+each heartbeat tick while some were not, and before a graceful close). Until then the
+connection keeps what the tell was sent for; if the connection is lost first, every tell
+not confirmed (or not yet written) is handed back (:meth:`Connection.take_held`) and
+becomes a dead letter ``unreachable``. A close this node starts writes everything first
+and trusts TCP to deliver it (the peer confirms on its way out when it closes).
 
 Writing never blocks: :meth:`Connection.send` returns ``False`` when the frames queued on
 this connection would exceed ``max_buffer`` (they queue here while the transport's own
@@ -25,29 +41,33 @@ buffer is over its high-water mark: asyncio's ``pause_writing``); the caller tur
 into a dead letter.
 
 Prior art: msgspec ``examples/asyncio-kv`` (length prefix + msgspec), asyncio's
-``Protocol`` flow control (``pause_writing``), Proto.Actor's endpoint writer batching.
+``Protocol`` flow control (``pause_writing``), Proto.Actor's endpoint writer batching,
+TLS records, Akka Artery's system-message acknowledgements.
 """
 
 from __future__ import annotations
 
 import asyncio
+import hmac
 import logging
 import socket
 import struct
+from collections import deque
 from collections.abc import Callable
 from typing import TYPE_CHECKING, Any, Final, Protocol, final
 
 import msgspec
 
 from . import _handshake as hs
-from ._envelopes import PROTOCOL_VERSION, Envelope, Heartbeat, Hello, decoder
+from . import _records as rec
+from ._envelopes import PROTOCOL_VERSION, Envelope, Heartbeat, Hello, Received, decoder
 
 if TYPE_CHECKING:
     from ..clock import Clock
     from ._config import Remoting
     from ._metrics import Counters
 
-__all__ = ["Connection", "Hub", "Owner"]
+__all__ = ["CONFIRM_EVERY", "Connection", "Hub", "Owner"]
 
 log = logging.getLogger("tocsin.remote")
 
@@ -55,15 +75,18 @@ _PREFIX: Final = 4
 _pack_prefix: Final = struct.Struct(">I").pack
 _unpack_prefix: Final = struct.Struct(">I").unpack_from
 _HEARTBEAT: Final = msgspec.msgpack.encode(Heartbeat())
-#: Bytes of queued frames handed to the transport in one ``write`` once more than this
-#: is queued (a flush of one loop iteration's frames is usually one write).
-_CHUNK: Final = 256 * 1024
+_encode: Final = msgspec.msgpack.encode
+_same: Final = hmac.compare_digest
+#: Bytes of records handed on after which the reader confirms them (:class:`Received`)
+#: without waiting for the next heartbeat tick: what a sender holds for its dead letters
+#: stays near this plus what the sockets hold.
+CONFIRM_EVERY: Final = 256 * 1024
 
 # Reading stages.
-_AWAIT_DIALER_HELLO: Final = 0  # listener: MAGIC | nonce_d
-_AWAIT_LISTENER_REPLY: Final = 1  # dialer: MAGIC | nonce_l | mac_l
-_AWAIT_DIALER_PROOF: Final = 2  # listener: mac_d
-_FRAMES: Final = 3
+_HANDSHAKE: Final = 0  # the handshake's steps (``_handshake.Handshake``)
+_FRAMES: Final = 1  # MACed records of frames
+
+Callback = Callable[[Envelope | BaseException], None]
 
 
 class Hub(Protocol):
@@ -79,10 +102,24 @@ class Hub(Protocol):
     def system_name(self) -> str: ...
     @property
     def address(self) -> str: ...
+    @property
+    def read_buffer(self) -> memoryview:
+        """Where every connection of the node reads into (copied out at once)."""
+
     def dispatch(self, conn: Connection, envelope: Envelope) -> asyncio.Future[None] | None:
         """One envelope arrived on ``conn`` (after its Hello). A future when the actor it
         is for has no room (its bounded mailbox is full): done once the message is in
         that mailbox. The connection reads nothing more until then."""
+
+    def admit(self, conn: Connection) -> bool:
+        """A stranger connected (inbound, not yet authenticated): False when too many
+        are in their handshake already (``conn`` is then closed at once)."""
+
+    def authenticated(self, conn: Connection) -> None:
+        """``conn``, admitted, proved the secret or closed: it is a stranger no more."""
+
+    def answers_to(self, dialled: str) -> bool:
+        """Whether this node listens at ``dialled`` (the address a dialer connected to)."""
 
     def connection_ready(self, conn: Connection) -> bool:
         """The peer's Hello arrived; False when the node refused the connection."""
@@ -104,10 +141,18 @@ class Owner(Protocol):
 
 
 @final
-class Connection(asyncio.Protocol):
-    """One authenticated connection to a peer node. Made by a :class:`Hub` (the node)."""
+class Connection(asyncio.BufferedProtocol):
+    """One authenticated connection to a peer node. Made by a :class:`Hub` (the node).
 
-    def __init__(self, node: Hub, *, dialer: bool, host: str) -> None:
+    Args:
+        node: the node it belongs to.
+        dialer: this side connected (else it accepted).
+        host: the peer for logs (the dialled address; an inbound one finds its own).
+        dialled: the address the dialer connected to, as it wrote it (``str`` of a
+            ``NodeAddress``); bound into the session keys. Empty on the listening side.
+    """
+
+    def __init__(self, node: Hub, *, dialer: bool, host: str, dialled: str = "") -> None:
         self.node = node
         self.dialer = dialer
         self.host = host  # the peer, for logs: its address (dialled, or host:port seen)
@@ -115,30 +160,53 @@ class Connection(asyncio.Protocol):
         #: Why the connection failed before it was ready, in words (the dialer's error).
         self.failure = ""
         self._counted = False  # this connection's failed handshake is counted already
+        self._stranger = False  # inbound, admitted, not authenticated yet
         self.peer: Hello | None = None  # set when the peer's Hello arrives
+        #: The peer's system address as the handshake proved it (its Hello must agree).
+        self.peer_id = ""
         self.ready: asyncio.Future[None] = asyncio.get_running_loop().create_future()
         self.closed = False
-        self.pending: dict[int, Callable[[Envelope | BaseException], None]] = {}
-        #: Endpoints using this connection (usually one; two when a peer was dialled at
-        #: another address than the one it advertises).
+        self._pending: dict[int, Callback] = {}
+        #: Endpoints using this connection (the one that dialled it).
         self.owners: list[Owner] = []
         self.rx_frames = 0
+        self.rx_bytes = 0
         self.tx_frames = 0
         self.quiet_ticks = 0
-        self.seen_rx = -1  # rx_frames / tx_frames at the last heartbeat tick
+        self.seen_rx = -1  # rx_bytes / tx_frames at the last heartbeat tick
         self.seen_tx = -1
-        self._secret = node.config.secret_bytes
         self._max_frame = node.config.max_frame
         self._max_buffer = node.config.max_buffer
+        self._record_cap = rec.cap(node.config.max_frame)
         self._decode = decoder().decode
         self._metrics = node.counters
         self._transport: asyncio.Transport | None = None
+        self._read_into = node.read_buffer
         self._chunks: list[bytes] = []
         self._have = 0
-        self._stage = _AWAIT_LISTENER_REPLY if dialer else _AWAIT_DIALER_HELLO
-        self._need = hs.LISTENER_REPLY_SIZE if dialer else hs.DIALER_HELLO_SIZE
-        self._nonce = hs.new_nonce()
-        self._peer_nonce = b""
+        self._stage = _HANDSHAKE
+        self._shake = hs.Handshake(
+            node.config.secret_bytes,
+            dialer=dialer,
+            own_id=node.address,
+            peer=host,
+            dialled=dialled,
+            answers_to=node.answers_to,
+        )
+        self._need = self._shake.need
+        self._mac_in = rec.keyed(b"")  # keyed with the session's keys once authenticated
+        self._mac_out = self._mac_in
+        self._seq_in = 0  # the last record read whose MAC and number were right
+        self._seq_out = 0  # the last record written
+        #: A record read and checked whose frames are not all handed on yet (reading was
+        #: paused for backpressure inside it): (view, next frame, end of frames, record
+        #: size, whether it carried a message so far).
+        self._plain: tuple[memoryview, int, int, int, bool] | None = None
+        self._rx_done = 0  # the last record whose frames were all handed on
+        self._rx_unconfirmed = 0  # bytes of such records with messages, not confirmed
+        #: Records written and not yet confirmed by the peer, with what the tells in
+        #: them were sent for: (seq, infos; ``None`` for what is not a tell).
+        self._unconfirmed: deque[tuple[int, list[object]]] = deque()
         self._out: list[bytes] = []
         #: What each frame in ``_out`` was sent for (one entry per frame, ``None`` but
         #: for tells): made dead letters if the connection is dropped before they leave.
@@ -162,39 +230,61 @@ class Connection(asyncio.Protocol):
         self._transport = transport
         if not self.dialer:
             self.host, self.log_key = _peer_of(transport)
+            if not self.node.admit(self):
+                # Over the cap of strangers: refused at once, before reading a byte (the
+                # node counted and logged it). Not an authentication failure.
+                self._counted = True
+                self.abort()
+                return
+            self._stranger = True
         clock = self.node.clock
         self._timer = clock.call_at(
             clock.monotonic() + self.node.config.connect_timeout, self._handshake_timeout
         )
         if self.dialer:
-            transport.write(hs.dialer_hello(self._nonce))
+            transport.write(self._shake.opening())
+
+    def get_buffer(self, sizehint: int) -> memoryview:
+        # The node's one read buffer: asyncio reads into it and calls buffer_updated at
+        # once, on this thread, and what arrived is copied out there, so no two
+        # connections ever hold it at the same time.
+        return self._read_into
+
+    def buffer_updated(self, nbytes: int) -> None:
+        self.data_received(self._read_into[:nbytes].tobytes())
 
     def data_received(self, data: bytes) -> None:
         if self.closed:
             return
         self._chunks.append(data)
         self._have += len(data)
+        self.rx_bytes += len(data)
         self._metrics.bytes_in += len(data)
         self._consume()
 
     def _consume(self) -> None:
-        """Handle what the buffered chunks hold (handshake steps, whole frames)."""
-        if self._have < self._need or self._holding is not None:
-            # Not enough for the next step (keep chunks, copy nothing), or reading is
-            # paused for backpressure (a TLS transport may still hand over a little).
-            return
+        """Handle what is buffered: the rest of a record reading paused in, handshake
+        steps, whole records."""
+        if self._holding is not None:
+            return  # paused for backpressure (a TLS transport may still hand over a little)
+        if self._plain is not None and not self._hand_on():
+            return  # held again, or closed
+        if self._have < self._need:
+            return  # not enough for the next step: keep the chunks, copy nothing
         buf = self._chunks[0] if len(self._chunks) == 1 else b"".join(self._chunks)
         pos = 0
         if self._stage != _FRAMES:
             pos = self._handshake(buf)
             if pos < 0 or self.closed:
                 return
-        pos = self._frames(buf, pos)
+        pos = self._records(buf, pos)
         if pos < 0:
             return  # closed
         rest = buf[pos:] if pos else buf
         self._chunks = [rest] if rest else []
         self._have = len(rest)
+        if self._rx_unconfirmed >= CONFIRM_EVERY:
+            self._confirm()
 
     def connection_lost(self, exc: Exception | None) -> None:
         if not self.closed and not self.ready.done():
@@ -209,14 +299,14 @@ class Connection(asyncio.Protocol):
                 f"the node at {self.host} closed the connection during the handshake "
                 "(it refused this node, or is not a tocsin node)"
             )
-        elif self._stage == _AWAIT_DIALER_PROOF:
+        elif self._shake.challenged:
             # A dialer that finds our proof wrong (it holds another secret) closes here:
             # the one trace of its failed attempt on this side.
             self._count_failure(
                 "authentication failed: the dialer closed the connection instead of "
                 "proving it holds the secret (it holds another one?)"
             )
-        elif self._stage == _AWAIT_DIALER_HELLO and self._have:
+        elif self._have:
             self._count_failure("not a tocsin peer (closed before a whole opening)")
 
     # -- handshake ----------------------------------------------------------------------
@@ -224,56 +314,40 @@ class Connection(asyncio.Protocol):
     def _handshake(self, buf: bytes) -> int:
         """Consume handshake steps from ``buf``; the offset reached, or -1 when waiting
         (the buffer is kept) or closed."""
+        assert self._transport is not None
+        shake = self._shake
         pos = 0
-        while self._stage != _FRAMES:
-            if len(buf) - pos < self._need:
+        while not shake.done:
+            need = shake.need
+            if len(buf) - pos < need:
                 self._chunks = [buf[pos:]]
                 self._have = len(buf) - pos
+                self._need = need
                 return -1
-            step = buf[pos : pos + self._need]
-            pos += self._need
-            if not self._handshake_step(step):
+            step = buf[pos : pos + need]
+            pos += need
+            try:
+                answer = shake.step(step)
+            except hs.Refused as exc:
+                self._count_failure(str(exc))
+                self.abort()
                 return -1
-        self._need = _PREFIX
-        return pos
-
-    def _handshake_step(self, step: bytes) -> bool:
-        assert self._transport is not None
-        if self._stage == _AWAIT_DIALER_HELLO:
-            nonce_d = hs.verify_dialer_hello(step)
-            if nonce_d is None:
-                return self._auth_failed("not a tocsin peer (bad opening bytes)")
-            self._peer_nonce = nonce_d
-            self._transport.write(hs.listener_reply(self._secret, nonce_d, self._nonce))
-            self._stage, self._need = _AWAIT_DIALER_PROOF, hs.DIALER_PROOF_SIZE
-            return True
-        if self._stage == _AWAIT_LISTENER_REPLY:
-            nonce_l = hs.verify_listener_reply(self._secret, self._nonce, step)
-            if nonce_l is None:
-                return self._auth_failed(
-                    f"authentication failed: the node at {self.host} does not prove it "
-                    "holds this node's secret (another secret, or not a tocsin node)"
-                )
-            self._transport.write(hs.dialer_proof(self._secret, self._nonce, nonce_l))
-            self._stage = _FRAMES
-            self._send_hello()
-            return True
-        # _AWAIT_DIALER_PROOF
-        if not hs.verify_dialer_proof(self._secret, self._peer_nonce, self._nonce, step):
-            return self._auth_failed(
-                "authentication failed: the dialer does not hold this node's secret"
-            )
+            if answer:
+                self._transport.write(answer)
+        self.peer_id = shake.peer_id
+        self._mac_in, self._mac_out = rec.keyed(shake.key_in), rec.keyed(shake.key_out)
         self._stage = _FRAMES
-        return True
+        if self._stranger:
+            self._stranger = False
+            self.node.authenticated(self)
+        if self.dialer:
+            self._send_hello()
+        self._need = rec.HEAD
+        return pos
 
     def _send_hello(self) -> None:
         hello = Hello(PROTOCOL_VERSION, self.node.system_name, self.node.address)
-        self.send(msgspec.msgpack.encode(hello), force=True)
-
-    def _auth_failed(self, reason: str) -> bool:
-        self._count_failure(reason)
-        self.abort()
-        return False
+        self.send(_encode(hello), force=True)
 
     def _count_failure(self, reason: str) -> None:
         """Count and log (rate-limited, with the peer's address) a failed handshake."""
@@ -286,6 +360,7 @@ class Connection(asyncio.Protocol):
         self.node.warn(f"auth:{self.log_key}", f"remoting: refused {side} {self.host}: {reason}")
 
     def _handshake_timeout(self) -> None:
+        self._timer = None
         if not self.ready.done() and not self.closed:
             self._count_failure(
                 f"{self.host} did not finish the handshake within "
@@ -293,48 +368,119 @@ class Connection(asyncio.Protocol):
             )
             self.abort()
 
-    # -- frames -------------------------------------------------------------------------
+    # -- records and frames -------------------------------------------------------------
 
-    def _frames(self, buf: bytes, pos: int) -> int:
-        """Handle every whole frame in ``buf`` from ``pos``; the offset reached, or -1
-        when the connection was closed meanwhile."""
+    def _records(self, buf: bytes, pos: int) -> int:
+        """Check and hand on every whole record in ``buf`` from ``pos``; the offset
+        reached, or -1 when the connection was closed meanwhile."""
         end = len(buf)
         view = memoryview(buf)
+        mac_in = self._mac_in
+        cap = self._record_cap
+        while end - pos >= rec.HEAD:
+            size, seq = rec.unpack_head(buf, pos)
+            if size == 0 or size > cap:
+                self._protocol_error(f"record length {size} outside 1..{cap}")
+                return -1
+            body = pos + rec.HEAD
+            stop = body + size
+            if end - stop < rec.MAC:
+                self._need = stop + rec.MAC - pos
+                return pos
+            mac = mac_in.copy()
+            mac.update(view[pos:stop])
+            if not _same(mac.digest(), view[stop : stop + rec.MAC]):
+                self._bad_record("a record's MAC is wrong (not written by a holder of the key)")
+                return -1
+            if seq != self._seq_in + 1:
+                self._bad_record(f"record {seq} where {self._seq_in + 1} was due (replayed?)")
+                return -1
+            self._seq_in = seq
+            pos = stop + rec.MAC
+            self._plain = (view, body, stop, size, False)
+            if not self._hand_on():
+                self._need = rec.HEAD
+                return -1 if self.closed else pos
+        self._need = rec.HEAD
+        return pos
+
+    def _hand_on(self) -> bool:
+        """Decode and hand on the frames of the checked record in ``_plain``. False when
+        reading paused inside it (``_plain`` keeps the rest) or the connection closed."""
+        assert self._plain is not None
+        view, pos, stop, size, messages = self._plain
         decode = self._decode
         dispatch = self.node.dispatch
         cap = self._max_frame
         first = self.rx_frames
         try:
-            while end - pos >= _PREFIX:
-                (size,) = _unpack_prefix(buf, pos)
-                if size == 0 or size > cap:
-                    self._protocol_error(f"frame length {size} outside 1..{cap}")
-                    return -1
-                if end - pos - _PREFIX < size:
-                    self._need = _PREFIX + size
-                    return pos
+            while pos < stop:
+                if stop - pos < _PREFIX:
+                    self._protocol_error("a frame split across two records")
+                    return False
+                (length,) = _unpack_prefix(view, pos)
                 start = pos + _PREFIX
-                pos = start + size
+                pos = start + length
+                if length == 0 or length > cap or pos > stop:
+                    self._protocol_error(f"frame length {length} outside 1..{cap} or its record")
+                    return False
                 try:
                     envelope = decode(view[start:pos])
                 except (msgspec.DecodeError, msgspec.ValidationError) as exc:
                     self._protocol_error(f"undecodable frame: {exc}")
-                    return -1
+                    return False
                 self.rx_frames += 1
+                kind = type(envelope)
+                if kind is Heartbeat:
+                    continue
+                if kind is Received:
+                    if not self._confirmed(envelope.seq):  # type: ignore[union-attr]
+                        return False
+                    continue
+                messages = True
                 if self.peer is None:
                     if not self._on_hello(envelope):
-                        return -1
-                elif type(envelope) is not Heartbeat:
-                    waiter = dispatch(self, envelope)
-                    if self.closed:
-                        return -1
-                    if waiter is not None and self._hold(waiter):
-                        self._need = _PREFIX
-                        return pos  # the rest waits in the buffer, unread
-            self._need = _PREFIX
-            return pos
+                        return False
+                    continue
+                waiter = dispatch(self, envelope)
+                if self.closed:
+                    return False
+                if waiter is not None and self._hold(waiter):
+                    self._plain = (view, pos, stop, size, True)
+                    return False
+            self._plain = None
+            self._rx_done = self._seq_in
+            if messages:
+                self._rx_unconfirmed += size + rec.HEAD + rec.MAC
+            return True
         finally:
             self._metrics.frames_in += self.rx_frames - first
+
+    def _bad_record(self, reason: str) -> None:
+        self._metrics.mac_failures += 1
+        self.failure = reason
+        self.node.warn(
+            f"mac:{self.log_key}",
+            f"remoting: closed the connection with {self.host}: {reason}",
+        )
+        self.abort()
+
+    # -- confirmations: what the peer has read ---------------------------------------------
+
+    def _confirm(self) -> None:
+        """Tell the peer every record up to the last one handed on was read."""
+        self._rx_unconfirmed = 0
+        self.send(_encode(Received(self._rx_done)), force=True)
+
+    def _confirmed(self, seq: int) -> bool:
+        """The peer read our records up to ``seq``: forget the tells they carried."""
+        if seq > self._seq_out:
+            self._protocol_error(f"confirms record {seq}, only {self._seq_out} were written")
+            return False
+        unconfirmed = self._unconfirmed
+        while unconfirmed and unconfirmed[0][0] <= seq:
+            unconfirmed.popleft()
+        return True
 
     # -- backpressure: reading stops while the actor a frame is for has no room -----------
 
@@ -377,6 +523,12 @@ class Connection(asyncio.Protocol):
                 f"protocol version {envelope.version}, this node speaks {PROTOCOL_VERSION}"
             )
             return False
+        if envelope.address != self.peer_id:
+            # The name a peer goes by is the one its handshake proved, nothing else.
+            self._protocol_error(
+                f"its Hello names {envelope.address!r}, its handshake proved {self.peer_id!r}"
+            )
+            return False
         self.peer = envelope
         if not self.dialer:
             self._send_hello()
@@ -403,7 +555,7 @@ class Connection(asyncio.Protocol):
 
         Never blocks and never raises for the network: a full buffer is the caller's
         dead letter. ``info`` (a tell's) is handed back by :meth:`take_held` if the
-        connection is dropped while the frame is still held here.
+        connection is dropped before the peer confirmed the frame.
         """
         if self.closed:
             return False
@@ -414,14 +566,17 @@ class Connection(asyncio.Protocol):
         if not self._flush_armed and not self._paused:
             # The first frame of a loop iteration leaves at once (an ask's round trip
             # does not wait a turn); the frames that follow it in the same iteration
-            # are corked and leave together at the end of it.
+            # are corked and leave together, one record, at the end of it.
             self._flush_armed = True
             self._loop.call_soon(self._flush)
             assert self._transport is not None
-            frame = _pack_prefix(size) + body
+            self._seq_out = seq = self._seq_out + 1
+            record = rec.seal(self._mac_out, seq, _pack_prefix(size) + body)
+            if info is not None:
+                self._unconfirmed.append((seq, [info]))
             self._metrics.frames_out += 1
-            self._metrics.bytes_out += len(frame)
-            self._transport.write(frame)
+            self._metrics.bytes_out += len(record)
+            self._transport.write(record)
             return True
         out = self._out
         out.append(_pack_prefix(size))
@@ -432,10 +587,8 @@ class Connection(asyncio.Protocol):
 
     # Flow control: while the transport's own buffer is over its high-water mark, frames
     # stay in ``_out`` (bounded by ``max_buffer``, so the bound covers both buffers but
-    # the transport's small one). They are handed to the transport at most _CHUNK bytes
-    # at a time, and no more once it pauses: what a dropped connection still holds is
-    # here, with what each tell was, so it becomes dead letters (``take_held``) instead
-    # of vanishing inside the transport's buffer.
+    # the transport's small one). They are handed to the transport at most a CHUNK of
+    # bytes (one record) at a time, and no more once it pauses.
     def pause_writing(self) -> None:
         self._paused = True
 
@@ -449,7 +602,7 @@ class Connection(asyncio.Protocol):
         self._flush_armed = False
         if self.closed or self._transport is None or not self._out or self._paused:
             return
-        if self._out_size <= _CHUNK:
+        if self._out_size <= rec.CHUNK:
             self._write_all()  # the common case: what one loop iteration corked
         else:
             self._write_chunks()
@@ -457,28 +610,31 @@ class Connection(asyncio.Protocol):
             for owner in list(self.owners):
                 owner.drained(self)
 
-    def _write_all(self) -> None:
+    def _write_record(self, frames: bytes, held: list[object], count: int) -> None:
+        """Seal ``frames`` (``count`` of them, sent for ``held``) as the next record and
+        hand it to the transport; the tells among them wait for the peer's confirmation."""
         assert self._transport is not None
-        data = b"".join(self._out)
-        self._wrote(len(self._out) // 2, len(data))
-        self._out.clear()
-        self._held.clear()
-        self._out_size = 0
-        self._transport.write(data)
+        self._seq_out = seq = self._seq_out + 1
+        record = rec.seal(self._mac_out, seq, frames)
+        if held.count(None) != len(held):
+            self._unconfirmed.append((seq, held))
+        self._metrics.frames_out += count
+        self._metrics.bytes_out += len(record)
+        self._transport.write(record)
 
-    def _wrote(self, frames: int, size: int) -> None:
-        self._metrics.frames_out += frames
-        self._metrics.bytes_out += size
+    def _write_all(self) -> None:
+        out, held = self._out, self._held
+        self._out, self._held = [], []
+        self._out_size = 0
+        self._write_record(b"".join(out), held, len(held))
 
     def want_room(self, wanted: bool) -> None:
         """Whether the owners want :meth:`Owner.drained` calls (sends wait for room)."""
         self.room_wanted = wanted
 
     def _write_chunks(self) -> None:
-        """Hand ``_out`` to the transport a chunk at a time until it pauses (it calls
+        """Hand ``_out`` to the transport a record at a time until it pauses (it calls
         ``pause_writing`` from inside ``write`` once over its high-water mark)."""
-        transport = self._transport
-        assert transport is not None
         out = self._out
         n = len(out)
         i = 0
@@ -486,14 +642,12 @@ class Connection(asyncio.Protocol):
         while i < n and not self._paused and not self.closed:
             j = i
             size = 0
-            while j < n and size < _CHUNK:
+            while j < n and size < rec.CHUNK:
                 size += len(out[j]) + len(out[j + 1])  # prefix, body
                 j += 2
-            data = b"".join(out[i:j])
+            self._write_record(b"".join(out[i:j]), self._held[i // 2 : j // 2], (j - i) // 2)
             i = j
             written += size
-            transport.write(data)
-        self._wrote(i // 2, written)
         del out[:i]
         del self._held[: i // 2]
         self._out_size -= written
@@ -502,19 +656,22 @@ class Connection(asyncio.Protocol):
         self.send(_HEARTBEAT, force=True)
 
     def tick(self, silent_ticks: int) -> bool:
-        """One heartbeat tick of the node: count it quiet when no frame arrived since the
-        last one, and send a heartbeat when none left. False (nothing sent) once
-        ``silent_ticks`` quiet ticks in a row: the peer went silent, the node closes it."""
-        if self.rx_frames == self.seen_rx and self._holding is None:
-            # (Not while reading is paused for backpressure: we are not listening, the
-            # peer is not silent.)
+        """One heartbeat tick of the node: count it quiet when no byte arrived since the
+        last one, confirm what was read, and send a heartbeat when nothing left. False
+        (nothing sent) once ``silent_ticks`` quiet ticks in a row: the peer went
+        silent, the node lets it go (:meth:`let_go`)."""
+        if self.rx_bytes == self.seen_rx and self._holding is None:
+            # (Bytes, not frames: a large frame still arriving is not silence. Not while
+            # reading is paused for backpressure: we are not listening then.)
             self.quiet_ticks += 1
             if self.quiet_ticks >= silent_ticks:
                 return False
         else:
             self.quiet_ticks = 0
-        self.seen_rx = self.rx_frames
-        if self.tx_frames == self.seen_tx:
+        self.seen_rx = self.rx_bytes
+        if self._rx_unconfirmed:
+            self._confirm()
+        elif self.tx_frames == self.seen_tx:
             self.heartbeat()
         self.seen_tx = self.tx_frames
         return True
@@ -531,42 +688,95 @@ class Connection(asyncio.Protocol):
         if owner not in self.owners:
             self.owners.append(owner)
 
-    def expect(self, corr: int, callback: Callable[[Envelope | BaseException], None]) -> None:
-        """``callback`` gets the answer frame to request ``corr`` (or the loss)."""
-        self.pending[corr] = callback
+    @property
+    def waiting(self) -> int:
+        """How many requests wait for their answer on this connection."""
+        return len(self._pending)
 
-    def release(
-        self,
-    ) -> tuple[list[Owner], dict[int, Callable[[Envelope | BaseException], None]]]:
+    def waits_for(self, corr: int) -> bool:
+        """Whether the answer to request ``corr`` is awaited on this connection."""
+        return corr in self._pending
+
+    def expect(self, corr: int, callback: Callback) -> None:
+        """``callback`` gets the answer frame to request ``corr`` (or the loss)."""
+        self._pending[corr] = callback
+
+    def answer(self, corr: int) -> Callback | None:
+        """The callback waiting for the answer to ``corr``, handed over once (``None``
+        when nobody waits: answered, forgotten, or never asked here)."""
+        return self._pending.pop(corr, None)
+
+    def forget(self, corr: int) -> None:
+        """Stop waiting for the answer to ``corr`` (its asker gave up); an answer that
+        arrives later is dropped."""
+        self._pending.pop(corr, None)
+
+    def forget_if(self, gave_up: Callable[[Callback], bool]) -> None:
+        """Forget every request whose callback ``gave_up`` says its asker gave up on."""
+        pending = self._pending
+        for corr in [c for c, callback in pending.items() if gave_up(callback)]:
+            del pending[corr]
+
+    def release(self) -> tuple[list[Owner], dict[int, Callback]]:
         """The owners and the waiting requests, handed over once (the connection closed)."""
         owners, self.owners = self.owners, []
         return owners, self.take_pending()
 
     def take_held(self) -> list[object]:
-        """What the tells still held unsent in this closed connection's send buffer were
-        sent for (their ``info``), handed over once: the owner dead-letters them."""
-        held, self._held = self._held, []
-        lost = [info for info in held if info is not None]
+        """What the tells this closed connection sent and the peer never confirmed, or
+        never wrote, were sent for (their ``info``), handed over once: the owner
+        dead-letters them."""
+        lost = [i for _, infos in self._unconfirmed for i in infos if i is not None]
+        lost += [info for info in self._held if info is not None]
+        self._unconfirmed.clear()
+        self._held = []
         self._metrics.held_lost += len(lost)
         return lost
 
-    def take_pending(self) -> dict[int, Callable[[Envelope | BaseException], None]]:
+    def take_pending(self) -> dict[int, Callback]:
         """The requests waiting on this connection, handed over (to be failed)."""
-        pending, self.pending = self.pending, {}
+        pending, self._pending = self._pending, {}
         return pending
 
     # -- closing ------------------------------------------------------------------------
 
     def close(self) -> None:
         """Close after writing what is queued (all of it: the transport writes its
-        buffer before it closes)."""
+        buffer before it closes) and confirming what was read. What was written is
+        taken as delivered (TCP delivers it before the close)."""
         if self.closed:
             return
-        if self._out and self._transport is not None:
-            self._write_all()
+        if self._stage == _FRAMES and self._transport is not None:
+            if self._rx_unconfirmed:
+                self._confirm()
+            if self._out:
+                self._write_all()
+        self._unconfirmed.clear()
         self._close_state()
         if self._transport is not None:
             self._transport.close()
+
+    def let_go(self) -> None:
+        """Close a peer that went silent: confirm what was read (so the peer, if it is
+        only busy, dead-letters exactly what it sent after), keep what was not confirmed
+        for :meth:`take_held`."""
+        if self.closed:
+            return
+        transport = self._transport
+        if self._stage == _FRAMES and transport is not None and self._rx_unconfirmed:
+            self._rx_unconfirmed = 0
+            self._seq_out = seq = self._seq_out + 1
+            frame = _encode(Received(self._rx_done))
+            transport.write(rec.seal(self._mac_out, seq, _pack_prefix(len(frame)) + frame))
+        self._close_state()
+        if transport is None:
+            return
+        if transport.get_write_buffer_size():
+            # The peer is not reading (dead, or stuck): a graceful close would wait for
+            # it forever. Its unconfirmed tells are dead letters there all the same.
+            transport.abort()
+        else:
+            transport.close()
 
     def abort(self) -> None:
         """Close at once, dropping what is queued (hostile or failed peer)."""
@@ -583,6 +793,10 @@ class Connection(asyncio.Protocol):
         self._out.clear()  # (``_held`` stays for take_held: those become dead letters)
         self._out_size = 0
         self._chunks = []
+        self._plain = None
+        if self._stranger:
+            self._stranger = False
+            self.node.authenticated(self)
         if self._timer is not None:
             self._timer.cancel()
             self._timer = None

@@ -7,10 +7,14 @@ States::
                         └──dial failed──▶ DOWN ◀──retry failed──┘
     DOWN ──no sends for a while──▶ IDLE
 
-* **One connection per peer pair.** The first connection that comes up (ours or the
-  peer's inbound one) carries every frame this node sends there; a second one made by a
-  simultaneous dial from the other side stays open for what the peer sends on it, so no
-  frame is lost and each direction keeps its order.
+* **One connection per direction.** An endpoint sends only on the connection it dialled
+  itself, at the address it was made for: the listener there proved the secret over that
+  address (the handshake binds it), so what is sent for a node reaches the process that
+  listens at its address. A peer's inbound connection carries what the peer sends and
+  the answers to it (replies, completions), never this node's traffic for the address
+  that peer names: a peer cannot claim another node's name and receive its traffic, and
+  an address a peer merely announces is never dialled (as Akka Artery, which keeps
+  inbound and outbound streams apart).
 * **CONNECTING** queues frames (bounded by ``max_buffer``) until the handshake is done;
   if the dial fails they become dead letters (``unreachable``) and queued asks fail with
   :class:`~tocsin.NodeUnreachableError`.
@@ -18,10 +22,12 @@ States::
   after a capped, jittered exponential backoff: ``min(reconnect_max, 0.05 * 2**k)`` scaled
   by a random factor in [0.5, 1.0]. After :data:`GIVE_UP_AFTER` seconds of failures with
   nobody sending, the endpoint rests (IDLE): the next send dials again.
-* A frame handed to a connection that is then lost may be lost with it (TCP gives no
-  receipt); asks waiting on that connection fail with ``NodeUnreachableError`` at once.
-  The tells the connection still *held* (its send buffer, not yet handed to the
-  operating system) become dead letters ``unreachable`` (counted in ``held_lost``).
+* A frame handed to a connection that is then lost may be lost with it; asks waiting on
+  that connection fail with ``NodeUnreachableError`` at once, and every tell the peer
+  had not confirmed reading (``Received``), or that was still in the send buffer,
+  becomes a dead letter ``unreachable`` (counted in ``held_lost``). A tell can so be
+  reported undelivered though it arrived (its confirmation was under way); never the
+  other way round.
 * **Waiting for room** (``await pid.send``): a send that finds the send buffer full
   (``overflow`` for a tell) waits in line instead (:meth:`Endpoint.offer`) and leaves as
   frames leave the buffer; while sends wait a tell does not overtake them (it is an
@@ -118,7 +124,6 @@ class Endpoint:
         self.address = address
         self.state = IDLE
         self.conn: Connection | None = None
-        self.extras: list[Connection] = []
         self.peer_system = ""
         #: Why the last refused send was refused (read by the caller right after it).
         self.refused: DeadLetterReason = _UNREACHABLE
@@ -225,12 +230,15 @@ class Endpoint:
         return NodeUnreachableError(f"node {self.address} is unreachable: {why}")
 
     def _held_lost(self, conn: Connection) -> None:
-        """``conn`` was dropped: the tells it still held unsent become dead letters
-        (the connection counts them in ``held_lost``)."""
+        """``conn`` was dropped: the tells it still held unsent, or sent and never
+        confirmed by the peer, become dead letters (counted in ``held_lost``)."""
         held = conn.take_held()
         if not held:
             return
-        why = f"the connection to {self.address} was dropped before they were sent"
+        why = (
+            f"the connection to {self.address} was dropped before {self.address} "
+            "confirmed receiving them"
+        )
         for info in held:
             self.node.host.undelivered(info, why)
 
@@ -276,9 +284,7 @@ class Endpoint:
     def forget(self, corr: int) -> None:
         """Stop waiting for the answer to ``corr`` (its asker timed out or was cancelled)."""
         if self.conn is not None:
-            self.conn.pending.pop(corr, None)
-        for conn in self.extras:
-            conn.pending.pop(corr, None)
+            self.conn.forget(corr)
         for i, (_, c, _, _) in enumerate(self._queue):
             if c == corr:
                 del self._queue[i]
@@ -288,9 +294,7 @@ class Endpoint:
         """Stop waiting for an answer to ``corr`` on the connections, leaving a frame
         still queued here to be sent (a tracked tick resolved early)."""
         if self.conn is not None:
-            self.conn.pending.pop(corr, None)
-        for conn in self.extras:
-            conn.pending.pop(corr, None)
+            self.conn.forget(corr)
 
     def _enqueue(self, body: bytes, corr: int, info: Any, expect: str) -> bool:
         if self.node.stopping:
@@ -322,21 +326,16 @@ class Endpoint:
             return
         self._dial = None
         if not conn.closed:
-            self.adopt(conn)  # an extra if the peer's own connection came up first
+            self.adopt(conn)
         elif self.state == CONNECTING:
             self.reason = f"the connection to {self.address} closed at once"
             self._failed()
 
     def adopt(self, conn: Connection) -> None:
-        """Make ``conn`` (dialled here, or the peer's inbound one) the sending connection,
-        unless one is up already (then it is kept as an extra, for receiving)."""
+        """Make ``conn``, which this endpoint dialled, its sending connection."""
         if conn.peer is not None:
             self.peer_system = conn.peer.system
         conn.adopted(self)
-        if self.state == UP and self.conn is not None and not self.conn.closed:
-            if conn is not self.conn and conn not in self.extras:
-                self.extras.append(conn)
-            return
         if self._retry is not None:
             self._retry.cancel()
             self._retry = None
@@ -362,24 +361,13 @@ class Endpoint:
         self._admit()
 
     def lost(self, conn: Connection) -> None:
-        """``conn`` closed: fail what waits on it, dead-letter the tells it still held;
-        promote an extra or go DOWN and retry."""
+        """``conn`` closed: fail what waits on it, dead-letter the tells it still held or
+        the peer never confirmed; go DOWN and retry."""
         _fail_pending(conn, self.address)
         self._held_lost(conn)
-        if conn in self.extras:
-            self.extras.remove(conn)
-            return
         if conn is not self.conn:
             return
         self.conn = None
-        while self.extras:
-            extra = self.extras.pop(0)
-            if not extra.closed:
-                self.conn = extra
-                if extra.peer is not None:
-                    self.peer_system = extra.peer.system
-                self._admit()
-                return
         self.state = DOWN
         self.reason = f"lost the connection to {self.address}"
         self._fail_waiting(self.reason)
@@ -451,12 +439,10 @@ class Endpoint:
         for _, corr, info, _ in queue:
             self._drop(corr, info, "this node is stopping")
         self._fail_waiting("this node is stopping")
-        for conn in [self.conn, *self.extras]:
-            if conn is not None:
-                _fail_pending(conn, self.address)
-                conn.close()
+        if self.conn is not None:
+            _fail_pending(self.conn, self.address)
+            self.conn.close()
         self.conn = None
-        self.extras = []
         self.state = IDLE
 
 

@@ -33,6 +33,7 @@ __all__ = [
     "Heartbeat",
     "Hello",
     "Lookup",
+    "Received",
     "Reply",
     "Scheduled",
     "Tell",
@@ -42,8 +43,9 @@ __all__ = [
 ]
 
 #: Bumped when an envelope changes shape; a peer of another version is refused at Hello.
-#: 2: :class:`Scheduled` and :class:`Completed` (issue 22).
-PROTOCOL_VERSION: Final = 2
+#: 2: :class:`Scheduled` and :class:`Completed`. 3: session keys, MACed records,
+#: :class:`Received`.
+PROTOCOL_VERSION: Final = 3
 
 #: A tick on the wire (``Tick.to_wire()``): reference, instant in epoch microseconds,
 #: attempt, manual, backfill, fence. The shape is checked by the frame decoder; the
@@ -141,7 +143,28 @@ class Completed(msgspec.Struct, tag=9, array_like=True, frozen=True):
     ran: bool
 
 
-Envelope = Hello | Tell | Ask | Reply | Fail | Lookup | Found | Heartbeat | Scheduled | Completed
+class Received(msgspec.Struct, tag=10, array_like=True, frozen=True):
+    """The sender of this frame has read and handed on every record of the other
+    direction up to ``seq`` (its own records are numbered by the peer's sequence): the
+    peer stops holding the tells those records carried. A tell never confirmed when its
+    connection is lost is a dead letter ``unreachable`` on the sending node."""
+
+    seq: int
+
+
+Envelope = (
+    Hello
+    | Tell
+    | Ask
+    | Reply
+    | Fail
+    | Lookup
+    | Found
+    | Heartbeat
+    | Scheduled
+    | Completed
+    | Received
+)
 
 
 def encoder() -> msgspec.msgpack.Encoder:

@@ -37,9 +37,15 @@ class RemoteMetrics:
         read_pauses: times a connection stopped reading because a frame it read was for
             an actor whose bounded mailbox was full (backpressure: reading resumes once
             that mailbox took the frame).
-        held_lost: frames this node still held unsent (its send buffer) when their
-            connection was dropped: each tell among them became a dead letter with
-            reason ``unreachable`` (counted in ``unreachable`` too).
+        held_lost: tells this node still held unsent (its send buffer), or had sent
+            without the peer confirming it read them, when their connection was dropped:
+            each became a dead letter with reason ``unreachable`` (counted in
+            ``unreachable`` too).
+        mac_failures: connections closed because a record's MAC was wrong or its
+            sequence number out of order (bytes not written by the peer that proved
+            the secret, or replayed, reordered or dropped on the way).
+        handshakes_refused: inbound connections closed at once because
+            ``max_pending_handshakes`` strangers were in their handshake already.
     """
 
     frames_in: int
@@ -56,6 +62,8 @@ class RemoteMetrics:
     not_found: int
     read_pauses: int = 0
     held_lost: int = 0
+    mac_failures: int = 0
+    handshakes_refused: int = 0
 
 
 @final
@@ -68,7 +76,9 @@ class Counters:
         "bytes_out",
         "frames_in",
         "frames_out",
+        "handshakes_refused",
         "held_lost",
+        "mac_failures",
         "not_found",
         "overflow",
         "protocol_errors",
@@ -82,4 +92,4 @@ class Counters:
         self.frames_in = self.frames_out = self.bytes_in = self.bytes_out = 0
         self.reconnects = self.auth_failures = self.protocol_errors = self.undecodable = 0
         self.unreachable = self.overflow = self.not_found = 0
-        self.read_pauses = self.held_lost = 0
+        self.read_pauses = self.held_lost = self.mac_failures = self.handshakes_refused = 0

@@ -6,9 +6,15 @@ what arrives to a :class:`Host` (the actor system implements it): deliver a tell
 ask with a :class:`RemoteReply`, resolve a path, report a message that never left. So the
 transport is tested on its own, and the system glue stays small.
 
-Every timer (handshake timeout, heartbeats, reconnect backoff) goes through the node's
+Every timer (handshake deadline, heartbeats, reconnect backoff) goes through the node's
 :class:`~tocsin.Clock`; nothing here reads time on the message path (a connection's
-liveness is "frames received since the last heartbeat tick", a counter).
+liveness is "bytes received since the last heartbeat tick", a counter).
+
+Strangers are bounded: at most ``max_pending_handshakes`` inbound connections may be in
+their handshake at once (each with the ``connect_timeout`` deadline); one more is closed
+at once, counted and logged at most once a minute per peer host. A connection is used to
+send only by the endpoint that dialled it: what a peer says its address is routes
+nothing and is never dialled.
 """
 
 from __future__ import annotations
@@ -16,6 +22,7 @@ from __future__ import annotations
 import asyncio
 import contextlib
 import errno
+import ipaddress
 import itertools
 import logging
 import os
@@ -49,7 +56,7 @@ from ._envelopes import (
 from ._host import Host
 from ._messages import WireCodec
 from ._metrics import Counters, RemoteMetrics
-from ._replies import PendingAsk, RemoteReply, forget_abandoned, outcome, too_big
+from ._replies import PendingAsk, RemoteReply, gave_up, outcome, too_big
 from ._ticks import Completions, InboundTick, Undelivered
 from ._tls import ssl_contexts
 
@@ -63,6 +70,8 @@ SILENT_TICKS: Final = 3
 LOG_EVERY: Final = 60.0
 #: Peers remembered for that rate limit (a flood of addresses cannot grow it further).
 _LOG_KEYS: Final = 1024
+#: Bytes one read of a connection takes at most (asyncio's own ``max_size``).
+_READ_SIZE: Final = 256 * 1024
 
 
 @final
@@ -101,11 +110,16 @@ class RemoteNode:
         self.completions = Completions()
         self._endpoints: dict[NodeAddress, Endpoint] = {}
         self._connections: set[Connection] = set()
+        #: Inbound connections admitted and not authenticated yet (closed at stop).
+        self._strangers: set[Connection] = set()
+        self._own: frozenset[str] = frozenset()  # the addresses this node answers to
         self._server: asyncio.AbstractServer | None = None
         self._heartbeat: Any = None
         self._logged: dict[str, tuple[float, int]] = {}  # key -> (last logged, suppressed)
         self._bound: tuple[int, int] | None = None  # (st_dev, st_ino) of our Unix socket
         self._server_ssl, self._client_ssl = ssl_contexts(config)
+        #: What every connection reads into (``Connection.get_buffer``).
+        self.read_buffer = memoryview(bytearray(_READ_SIZE))
 
     # -- lifecycle ----------------------------------------------------------------------
 
@@ -123,11 +137,15 @@ class RemoteNode:
         def factory() -> Connection:
             return Connection(self, dialer=False, host="?")
 
+        # (A TLS stranger is bounded by the TLS handshake's own deadline; the cap of
+        # strangers counts it from the end of the TLS handshake, when we see it.)
+        tls_deadline = self.config.connect_timeout if self._server_ssl else None
+
         if listen.kind == "unix":
             sock = await self._bind_unix(listen.path)
             try:
                 self._server = await loop.create_unix_server(
-                    factory, sock=sock, ssl=self._server_ssl
+                    factory, sock=sock, ssl=self._server_ssl, ssl_handshake_timeout=tls_deadline
                 )
             except BaseException:
                 sock.close()
@@ -136,7 +154,11 @@ class RemoteNode:
         else:
             try:
                 self._server = await loop.create_server(
-                    factory, listen.host, listen.port, ssl=self._server_ssl
+                    factory,
+                    listen.host,
+                    listen.port,
+                    ssl=self._server_ssl,
+                    ssl_handshake_timeout=tls_deadline,
                 )
             except OSError as exc:
                 if exc.errno != errno.EADDRINUSE:
@@ -149,6 +171,15 @@ class RemoteNode:
                 port = self._server.sockets[0].getsockname()[1]
                 self.node_address = NodeAddress("tcp", host=listen.host, port=port)
         self.address = self.node_address.system_address(self.system_name)
+        bound = self._server.sockets[0].getsockname() if listen.kind == "tcp" else None
+        self._own = own_addresses(self.config, self.node_address, bound[1] if bound else 0)
+        if listen.kind == "tcp" and not self.config.tls and not is_loopback(listen.host):
+            log.warning(
+                "remoting: listening on %s without TLS: frames are authenticated (MACed) "
+                "but not encrypted, so anyone on the network path reads them; give "
+                "tls_cert, tls_key and tls_ca, or listen on loopback or a Unix socket",
+                listen,
+            )
         self._arm_heartbeat()
         return self.address
 
@@ -238,6 +269,8 @@ class RemoteNode:
             await endpoint.close()
         for conn in list(self._connections):
             conn.close()
+        for conn in list(self._strangers):
+            conn.abort()
         if self._server is not None:
             with contextlib.suppress(Exception):
                 await asyncio.wait_for(self._server.wait_closed(), 1.0)
@@ -468,6 +501,8 @@ class RemoteNode:
             not_found=c.not_found,
             read_pauses=c.read_pauses,
             held_lost=c.held_lost,
+            mac_failures=c.mac_failures,
+            handshakes_refused=c.handshakes_refused,
         )
 
     # -- connections --------------------------------------------------------------------
@@ -483,7 +518,7 @@ class RemoteNode:
         host = str(address)  # the peer in logs and errors: tcp://host:port, unix:///path
 
         def factory() -> Connection:
-            return Connection(self, dialer=True, host=host)
+            return Connection(self, dialer=True, host=host, dialled=host)
 
         connect: Any
         if address.kind == "unix":
@@ -516,18 +551,52 @@ class RemoteNode:
         assert isinstance(conn, Connection)
         return conn
 
+    def admit(self, conn: Connection) -> bool:
+        """A stranger connected: admitted while fewer than ``max_pending_handshakes``
+        are in their handshake; else refused (counted in ``handshakes_refused``, logged
+        at most once a minute per peer host)."""
+        if self.stopping or len(self._strangers) >= self.config.max_pending_handshakes:
+            self.counters.handshakes_refused += 1
+            self.warn(
+                f"refused:{conn.log_key}",
+                f"remoting: refused a connection from {conn.host}: "
+                f"{len(self._strangers)} connections are in their handshake already "
+                f"(max_pending_handshakes={self.config.max_pending_handshakes})",
+            )
+            return False
+        self._strangers.add(conn)
+        return True
+
+    def authenticated(self, conn: Connection) -> None:
+        """An admitted stranger proved the secret, or closed: its slot is free."""
+        self._strangers.discard(conn)
+
+    def answers_to(self, dialled: str) -> bool:
+        """Whether ``dialled`` (the address a dialer says it connected to) is one this
+        node listens at: its advertised address, its listen address with the real port,
+        or, listening on loopback, another loopback name of that port. A dialer that
+        reached this node at another address came through something in between."""
+        if dialled in self._own:
+            return True
+        try:
+            address = NodeAddress.parse(dialled, param="dialled")
+        except ValueError:
+            return False
+        return str(address) in self._own
+
     def connection_ready(self, conn: Connection) -> bool:
-        """The peer's Hello arrived: attach the connection to its peer's endpoint."""
+        """The peer's Hello arrived (naming what its handshake proved): the connection
+        serves. Nothing is attached by the name it gives: an endpoint sends only on the
+        connection it dialled itself (``Endpoint.adopt``)."""
         assert conn.peer is not None
-        self._connections.add(conn)
         try:
             _, address = _peer_node(conn.peer.address)
         except ValueError:
             conn.abort()
             self.counters.protocol_errors += 1
             return False
+        self._connections.add(conn)
         conn.identified(str(address))
-        self.endpoint(address).adopt(conn)
         return True
 
     def connection_lost(self, conn: Connection, exc: Exception | None) -> None:
@@ -587,7 +656,7 @@ class RemoteNode:
                 envelope.path, envelope.incarnation, envelope.sender, message, reply
             )
         if kind is Reply or kind is Fail or kind is Found or kind is Completed:
-            callback = conn.pending.pop(envelope.corr, None)  # type: ignore[union-attr]
+            callback = conn.answer(envelope.corr)  # type: ignore[union-attr]
             if callback is not None:
                 callback(envelope)
         elif kind is Scheduled:
@@ -644,11 +713,16 @@ class RemoteNode:
         for conn in list(self._connections):
             if conn.closed:
                 continue
-            if conn.pending:
-                forget_abandoned(conn.pending)
+            if conn.waiting:
+                conn.forget_if(gave_up)
             if not conn.tick(SILENT_TICKS):
-                self.warn(f"silent:{conn.log_key}", f"remoting: {conn.host} went silent")
-                conn.abort()
+                self.warn(
+                    f"silent:{conn.log_key}",
+                    f"remoting: {conn.host} went silent (nothing received for "
+                    f"{SILENT_TICKS} heartbeats): closed; the tells it did not confirm are "
+                    "dead letters there",
+                )
+                conn.let_go()
         self._arm_heartbeat()
 
 
@@ -659,6 +733,36 @@ def refusal(endpoint: Endpoint, expect: str, what: str) -> Exception:
     return NodeUnreachableError(
         f"{what}: node {endpoint.address} is unreachable: {endpoint.why(expect)}"
     )
+
+
+def is_loopback(host: str) -> bool:
+    """Whether ``host`` (an IP or name as given to ``listen``) is a loopback address."""
+    if host == "localhost":
+        return True
+    try:
+        return ipaddress.ip_address(host).is_loopback
+    except ValueError:
+        return False
+
+
+_LOOPBACK_NAMES: Final = ("localhost", "127.0.0.1", "::1")
+
+
+def own_addresses(config: Remoting, real: NodeAddress, port: int = 0) -> frozenset[str]:
+    """The addresses a node listening per ``config`` answers a dialer at, as
+    ``str(NodeAddress)``: its dial address ``real``, its listen address with the port it
+    bound (``port``; 0: the one in ``listen``), and other loopback names of that port
+    when it listens on loopback."""
+    own = {str(real), str(config.listen_address)}
+    listen = config.listen_address
+    if listen.kind == "tcp":
+        port = port or listen.port
+        if port:
+            own.add(str(NodeAddress("tcp", host=listen.host, port=port)))
+        if is_loopback(listen.host) and port:
+            for name in _LOOPBACK_NAMES:
+                own.add(str(NodeAddress("tcp", host=name, port=port)))
+    return frozenset(own)
 
 
 def _unix_in_use(path: str) -> AddressInUseError:

@@ -34,7 +34,7 @@ __all__ = [
     "ReplyWire",
     "clip",
     "failure",
-    "forget_abandoned",
+    "gave_up",
     "outcome",
     "too_big",
 ]
@@ -188,6 +188,7 @@ class PendingAsk:
             self.answer(value, None)
 
 
-def forget_abandoned(pending: dict[int, Callable[[Envelope | BaseException], None]]) -> None:
-    for corr in [c for c, p in pending.items() if isinstance(p, PendingAsk) and p.gave_up()]:
-        del pending[corr]
+def gave_up(callback: Callable[[Envelope | BaseException], None]) -> bool:
+    """Whether a waiting request's asker stopped waiting (an ``ask_then`` that timed
+    out): such requests are forgotten at the next heartbeat tick."""
+    return isinstance(callback, PendingAsk) and callback.gave_up()
