@@ -23,6 +23,7 @@ from typing import Any, Final
 from ..cluster import Cluster
 from ..errors import InvalidCoordinatorURLError, InvalidStoreURLError
 from ..stores import open_store
+from ..stores._spi import redact
 from . import _worker
 from ._checks import check_bindable, check_reachable, check_sqlite_directory
 from ._errors import RunUsageError
@@ -199,14 +200,14 @@ def make_config(
         # Earlier releases kept one store per worker; now the workers are one cluster and
         # an identity moves between them, so its state must be in the store they share.
         raise RunUsageError(
-            f"`store` {store!r} contains {{worker}}: the workers share one durable store "
+            f"`store` {redact(store)!r} contains {{worker}}: the workers share one durable store "
             "(an identity may move from one worker to another); give one URL without "
             "{worker}, e.g. sqlite:///data/app.db or postgresql://db/app"
         )
     elif workers > 1 and (store.startswith("memory:") or ":memory:" in store):
         raise RunUsageError(
-            f"`store` {store!r} is private to each process, and {workers} workers must share "
-            "their durable store; use a SQLite file or PostgreSQL, or run 1 worker"
+            f"`store` {redact(store)!r} is private to each process, and {workers} workers must "
+            "share their durable store; use a SQLite file or PostgreSQL, or run 1 worker"
         )
     try:
         open_store(store)  # validates; opens nothing
@@ -231,7 +232,7 @@ def make_config(
         raise RunUsageError(f"`coordinator`: {exc}") from None
     if workers > 1 and coordinator.lower().startswith("memory:"):
         raise RunUsageError(
-            f"`coordinator` {coordinator!r} joins the systems of one process only, and "
+            f"`coordinator` {redact(coordinator)!r} joins the systems of one process only, and "
             f"{workers} workers are {workers} processes (each would be a cluster of its own, "
             "running every durable identity and cron tick once per worker); use a SQLite "
             "file (the default), PostgreSQL or Redis, or run 1 worker"

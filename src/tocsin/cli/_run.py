@@ -16,6 +16,7 @@ from .._run import (
     open_run_dir,
     setup_logging,
 )
+from ._urls import add_url_option, url_usage
 
 __all__ = ["register"]
 
@@ -43,15 +44,15 @@ def register(subparsers: argparse._SubParsersAction[argparse.ArgumentParser]) ->
         help="accept more than 4 workers per core",
     )
     parser.add_argument("--name", default="tocsin", help="system name prefix (default: tocsin)")
-    parser.add_argument(
-        "--store",
-        default=None,
-        help="durable store URL shared by every worker (default: sqlite:///RUN_DIR/store.db)",
+    add_url_option(
+        parser,
+        "store",
+        "durable store URL shared by every worker; without one: sqlite:///RUN_DIR/store.db",
     )
-    parser.add_argument(
-        "--coordinator",
-        default=None,
-        help="cluster coordinator URL (default: sqlite:///RUN_DIR/coordinator.db)",
+    add_url_option(
+        parser,
+        "coordinator",
+        "cluster coordinator URL; without one: sqlite:///RUN_DIR/coordinator.db",
     )
     parser.add_argument(
         "--run-dir", default=None, help="lock, secret, sockets, stores (default: ./.tocsin/NAME)"
@@ -110,6 +111,8 @@ def register(subparsers: argparse._SubParsersAction[argparse.ArgumentParser]) ->
 
 def _command(args: argparse.Namespace) -> int:
     setup_logging(args.log_level, force=True)
+    if (status := url_usage(args, "tocsin run")) is not None:
+        return status
     try:
         label = check_targets(args.target, args.messages or ())
         config = make_config(
