@@ -104,7 +104,7 @@ def test_coordinators_and_stores_show_urls_without_their_passwords() -> None:
     from tocsin.cluster._redis import RedisCoordinator
     from tocsin.stores.postgres import PostgresStore
 
-    shown = [
+    shown: list[RedisCoordinator | PostgresStore] = [
         RedisCoordinator(f"rediss://:{SECRET}@cache/0?ssl_password={SECRET}"),
         PostgresStore(f"postgresql://app:{SECRET}@db/shop?sslpassword={SECRET}"),
         PostgresStore(f"postgresql://db/shop?password={SECRET}"),
