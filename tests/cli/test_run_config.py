@@ -545,3 +545,58 @@ def test_a_metrics_port_in_use_is_refused(held_port: int) -> None:
     config = make_config("app:main", workers=1, metrics=f"127.0.0.1:{held_port}")
     with pytest.raises(RunUsageError, match=rf"`metrics`: cannot listen on 127.0.0.1:{held_port}"):
         check_environment(config)
+
+
+@pytest.mark.parametrize("bits", [0o770, 0o707, 0o777, 0o1777])
+def test_a_run_dir_others_can_write_is_refused(tmp_path: Path, bits: int) -> None:
+    path = tmp_path / "run"
+    path.mkdir()
+    path.chmod(bits)
+    with pytest.raises(RunUsageError, match=rf"has mode {bits & 0o777:04o}.*chmod 700"):
+        open_run_dir(path)
+    assert not (path / "arbiter.lock").exists()
+
+
+def test_a_run_dir_of_another_user_is_refused(tmp_path: Path) -> None:
+    if os.geteuid() != 0:
+        pytest.skip("needs root to give the directory to another user")
+    path = tmp_path / "run"
+    path.mkdir(mode=0o700)
+    os.chown(path, 65534, 65534)
+    with pytest.raises(RunUsageError, match=r"belongs to uid 65534.*must be yours"):
+        open_run_dir(path)
+    assert not (path / "arbiter.lock").exists()
+
+
+def test_a_run_dir_that_is_a_symlink_is_refused(tmp_path: Path) -> None:
+    real = tmp_path / "real"
+    real.mkdir(mode=0o700)
+    link = tmp_path / "run"
+    link.symlink_to(real)
+    with pytest.raises(RunUsageError, match="is a symbolic link"):
+        open_run_dir(link)
+    open_run_dir(real).close()
+
+
+def test_a_planted_arbiter_lock_symlink_is_refused_and_its_target_not_truncated(
+    tmp_path: Path,
+) -> None:
+    victim = tmp_path / "victim.txt"
+    victim.write_text("keep me")
+    path = tmp_path / "run"
+    path.mkdir(mode=0o700)
+    (path / "arbiter.lock").symlink_to(victim)
+    with pytest.raises(RunUsageError, match=r"arbiter\.lock is a symbolic link"):
+        open_run_dir(path)
+    assert victim.read_text() == "keep me"
+
+
+def test_a_hard_linked_arbiter_lock_is_refused(tmp_path: Path) -> None:
+    victim = tmp_path / "victim.txt"
+    victim.write_text("keep me")
+    path = tmp_path / "run"
+    path.mkdir(mode=0o700)
+    os.link(victim, path / "arbiter.lock")
+    with pytest.raises(RunUsageError, match="hard links"):
+        open_run_dir(path)
+    assert victim.read_text() == "keep me"

@@ -9,6 +9,7 @@ once, as one line, instead of N times by crash-looping workers.
 from __future__ import annotations
 
 import contextlib
+import errno
 import fcntl
 import logging
 import math
@@ -23,7 +24,7 @@ from typing import Any, Final
 from ..cluster import Cluster
 from ..errors import InvalidCoordinatorURLError, InvalidStoreURLError
 from ..stores import open_store
-from ..stores._spi import redact
+from ..stores._spi import open_lock_file, redact
 from . import _worker
 from ._checks import check_bindable, check_reachable, check_sqlite_directory
 from ._errors import RunUsageError
@@ -38,6 +39,7 @@ __all__ = [
     "RunDir",
     "RunUsageError",
     "check_environment",
+    "check_run_dir",
     "default_workers",
     "make_config",
     "open_run_dir",
@@ -378,6 +380,44 @@ class RunDir:
         os.close(self.lock_fd)
 
 
+def check_run_dir(path: Path) -> None:
+    """Refuse a run directory another user could write into.
+
+    Raises:
+        RunUsageError: not a directory, a symbolic link, owned by another user, or
+            writable by group or others (the message says how to fix it).
+    """
+    flags = os.O_RDONLY | os.O_DIRECTORY | os.O_NOFOLLOW | os.O_CLOEXEC
+    try:
+        fd = os.open(path, flags)
+    except OSError as exc:
+        # Linux says ENOTDIR for a symlink opened with O_DIRECTORY | O_NOFOLLOW.
+        if exc.errno == errno.ELOOP or path.is_symlink():
+            raise RunUsageError(
+                f"`run_dir` {str(path)!r} is a symbolic link; name the real directory "
+                f"({os.path.realpath(path)}) so nobody can swap it"
+            ) from None
+        if exc.errno == errno.ENOTDIR:
+            raise RunUsageError(f"`run_dir` {str(path)!r} is not a directory") from None
+        raise RunUsageError(f"`run_dir` {str(path)!r} cannot be opened: {exc.strerror}") from None
+    try:
+        info = os.fstat(fd)
+    finally:
+        os.close(fd)
+    me = os.geteuid()
+    if info.st_uid != me:
+        raise RunUsageError(
+            f"`run_dir` {str(path)!r} belongs to uid {info.st_uid}, and this run is uid {me}: "
+            "a run directory holds the secret, the lock and the sockets, so it must be "
+            "yours; choose another one (or remove it and let tocsin create it, mode 0700)"
+        )
+    if info.st_mode & 0o022:
+        raise RunUsageError(
+            f"`run_dir` {str(path)!r} has mode {info.st_mode & 0o777:04o}: other users can "
+            f"create files in it (a symlink, a socket); make it yours only (chmod 700 {path})"
+        )
+
+
 def open_run_dir(path: Path, secret_file: Path | None = None) -> RunDir:
     """Create (mode 0700) or reuse the run directory, lock it, write a fresh secret.
 
@@ -394,17 +434,27 @@ def open_run_dir(path: Path, secret_file: Path | None = None) -> RunDir:
     (their memory), never through argv or the environment; the file is for tools run by
     the same user that must reach the workers.
 
+    The directory is ours (docs/security.md, "Files are ours"): one that exists must
+    belong to this user and be writable by nobody else, or another local user could plant
+    a symlink or a socket in it; it is never a symlink itself, and ``arbiter.lock`` is
+    opened with ``O_NOFOLLOW`` (a planted link makes the run fail, never truncates the
+    file it points to).
+
     Raises:
-        RunUsageError: the directory cannot be created, is not a directory, or is in use.
+        RunUsageError: the directory cannot be created, is not a directory, is a symbolic
+            link, belongs to another user or is writable by group or others, or is in
+            use; or ``arbiter.lock`` is not a regular file of ours.
     """
     try:
         path.mkdir(mode=0o700, parents=True, exist_ok=True)
     except OSError as exc:
         raise RunUsageError(f"`run_dir` {str(path)!r} cannot be created: {exc.strerror}") from None
-    if not path.is_dir():
-        raise RunUsageError(f"`run_dir` {str(path)!r} is not a directory")
+    check_run_dir(path)
     lock_path = path / "arbiter.lock"
-    fd = os.open(lock_path, os.O_RDWR | os.O_CREAT | os.O_CLOEXEC, 0o600)
+    try:
+        fd = open_lock_file(str(lock_path))
+    except OSError as exc:
+        raise RunUsageError(f"`run_dir` {str(path)!r}: {lock_path.name} {exc.strerror}") from None
     try:
         fcntl.flock(fd, fcntl.LOCK_EX | fcntl.LOCK_NB)
     except BlockingIOError:

@@ -26,6 +26,7 @@ from ._dsn import (
     split_options,
     unknown_message,
 )
+from ._files import FILE_MODE, open_lock_file
 from ._postgres_session import ErrorWrapper, driver_errors, error_wrapper, open_pool
 from ._postgres_session import create_schema as create_pg_schema
 from ._sqlite_engine import (
@@ -46,6 +47,7 @@ __all__ = [
     "BUSY",
     "BUSY_TIMEOUT_MS",
     "CONNECT_TIMEOUT",
+    "FILE_MODE",
     "PG_OPTIONS",
     "REDIS_OPTIONS",
     "Busy",
@@ -62,6 +64,7 @@ __all__ = [
     "is_busy",
     "no_answer",
     "open_connection",
+    "open_lock_file",
     "open_pool",
     "redact",
     "set_wal_mode",
