@@ -886,12 +886,17 @@ def test_each_worker_serves_its_own_metrics_and_console_on_its_templated_port(
     import urllib.request
 
     metrics_base, console_base = free_port_pairs(2), free_port_pairs(2)
+    token = tmp_path / "metrics.token"
+    token.write_text(secrets.token_hex(16))
+    token.chmod(0o600)
     run = Run(
         tmp_path,
         *("_run_app:main", "--workers", "2"),
         *("--metrics", f"127.0.0.1:{metrics_base // 10}{{worker}}"),
+        *("--metrics-token-file", str(token)),
         *("--console", f"127.0.0.1:{console_base // 10}{{worker}}"),
     )
+    bearer = {"Authorization": f"Bearer {token.read_text()}"}
     runs.append(run)
     run.ready_pids(2)
     for n in (1, 2):
@@ -900,7 +905,12 @@ def test_each_worker_serves_its_own_metrics_and_console_on_its_templated_port(
         run.wait_for(
             rf"worker {n} \(pid \d+\) ready, .*console on http://127.0.0.1:{console_base + n}/"
         )
-        with urllib.request.urlopen(url, timeout=WAIT) as response:
+        with pytest.raises(urllib.error.HTTPError) as refused:
+            urllib.request.urlopen(url, timeout=WAIT)  # no token: schedule names are private
+        assert refused.value.code == 401
+        refused.value.close()
+        request = urllib.request.Request(url, headers=bearer)
+        with urllib.request.urlopen(request, timeout=WAIT) as response:
             assert response.status == 200
             assert response.headers["Content-Type"].startswith("text/plain")
             body = response.read().decode()

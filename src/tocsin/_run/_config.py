@@ -94,6 +94,9 @@ class RunConfig:
     console: tuple[tuple[str, int], ...] = ()
     #: The consoles' token (``--console-token-file``); in memory only, like the secret.
     console_token: str | None = field(default=None, repr=False)
+    #: The token ``/metrics`` asks (``Authorization: Bearer``): ``--metrics-token-file``,
+    #: else the consoles' token; None only with ``metrics_public``.
+    metrics_token: str | None = field(default=None, repr=False)
 
     def tcp_ports(self) -> list[tuple[str, str, int]]:
         """``(option, host, port)`` of every TCP port the workers will listen on."""
@@ -126,6 +129,7 @@ class RunConfig:
             metrics=self.metrics[number - 1] if self.metrics else None,
             console=_bind(self.console[number - 1]) if self.console else None,
             console_token=self.console_token,
+            metrics_token=self.metrics_token,
         )
 
 
@@ -154,6 +158,8 @@ def make_config(
     metrics: str | None = None,
     console: str | None = None,
     console_token_file: str | os.PathLike[str] | None = None,
+    metrics_token_file: str | os.PathLike[str] | None = None,
+    metrics_public: bool = False,
 ) -> RunConfig:
     """Check every argument and fill in the defaults.
 
@@ -242,6 +248,7 @@ def make_config(
     metrics_binds, console_binds, console_token = _check_operator_ports(
         workers, listen, metrics, console, console_token_file
     )
+    metrics_token = _metrics_token(metrics, metrics_token_file, metrics_public, console_token)
     return RunConfig(
         target=target,
         workers=workers,
@@ -258,6 +265,44 @@ def make_config(
         metrics=metrics_binds,
         console=console_binds,
         console_token=console_token,
+        metrics_token=metrics_token,
+    )
+
+
+def _metrics_token(
+    metrics: str | None,
+    token_file: str | os.PathLike[str] | None,
+    public: bool,
+    console_token: str | None,
+) -> str | None:
+    """The token ``--metrics`` asks, by the rule of docs/security.md: metrics name every
+    schedule reference and durable kind, so they need a token unless the operator says
+    they are public.
+
+    Raises:
+        RunUsageError: a token option without ``metrics``, both a token and
+            ``metrics_public``, or ``metrics`` with neither (nor a console token).
+    """
+    if not isinstance(public, bool):
+        raise RunUsageError(f"`metrics_public` must be a bool, got {public!r}")
+    if metrics is None:
+        if token_file is not None or public:
+            given = "metrics_token_file" if token_file is not None else "metrics_public"
+            raise RunUsageError(f"`{given}` was given without `metrics`")
+        return None
+    if token_file is not None and public:
+        raise RunUsageError("`metrics_token_file` and `metrics_public` were both given: choose one")
+    if token_file is not None:
+        return read_secret_file(Path(token_file).absolute(), "metrics_token_file")
+    if public:
+        return None
+    if console_token is not None:
+        return console_token
+    raise RunUsageError(
+        "`metrics` names every schedule reference and durable kind, so it asks a token: "
+        "give --metrics-token-file PATH (Prometheus sends it with "
+        "authorization: {credentials_file: PATH}), or --console-token-file to share the "
+        "consoles' token, or --metrics-public to serve it to anyone who can connect"
     )
 
 

@@ -101,6 +101,18 @@ def register(subparsers: argparse._SubParsersAction[argparse.ArgumentParser]) ->
         help="one token for every worker's console (mode 0600); else each makes its own",
     )
     parser.add_argument(
+        "--metrics-token-file",
+        default=None,
+        metavar="PATH",
+        help="the token /metrics asks as Authorization: Bearer (mode 0600); default: the "
+        "consoles' token (--console-token-file)",
+    )
+    parser.add_argument(
+        "--metrics-public",
+        action="store_true",
+        help="serve /metrics without a token (it names every schedule reference)",
+    )
+    parser.add_argument(
         "--log-level",
         default="INFO",
         choices=("DEBUG", "INFO", "WARNING", "ERROR"),
@@ -131,6 +143,8 @@ def _command(args: argparse.Namespace) -> int:
             metrics=args.metrics,
             console=args.console,
             console_token_file=args.console_token_file,
+            metrics_token_file=args.metrics_token_file,
+            metrics_public=args.metrics_public,
         )
         check_environment(
             config, explicit=explicit_options(store=args.store, coordinator=args.coordinator)
