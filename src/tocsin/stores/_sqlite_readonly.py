@@ -127,7 +127,7 @@ def _shadow_old_columns(conn: sqlite3.Connection) -> None:
 
 
 def _unreadable(path: str, exc: sqlite3.Error) -> StoreError:
-    if not os.access(path, os.R_OK):
+    if os.path.exists(path) and not os.access(path, os.R_OK):
         info = os.stat(path)
         return StoreError(
             f"SQLite store {path!r}: permission denied: it is mode "
