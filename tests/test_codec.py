@@ -90,8 +90,6 @@ def test_any_codec_safe_value_round_trips_with_exact_types(value: Any) -> None:
         datetime(2024, 1, 2, tzinfo=timezone(timedelta(hours=-3, minutes=-30, seconds=-7))),
         datetime(2024, 11, 3, 1, 30, fold=1),
         date(1999, 12, 31),
-        re.compile(r"^a+(?P<x>b)$", re.IGNORECASE | re.MULTILINE),
-        re.compile(rb"\x00+"),
     ],
     ids=repr,
 )
@@ -153,6 +151,7 @@ class _Custom:
         (memoryview(b"x"), "payload", "memoryview"),
         (1 + 2j, "payload", "complex"),
         (timedelta(1), "payload", "timedelta"),
+        ({"p": re.compile("a+")}, "payload['p']", "re.Pattern"),
     ],
 )
 def test_non_codec_safe_values_raise_codec_error_naming_type_and_place(
@@ -204,8 +203,6 @@ def test_error_uses_the_given_name() -> None:
         ),
         msgspec.msgpack.encode(msgspec.msgpack.Ext(2, msgspec.msgpack.encode([[1]]))),
         msgspec.msgpack.encode(msgspec.msgpack.Ext(4, msgspec.msgpack.encode([1]))),
-        msgspec.msgpack.encode(msgspec.msgpack.Ext(8, msgspec.msgpack.encode(["(", 0]))),
-        msgspec.msgpack.encode(msgspec.msgpack.Ext(8, msgspec.msgpack.encode([1, 0]))),
         msgspec.msgpack.encode(msgspec.msgpack.Ext(7, msgspec.msgpack.encode(["2024", 1, 1]))),
     ],
 )

@@ -3,9 +3,9 @@
 
 The codec-safe set is closed: ``None``, ``bool``, ``int`` (any size), ``float`` (NaN and
 infinities included), ``str``, ``bytes``, ``list``, ``tuple``, ``dict`` (keys: any
-codec-safe hashable value), ``set``, ``frozenset``, ``datetime``, ``date`` and
-``re.Pattern``. Every value comes back as the *exact* type it went in as: a tuple stays a
-tuple, a set a set, ``True`` stays ``True`` (not ``1``), a big int stays exact.
+codec-safe hashable value), ``set``, ``frozenset``, ``datetime`` and ``date``. Every
+value comes back as the *exact* type it went in as: a tuple stays a tuple, a set a set,
+``True`` stays ``True`` (not ``1``), a big int stays exact.
 
 Representation. msgpack natives carry what they can carry losslessly: nil, bool, int in
 [-2**63, 2**64), float, str, bin (bytes), array (list) and map (a dict whose keys are all
@@ -22,7 +22,8 @@ code  meaning
 5     int outside the 64-bit range: big-endian two's complement bytes
 6     datetime: ``[y, mo, d, h, mi, s, us, fold, utc_offset_us | nil]``
 7     date: ``[y, mo, d]``
-8     re.Pattern: ``[pattern (str | bytes), flags]``
+8     (retired) re.Pattern: refused on encode and on decode, see "Decoding costs what it
+      reads" below
 ====  ==============================================================================
 
 Decisions (documented in ``docs/durable.md``):
@@ -43,6 +44,22 @@ Decisions (documented in ``docs/durable.md``):
 * **Hostile bytes.** Decoding never runs code (no pickle, no eval, no imports, no lookups
   by name): the only constructors reachable are the ones above. Any malformed input
   raises :class:`CodecError`, and nothing else.
+* **Decoding costs what it reads** (docs/security.md). No type whose construction runs a
+  compiler: ``re.Pattern`` was in the set before 0.1 and is not any more, because
+  ``re.compile`` of one 8 KB pattern took seconds (and a peer could set ``re.DEBUG`` and
+  make the receiver print); a pattern travels as its source string and is compiled by
+  the code that uses it. Extension 8 (what older releases wrote for a pattern) is refused
+  with a :class:`CodecError` naming it. Sets, frozensets and non-``str``-keyed dicts:
+  Python's hashes of int, float, tuple and frozenset are not randomized, so a peer can
+  send thousands of members with one hash and make building the set quadratic; a
+  container of :data:`HASH_CHECK_FROM` or more members whose largest group of equal
+  hashes exceeds :data:`MAX_EQUAL_HASHES` is refused (legitimate data has groups of one
+  or two: ``hash(-1) == hash(-2)``). Native msgpack maps are built by msgspec before any
+  hook runs, and msgspec accepts array (tuple) keys there; the encoder writes native maps
+  only for all-``str`` keys (whose hashes are randomized), so above
+  :data:`SCAN_ABOVE` bytes the input is first scanned (linear, in Python) and a native
+  map with a key that is not a ``str`` is refused. Below it the worst such map costs a
+  few milliseconds, which is what those bytes cost anyway.
 
 Extensions. Layers above add types they own (a PID as its string form, ``Call``, later
 the remote layer's registered message classes) through :class:`Codec`, which takes
@@ -57,6 +74,7 @@ pickled payloads there fail at run time, long after the bug).
 from __future__ import annotations
 
 import re
+from collections import Counter
 from collections.abc import Callable, Iterable
 from contextvars import ContextVar
 from dataclasses import dataclass
@@ -70,7 +88,10 @@ from .errors import CodecError
 __all__ = [
     "ALLOWED_TYPES",
     "EXTENSION_CODES",
+    "HASH_CHECK_FROM",
     "MAX_DEPTH",
+    "MAX_EQUAL_HASHES",
+    "SCAN_ABOVE",
     "Codec",
     "Extension",
     "decode",
@@ -81,10 +102,22 @@ __all__ = [
 #: recursion of both directions well below Python's own limit.
 MAX_DEPTH: Final = 100
 
+#: Sets, frozensets and non-``str``-keyed dicts of this many members or more have their
+#: members' hashes counted on decode (below it, the worst collision costs nothing).
+HASH_CHECK_FROM: Final = 64
+
+#: The most members of one decoded set (or keys of one dict) that may share one hash: at
+#: most this many probes per insertion, so building it stays linear in its size.
+MAX_EQUAL_HASHES: Final = 32
+
+#: Inputs longer than this (bytes) are scanned for native maps with non-``str`` keys
+#: before msgspec builds them; a colliding-key map in fewer bytes costs a few ms at most.
+SCAN_ABOVE: Final = 8192
+
 #: Human-readable list for error messages.
 ALLOWED_TYPES: Final = (
     "None, bool, int, float, str, bytes, list, tuple, dict, set, frozenset, "
-    "datetime.datetime, datetime.date, re.Pattern"
+    "datetime.datetime, datetime.date"
 )
 
 _TUPLE: Final = 1
@@ -94,7 +127,7 @@ _PAIRS: Final = 4
 _BIGINT: Final = 5
 _DATETIME: Final = 6
 _DATE: Final = 7
-_PATTERN: Final = 8
+_RETIRED_PATTERN: Final = 8
 
 _INT_MIN: Final = -(2**63)
 _INT_MAX: Final = 2**64 - 1
@@ -103,8 +136,7 @@ _Ext = msgspec.msgpack.Ext
 _ENCODER: Final = msgspec.msgpack.Encoder()
 _SCALARS: Final = frozenset({type(None), bool, float, str, bytes})
 _ALLOWED: Final = frozenset(
-    {type(None), bool, int, float, str, bytes, list, tuple, dict, set, frozenset}
-    | {datetime, date, re.Pattern}
+    {type(None), bool, int, float, str, bytes, list, tuple, dict, set, frozenset} | {datetime, date}
 )
 
 
@@ -240,11 +272,19 @@ def decode(data: bytes) -> object:
     Returns:
         The value, with its original exact types.
 
+    Guarantees its cost is linear in ``len(data)``: nothing compiled, no set or dict whose
+    members collide quadratically (see the module docstring).
+
     Raises:
         CodecError: ``data`` is not a valid encoding (truncated, malformed, unknown
-            extension, unhashable set member or dict key, nesting too deep).
+            extension, unhashable set member or dict key, nesting too deep), holds a
+            retired ``re.Pattern``, a native map with a non-``str`` key (above
+            :data:`SCAN_ABOVE` bytes), or a set or dict whose members share one hash
+            more than :data:`MAX_EQUAL_HASHES` times.
     """
     try:
+        if len(data) > SCAN_ABOVE:
+            _scan(data, 0)
         return _decode(data, 0)
     except CodecError:
         raise
@@ -318,8 +358,11 @@ def _to_wire(value: object, path: _Path, depth: int, stack: set[int]) -> Any:
         assert isinstance(value, date)
         return _Ext(_DATE, _ENCODER.encode([value.year, value.month, value.day]))
     if cls is re.Pattern:
-        assert isinstance(value, re.Pattern)
-        return _Ext(_PATTERN, _ENCODER.encode([value.pattern, value.flags]))
+        raise CodecError(
+            f"{_fmt(path)}: cannot encode a re.Pattern: decoding one would run the regex "
+            "compiler on bytes from a store or a peer; send its source string "
+            "(pattern.pattern, and pattern.flags if any) and compile it where it is used"
+        )
     if cls not in (list, tuple, dict, set, frozenset):
         table = _EXTENSIONS.get()
         ext = None if table is None else table.by_type.get(cls)
@@ -417,7 +460,32 @@ def _dict(ext: memoryview, depth: int) -> dict[Any, Any]:
     flat = _array(ext, depth, "dict")
     if len(flat) % 2:
         raise CodecError("cannot decode payload: dict extension holds an odd number of items")
-    return dict(zip(flat[0::2], flat[1::2], strict=True))
+    keys = flat[0::2]
+    _check_hashes(keys, "dict")
+    return dict(zip(keys, flat[1::2], strict=True))
+
+
+def _members(ext: memoryview, depth: int, what: str) -> list[Any]:
+    items = _array(ext, depth, what)
+    _check_hashes(items, what)
+    return items
+
+
+def _check_hashes(items: list[Any], what: str) -> None:
+    """Refuse members that would make building the set or dict quadratic.
+
+    ``Counter`` of the hashes is safe itself: a hash is an int below 2**63, and ints
+    collide in a dict only modulo 2**61 - 1, so at most a handful per bucket.
+    """
+    if len(items) < HASH_CHECK_FROM:
+        return
+    worst = max(Counter(map(hash, items)).values())
+    if worst > MAX_EQUAL_HASHES:
+        raise CodecError(
+            f"cannot decode payload: {worst} of the {len(items)} members of a {what} share "
+            f"one hash (at most {MAX_EQUAL_HASHES} may): refused, building it would cost "
+            "time quadratic in its size"
+        )
 
 
 def _bigint(ext: memoryview, depth: int) -> int:
@@ -436,11 +504,14 @@ def _date(ext: memoryview, depth: int) -> date:
     return date(_int(y), _int(mo), _int(d))
 
 
-def _pattern(ext: memoryview, depth: int) -> re.Pattern[Any]:
-    pattern, flags = _fields(ext, depth, "re.Pattern", 2)
-    if type(pattern) not in (str, bytes):
-        raise CodecError("cannot decode payload: re.Pattern source is not str or bytes")
-    return re.compile(pattern, _int(flags))
+def _retired_pattern(ext: memoryview, depth: int) -> object:
+    # Never compiled: that is the point (docs/durable.md, "Payload codec", has the
+    # migration note for rows written by a release that still stored patterns).
+    raise CodecError(
+        "cannot decode payload: it holds a re.Pattern (extension 8), which tocsin no "
+        "longer decodes (compiling a regex from stored or received bytes costs unbounded "
+        "time); store the pattern's source string instead"
+    )
 
 
 def _fields(ext: memoryview, depth: int, what: str, n: int) -> list[Any]:
@@ -458,11 +529,98 @@ def _int(value: object) -> int:
 
 _EXT_DECODERS: Final[dict[int, Callable[[memoryview, int], object]]] = {
     _TUPLE: lambda ext, depth: tuple(_array(ext, depth, "tuple")),
-    _SET: lambda ext, depth: set(_array(ext, depth, "set")),
-    _FROZENSET: lambda ext, depth: frozenset(_array(ext, depth, "frozenset")),
+    _SET: lambda ext, depth: set(_members(ext, depth, "set")),
+    _FROZENSET: lambda ext, depth: frozenset(_members(ext, depth, "frozenset")),
     _PAIRS: _dict,
     _BIGINT: _bigint,
     _DATETIME: _datetime,
     _DATE: _date,
-    _PATTERN: _pattern,
+    _RETIRED_PATTERN: _retired_pattern,
 }
+
+
+# --- the scan of large inputs --------------------------------------------------------------
+
+# Byte lengths of the msgpack heads that carry a fixed-size body (ints, floats, fixext
+# without its type byte) and of the length field of the variable-size ones.
+_FIXED: Final = {
+    0xCA: 4, 0xCB: 8, 0xCC: 1, 0xCD: 2, 0xCE: 4, 0xCF: 8,
+    0xD0: 1, 0xD1: 2, 0xD2: 4, 0xD3: 8,
+}  # fmt: skip
+_SIZED: Final = {0xC4: 1, 0xC5: 2, 0xC6: 4, 0xD9: 1, 0xDA: 2, 0xDB: 4}
+_EXT_SIZED: Final = {0xC7: 1, 0xC8: 2, 0xC9: 4}
+_FIXEXT: Final = {0xD4: 1, 0xD5: 2, 0xD6: 4, 0xD7: 8, 0xD8: 16}
+_STR_HEADS: Final = frozenset(range(0xA0, 0xC0)) | {0xD9, 0xDA, 0xDB}
+_BARE: Final = frozenset({0xC0, 0xC2, 0xC3})
+
+
+def _scan(data: bytes | bytearray | memoryview, depth: int) -> None:
+    """Refuse a native map with a non-``str`` key in ``data`` or the extensions it holds.
+
+    msgspec builds such a map (an array key becomes a tuple) before any hook of ours
+    runs, and tuples of ints can be made to share one hash in any number. One pass over
+    the bytes, no value built; the extensions' bodies (codec msgpack, except a big int's
+    bytes) are scanned the same way.
+    """
+    if depth > MAX_DEPTH:
+        raise CodecError(f"cannot decode payload: nested deeper than {MAX_DEPTH}")
+    buf = bytes(data)
+    end = len(buf)
+    pos = 0
+    left = [1]  # items still to read in each open container, the innermost last
+    keyed = [False]  # whether that container is a map (its even-numbered items are keys)
+    while left:
+        if not left[-1]:
+            left.pop()
+            keyed.pop()
+            continue
+        if pos >= end:
+            raise CodecError("cannot decode payload: truncated")
+        head = buf[pos]
+        if keyed[-1] and not left[-1] % 2 and head not in _STR_HEADS:
+            raise CodecError(
+                "cannot decode payload: a map has a key that is not a str (dicts with "
+                "other keys are written as extension 4)"
+            )
+        left[-1] -= 1
+        pos += 1
+        if head <= 0x7F or head >= 0xE0 or head in _BARE:
+            continue
+        count = -1
+        if head <= 0x8F:
+            count, is_map = 2 * (head & 0x0F), True
+        elif head <= 0x9F:
+            count, is_map = head & 0x0F, False
+        elif head <= 0xBF:
+            pos += head & 0x1F
+        elif head in _FIXED:
+            pos += _FIXED[head]
+        elif head in _SIZED:
+            width = _SIZED[head]
+            pos += width + int.from_bytes(buf[pos : pos + width], "big")
+        elif head in (0xDC, 0xDD, 0xDE, 0xDF):
+            width = 2 if head in (0xDC, 0xDE) else 4
+            count = int.from_bytes(buf[pos : pos + width], "big")
+            pos += width
+            is_map = head >= 0xDE
+            if is_map:
+                count *= 2
+        elif head in _EXT_SIZED or head in _FIXEXT:
+            if head in _FIXEXT:
+                size = _FIXEXT[head]
+            else:
+                width = _EXT_SIZED[head]
+                size = int.from_bytes(buf[pos : pos + width], "big")
+                pos += width
+            if pos + 1 + size > end:
+                raise CodecError("cannot decode payload: truncated")
+            if buf[pos] != _BIGINT:
+                _scan(memoryview(buf)[pos + 1 : pos + 1 + size], depth + 1)
+            pos += 1 + size
+        else:
+            raise CodecError(f"cannot decode payload: invalid msgpack byte 0x{head:02x}")
+        if count > 0:
+            left.append(count)
+            keyed.append(is_map)
+    if pos > end:
+        raise CodecError("cannot decode payload: truncated")

@@ -205,8 +205,9 @@ class CodecError(TocsinError, TypeError):
     """A value cannot be encoded by a tocsin codec (or stored bytes cannot be decoded).
 
     Raised at scheduling time for a durable payload outside the codec-safe set (None,
-    bool, int, float, str, list, tuple, dict, set, frozenset, bytes, datetime, date,
-    ``re.Pattern``), never later when the task runs.
+    bool, int, float, str, list, tuple, dict, set, frozenset, bytes, datetime, date),
+    never later when the task runs; on decode, for bytes that are malformed or would cost
+    more than linear time to build (a retired ``re.Pattern``, colliding set members).
     """
 
 

@@ -61,6 +61,7 @@ from .errors import (
 from .remote import RemoteMetrics, Remoting
 from .remote._spi import RemoteService
 from .scheduling._spi import DEFAULT_HISTORY, Scheduler, check_history, local_zone_name, zone
+from .stores._spi import redact
 
 if TYPE_CHECKING:
     from .actor._spi import Cell, SystemView
@@ -759,8 +760,8 @@ def _check_cluster(cluster: object, remoting: Remoting | None) -> Cluster | None
     url = coordinator if isinstance(coordinator, str) else getattr(coordinator, "url", "")
     if remoting is None and not str(url).lower().startswith("memory://"):
         raise ValueError(
-            f"a cluster on {url!r} needs `remoting=`: nodes of other processes reach each "
-            "other through it (only a memory:// coordinator joins the systems of one "
+            f"a cluster on {redact(str(url))!r} needs `remoting=`: nodes of other processes "
+            "reach each other through it (only a memory:// coordinator joins the systems of one "
             "process without it)"
         )
     return cluster

@@ -497,7 +497,7 @@ def test_a_port_template_gives_each_worker_its_port() -> None:
 )
 def test_a_bad_port_template_is_refused(template: str, workers: int, message: str) -> None:
     with pytest.raises(RunUsageError, match=message):
-        make_config("app:main", workers=workers, metrics=template)
+        make_config("app:main", workers=workers, metrics=template, metrics_public=True)
 
 
 def test_operator_ports_must_not_collide(tmp_path: Path) -> None:
@@ -507,16 +507,22 @@ def test_operator_ports_must_not_collide(tmp_path: Path) -> None:
             workers=2,
             metrics="127.0.0.1:91{worker:02d}",
             console="127.0.0.1:91{worker:02d}",
+            metrics_public=True,
         )
     with pytest.raises(RunUsageError, match=r"`metrics` gives worker 1 port 7101, which `listen`"):
         make_config(
-            "app:main", workers=2, listen="tcp://127.0.0.1:7100", metrics="127.0.0.1:71{worker:02d}"
+            "app:main",
+            workers=2,
+            listen="tcp://127.0.0.1:7100",
+            metrics="127.0.0.1:71{worker:02d}",
+            metrics_public=True,
         )
     config = make_config(
         "app:main",
         workers=2,
         metrics="127.0.0.1:91{worker:02d}",
         console="127.0.0.1:88{worker:02d}",
+        metrics_public=True,
     )
     assert config.worker_spec(2, "s").metrics == ("127.0.0.1", 9102)
     assert config.worker_spec(2, "s").console == "127.0.0.1:8802"
@@ -542,6 +548,142 @@ def test_a_console_off_loopback_takes_a_token_file_or_makes_one(tmp_path: Path) 
 
 
 def test_a_metrics_port_in_use_is_refused(held_port: int) -> None:
-    config = make_config("app:main", workers=1, metrics=f"127.0.0.1:{held_port}")
+    config = make_config(
+        "app:main", workers=1, metrics=f"127.0.0.1:{held_port}", metrics_public=True
+    )
     with pytest.raises(RunUsageError, match=rf"`metrics`: cannot listen on 127.0.0.1:{held_port}"):
         check_environment(config)
+
+
+@pytest.mark.parametrize("bits", [0o770, 0o707, 0o777, 0o1777])
+def test_a_run_dir_others_can_write_is_refused(tmp_path: Path, bits: int) -> None:
+    path = tmp_path / "run"
+    path.mkdir()
+    path.chmod(bits)
+    with pytest.raises(RunUsageError, match=rf"has mode {bits & 0o777:04o}.*chmod 700"):
+        open_run_dir(path)
+    assert not (path / "arbiter.lock").exists()
+
+
+def test_a_run_dir_of_another_user_is_refused(tmp_path: Path) -> None:
+    if os.geteuid() != 0:
+        pytest.skip("needs root to give the directory to another user")
+    path = tmp_path / "run"
+    path.mkdir(mode=0o700)
+    os.chown(path, 65534, 65534)
+    with pytest.raises(RunUsageError, match=r"belongs to uid 65534.*must be yours"):
+        open_run_dir(path)
+    assert not (path / "arbiter.lock").exists()
+
+
+def test_a_run_dir_that_is_a_symlink_is_refused(tmp_path: Path) -> None:
+    real = tmp_path / "real"
+    real.mkdir(mode=0o700)
+    link = tmp_path / "run"
+    link.symlink_to(real)
+    with pytest.raises(RunUsageError, match="is a symbolic link"):
+        open_run_dir(link)
+    open_run_dir(real).close()
+
+
+def test_a_planted_arbiter_lock_symlink_is_refused_and_its_target_not_truncated(
+    tmp_path: Path,
+) -> None:
+    victim = tmp_path / "victim.txt"
+    victim.write_text("keep me")
+    path = tmp_path / "run"
+    path.mkdir(mode=0o700)
+    (path / "arbiter.lock").symlink_to(victim)
+    with pytest.raises(RunUsageError, match=r"arbiter\.lock is a symbolic link"):
+        open_run_dir(path)
+    assert victim.read_text() == "keep me"
+
+
+def test_a_hard_linked_arbiter_lock_is_refused(tmp_path: Path) -> None:
+    victim = tmp_path / "victim.txt"
+    victim.write_text("keep me")
+    path = tmp_path / "run"
+    path.mkdir(mode=0o700)
+    os.link(victim, path / "arbiter.lock")
+    with pytest.raises(RunUsageError, match="hard links"):
+        open_run_dir(path)
+    assert victim.read_text() == "keep me"
+
+
+def test_metrics_ask_a_token_unless_made_public(tmp_path: Path) -> None:
+    with pytest.raises(RunUsageError, match=r"asks a token: give --metrics-token-file"):
+        make_config("app:main", workers=1, metrics="127.0.0.1:9101")
+    token = tmp_path / "metrics.token"
+    token.write_text("m" * 32)
+    token.chmod(0o600)
+    own = make_config("app:main", workers=1, metrics="127.0.0.1:9101", metrics_token_file=token)
+    assert own.worker_spec(1, "s").metrics_token == "m" * 32
+    assert "m" * 32 not in repr(own)
+    console_token = tmp_path / "console.token"
+    console_token.write_text("c" * 32)
+    console_token.chmod(0o600)
+    shared = make_config(
+        "app:main",
+        workers=1,
+        metrics="127.0.0.1:9101",
+        console="127.0.0.1:8801",
+        console_token_file=console_token,
+    )
+    assert shared.worker_spec(1, "s").metrics_token == "c" * 32
+    public = make_config("app:main", workers=1, metrics="127.0.0.1:9101", metrics_public=True)
+    assert public.worker_spec(1, "s").metrics_token is None
+    with pytest.raises(RunUsageError, match="both given"):
+        make_config(
+            "app:main",
+            workers=1,
+            metrics="127.0.0.1:9101",
+            metrics_token_file=token,
+            metrics_public=True,
+        )
+    with pytest.raises(RunUsageError, match="`metrics_public` was given without `metrics`"):
+        make_config("app:main", workers=1, metrics_public=True)
+
+
+async def test_the_metrics_endpoint_asks_its_token_and_bounds_strangers() -> None:
+    import asyncio
+
+    import aiohttp
+
+    from tocsin import ActorSystem
+    from tocsin._run._metrics import MAX_CONNECTIONS, serve_metrics
+
+    async with ActorSystem() as system:
+        server = await serve_metrics(system, "127.0.0.1", 0, token="m" * 32)
+        try:
+            async with aiohttp.ClientSession() as http:
+                async with http.get(server.url) as r:
+                    assert r.status == 401
+                    assert r.headers["WWW-Authenticate"] == 'Bearer realm="tocsin metrics"'
+                async with http.get(server.url, headers={"Authorization": "Bearer nope"}) as r:
+                    assert r.status == 401
+                idle = [
+                    await asyncio.open_connection("127.0.0.1", int(server.url.split(":")[2][:-8]))
+                    for _ in range(MAX_CONNECTIONS + 5)
+                ]
+                try:
+                    for _ in range(100):
+                        if server.refused >= 5:
+                            break
+                        await asyncio.sleep(0.01)
+                    assert server.refused >= 5
+                finally:
+                    for _, writer in idle:
+                        writer.close()
+                for _ in range(100):
+                    async with http.get(
+                        server.url, headers={"Authorization": "Bearer " + "m" * 32}
+                    ) as r:
+                        if r.status == 200:
+                            assert "tocsin_" in await r.text()
+                            break
+                    await asyncio.sleep(0.01)
+                else:
+                    pytest.fail("the endpoint never answered once the strangers left")
+            assert server.unauthorized == 2
+        finally:
+            await server.close()

@@ -198,7 +198,7 @@ async def test_console_ticks_live_and_retries_a_parked_task_in_a_real_browser(
                 browser.get(server.login_url)
                 assert browser.title == "tocsin console"
                 assert "token=" not in browser.current_url
-                cookie = browser.get_cookie("tocsin_console")
+                cookie = browser.get_cookie(f"tocsin_console_{server.port}")
                 assert cookie is not None
                 assert cookie["httpOnly"] is True
                 assert cookie["sameSite"] == "Strict"
@@ -253,7 +253,7 @@ async def test_console_ticks_live_and_retries_a_parked_task_in_a_real_browser(
                 click("#sign-out")
                 wait.until(lambda d: d.title == "tocsin console: sign in")
                 assert "Signed out." in browser.find_element(By.TAG_NAME, "main").text
-                assert browser.get_cookie("tocsin_console") is None
+                assert browser.get_cookie(f"tocsin_console_{server.port}") is None
                 browser.get(server.url)
                 assert browser.title == "tocsin console: sign in"
                 # The sign-in form works too.

@@ -277,7 +277,8 @@ async def test_token_is_required_everywhere_but_static_and_login() -> None:
             async with http.post(server.url + "login", data={"token": TOKEN}) as r:
                 assert r.status == 200  # redirected to the page, with the session cookie
                 assert "standup" in await r.text()
-            cookie = http.cookie_jar.filter_cookies(URL(server.url))["tocsin_console"]
+            name = f"tocsin_console_{server.port}"
+            cookie = http.cookie_jar.filter_cookies(URL(server.url))[name]
             assert TOKEN not in cookie.value
             async with http.get(server.url + "events") as r:
                 assert r.status == 200
@@ -306,7 +307,8 @@ async def login(http: aiohttp.ClientSession, server: Console) -> str:
     assert "HttpOnly" in set_cookie
     assert "SameSite=Strict" in set_cookie
     assert f"Max-Age={int(SESSION_TTL)}" in set_cookie  # 12 h
-    value: str = http.cookie_jar.filter_cookies(URL(server.url))["tocsin_console"].value
+    name = f"tocsin_console_{server.port}"
+    value: str = http.cookie_jar.filter_cookies(URL(server.url))[name].value
     return value
 
 
@@ -328,7 +330,7 @@ async def test_a_session_cookie_expires_after_its_ttl_on_the_server_too() -> Non
             # A forged expiry does not help: the MAC covers it.
             _, nonce, mac = value.split(".")
             forged = f"{int(T0 + 10 * SESSION_TTL)}.{nonce}.{mac}"
-            async with http.get(server.url, cookies={"tocsin_console": forged}) as r:
+            async with http.get(server.url, cookies={f"tocsin_console_{server.port}": forged}) as r:
                 assert r.status == 401
 
 
@@ -365,7 +367,8 @@ async def test_sign_out_clears_the_cookie_and_the_old_cookie_is_refused() -> Non
                     assert r.status == 303
                     assert r.headers["Location"] == "login?signed_out=1"
                     assert "Max-Age=0" in r.headers["Set-Cookie"]
-                assert not http.cookie_jar.filter_cookies(URL(server.url)).get("tocsin_console")
+                name = f"tocsin_console_{server.port}"
+                assert not http.cookie_jar.filter_cookies(URL(server.url)).get(name)
                 # The open stream of that session ends at its next update.
                 rest = await asyncio.wait_for(events.content.read(), 30)
                 assert isinstance(rest, bytes)
@@ -375,7 +378,7 @@ async def test_sign_out_clears_the_cookie_and_the_old_cookie_is_refused() -> Non
         # A copy of the cookie (taken before sign-out) no longer works either.
         async with (
             aiohttp.ClientSession() as http,
-            http.get(server.url, cookies={"tocsin_console": value}) as r,
+            http.get(server.url, cookies={f"tocsin_console_{server.port}": value}) as r,
         ):
             assert r.status == 401
         # Another session of the same token is not affected.

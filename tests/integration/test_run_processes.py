@@ -697,6 +697,37 @@ def test_two_machines_share_durable_work_over_tcp_with_a_shared_secret_and_postg
     assert not (tmp_path / "a" / "run" / "secret").exists()  # the shared file, not a new one
 
 
+def test_passwords_in_store_and_coordinator_urls_reach_no_log_line_and_no_command_line(
+    tmp_path: Path, runs: list[Run], postgres_dsn: str
+) -> None:
+    """The store URL comes from TOCSIN_STORE and the coordinator's from a 0600 file
+    (``--coordinator-file``): neither password is on a command line, and the INFO log
+    (``worker 1 started (pid N, store URL)``) shows them masked."""
+    password = "pw-" + secrets.token_hex(8)
+    tag = uuid.uuid4().hex[:12]
+    coordinator = tmp_path / "coordinator.url"
+    coordinator.write_text(f"{postgres_dsn}?schema=c_{tag}&password={password}\n")
+    coordinator.chmod(0o600)
+    store = f"{postgres_dsn}?schema=s_{tag}&password={password}"
+    run = Run(
+        tmp_path,
+        "_run_app:main",
+        "--workers",
+        "1",
+        "--coordinator-file",
+        str(coordinator),
+        env={"TOCSIN_STORE": store},
+    )
+    runs.append(run)
+    pids = run.ready_pids(1)
+    assert "password=***" in run.wait_for(r"worker 1 started \(pid \d+, store [^)]*\)")[0][0]
+    for pid in [run.proc.pid, *pids.values()]:
+        assert password.encode() not in Path(f"/proc/{pid}/cmdline").read_bytes()
+    run.signal(signal.SIGTERM)
+    assert run.wait_exit() == 0, run.text
+    assert password not in run.text
+
+
 def test_sigterm_while_forking_stops_the_forking_at_once_and_the_started_workers(
     tmp_path: Path, runs: list[Run]
 ) -> None:
@@ -859,12 +890,17 @@ def test_each_worker_serves_its_own_metrics_and_console_on_its_templated_port(
     import urllib.request
 
     metrics_base, console_base = free_port_pairs(2), free_port_pairs(2)
+    token = tmp_path / "metrics.token"
+    token.write_text(secrets.token_hex(16))
+    token.chmod(0o600)
     run = Run(
         tmp_path,
         *("_run_app:main", "--workers", "2"),
         *("--metrics", f"127.0.0.1:{metrics_base // 10}{{worker}}"),
+        *("--metrics-token-file", str(token)),
         *("--console", f"127.0.0.1:{console_base // 10}{{worker}}"),
     )
+    bearer = {"Authorization": f"Bearer {token.read_text()}"}
     runs.append(run)
     run.ready_pids(2)
     for n in (1, 2):
@@ -873,7 +909,12 @@ def test_each_worker_serves_its_own_metrics_and_console_on_its_templated_port(
         run.wait_for(
             rf"worker {n} \(pid \d+\) ready, .*console on http://127.0.0.1:{console_base + n}/"
         )
-        with urllib.request.urlopen(url, timeout=WAIT) as response:
+        with pytest.raises(urllib.error.HTTPError) as refused:
+            urllib.request.urlopen(url, timeout=WAIT)  # no token: schedule names are private
+        assert refused.value.code == 401
+        refused.value.close()
+        request = urllib.request.Request(url, headers=bearer)
+        with urllib.request.urlopen(request, timeout=WAIT) as response:
             assert response.status == 200
             assert response.headers["Content-Type"].startswith("text/plain")
             body = response.read().decode()

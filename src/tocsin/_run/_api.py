@@ -44,6 +44,8 @@ def run(
     metrics: str | None = None,
     console: str | None = None,
     console_token_file: str | os.PathLike[str] | None = None,
+    metrics_token_file: str | os.PathLike[str] | None = None,
+    metrics_public: bool = False,
 ) -> int:
     """Run ``main`` in ``workers`` processes until SIGTERM or SIGINT; return the exit status.
 
@@ -98,6 +100,11 @@ def run(
             ``console`` extra, and ``console_token_file`` unless it binds loopback.
         console_token_file: a file holding the consoles' token (mode 0600, 16
             characters or more).
+        metrics_token_file: a file holding the token ``/metrics`` asks as
+            ``Authorization: Bearer`` (mode 0600, 16 characters or more). Without it,
+            ``metrics`` asks the consoles' token, and without that ``metrics_public``
+            must say it may be served to anyone (docs/security.md).
+        metrics_public: serve ``metrics`` without a token.
 
     Returns:
         0 after a clean stop (every worker exited 0 within the grace); 3 when a worker
@@ -142,6 +149,8 @@ def run(
         metrics=metrics,
         console=console,
         console_token_file=console_token_file,
+        metrics_token_file=metrics_token_file,
+        metrics_public=metrics_public,
     )
     check_environment(config, explicit=explicit_options(store=store, coordinator=coordinator))
     setup_logging()

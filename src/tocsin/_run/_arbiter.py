@@ -60,6 +60,7 @@ from dataclasses import dataclass
 from typing import Final, NoReturn, final
 
 from ..clock import SystemClock
+from ..stores._spi import redact
 from . import _worker
 from ._config import MainFunc, RunConfig, RunDir
 
@@ -287,7 +288,7 @@ class Arbiter:
         slot.status_fd, slot.buffer = status_r, b""
         self._selector.register(status_r, selectors.EVENT_READ, slot)
         slot.restart_at = slot.kill_at = None
-        log.info("worker %d started (pid %d, store %s)", slot.number, pid, spec.store)
+        log.info("worker %d started (pid %d, store %s)", slot.number, pid, redact(spec.store))
 
     def _become_worker(
         self,

@@ -18,6 +18,7 @@ from pathlib import Path
 from typing import Final
 from urllib.parse import unquote, urlsplit
 
+from ..stores._spi import redact
 from ._errors import RunUsageError
 
 __all__ = ["CONNECT_TIMEOUT", "check_bindable", "check_reachable", "check_sqlite_directory"]
@@ -54,14 +55,14 @@ def check_sqlite_directory(option: str, url: str) -> None:
     parent = path.parent
     if not parent.exists():
         raise RunUsageError(
-            f"`{option}` {url!r}: the directory {str(parent)!r} does not exist; create it "
+            f"`{option}` {redact(url)!r}: the directory {str(parent)!r} does not exist; create it "
             "or fix the path"
         )
     if not parent.is_dir():
-        raise RunUsageError(f"`{option}` {url!r}: {str(parent)!r} is not a directory")
+        raise RunUsageError(f"`{option}` {redact(url)!r}: {str(parent)!r} is not a directory")
     if not os.access(parent, os.W_OK | os.X_OK):
         raise RunUsageError(
-            f"`{option}` {url!r}: the directory {str(parent)!r} is not writable by this "
+            f"`{option}` {redact(url)!r}: the directory {str(parent)!r} is not writable by this "
             "user (SQLite creates its journal files there)"
         )
 

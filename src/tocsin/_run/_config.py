@@ -9,6 +9,7 @@ once, as one line, instead of N times by crash-looping workers.
 from __future__ import annotations
 
 import contextlib
+import errno
 import fcntl
 import logging
 import math
@@ -23,6 +24,7 @@ from typing import Any, Final
 from ..cluster import Cluster
 from ..errors import InvalidCoordinatorURLError, InvalidStoreURLError
 from ..stores import open_store
+from ..stores._spi import open_lock_file, redact
 from . import _worker
 from ._checks import check_bindable, check_reachable, check_sqlite_directory
 from ._errors import RunUsageError
@@ -37,6 +39,7 @@ __all__ = [
     "RunDir",
     "RunUsageError",
     "check_environment",
+    "check_run_dir",
     "default_workers",
     "make_config",
     "open_run_dir",
@@ -91,6 +94,9 @@ class RunConfig:
     console: tuple[tuple[str, int], ...] = ()
     #: The consoles' token (``--console-token-file``); in memory only, like the secret.
     console_token: str | None = field(default=None, repr=False)
+    #: The token ``/metrics`` asks (``Authorization: Bearer``): ``--metrics-token-file``,
+    #: else the consoles' token; None only with ``metrics_public``.
+    metrics_token: str | None = field(default=None, repr=False)
 
     def tcp_ports(self) -> list[tuple[str, str, int]]:
         """``(option, host, port)`` of every TCP port the workers will listen on."""
@@ -123,6 +129,7 @@ class RunConfig:
             metrics=self.metrics[number - 1] if self.metrics else None,
             console=_bind(self.console[number - 1]) if self.console else None,
             console_token=self.console_token,
+            metrics_token=self.metrics_token,
         )
 
 
@@ -151,6 +158,8 @@ def make_config(
     metrics: str | None = None,
     console: str | None = None,
     console_token_file: str | os.PathLike[str] | None = None,
+    metrics_token_file: str | os.PathLike[str] | None = None,
+    metrics_public: bool = False,
 ) -> RunConfig:
     """Check every argument and fill in the defaults.
 
@@ -199,14 +208,14 @@ def make_config(
         # Earlier releases kept one store per worker; now the workers are one cluster and
         # an identity moves between them, so its state must be in the store they share.
         raise RunUsageError(
-            f"`store` {store!r} contains {{worker}}: the workers share one durable store "
+            f"`store` {redact(store)!r} contains {{worker}}: the workers share one durable store "
             "(an identity may move from one worker to another); give one URL without "
             "{worker}, e.g. sqlite:///data/app.db or postgresql://db/app"
         )
     elif workers > 1 and (store.startswith("memory:") or ":memory:" in store):
         raise RunUsageError(
-            f"`store` {store!r} is private to each process, and {workers} workers must share "
-            "their durable store; use a SQLite file or PostgreSQL, or run 1 worker"
+            f"`store` {redact(store)!r} is private to each process, and {workers} workers must "
+            "share their durable store; use a SQLite file or PostgreSQL, or run 1 worker"
         )
     try:
         open_store(store)  # validates; opens nothing
@@ -231,7 +240,7 @@ def make_config(
         raise RunUsageError(f"`coordinator`: {exc}") from None
     if workers > 1 and coordinator.lower().startswith("memory:"):
         raise RunUsageError(
-            f"`coordinator` {coordinator!r} joins the systems of one process only, and "
+            f"`coordinator` {redact(coordinator)!r} joins the systems of one process only, and "
             f"{workers} workers are {workers} processes (each would be a cluster of its own, "
             "running every durable identity and cron tick once per worker); use a SQLite "
             "file (the default), PostgreSQL or Redis, or run 1 worker"
@@ -239,6 +248,7 @@ def make_config(
     metrics_binds, console_binds, console_token = _check_operator_ports(
         workers, listen, metrics, console, console_token_file
     )
+    metrics_token = _metrics_token(metrics, metrics_token_file, metrics_public, console_token)
     return RunConfig(
         target=target,
         workers=workers,
@@ -255,6 +265,44 @@ def make_config(
         metrics=metrics_binds,
         console=console_binds,
         console_token=console_token,
+        metrics_token=metrics_token,
+    )
+
+
+def _metrics_token(
+    metrics: str | None,
+    token_file: str | os.PathLike[str] | None,
+    public: bool,
+    console_token: str | None,
+) -> str | None:
+    """The token ``--metrics`` asks, by the rule of docs/security.md: metrics name every
+    schedule reference and durable kind, so they need a token unless the operator says
+    they are public.
+
+    Raises:
+        RunUsageError: a token option without ``metrics``, both a token and
+            ``metrics_public``, or ``metrics`` with neither (nor a console token).
+    """
+    if not isinstance(public, bool):
+        raise RunUsageError(f"`metrics_public` must be a bool, got {public!r}")
+    if metrics is None:
+        if token_file is not None or public:
+            given = "metrics_token_file" if token_file is not None else "metrics_public"
+            raise RunUsageError(f"`{given}` was given without `metrics`")
+        return None
+    if token_file is not None and public:
+        raise RunUsageError("`metrics_token_file` and `metrics_public` were both given: choose one")
+    if token_file is not None:
+        return read_secret_file(Path(token_file).absolute(), "metrics_token_file")
+    if public:
+        return None
+    if console_token is not None:
+        return console_token
+    raise RunUsageError(
+        "`metrics` names every schedule reference and durable kind, so it asks a token: "
+        "give --metrics-token-file PATH (Prometheus sends it with "
+        "authorization: {credentials_file: PATH}), or --console-token-file to share the "
+        "consoles' token, or --metrics-public to serve it to anyone who can connect"
     )
 
 
@@ -377,6 +425,44 @@ class RunDir:
         os.close(self.lock_fd)
 
 
+def check_run_dir(path: Path) -> None:
+    """Refuse a run directory another user could write into.
+
+    Raises:
+        RunUsageError: not a directory, a symbolic link, owned by another user, or
+            writable by group or others (the message says how to fix it).
+    """
+    flags = os.O_RDONLY | os.O_DIRECTORY | os.O_NOFOLLOW | os.O_CLOEXEC
+    try:
+        fd = os.open(path, flags)
+    except OSError as exc:
+        # Linux says ENOTDIR for a symlink opened with O_DIRECTORY | O_NOFOLLOW.
+        if exc.errno == errno.ELOOP or path.is_symlink():
+            raise RunUsageError(
+                f"`run_dir` {str(path)!r} is a symbolic link; name the real directory "
+                f"({os.path.realpath(path)}) so nobody can swap it"
+            ) from None
+        if exc.errno == errno.ENOTDIR:
+            raise RunUsageError(f"`run_dir` {str(path)!r} is not a directory") from None
+        raise RunUsageError(f"`run_dir` {str(path)!r} cannot be opened: {exc.strerror}") from None
+    try:
+        info = os.fstat(fd)
+    finally:
+        os.close(fd)
+    me = os.geteuid()
+    if info.st_uid != me:
+        raise RunUsageError(
+            f"`run_dir` {str(path)!r} belongs to uid {info.st_uid}, and this run is uid {me}: "
+            "a run directory holds the secret, the lock and the sockets, so it must be "
+            "yours; choose another one (or remove it and let tocsin create it, mode 0700)"
+        )
+    if info.st_mode & 0o022:
+        raise RunUsageError(
+            f"`run_dir` {str(path)!r} has mode {info.st_mode & 0o777:04o}: other users can "
+            f"create files in it (a symlink, a socket); make it yours only (chmod 700 {path})"
+        )
+
+
 def open_run_dir(path: Path, secret_file: Path | None = None) -> RunDir:
     """Create (mode 0700) or reuse the run directory, lock it, write a fresh secret.
 
@@ -393,17 +479,27 @@ def open_run_dir(path: Path, secret_file: Path | None = None) -> RunDir:
     (their memory), never through argv or the environment; the file is for tools run by
     the same user that must reach the workers.
 
+    The directory is ours (docs/security.md, "Files are ours"): one that exists must
+    belong to this user and be writable by nobody else, or another local user could plant
+    a symlink or a socket in it; it is never a symlink itself, and ``arbiter.lock`` is
+    opened with ``O_NOFOLLOW`` (a planted link makes the run fail, never truncates the
+    file it points to).
+
     Raises:
-        RunUsageError: the directory cannot be created, is not a directory, or is in use.
+        RunUsageError: the directory cannot be created, is not a directory, is a symbolic
+            link, belongs to another user or is writable by group or others, or is in
+            use; or ``arbiter.lock`` is not a regular file of ours.
     """
     try:
         path.mkdir(mode=0o700, parents=True, exist_ok=True)
     except OSError as exc:
         raise RunUsageError(f"`run_dir` {str(path)!r} cannot be created: {exc.strerror}") from None
-    if not path.is_dir():
-        raise RunUsageError(f"`run_dir` {str(path)!r} is not a directory")
+    check_run_dir(path)
     lock_path = path / "arbiter.lock"
-    fd = os.open(lock_path, os.O_RDWR | os.O_CREAT | os.O_CLOEXEC, 0o600)
+    try:
+        fd = open_lock_file(str(lock_path))
+    except OSError as exc:
+        raise RunUsageError(f"`run_dir` {str(path)!r}: {lock_path.name} {exc.strerror}") from None
     try:
         fcntl.flock(fd, fcntl.LOCK_EX | fcntl.LOCK_NB)
     except BlockingIOError:

@@ -12,12 +12,20 @@ The endpoint is a plain ``asyncio`` server answering ``GET /metrics`` (and ``HEA
 with the text exposition of :func:`tocsin.metrics.prometheus_endpoint`, one request
 per connection; anything else is 404 or 405. It reads the system on the worker's own
 event loop (no thread), at scrape time only.
+
+Metrics name every schedule reference and durable kind, so the endpoint asks a token
+(``Authorization: Bearer TOKEN``, compared in constant time; 401 otherwise) unless the
+operator made it public (``--metrics-public``). Strangers are bounded as at the
+console: at most :data:`MAX_CONNECTIONS` at once (one more is closed at once and
+counted in :attr:`MetricsServer.refused`), and a request head must arrive within
+:data:`REQUEST_TIMEOUT` seconds. Nothing is logged per connection.
 """
 
 from __future__ import annotations
 
 import asyncio
 import contextlib
+import hmac
 import string
 from typing import TYPE_CHECKING, Final, final
 
@@ -31,6 +39,8 @@ __all__ = ["MetricsServer", "expand_port_template", "serve_metrics"]
 #: Seconds a scraper may take to send its request head, and bytes it may hold.
 REQUEST_TIMEOUT: Final = 10.0
 MAX_REQUEST_HEAD: Final = 8192
+#: Connections open at once (a scraper opens one at a time).
+MAX_CONNECTIONS: Final = 16
 
 
 def expand_port_template(option: str, template: object, workers: int) -> list[tuple[str, int]]:
@@ -92,6 +102,11 @@ class MetricsServer:
         self._server = server
         #: ``http://HOST:PORT/metrics``, with the port bound (port 0 resolved).
         self.url = url
+        #: Connections closed at once because :data:`MAX_CONNECTIONS` were open.
+        self.refused = 0
+        #: Requests refused for a missing or wrong token.
+        self.unauthorized = 0
+        self._open = 0
 
     async def close(self) -> None:
         self._server.close()
@@ -99,8 +114,16 @@ class MetricsServer:
             await asyncio.wait_for(self._server.wait_closed(), 5.0)
 
 
-async def serve_metrics(system: ActorSystem, host: str, port: int) -> MetricsServer:
+async def serve_metrics(
+    system: ActorSystem, host: str, port: int, *, token: str | None = None
+) -> MetricsServer:
     """Serve ``system``'s metrics for Prometheus at ``http://host:port/metrics``.
+
+    Args:
+        system: the worker's system.
+        host: the address to bind.
+        port: the port (0: a free one, in :attr:`MetricsServer.url`).
+        token: asked as ``Authorization: Bearer TOKEN``; None serves anyone.
 
     Raises:
         ImportError: ``prometheus_client`` is not installed (the ``metrics`` extra).
@@ -110,20 +133,34 @@ async def serve_metrics(system: ActorSystem, host: str, port: int) -> MetricsSer
 
     expose = prometheus_endpoint(Metrics.of(system))
 
+    expected = None if token is None else f"Bearer {token}".encode()
+    served: list[MetricsServer] = []
+
     async def answer(reader: asyncio.StreamReader, writer: asyncio.StreamWriter) -> None:
+        endpoint = served[0]
+        if endpoint._open >= MAX_CONNECTIONS:  # noqa: SLF001 - this module's own server
+            endpoint.refused += 1
+            writer.transport.abort()
+            return
+        endpoint._open += 1  # noqa: SLF001
         try:
             head = await asyncio.wait_for(reader.readuntil(b"\r\n\r\n"), REQUEST_TIMEOUT)
             method, _, rest = head.partition(b" ")
             target = rest.partition(b" ")[0].partition(b"?")[0]
+            extra = ""
             if method not in (b"GET", b"HEAD"):
                 status, body, kind = "405 Method Not Allowed", b"GET only\n", "text/plain"
             elif target != b"/metrics":
                 status, body, kind = "404 Not Found", b"see /metrics\n", "text/plain"
+            elif expected is not None and not _authorized(head, expected):
+                endpoint.unauthorized += 1
+                status, body, kind = "401 Unauthorized", b"token required\n", "text/plain"
+                extra = 'WWW-Authenticate: Bearer realm="tocsin metrics"\r\n'
             else:
                 body, kind = expose()
                 status = "200 OK"
             writer.write(
-                f"HTTP/1.1 {status}\r\nContent-Type: {kind}\r\n"
+                f"HTTP/1.1 {status}\r\nContent-Type: {kind}\r\n{extra}"
                 f"Content-Length: {len(body)}\r\nConnection: close\r\n\r\n".encode()
             )
             if method != b"HEAD":
@@ -132,6 +169,7 @@ async def serve_metrics(system: ActorSystem, host: str, port: int) -> MetricsSer
         except (TimeoutError, asyncio.IncompleteReadError, asyncio.LimitOverrunError, OSError):
             pass  # a scraper that went away or sent garbage: nothing to answer
         finally:
+            endpoint._open -= 1  # noqa: SLF001
             writer.close()
             with contextlib.suppress(Exception):
                 await writer.wait_closed()
@@ -139,4 +177,14 @@ async def serve_metrics(system: ActorSystem, host: str, port: int) -> MetricsSer
     server = await asyncio.start_server(answer, host, port, limit=MAX_REQUEST_HEAD)
     bound = server.sockets[0].getsockname()
     shown = f"[{bound[0]}]" if ":" in bound[0] else bound[0]
-    return MetricsServer(server, f"http://{shown}:{bound[1]}/metrics")
+    served.append(MetricsServer(server, f"http://{shown}:{bound[1]}/metrics"))
+    return served[0]
+
+
+def _authorized(head: bytes, expected: bytes) -> bool:
+    """Whether the request head carries ``Authorization: <expected>`` (constant time)."""
+    for line in head.split(b"\r\n")[1:]:
+        name, _, value = line.partition(b":")
+        if name.strip().lower() == b"authorization":
+            return hmac.compare_digest(value.strip(), expected)
+    return False

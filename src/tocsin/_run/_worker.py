@@ -109,6 +109,8 @@ class WorkerSpec:
     #: ``host:port`` of this worker's web console (``--console``), and its token.
     console: str | None = None
     console_token: str | None = field(default=None, repr=False)
+    #: The token ``/metrics`` asks (None: public, ``--metrics-public``).
+    metrics_token: str | None = field(default=None, repr=False)
 
 
 def build_system(spec: WorkerSpec) -> ActorSystem:
@@ -362,7 +364,7 @@ async def _serve(spec: WorkerSpec, main: MainFunc, status_fd: int, death_fd: int
     metrics = None
     if spec.metrics is not None:
         try:
-            metrics = await serve_metrics(system, *spec.metrics)
+            metrics = await serve_metrics(system, *spec.metrics, token=spec.metrics_token)
         except BaseException:
             await stop_system(system, spec.stop_timeout)
             raise

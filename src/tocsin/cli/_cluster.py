@@ -33,6 +33,7 @@ from ..errors import CoordinatorError, InvalidCoordinatorURLError, InvalidStoreU
 from ..stores import open_store
 from ..stores._spi import connect_read_only
 from ..stores.sqlite import SQLiteStore
+from ._urls import add_url_option, url_usage
 
 __all__ = ["UsageError", "cli_coordinator", "register"]
 
@@ -51,11 +52,11 @@ def register(subparsers: argparse._SubParsersAction[argparse.ArgumentParser]) ->
     actions = cluster.add_subparsers(dest="cluster_command", required=True, metavar="COMMAND")
 
     def common(parser: argparse.ArgumentParser) -> None:
-        parser.add_argument(
-            "--coordinator",
-            default=os.environ.get("TOCSIN_COORDINATOR"),
-            help="coordinator URL, e.g. postgresql://db/shop, redis://cache:6379/0, "
-            "sqlite:///cluster.db (default: $TOCSIN_COORDINATOR)",
+        add_url_option(
+            parser,
+            "coordinator",
+            "coordinator URL, e.g. postgresql://db/shop, redis://cache:6379/0, "
+            "sqlite:///cluster.db",
         )
 
     members = actions.add_parser("members", help="list the live nodes (or --json)")
@@ -76,11 +77,7 @@ def register(subparsers: argparse._SubParsersAction[argparse.ArgumentParser]) ->
         "forget-store",
         help="forget which cluster a durable store belongs to (stop that cluster first)",
     )
-    forget.add_argument(
-        "--store",
-        default=os.environ.get("TOCSIN_STORE"),
-        help="durable store URL, e.g. postgresql://db/shop (default: $TOCSIN_STORE)",
-    )
+    add_url_option(forget, "store", "durable store URL, e.g. postgresql://db/shop")
     forget.set_defaults(func=_forget_store)
 
 
@@ -88,9 +85,13 @@ def _forget_store(ns: argparse.Namespace) -> int:
     """Delete the store's cluster record (docs/cluster.md, "One store, one cluster"): the
     next node to join records its own coordinator. For moving a cluster to another
     coordinator on purpose, once every node of the old one has stopped."""
+    if (status := url_usage(ns, "tocsin cluster")) is not None:
+        return status
     if not ns.store:
         print(
-            "tocsin cluster: error: no store: pass --store URL or set TOCSIN_STORE", file=sys.stderr
+            "tocsin cluster: error: no store: pass --store URL or --store-file PATH, or set "
+            "TOCSIN_STORE",
+            file=sys.stderr,
         )
         return EXIT_USAGE
     try:
@@ -136,6 +137,8 @@ def _run(
     handler: Callable[[Coordinator, argparse.Namespace], Coroutine[Any, Any, None]],
     ns: argparse.Namespace,
 ) -> int:
+    if (status := url_usage(ns, "tocsin cluster")) is not None:
+        return status
     try:
         coordinator = cli_coordinator(ns.coordinator)
     except UsageError as exc:
@@ -172,7 +175,10 @@ def cli_coordinator(url: str | None) -> Coordinator:
             file that does not exist (never created by mistake), or a missing driver.
     """
     if not url:
-        raise UsageError("no coordinator: pass --coordinator URL or set TOCSIN_COORDINATOR")
+        raise UsageError(
+            "no coordinator: pass --coordinator URL or --coordinator-file PATH, or set "
+            "TOCSIN_COORDINATOR"
+        )
     if url.lower().startswith("memory://"):
         raise UsageError(
             "a memory:// coordinator lives inside one process; the command line can only "

@@ -33,6 +33,7 @@ from ..cluster import Coordinator, Member
 from ..errors import CoordinatorError, InvalidStoreURLError, StoreError
 from ..stores import Store, open_store
 from ._cluster import UsageError, cli_coordinator
+from ._urls import add_url_option, url_usage
 
 __all__ = ["live_members", "register"]
 
@@ -44,16 +45,11 @@ def register(subparsers: argparse._SubParsersAction[argparse.ArgumentParser]) ->
     parser = subparsers.add_parser(
         "console", help="serve the web console (tasks, parked tasks, members) from a store"
     )
-    parser.add_argument(
-        "--store",
-        default=os.environ.get("TOCSIN_STORE"),
-        help="store URL, e.g. sqlite:///tasks.db (default: $TOCSIN_STORE)",
-    )
-    parser.add_argument(
-        "--coordinator",
-        default=os.environ.get("TOCSIN_COORDINATOR"),
-        help="cluster coordinator URL (postgresql://, redis://, sqlite:///): show its live "
-        "members (default: $TOCSIN_COORDINATOR)",
+    add_url_option(parser, "store", "store URL, e.g. sqlite:///tasks.db")
+    add_url_option(
+        parser,
+        "coordinator",
+        "cluster coordinator URL (postgresql://, redis://, sqlite:///): show its live members",
     )
     parser.add_argument(
         "--bind", default="127.0.0.1:8765", help="HOST:PORT to listen on (default: %(default)s)"
@@ -82,9 +78,11 @@ def _run(args: argparse.Namespace) -> int:
     except ImportError:
         print(f"tocsin console: error: {_HINT}", file=sys.stderr)
         return 1
+    if (status := url_usage(args, "tocsin console")) is not None:
+        return status
     if not args.store:
-        print("tocsin console: error: no store: pass --store URL or set TOCSIN_STORE",
-              file=sys.stderr)  # fmt: skip
+        print("tocsin console: error: no store: pass --store URL or --store-file PATH, or "
+              "set TOCSIN_STORE", file=sys.stderr)  # fmt: skip
         return 2
     try:
         store = open_store(args.store)

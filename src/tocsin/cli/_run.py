@@ -16,6 +16,7 @@ from .._run import (
     open_run_dir,
     setup_logging,
 )
+from ._urls import add_url_option, url_usage
 
 __all__ = ["register"]
 
@@ -43,15 +44,15 @@ def register(subparsers: argparse._SubParsersAction[argparse.ArgumentParser]) ->
         help="accept more than 4 workers per core",
     )
     parser.add_argument("--name", default="tocsin", help="system name prefix (default: tocsin)")
-    parser.add_argument(
-        "--store",
-        default=None,
-        help="durable store URL shared by every worker (default: sqlite:///RUN_DIR/store.db)",
+    add_url_option(
+        parser,
+        "store",
+        "durable store URL shared by every worker; without one: sqlite:///RUN_DIR/store.db",
     )
-    parser.add_argument(
-        "--coordinator",
-        default=None,
-        help="cluster coordinator URL (default: sqlite:///RUN_DIR/coordinator.db)",
+    add_url_option(
+        parser,
+        "coordinator",
+        "cluster coordinator URL; without one: sqlite:///RUN_DIR/coordinator.db",
     )
     parser.add_argument(
         "--run-dir", default=None, help="lock, secret, sockets, stores (default: ./.tocsin/NAME)"
@@ -100,6 +101,18 @@ def register(subparsers: argparse._SubParsersAction[argparse.ArgumentParser]) ->
         help="one token for every worker's console (mode 0600); else each makes its own",
     )
     parser.add_argument(
+        "--metrics-token-file",
+        default=None,
+        metavar="PATH",
+        help="the token /metrics asks as Authorization: Bearer (mode 0600); default: the "
+        "consoles' token (--console-token-file)",
+    )
+    parser.add_argument(
+        "--metrics-public",
+        action="store_true",
+        help="serve /metrics without a token (it names every schedule reference)",
+    )
+    parser.add_argument(
         "--log-level",
         default="INFO",
         choices=("DEBUG", "INFO", "WARNING", "ERROR"),
@@ -110,6 +123,8 @@ def register(subparsers: argparse._SubParsersAction[argparse.ArgumentParser]) ->
 
 def _command(args: argparse.Namespace) -> int:
     setup_logging(args.log_level, force=True)
+    if (status := url_usage(args, "tocsin run")) is not None:
+        return status
     try:
         label = check_targets(args.target, args.messages or ())
         config = make_config(
@@ -128,6 +143,8 @@ def _command(args: argparse.Namespace) -> int:
             metrics=args.metrics,
             console=args.console,
             console_token_file=args.console_token_file,
+            metrics_token_file=args.metrics_token_file,
+            metrics_public=args.metrics_public,
         )
         check_environment(
             config, explicit=explicit_options(store=args.store, coordinator=args.coordinator)

@@ -27,7 +27,6 @@ from __future__ import annotations
 import argparse
 import asyncio
 import json
-import os
 import sys
 from collections.abc import Callable, Coroutine
 from datetime import UTC, datetime
@@ -41,6 +40,7 @@ from ..errors import InvalidStoreURLError, StoreError
 from ..stores import DeleteTask, Store, TaskRow, UpsertTask, open_store
 from ..stores._spi import connect_read_only
 from ..stores.sqlite import SQLiteStore
+from ._urls import add_url_option, url_usage
 
 __all__ = ["register"]
 
@@ -68,11 +68,7 @@ def register(subparsers: argparse._SubParsersAction[argparse.ArgumentParser]) ->
     actions = tasks.add_subparsers(dest="tasks_command", required=True, metavar="COMMAND")
 
     def common(parser: argparse.ArgumentParser) -> None:
-        parser.add_argument(
-            "--store",
-            default=os.environ.get("TOCSIN_STORE"),
-            help="store URL, e.g. sqlite:///tasks.db (default: $TOCSIN_STORE)",
-        )
+        add_url_option(parser, "store", "store URL, e.g. sqlite:///tasks.db")
         parser.add_argument("--actor", metavar="KIND/ID", help="only this durable actor")
 
     listing = actions.add_parser("list", help="list tasks as a table (or --json)")
@@ -146,6 +142,8 @@ def _run(
     *,
     read_only: bool = False,
 ) -> int:
+    if (status := url_usage(ns, "tocsin tasks")) is not None:
+        return status
     try:
         store = _store(ns.store, read_only=read_only)
         actor = _actor(ns.actor)
@@ -178,7 +176,7 @@ def _store(url: str | None, *, read_only: bool) -> Store:
             own message); nothing is created.
     """
     if not url:
-        raise _Usage("no store: pass --store URL or set TOCSIN_STORE")
+        raise _Usage("no store: pass --store URL or --store-file PATH, or set TOCSIN_STORE")
     try:
         store = open_store(url)
     except InvalidStoreURLError as exc:

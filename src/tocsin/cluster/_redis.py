@@ -19,13 +19,12 @@ from __future__ import annotations
 from collections.abc import AsyncIterator
 from contextlib import asynccontextmanager
 from typing import Any, Final, final
-from urllib.parse import urlsplit, urlunsplit
 
 import msgspec
 
 from .._idle import real_io
 from ..errors import CoordinatorError, CoordinatorUnavailableError
-from ..stores._spi import REDIS_OPTIONS, split_options
+from ..stores._spi import REDIS_OPTIONS, redact, split_options
 from ._protocol import EXPIRED_LEASE_RETENTION as RETENTION
 from ._protocol import ClaimOutcome, LeaseRow, Ownership, PauseNote, TickClaim
 from ._url import check_coordinator_url
@@ -333,13 +332,7 @@ class RedisCoordinator:
     ) -> None:
         self._url, url_prefix = _split_url(url)
         self.prefix = prefix or url_prefix or "tocsin:"
-        parts = urlsplit(url)
-        host = parts.netloc.rpartition("@")[2]
-        self.url = (
-            url
-            if parts.password is None
-            else urlunsplit(parts._replace(netloc=f"{parts.username or ''}:***@{host}"))
-        )
+        self.url = redact(url)
         self._socket_timeout = socket_timeout
         self._client: Any = None
         self._control: Any = None

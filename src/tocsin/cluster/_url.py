@@ -9,7 +9,7 @@ the working directory, ``sqlite:////abs/path.db`` (four slashes) is absolute. A 
 from __future__ import annotations
 
 from typing import Final
-from urllib.parse import urlsplit
+from urllib.parse import parse_qsl, urlsplit
 
 from ..clock import Clock
 from ..errors import InvalidCoordinatorURLError
@@ -48,24 +48,24 @@ def check_coordinator_url(url: object) -> str:
     scheme = scheme.lower()
     if not sep:
         raise InvalidCoordinatorURLError(
-            f"coordinator URL {url!r} has no scheme; allowed: {ALLOWED}"
+            f"coordinator URL {redact(url)!r} has no scheme; allowed: {ALLOWED}"
         )
     if scheme == "memory":
         if "/" in rest or "?" in rest:
             raise InvalidCoordinatorURLError(
-                f"coordinator URL {url!r}: write memory:// or memory://NAME (a plain name)"
+                f"coordinator URL {redact(url)!r}: write memory:// or memory://NAME (a plain name)"
             )
         return scheme
     if scheme == "sqlite":
         path, _, query = rest.partition("?")
         if not path.startswith("/") or len(path) < 2 or path in ("/:memory:",):
             raise InvalidCoordinatorURLError(
-                f"coordinator URL {url!r} has no shareable file path (write "
+                f"coordinator URL {redact(url)!r} has no shareable file path (write "
                 f"sqlite:///relative.db or sqlite:////absolute.db); allowed: {ALLOWED}"
             )
         if query:
             raise InvalidCoordinatorURLError(
-                f"coordinator URL {url!r}: a SQLite coordinator URL takes no query options "
+                f"coordinator URL {redact(url)!r}: a SQLite coordinator URL takes no query options "
                 f"(got {query!r})"
             )
         return scheme
@@ -80,7 +80,7 @@ def check_coordinator_url(url: object) -> str:
             _check_postgres(url)
         return scheme
     raise InvalidCoordinatorURLError(
-        f"coordinator URL {url!r} has unknown scheme {scheme!r}; allowed: {ALLOWED}"
+        f"coordinator URL {redact(url)!r} has unknown scheme {scheme!r}; allowed: {ALLOWED}"
     )
 
 
@@ -102,6 +102,16 @@ def _check_redis(url: str, scheme: str) -> None:
     if unknown:
         raise InvalidCoordinatorURLError(
             "coordinator URL " + unknown_message(url, unknown, REDIS_OPTIONS)
+        )
+    # redis-py passes ssl_* options to a plain connection, which fails on the first command
+    # with a TypeError traceback: they belong to rediss:// (TLS) only; say it now.
+    names = {name for name, _ in parse_qsl(urlsplit(url).query, keep_blank_values=True)}
+    tls_only = sorted(name for name in names if name.startswith("ssl_"))
+    if tls_only and scheme != "rediss":
+        raise InvalidCoordinatorURLError(
+            f"coordinator URL {redact(url)!r}: TLS option {', '.join(tls_only)} given, and "
+            f"{scheme}:// does not use TLS; write rediss://HOST:PORT/DB for a TLS connection, "
+            "or drop the option"
         )
     # redis-py would fail on the first command (`/abc`) or take a part of it; say it now.
     path = urlsplit(url).path.strip("/") if scheme != "unix" else ""

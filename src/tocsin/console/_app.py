@@ -15,9 +15,13 @@ Security model (see docs/operations.md):
 * Without a token (``no_token=True``) the console must be bound to loopback, and requests
   whose ``Host`` is not a loopback name are refused: a hostile page cannot read it
   through DNS rebinding.
-* Actions (and sign-out) are POSTs carrying a per-process CSRF token (synchronizer
-  token) that a page of another origin cannot read; a present ``Origin`` header must
-  match ``Host`` too.
+* Actions (and sign-out) are POSTs carrying the session's CSRF token (synchronizer
+  token, ``_auth.Sessions.csrf``) that a page of another origin cannot read; a present
+  ``Origin`` header must match ``Host`` too. Pages are rendered once for every viewer
+  with a per-process placeholder where the token goes, and each response swaps in its
+  session's own.
+* Wrong tokens are counted and logged (at most once a minute per peer); past
+  ``MAX_WRONG_TOKENS`` in a minute a peer gets HTTP 429 (``_guard.py``).
 * Every response carries a strict Content-Security-Policy (no inline script, nothing
   from elsewhere), ``X-Content-Type-Options: nosniff``, ``Referrer-Policy: no-referrer``
   and ``X-Frame-Options: DENY``.
@@ -36,9 +40,10 @@ from urllib.parse import urlsplit
 
 from aiohttp import web
 
-from ._auth import COOKIE, Sessions
+from ._auth import Sessions
 from ._data import ActionError, ConsoleSource
 from ._feed import Feed
+from ._guard import Guard
 from ._render import render_history_page, render_page
 
 __all__ = ["MetricsEndpoint", "build_app", "feed_of", "sessions_of"]
@@ -82,6 +87,8 @@ def build_app(
     allowed_hosts: set[str] | None,
     interval: float,
     metrics: MetricsEndpoint | None = None,
+    guard: Guard | None = None,
+    secure: bool = False,
 ) -> web.Application:
     """The console application over ``source``.
 
@@ -89,46 +96,80 @@ def build_app(
         source: what to show and act on.
         sessions: the token and its sessions (no token: loopback only; the caller checks
             the bind).
-        csrf: the per-process CSRF token embedded in forms.
+        csrf: the per-process placeholder rendered where a form's CSRF token goes; each
+            response replaces it with the token of its session.
         allowed_hosts: ``Host`` header values accepted (None: any; used with a token);
             the caller may fill the set once the port is known.
         interval: seconds between live updates.
         metrics: serves ``GET /metrics`` (``tocsin.metrics.prometheus_endpoint(...)``).
+        guard: counts and rate-limits wrong tokens (the server's connection gate).
+        secure: served over TLS: the session cookie is ``Secure``.
     """
     feed = Feed(source, csrf, interval)
+    gate = guard if guard is not None else Guard()
+
+    def wrong_token(request: web.Request) -> None:
+        gate.wrong_token(request.remote or "a local client")
+
+    def blocked(request: web.Request) -> web.Response | None:
+        if not gate.token_blocked(request.remote or "a local client"):
+            return None
+        return _headers(
+            web.Response(
+                status=429,
+                text="too many wrong tokens; wait a minute",
+                headers={"Retry-After": "60"},
+            )
+        )
 
     @web.middleware
-    async def guard(
+    async def gatekeeper(
         request: web.Request, handler: Callable[[web.Request], Awaitable[web.StreamResponse]]
     ) -> web.StreamResponse:
         if allowed_hosts is not None and request.host not in allowed_hosts:
             raise web.HTTPMisdirectedRequest(text="unexpected Host header")
         if sessions.required:
             given = request.query.get("token") if request.path == "/" else None
+            bearer = request.headers.get("Authorization", "").startswith("Bearer ")
+            if (given is not None or bearer) and (refused := blocked(request)) is not None:
+                return refused
             if given is not None:
                 # The printed URL: swap the token for a session cookie, and redirect off
                 # the address that holds it (history, screen shares), signed in or not.
                 if sessions.is_token(given):
-                    return _signed_in(sessions)
+                    return _signed_in(sessions, secure)
+                wrong_token(request)
                 return _headers(_login_page("wrong"))
             public = request.path == "/login" or request.path.startswith("/static/")
             if not public and not _authorized(request):
-                ended = request.cookies.get(COOKIE) and not request.headers.get("Authorization")
+                if bearer:
+                    wrong_token(request)
+                cookie = request.cookies.get(sessions.cookie_name)
+                ended = cookie and not request.headers.get("Authorization")
                 return _headers(_login_page("ended" if ended else "missing"))
         response = await handler(request)
         return _headers(response)
 
     def _authorized(request: web.Request) -> bool:
         return sessions.authorized(
-            request.headers.get("Authorization", ""), request.cookies.get(COOKIE, "")
+            request.headers.get("Authorization", ""), request.cookies.get(sessions.cookie_name, "")
         )
+
+    def _csrf(request: web.Request) -> str:
+        """This request's session's CSRF token ("" when it has none: every form fails)."""
+        mine = sessions.csrf(
+            request.headers.get("Authorization", ""), request.cookies.get(sessions.cookie_name, "")
+        )
+        return mine or ""
 
     def _check_form(request: web.Request, form: Mapping[str, object]) -> None:
         origin = request.headers.get("Origin")
         if origin is not None and origin != "null" and urlsplit(origin).netloc != request.host:
             raise web.HTTPForbidden(text="cross-origin request refused")
         given = str(form.get("csrf", ""))
-        if not hmac.compare_digest(given.encode(), csrf.encode()):
+        mine = _csrf(request)
+        if not mine or not hmac.compare_digest(given.encode(), mine.encode()):
+            gate.refuse(request.remote or "a local client", "csrf")
             raise web.HTTPForbidden(text="missing or wrong CSRF token; reload the page")
 
     async def page(request: web.Request) -> web.Response:
@@ -138,7 +179,7 @@ def build_app(
             _notice(request),
             metrics is not None,
             csrf if sessions.required else None,
-        )
+        ).replace(csrf, _csrf(request))
         return web.Response(text=html, content_type="text/html", charset="utf-8")
 
     async def schedule_page(request: web.Request) -> web.Response:
@@ -161,6 +202,7 @@ def build_app(
         _headers(response)
         await response.prepare(request)
         sub = feed.subscribe()
+        mine = _csrf(request)
         try:
             await response.write(b"retry: 2000\n\n")
             while (payload := await sub.next()) is not None:
@@ -168,6 +210,7 @@ def build_app(
                 # stream: the page's reconnect then meets the sign-in page.
                 if not _authorized(request):
                     break
+                payload = payload.replace(csrf, mine)
                 await response.write(f"event: update\ndata: {payload}\n\n".encode())
         except ConnectionResetError:
             pass  # the client went away: end this stream only
@@ -225,21 +268,24 @@ def build_app(
     async def login(request: web.Request) -> web.StreamResponse:
         if not sessions.required:
             raise web.HTTPSeeOther(location="/")
+        if (refused := blocked(request)) is not None:
+            return refused
         form = await request.post()
         if sessions.is_token(str(form.get("token", ""))):
-            return _signed_in(sessions)
+            return _signed_in(sessions, secure)
+        wrong_token(request)
         return _headers(_login_page("wrong"))
 
     async def logout(request: web.Request) -> web.StreamResponse:
         form = await request.post()
         _check_form(request, form)  # a page of another origin cannot sign you out
-        sessions.revoke(request.cookies.get(COOKIE, ""))
+        sessions.revoke(request.cookies.get(sessions.cookie_name, ""))
         response = web.Response(status=303, headers={"Location": "login?signed_out=1"})
-        response.del_cookie(COOKIE, path="/")
+        response.del_cookie(sessions.cookie_name, path="/")
         _log.info("console: a session signed out")
         return response
 
-    app = web.Application(middlewares=[guard])
+    app = web.Application(middlewares=[gatekeeper])
     app[_feed_key] = feed
     app[_sessions_key] = sessions
     app.router.add_get("/", page, name="page")
@@ -272,15 +318,16 @@ def sessions_of(app: web.Application) -> Sessions:
     return app[_sessions_key]
 
 
-def _signed_in(sessions: Sessions) -> web.StreamResponse:
+def _signed_in(sessions: Sessions, secure: bool) -> web.StreamResponse:
     response = web.Response(status=303, headers={"Location": "/"})
     response.set_cookie(
-        COOKIE,
+        sessions.cookie_name,
         sessions.issue(),
         max_age=int(sessions.ttl),
         httponly=True,
         samesite="Strict",
         path="/",
+        secure=secure or None,
     )
     return _headers(response)
 

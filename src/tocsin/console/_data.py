@@ -13,7 +13,6 @@ from dataclasses import dataclass
 from datetime import UTC, datetime
 from functools import lru_cache
 from typing import TYPE_CHECKING, Any, Final, Protocol, final
-from urllib.parse import urlsplit, urlunsplit
 
 import msgspec
 
@@ -24,6 +23,7 @@ from ..durable._spi import durable_of
 from ..errors import ScheduleNotFoundError, TocsinError
 from ..scheduling._spi import Scheduler, last_lateness
 from ..stores import DeleteTask, Store, TaskRow, UpsertTask
+from ..stores._spi import redact
 
 if TYPE_CHECKING:
     from ..system import ActorSystem
@@ -136,12 +136,9 @@ class ConsoleSource(Protocol):
 
 
 def redact_url(url: str) -> str:
-    """``url`` with any password replaced by ``***`` (store URLs may carry one)."""
-    parts = urlsplit(url)
-    if parts.password is None:
-        return url
-    netloc = parts.netloc.replace(f":{parts.password}@", ":***@", 1)
-    return urlunsplit(parts._replace(netloc=netloc))
+    """``url`` with every secret in it (a password in the user-info or in a query option)
+    replaced by ``***``: what the page, ``snapshot.json`` and the stream may show."""
+    return redact(url)
 
 
 @lru_cache(maxsize=1024)

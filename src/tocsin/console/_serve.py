@@ -4,9 +4,11 @@
 
 from __future__ import annotations
 
+import asyncio
 import ipaddress
 import logging
 import secrets
+import ssl as _ssl
 from types import TracebackType
 from typing import TYPE_CHECKING, Final, final
 from urllib.parse import quote
@@ -17,6 +19,7 @@ from ._app import MetricsEndpoint, build_app
 from ._auth import SESSION_TTL, Sessions
 from ._data import ConsoleSource, Members, StoreSource, SystemSource
 from ._feed import DEFAULT_INTERVAL
+from ._guard import KEEPALIVE_TIMEOUT, MAX_CONNECTIONS, Guard
 
 if TYPE_CHECKING:
     from ..stores import Store
@@ -101,6 +104,36 @@ def is_loopback(host: str) -> bool:
 
 
 @final
+class _GuardedSite(web.TCPSite):
+    """aiohttp's TCP site with the console's gate (``_guard.py``) around every
+    connection: the cap and the request deadlines hold before aiohttp reads a byte."""
+
+    def __init__(
+        self,
+        runner: web.AppRunner,
+        host: str,
+        port: int,
+        guard: Guard,
+        ssl_context: _ssl.SSLContext | None,
+    ) -> None:
+        super().__init__(runner, host, port, ssl_context=ssl_context)
+        self._guard = guard
+
+    async def start(self) -> None:
+        await web.BaseSite.start(self)  # registers the site with its runner
+        server = self._runner.server
+        assert server is not None
+        self._server = await asyncio.get_running_loop().create_server(
+            self._guard.wrap(server),
+            self._host,
+            self._port,
+            ssl=self._ssl_context,
+            ssl_handshake_timeout=self._guard.header_timeout if self._ssl_context else None,
+            backlog=self._backlog,
+        )
+
+
+@final
 class Console:
     """A running console server. Close it with :meth:`close` or ``async with``.
 
@@ -108,7 +141,14 @@ class Console:
     """
 
     def __init__(
-        self, runner: web.AppRunner, app: web.Application, host: str, port: int, token: str | None
+        self,
+        runner: web.AppRunner,
+        app: web.Application,
+        host: str,
+        port: int,
+        token: str | None,
+        guard: Guard,
+        tls: bool = False,
     ) -> None:
         self._runner = runner
         self.app = app
@@ -117,12 +157,16 @@ class Console:
         #: The token every request needs (the one given, or the one made at start);
         #: None only with ``no_token=True``.
         self.token = token
+        #: The connection gate: its cap, deadlines and counts (``guard.stats()``).
+        self.guard = guard
+        #: Whether it serves HTTPS (``ssl=`` given).
+        self.tls = tls
 
     @property
     def url(self) -> str:
         """The page's address, without the token (``http://127.0.0.1:8765/``)."""
         host = f"[{self.host}]" if ":" in self.host else self.host
-        return f"http://{host}:{self.port}/"
+        return f"{'https' if self.tls else 'http'}://{host}:{self.port}/"
 
     @property
     def login_url(self) -> str:
@@ -159,6 +203,8 @@ async def serve(
     members: Members | None = None,
     interval: float = DEFAULT_INTERVAL,
     session_ttl: float = SESSION_TTL,
+    ssl: _ssl.SSLContext | None = None,
+    max_connections: int = MAX_CONNECTIONS,
 ) -> Console:
     """Serve the live console of a running ``system`` until the returned
     :class:`Console` is closed.
@@ -181,14 +227,23 @@ async def serve(
         interval: seconds between live updates of open pages.
         session_ttl: seconds a browser stays signed in after it swapped the token for a
             session cookie (default :data:`SESSION_TTL`, 12 hours).
+        ssl: serve HTTPS with this server context (the session cookie is then
+            ``Secure``; failed handshakes are counted in ``console.guard.stats()``).
+        max_connections: connections open at once; one more is closed at once and
+            counted, never queued (default ``MAX_CONNECTIONS``, 100). Request heads must
+            arrive within 10 s and bodies within 30 s (docs/security.md).
 
     Raises:
         ValueError: a bad ``bind``, a short token, ``no_token`` with a token or a bind
-            that is not loopback, a bad ``interval`` or ``session_ttl``.
+            that is not loopback, a bad ``interval``, ``session_ttl`` or
+            ``max_connections``.
+        TypeError: ``ssl`` is not an :class:`ssl.SSLContext`.
         OSError: the address is in use or cannot be bound.
     """
     source = SystemSource(system, members)
-    return await _serve(source, bind, token, no_token, metrics, interval, session_ttl)
+    return await _serve(
+        source, bind, token, no_token, metrics, interval, session_ttl, ssl, max_connections
+    )
 
 
 async def serve_store(
@@ -201,12 +256,16 @@ async def serve_store(
     members: Members | None = None,
     interval: float = DEFAULT_INTERVAL,
     session_ttl: float = SESSION_TTL,
+    ssl: _ssl.SSLContext | None = None,
+    max_connections: int = MAX_CONNECTIONS,
 ) -> Console:
     """Serve the console from an opened durable ``store`` alone (no running system):
     durable tasks, parked tasks with retry / discard, and members when given.
     Same arguments and errors as :func:`serve`."""
     source = StoreSource(store, members)
-    return await _serve(source, bind, token, no_token, metrics, interval, session_ttl)
+    return await _serve(
+        source, bind, token, no_token, metrics, interval, session_ttl, ssl, max_connections
+    )
 
 
 async def _serve(
@@ -217,8 +276,14 @@ async def _serve(
     metrics: MetricsEndpoint | None,
     interval: float,
     session_ttl: float,
+    ssl_context: _ssl.SSLContext | None = None,
+    max_connections: int = MAX_CONNECTIONS,
 ) -> Console:
     host, port = check_options(bind, token, no_token)
+    if ssl_context is not None and not isinstance(ssl_context, _ssl.SSLContext):
+        raise TypeError(f"`ssl` must be an ssl.SSLContext or None, got {ssl_context!r}")
+    if type(max_connections) is not int or max_connections < 1:
+        raise ValueError(f"`max_connections` must be an int >= 1, got {max_connections!r}")
     if not (isinstance(interval, int | float) and 0.05 <= interval <= 3600):
         raise ValueError(f"`interval` must be between 0.05 and 3600 seconds, got {interval!r}")
     if not (isinstance(session_ttl, int | float) and 60 <= session_ttl <= 30 * 86400):
@@ -231,27 +296,38 @@ async def _serve(
         token = secrets.token_urlsafe(32)
     # Without a token, the Host check is what keeps a hostile page out (DNS rebinding).
     allowed: set[str] | None = set() if token is None else None
+    guard = Guard(max_connections=max_connections, tls=ssl_context is not None)
+    sessions = Sessions(token, float(session_ttl))
     app = build_app(
         source,
-        sessions=Sessions(token, float(session_ttl)),
+        sessions=sessions,
         csrf=secrets.token_urlsafe(32),
         allowed_hosts=allowed,
         interval=float(interval),
         metrics=metrics,
+        guard=guard,
+        secure=ssl_context is not None,
     )
-    runner = web.AppRunner(app, access_log=None, handle_signals=False, shutdown_timeout=1.0)
+    runner = web.AppRunner(
+        app,
+        access_log=None,
+        handle_signals=False,
+        shutdown_timeout=1.0,
+        keepalive_timeout=KEEPALIVE_TIMEOUT,
+    )
     await runner.setup()
-    site = web.TCPSite(runner, host, port)
+    site = _GuardedSite(runner, host, port, guard, ssl_context)
     try:
         await site.start()
     except BaseException:
         await runner.cleanup()
         raise
     actual = int(runner.addresses[0][1])  # aiohttp's public (host, port, ...) of the socket
+    sessions.bind(host, actual)
     if allowed is not None:
         names = {"127.0.0.1", "localhost", "[::1]", f"[{host}]" if ":" in host else host}
         allowed.update(f"{name}:{actual}" for name in names)
-    console = Console(runner, app, host, actual, token)
+    console = Console(runner, app, host, actual, token, guard, tls=ssl_context is not None)
     # A token made here is logged with its URL (as Jupyter prints it): otherwise nobody
     # could sign in. A token that was given is not: it may live for months, and logs
     # travel; its owner knows it.

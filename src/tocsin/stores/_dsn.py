@@ -22,14 +22,18 @@ reads; redis-py's URL options).
 from __future__ import annotations
 
 import math
+import re
 from typing import Final
-from urllib.parse import parse_qsl, urlencode, urlsplit, urlunsplit
+from urllib.parse import parse_qsl, unquote, urlencode, urlsplit, urlunsplit
 
 __all__ = [
     "CONNECT_TIMEOUT",
+    "MASK",
     "PG_OPTIONS",
     "REDIS_OPTIONS",
+    "SECRET_OPTION_WORDS",
     "check_connect_timeout",
+    "has_secret",
     "no_answer",
     "redact",
     "split_options",
@@ -106,13 +110,68 @@ def split_options(
     return urlunsplit(parts._replace(query=urlencode(rest))), mine, unknown
 
 
-def redact(url: str) -> str:
-    """The URL with its password replaced by ``***`` (for messages, ``url`` and repr)."""
-    parts = urlsplit(url)
-    if parts.password is None:
-        return url
-    user, _, host = parts.netloc.rpartition("@")
-    return urlunsplit(parts._replace(netloc=f"{user.partition(':')[0]}:***@{host}"))
+#: Query options whose value is a secret (matched case-insensitively as substrings, so
+#: ``password``, ``sslpassword``, ``ssl_password``, ``secret``, ``token`` and the like).
+SECRET_OPTION_WORDS: Final = ("pass", "secret", "token", "key")
+
+#: What a masked secret reads as.
+MASK: Final = "***"
+
+# A user-info password where urlsplit finds no netloc (a mistyped ``postgresql:/u:pw@h``,
+# ``redis:u:pw@h``): ``:SECRET@`` before a host.
+_LOOSE_PASSWORD: Final = re.compile(r"(?<=:)[^:/@?#\s]*(?=@)")
+
+
+def redact(url: object) -> str:
+    """The URL with every secret in it replaced by ``***``, for logs, errors, pages.
+
+    Masks the user-info password (``scheme://user:SECRET@host``), the value of every
+    query option whose name holds ``pass``, ``secret``, ``token`` or ``key``
+    (``?password=``, ``?sslpassword=``, ``?ssl_password=``...), and a ``:SECRET@`` in a
+    URL too mistyped to parse. Never raises: anything that is not a str is shown as its
+    type only (it may be a secret of another shape).
+    """
+    if not isinstance(url, str):
+        return f"<{type(url).__name__}>"
+    try:
+        parts = urlsplit(url)
+    except ValueError:  # e.g. an unbalanced "[" in the host: mask what looks like one
+        return _LOOSE_PASSWORD.sub(MASK, url)
+    netloc = parts.netloc
+    if not netloc and "@" in parts.path:
+        return _mask_query(_LOOSE_PASSWORD.sub(MASK, url))
+    # Edited in place, not rebuilt with urlunsplit: that would turn sqlite:///a.db into
+    # sqlite:/a.db and change what the reader sees besides the secret.
+    if "@" in netloc:
+        userinfo, _, host = netloc.rpartition("@")
+        user, colon, _ = userinfo.partition(":")
+        if colon:
+            url = url.replace(f"//{netloc}", f"//{user}:{MASK}@{host}", 1)
+    if parts.query:
+        start = url.index("?") + 1
+        url = url[:start] + _mask_query(parts.query) + url[start + len(parts.query) :]
+    if parts.fragment:
+        url = url[: len(url) - len(parts.fragment)] + _mask_query(parts.fragment)
+    return url
+
+
+def _mask_query(query: str) -> str:
+    """``a=1&password=x`` -> ``a=1&password=***``; the rest kept byte for byte (a "?"
+    inside the query, as a mistyped URL may hold, separates options too)."""
+    if "=" not in query:
+        return query
+    pieces = []
+    for piece in re.split(r"([&;?])", query):
+        name, eq, _ = piece.partition("=")
+        if eq and any(word in unquote(name).lower() for word in SECRET_OPTION_WORDS):
+            piece = f"{name}={MASK}"
+        pieces.append(piece)
+    return "".join(pieces)
+
+
+def has_secret(url: str) -> bool:
+    """Whether :func:`redact` would hide anything in ``url``."""
+    return redact(url) != url
 
 
 def unknown_message(url: str, unknown: list[str], allowed: tuple[str, ...]) -> str:

@@ -34,6 +34,7 @@ import socket
 from typing import Final, final
 
 from ..errors import StoreError
+from ._files import open_lock_file
 
 __all__ = ["OWNER_SUFFIX", "FileLock", "Holder", "ownership_error"]
 
@@ -118,7 +119,7 @@ class FileLock:
         if self._fd is not None:
             raise ownership_error(url, Holder.me())
         try:
-            fd = os.open(self.path, os.O_RDWR | os.O_CREAT | os.O_CLOEXEC, 0o644)
+            fd = open_lock_file(self.path)  # 0600, O_NOFOLLOW, ours: stores/_files.py
         except OSError as exc:
             raise StoreError(f"store {url}: cannot open its owner lock file: {exc}") from exc
         try:

@@ -20,11 +20,13 @@ from ._dsn import (
     PG_OPTIONS,
     REDIS_OPTIONS,
     check_connect_timeout,
+    has_secret,
     no_answer,
     redact,
     split_options,
     unknown_message,
 )
+from ._files import FILE_MODE, open_lock_file
 from ._postgres_session import ErrorWrapper, driver_errors, error_wrapper, open_pool
 from ._postgres_session import create_schema as create_pg_schema
 from ._sqlite_engine import (
@@ -45,6 +47,7 @@ __all__ = [
     "BUSY",
     "BUSY_TIMEOUT_MS",
     "CONNECT_TIMEOUT",
+    "FILE_MODE",
     "PG_OPTIONS",
     "REDIS_OPTIONS",
     "Busy",
@@ -57,9 +60,11 @@ __all__ = [
     "driver_errors",
     "error_wrapper",
     "execute_script",
+    "has_secret",
     "is_busy",
     "no_answer",
     "open_connection",
+    "open_lock_file",
     "open_pool",
     "redact",
     "set_wal_mode",

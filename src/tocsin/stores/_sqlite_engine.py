@@ -34,6 +34,8 @@ import threading
 from collections.abc import Callable
 from typing import Any, Final, TypeVar, final
 
+from ._files import check_owned_for_writing, create_private_file
+
 __all__ = [
     "BUSY",
     "BUSY_TIMEOUT_MS",
@@ -179,6 +181,10 @@ def set_wal_mode(conn: sqlite3.Connection, *, budget: float) -> str:
 
 
 def _connect(path: str) -> sqlite3.Connection:
+    # Files are ours (stores/_files.py): created 0600 before SQLite sees them (its -wal
+    # and -shm take that mode), never through a symlink, never by another user.
+    create_private_file(path)
+    check_owned_for_writing(path)
     # isolation_level=None: transactions are explicit (BEGIN IMMEDIATE), never implicit.
     # check_same_thread=False: a connection may be opened in one task and used from another
     # loop in the same thread (asyncio.run twice); it is never used from two threads at once.

@@ -15,10 +15,10 @@ from __future__ import annotations
 
 import os
 import sqlite3
-from pathlib import Path
 from typing import Final
 
 from ..errors import StoreError
+from ._files import read_only_uri
 from ._sqlite_schema import ADDED_COLUMNS
 
 __all__ = [
@@ -70,7 +70,12 @@ def connect_read_only(path: str) -> sqlite3.Connection:
             has no tocsin tables, or cannot be read (read-only media is named as such).
     """
     check_store_path(path)
-    uri = Path(path).absolute().as_uri() + "?mode=ro"
+    try:
+        # Creates nothing beside the file, whoever runs it (issue 31: -wal/-shm left by
+        # another user made the service fail): see stores/_files.py.
+        uri = read_only_uri(path)
+    except OSError as exc:
+        raise StoreError(f"SQLite store {path!r}: {exc.strerror}") from None
     try:
         conn = sqlite3.connect(uri, uri=True, isolation_level=None, check_same_thread=False)
     except sqlite3.Error as exc:
@@ -122,6 +127,13 @@ def _shadow_old_columns(conn: sqlite3.Connection) -> None:
 
 
 def _unreadable(path: str, exc: sqlite3.Error) -> StoreError:
+    if os.path.exists(path) and not os.access(path, os.R_OK):
+        info = os.stat(path)
+        return StoreError(
+            f"SQLite store {path!r}: permission denied: it is mode "
+            f"{info.st_mode & 0o777:04o} and belongs to uid {info.st_uid} (stores are "
+            "created readable by their owner only); run this as that user"
+        )
     if isinstance(exc, sqlite3.DatabaseError) and "not a database" in str(exc):
         return StoreError(f"SQLite store {path!r} is not a SQLite database: {exc}")
     if on_read_only_media(path):

@@ -15,6 +15,7 @@ from typing import Final, cast
 from urllib.parse import parse_qsl
 
 from ..errors import InvalidStoreURLError
+from ._dsn import redact
 from ._protocols import Store
 from .memory import MemoryStore
 
@@ -47,22 +48,24 @@ def open_store(url: str) -> Store:
         )
     scheme, sep, rest = url.partition("://")
     if not sep:
-        raise InvalidStoreURLError(f"store URL {url!r} has no scheme; allowed: {ALLOWED}")
+        raise InvalidStoreURLError(f"store URL {redact(url)!r} has no scheme; allowed: {ALLOWED}")
     scheme = scheme.lower()
     if scheme == "memory":
         if rest:
-            raise InvalidStoreURLError(f"store URL {url!r}: use plain 'memory://'")
+            raise InvalidStoreURLError(f"store URL {redact(url)!r}: use plain 'memory://'")
         return MemoryStore()
     if scheme == "sqlite":
         return _sqlite(url, rest)
     if scheme in ("postgresql", "postgres"):
         if not rest:
-            raise InvalidStoreURLError(f"store URL {url!r} names no server; allowed: {ALLOWED}")
+            raise InvalidStoreURLError(
+                f"store URL {redact(url)!r} names no server; allowed: {ALLOWED}"
+            )
         from .postgres import PostgresStore
 
         return PostgresStore(url)
     raise InvalidStoreURLError(
-        f"store URL {url!r} has unknown scheme {scheme!r}; allowed: {ALLOWED}"
+        f"store URL {redact(url)!r} has unknown scheme {scheme!r}; allowed: {ALLOWED}"
     )
 
 
@@ -108,7 +111,7 @@ def _sqlite(url: str, rest: str) -> Store:
     synchronous = options.pop("synchronous", "NORMAL").upper()
     if options or synchronous not in ("NORMAL", "FULL"):
         raise InvalidStoreURLError(
-            f"store URL {url!r}: the only SQLite option is synchronous=NORMAL|FULL"
+            f"store URL {redact(url)!r}: the only SQLite option is synchronous=NORMAL|FULL"
         )
     if body in (":memory:", "/:memory:"):
         path = ":memory:"
@@ -116,7 +119,7 @@ def _sqlite(url: str, rest: str) -> Store:
         path = body[1:]
     else:
         raise InvalidStoreURLError(
-            f"store URL {url!r} has no file path (write sqlite:///relative.db or "
+            f"store URL {redact(url)!r} has no file path (write sqlite:///relative.db or "
             f"sqlite:////absolute.db); allowed: {ALLOWED}"
         )
     return SQLiteStore(path, synchronous="FULL" if synchronous == "FULL" else "NORMAL")

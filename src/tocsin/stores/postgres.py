@@ -27,7 +27,6 @@ from contextlib import asynccontextmanager
 from functools import partial
 from importlib import resources
 from typing import Any, Final, final
-from urllib.parse import urlsplit, urlunsplit
 
 import msgspec
 
@@ -40,6 +39,7 @@ from ._dsn import (
     PG_OPTIONS,
     check_connect_timeout,
     no_answer,
+    redact,
     split_options,
     unknown_message,
 )
@@ -145,16 +145,6 @@ def _params(op: Op) -> tuple[Any, ...]:
     return (op.kind, op.identity, op.key)
 
 
-def _redact(dsn: str) -> str:
-    """The DSN without its password, for ``url``, ``repr`` and error messages."""
-    parts = urlsplit(dsn)
-    if parts.password is None:
-        return dsn
-    netloc = parts.netloc.rpartition("@")
-    user = netloc[0].partition(":")[0]
-    return urlunsplit(parts._replace(netloc=f"{user}:***@{netloc[2]}"))
-
-
 @final
 class PostgresStore:
     """A :class:`~tocsin.stores.Store` in a PostgreSQL database (asyncpg pool).
@@ -203,7 +193,7 @@ class PostgresStore:
                 else options.get("connect_timeout", CONNECT_TIMEOUT)
             )
         except ValueError as exc:
-            raise InvalidStoreURLError(f"store URL {_redact(given)!r}: {exc}") from None
+            raise InvalidStoreURLError(f"store URL {redact(given)!r}: {exc}") from None
         schema = schema or options.get("schema") or "public"
         if not _SCHEMA_NAME.fullmatch(schema):
             raise ValueError(
@@ -216,7 +206,7 @@ class PostgresStore:
             )
         self._dsn = dsn
         self.schema = schema
-        self.url = _redact(given)
+        self.url = redact(given)
         self._min_size = min_size
         self._max_size = max_size
         self._pool: Any = None
