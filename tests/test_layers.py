@@ -43,6 +43,9 @@ LAYERS = [
     "durable",
     "remote",
     "cluster",
+    # Jobs: plain functions run as durable tasks (one durable kind per job), enqueued
+    # from a system or a Client; below the facade, which offers ``system.jobs``.
+    "jobs",
     "system",
     # The console sits below the metrics layer: tocsin.metrics.serve_console (what
     # ActorSystem(console=...) starts) serves the console with /metrics; the console

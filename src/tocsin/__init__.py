@@ -49,6 +49,7 @@ from .cron import Calendar, CronExpression, DSTPolicy
 from .durable import (
     Call,
     DurableActor,
+    Retry,
     RetryDecision,
     RetryPolicy,
     TaskParked,
@@ -74,6 +75,8 @@ from .errors import (
     InvalidIntervalError,
     InvalidStoreURLError,
     InvalidTimezoneError,
+    JobNotFoundError,
+    MethodNotFoundError,
     NodeNameTakenError,
     NodeUnreachableError,
     NotOwnerError,
@@ -88,6 +91,7 @@ from .errors import (
     TocsinError,
     WrongEventLoopError,
 )
+from .jobs import JobContext, job
 from .remote import RemoteMetrics, Remoting
 from .scheduling import ScheduleInfo, ScheduleKind, SchedulerMetrics
 from .system import ActorSystem
@@ -153,10 +157,13 @@ __all__ = [
     "InvalidIntervalError",
     "InvalidStoreURLError",
     "InvalidTimezoneError",
+    "JobContext",
+    "JobNotFoundError",
     "LeaseLost",
     "LeaseRegained",
     "ManualClock",
     "Member",
+    "MethodNotFoundError",
     "Misfire",
     "NoSender",
     "NodeJoined",
@@ -171,6 +178,7 @@ __all__ = [
     "RemoteMetrics",
     "Remoting",
     "RemotingDisabledError",
+    "Retry",
     "RetryDecision",
     "RetryPolicy",
     "ScheduleAlreadyExistsError",
@@ -193,6 +201,7 @@ __all__ = [
     "TimezoneMismatchError",
     "TocsinError",
     "WrongEventLoopError",
+    "job",
     "parse_pid",
     "run",
 ]

@@ -20,10 +20,10 @@ import asyncio
 import importlib
 import logging
 import threading
-from collections.abc import Awaitable, Callable
+from collections.abc import Awaitable, Callable, Iterable
 from contextlib import AsyncExitStack
 from dataclasses import dataclass
-from types import TracebackType
+from types import ModuleType, TracebackType
 from typing import TYPE_CHECKING, Any, final
 
 from ._deadlines import Deadline, DeadlineService, Seconds, WallWatch, to_seconds
@@ -54,6 +54,7 @@ from .cluster._spi import (
 from .durable import DurableActor
 from .durable._spi import DurableRuntime
 from .errors import ActorNotFoundError, ActorSystemNotStartedError, RemotingDisabledError
+from .jobs import Jobs, check_jobs_option, import_jobs
 from .remote import RemoteMetrics, Remoting
 from .remote._spi import RemoteService
 from .scheduling._spi import DEFAULT_HISTORY, Scheduler, check_history, local_zone_name, zone
@@ -151,6 +152,8 @@ class ActorSystem(SchedulingCalls):
             dead letter with reason ``overflow``, ``await pid.send(...)`` waits for room
             and remote connections stop reading (``docs/actors.md`` "Backpressure").
             ``None`` or ``0``: unbounded (the default).
+        jobs: modules (or dotted module names) whose ``@job`` functions this system
+            runs; imported at each :meth:`start` (``docs/jobs.md``).
 
     Raises:
         ValueError: a bad ``console`` bind, a short token, a token without ``console``,
@@ -172,6 +175,7 @@ class ActorSystem(SchedulingCalls):
         console_token: str | None = None,
         history: int = DEFAULT_HISTORY,
         mailbox_bound: int | None = None,
+        jobs: Iterable[ModuleType | str] | None = None,
     ) -> None:
         if not isinstance(name, str) or not name or any(c in name for c in "/@#: "):
             raise ValueError(
@@ -200,6 +204,9 @@ class ActorSystem(SchedulingCalls):
         self.mailbox_bound = check_mailbox_bound(mailbox_bound) or None
         self.events = EventStream()
         self._store_spec = store
+        #: Modules whose ``@job`` functions this system runs, imported at each start.
+        self._job_modules = check_jobs_option(jobs)
+        self._jobs: Jobs | None = None
         self._runtime: Runtime | None = None
         self._durable: DurableRuntime | None = None
         self._stopping: asyncio.Task[None] | None = None
@@ -274,6 +281,8 @@ class ActorSystem(SchedulingCalls):
         this node's identities may move at once), and last remoting (replies of the
         actors that just stopped have been sent).
         """
+        # First: the durable runtime's recovery poll must find the kinds of due runs.
+        import_jobs(self._job_modules)
         remote = None
         if self._remoting is not None:
             # The node listens first: its address (the real port) is part of every PID.
@@ -684,9 +693,59 @@ class ActorSystem(SchedulingCalls):
         return await durable.pid_of(kind, identity, idle)
 
     @property
+    def jobs(self) -> Jobs:
+        """Enqueue and steer runs of ``@job`` functions (``system.jobs.enqueue(f, ...)``).
+
+        Runs are durable tasks in this system's store: a worker that imported the job
+        (this system, or any process on the same store) runs each at least once.
+        """
+        jobs = self._jobs
+        if jobs is None:
+            jobs = self._jobs = Jobs(_SystemJobs(self._job_store, self._job_written, self.clock))
+        return jobs
+
+    async def _job_store(self) -> Store:
+        runtime = self._live("enqueue a job")
+        durable = self._durable
+        if durable is None:
+            durable = await self._start_durable(runtime, None)
+        return durable.store
+
+    def _job_written(self, kind: str, identity: str, due: float) -> None:
+        durable = self._durable
+        if durable is not None:
+            durable.wake(kind, identity, due)
+
+    @property
     def dead_letters(self) -> int:
         """How many dead letters were published."""
         return self.events.count(DeadLetter)
+
+
+@final
+class _SystemJobs:
+    """``system.jobs`` writes to this system's durable store and wakes its runtime."""
+
+    __slots__ = ("_clock", "_store", "_written")
+
+    def __init__(
+        self,
+        store: Callable[[], Awaitable[Store]],
+        written: Callable[[str, str, float], None],
+        clock: Clock,
+    ) -> None:
+        self._store = store
+        self._written = written
+        self._clock = clock
+
+    async def store(self) -> Store:
+        return await self._store()
+
+    def wall(self) -> float:
+        return self._clock.wall()
+
+    async def written(self, kind: str, identity: str, due: float) -> None:
+        self._written(kind, identity, due)
 
 
 def _close_runtime(runtime: Runtime, scheduler: Scheduler, deadlines: DeadlineService) -> None:
