@@ -9,6 +9,7 @@ from __future__ import annotations
 
 import typing  # a module, so `tocsin.TYPE_CHECKING` is not a public name
 
+from ._client import Client
 from ._version import __version__ as __version__
 from .actor import (
     PID,
@@ -137,6 +138,7 @@ __all__ = [
     "BackpressureError",
     "Calendar",
     "Call",
+    "Client",
     "Clock",
     "Cluster",
     "ClusterMetrics",
