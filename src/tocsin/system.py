@@ -58,6 +58,7 @@ from .jobs import Jobs, check_jobs_option, import_jobs
 from .remote import RemoteMetrics, Remoting
 from .remote._spi import RemoteService
 from .scheduling._spi import DEFAULT_HISTORY, Scheduler, check_history, local_zone_name, zone
+from .stores import resolve_store
 
 if TYPE_CHECKING:
     from .actor._spi import Cell
@@ -156,6 +157,7 @@ class ActorSystem(SchedulingCalls):
             runs; imported at each :meth:`start` (``docs/jobs.md``).
 
     Raises:
+        InvalidStoreURLError: a malformed ``store`` URL (here, not at :meth:`start`).
         ValueError: a bad ``console`` bind, a short token, a token without ``console``,
             a bad ``history``.
         ImportError: ``console`` given without the ``console`` extra (aiohttp).
@@ -203,6 +205,9 @@ class ActorSystem(SchedulingCalls):
         #: The bound of every mailbox not given one at ``spawn`` (None: unbounded).
         self.mailbox_bound = check_mailbox_bound(mailbox_bound) or None
         self.events = EventStream()
+        # A store URL mistake is this call's error, not start()'s (issue 31, item 5): the
+        # URL is read now (nothing connects), the same way on every tier and for the CLI.
+        resolve_store(store)
         self._store_spec = store
         #: Modules whose ``@job`` functions this system runs, imported at each start.
         self._job_modules = check_jobs_option(jobs)
@@ -357,6 +362,18 @@ class ActorSystem(SchedulingCalls):
         front = self._front = await stack.enter_async_context(AsyncExitStack())
         for service, value, token in self._options:
             front.push_async_callback(self._close_option, await service.start(self, value, token))
+
+    async def _start_default_store(self, runtime: Runtime, user: str) -> DurableRuntime:
+        """The durable runtime on the default store, memory, said once per start (issue
+        31, item 6): a 24 h reminder on ``ActorSystem()`` used to vanish at exit silently."""
+        _log.warning(
+            "system %r: %s uses the in-memory durable store (no `store=` given): its tasks "
+            "and storage are lost when the process exits; pass store='sqlite:///app.db' "
+            '(or postgresql://...) to keep them (docs/durable.md "Stores")',
+            self.name,
+            user,
+        )
+        return await self._start_durable(runtime, None)
 
     async def _start_durable(self, runtime: Runtime, store: str | Store | None) -> DurableRuntime:
         """Open the durable runtime; in cluster mode behind the cluster's ownership gate
@@ -682,7 +699,7 @@ class ActorSystem(SchedulingCalls):
             idle = kind.passivate_after
         durable = self._durable
         if durable is None:
-            durable = await self._start_durable(runtime, None)
+            durable = await self._start_default_store(runtime, f"durable actor {kind.kind!r}")
         ownership = self._ownership
         if ownership is not None:
             # Cluster mode: place a free identity on the coordinator's view (the entry may
@@ -708,7 +725,7 @@ class ActorSystem(SchedulingCalls):
         runtime = self._live("enqueue a job")
         durable = self._durable
         if durable is None:
-            durable = await self._start_durable(runtime, None)
+            durable = await self._start_default_store(runtime, "jobs")
         return durable.store
 
     def _job_written(self, kind: str, identity: str, due: float) -> None:
