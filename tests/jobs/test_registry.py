@@ -207,3 +207,13 @@ def test_retry_policy_keeps_its_old_positional_spelling() -> None:
     assert (old.base, old.cap, old.jitter, old.jitter_min, old.factor) == (2.0, 10.0, 0.0, 1.0, 2.0)
     assert isinstance(old, Retry)
     assert [old.backoff(k) for k in (1, 2, 3, 4)] == [2.0, 4.0, 8.0, 10.0]
+
+
+class _PerClass(DurableActor):
+    kind = "RegistryPerClassRetry"
+    retry_policy = Retry(base=0.5, on=(ConnectionError,))
+
+
+def test_the_same_retry_value_serves_a_durable_class() -> None:
+    assert _PerClass.retry_policy.decide(ValueError(), 1, 5) is None
+    assert _PerClass.retry_policy.decide(ConnectionError(), 1, 5) is not None

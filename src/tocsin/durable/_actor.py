@@ -17,7 +17,7 @@ from . import _cron, _tasks
 from ._checks import MAX_VALUE_BYTES, check_text
 from ._policy import check_policy
 from ._records import Call, TaskRecord
-from ._retry import RetryPolicy
+from ._retry import Retry, RetryPolicy
 
 if TYPE_CHECKING:
     from ..actor._spi import ReceiveContext, Tick, TickOutcome
@@ -74,7 +74,8 @@ class DurableActor(Actor):
 
     Class attributes you may override:
         kind: the stable name stored with every task (default: the class name).
-        retry_policy: backoff of failed tasks (default: ~1 s doubling, capped at 300 s).
+        retry_policy: a :class:`~tocsin.Retry`: backoff of failed tasks and the failures
+            worth a retry (default: ~1 s doubling, capped at 300 s, every ``Exception``).
         task_timeout: seconds a task may run before it counts as failed (default 900).
         passivate_after: idle seconds before passivation (default: never).
         supervisor: supervision of the activations (default: restart, 10 per minute).
@@ -85,7 +86,7 @@ class DurableActor(Actor):
     kind: str = "DurableActor"
     identity: str
     storage: Storage
-    retry_policy: RetryPolicy = RetryPolicy()
+    retry_policy: Retry = RetryPolicy()
     task_timeout: float = 900.0
     passivate_after: float | None = None
     supervisor: Supervisor | None = None
