@@ -3,7 +3,7 @@
 
     cd examples
     TOCSIN_STORE=sqlite:///app.db python -m aiohttp.web -H 127.0.0.1 -P 8080 web_aiohttp:make_app
-    TOCSIN_STORE=sqlite:///app.db tocsin run web_jobs:main --workers 2
+    tocsin run web_jobs:main --workers 2 --store sqlite:///app.db
 
 Run as a script it checks itself in one process: python examples/web_aiohttp.py
 """

@@ -4,7 +4,7 @@ commands enqueue. One file here; in a project the pieces go where the comments s
 
     cd examples
     TOCSIN_STORE=sqlite:///app.db uvicorn web_django:application --workers 4
-    TOCSIN_STORE=sqlite:///app.db tocsin run web_jobs:main --workers 2
+    tocsin run web_jobs:main --workers 2 --store sqlite:///app.db
     TOCSIN_STORE=sqlite:///app.db python web_django.py send_welcome 42   (the command)
 
 Run without arguments it checks itself in one process: python examples/web_django.py

@@ -5,7 +5,7 @@ Serve and work (two commands, one store):
 
     cd examples
     TOCSIN_STORE=sqlite:///app.db uvicorn web_fastapi:app --workers 4
-    TOCSIN_STORE=sqlite:///app.db tocsin run web_jobs:main --workers 2
+    tocsin run web_jobs:main --workers 2 --store sqlite:///app.db
 
 Run as a script it checks itself in one process: python examples/web_fastapi.py
 """

@@ -5,7 +5,7 @@ Web processes (web_fastapi.py, web_starlette.py, web_aiohttp.py, web_django.py) 
 ``send_welcome`` through a ``tocsin.Client``; worker processes import this module and run
 it:
 
-    cd examples && TOCSIN_STORE=sqlite:///app.db tocsin run web_jobs:main --workers 2
+    cd examples && tocsin run web_jobs:main --workers 2 --store sqlite:///app.db
 
 Run as a script it checks itself: a Client enqueues, an in-process worker runs the job.
 ``lifespan_of`` drives an ASGI app's lifespan as uvicorn does (the examples' self-checks

@@ -3,7 +3,7 @@
 
     cd examples
     TOCSIN_STORE=sqlite:///app.db uvicorn web_starlette:app --workers 4
-    TOCSIN_STORE=sqlite:///app.db tocsin run web_jobs:main --workers 2
+    tocsin run web_jobs:main --workers 2 --store sqlite:///app.db
 
 Run as a script it checks itself in one process: python examples/web_starlette.py
 """
