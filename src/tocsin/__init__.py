@@ -50,6 +50,7 @@ from .cron import Calendar, CronExpression, DSTPolicy
 from .durable import (
     Call,
     DurableActor,
+    FenceGuard,
     Retry,
     RetryDecision,
     RetryPolicy,
@@ -153,6 +154,7 @@ __all__ = [
     "Directive",
     "DurableActor",
     "EventStream",
+    "FenceGuard",
     "FencedError",
     "InvalidCoordinatorURLError",
     "InvalidCronExpressionError",
