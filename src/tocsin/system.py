@@ -54,7 +54,7 @@ from .cluster._spi import (
 from .durable import DurableActor
 from .durable._spi import DurableRuntime
 from .errors import ActorNotFoundError, ActorSystemNotStartedError, RemotingDisabledError
-from .jobs import Jobs, check_jobs_option, import_jobs
+from .jobs import Jobs, JobWatch, check_jobs_option, import_jobs, registered_jobs
 from .remote import RemoteMetrics, Remoting
 from .remote._spi import RemoteService
 from .scheduling._spi import DEFAULT_HISTORY, Scheduler, check_history, local_zone_name, zone
@@ -394,6 +394,10 @@ class ActorSystem(SchedulingCalls):
             )
         await durable.start()
         self._durable = durable
+        if store is not None and (self._job_modules or registered_jobs()):
+            # A worker of jobs: a run a web process enqueued starts within 50 ms on a
+            # store that cannot push (SQLite), not within durable's 1 s look.
+            JobWatch(durable).start()
         return durable
 
     def _pid_at(self, address: str, path: str) -> PID | None:

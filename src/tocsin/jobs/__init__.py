@@ -22,10 +22,12 @@ from ._registry import (
     registered_jobs,
     resolve,
 )
+from ._watch import JOB_WATCH_SECONDS, JobWatch
 from ._worker import KIND_PREFIX, SHARDS, actor_class, kind_of, shard_of
 
 __all__ = [
     "DEFAULT_MAX_RETRIES",
+    "JOB_WATCH_SECONDS",
     "KIND_PREFIX",
     "MAX_ARGUMENT_BYTES",
     "SHARDS",
@@ -33,6 +35,7 @@ __all__ = [
     "JobContext",
     "JobRun",
     "JobSpec",
+    "JobWatch",
     "Jobs",
     "Retry",
     "actor_class",
