@@ -55,18 +55,19 @@ async def arq_produce(url: str, producers: int, jobs: int, pace: float) -> None:
     from arq import create_pool
     from arq.connections import RedisSettings
 
-    async def one(count: int) -> None:
-        pool = await create_pool(RedisSettings.from_dsn(url))
-        try:
-            for _ in range(count):
-                await pool.enqueue_job("arq_record", time.time())
-                if pace:
-                    await asyncio.sleep(pace)
-        finally:
-            await pool.aclose()
+    pool = await create_pool(RedisSettings.from_dsn(url))  # one per process, shared
 
-    share = [jobs // producers + (1 if i < jobs % producers else 0) for i in range(producers)]
-    await asyncio.gather(*(one(n) for n in share))
+    async def one(count: int) -> None:
+        for _ in range(count):
+            await pool.enqueue_job("arq_record", time.time())
+            if pace:
+                await asyncio.sleep(pace)
+
+    try:
+        share = [jobs // producers + (1 if i < jobs % producers else 0) for i in range(producers)]
+        await asyncio.gather(*(one(n) for n in share))
+    finally:
+        await pool.aclose()
 
 
 # -- Celery ------------------------------------------------------------------------------

@@ -3,8 +3,9 @@
 
 ``worker URL OUT``: an ActorSystem on the store running ``bench.record``; prints
 ``ready`` once started, runs until SIGTERM. Each run appends ``<enqueued> <started>``
-(epoch seconds) to OUT. ``produce URL PRODUCERS JOBS PACE``: PRODUCERS Clients, each
-enqueueing its share of JOBS one after another (``PACE`` seconds apart, 0: at once).
+(epoch seconds) to OUT. ``produce URL PRODUCERS JOBS PACE``: one Client (a web worker's), PRODUCERS
+concurrent producers on it, each enqueueing its share of JOBS one after another
+(``PACE`` seconds apart, 0: at once).
 """
 
 from __future__ import annotations
@@ -42,15 +43,18 @@ async def worker(url: str) -> None:
 
 
 async def produce(url: str, producers: int, jobs: int, pace: float) -> None:
-    async def one(count: int) -> None:
-        async with Client(url) as client:
+    # One Client for the process, as a web worker holds one for all its requests: the
+    # producers are concurrent requests (on PostgreSQL their writes share commits).
+    async with Client(url) as client:
+
+        async def one(count: int) -> None:
             for _ in range(count):
                 await client.jobs.enqueue("bench.record", time.time())
                 if pace:
                     await asyncio.sleep(pace)
 
-    share = [jobs // producers + (1 if i < jobs % producers else 0) for i in range(producers)]
-    await asyncio.gather(*(one(n) for n in share))
+        share = [jobs // producers + (1 if i < jobs % producers else 0) for i in range(producers)]
+        await asyncio.gather(*(one(n) for n in share))
 
 
 if __name__ == "__main__":

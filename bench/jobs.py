@@ -3,8 +3,9 @@
 
 The question of issue 31: a producer process enqueues, a worker process runs; how long
 from enqueue to the job's start (p50, p99), and how many jobs a second end to end, with 1
-and with 10 producers. Every configuration runs with fresh processes (one worker process,
-one producer process) on fresh data (a new SQLite file, a new PostgreSQL schema, a
+and with 10 producers (concurrent requests of one web worker process, sharing its
+Client, arq pool or Celery app). Every configuration runs with fresh processes (one
+worker process, one producer process) on fresh data (a new SQLite file, a new PostgreSQL schema, a
 flushed Redis database), repetitions interleaved, medians reported.
 
 * ``burst``: the producers enqueue JOBS as fast as they can; latency is under that load,

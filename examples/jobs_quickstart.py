@@ -32,7 +32,7 @@ async def main() -> None:
             await system.jobs.enqueue(send_welcome, 1)
             await system.jobs.enqueue(send_welcome, 2, lang="fr", delay=0.2)
             # A process that only produces work (a web worker) holds a Client on the
-            # same store; the worker above sees its runs within about a second.
+            # same store; the worker above sees its runs within about 10 ms.
             async with Client(store) as client:
                 await client.jobs.enqueue(send_welcome, 3, id="welcome-3", delay=1)
                 # The same id again replaces the pending run: still one welcome for 3.

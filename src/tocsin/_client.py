@@ -4,7 +4,7 @@
 A web worker (uvicorn, gunicorn, Django) holds a ``Client`` on the durable store the
 workers use; ``await client.jobs.enqueue(send_invoice, 42)`` writes the run to the store
 and tells the workers (PostgreSQL ``NOTIFY``: they start it at once; SQLite: their change
-watch sees the file change within about a second; a cluster: within ``poll_interval``).
+watch sees the file change within about 10 ms; a cluster: within ``poll_interval``).
 The client starts no actor, no timer and no listener, takes no node name and no store
 ownership: any number of clients share a store with the workers that run the jobs.
 

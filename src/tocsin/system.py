@@ -395,7 +395,7 @@ class ActorSystem(SchedulingCalls):
         await durable.start()
         self._durable = durable
         if store is not None and (self._job_modules or registered_jobs()):
-            # A worker of jobs: a run a web process enqueued starts within 50 ms on a
+            # A worker of jobs: a run a web process enqueued starts within 10 ms on a
             # store that cannot push (SQLite), not within durable's 1 s look.
             JobWatch(durable).start()
         return durable
