@@ -20,7 +20,7 @@ from typing import IO
 
 sys.path.insert(0, str(Path(__file__).resolve().parent.parent / "src"))
 
-from tocsin import ActorSystem, Client, JobContext, job  # noqa: E402
+from tocsin import ActorSystem, Client, JobContext, job
 
 _OUT: IO[str] | None = None
 

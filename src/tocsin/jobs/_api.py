@@ -180,8 +180,9 @@ class Jobs:
         The run happens **at least once**, on some worker that imported the job, as soon
         as it is due: a worker in this process is woken at once, another process within
         its store's change watch (PostgreSQL: at once through ``LISTEN/NOTIFY``; SQLite:
-        about 10 ms on a worker of jobs) or the cluster's ``poll_interval``. A failed run is retried with
-        the job's :class:`~tocsin.Retry`, then parked (the durable tasks' parked list).
+        about 10 ms on a worker of jobs) or the cluster's ``poll_interval``. A failed run
+        is retried with the job's :class:`~tocsin.Retry`, then parked (the durable tasks'
+        parked list).
         A run whose job no running worker knows waits in the store.
 
         Args:
