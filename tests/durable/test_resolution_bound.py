@@ -16,13 +16,17 @@ from tocsin.durable import Call, DurableActor
 from tocsin.stores import MemoryStore, Op
 
 
-class FreezingStore(MemoryStore):
-    """A memory store whose calls hang while ``frozen`` is set (a store freeze)."""
+class FreezingStore:
+    """A memory store whose reads and writes hang while ``frozen`` (a store freeze)."""
 
     def __init__(self) -> None:
-        super().__init__()
+        self.inner = MemoryStore()
+        self.url = self.inner.url
         self.frozen = False
         self.thawed = asyncio.Event()
+
+    def __getattr__(self, name: str) -> Any:
+        return getattr(self.inner, name)
 
     async def _wait(self) -> None:
         if self.frozen:
@@ -30,19 +34,19 @@ class FreezingStore(MemoryStore):
 
     async def apply(self, ops: Sequence[Op]) -> None:
         await self._wait()
-        await super().apply(ops)
+        await self.inner.apply(ops)
 
     async def next_due(self, kind: str, identity: str) -> float | None:
         await self._wait()
-        return await super().next_due(kind, identity)
+        return await self.inner.next_due(kind, identity)
 
     async def get_state(self, kind: str, identity: str, key: str) -> bytes | None:
         await self._wait()
-        return await super().get_state(kind, identity, key)
+        return await self.inner.get_state(kind, identity, key)
 
     async def list_state(self, kind: str, identity: str, prefix: str = "") -> Any:
         await self._wait()
-        return await super().list_state(kind, identity, prefix)
+        return await self.inner.list_state(kind, identity, prefix)
 
 
 class Account(DurableActor):
