@@ -217,3 +217,12 @@ class _PerClass(DurableActor):
 def test_the_same_retry_value_serves_a_durable_class() -> None:
     assert _PerClass.retry_policy.decide(ValueError(), 1, 5) is None
     assert _PerClass.retry_policy.decide(ConnectionError(), 1, 5) is not None
+
+
+def test_a_jobs_module_that_does_not_exist_fails_the_system_constructor() -> None:
+    from tocsin import ActorSystem
+
+    with pytest.raises(ModuleNotFoundError, match=r"tests\.jobs\.no_such_jobs"):
+        ActorSystem(jobs=["tests.jobs.no_such_jobs"])
+    with pytest.raises(ModuleNotFoundError, match="no_such_package"):
+        ActorSystem(jobs=["no_such_package.jobs"])

@@ -22,7 +22,7 @@ from ..durable import decode, encode
 from ..errors import CodecError, TaskNotFoundError
 from ..stores import DeleteTask, Store, TaskRow, UpsertTask
 from ._registry import DEFAULT_MAX_RETRIES, JobSpec, check_max_retries, check_name, resolve
-from ._worker import KIND_PREFIX, SHARDS, TASK_NAME, kind_of, shard_of
+from ._worker import KIND_PREFIX, TASK_NAME, kind_of, shard_of
 
 __all__ = ["MAX_ARGUMENT_BYTES", "JobBackend", "JobRun", "Jobs"]
 
@@ -192,7 +192,9 @@ class Jobs:
             delay: seconds (or a timedelta) from now; default: now.
             at: an aware datetime instead of ``delay``.
             id: a stable id makes this an upsert: the pending run with that id (of this
-                job) is replaced, never duplicated.
+                job) is replaced, never duplicated. A run with that id already in
+                progress absorbs the call (the run finishes and the id is done): enqueue
+                again after it to run once more.
             max_retries: retries before parking (default: the job's, else 5).
 
         Raises:
@@ -262,11 +264,7 @@ class Jobs:
                 r for r in await store.list_tasks(state=state) if r.kind.startswith(KIND_PREFIX)
             ]
         else:
-            kind = kind_of(_job_name(f_or_name)[0])
-            rows = []
-            for shard in range(SHARDS):
-                rows.extend(await store.list_tasks(kind, str(shard), state))
-            rows.sort(key=lambda r: (r.due, r.id))
+            rows = await store.list_tasks(kind_of(_job_name(f_or_name)[0]), None, state)
         return [_run_of(r) for r in rows]
 
     async def retry_parked(self, f_or_name: Any, id: str) -> None:
