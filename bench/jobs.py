@@ -110,12 +110,16 @@ def run_one(
         if system == "tocsin-sqlite":
             target = f"sqlite:///{tmp}/jobs.db"
         worker_cmd, produce_cmd = _commands(system, target, rivals)
-        worker = subprocess.Popen(
-            worker_cmd, cwd=HERE, env=env, stdout=subprocess.PIPE, stderr=subprocess.DEVNULL,
-            text=True,
-        )  # fmt: skip
+        errors = Path(tmp) / "worker.err"
+        with errors.open("w") as err:
+            worker = subprocess.Popen(
+                worker_cmd, cwd=HERE, env=env, stdout=subprocess.PIPE, stderr=err, text=True
+            )
         try:
-            _worker_ready(worker, f"{system} worker")
+            try:
+                _worker_ready(worker, f"{system} worker")
+            except Exception as exc:
+                raise RuntimeError(f"{exc}: {errors.read_text()[-2000:]}") from None
             if system.startswith("tocsin"):
                 produce = [*produce_cmd, target, str(producers), str(jobs), str(pace)]
             else:

@@ -246,3 +246,9 @@ def test_retry_round_trips_through_its_wire_form_without_importing_anything() ->
         Retry.from_wire({**retry.to_wire(), "on": ["builtins:len"]})
     with pytest.raises(ValueError, match="not a stored Retry"):
         Retry.from_wire([1, 2])
+
+
+def test_a_jobs_module_already_imported_is_accepted_even_without_a_spec() -> None:
+    from tocsin import ActorSystem
+
+    ActorSystem(jobs=["__main__", __name__])  # a script passes jobs=[__name__]

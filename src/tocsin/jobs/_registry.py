@@ -21,6 +21,7 @@ import importlib
 import importlib.util
 import inspect
 import math
+import sys
 import threading
 from collections.abc import Awaitable, Callable, Iterable
 from dataclasses import dataclass
@@ -302,7 +303,7 @@ def check_jobs_option(jobs: Any) -> tuple[ModuleType | str, ...]:
     for entry in entries:
         if not (isinstance(entry, ModuleType) or (isinstance(entry, str) and entry)):
             raise TypeError(f"`jobs` entries must be modules or dotted module names, got {entry!r}")
-        if isinstance(entry, str):
+        if isinstance(entry, str) and entry not in sys.modules:
             # A typo fails here, at the constructor, not at start() (found, not imported:
             # the module's own import errors surface where it is imported, at start).
             try:
