@@ -11,7 +11,7 @@ it for their job targets).
 from __future__ import annotations
 
 from ..durable import Retry
-from ._api import MAX_ARGUMENT_BYTES, JobBackend, JobRun, Jobs
+from ._api import MAX_ARGUMENT_BYTES, JobBackend, JobRun, Jobs, job_row
 from ._context import JobContext
 from ._registry import (
     DEFAULT_MAX_RETRIES,
@@ -42,6 +42,7 @@ __all__ = [
     "check_jobs_option",
     "import_jobs",
     "job",
+    "job_row",
     "kind_of",
     "registered_jobs",
     "resolve",

@@ -17,14 +17,17 @@ from dataclasses import dataclass
 from datetime import UTC, datetime
 from typing import Any, Final, Literal, Protocol, final
 
+import msgspec
+
 from .._deadlines import Seconds, to_seconds
+from ..actor import Tick
 from ..durable import decode, encode
 from ..errors import CodecError, TaskNotFoundError
 from ..stores import DeleteTask, Store, TaskRow, UpsertTask
 from ._registry import DEFAULT_MAX_RETRIES, JobSpec, check_max_retries, check_name, resolve
 from ._worker import KIND_PREFIX, TASK_NAME, kind_of, shard_of
 
-__all__ = ["MAX_ARGUMENT_BYTES", "JobBackend", "JobRun", "Jobs"]
+__all__ = ["MAX_ARGUMENT_BYTES", "JobBackend", "JobRun", "Jobs", "job_row"]
 
 #: The largest encoded arguments of one run (the durable tasks' payload limit).
 MAX_ARGUMENT_BYTES: Final = 1024 * 1024
@@ -100,6 +103,47 @@ def _run_of(row: TaskRow) -> JobRun:
         state=row.state,
         last_error=row.last_error,
         created_at=datetime.fromtimestamp(row.created_at, UTC),
+    )
+
+
+def job_row(
+    name: str,
+    run_id: str,
+    due: float,
+    args: tuple[Any, ...] | list[Any],
+    kwargs: dict[str, Any],
+    *,
+    max_retries: int,
+    created_at: float,
+    tick: Tick | None = None,
+) -> TaskRow:
+    """The stored row of one run of job ``name`` (what a worker runs; stored schedules
+    firing a job write these too, with the :class:`~tocsin.Tick` of the instant, which
+    the run's ``ctx.tick`` then carries).
+
+    Raises:
+        CodecError: arguments that are not codec-safe, or over 1 MiB encoded.
+    """
+    payload: dict[str, Any] = {"a": list(args), "k": kwargs}
+    if tick is not None:
+        payload["t"] = tick.to_wire()
+    data = encode(payload, name="job arguments")
+    if len(data) > MAX_ARGUMENT_BYTES:
+        raise CodecError(
+            f"job arguments are {len(data):,} bytes encoded; the limit is "
+            f"{MAX_ARGUMENT_BYTES:,} bytes: store large data elsewhere and pass a reference"
+        )
+    return TaskRow(
+        kind=kind_of(name),
+        identity=shard_of(run_id),
+        id=run_id,
+        name=TASK_NAME,
+        payload=data,
+        due=due,
+        every=None,
+        attempts=0,
+        max_retries=max_retries,
+        created_at=created_at,
     )
 
 
@@ -211,12 +255,8 @@ class Jobs:
         else:
             retries = check_max_retries(max_retries)
         run_id = None if id is None else _check_id(id)
-        data = encode({"a": list(args), "k": kwargs}, name="job arguments")
-        if len(data) > MAX_ARGUMENT_BYTES:
-            raise CodecError(
-                f"job arguments are {len(data):,} bytes encoded; the limit is "
-                f"{MAX_ARGUMENT_BYTES:,} bytes: store large data elsewhere and pass a reference"
-            )
+        # Checked before anything is read or written (the codec, the size).
+        row = job_row(name, "-", 0.0, args, kwargs, max_retries=retries, created_at=0.0)
         backend = self._backend
         store = await backend.store()
         now = backend.wall()
@@ -228,18 +268,7 @@ class Jobs:
             old = await store.get_task(kind, shard, run_id)
             if old is not None:
                 created = old.created_at
-        row = TaskRow(
-            kind=kind,
-            identity=shard,
-            id=run_id,
-            name=TASK_NAME,
-            payload=data,
-            due=due,
-            every=None,
-            attempts=0,
-            max_retries=retries,
-            created_at=created,
-        )
+        row = msgspec.structs.replace(row, identity=shard, id=run_id, due=due, created_at=created)
         await store.apply([UpsertTask(row)])
         await backend.written(kind, shard, due)
         return run_id
