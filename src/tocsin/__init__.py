@@ -9,6 +9,7 @@ from __future__ import annotations
 
 import typing  # a module, so `tocsin.TYPE_CHECKING` is not a public name
 
+from ._client import Client
 from ._version import __version__ as __version__
 from .actor import (
     PID,
@@ -50,6 +51,8 @@ from .durable import (
     Call,
     DurableActor,
     DurableTasks,
+    FenceGuard,
+    Retry,
     RetryDecision,
     RetryPolicy,
     TaskParked,
@@ -76,6 +79,8 @@ from .errors import (
     InvalidIntervalError,
     InvalidStoreURLError,
     InvalidTimezoneError,
+    JobNotFoundError,
+    MethodNotFoundError,
     NodeNameTakenError,
     NodeUnreachableError,
     NotOwnerError,
@@ -90,6 +95,7 @@ from .errors import (
     TocsinError,
     WrongEventLoopError,
 )
+from .jobs import JobContext, job
 from .remote import RemoteMetrics, Remoting
 from .scheduling import ScheduleInfo, ScheduleKind, SchedulerMetrics
 from .system import ActorSystem
@@ -136,6 +142,7 @@ __all__ = [
     "BackpressureError",
     "Calendar",
     "Call",
+    "Client",
     "Clock",
     "Cluster",
     "ClusterDisabledError",
@@ -153,16 +160,20 @@ __all__ = [
     "DurableActor",
     "DurableTasks",
     "EventStream",
+    "FenceGuard",
     "FencedError",
     "InvalidCoordinatorURLError",
     "InvalidCronExpressionError",
     "InvalidIntervalError",
     "InvalidStoreURLError",
     "InvalidTimezoneError",
+    "JobContext",
+    "JobNotFoundError",
     "LeaseLost",
     "LeaseRegained",
     "ManualClock",
     "Member",
+    "MethodNotFoundError",
     "Misfire",
     "NoSender",
     "NodeJoined",
@@ -177,6 +188,7 @@ __all__ = [
     "RemoteMetrics",
     "Remoting",
     "RemotingDisabledError",
+    "Retry",
     "RetryDecision",
     "RetryPolicy",
     "ScheduleAlreadyExistsError",
@@ -199,6 +211,7 @@ __all__ = [
     "TimezoneMismatchError",
     "TocsinError",
     "WrongEventLoopError",
+    "job",
     "parse_pid",
     "run",
 ]

@@ -24,6 +24,8 @@ reasonably catch the builtin)::
     ├── StoreError
     │   ├── InvalidStoreURLError          (ValueError)
     │   └── FencedError
+    ├── JobNotFoundError                  (LookupError)
+    ├── MethodNotFoundError               (AttributeError)
     ├── TaskTimeoutError                  (TimeoutError)
     ├── WrongEventLoopError               (RuntimeError)
     ├── ActorStartError
@@ -65,6 +67,8 @@ __all__ = [
     "InvalidIntervalError",
     "InvalidStoreURLError",
     "InvalidTimezoneError",
+    "JobNotFoundError",
+    "MethodNotFoundError",
     "NodeNameTakenError",
     "NodeUnreachableError",
     "NotOwnerError",
@@ -228,6 +232,23 @@ class TaskNotFoundError(ScheduleNotFoundError):
 
     A :class:`ScheduleNotFoundError`: a durable task is a schedule of its identity, and
     ``except ScheduleNotFoundError`` catches an unknown id on every surface."""
+
+
+class JobNotFoundError(TocsinError, LookupError):
+    """A job function or name given to ``enqueue`` (or a schedule) is not registered:
+    the function lacks ``@job``, or no job has that name in this process.
+
+    Raised at the call. A run already stored whose job no running worker imported is not
+    an error: it waits in the store until a worker that knows the job runs it.
+    """
+
+
+class MethodNotFoundError(TocsinError, AttributeError):
+    """A ``Call`` names a method the durable actor does not have (a caller's typo).
+
+    The ask fails with it and the callee is left alone: no restart, no supervision,
+    unlike an exception raised by the method itself. The message names close methods.
+    """
 
 
 class TaskTimeoutError(TocsinError, TimeoutError):

@@ -19,10 +19,10 @@ from __future__ import annotations
 import asyncio
 import importlib
 import logging
-from collections.abc import Awaitable, Callable
+from collections.abc import Awaitable, Callable, Coroutine, Iterable
 from contextlib import AsyncExitStack
 from dataclasses import dataclass
-from types import TracebackType
+from types import ModuleType, TracebackType
 from typing import TYPE_CHECKING, Any, final
 
 from ._deadlines import Deadline, DeadlineService, Seconds, WallWatch, to_seconds
@@ -55,12 +55,15 @@ from .durable._spi import DurableRuntime
 from .errors import (
     ActorNotFoundError,
     ActorSystemNotStartedError,
+    AskTimeoutError,
     ClusterDisabledError,
     RemotingDisabledError,
 )
+from .jobs import Jobs, JobWatch, check_jobs_option, import_jobs, registered_jobs
 from .remote import RemoteMetrics, Remoting
 from .remote._spi import RemoteService
 from .scheduling._spi import DEFAULT_HISTORY, Scheduler, check_history, local_zone_name, zone
+from .stores import resolve_store
 from .stores._spi import redact
 
 if TYPE_CHECKING:
@@ -155,8 +158,11 @@ class ActorSystem(SchedulingCalls):
             dead letter with reason ``overflow``, ``await pid.send(...)`` waits for room
             and remote connections stop reading (``docs/actors.md`` "Backpressure").
             ``None`` or ``0``: unbounded (the default).
+        jobs: modules (or dotted module names) whose ``@job`` functions this system
+            runs; imported at each :meth:`start` (``docs/jobs.md``).
 
     Raises:
+        InvalidStoreURLError: a malformed ``store`` URL (here, not at :meth:`start`).
         ValueError: a bad ``console`` bind, a short token, a token without ``console``,
             a bad ``history``.
         ImportError: ``console`` given without the ``console`` extra (aiohttp).
@@ -176,6 +182,7 @@ class ActorSystem(SchedulingCalls):
         console_token: str | None = None,
         history: int = DEFAULT_HISTORY,
         mailbox_bound: int | None = None,
+        jobs: Iterable[ModuleType | str] | None = None,
     ) -> None:
         if not isinstance(name, str) or not name or any(c in name for c in "/@#: "):
             raise ValueError(
@@ -203,7 +210,13 @@ class ActorSystem(SchedulingCalls):
         #: The bound of every mailbox not given one at ``spawn`` (None: unbounded).
         self.mailbox_bound = check_mailbox_bound(mailbox_bound) or None
         self.events = EventStream()
+        # A store URL mistake is this call's error, not start()'s (issue 31, item 5): the
+        # URL is read now (nothing connects), the same way on every tier and for the CLI.
+        resolve_store(store)
         self._store_spec = store
+        #: Modules whose ``@job`` functions this system runs, imported at each start.
+        self._job_modules = check_jobs_option(jobs)
+        self._jobs: Jobs | None = None
         self._runtime: Runtime | None = None
         self._durable: DurableRuntime | None = None
         self._stopping: asyncio.Task[None] | None = None
@@ -278,6 +291,8 @@ class ActorSystem(SchedulingCalls):
         this node's identities may move at once), and last remoting (replies of the
         actors that just stopped have been sent).
         """
+        # First: the durable runtime's recovery poll must find the kinds of due runs.
+        import_jobs(self._job_modules)
         remote = None
         if self._remoting is not None:
             # The node listens first: its address (the real port) is part of every PID.
@@ -353,6 +368,18 @@ class ActorSystem(SchedulingCalls):
         for service, value, token in self._options:
             front.push_async_callback(self._close_option, await service.start(self, value, token))
 
+    async def _start_default_store(self, runtime: Runtime, user: str) -> DurableRuntime:
+        """The durable runtime on the default store, memory, said once per start (issue
+        31, item 6): a 24 h reminder on ``ActorSystem()`` used to vanish at exit silently."""
+        _log.warning(
+            "system %r: %s uses the in-memory durable store (no `store=` given): its tasks "
+            "and storage are lost when the process exits; pass store='sqlite:///app.db' "
+            '(or postgresql://...) to keep them (docs/durable.md "Stores")',
+            self.name,
+            user,
+        )
+        return await self._start_durable(runtime, None)
+
     async def _start_durable(self, runtime: Runtime, store: str | Store | None) -> DurableRuntime:
         """Open the durable runtime; in cluster mode behind the cluster's ownership gate
         (an identity activates only where the directory says, with its epoch)."""
@@ -372,6 +399,10 @@ class ActorSystem(SchedulingCalls):
             )
         await durable.start()
         self._durable = durable
+        if store is not None and (self._job_modules or registered_jobs()):
+            # A worker of jobs: a run a web process enqueued starts within 10 ms on a
+            # store that cannot push (SQLite), not within durable's 1 s look.
+            JobWatch(durable).start()
         return durable
 
     def _pid_at(self, address: str, path: str) -> PID | None:
@@ -641,6 +672,7 @@ class ActorSystem(SchedulingCalls):
         identity: str,
         *,
         passivate_after: Seconds | None = None,
+        timeout: Seconds | None = None,
     ) -> PID:
         """The PID of durable actor ``identity`` of class ``kind``, activating it if needed.
 
@@ -661,8 +693,15 @@ class ActorSystem(SchedulingCalls):
             identity: any non-empty str naming the instance (``"order-42"``).
             passivate_after: idle seconds before passivation (default: the class's
                 ``passivate_after``, else never).
+            timeout: seconds this call may take, placement and activation included
+                (default: none of its own; each coordinator and store call it makes is
+                bounded by the driver's 10 s). During a coordinator or store freeze a
+                caller with a 2 s budget gets its answer in 2 s, not after 10 s: give the
+                same budget here and to the ask (``docs/cluster.md`` "Outages").
 
         Raises:
+            AskTimeoutError: not resolved within ``timeout`` (also a ``TimeoutError``);
+                an activation already started goes on and serves later calls.
             CoordinatorUnavailableError: cluster mode, and the coordinator failed or did
                 not answer within its bound (nothing was decided; call again).
             NotOwnerError: cluster mode, and this node holds no lease right now.
@@ -677,9 +716,23 @@ class ActorSystem(SchedulingCalls):
             idle: float | None = to_seconds(passivate_after, "passivate_after")
         else:
             idle = kind.passivate_after
+        if timeout is None:
+            return await self._resolve_durable(runtime, kind, identity, idle)
+        budget = to_seconds(timeout, "timeout")
+        return await _bounded(
+            runtime,
+            self._resolve_durable(runtime, kind, identity, idle),
+            budget,
+            f"system.durable({kind.__qualname__}, {identity!r}) was not resolved within "
+            f"{budget:g} s (the coordinator or the store did not answer in time)",
+        )
+
+    async def _resolve_durable(
+        self, runtime: Runtime, kind: type[DurableActor], identity: str, idle: float | None
+    ) -> PID:
         durable = self._durable
         if durable is None:
-            durable = await self._start_durable(runtime, None)
+            durable = await self._start_default_store(runtime, f"durable actor {kind.kind!r}")
         ownership = self._ownership
         if ownership is not None:
             # Cluster mode: place a free identity on the coordinator's view (the entry may
@@ -717,9 +770,101 @@ class ActorSystem(SchedulingCalls):
         return durable
 
     @property
+    def jobs(self) -> Jobs:
+        """Enqueue and steer runs of ``@job`` functions (``system.jobs.enqueue(f, ...)``).
+
+        Runs are durable tasks in this system's store: a worker that imported the job
+        (this system, or any process on the same store) runs each at least once.
+        """
+        jobs = self._jobs
+        if jobs is None:
+            jobs = self._jobs = Jobs(_SystemJobs(self._job_store, self._job_written, self.clock))
+        return jobs
+
+    async def _job_store(self) -> Store:
+        runtime = self._live("enqueue a job")
+        durable = self._durable
+        if durable is None:
+            durable = await self._start_default_store(runtime, "jobs")
+        return durable.store
+
+    def _job_written(self, kind: str, identity: str, due: float) -> None:
+        durable = self._durable
+        if durable is not None:
+            durable.wake(kind, identity, due)
+
+    @property
     def dead_letters(self) -> int:
         """How many dead letters were published."""
         return self.events.count(DeadLetter)
+
+
+async def _bounded(
+    runtime: Runtime, work: Coroutine[Any, Any, PID], budget: float, message: str
+) -> PID:
+    """``await work``, or :class:`AskTimeoutError` once ``budget`` seconds of the system's
+    clock have passed (a deadline in its heap, as an ask's timeout); the work is then
+    cancelled (an activation it started goes on: it is shielded there)."""
+    task = runtime.loop.create_task(work)
+    expired: asyncio.Future[None] = runtime.loop.create_future()
+    timer = _Expiry(expired)
+    runtime.deadlines.add(runtime.clock.monotonic() + budget, timer)
+    try:
+        either: set[asyncio.Future[Any]] = {task, expired}
+        await asyncio.wait(either, return_when=asyncio.FIRST_COMPLETED)
+        if task.done():
+            return task.result()
+        raise AskTimeoutError(message)
+    finally:
+        runtime.deadlines.remove(timer)
+        if not task.done():
+            task.cancel()
+            # Awaited (its cancellation runs its cleanup) without letting its outcome,
+            # or a CancelledError of its own, replace the one raised here.
+            await asyncio.wait({task})
+        elif not task.cancelled():
+            task.exception()  # retrieved: a late failure is not "never retrieved"
+
+
+@final
+class _Expiry(Deadline):
+    """Completes a future when a deadline passes (``system.durable(timeout=...)``)."""
+
+    __slots__ = ("_future",)
+
+    def __init__(self, future: asyncio.Future[None]) -> None:
+        super().__init__()
+        self._future = future
+
+    def fire(self, now: float, deadline: float) -> None:
+        if not self._future.done():
+            self._future.set_result(None)
+
+
+@final
+class _SystemJobs:
+    """``system.jobs`` writes to this system's durable store and wakes its runtime."""
+
+    __slots__ = ("_clock", "_store", "_written")
+
+    def __init__(
+        self,
+        store: Callable[[], Awaitable[Store]],
+        written: Callable[[str, str, float], None],
+        clock: Clock,
+    ) -> None:
+        self._store = store
+        self._written = written
+        self._clock = clock
+
+    async def store(self) -> Store:
+        return await self._store()
+
+    def wall(self) -> float:
+        return self._clock.wall()
+
+    async def written(self, kind: str, identity: str, due: float) -> None:
+        self._written(kind, identity, due)
 
 
 def _close_runtime(runtime: Runtime, scheduler: Scheduler, deadlines: DeadlineService) -> None:

@@ -4,14 +4,17 @@
 from .._codec import decode, encode
 from ..errors import TaskTimeoutError
 from ._actor import DurableActor
+from ._fence import FenceGuard
 from ._operator import DurableTasks
 from ._records import Call, TaskParked, TaskRecord
-from ._retry import RetryDecision, RetryPolicy
+from ._retry import Retry, RetryDecision, RetryPolicy
 
 __all__ = [
     "Call",
     "DurableActor",
     "DurableTasks",
+    "FenceGuard",
+    "Retry",
     "RetryDecision",
     "RetryPolicy",
     "TaskParked",
