@@ -25,6 +25,7 @@ from ._protocols import (
     TickRow,
     UpsertTask,
 )
+from ._schedule_rows import ScheduleRow, ScheduleStore, ScheduleTickRow
 from ._url import open_store, resolve_store
 from .memory import MemoryStore
 
@@ -39,6 +40,9 @@ __all__ = [
     "Op",
     "PutState",
     "RecordTick",
+    "ScheduleRow",
+    "ScheduleStore",
+    "ScheduleTickRow",
     "Store",
     "TaskRow",
     "TaskState",

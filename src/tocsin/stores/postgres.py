@@ -42,6 +42,8 @@ from ._dsn import (
     split_options,
     unknown_message,
 )
+from . import _schedule_sql as sq
+from ._schedule_rows import ScheduleRow, ScheduleTickRow
 from ._postgres_session import CHANGES_CHANNEL, Session, driver_errors
 from ._protocols import (
     DeleteHistory,
@@ -674,6 +676,87 @@ class PostgresStore:
         rows = await self._fetch(_DUE_ACTORS, float(before), max(limit, 0))
         return [DueActor(row[0], row[1], float(row[2])) for row in rows]
 
+    # --- stored schedules (ScheduleStore) -----------------------------------------------
+
+    async def schedule_rows(self) -> list[ScheduleRow]:
+        """Every stored schedule, by id."""
+        return [sq.schedule_from_sql(r) for r in await self._fetch(_SQ["SELECT_ALL"])]
+
+    async def schedule_row(self, schedule_id: str) -> ScheduleRow | None:
+        """One stored schedule, or ``None``."""
+        rows = await self._fetch(_SQ["SELECT_ONE"], schedule_id)
+        return sq.schedule_from_sql(rows[0]) if rows else None
+
+    async def write_schedule(self, row: ScheduleRow, *, expect: int | None) -> bool:
+        """Insert if absent (``expect=None``) or compare-and-set on ``version``."""
+        if expect is None:
+            return await self._change(_SQ["INSERT"], sq.schedule_params(row), "write a schedule")
+        args = (row.spec, row.version, float(row.updated_at), row.id, expect)
+        return await self._change(_SQ["UPDATE"], args, "write a schedule")
+
+    async def delete_schedule(self, schedule_id: str) -> bool:
+        """Remove one schedule (its ledger stays); whether it existed."""
+        return await self._change(_SQ["DELETE"], (schedule_id,), "remove a schedule")
+
+    async def pause_schedule_row(
+        self,
+        schedule_id: str,
+        *,
+        paused: bool,
+        note: str | None,
+        by: str | None,
+        at: float | None,
+    ) -> bool:
+        """Set the pause state (not the version); whether the schedule exists."""
+        args = (paused, note, by, at, schedule_id)
+        return await self._change(_SQ["PAUSE"], args, "pause a schedule")
+
+    async def schedules_revision(self) -> int:
+        """Moves at every change of a stored schedule."""
+        rows = await self._fetch(_SQ["REVISION"])
+        return int(rows[0][0]) if rows else 0
+
+    async def record_schedule_tick(
+        self, row: ScheduleTickRow, keep: int, *, replace: bool = True
+    ) -> None:
+        """Write the ledger row of ``(id, instant)``, keep the newest ``keep``."""
+        pool = self._require()
+        sql = _SQ["RECORD" if replace else "RECORD_IF_ABSENT"]
+        async with self._errors("record a schedule tick"), pool.acquire() as conn:
+            async with conn.transaction():
+                await conn.execute(sql, *sq.ledger_params(row))
+                await conn.execute(_SQ["TRIM"], row.id, row.id, max(keep, 1) - 1)
+
+    async def schedule_ticks(
+        self, schedule_id: str, limit: int | None = None
+    ) -> list[ScheduleTickRow]:
+        """One schedule's ledger, oldest first (the newest ``limit`` with a limit)."""
+        if limit is None:
+            return [sq.tick_from_sql(r) for r in await self._fetch(_SQ["LEDGER"], schedule_id)]
+        rows = await self._fetch(_SQ["LEDGER_NEWEST"], schedule_id, max(limit, 0))
+        return [sq.tick_from_sql(r) for r in reversed(rows)]
+
+    async def claim_schedule_tick(self, key: str, node: str, now: float, expires: float) -> bool:
+        """Put-if-absent ``key`` until ``expires`` (an expired claim is replaced)."""
+        pool = self._require()
+        async with self._errors("claim a schedule tick"), pool.acquire() as conn:
+            async with conn.transaction():
+                await conn.execute(_SQ["PURGE_CLAIMS"], float(now))
+                status: str = await conn.execute(_SQ["CLAIM"], key, node, float(expires))
+        return status.endswith(" 1")
+
+    async def _change(self, sql: str, args: tuple[Any, ...], what: str) -> bool:
+        """One change of ``tocsin_schedules`` and, if it changed a row, the revision
+        bump, in one transaction; whether a row changed."""
+        pool = self._require()
+        async with self._errors(what), pool.acquire() as conn:
+            async with conn.transaction():
+                status: str = await conn.execute(sql, *args)
+                done = status.endswith(" 1")
+                if done:
+                    await conn.execute(_SQ["BUMP_REVISION"])
+        return done
+
     # --- plumbing --------------------------------------------------------------------------
 
     def _require(self) -> Any:
@@ -843,3 +926,11 @@ def _row(r: Any) -> TaskRow:
         timezone=r[14],
         policy=None if r[15] is None else bytes(r[15]),
     )
+
+
+#: The stored schedules' SQL with asyncpg's ``$n`` placeholders.
+_SQ: Final = {
+    name: q.numbered(getattr(sq, name))
+    for name in sq.__all__
+    if name.isupper() and name not in ("LEDGER_COLUMNS", "SCHEDULE_COLUMNS")
+}
