@@ -70,7 +70,8 @@ RECORD: Final = (
     "VALUES (?, ?, ?, ?, ?, ?, ?, ?, ?, ?) ON CONFLICT (id, instant) DO UPDATE SET "
     "at = excluded.at, outcome = excluded.outcome, node = excluded.node, "
     "version = excluded.version, detail = excluded.detail, note = excluded.note, "
-    "paused_by = excluded.paused_by, started = COALESCE(excluded.started, tocsin_schedule_history.started)"
+    "paused_by = excluded.paused_by, "
+    "started = COALESCE(excluded.started, tocsin_schedule_history.started)"
 )
 #: The same, writing nothing when the instant already has a row (an outcome decided
 #: without holding the instant's claim, such as ``coalesced``, never hides the winner's).

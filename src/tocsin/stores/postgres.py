@@ -34,6 +34,7 @@ import msgspec
 from ..clock import SystemClock, TimerHandle
 from ..errors import FencedError, InvalidStoreURLError, StoreError
 from . import _queries as q
+from . import _schedule_sql as sq
 from ._dsn import (
     CONNECT_TIMEOUT,
     PG_OPTIONS,
@@ -42,8 +43,6 @@ from ._dsn import (
     split_options,
     unknown_message,
 )
-from . import _schedule_sql as sq
-from ._schedule_rows import ScheduleRow, ScheduleTickRow
 from ._postgres_session import CHANGES_CHANNEL, Session, driver_errors
 from ._protocols import (
     DeleteHistory,
@@ -58,6 +57,7 @@ from ._protocols import (
     TickRow,
     UpsertTask,
 )
+from ._schedule_rows import ScheduleRow, ScheduleTickRow
 from ._validate import validate_ops
 
 try:
@@ -723,7 +723,8 @@ class PostgresStore:
         pool = self._require()
         sql = _SQ["RECORD" if replace else "RECORD_IF_ABSENT"]
         async with self._errors("record a schedule tick"), pool.acquire() as conn:
-            async with conn.transaction():
+            transaction = conn.transaction()
+            async with transaction:
                 await conn.execute(sql, *sq.ledger_params(row))
                 await conn.execute(_SQ["TRIM"], row.id, row.id, max(keep, 1) - 1)
 
@@ -740,7 +741,8 @@ class PostgresStore:
         """Put-if-absent ``key`` until ``expires`` (an expired claim is replaced)."""
         pool = self._require()
         async with self._errors("claim a schedule tick"), pool.acquire() as conn:
-            async with conn.transaction():
+            transaction = conn.transaction()
+            async with transaction:
                 await conn.execute(_SQ["PURGE_CLAIMS"], float(now))
                 status: str = await conn.execute(_SQ["CLAIM"], key, node, float(expires))
         return status.endswith(" 1")
@@ -749,12 +751,11 @@ class PostgresStore:
         """One change of ``tocsin_schedules`` and, if it changed a row, the revision
         bump, in one transaction; whether a row changed."""
         pool = self._require()
-        async with self._errors(what), pool.acquire() as conn:
-            async with conn.transaction():
-                status: str = await conn.execute(sql, *args)
-                done = status.endswith(" 1")
-                if done:
-                    await conn.execute(_SQ["BUMP_REVISION"])
+        async with self._errors(what), pool.acquire() as conn, conn.transaction():
+            status: str = await conn.execute(sql, *args)
+            done = status.endswith(" 1")
+            if done:
+                await conn.execute(_SQ["BUMP_REVISION"])
         return done
 
     # --- plumbing --------------------------------------------------------------------------

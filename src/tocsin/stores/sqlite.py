@@ -50,6 +50,7 @@ from typing import Any, Final, Literal, TypeVar, final
 
 from ..errors import StoreError
 from . import _queries as q
+from . import _schedule_sql as sq
 from ._ownership import OWNER_SUFFIX, FileLock
 from ._protocols import (
     DueActor,
@@ -58,7 +59,6 @@ from ._protocols import (
     TaskState,
     TickRow,
 )
-from . import _schedule_sql as sq
 from ._schedule_rows import ScheduleRow, ScheduleTickRow
 from ._sqlite_calls import (
     DB_ERRORS,
