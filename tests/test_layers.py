@@ -43,6 +43,9 @@ LAYERS = [
     "durable",
     "remote",
     "cluster",
+    # Stored schedules: above the cluster (they claim through its cron claims), below
+    # the facade that starts them.
+    "schedules",
     "system",
     # The console sits below the metrics layer: tocsin.metrics.serve_console (what
     # ActorSystem(console=...) starts) serves the console with /metrics; the console

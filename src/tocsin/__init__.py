@@ -89,6 +89,7 @@ from .errors import (
     WrongEventLoopError,
 )
 from .remote import RemoteMetrics, Remoting
+from .schedules import Cron, Durable, Interval, Once, Schedule, StoredSchedule
 from .scheduling import ScheduleInfo, ScheduleKind, SchedulerMetrics
 from .system import ActorSystem
 
@@ -139,15 +140,18 @@ __all__ = [
     "CodecError",
     "CoordinatorError",
     "CoordinatorUnavailableError",
+    "Cron",
     "CronExpression",
     "DSTPolicy",
     "DeadActorError",
     "DeadLetter",
     "DeadLetterReason",
     "Directive",
+    "Durable",
     "DurableActor",
     "EventStream",
     "FencedError",
+    "Interval",
     "InvalidCoordinatorURLError",
     "InvalidCronExpressionError",
     "InvalidIntervalError",
@@ -164,6 +168,7 @@ __all__ = [
     "NodeNameTakenError",
     "NodeUnreachableError",
     "NotOwnerError",
+    "Once",
     "Outcome",
     "Overlap",
     "ReceiveContext",
@@ -173,6 +178,7 @@ __all__ = [
     "RemotingDisabledError",
     "RetryDecision",
     "RetryPolicy",
+    "Schedule",
     "ScheduleAlreadyExistsError",
     "ScheduleInfo",
     "ScheduleKind",
@@ -180,6 +186,7 @@ __all__ = [
     "ScheduleReferenceRequiredError",
     "SchedulerMetrics",
     "StoreError",
+    "StoredSchedule",
     "Subscription",
     "Supervisor",
     "SystemClock",

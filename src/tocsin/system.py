@@ -20,11 +20,11 @@ import asyncio
 import importlib
 import logging
 import threading
-from collections.abc import Awaitable, Callable
+from collections.abc import Awaitable, Callable, Iterable
 from contextlib import AsyncExitStack
 from dataclasses import dataclass
 from types import TracebackType
-from typing import TYPE_CHECKING, Any, final
+from typing import TYPE_CHECKING, Any, cast, final
 
 from ._deadlines import Deadline, DeadlineService, Seconds, WallWatch, to_seconds
 from .actor._spi import (
@@ -56,6 +56,8 @@ from .durable._spi import DurableRuntime
 from .errors import ActorNotFoundError, ActorSystemNotStartedError, RemotingDisabledError
 from .remote import RemoteMetrics, Remoting
 from .remote._spi import RemoteService
+from .schedules import Schedule, Schedules
+from .schedules._spi import Runner
 from .scheduling._spi import DEFAULT_HISTORY, Scheduler, check_history, local_zone_name, zone
 
 if TYPE_CHECKING:
@@ -151,6 +153,10 @@ class ActorSystem(SchedulingCalls):
             dead letter with reason ``overflow``, ``await pid.send(...)`` waits for room
             and remote connections stop reading (``docs/actors.md`` "Backpressure").
             ``None`` or ``0``: unbounded (the default).
+        schedules: :class:`~tocsin.Schedule` values upserted into the store at each
+            :meth:`start` (missing ones added, changed ones updated, unchanged ones left
+            alone, pauses kept, nothing removed): ``docs/schedules.md``. In a rolling
+            deploy the last node to start wins.
 
     Raises:
         ValueError: a bad ``console`` bind, a short token, a token without ``console``,
@@ -172,6 +178,7 @@ class ActorSystem(SchedulingCalls):
         console_token: str | None = None,
         history: int = DEFAULT_HISTORY,
         mailbox_bound: int | None = None,
+        schedules: Iterable[Schedule] | None = None,
     ) -> None:
         if not isinstance(name, str) or not name or any(c in name for c in "/@#: "):
             raise ValueError(
@@ -221,6 +228,19 @@ class ActorSystem(SchedulingCalls):
             self._options.append((service, console, console_token))
         elif console_token is not None:
             raise ValueError("`console_token` was given without `console`")
+        self._declared: tuple[Schedule, ...] | None = None
+        if schedules is not None:
+            declared = tuple(schedules)
+            for spec in declared:
+                if not isinstance(spec, Schedule):
+                    raise TypeError(f"`schedules` must hold tocsin.Schedule values, got {spec!r}")
+            ids = [spec.id for spec in declared]
+            twice = sorted({i for i in ids if ids.count(i) > 1})
+            if twice:
+                raise ValueError(f"`schedules` declares these ids twice: {', '.join(twice)}")
+            self._declared = declared
+        self._schedules: Schedules | None = None
+        self._runner: Runner | None = None
         #: The console's address to open while it is served, carrying its token
         #: (``http://127.0.0.1:8765/?token=...``: a secret); None otherwise.
         self.console_url: str | None = None
@@ -343,11 +363,64 @@ class ActorSystem(SchedulingCalls):
                 stack.callback(register_in_process(self.address, self._local_path))
             if self._durable is not None:
                 self._durable.poll_soon()  # its first poll, unjoined, ran nothing
+        if self._declared is not None:
+            # Stored schedules run on every node that declares some; one that declares
+            # none starts them at the first use of `system.schedules`.
+            await self._start_schedules(stack)
+            assert self._schedules is not None
+            await self._schedules.apply(self._declared)
         # Last, so a page never shows a half-started system; a failed one (address in
         # use) fails the whole start.
         front = self._front = await stack.enter_async_context(AsyncExitStack())
         for service, value, token in self._options:
             front.push_async_callback(self._close_option, await service.start(self, value, token))
+
+    async def _start_schedules(self, stack: AsyncExitStack | None = None) -> Schedules:
+        """Start running stored schedules on this node (once per start)."""
+        if self._schedules is not None:
+            return self._schedules
+        runtime = self._live("use stored schedules")
+        durable = self._durable
+        if durable is None:
+            durable = await self._start_durable(runtime, None)
+        store: Any = durable.store
+        node = self._cluster
+        runner = Runner(
+            store=store,
+            clock=self.clock,
+            node=self.name,
+            claims=node.cron_claims if node is not None else None,
+            durable=durable,
+            system=self,
+            publish=self.events.publish,
+            poll_interval=(node.config.poll_interval or 1.0) if node is not None else 1.0,
+        )
+        await runner.start()
+        # Closed before the durable store and the cluster node (pushed after them).
+        (stack if stack is not None else self._stack).push_async_callback(self._stop_schedules)
+        self._schedules = Schedules(store, self.clock, self.name, runner)
+        self._runner = runner
+        return self._schedules
+
+    async def _stop_schedules(self) -> None:
+        runner, self._runner = self._runner, None
+        self._schedules = None
+        if runner is not None:
+            await runner.close()
+
+    @property
+    def schedules(self) -> Schedules:
+        """Stored schedules (``docs/schedules.md``): ``add``, ``update``, ``remove``,
+        ``get``, ``list``, ``pause``, ``resume``, ``trigger``, ``backfill``,
+        ``history``, all coroutines answered from the store. This node runs them from
+        its start when ``schedules=`` was given, else from the first verb called.
+
+        Raises:
+            ActorSystemNotStartedError: the system is not running.
+        """
+        self._live("use stored schedules")
+        # A proxy with the same verbs: typed as what it forwards to.
+        return cast(Schedules, _LazySchedules(self))
 
     async def _start_durable(self, runtime: Runtime, store: str | Store | None) -> DurableRuntime:
         """Open the durable runtime; in cluster mode behind the cluster's ownership gate
@@ -687,6 +760,29 @@ class ActorSystem(SchedulingCalls):
     def dead_letters(self) -> int:
         """How many dead letters were published."""
         return self.events.count(DeadLetter)
+
+
+@final
+class _LazySchedules:
+    """``system.schedules``: each verb starts this node's schedules first if needed."""
+
+    __slots__ = ("_system",)
+
+    def __init__(self, system: ActorSystem) -> None:
+        self._system = system
+
+    def __getattr__(self, name: str) -> Any:
+        if name.startswith("_") or not hasattr(Schedules, name):
+            raise AttributeError(name)
+        system = self._system
+
+        async def call(*args: Any, **kwargs: Any) -> Any:
+            schedules = await system._start_schedules()  # noqa: SLF001 - the facade's own
+            return await getattr(schedules, name)(*args, **kwargs)
+
+        call.__name__ = name
+        call.__doc__ = getattr(Schedules, name).__doc__
+        return call
 
 
 def _close_runtime(runtime: Runtime, scheduler: Scheduler, deadlines: DeadlineService) -> None:
