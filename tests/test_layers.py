@@ -37,6 +37,9 @@ LAYERS = [
     "cron",
     "_codec",
     "_deadlines",
+    # The policy engine: pure values and decisions every tier shares (no asyncio, no
+    # store); above _deadlines for `to_seconds`, below the kernel that carries its values.
+    "triggers",
     "actor",
     "scheduling",
     "stores",

@@ -25,8 +25,8 @@ from tocsin import (
     Overlap,
     Tick,
 )
-from tocsin.cron._spi import jitter_offset
 from tocsin.durable import Call, DurableActor, TaskRecord
+from tocsin.triggers import jitter_offset
 
 #: (identity, the run's Tick, wall time of the run)
 RUNS: list[tuple[str, Tick, float]] = []

@@ -13,7 +13,7 @@ import pytest
 from tests.scheduling.scheduling_support import TickRecorder, record_outcomes, running_system
 
 from tocsin import Calendar, DSTPolicy, Misfire, Outcome, Overlap, Tick
-from tocsin.cron._spi import jitter_offset
+from tocsin.triggers import jitter_offset
 
 Log = list[tuple[Any, Tick | None, float]]
 

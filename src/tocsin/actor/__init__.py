@@ -5,6 +5,7 @@
 actors, lives in :mod:`tocsin.system` (import it from ``tocsin``).
 """
 
+from ..triggers import Misfire, Outcome, Overlap, Tick, TickOutcome
 from ._actor import Actor
 from ._context import ReceiveContext
 from ._events import (
@@ -21,7 +22,6 @@ from ._events import (
     TickNotDelivered,
 )
 from ._pid import PID, NoSender, parse_pid
-from ._schedule_policy import Misfire, Outcome, Overlap, Tick, TickOutcome
 from ._supervision import Directive, Supervisor
 
 __all__ = [

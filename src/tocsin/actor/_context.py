@@ -13,11 +13,11 @@ from ._runtime import check_mailbox_bound
 from ._scheduling import ScheduleService, SchedulingCalls
 
 if TYPE_CHECKING:
+    from ..triggers import Tick
     from ._actor import Actor
     from ._cell import Cell
     from ._mailbox import RuntimeItem
     from ._reply import Reply
-    from ._schedule_policy import Tick
     from ._supervision import Directive, Supervisor
 
 __all__ = ["ReceiveContext"]

@@ -19,8 +19,8 @@ from typing import TYPE_CHECKING, Any, TypeVar, final
 if TYPE_CHECKING:
     from datetime import datetime
 
+    from ..triggers import Outcome
     from ._pid import PID
-    from ._schedule_policy import Outcome
 
 __all__ = [
     "ActorPassivated",

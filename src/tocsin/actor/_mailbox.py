@@ -28,9 +28,9 @@ from collections import deque
 from typing import TYPE_CHECKING, Any, final
 
 if TYPE_CHECKING:
+    from ..triggers import Tick
     from ._cell import Cell
     from ._reply import Reply
-    from ._schedule_policy import Tick
 
 __all__ = ["ITEM_TYPES", "STALE", "TURN_TYPES", "Ask", "Mailbox", "RuntimeItem", "Turn"]
 

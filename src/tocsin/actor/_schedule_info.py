@@ -8,7 +8,7 @@ from dataclasses import dataclass
 from datetime import datetime
 from typing import TYPE_CHECKING
 
-from ._schedule_policy import Misfire, Overlap
+from ..triggers import Misfire, Overlap
 
 if TYPE_CHECKING:
     from ..cron import Calendar, DSTPolicy

@@ -18,8 +18,8 @@ from typing import TYPE_CHECKING, Any, Protocol
 
 from .._deadlines import Seconds
 from ..errors import ScheduleNotFoundError
+from ..triggers import Misfire, Overlap, TickOutcome
 from ._schedule_info import ScheduleInfo, SchedulerMetrics
-from ._schedule_policy import Misfire, Overlap, TickOutcome
 
 if TYPE_CHECKING:
     from ..cron import Calendar, DSTPolicy

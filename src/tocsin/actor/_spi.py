@@ -30,6 +30,7 @@ What the names are for:
 
 from __future__ import annotations
 
+from ..triggers import Misfire, Outcome, Overlap, Tick, TickOutcome
 from ._actor import Actor
 from ._cell import Cell, new_cell
 from ._context import ReceiveContext
@@ -41,7 +42,6 @@ from ._pid import PID, NoSender, local_address, new_incarnation, parse_pid, targ
 from ._reply import Reply
 from ._runtime import Runtime, check_mailbox_bound, running_loop
 from ._schedule_info import ScheduleInfo, ScheduleKind, SchedulerMetrics
-from ._schedule_policy import Misfire, Outcome, Overlap, Tick, TickOutcome
 from ._scheduling import ScheduleService, SchedulingCalls
 from ._supervision import DEFAULT_SUPERVISOR, Directive, Supervisor
 from ._target import SendTarget

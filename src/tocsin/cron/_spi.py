@@ -9,7 +9,6 @@ from __future__ import annotations
 from tocsin.cron._describe import describe_fields
 from tocsin.cron._dialects import MACROS
 from tocsin.cron._fields import FIELD_NAMES, DayKind
-from tocsin.cron._jitter import jitter_offset
 from tocsin.cron._zones import local_zone, local_zone_name, same_zone, zone
 
 __all__ = [
@@ -17,7 +16,6 @@ __all__ = [
     "MACROS",
     "DayKind",
     "describe_fields",
-    "jitter_offset",
     "local_zone",
     "local_zone_name",
     "same_zone",

@@ -47,9 +47,10 @@ import msgspec
 from .._codec import decode, encode
 from ..actor._spi import Outcome
 from ..clock import WALL_TOLERANCE
-from ..cron._spi import jitter_offset, zone
+from ..cron._spi import zone
 from ..errors import CodecError
 from ..stores import DeleteTask, Op, TaskRow, UpsertTask
+from ..triggers import jitter_offset
 from ._policy import SCAN_LIMIT, TaskPolicy
 
 if TYPE_CHECKING:

@@ -7,7 +7,7 @@ no field names on the wire). A message travels inside as ``(name, payload)``, al
 PIDs travel as their string form; ``""`` means "no sender".
 
 A schedule's tick travels as :class:`Scheduled`, not :class:`Tell`: the same fields plus
-the :class:`~tocsin.actor._schedule_policy.Tick` (its ``to_wire()`` list) and, for a
+the :class:`~tocsin.triggers.Tick` (its ``to_wire()`` list) and, for a
 schedule whose overlap policy counts ticks in flight, a correlation id the hosting node
 answers with one :class:`Completed` frame once the target's ``receive`` for that tick
 returned (or the tick was dead-lettered there). Plain tells and asks are unchanged by it.
@@ -119,7 +119,7 @@ class Heartbeat(msgspec.Struct, tag=7, array_like=True, frozen=True):
 
 class Scheduled(msgspec.Struct, tag=8, array_like=True, frozen=True):
     """A tick of a schedule for the actor at ``path``: a :class:`Tell` that carries the
-    :class:`~tocsin.actor._schedule_policy.Tick` (``ctx.tick`` on the hosting node), and,
+    :class:`~tocsin.triggers.Tick` (``ctx.tick`` on the hosting node), and,
     when ``corr`` is not 0, asks for one :class:`Completed` frame with ``corr``."""
 
     path: str

@@ -16,7 +16,7 @@ A schedule's tick (a :class:`~tocsin.actor._mailbox.RuntimeItem`) is opened here
 scheduling node, at the moment it fires: a tick of a cancelled schedule is dropped before
 it is sent. Hence the cross-node stale-tick rule: once ``cancel_schedule`` returns no
 further tick is *sent*; one already on the wire may still arrive once. What is sent is a
-``Scheduled`` frame carrying the item's :class:`~tocsin.actor._schedule_policy.Tick`
+``Scheduled`` frame carrying the item's :class:`~tocsin.triggers.Tick`
 (``ctx.tick`` on the hosting node is the same). An item that is ``tracked`` (its schedule's
 overlap policy counts ticks in flight) also asks for a completion frame, and its
 ``finished()`` is called once that frame says the remote ``receive`` ran; when the tick

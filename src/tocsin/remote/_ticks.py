@@ -7,7 +7,7 @@ policies"). Two halves:
 
 * **Hosting node**: :class:`InboundTick` is the :class:`~tocsin.actor._mailbox.RuntimeItem`
   the frame becomes in the target's mailbox, so ``ctx.tick`` there is the sender's
-  :class:`~tocsin.actor._schedule_policy.Tick`. When the frame asked for completion, the
+  :class:`~tocsin.triggers.Tick`. When the frame asked for completion, the
   item's ``finished()`` (``receive`` returned, raised, or was cancelled) or ``rejected()``
   (the tick is a dead letter there: no such actor, stopped, suspended, mailbox full)
   sends one :class:`~tocsin.remote._envelopes.Completed` frame back, once.
@@ -69,7 +69,7 @@ class InboundTick(RuntimeItem):
     ``Scheduled`` frame arrives). ``tracked`` when the sender asked for completion, so a
     further hop (a PID that resolves to yet another node) asks for it in turn.
 
-    The :class:`~tocsin.actor._schedule_policy.Tick` is rebuilt from its wire list
+    The :class:`~tocsin.triggers.Tick` is rebuilt from its wire list
     (``Tick.from_wire``) when first asked for (``ctx.tick`` reads it lazily): a handler
     that never reads it pays nothing for it. One the frame decoder let through (the shape
     is checked there) but ``from_wire`` refuses (an instant ``datetime`` cannot hold) is

@@ -20,7 +20,7 @@ from dataclasses import replace
 from datetime import UTC, datetime, timedelta
 from typing import TYPE_CHECKING, Any, Final, Protocol, TypeVar, final
 
-from ..cron._spi import jitter_offset
+from ..triggers import jitter_offset
 from ._triggers import Cron, Interval, Once
 
 if TYPE_CHECKING:

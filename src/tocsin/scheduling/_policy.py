@@ -22,66 +22,20 @@ methods.
 
 from __future__ import annotations
 
-from datetime import timedelta, tzinfo
+from datetime import tzinfo
 from typing import Any, final
 
-from .._deadlines import to_seconds
-from ..actor._spi import Misfire, Overlap
-from ..cron import Calendar, DSTPolicy
+from ..triggers import (
+    Calendar,
+    DSTPolicy,
+    Misfire,
+    Overlap,
+    check_dst,
+    check_exclude,
+    check_jitter,
+)
 
 __all__ = ["SchedulePolicy", "check_dst", "check_exclude", "check_jitter", "make_policy"]
-
-
-def check_jitter(value: object, interval: float | None) -> float | None:
-    """``jitter`` as seconds, or ``None`` for no jitter.
-
-    ``None``, ``0`` and ``timedelta(0)`` mean no jitter. An interval schedule's jitter
-    must be shorter than its interval (else two ticks could swap places).
-
-    Raises:
-        InvalidIntervalError: not seconds (a bool, a string, NaN, inf, a negative number,
-            or a positive one under 1 ms).
-        ValueError: on an interval schedule, ``jitter >= interval``.
-    """
-    if value is None:
-        return None
-    if (type(value) is int and value == 0) or (type(value) is float and value == 0.0):
-        return None
-    if isinstance(value, timedelta) and value == timedelta(0):
-        return None
-    seconds = to_seconds(value, "jitter")
-    if interval is not None and seconds >= interval:
-        raise ValueError(
-            f"`jitter` ({seconds:g} s) must be shorter than the schedule's interval "
-            f"({interval:g} s): a tick is never delayed past the next one"
-        )
-    return seconds
-
-
-def check_exclude(value: object) -> Calendar | None:
-    """``exclude`` if it is ``None`` or a :class:`~tocsin.Calendar`, else ``ValueError``."""
-    if value is None or isinstance(value, Calendar):
-        return value
-    raise ValueError(
-        f"`exclude` must be a Calendar (Calendar.dates(...), Calendar.weekly(...), "
-        f"Calendar.daily(...), Calendar.cron(...), Calendar.holidays(...), combined with |) "
-        f"or None, got {value!r}"
-    )
-
-
-def check_dst(value: object) -> DSTPolicy | None:
-    """``dst`` if it is ``None`` or a :class:`~tocsin.DSTPolicy`, else ``ValueError``.
-
-    The default policy (both ``"quartz"``) is returned as ``None``: the engine's plain path.
-    """
-    if value is None:
-        return None
-    if isinstance(value, DSTPolicy):
-        return None if value.is_quartz else value
-    raise ValueError(
-        f"`dst` must be a DSTPolicy (e.g. DSTPolicy(gap='next', fold='first') or "
-        f"DSTPolicy.never_skip()) or None, got {value!r}"
-    )
 
 
 @final

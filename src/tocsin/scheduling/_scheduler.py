@@ -37,13 +37,14 @@ from ..actor._spi import (
     TickOutcome,
 )
 from ..clock import WALL_TOLERANCE
-from ..cron._spi import jitter_offset, zone
+from ..cron._spi import zone
 from ..errors import (
     DeadActorError,
     ScheduleAlreadyExistsError,
     ScheduleNotFoundError,
     ScheduleReferenceRequiredError,
 )
+from ..triggers import jitter_offset
 from ._cron import CronState
 from ._history import DEFAULT_HISTORY, History
 from ._instants import MAX_BACKFILL, cron_instants, interval_instants, kept

@@ -11,7 +11,7 @@ from datetime import UTC, datetime, timedelta, timezone
 
 import pytest
 
-from tocsin.cron._jitter import jitter_offset
+from tocsin.triggers import jitter_offset
 
 MIDNIGHT = datetime(2026, 12, 1, tzinfo=UTC)
 
@@ -54,7 +54,7 @@ def test_the_offset_depends_on_reference_and_instant_not_on_the_zone_or_process(
     # A golden value: the hash is part of the cluster contract (every node, every version).
     code = (
         "from datetime import datetime, UTC\n"
-        "from tocsin.cron._jitter import jitter_offset\n"
+        "from tocsin.triggers import jitter_offset\n"
         "print(repr(jitter_offset('nightly', datetime(2026, 12, 1, tzinfo=UTC), 60, None)))"
     )
     outputs = {

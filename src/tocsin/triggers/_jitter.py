@@ -24,7 +24,9 @@ import math
 from datetime import UTC, datetime, timedelta
 from typing import Final
 
-__all__ = ["jitter_offset"]
+from .._deadlines import to_seconds
+
+__all__ = ["check_jitter", "jitter_offset"]
 
 _EPOCH: Final = datetime(1970, 1, 1, tzinfo=UTC)
 _MICROSECOND: Final = timedelta(microseconds=1)
@@ -86,3 +88,30 @@ def jitter_offset(
     offset = fraction * window
     # The product can round up to the window itself; the bound is strict.
     return offset if offset < window else math.nextafter(window, 0.0)
+
+
+def check_jitter(value: object, interval: float | None) -> float | None:
+    """``jitter`` as seconds, or ``None`` for no jitter (checked at the scheduling call).
+
+    ``None``, ``0`` and ``timedelta(0)`` mean no jitter. An interval schedule's jitter
+    must be shorter than its interval (else two ticks could swap places); a cron
+    schedule's is capped per tick at the gap to the next instant, never an error.
+
+    Raises:
+        InvalidIntervalError: not seconds (a bool, a string, NaN, inf, a negative number,
+            or a positive one under 1 ms).
+        ValueError: on an interval schedule, ``jitter >= interval``.
+    """
+    if value is None:
+        return None
+    if (type(value) is int and value == 0) or (type(value) is float and value == 0.0):
+        return None
+    if isinstance(value, timedelta) and value == timedelta(0):
+        return None
+    seconds = to_seconds(value, "jitter")
+    if interval is not None and seconds >= interval:
+        raise ValueError(
+            f"`jitter` ({seconds:g} s) must be shorter than the schedule's interval "
+            f"({interval:g} s): a tick is never delayed past the next one"
+        )
+    return seconds

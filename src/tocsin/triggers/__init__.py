@@ -1,0 +1,74 @@
+# SPDX-License-Identifier: Apache-2.0
+"""The policy engine: schedule-policy values, triggers, and the decisions every tier
+makes with them. Pure: no asyncio, no store, no clock reads (values in, decisions out).
+
+The in-memory scheduler (``scheduling/``), durable tasks (``durable/``), stored schedules
+and the cluster's claims (``cluster/``) all call this package; nothing else decides a
+policy (DESIGN.md "Schedule policies", APScheduler 4's ``_process_schedules``).
+
+Values: :class:`Overlap`, :class:`Misfire`, :class:`~tocsin.cron.DSTPolicy`,
+:class:`~tocsin.cron.Calendar` (both defined beside the cron engine they feed, re-exported
+here), jitter (:func:`check_jitter`, :func:`jitter_offset`), and what a delivery carries
+and became (:class:`Tick`, :class:`Outcome`, :class:`TickOutcome`).
+
+Triggers (:class:`Trigger`: :class:`IntervalTrigger`, :class:`CronTrigger`,
+:class:`OnceTrigger`): a schedule's instants with its calendar, DST policy and jitter
+applied inside. Ranges: :func:`backfill_instants` (one limit, :data:`MAX_BACKFILL`) and
+:func:`check_horizon` (a calendar leaving no instant in ten years is a ``ValueError``).
+
+Decisions over a small per-schedule state: :func:`admit` / :func:`settle` /
+:func:`release` over a :class:`Flight` (overlap), :func:`plan_misfire` and
+:func:`past_grace` (misfire and grace), :meth:`Overlap.waiting_room` (runs that never
+overlap).
+"""
+
+from __future__ import annotations
+
+from ..cron import Calendar, DSTPolicy
+from ._checks import check_dst, check_exclude, positive_int
+from ._jitter import check_jitter, jitter_offset
+from ._misfire import Misfire, MisfirePlan, past_grace, plan_misfire
+from ._overlap import Admission, Flight, Overlap, admit, release, settle
+from ._ticks import Outcome, Tick, TickOutcome
+from ._trigger import (
+    CRON_WALK_LIMIT,
+    SCAN_LIMIT,
+    CronTrigger,
+    IntervalTrigger,
+    OnceTrigger,
+    Trigger,
+)
+from ._window import HORIZON, MAX_BACKFILL, backfill_instants, check_horizon
+
+__all__ = [
+    "CRON_WALK_LIMIT",
+    "HORIZON",
+    "MAX_BACKFILL",
+    "SCAN_LIMIT",
+    "Admission",
+    "Calendar",
+    "CronTrigger",
+    "DSTPolicy",
+    "Flight",
+    "IntervalTrigger",
+    "Misfire",
+    "MisfirePlan",
+    "OnceTrigger",
+    "Outcome",
+    "Overlap",
+    "Tick",
+    "TickOutcome",
+    "Trigger",
+    "admit",
+    "backfill_instants",
+    "check_dst",
+    "check_exclude",
+    "check_horizon",
+    "check_jitter",
+    "jitter_offset",
+    "past_grace",
+    "plan_misfire",
+    "positive_int",
+    "release",
+    "settle",
+]

@@ -1,0 +1,53 @@
+# SPDX-License-Identifier: Apache-2.0
+"""The misfire decision: which overdue instants are delivered, coalesced or missed."""
+
+from __future__ import annotations
+
+import pytest
+
+from tocsin.triggers import Misfire, MisfirePlan, past_grace, plan_misfire
+
+
+def test_once_delivers_the_first_overdue_instant_standing_for_the_others() -> None:
+    plan = plan_misfire(Misfire.once(), 10.0, 5, [50.0])
+    assert plan == MisfirePlan((10.0,), coalesced=4, judged_by=50.0)
+
+
+def test_skip_delivers_none_and_misses_them_all() -> None:
+    assert plan_misfire(Misfire.skip(), 10.0, 5, [50.0]) == MisfirePlan((), missed=5)
+
+
+def test_all_replays_the_most_recent_max_oldest_first() -> None:
+    misfire = Misfire.all(max=3, rate=2)
+    assert misfire.keep() == 3
+    plan = plan_misfire(misfire, 10.0, 5, [30.0, 40.0, 50.0])
+    assert plan.deliver == (30.0, 40.0, 50.0)
+    assert plan.missed == 2
+    assert plan.rate == 2.0
+
+
+def test_all_with_fewer_overdue_than_max_misses_none() -> None:
+    plan = plan_misfire(Misfire.all(max=10), 10.0, 2, [10.0, 20.0])
+    assert plan.deliver == (10.0, 20.0)
+    assert plan.missed == 0
+
+
+def test_keep_is_one_but_for_all() -> None:
+    assert Misfire.once().keep() == 1
+    assert Misfire.skip().keep() == 1
+
+
+def test_a_plan_needs_one_instant() -> None:
+    with pytest.raises(ValueError, match="count >= 1"):
+        plan_misfire(Misfire.once(), 1.0, 0, [])
+
+
+def test_grace_misses_only_a_tick_later_than_it() -> None:
+    assert not past_grace(Misfire.once(), 1e9)
+    assert not past_grace(Misfire.once(grace=5), 5.0)
+    assert past_grace(Misfire.once(grace=5), 5.001)
+
+
+def test_misfire_round_trips_through_its_wire_form() -> None:
+    for misfire in (Misfire.once(grace=3), Misfire.skip(), Misfire.all(max=4, rate=1.5)):
+        assert Misfire.from_wire(misfire.to_wire()) == misfire
