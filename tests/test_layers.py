@@ -46,10 +46,16 @@ LAYERS = [
     "durable",
     "remote",
     "cluster",
-    # Stored schedules: above the cluster (they claim through its cron claims), below
+    # Jobs: plain functions run as durable tasks (one durable kind per job), enqueued
+    # from a system or a Client; below the facade, which offers ``system.jobs``.
+    "jobs",
+    # Stored schedules: above the cluster (they claim through its cron claims) and jobs
+    # (a job target is found in the job registry), below
     # the facade that starts them.
     "schedules",
     "system",
+    # A producer-only process (tocsin.Client): the store and jobs, beside the facade.
+    "_client",
     # The console sits below the metrics layer: tocsin.metrics.serve_console (what
     # ActorSystem(console=...) starts) serves the console with /metrics; the console
     # knows nothing of metrics (the order of /work/shared/tools/layers.py).

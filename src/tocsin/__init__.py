@@ -9,6 +9,7 @@ from __future__ import annotations
 
 import typing  # a module, so `tocsin.TYPE_CHECKING` is not a public name
 
+from ._client import Client
 from ._version import __version__ as __version__
 from .actor import (
     PID,
@@ -49,6 +50,7 @@ from .cron import Calendar, CronExpression, DSTPolicy
 from .durable import (
     Call,
     DurableActor,
+    Retry,
     RetryDecision,
     RetryPolicy,
     TaskParked,
@@ -74,6 +76,8 @@ from .errors import (
     InvalidIntervalError,
     InvalidStoreURLError,
     InvalidTimezoneError,
+    JobNotFoundError,
+    MethodNotFoundError,
     NodeNameTakenError,
     NodeUnreachableError,
     NotOwnerError,
@@ -88,6 +92,7 @@ from .errors import (
     TocsinError,
     WrongEventLoopError,
 )
+from .jobs import JobContext, job
 from .remote import RemoteMetrics, Remoting
 from .schedules import Cron, Durable, Interval, Once, Schedule, StoredSchedule
 from .scheduling import ScheduleInfo, ScheduleKind, SchedulerMetrics
@@ -134,6 +139,7 @@ __all__ = [
     "BackpressureError",
     "Calendar",
     "Call",
+    "Client",
     "Clock",
     "Cluster",
     "ClusterMetrics",
@@ -157,10 +163,13 @@ __all__ = [
     "InvalidIntervalError",
     "InvalidStoreURLError",
     "InvalidTimezoneError",
+    "JobContext",
+    "JobNotFoundError",
     "LeaseLost",
     "LeaseRegained",
     "ManualClock",
     "Member",
+    "MethodNotFoundError",
     "Misfire",
     "NoSender",
     "NodeJoined",
@@ -176,6 +185,7 @@ __all__ = [
     "RemoteMetrics",
     "Remoting",
     "RemotingDisabledError",
+    "Retry",
     "RetryDecision",
     "RetryPolicy",
     "Schedule",
@@ -200,6 +210,7 @@ __all__ = [
     "TimezoneMismatchError",
     "TocsinError",
     "WrongEventLoopError",
+    "job",
     "parse_pid",
     "run",
 ]

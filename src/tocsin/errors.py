@@ -23,6 +23,8 @@ reasonably catch the builtin)::
     │   ├── InvalidStoreURLError          (ValueError)
     │   └── FencedError
     ├── TaskNotFoundError                 (LookupError)
+    ├── JobNotFoundError                  (LookupError)
+    ├── MethodNotFoundError               (AttributeError)
     ├── TaskTimeoutError                  (TimeoutError)
     ├── WrongEventLoopError               (RuntimeError)
     ├── ActorStartError
@@ -63,6 +65,8 @@ __all__ = [
     "InvalidIntervalError",
     "InvalidStoreURLError",
     "InvalidTimezoneError",
+    "JobNotFoundError",
+    "MethodNotFoundError",
     "NodeNameTakenError",
     "NodeUnreachableError",
     "NotOwnerError",
@@ -213,6 +217,23 @@ class InvalidStoreURLError(StoreError, ValueError):
 
 class TaskNotFoundError(TocsinError, LookupError):
     """A durable task id names no task (or no parked task, for the parked-list calls)."""
+
+
+class JobNotFoundError(TocsinError, LookupError):
+    """A job function or name given to ``enqueue`` (or a schedule) is not registered:
+    the function lacks ``@job``, or no job has that name in this process.
+
+    Raised at the call. A run already stored whose job no running worker imported is not
+    an error: it waits in the store until a worker that knows the job runs it.
+    """
+
+
+class MethodNotFoundError(TocsinError, AttributeError):
+    """A ``Call`` names a method the durable actor does not have (a caller's typo).
+
+    The ask fails with it and the callee is left alone: no restart, no supervision,
+    unlike an exception raised by the method itself. The message names close methods.
+    """
 
 
 class TaskTimeoutError(TocsinError, TimeoutError):

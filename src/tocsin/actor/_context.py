@@ -101,6 +101,23 @@ class ReceiveContext(SchedulingCalls):
         if isinstance(sender, PID):
             sender.tell(value, self._cell.pid)
 
+    def respond_error(self, error: BaseException) -> bool:
+        """Fail the current ``ask`` with ``error`` without failing this actor.
+
+        For a caller's mistake (a ``Call`` naming no method): the asker gets the error,
+        and the actor is left alone, where raising from ``receive`` would count as the
+        actor's own failure and reach its supervisor (a restart, by default).
+
+        Returns:
+            ``True`` if an ask was failed; ``False`` when nobody asks (a ``tell``): the
+            caller decides what to do with its mistake then (log it).
+        """
+        reply = self._reply
+        if reply is None or reply.done():
+            return False
+        reply.set_exception(error)
+        return True
+
     def tell(self, pid: PID, message: Any) -> None:
         """Send ``message`` to ``pid`` with this actor as the sender."""
         pid.tell(message, self._cell.pid)

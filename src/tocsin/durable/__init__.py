@@ -5,11 +5,12 @@ from .._codec import decode, encode
 from ..errors import TaskTimeoutError
 from ._actor import DurableActor
 from ._records import Call, TaskParked, TaskRecord
-from ._retry import RetryDecision, RetryPolicy
+from ._retry import Retry, RetryDecision, RetryPolicy
 
 __all__ = [
     "Call",
     "DurableActor",
+    "Retry",
     "RetryDecision",
     "RetryPolicy",
     "TaskParked",

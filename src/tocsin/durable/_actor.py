@@ -3,6 +3,8 @@
 
 from __future__ import annotations
 
+import difflib
+import logging
 from collections.abc import AsyncIterator, Callable
 from contextlib import asynccontextmanager
 from datetime import datetime
@@ -10,11 +12,12 @@ from typing import TYPE_CHECKING, Any
 
 from .._deadlines import Seconds, to_seconds
 from ..actor._spi import Actor, Misfire, Overlap, Supervisor
+from ..errors import MethodNotFoundError
 from . import _cron, _tasks
 from ._checks import MAX_VALUE_BYTES, check_text
 from ._policy import check_policy
 from ._records import Call, TaskRecord
-from ._retry import RetryPolicy
+from ._retry import Retry, RetryPolicy
 
 if TYPE_CHECKING:
     from ..actor._spi import ReceiveContext, Tick, TickOutcome
@@ -23,6 +26,8 @@ if TYPE_CHECKING:
     from ._storage import Storage
 
 __all__ = ["DurableActor", "registered_kind"]
+
+_log = logging.getLogger("tocsin.durable")
 
 _KINDS: dict[str, type[DurableActor]] = {}
 
@@ -69,7 +74,8 @@ class DurableActor(Actor):
 
     Class attributes you may override:
         kind: the stable name stored with every task (default: the class name).
-        retry_policy: backoff of failed tasks (default: ~1 s doubling, capped at 300 s).
+        retry_policy: a :class:`~tocsin.Retry`: backoff of failed tasks and the failures
+            worth a retry (default: ~1 s doubling, capped at 300 s, every ``Exception``).
         task_timeout: seconds a task may run before it counts as failed (default 900).
         passivate_after: idle seconds before passivation (default: never).
         supervisor: supervision of the activations (default: restart, 10 per minute).
@@ -80,7 +86,7 @@ class DurableActor(Actor):
     kind: str = "DurableActor"
     identity: str
     storage: Storage
-    retry_policy: RetryPolicy = RetryPolicy()
+    retry_policy: Retry = RetryPolicy()
     task_timeout: float = 900.0
     passivate_after: float | None = None
     supervisor: Supervisor | None = None
@@ -401,21 +407,47 @@ class DurableActor(Actor):
         """
         message = ctx.message
         if isinstance(message, Call):
-            name = message.method
-            if not isinstance(name, str) or name.startswith("_"):
-                raise PermissionError(f"method {name!r} is not callable by messages")
-            if name in _RESERVED:
-                raise PermissionError(
-                    f"Call({name!r}): {name!r} is reserved: it is DurableActor's own API, "
-                    "not callable by messages; call it from a method of the actor"
-                )
-            method = getattr(type(self), name, None)
-            if method is None or not callable(method):
-                raise AttributeError(f"{type(self).__qualname__} has no callable method {name!r}")
-            result = getattr(self, name)(message.payload)
+            method = self._call_target(message.method, ctx)
+            if method is None:
+                return
+            result = method(message.payload)
             if hasattr(result, "__await__"):
                 result = await result
             ctx.respond(result)
+
+    def _call_target(self, name: object, ctx: ReceiveContext) -> Callable[..., Any] | None:
+        """The bound method a ``Call`` names, or ``None`` after failing the ask.
+
+        A name that is private, reserved or unknown is the caller's mistake (a typo):
+        the ask fails with a typed error and this actor is left alone. Raising it from
+        ``receive`` would reach the supervisor and restart the callee for the caller's
+        typo (issue 31, item 4).
+        """
+        error: Exception
+        if not isinstance(name, str) or name.startswith("_"):
+            error = PermissionError(f"method {name!r} is not callable by messages")
+        elif name in _RESERVED:
+            error = PermissionError(
+                f"Call({name!r}): {name!r} is reserved: it is DurableActor's own API, "
+                "not callable by messages; call it from a method of the actor"
+            )
+        else:
+            method = getattr(type(self), name, None)
+            if method is not None and callable(method):
+                bound: Callable[..., Any] = getattr(self, name)
+                return bound
+            error = MethodNotFoundError(_no_method(type(self), name))
+        if not ctx.respond_error(error):
+            _log.warning("%s: a Call sent without ask was refused: %s", ctx.self, error)
+        return None
+
+
+def _no_method(cls: type, name: str) -> str:
+    base = set(dir(DurableActor))
+    mine = [n for n in dir(cls) if n not in base and not n.startswith("_")]
+    close = difflib.get_close_matches(name, [n for n in mine if callable(getattr(cls, n))], n=3)
+    hint = f"; did you mean {' or '.join(repr(c) for c in close)}?" if close else ""
+    return f"Call({name!r}): {cls.__qualname__} has no callable method {name!r}{hint}"
 
 
 #: DurableActor's own API is not callable through ``Call`` messages.

@@ -41,7 +41,7 @@ if TYPE_CHECKING:
     from datetime import datetime
 
     from ..actor._spi import Cell, ReceiveContext, Runtime
-    from ._retry import RetryPolicy
+    from ._retry import Retry
 
 __all__ = ["DROPPED", "INTERRUPTED", "Budget", "RunHost", "TaskActor", "run_task"]
 
@@ -56,7 +56,7 @@ class TaskActor(Protocol):
     @property
     def task_timeout(self) -> float: ...
     @property
-    def retry_policy(self) -> RetryPolicy: ...
+    def retry_policy(self) -> Retry: ...
     def now(self) -> datetime: ...
     def on_task(self, name: str, payload: Any, ctx: ReceiveContext) -> Awaitable[None]: ...
 

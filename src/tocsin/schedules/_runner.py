@@ -39,10 +39,11 @@ from typing import TYPE_CHECKING, Any, Final, final
 
 from ..actor import Outcome, Tick, TickNotDelivered
 from ..cluster._spi import ClaimOutcome, Counters, CronClaims, TickClaim
+from ..jobs import JobContext
 from ..stores import ScheduleRow, ScheduleStore, ScheduleTickRow
 from ._instants import Instants
 from ._spec import decode_spec
-from ._targets import RunContext, find_job, queue_durable
+from ._targets import find_job, queue_durable
 from ._values import Durable, Once, Schedule
 
 if TYPE_CHECKING:
@@ -457,9 +458,17 @@ class Runner:
             tick = Tick(spec.id, _utc(instant), 1, manual, backfill, fence)
             assert isinstance(spec.target, str)
             try:
-                fn = find_job(spec.target)
-                context = RunContext(self.system, spec.id, 1, tick, fence, _log)
-                await fn(context, *spec.args, **(spec.kwargs or {}))
+                job = find_job(spec.target)
+                context = JobContext(
+                    self.system,
+                    spec.id,
+                    1,
+                    tick,
+                    fence,
+                    logging.getLogger(f"tocsin.jobs.{job.name}"),
+                    job.name,
+                )
+                await job.function(context, *spec.args, **(spec.kwargs or {}))
             except Exception as exc:
                 text = f"{type(exc).__name__}: {exc}"
                 await self._record(entry, instant, Outcome.FAILED, text, started=started)

@@ -26,6 +26,7 @@ from .._codec import encode
 from .._deadlines import to_seconds
 from ..actor import Misfire, Overlap
 from ..cron import Calendar
+from ..jobs import resolve
 from ._instants import check_has_instant
 from ._triggers import Cron, Delivery, Interval, Once, Trigger
 
@@ -110,23 +111,14 @@ class Durable:
 
 
 def _job_name(target: object) -> str:
-    """A job target's stable name: a registered job's own name, a str as given, else the
-    function's ``module.qualname`` (what ``@job`` registers by default)."""
+    """A job target's stable name: a ``@job`` function's registered name, or a name as
+    given (registered by a module this process may not have imported)."""
     if isinstance(target, str):
         if not target:
             raise ValueError("`target` must name a job, got ''")
         return target
-    name = getattr(target, "job_name", None) or getattr(target, "name", None)
-    if isinstance(name, str) and name and callable(target):
-        return name
-    if callable(target) and hasattr(target, "__module__") and hasattr(target, "__qualname__"):
-        qualname = str(target.__qualname__)
-        if "<locals>" in qualname or "<lambda>" in qualname:
-            raise ValueError(
-                f"`target` {target!r} is not importable by name (a local function or a "
-                "lambda); register a module-level function with @job"
-            )
-        return f"{target.__module__}.{qualname}"
+    if callable(target):
+        return resolve(target).name
     raise TypeError(
         f"`target` must be a job (a function registered with @job, or its name) or "
         f"Durable(Kind, identity, method), got {target!r}"

@@ -1,0 +1,167 @@
+# SPDX-License-Identifier: Apache-2.0
+"""``tocsin.Client``: a process that produces work without running any.
+
+A web worker (uvicorn, gunicorn, Django) holds a ``Client`` on the durable store the
+workers use; ``await client.jobs.enqueue(send_invoice, 42)`` writes the run to the store
+and tells the workers (PostgreSQL ``NOTIFY``: they start it at once; SQLite: their change
+watch sees the file change within about a second; a cluster: within ``poll_interval``).
+The client starts no actor, no timer and no listener, takes no node name and no store
+ownership: any number of clients share a store with the workers that run the jobs.
+
+Prior art: arq's ``ArqRedis.enqueue_job`` and Celery's ``send_task`` from a web process,
+procrastinate's ``App`` opened without a worker.
+"""
+
+from __future__ import annotations
+
+from types import TracebackType
+from typing import final
+
+from .actor import TickOutcome
+from .clock import Clock, SystemClock
+from .cluster import Cluster
+from .durable import DurableActor
+from .durable._spi import tick_outcome
+from .errors import ActorSystemNotStartedError
+from .jobs import Jobs
+from .remote import Remoting
+from .stores import Store, resolve_store
+
+__all__ = ["Client"]
+
+
+@final
+class Client:
+    """Enqueue jobs and read durable history in a store, from a process that runs nothing.
+
+    Use it as an async context manager (``async with Client("postgresql://...") as
+    client:``), or call :meth:`open` and :meth:`close` (a web framework's lifespan).
+
+    Args:
+        store: the workers' durable store: a URL (``sqlite:///app.db``,
+            ``postgresql://...``) or a :class:`~tocsin.stores.Store`.
+        cluster: the workers' :class:`~tocsin.Cluster`, when they run as one (kept for
+            operations that reach live identities; enqueueing needs only the store).
+        remoting: this process's :class:`~tocsin.Remoting`, with ``cluster``.
+        clock: the clock due times are read from (default: the system clock; a
+            ``ManualClock`` in tests).
+
+    Raises:
+        InvalidStoreURLError: a malformed store URL (here, not at :meth:`open`).
+        TypeError: ``store`` is neither a URL nor a Store, or a wrong option type.
+    """
+
+    __slots__ = ("_clock", "_cluster", "_jobs", "_open", "_remoting", "_store")
+
+    def __init__(
+        self,
+        store: str | Store,
+        *,
+        cluster: Cluster | None = None,
+        remoting: Remoting | None = None,
+        clock: Clock | None = None,
+    ) -> None:
+        resolved = resolve_store(store)
+        if resolved is None:
+            raise TypeError("`store` is required: the workers' store URL or a Store")
+        if cluster is not None and not isinstance(cluster, Cluster):
+            raise TypeError(f"`cluster` must be a tocsin.Cluster or None, got {cluster!r}")
+        if remoting is not None and not isinstance(remoting, Remoting):
+            raise TypeError(f"`remoting` must be a tocsin.Remoting or None, got {remoting!r}")
+        if clock is not None and not isinstance(clock, Clock):
+            raise TypeError(f"`clock` must be a tocsin.Clock or None, got {clock!r}")
+        self._store = resolved
+        self._cluster = cluster
+        self._remoting = remoting
+        self._clock: Clock = clock if clock is not None else SystemClock()
+        self._open = False
+        self._jobs = Jobs(_ClientJobs(self))
+
+    @property
+    def store(self) -> Store:
+        """The store this client writes to."""
+        return self._store
+
+    @property
+    def jobs(self) -> Jobs:
+        """Enqueue and steer runs of jobs (``client.jobs.enqueue(f, ...)``); the workers
+        that imported the job run them."""
+        return self._jobs
+
+    async def open(self) -> None:
+        """Connect to the store (idempotent). Takes no ownership: workers keep running.
+
+        Raises:
+            StoreError: the store cannot be opened.
+        """
+        if not self._open:
+            await self._store.open(exclusive=False)
+            self._open = True
+
+    async def close(self) -> None:
+        """Release the store's connections (idempotent)."""
+        if self._open:
+            self._open = False
+            await self._store.close()
+
+    async def __aenter__(self) -> Client:
+        await self.open()
+        return self
+
+    async def __aexit__(
+        self,
+        exc_type: type[BaseException] | None,
+        exc: BaseException | None,
+        tb: TracebackType | None,
+    ) -> None:
+        await self.close()
+
+    def opened_store(self, what: str) -> Store:
+        """The store, once open (``ActorSystemNotStartedError`` naming ``what`` before)."""
+        if not self._open:
+            raise ActorSystemNotStartedError(
+                f"cannot {what}: the Client is not open (use `async with Client(...)` or "
+                "`await client.open()`)"
+            )
+        return self._store
+
+    def wall(self) -> float:
+        """Now, epoch seconds, from the client's clock."""
+        return self._clock.wall()
+
+    async def task_history(
+        self, kind: type[DurableActor] | str, identity: str, task_id: str
+    ) -> list[TickOutcome]:
+        """What became of a durable task's recent instants, oldest first (read from the
+        store, never waiting behind a running task). Empty for an unknown task."""
+        name = kind.kind if isinstance(kind, type) and issubclass(kind, DurableActor) else kind
+        if not isinstance(name, str) or not name:
+            raise TypeError(f"`kind` must be a DurableActor subclass or its kind, got {kind!r}")
+        rows = await self.opened_store("read a task history").task_history(name, identity, task_id)
+        return [tick_outcome(row) for row in rows]
+
+    def __repr__(self) -> str:
+        state = "open" if self._open else "closed"
+        return f"<tocsin.Client {self._store.url!r} {state}>"
+
+
+@final
+class _ClientJobs:
+    """``client.jobs`` writes to the client's store and tells the store's watchers."""
+
+    __slots__ = ("client",)
+
+    def __init__(self, client: Client) -> None:
+        self.client = client
+
+    async def store(self) -> Store:
+        return self.client.opened_store("enqueue a job")
+
+    def wall(self) -> float:
+        return self.client.wall()
+
+    async def written(self, kind: str, identity: str, due: float) -> None:
+        del kind, identity, due  # a store's announcement is not per identity
+        # PostgreSQL: NOTIFY, the workers poll at once; memory: its watchers are called;
+        # SQLite: a no-op, the workers' change check sees the file change.
+        await self.client.store.announce()

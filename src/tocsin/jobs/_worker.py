@@ -1,0 +1,128 @@
+# SPDX-License-Identifier: Apache-2.0
+"""How a worker runs jobs: each job is a durable kind, its runs are durable tasks.
+
+A run enqueued for job ``billing.report`` is a task row of kind ``job:billing.report``,
+identity one of :data:`SHARDS` shard names (a stable hash of the run's id), task id the
+run's id. Everything durable tasks promise comes with it, unchanged: at least once, a
+failed run retried with backoff (the job's :class:`~tocsin.Retry`), then parked in the
+durable tasks' parked list (``tocsin tasks list --state parked``); in cluster mode each
+shard has one activation in the cluster, fenced by its epoch.
+
+Why shards, and why a kind per job:
+
+* One identity per run would run every run in parallel, but each identity keeps a handle
+  in the durable runtime for the life of the process: memory would grow with every run
+  ever made. One identity per job would serialize all its runs (an identity runs its
+  tasks one at a time). :data:`SHARDS` identities per job bound the memory and let up
+  to that many runs of one job proceed at once, spread over the cluster's nodes.
+* A kind per job makes "a due job no running node knows waits" fall out of the durable
+  runtime: it activates only kinds whose class this process defined, and a job's class
+  is defined when its ``@job`` runs. A worker that never imported the job leaves its runs
+  in the store (and logs once that they wait); a worker that did runs them.
+"""
+
+from __future__ import annotations
+
+import logging
+import zlib
+from typing import Any, Final
+
+from ..actor import ReceiveContext, Tick
+from ..durable import DurableActor
+from ._context import JobContext
+from ._registry import JobSpec, on_register
+
+__all__ = ["KIND_PREFIX", "SHARDS", "TASK_NAME", "JobActor", "actor_class", "kind_of", "shard_of"]
+
+#: Durable kinds of jobs are ``job:<name>``.
+KIND_PREFIX: Final = "job:"
+#: Identities (shards) of each job: runs of one job proceed at most this many at a time
+#: per cluster, each shard's runs one after another.
+SHARDS: Final = 16
+#: The task name of every run (no method of the actor has it: runs reach ``on_task``).
+TASK_NAME: Final = "job"
+#: Run budget when the job gives none (the durable tasks' default).
+DEFAULT_TIMEOUT: Final = 900.0
+
+_CLASSES: dict[str, type[JobActor]] = {}
+
+
+def kind_of(name: str) -> str:
+    """The durable kind of job ``name``."""
+    return KIND_PREFIX + name
+
+
+def shard_of(run_id: str) -> str:
+    """The identity (shard) of run ``run_id``: stable across processes and restarts."""
+    return str(zlib.crc32(run_id.encode("utf-8")) % SHARDS)
+
+
+class JobActor(DurableActor):
+    """The durable actor behind one job (one subclass per job; internal).
+
+    Its tasks name no method of the class, so each run reaches :meth:`on_task`, which
+    calls the job function with a fresh :class:`JobContext`.
+    """
+
+    kind = "tocsin.job"
+    spec: JobSpec | None = None
+    logger: logging.Logger = logging.getLogger("tocsin.jobs")
+
+    async def on_task(self, name: str, payload: Any, ctx: ReceiveContext) -> None:
+        spec = self.spec
+        if spec is None:  # the base class is never given runs
+            raise RuntimeError(f"job actor {type(self).__qualname__} has no job")
+        args, kwargs, tick = _arguments(payload)
+        run = self.current_task
+        if run is None:  # pragma: no cover - on_task runs only inside a task run
+            raise RuntimeError("a job ran outside a durable task run")
+        context = JobContext(
+            system=ctx.system,
+            job_id=run.reference,
+            attempt=run.attempt,
+            tick=tick,
+            fence=run.fence if tick is None else tick.fence,
+            logger=self.logger,
+            name=spec.name,
+        )
+        await spec.function(context, *args, **kwargs)
+
+
+def _arguments(payload: Any) -> tuple[list[Any], dict[str, Any], Tick | None]:
+    """The stored arguments: ``{"a": [...], "k": {...}}``, and ``"t"``, a wire
+    :class:`~tocsin.Tick`, for a run fired by a schedule."""
+    if not isinstance(payload, dict):
+        raise TypeError(f"a stored job run holds {{'a': args, 'k': kwargs}}, got {payload!r}")
+    args = payload.get("a", [])
+    kwargs = payload.get("k", {})
+    if not isinstance(args, (list, tuple)) or not isinstance(kwargs, dict):
+        raise TypeError(f"a stored job run holds {{'a': args, 'k': kwargs}}, got {payload!r}")
+    wire = payload.get("t")
+    tick = None if wire is None else Tick.from_wire(wire)
+    return list(args), kwargs, tick
+
+
+def actor_class(spec: JobSpec) -> type[JobActor]:
+    """The durable actor class of ``spec`` (made and registered by kind on first use)."""
+    cls = _CLASSES.get(spec.name)
+    if cls is not None and cls.spec is spec:
+        return cls
+    attributes: dict[str, Any] = {
+        "kind": kind_of(spec.name),
+        "spec": spec,
+        "retry_policy": spec.retry,
+        "task_timeout": DEFAULT_TIMEOUT if spec.timeout is None else spec.timeout,
+        "logger": logging.getLogger(f"tocsin.jobs.{spec.name}"),
+        "__module__": __name__,
+        # The durable kind registry accepts a class redefined with the same module and
+        # qualified name (a reloaded job) and refuses another class claiming the kind.
+        "__qualname__": f"JobActor[{spec.name}]",
+    }
+    made = type(f"JobActor[{spec.name}]", (JobActor,), attributes)
+    _CLASSES[spec.name] = made
+    return made
+
+
+# Every job registered in this process gets its durable class at once: a worker polling
+# the store must find the kind of a due run as soon as the job's module is imported.
+on_register(actor_class)
