@@ -377,12 +377,14 @@ class ActorSystem(SchedulingCalls):
                 stack.callback(register_in_process(self.address, self._local_path))
             if self._durable is not None:
                 self._durable.poll_soon()  # its first poll, unjoined, ran nothing
-        if self._declared is not None:
-            # Stored schedules run on every node that declares some; one that declares
-            # none starts them at the first use of `system.schedules`.
-            await self._start_schedules(stack)
-            assert self._schedules is not None
-            await self._schedules.apply(self._declared)
+        if self._declared is not None or self._store_spec is not None:
+            # Stored schedules run on every node with a store of its own choosing (or
+            # declared schedules): workers that declare none still fire what an operator
+            # added. A system on the default memory store starts them at the first use
+            # of `system.schedules`.
+            schedules = await self._start_schedules(stack)
+            if self._declared is not None:
+                await schedules.apply(self._declared)
         # Last, so a page never shows a half-started system; a failed one (address in
         # use) fails the whole start.
         front = self._front = await stack.enter_async_context(AsyncExitStack())
@@ -396,7 +398,7 @@ class ActorSystem(SchedulingCalls):
         runtime = self._live("use stored schedules")
         durable = self._durable
         if durable is None:
-            durable = await self._start_durable(runtime, None)
+            durable = await self._start_default_store(runtime, "stored schedules")
         store: Any = durable.store
         node = self._cluster
         runner = Runner(

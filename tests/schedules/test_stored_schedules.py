@@ -4,9 +4,11 @@ through store claims, the ledger. Driven by a ManualClock (never sleeping)."""
 
 from __future__ import annotations
 
+import uuid
 from collections.abc import Iterator
 from datetime import UTC, datetime
 from pathlib import Path
+from typing import Any, ClassVar
 
 import pytest
 from tests.schedules import jobs_for_tests as jobs
@@ -14,13 +16,14 @@ from tests.schedules import jobs_for_tests as jobs
 from tocsin import (
     ActorSystem,
     Calendar,
+    DurableActor,
     ManualClock,
     ScheduleAlreadyExistsError,
     ScheduleNotFoundError,
 )
-from tocsin.actor import Outcome
 from tocsin.schedules import Cron, Durable, Interval, Once, Schedule
 from tocsin.stores import MemoryStore
+from tocsin.triggers import Outcome
 
 T0 = datetime(2026, 3, 2, 9, 0, 0, 250000, tzinfo=UTC).timestamp()  # a Monday
 
@@ -212,3 +215,64 @@ async def test_trigger_runs_now_even_when_paused_and_backfill_lists_or_runs_inst
         await sys_.schedules.backfill("r", start, end)
         await clock.advance(0)
         assert len(jobs.RUNS) == 4
+
+
+class Counter(DurableActor):
+    kind = "schedules.Counter"
+    seen: ClassVar[list[tuple[str, Any, str | None]]] = []
+
+    async def bump(self, payload: Any) -> None:
+        task = self.current_task
+        Counter.seen.append((self.identity, payload, None if task is None else task.reference))
+
+
+async def test_a_durable_target_is_called_as_a_task_with_its_payload() -> None:
+    Counter.seen.clear()
+    sys_, clock = system()
+    async with sys_:
+        spec = Schedule("d", Interval(10), Durable(Counter, "c-1", "bump", {"n": 1}))
+        await sys_.schedules.add(spec)
+        await clock.advance(21)
+        assert [(i, p) for i, p, _ in Counter.seen] == [("c-1", {"n": 1})] * 2
+        rows = await sys_.schedules.history("d")
+        assert [r.outcome for r in rows] == [Outcome.DELIVERED] * 2
+
+
+@pytest.fixture(params=["sqlite", pytest.param("postgres", marks=pytest.mark.integration)])
+def store_url(request: pytest.FixtureRequest, tmp_path: Path) -> str:
+    if request.param == "sqlite":
+        return f"sqlite:///{tmp_path / 'app.db'}"
+    dsn: str = request.getfixturevalue("postgres_dsn")
+    schema = f"t_{uuid.uuid4().hex[:16]}"
+    return f"{dsn}{'&' if '?' in dsn else '?'}schema={schema}"
+
+
+async def test_on_a_real_store_schedules_fire_survive_a_restart_and_keep_their_ledger(
+    store_url: str,
+) -> None:
+    clock = ManualClock(wall=T0)
+    declared = [Schedule("r", Interval(10), RECORD)]
+    async with ActorSystem("n1", clock=clock, store=store_url, schedules=declared) as s1:
+        await clock.advance(21)
+        await s1.schedules.pause("r", note="maintenance")
+        await clock.advance(10)
+    assert len(jobs.RUNS) == 2
+    async with ActorSystem("n2", clock=clock, store=store_url, schedules=declared) as s2:
+        info = await s2.schedules.get("r")
+        assert (info.version, info.paused, info.note, info.paused_by) == (
+            1,
+            True,
+            "maintenance",
+            "n1",
+        )
+        await s2.schedules.resume("r")
+        await clock.advance(10)
+        rows = await s2.schedules.history("r")
+        assert [(r.outcome, r.node) for r in rows] == [
+            (Outcome.DELIVERED, "n1"),
+            (Outcome.DELIVERED, "n1"),
+            (Outcome.PAUSED, "n1"),
+            (Outcome.DELIVERED, "n2"),
+        ]
+        assert rows[2].note == "maintenance"
+    assert len(jobs.RUNS) == 3

@@ -18,8 +18,13 @@ its one ledger row.
   ``claim_error`` are written only where the instant has no row yet (they are decided
   without the claim, and never hide the winner's row).
 * **Changes.** A change made through this node re-arms at once; one made elsewhere is
-  found by polling the store's schedule revision every ``poll_interval``. An add or an
-  update arms the first instant strictly after the change: it never fires at once.
+  pushed by the store's change watch (PostgreSQL ``NOTIFY``, which every change through
+  ``system.schedules`` or the CLI sends; SQLite's ``data_version``, looked at every
+  second; the memory store's announce), after which the node reads the store's schedule
+  revision and, if it moved, the schedules. A backstop poll every
+  :data:`BACKSTOP_SECONDS` covers a lost notification while schedules exist; a node
+  whose store never held one does no periodic work. An add or an update arms the first
+  instant strictly after the change: it never fires at once.
 * **Overlap.** Judged on the deciding node for job targets (runs in flight there); for
   durable targets by the identity's pending task rows of this schedule (runs of one
   identity never overlap anyway).
@@ -50,13 +55,17 @@ if TYPE_CHECKING:
     from ..clock import Clock, TimerHandle
     from ..durable._spi import DurableRuntime
 
-__all__ = ["CLAIM_PREFIX", "Runner", "StoreClaims"]
+__all__ = ["BACKSTOP_SECONDS", "CLAIM_PREFIX", "Runner", "StoreClaims"]
 
 _log = logging.getLogger("tocsin.schedules")
 
 #: Claim references of stored schedules: ``schedule:<id>`` (cron references have no
 #: such prefix, so the two never share a key or a fence counter).
 CLAIM_PREFIX: Final = "schedule:"
+#: Seconds between two looks at the store's schedule revision besides its change watch
+#: (only while this node runs some stored schedule): a notification lost in a
+#: reconnect is made up within this long.
+BACKSTOP_SECONDS: Final = 60.0
 
 
 def _utc(seconds: float) -> datetime:
@@ -134,7 +143,8 @@ class Runner:
         durable: the durable runtime (durable targets are queued through it).
         system: what a job's context carries as ``system``.
         publish: ``system.events.publish``.
-        poll_interval: seconds between two looks at the store for changes made elsewhere.
+        poll_interval: the longest wait before a change pushed by the store is read
+            (changes are read at once; this bounds the backstop poll from below).
     """
 
     def __init__(
@@ -171,6 +181,9 @@ class Runner:
         self.counts: dict[tuple[str, str], int] = {}
         self._tasks: set[asyncio.Task[None]] = set()
         self._poll: TimerHandle | None = None
+        self._polling = False
+        self._poll_again = False
+        self._unwatch: Callable[[], None] | None = None
         self._idle = asyncio.Event()
         self._idle.set()
         self._progress = 0
@@ -194,12 +207,18 @@ class Runner:
         """Load every stored schedule and arm its next instant; poll for changes."""
         self.clock.attach(self)
         self._attached = True
+        watch = getattr(self.store, "watch", None)
+        if watch is not None:
+            self._unwatch = await watch(self._changed_outside)
         await self._reload()
         self._arm_poll()
 
     async def close(self) -> None:
         """Stop arming, cancel runs in flight (their instants are not recorded here)."""
         self.closed = True
+        if self._unwatch is not None:
+            self._unwatch()
+            self._unwatch = None
         if self._poll is not None:
             self._poll.cancel()
         for entry in self.entries.values():
@@ -237,22 +256,39 @@ class Runner:
     # -- changes -------------------------------------------------------------------------
 
     def _arm_poll(self) -> None:
-        if self.closed:
-            return
+        if self.closed or self._poll is not None or not self.entries:
+            return  # no schedule here: only the change watch wakes this node
         clock = self.clock
-        self._poll = clock.call_at(clock.monotonic() + self.poll_interval, self._poll_due)
+        every = max(BACKSTOP_SECONDS, self.poll_interval)
+        self._poll = clock.call_at(clock.monotonic() + every, self._poll_due)
 
     def _poll_due(self) -> None:
         self._poll = None
+        self._changed_outside()
+
+    def _changed_outside(self) -> None:
+        """The store says something changed (or the backstop is due): look once."""
+        if self.closed:
+            return
+        if self._polling:
+            self._poll_again = True  # the look in flight may predate this change
+            return
+        self._polling = True
         self.spawn(self._poll_once(), "poll")
 
     async def _poll_once(self) -> None:
         try:
-            if await self.store.schedules_revision() != self.revision:
-                await self._reload()
-        except Exception as exc:  # a store outage: look again at the next poll
-            _log.warning("stored schedules: polling the store failed: %s", exc)
+            while True:
+                self._poll_again = False
+                try:
+                    if await self.store.schedules_revision() != self.revision:
+                        await self._reload()
+                except Exception as exc:  # a store outage: the backstop looks again
+                    _log.warning("stored schedules: reading the store failed: %s", exc)
+                if not self._poll_again:
+                    break
         finally:
+            self._polling = False
             self._arm_poll()
 
     async def _reload(self) -> None:
@@ -405,6 +441,9 @@ class Runner:
             if isinstance(spec.trigger, Once) and not manual and not backfill:
                 await self.store.delete_schedule(sid)
                 self.removed(sid)
+                announce = getattr(self.store, "announce", None)
+                if announce is not None:
+                    await announce()
         finally:
             if finished is not None:
                 finished()

@@ -20,7 +20,7 @@ import dataclasses
 import logging
 from collections.abc import Iterable
 from datetime import UTC, datetime
-from typing import TYPE_CHECKING, Any, Final, final
+from typing import TYPE_CHECKING, Any, Final, Protocol, final
 
 import msgspec
 
@@ -71,6 +71,12 @@ class Upserted:
     fields: tuple[str, ...] = ()
 
 
+class _Store(ScheduleStore, Protocol):
+    """A schedule store that can tell other systems watching it of a change."""
+
+    async def announce(self) -> None: ...
+
+
 def _unknown(schedule_id: str) -> ScheduleNotFoundError:
     return ScheduleNotFoundError(f"no stored schedule {schedule_id!r}")
 
@@ -97,7 +103,7 @@ class Schedules:
     Internal construction: the system makes one per start; use ``system.schedules``.
     """
 
-    def __init__(self, store: ScheduleStore, clock: Clock, node: str, runner: Runner) -> None:
+    def __init__(self, store: _Store, clock: Clock, node: str, runner: Runner) -> None:
         self._store = store
         self._clock = clock
         self._node = node
@@ -132,7 +138,7 @@ class Schedules:
             updated_at=now,
         )
         if await self._store.write_schedule(row, expect=None):
-            self._runner.changed(row)
+            await self._changed(row)
             return await self._snapshot(row)
         if not replace:
             raise ScheduleAlreadyExistsError(
@@ -181,7 +187,7 @@ class Schedules:
             ScheduleNotFoundError: unknown id and not ``missing_ok``.
         """
         removed = await self._store.delete_schedule(schedule_id)
-        self._runner.removed(schedule_id)
+        await self._removed(schedule_id)
         if not removed and not missing_ok:
             raise _unknown(schedule_id)
         return removed
@@ -217,7 +223,7 @@ class Schedules:
         if not ok:
             raise _unknown(schedule_id)
         row = await self._row(schedule_id)
-        self._runner.changed(row)
+        await self._changed(row)
         return await self._snapshot(row)
 
     # -- operating -------------------------------------------------------------------------
@@ -333,7 +339,7 @@ class Schedules:
             keep = set(ids)
             for row in await self._store.schedule_rows():
                 if row.id not in keep and await self._store.delete_schedule(row.id):
-                    self._runner.removed(row.id)
+                    await self._removed(row.id)
                     done.append(Upserted(row.id, "removed"))
         return done
 
@@ -376,7 +382,7 @@ class Schedules:
                     raise _PassedOnce(spec.id)
                 fresh = ScheduleRow(spec.id, encode_spec(resolved), 1, now, now)
                 if await self._store.write_schedule(fresh, expect=None):
-                    self._runner.changed(fresh)
+                    await self._changed(fresh)
                     return await self._snapshot(fresh), Upserted(spec.id, "added")
                 continue
             old = decode_spec(row.spec)
@@ -397,11 +403,26 @@ class Schedules:
             return None  # another writer came first: read again
         fresh = await self._store.schedule_row(row.id)
         if fresh is not None:
-            self._runner.changed(fresh)
+            await self._changed(fresh)
             return fresh
         return new
 
     # -- helpers ---------------------------------------------------------------------------
+
+    async def _changed(self, row: ScheduleRow) -> None:
+        """A change written here: this node re-arms now, the others are told."""
+        self._runner.changed(row)
+        await self._announce()
+
+    async def _removed(self, schedule_id: str) -> None:
+        self._runner.removed(schedule_id)
+        await self._announce()
+
+    async def _announce(self) -> None:
+        try:
+            await self._store.announce()  # PostgreSQL: NOTIFY; memory: the watchers
+        except Exception as exc:  # the change is written: peers see it at their backstop
+            _log.warning("stored schedules: telling other nodes of a change failed: %s", exc)
 
     async def _row(self, schedule_id: str) -> ScheduleRow:
         row = await self._store.schedule_row(schedule_id)
