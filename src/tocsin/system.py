@@ -58,7 +58,7 @@ from .jobs import Jobs, check_jobs_option, import_jobs
 from .remote import RemoteMetrics, Remoting
 from .remote._spi import RemoteService
 from .schedules import Schedule, Schedules
-from .schedules._spi import Runner
+from .schedules._spi import SCHEDULES_SERVICE, Runner
 from .scheduling._spi import DEFAULT_HISTORY, Scheduler, check_history, local_zone_name, zone
 from .stores import resolve_store
 
@@ -413,7 +413,9 @@ class ActorSystem(SchedulingCalls):
         )
         await runner.start()
         # Closed before the durable store and the cluster node (pushed after them).
-        (stack if stack is not None else self._stack).push_async_callback(self._stop_schedules)
+        undo = stack if stack is not None else self._stack
+        undo.push_async_callback(self._stop_schedules)
+        undo.callback(runtime.add_service(SCHEDULES_SERVICE, runner))  # tocsin.metrics
         self._schedules = Schedules(store, self.clock, self.name, runner)
         self._runner = runner
         return self._schedules

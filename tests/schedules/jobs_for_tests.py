@@ -3,6 +3,7 @@
 
 from __future__ import annotations
 
+import asyncio
 from typing import Any
 
 from tocsin.jobs import job
@@ -20,3 +21,19 @@ async def record(ctx: Any, *args: Any) -> None:
 @job
 async def explode(ctx: Any) -> None:
     raise RuntimeError("boom")
+
+
+@job
+async def slow(ctx: Any, seconds: float) -> None:
+    """Runs ``seconds`` of simulated time (a handler slower than its schedule)."""
+    tick = ctx.tick
+    RUNS.append((tick.reference, tick.instant.isoformat(), tick.manual, tick.backfill, ()))
+    clock = ctx.system.clock
+    future: asyncio.Future[None] = asyncio.get_running_loop().create_future()
+
+    def wake() -> None:
+        if not future.done():
+            future.set_result(None)
+
+    clock.call_at(clock.monotonic() + seconds, wake)
+    await future

@@ -55,13 +55,26 @@ if TYPE_CHECKING:
     from ..clock import Clock, TimerHandle
     from ..durable._spi import DurableRuntime
 
-__all__ = ["BACKSTOP_SECONDS", "CLAIM_PREFIX", "Runner", "StoreClaims"]
+__all__ = [
+    "BACKSTOP_SECONDS",
+    "CLAIM_PREFIX",
+    "LATENESS_RING",
+    "SERVICE",
+    "Runner",
+    "StoreClaims",
+    "runner_of",
+]
 
 _log = logging.getLogger("tocsin.schedules")
 
 #: Claim references of stored schedules: ``schedule:<id>`` (cron references have no
 #: such prefix, so the two never share a key or a fence counter).
 CLAIM_PREFIX: Final = "schedule:"
+#: Observations each lateness ring keeps between two scrapes (``tocsin.metrics``).
+LATENESS_RING: Final = 4096
+#: The runtime service name the runner is registered under (:func:`runner_of`).
+SERVICE: Final = "schedules"
+
 #: Seconds between two looks at the store's schedule revision besides its change watch
 #: (only while this node runs some stored schedule): a notification lost in a
 #: reconnect is made up within this long.
@@ -179,6 +192,13 @@ class Runner:
         self.closed = False
         #: Outcomes decided here, by (id, outcome): ``tocsin_schedule_ticks_total``.
         self.counts: dict[tuple[str, str], int] = {}
+        #: Lateness rings (the scheduler's convention: observation i at ring[i % size],
+        #: a count of observations made): how late each delivered instant was decided
+        #: (``decided``) and how late its handler started (``started``).
+        self.decided = 0
+        self.decided_lateness = [0.0] * LATENESS_RING
+        self.started = 0
+        self.started_lateness = [0.0] * LATENESS_RING
         self._tasks: set[asyncio.Task[None]] = set()
         self._poll: TimerHandle | None = None
         self._polling = False
@@ -492,6 +512,7 @@ class Runner:
             return
         entry.inflight += 1
         started = self.clock.wall()
+        self._started(started - instant)
         try:
             await self._record(entry, instant, Outcome.DELIVERED, None, started=started)
             tick = Tick(spec.id, _utc(instant), 1, manual, backfill, fence)
@@ -518,6 +539,10 @@ class Runner:
             waiting, entry.buffered = entry.buffered, None
             if waiting is not None:
                 waiting()
+
+    def _started(self, late: float) -> None:
+        self.started_lateness[self.started % LATENESS_RING] = max(0.0, late)
+        self.started += 1
 
     async def _record(
         self,
@@ -553,5 +578,15 @@ class Runner:
             )
         key = (sid, str(outcome))
         self.counts[key] = self.counts.get(key, 0) + 1
+        if outcome is Outcome.DELIVERED and replace:
+            self.decided_lateness[self.decided % LATENESS_RING] = max(0.0, ledger.at - instant)
+            self.decided += 1
         if outcome is not Outcome.DELIVERED:
             self.publish(TickNotDelivered(sid, _utc(instant), outcome, detail, self.node))
+
+
+def runner_of(runtime: Any) -> Runner | None:
+    """The stored-schedule runner of a started system (None before its first use)."""
+    services = getattr(runtime, "services", None)
+    found = None if services is None else services.get(SERVICE)
+    return found if isinstance(found, Runner) else None

@@ -9,8 +9,17 @@ into the ``TickOutcome`` history returns; ``decode_spec`` reads a stored spec.
 
 from __future__ import annotations
 
-from ._runner import Runner
+from ._runner import SERVICE as SCHEDULES_SERVICE
+from ._runner import Runner, runner_of
 from ._service import tick_outcome
 from ._spec import decode_spec, diff, encode_spec
 
-__all__ = ["Runner", "decode_spec", "diff", "encode_spec", "tick_outcome"]
+__all__ = [
+    "SCHEDULES_SERVICE",
+    "Runner",
+    "decode_spec",
+    "diff",
+    "encode_spec",
+    "runner_of",
+    "tick_outcome",
+]
