@@ -11,7 +11,14 @@ from pathlib import Path
 
 import pytest
 
-from tocsin.stores import MemoryStore, ScheduleRow, ScheduleStore, ScheduleTickRow, Store
+from tocsin.stores import (
+    MemoryStore,
+    ScheduleRequest,
+    ScheduleRow,
+    ScheduleStore,
+    ScheduleTickRow,
+    Store,
+)
 
 
 def _make(request: pytest.FixtureRequest, tmp_path: Path) -> Callable[[], Store]:
@@ -167,5 +174,26 @@ async def test_an_outcome_written_without_the_claim_never_hides_the_winners_row(
             ScheduleTickRow("a", 2.0, 3.0, "claim_error", "n2", 1), keep=5, replace=False
         )
         assert [r.outcome for r in await s.schedule_ticks("a")] == ["delivered", "claim_error"]
+    finally:
+        await store.close()
+
+
+async def test_requests_are_recorded_once_listed_oldest_first_and_forgotten(
+    make: Callable[[], Store],
+) -> None:
+    store = make()
+    await store.open()
+    s: ScheduleStore = store  # type: ignore[assignment]
+    try:
+        before = await s.schedules_revision()
+        late = ScheduleRequest("a", 20.0, False, 1.0)
+        early = ScheduleRequest("b", 10.0, True, 2.0)
+        await s.request_schedule_run(late)
+        await s.request_schedule_run(early)
+        await s.request_schedule_run(late)  # the same again: one row
+        assert await s.schedules_revision() > before
+        assert await s.schedule_requests() == [early, late]
+        await s.delete_schedule_request(early)
+        assert await s.schedule_requests() == [late]
     finally:
         await store.close()

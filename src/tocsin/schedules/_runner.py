@@ -321,6 +321,16 @@ class Runner:
             self.changed(row)
         for gone in [sid for sid in self.entries if sid not in seen]:
             self.removed(gone)
+        for request in await self.store.schedule_requests():
+            # Runs an operator asked for from another process: the node that sees one
+            # first claims it (a claim decides who runs it, whoever else sees it too)
+            # and forgets it, so it is asked for at most once.
+            entry = self.entries.get(request.id)
+            if entry is not None:
+                self.claim(
+                    entry, request.instant, manual=request.manual, backfill=not request.manual
+                )
+            await self.store.delete_schedule_request(request)
 
     def changed(self, row: ScheduleRow) -> None:
         """``row`` was written (here or elsewhere): a new spec re-arms from now; a pause

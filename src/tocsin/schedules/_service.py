@@ -26,7 +26,7 @@ import msgspec
 
 from ..actor import Outcome, TickOutcome
 from ..errors import ScheduleAlreadyExistsError, ScheduleNotFoundError
-from ..stores import ScheduleRow, ScheduleStore, ScheduleTickRow
+from ..stores import ScheduleRequest, ScheduleRow, ScheduleStore, ScheduleTickRow
 from ._instants import Instants, resolve
 from ._spec import decode_spec, diff, encode_spec
 from ._values import Interval, Once, Schedule, StoredSchedule
@@ -103,7 +103,7 @@ class Schedules:
     Internal construction: the system makes one per start; use ``system.schedules``.
     """
 
-    def __init__(self, store: _Store, clock: Clock, node: str, runner: Runner) -> None:
+    def __init__(self, store: _Store, clock: Clock, node: str, runner: Runner | None) -> None:
         self._store = store
         self._clock = clock
         self._node = node
@@ -237,9 +237,9 @@ class Schedules:
         Raises:
             ScheduleNotFoundError: unknown id.
         """
-        entry = await self._entry(schedule_id)
+        row = await self._row(schedule_id)
         now = self._clock.wall()
-        self._runner.claim(entry, now, manual=True)
+        await self._run(row, now, manual=True)
         return datetime.fromtimestamp(now, UTC)
 
     async def backfill(
@@ -261,20 +261,21 @@ class Schedules:
         first, last = _epoch(start, "start"), _epoch(end, "end")
         if not last > first:
             raise ValueError(f"backfill: `end` must be after `start`, got {start!r} .. {end!r}")
-        entry = await self._entry(schedule_id)
+        row = await self._row(schedule_id)
+        instants = Instants(decode_spec(row.spec))
         found: list[float] = []
-        cursor = entry.instants.after(first - 1e-6)
+        cursor = instants.after(first - 1e-6)
         while cursor is not None and cursor < last:
-            if not entry.instants.excluded(cursor):
+            if not instants.excluded(cursor):
                 if len(found) == BACKFILL_LIMIT:
                     raise ValueError(
                         f"backfill: more than {BACKFILL_LIMIT:,} instants in the range; narrow it"
                     )
                 found.append(cursor)
-            cursor = entry.instants.after(cursor)
+            cursor = instants.after(cursor)
         if not dry_run:
             for instant in found:
-                self._runner.claim(entry, instant, backfill=True)
+                await self._run(row, instant, manual=False)
         return [datetime.fromtimestamp(t, UTC) for t in found]
 
     # -- reading ---------------------------------------------------------------------------
@@ -411,11 +412,27 @@ class Schedules:
 
     async def _changed(self, row: ScheduleRow) -> None:
         """A change written here: this node re-arms now, the others are told."""
-        self._runner.changed(row)
+        if self._runner is not None:
+            self._runner.changed(row)
         await self._announce()
 
     async def _removed(self, schedule_id: str) -> None:
-        self._runner.removed(schedule_id)
+        if self._runner is not None:
+            self._runner.removed(schedule_id)
+        await self._announce()
+
+    async def _run(self, row: ScheduleRow, instant: float, *, manual: bool) -> None:
+        """Claim and run ``instant`` here (a node), or ask the nodes to (a process that
+        runs no schedules: ``tocsin schedules``, a client)."""
+        runner = self._runner
+        if runner is not None:
+            runner.changed(row)
+            entry = runner.entries.get(row.id)
+            if entry is not None:
+                runner.claim(entry, instant, manual=manual, backfill=not manual)
+                return
+        request = ScheduleRequest(row.id, instant, manual, self._clock.wall())
+        await self._store.request_schedule_run(request)
         await self._announce()
 
     async def _announce(self) -> None:
@@ -429,14 +446,6 @@ class Schedules:
         if row is None:
             raise _unknown(schedule_id)
         return row
-
-    async def _entry(self, schedule_id: str) -> Any:
-        row = await self._row(schedule_id)
-        self._runner.changed(row)
-        entry = self._runner.entries.get(schedule_id)
-        if entry is None:
-            raise _unknown(schedule_id)
-        return entry
 
     async def _snapshot(self, row: ScheduleRow) -> StoredSchedule:
         spec = decode_spec(row.spec)

@@ -25,7 +25,7 @@ from ._protocols import (
     TickRow,
     UpsertTask,
 )
-from ._schedule_rows import ScheduleRow, ScheduleStore, ScheduleTickRow
+from ._schedule_rows import ScheduleRequest, ScheduleRow, ScheduleStore, ScheduleTickRow
 from ._url import open_store, resolve_store
 from .memory import MemoryStore
 
@@ -40,6 +40,7 @@ __all__ = [
     "Op",
     "PutState",
     "RecordTick",
+    "ScheduleRequest",
     "ScheduleRow",
     "ScheduleStore",
     "ScheduleTickRow",

@@ -16,6 +16,9 @@ Three tables (DESIGN.md "Schedules as data"):
   node that decided the instant, kept to the newest ``keep`` per schedule, and kept when
   the schedule is removed (its rows age out only as newer ones come, which for a removed
   schedule means never: ``history(id)`` keeps answering).
+* ``tocsin_schedule_requests``: runs an operator asked for from another process
+  (``tocsin schedules trigger/backfill``): every node running schedules claims each and
+  the winner runs it and deletes the request.
 * ``tocsin_schedule_claims``: the single-node claims (no coordinator): put-if-absent by
   key, kept until they expire; expired ones are purged as claims come.
 
@@ -29,7 +32,7 @@ from typing import Protocol, runtime_checkable
 
 import msgspec
 
-__all__ = ["ScheduleRow", "ScheduleStore", "ScheduleTickRow"]
+__all__ = ["ScheduleRequest", "ScheduleRow", "ScheduleStore", "ScheduleTickRow"]
 
 
 class ScheduleRow(msgspec.Struct, frozen=True):
@@ -71,6 +74,17 @@ class ScheduleTickRow(msgspec.Struct, frozen=True):
     note: str | None = None
     by: str | None = None
     started: float | None = None
+
+
+class ScheduleRequest(msgspec.Struct, frozen=True):
+    """A run of ``instant`` of schedule ``id`` an operator asked for: ``manual`` (a
+    trigger: run now, even paused) or not (a backfill of a past instant, claimed with
+    the same key as its regular tick). ``at``: when it was asked."""
+
+    id: str
+    instant: float
+    manual: bool
+    at: float
 
 
 @runtime_checkable
@@ -137,4 +151,17 @@ class ScheduleStore(Protocol):
     async def claim_schedule_tick(self, key: str, node: str, now: float, expires: float) -> bool:
         """Put-if-absent the claim ``key`` until ``expires``; a claim of that key that
         expired by ``now`` is replaced. Returns whether this call won it."""
+        ...
+
+    async def request_schedule_run(self, request: ScheduleRequest) -> None:
+        """Record ``request`` (a second identical one is a no-op) and move the revision,
+        so nodes running schedules look at the requests."""
+        ...
+
+    async def schedule_requests(self) -> list[ScheduleRequest]:
+        """The requests not yet done, oldest instant first."""
+        ...
+
+    async def delete_schedule_request(self, request: ScheduleRequest) -> None:
+        """Forget a request (done, or for a schedule that is gone)."""
         ...

@@ -16,6 +16,7 @@ __all__ = [
     "BUMP_REVISION",
     "CLAIM",
     "DELETE",
+    "DELETE_REQUEST",
     "INSERT",
     "LEDGER",
     "LEDGER_COLUMNS",
@@ -24,6 +25,8 @@ __all__ = [
     "PURGE_CLAIMS",
     "RECORD",
     "RECORD_IF_ABSENT",
+    "REQUEST",
+    "REQUESTS",
     "REVISION",
     "SCHEDULE_COLUMNS",
     "SELECT_ALL",
@@ -97,6 +100,20 @@ PURGE_CLAIMS: Final = "DELETE FROM tocsin_schedule_claims WHERE expires <= ?"
 CLAIM: Final = (
     "INSERT INTO tocsin_schedule_claims (key, node, expires) VALUES (?, ?, ?) "
     "ON CONFLICT (key) DO NOTHING"
+)
+
+
+#: Parameters: id, instant, manual, at.
+REQUEST: Final = (
+    "INSERT INTO tocsin_schedule_requests (id, instant, manual, at) VALUES (?, ?, ?, ?) "
+    "ON CONFLICT (id, instant, manual) DO NOTHING"
+)
+REQUESTS: Final = (
+    "SELECT id, instant, manual, at FROM tocsin_schedule_requests ORDER BY instant, id"
+)
+#: Parameters: id, instant, manual.
+DELETE_REQUEST: Final = (
+    "DELETE FROM tocsin_schedule_requests WHERE id = ? AND instant = ? AND manual = ?"
 )
 
 

@@ -29,7 +29,7 @@ from ._protocols import (
     TaskState,
     TickRow,
 )
-from ._schedule_rows import ScheduleRow, ScheduleTickRow
+from ._schedule_rows import ScheduleRequest, ScheduleRow, ScheduleTickRow
 from ._validate import validate_ops
 
 __all__ = ["MemoryStore"]
@@ -65,6 +65,7 @@ class MemoryStore:
         self._schedules: dict[str, ScheduleRow] = {}
         self._ledger: dict[str, dict[float, ScheduleTickRow]] = {}
         self._claims: dict[str, float] = {}
+        self._requests: dict[tuple[str, float, bool], ScheduleRequest] = {}
         self._revision = 0
 
     def __repr__(self) -> str:
@@ -305,6 +306,21 @@ class MemoryStore:
                 del self._claims[stale]
         self._claims[key] = float(expires)
         return True
+
+    async def request_schedule_run(self, request: ScheduleRequest) -> None:
+        """Record a run asked for (once) and move the revision."""
+        key = (request.id, float(request.instant), request.manual)
+        if key not in self._requests:
+            self._requests[key] = request
+            self._revision += 1
+
+    async def schedule_requests(self) -> list[ScheduleRequest]:
+        """The requests not yet done, oldest instant first."""
+        return sorted(self._requests.values(), key=lambda r: (r.instant, r.id))
+
+    async def delete_schedule_request(self, request: ScheduleRequest) -> None:
+        """Forget a request."""
+        self._requests.pop((request.id, float(request.instant), request.manual), None)
 
     async def due_actors(self, before: float, limit: int) -> list[DueActor]:
         """Actors with a pending task due at or before ``before``, earliest first.

@@ -57,7 +57,7 @@ from ._protocols import (
     TickRow,
     UpsertTask,
 )
-from ._schedule_rows import ScheduleRow, ScheduleTickRow
+from ._schedule_rows import ScheduleRequest, ScheduleRow, ScheduleTickRow
 from ._validate import validate_ops
 
 try:
@@ -746,6 +746,23 @@ class PostgresStore:
                 await conn.execute(_SQ["PURGE_CLAIMS"], float(now))
                 status: str = await conn.execute(_SQ["CLAIM"], key, node, float(expires))
         return status.endswith(" 1")
+
+    async def request_schedule_run(self, request: ScheduleRequest) -> None:
+        """Record a run asked for (once) and move the revision."""
+        args = (request.id, float(request.instant), request.manual, float(request.at))
+        await self._change(_SQ["REQUEST"], args, "request a schedule run")
+
+    async def schedule_requests(self) -> list[ScheduleRequest]:
+        """The requests not yet done, oldest instant first."""
+        rows = await self._fetch(_SQ["REQUESTS"])
+        return [ScheduleRequest(i, float(t), bool(m), float(a)) for i, t, m, a in rows]
+
+    async def delete_schedule_request(self, request: ScheduleRequest) -> None:
+        """Forget a request."""
+        pool = self._require()
+        args = (request.id, float(request.instant), request.manual)
+        async with self._errors("forget a schedule request"):
+            await pool.execute(_SQ["DELETE_REQUEST"], *args)
 
     async def _change(self, sql: str, args: tuple[Any, ...], what: str) -> bool:
         """One change of ``tocsin_schedules`` and, if it changed a row, the revision

@@ -59,7 +59,7 @@ from ._protocols import (
     TaskState,
     TickRow,
 )
-from ._schedule_rows import ScheduleRow, ScheduleTickRow
+from ._schedule_rows import ScheduleRequest, ScheduleRow, ScheduleTickRow
 from ._sqlite_calls import (
     DB_ERRORS,
     cannot_be_database,
@@ -464,6 +464,25 @@ class SQLiteStore:
 
         await self._call(claim, write=True, what="claim a schedule tick")
         return bool(won and won[-1])
+
+    async def request_schedule_run(self, request: ScheduleRequest) -> None:
+        """Record a run asked for (once) and move the revision."""
+        args = (request.id, float(request.instant), request.manual, float(request.at))
+        await self._change(sq.REQUEST, args, "request a schedule run")
+
+    async def schedule_requests(self) -> list[ScheduleRequest]:
+        """The requests not yet done, oldest instant first."""
+        rows = await self._read(sq.REQUESTS, (), bounded=False)
+        return [ScheduleRequest(i, float(t), bool(m), float(a)) for i, t, m, a in rows]
+
+    async def delete_schedule_request(self, request: ScheduleRequest) -> None:
+        """Forget a request."""
+        args = (request.id, float(request.instant), request.manual)
+
+        def delete(conn: sqlite3.Connection) -> None:
+            conn.execute(sq.DELETE_REQUEST, args)
+
+        await self._call(delete, write=True, what="forget a schedule request")
 
     async def _change(self, sql: str, args: tuple[Any, ...], what: str) -> bool:
         """One change of ``tocsin_schedules`` and, if it changed a row, the revision

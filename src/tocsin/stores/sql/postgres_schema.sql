@@ -158,3 +158,12 @@ CREATE TABLE IF NOT EXISTS tocsin_schedule_claims (
     expires  double precision NOT NULL
 );
 CREATE INDEX IF NOT EXISTS tocsin_schedule_claims_expires ON tocsin_schedule_claims (expires);
+-- Runs asked for from another process (tocsin schedules trigger/backfill): every node
+-- running schedules claims each; the winner runs it and deletes the row.
+CREATE TABLE IF NOT EXISTS tocsin_schedule_requests (
+    id       text COLLATE "C" NOT NULL,
+    instant  double precision NOT NULL,
+    manual   boolean          NOT NULL,
+    at       double precision NOT NULL,
+    PRIMARY KEY (id, instant, manual)
+);

@@ -144,3 +144,12 @@ CREATE TABLE IF NOT EXISTS tocsin_schedule_claims (
     expires  REAL NOT NULL
 ) WITHOUT ROWID;
 CREATE INDEX IF NOT EXISTS tocsin_schedule_claims_expires ON tocsin_schedule_claims (expires);
+-- Runs asked for from another process (tocsin schedules trigger/backfill): every node
+-- running schedules claims each; the winner runs it and deletes the row.
+CREATE TABLE IF NOT EXISTS tocsin_schedule_requests (
+    id       TEXT    NOT NULL,
+    instant  REAL    NOT NULL,
+    manual   INTEGER NOT NULL,
+    at       REAL    NOT NULL,
+    PRIMARY KEY (id, instant, manual)
+) WITHOUT ROWID;
