@@ -9,17 +9,20 @@ into the ``TickOutcome`` history returns; ``decode_spec`` reads a stored spec.
 
 from __future__ import annotations
 
+from ._instants import Instants
 from ._runner import SERVICE as SCHEDULES_SERVICE
 from ._runner import Runner, runner_of
 from ._service import tick_outcome
-from ._spec import decode_spec, diff, encode_spec
+from ._spec import decode_spec, diff, encode_spec, spec_to_wire
 
 __all__ = [
     "SCHEDULES_SERVICE",
+    "Instants",
     "Runner",
     "decode_spec",
     "diff",
     "encode_spec",
     "runner_of",
+    "spec_to_wire",
     "tick_outcome",
 ]
