@@ -57,7 +57,8 @@ def _csrf(html: str) -> str:
 
 async def test_the_list_the_buttons_and_the_ledger_page() -> None:
     async with console() as (system, clock, server):
-        async with aiohttp.ClientSession(headers=_auth(server)) as http:
+        http = aiohttp.ClientSession(headers=_auth(server))
+        async with http:
             status, page = await _text(http, server.url)
             assert status == 200
             stored = page.split('id="stored"', 1)[1].split("</section>", 1)[0]
@@ -114,7 +115,7 @@ async def test_a_store_console_lists_and_pauses_stored_schedules_without_a_syste
         await system.schedules.add(Schedule("r", Interval(60), RECORD))
     server: Any = await serve_store(store, "127.0.0.1:0", interval=0.05)
     async with server, aiohttp.ClientSession(headers=_auth(server)) as http:
-        status, page = await _text(http, server.url)
+        _, page = await _text(http, server.url)
         assert "every 60 s" in page
         form = {"csrf": _csrf(page), "id": "r", "note": "from the store console"}
         async with http.post(server.url + "schedules/pause", data=form) as r:
