@@ -162,7 +162,7 @@ class Schedule:
     misfire: Misfire = field(default=Misfire.ONCE, kw_only=True)
     jitter: float | None = field(default=None, kw_only=True)
     exclude: Calendar | None = field(default=None, kw_only=True)
-    delivery: Delivery = field(default=Delivery.AT_MOST_ONCE, kw_only=True)
+    delivery: Delivery | str = field(default=Delivery.AT_MOST_ONCE, kw_only=True)
     history: int = field(default=DEFAULT_HISTORY, kw_only=True)
     enabled: bool = field(default=True, kw_only=True)
 
