@@ -141,6 +141,8 @@ def test_three_nodes_one_killed_mid_run(
         again = [(n, f) for n, f in done[second] if n != killed]
         assert again, (second, starts[second], done[second])
         assert all(f > fence for _, f in again), (fence, again)
+        retried = {round(r.instant): r for r in asyncio.run(_ledger(store))}[second]
+        assert (retried.outcome, retried.node) == ("retried", again[0][0])
     rows = asyncio.run(_ledger(store))
     instants = [round(r.instant) for r in rows]
     assert len(instants) == len(set(instants))  # one row per instant

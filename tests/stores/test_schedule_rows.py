@@ -197,3 +197,16 @@ async def test_requests_are_recorded_once_listed_oldest_first_and_forgotten(
         assert await s.schedule_requests() == [late]
     finally:
         await store.close()
+
+
+async def test_one_instants_row_is_read_by_its_key(make: Callable[[], Store]) -> None:
+    store = make()
+    await store.open()
+    s: ScheduleStore = store  # type: ignore[assignment]
+    try:
+        row = ScheduleTickRow("a", 7.0, 8.0, "delivered", "n1", 2, started=7.5)
+        await s.record_schedule_tick(row, keep=5)
+        assert await s.schedule_tick("a", 7.0) == row
+        assert await s.schedule_tick("a", 8.0) is None
+    finally:
+        await store.close()

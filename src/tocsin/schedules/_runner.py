@@ -524,7 +524,13 @@ class Runner:
         started = self.clock.wall()
         self._started(started - instant)
         try:
-            await self._record(entry, instant, Outcome.DELIVERED, None, started=started)
+            ran = Outcome.DELIVERED
+            if spec.delivery == "at_least_once" and not manual:
+                # A re-claim after the first winner let its delivery lease lapse: the
+                # instant already has its row (written when that run started).
+                if await self.store.schedule_tick(spec.id, instant) is not None:
+                    ran = Outcome.RETRIED
+            await self._record(entry, instant, ran, None, started=started)
             tick = Tick(spec.id, _utc(instant), 1, manual, backfill, fence)
             assert isinstance(spec.target, str)
             try:
@@ -588,10 +594,10 @@ class Runner:
             )
         key = (sid, str(outcome))
         self.counts[key] = self.counts.get(key, 0) + 1
-        if outcome is Outcome.DELIVERED and replace:
+        if outcome in (Outcome.DELIVERED, Outcome.RETRIED) and replace:
             self.decided_lateness[self.decided % LATENESS_RING] = max(0.0, ledger.at - instant)
             self.decided += 1
-        if outcome is not Outcome.DELIVERED:
+        if outcome not in (Outcome.DELIVERED, Outcome.RETRIED):
             self.publish(TickNotDelivered(sid, _utc(instant), outcome, detail, self.node))
 
 

@@ -16,7 +16,7 @@ Prior art: APScheduler 4's ``IntervalTrigger``/``CronTrigger``/``DateTrigger`` a
 from __future__ import annotations
 
 import contextvars
-from collections.abc import Iterator
+from collections.abc import Awaitable, Callable, Iterator
 from contextlib import contextmanager
 from dataclasses import dataclass, field
 from datetime import datetime
@@ -155,7 +155,7 @@ class Schedule:
 
     id: str
     trigger: Trigger
-    target: str | Durable
+    target: str | Durable | Callable[..., Awaitable[Any]]
     args: tuple[Any, ...] = field(default=(), kw_only=True)
     kwargs: dict[str, Any] | None = field(default=None, kw_only=True)
     overlap: Overlap = field(default=Overlap.BUFFER_ONE, kw_only=True)

@@ -148,6 +148,10 @@ class ScheduleStore(Protocol):
         ``limit`` of them (an unknown or removed id: its kept rows, or none)."""
         ...
 
+    async def schedule_tick(self, schedule_id: str, instant: float) -> ScheduleTickRow | None:
+        """The ledger row of one instant, or ``None``."""
+        ...
+
     async def claim_schedule_tick(self, key: str, node: str, now: float, expires: float) -> bool:
         """Put-if-absent the claim ``key`` until ``expires``; a claim of that key that
         expired by ``now`` is replaced. Returns whether this call won it."""

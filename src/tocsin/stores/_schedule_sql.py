@@ -21,6 +21,7 @@ __all__ = [
     "LEDGER",
     "LEDGER_COLUMNS",
     "LEDGER_NEWEST",
+    "LEDGER_ONE",
     "PAUSE",
     "PURGE_CLAIMS",
     "RECORD",
@@ -88,6 +89,10 @@ TRIM: Final = (
 #: Parameters: id.
 LEDGER: Final = (
     f"SELECT {LEDGER_COLUMNS} FROM tocsin_schedule_history WHERE id = ? ORDER BY instant"
+)
+#: Parameters: id, instant.
+LEDGER_ONE: Final = (
+    f"SELECT {LEDGER_COLUMNS} FROM tocsin_schedule_history WHERE id = ? AND instant = ?"
 )
 #: Parameters: id, limit. Newest first (the caller reverses).
 LEDGER_NEWEST: Final = (

@@ -296,6 +296,10 @@ class MemoryStore:
         ordered = [rows[instant] for instant in sorted(rows)]
         return ordered if limit is None else ordered[max(len(ordered) - limit, 0) :]
 
+    async def schedule_tick(self, schedule_id: str, instant: float) -> ScheduleTickRow | None:
+        """The ledger row of one instant, or ``None``."""
+        return self._ledger.get(schedule_id, {}).get(float(instant))
+
     async def claim_schedule_tick(self, key: str, node: str, now: float, expires: float) -> bool:
         """Put-if-absent ``key`` until ``expires`` (an expired claim is replaced)."""
         held = self._claims.get(key)

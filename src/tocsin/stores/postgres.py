@@ -737,6 +737,11 @@ class PostgresStore:
         rows = await self._fetch(_SQ["LEDGER_NEWEST"], schedule_id, max(limit, 0))
         return [sq.tick_from_sql(r) for r in reversed(rows)]
 
+    async def schedule_tick(self, schedule_id: str, instant: float) -> ScheduleTickRow | None:
+        """The ledger row of one instant, or ``None``."""
+        rows = await self._fetch(_SQ["LEDGER_ONE"], schedule_id, float(instant))
+        return sq.tick_from_sql(rows[0]) if rows else None
+
     async def claim_schedule_tick(self, key: str, node: str, now: float, expires: float) -> bool:
         """Put-if-absent ``key`` until ``expires`` (an expired claim is replaced)."""
         pool = self._require()
