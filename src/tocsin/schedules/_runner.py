@@ -525,11 +525,14 @@ class Runner:
         self._started(started - instant)
         try:
             ran = Outcome.DELIVERED
-            if spec.delivery == "at_least_once" and not manual:
-                # A re-claim after the first winner let its delivery lease lapse: the
-                # instant already has its row (written when that run started).
-                if await self.store.schedule_tick(spec.id, instant) is not None:
-                    ran = Outcome.RETRIED
+            # An at_least_once re-claim after the first winner let its delivery lease
+            # lapse: the instant already has its row (written when that run started).
+            if (
+                spec.delivery == "at_least_once"
+                and not manual
+                and await self.store.schedule_tick(spec.id, instant) is not None
+            ):
+                ran = Outcome.RETRIED
             await self._record(entry, instant, ran, None, started=started)
             tick = Tick(spec.id, _utc(instant), 1, manual, backfill, fence)
             assert isinstance(spec.target, str)
