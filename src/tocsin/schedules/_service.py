@@ -77,6 +77,13 @@ class _Store(ScheduleStore, Protocol):
     async def announce(self) -> None: ...
 
 
+class _Missing:
+    """No row was read beforehand (``_put`` reads it)."""
+
+
+_MISSING: Final = _Missing()
+
+
 def _unknown(schedule_id: str) -> ScheduleNotFoundError:
     return ScheduleNotFoundError(f"no stored schedule {schedule_id!r}")
 
@@ -105,6 +112,7 @@ class Schedules:
 
     def __init__(self, store: _Store, clock: Clock, node: str, runner: Runner | None) -> None:
         self._store = store
+        self._batching = False
         self._clock = clock
         self._node = node
         self._runner = runner
@@ -145,8 +153,8 @@ class Schedules:
                 f"a stored schedule {schedule.id!r} exists; pass replace=True to replace "
                 "it, or use update()"
             )
-        stored, _ = await self._put(schedule, force=True)
-        return stored
+        written, _ = await self._put(schedule, force=True)
+        return await self._snapshot(written)
 
     async def update(self, schedule_id: str, **changes: Any) -> StoredSchedule:
         """Change fields of a stored schedule's spec (``trigger=``, ``target=``,
@@ -330,18 +338,28 @@ class Schedules:
         if twice:
             raise ValueError(f"schedules declared twice: {', '.join(twice)}")
         done: builtins.list[Upserted] = []
-        for spec in wanted:
-            try:
-                _, action = await self._put(spec, force=False)
-            except _PassedOnce:
-                action = Upserted(spec.id, "passed")
-            done.append(action)
-        if prune:
-            keep = set(ids)
-            for row in await self._store.schedule_rows():
-                if row.id not in keep and await self._store.delete_schedule(row.id):
-                    await self._removed(row.id)
-                    done.append(Upserted(row.id, "removed"))
+        # One read of what is stored, and one announcement at the end (not one per
+        # schedule: ten thousand declared schedules would have every node re-read the
+        # store ten thousand times).
+        stored = {row.id: row for row in await self._store.schedule_rows()}
+        self._batching = True
+        try:
+            for spec in wanted:
+                try:
+                    _, action = await self._put(spec, force=False, known=stored.get(spec.id))
+                except _PassedOnce:
+                    action = Upserted(spec.id, "passed")
+                done.append(action)
+            if prune:
+                keep = set(ids)
+                for sid in sorted(stored):
+                    if sid not in keep and await self._store.delete_schedule(sid):
+                        await self._removed(sid)
+                        done.append(Upserted(sid, "removed"))
+        finally:
+            self._batching = False
+            if any(d.action in ("added", "changed", "removed") for d in done):
+                await self._announce()
         return done
 
     async def plan(
@@ -366,10 +384,16 @@ class Schedules:
             out.extend(Upserted(sid, "removed") for sid in sorted(stored) if sid not in wanted)
         return out
 
-    async def _put(self, spec: Schedule, *, force: bool) -> tuple[StoredSchedule, Upserted]:
-        for _ in range(_CAS_ATTEMPTS):
+    async def _put(
+        self, spec: Schedule, *, force: bool, known: ScheduleRow | _Missing | None = _MISSING
+    ) -> tuple[ScheduleRow, Upserted]:
+        """Upsert ``spec``; ``known``: the stored row as just read (saves a read)."""
+        for attempt in range(_CAS_ATTEMPTS):
             now = self._clock.wall()
-            row = await self._store.schedule_row(spec.id)
+            if attempt == 0 and not isinstance(known, _Missing):
+                row = known
+            else:
+                row = await self._store.schedule_row(spec.id)
             if row is None:
                 resolved = resolve(spec, now)
                 trigger = resolved.trigger
@@ -384,16 +408,16 @@ class Schedules:
                 fresh = ScheduleRow(spec.id, encode_spec(resolved), 1, now, now)
                 if await self._store.write_schedule(fresh, expect=None):
                     await self._changed(fresh)
-                    return await self._snapshot(fresh), Upserted(spec.id, "added")
+                    return fresh, Upserted(spec.id, "added")
                 continue
             old = decode_spec(row.spec)
             resolved = _keep_resolution(spec, old, now)
             fields = diff(old, resolved)
             if not fields and not force:
-                return await self._snapshot(row), Upserted(spec.id, "unchanged")
+                return row, Upserted(spec.id, "unchanged")
             written = await self._write(row, resolved)
             if written is not None:
-                return await self._snapshot(written), Upserted(spec.id, "changed", tuple(fields))
+                return written, Upserted(spec.id, "changed", tuple(fields))
         raise _contended(spec.id)
 
     async def _write(self, row: ScheduleRow, spec: Schedule) -> ScheduleRow | None:
@@ -414,12 +438,14 @@ class Schedules:
         """A change written here: this node re-arms now, the others are told."""
         if self._runner is not None:
             self._runner.changed(row)
-        await self._announce()
+        if not self._batching:
+            await self._announce()
 
     async def _removed(self, schedule_id: str) -> None:
         if self._runner is not None:
             self._runner.removed(schedule_id)
-        await self._announce()
+        if not self._batching:
+            await self._announce()
 
     async def _run(self, row: ScheduleRow, instant: float, *, manual: bool) -> None:
         """Claim and run ``instant`` here (a node), or ask the nodes to (a process that
