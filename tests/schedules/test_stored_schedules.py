@@ -18,6 +18,7 @@ from tocsin import (
     Calendar,
     DurableActor,
     ManualClock,
+    Misfire,
     ScheduleAlreadyExistsError,
     ScheduleNotFoundError,
 )
@@ -276,3 +277,39 @@ async def test_on_a_real_store_schedules_fire_survive_a_restart_and_keep_their_l
         ]
         assert rows[2].note == "maintenance"
     assert len(jobs.RUNS) == 3
+
+
+@pytest.mark.parametrize(
+    ("misfire", "runs", "rows"),
+    [
+        (Misfire.once(), 1, [("coalesced", "58"), ("delivered", None)]),
+        (
+            Misfire.skip(),
+            0,
+            [("missed", "59 instants came due while no node ran it (Misfire.skip)")],
+        ),
+        (
+            Misfire.all(max=3),
+            3,
+            [("coalesced", "56"), ("delivered", None), ("delivered", None), ("delivered", None)],
+        ),
+        (Misfire.once(grace=30), 0, [("coalesced", "58"), ("missed", None)]),
+    ],
+    ids=["once", "skip", "all", "grace"],
+)
+async def test_instants_due_while_every_node_was_down_follow_the_misfire_policy_at_start(
+    misfire: Misfire, runs: int, rows: list[tuple[str, str | None]]
+) -> None:
+    store = MemoryStore()
+    clock = ManualClock(wall=T0)
+    declared = [Schedule("r", Interval(60), RECORD, misfire=misfire)]
+    async with ActorSystem("n1", clock=clock, store=store, schedules=declared):
+        await clock.advance(61)  # one instant delivered
+    jobs.RUNS.clear()
+    await clock.advance(3600 - 30)  # the whole system is down for an hour (59 instants)
+    async with ActorSystem("n2", clock=clock, store=store, schedules=declared) as system:
+        await clock.advance(0)
+        history = await system.schedules.history("r")
+        got = [(str(h.outcome), h.detail) for h in history[1:]]
+        assert got == rows
+        assert len(jobs.RUNS) == runs

@@ -210,3 +210,17 @@ async def test_one_instants_row_is_read_by_its_key(make: Callable[[], Store]) ->
         assert await s.schedule_tick("a", 8.0) is None
     finally:
         await store.close()
+
+
+async def test_the_newest_instant_of_each_ledger_in_one_read(make: Callable[[], Store]) -> None:
+    store = make()
+    await store.open()
+    s: ScheduleStore = store  # type: ignore[assignment]
+    try:
+        assert await s.schedule_last_instants() == {}
+        for sid, instant in (("a", 1.0), ("a", 5.0), ("b", 3.0)):
+            row = ScheduleTickRow(sid, instant, instant, "delivered", "n1", 1)
+            await s.record_schedule_tick(row, keep=5)
+        assert await s.schedule_last_instants() == {"a": 5.0, "b": 3.0}
+    finally:
+        await store.close()

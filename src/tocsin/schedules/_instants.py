@@ -109,6 +109,43 @@ class Instants:
         nxt = self._cron.next_after(_utc(t), dst=self._dst)
         return None if nxt is None else nxt.timestamp()
 
+    def before(self, t: float, *, horizon: float = HORIZON) -> float | None:
+        """The last raw instant at or before ``t`` (searching back up to ``horizon``)."""
+        trigger = self.spec.trigger
+        if isinstance(trigger, Interval):
+            assert trigger.anchor is not None
+            anchor, step = trigger.anchor.timestamp(), trigger.seconds
+            candidate = anchor + math.floor((t - anchor) / step) * step
+            while candidate > t:  # float rounding at the boundary
+                candidate -= step
+            return candidate
+        span = 60.0
+        while span <= horizon * 8:
+            cursor = self.after(t - span)
+            best = None
+            while cursor is not None and cursor <= t:
+                best = cursor
+                cursor = self.after(cursor)
+            if best is not None:
+                return best
+            span *= 8
+        return None
+
+    def count(self, after: float, until: float, cap: int) -> int:
+        """How many raw instants lie in ``(after, until]``; at most ``cap`` are walked
+        (a longer walk answers ``cap``); an Interval's are counted, not walked."""
+        trigger = self.spec.trigger
+        if isinstance(trigger, Interval):
+            assert trigger.anchor is not None
+            anchor, step = trigger.anchor.timestamp(), trigger.seconds
+            return max(0, math.floor((until - anchor) / step) - math.floor((after - anchor) / step))
+        found = 0
+        cursor = self.after(after)
+        while cursor is not None and cursor <= until and found < cap:
+            found += 1
+            cursor = self.after(cursor)
+        return found
+
     def excluded(self, instant: float) -> bool:
         """Whether the calendar excludes ``instant``."""
         exclude = self.spec.exclude

@@ -231,6 +231,7 @@ class Runner:
         if watch is not None:
             self._unwatch = await watch(self._changed_outside)
         await self._reload()
+        await self._catch_up()
         self._arm_poll()
 
     async def close(self) -> None:
@@ -353,6 +354,45 @@ class Runner:
         self.entries[row.id] = fresh
         self._arm(fresh, self.clock.wall())
 
+    async def _catch_up(self) -> None:
+        """Instants that came due while no node ran a schedule (the whole system was
+        down: nothing decided them) follow its ``misfire`` policy, once, at start:
+        ``once`` claims the latest of them (the others coalesced: one ``coalesced`` row
+        on the earliest, with how many), ``all(max=N)`` claims the most recent N oldest
+        first, ``skip`` claims none (one ``missed`` row on the latest, with how many).
+        They are claimed like backfills (no lateness check), so the nodes starting
+        together decide each once; ``grace`` still makes a too-late one ``missed``."""
+        last = await self.store.schedule_last_instants()
+        now = self.clock.wall()
+        for entry in list(self.entries.values()):
+            spec = entry.spec
+            if not spec.enabled or isinstance(spec.trigger, Once):
+                continue  # a Once due while down is armed at once by _arm
+            since = max(last.get(entry.row.id, -math.inf), entry.row.updated_at)
+            latest = entry.instants.before(now)
+            if latest is None or latest <= since:
+                continue
+            overdue = entry.instants.count(since, now, cap=10_000)
+            misfire = spec.misfire
+            if misfire.mode == "skip":
+                text = f"{overdue} instants came due while no node ran it (Misfire.skip)"
+                await self._record(entry, latest, Outcome.MISSED, text, replace=False)
+                continue
+            keep = misfire.max if misfire.mode == "all" else 1
+            chosen = [latest]
+            while len(chosen) < min(keep, overdue):
+                earlier = entry.instants.before(chosen[0] - 1e-6)
+                if earlier is None or earlier <= since:
+                    break
+                chosen.insert(0, earlier)
+            if overdue > len(chosen):
+                first = entry.instants.after(since)
+                if first is not None:
+                    text = str(overdue - len(chosen))
+                    await self._record(entry, first, Outcome.COALESCED, text, replace=False)
+            for instant in chosen:
+                self.claim(entry, instant, overdue=True)
+
     def removed(self, schedule_id: str) -> None:
         """The schedule is gone: no instant of it is armed any more."""
         entry = self.entries.pop(schedule_id, None)
@@ -407,9 +447,16 @@ class Runner:
             self._arm(entry, instant)
 
     def claim(
-        self, entry: _Entry, instant: float, *, manual: bool = False, backfill: bool = False
+        self,
+        entry: _Entry,
+        instant: float,
+        *,
+        manual: bool = False,
+        backfill: bool = False,
+        overdue: bool = False,
     ) -> None:
-        """Claim ``instant`` of ``entry`` and decide it if this node wins."""
+        """Claim ``instant`` of ``entry`` and decide it if this node wins (``overdue``:
+        an instant found overdue at start, claimed without the lateness check)."""
         following = entry.instants.after(instant)
         period = math.inf if following is None else following - instant
         reference = CLAIM_PREFIX + entry.row.id
@@ -431,7 +478,7 @@ class Runner:
             deliver,
             skipped,
             delivery=str(entry.spec.delivery),
-            backfill=manual or backfill,
+            backfill=manual or backfill or overdue,
         )
 
     # -- deciding ------------------------------------------------------------------------

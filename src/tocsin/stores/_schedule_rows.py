@@ -148,6 +148,11 @@ class ScheduleStore(Protocol):
         ``limit`` of them (an unknown or removed id: its kept rows, or none)."""
         ...
 
+    async def schedule_last_instants(self) -> dict[str, float]:
+        """The newest instant of each schedule's ledger, by id (one read: what a node
+        starting finds overdue since)."""
+        ...
+
     async def schedule_tick(self, schedule_id: str, instant: float) -> ScheduleTickRow | None:
         """The ledger row of one instant, or ``None``."""
         ...

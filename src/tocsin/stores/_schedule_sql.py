@@ -18,6 +18,7 @@ __all__ = [
     "DELETE",
     "DELETE_REQUEST",
     "INSERT",
+    "LAST_INSTANTS",
     "LEDGER",
     "LEDGER_COLUMNS",
     "LEDGER_NEWEST",
@@ -90,6 +91,7 @@ TRIM: Final = (
 LEDGER: Final = (
     f"SELECT {LEDGER_COLUMNS} FROM tocsin_schedule_history WHERE id = ? ORDER BY instant"
 )
+LAST_INSTANTS: Final = "SELECT id, MAX(instant) FROM tocsin_schedule_history GROUP BY id"
 #: Parameters: id, instant.
 LEDGER_ONE: Final = (
     f"SELECT {LEDGER_COLUMNS} FROM tocsin_schedule_history WHERE id = ? AND instant = ?"

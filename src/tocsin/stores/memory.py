@@ -296,6 +296,10 @@ class MemoryStore:
         ordered = [rows[instant] for instant in sorted(rows)]
         return ordered if limit is None else ordered[max(len(ordered) - limit, 0) :]
 
+    async def schedule_last_instants(self) -> dict[str, float]:
+        """The newest instant of each schedule's ledger, by id."""
+        return {sid: max(rows) for sid, rows in self._ledger.items() if rows}
+
     async def schedule_tick(self, schedule_id: str, instant: float) -> ScheduleTickRow | None:
         """The ledger row of one instant, or ``None``."""
         return self._ledger.get(schedule_id, {}).get(float(instant))

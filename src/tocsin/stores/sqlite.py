@@ -453,6 +453,11 @@ class SQLiteStore:
         rows = await self._read(sq.LEDGER_NEWEST, (schedule_id, max(limit, 0)), bounded=False)
         return [sq.tick_from_sql(r) for r in reversed(rows)]
 
+    async def schedule_last_instants(self) -> dict[str, float]:
+        """The newest instant of each schedule's ledger, by id."""
+        rows = await self._read(sq.LAST_INSTANTS, (), bounded=False)
+        return {sid: float(instant) for sid, instant in rows}
+
     async def schedule_tick(self, schedule_id: str, instant: float) -> ScheduleTickRow | None:
         """The ledger row of one instant, or ``None``."""
         rows = await self._read(sq.LEDGER_ONE, (schedule_id, float(instant)))
