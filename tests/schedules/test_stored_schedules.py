@@ -313,3 +313,17 @@ async def test_instants_due_while_every_node_was_down_follow_the_misfire_policy_
         got = [(str(h.outcome), h.detail) for h in history[1:]]
         assert got == rows
         assert len(jobs.RUNS) == runs
+
+
+async def test_an_update_restating_the_same_interval_keeps_its_anchor_and_a_new_one_moves_it() -> (
+    None
+):
+    sys_, clock = system()
+    async with sys_:
+        first = await sys_.schedules.add(Schedule("r", Interval(60), RECORD))
+        await clock.advance(7.5)
+        same = await sys_.schedules.update("r", trigger=Interval(60))
+        assert (same.spec.trigger, same.version) == (first.spec.trigger, 1)  # no change
+        moved = await sys_.schedules.update("r", trigger=Interval(30))
+        assert moved.spec.trigger == Interval(30, anchor=datetime.fromtimestamp(int(T0 + 7.5), UTC))
+        assert moved.version == 2

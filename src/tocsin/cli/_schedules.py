@@ -239,26 +239,11 @@ async def _history(schedules: Schedules, ns: argparse.Namespace) -> None:
         print(_row_text(entry))
 
 
-def _previous(instants: Instants, t: float) -> float | None:
-    """The last instant at or before ``t`` (searching back up to ten years)."""
-    span = 60.0
-    while span < 10 * 366 * 86_400:
-        cursor = instants.after(t - span)
-        best = None
-        while cursor is not None and cursor <= t:
-            best = cursor
-            cursor = instants.after(cursor)
-        if best is not None:
-            return best
-        span *= 8
-    return None
-
-
 async def _why(schedules: Schedules, ns: argparse.Namespace) -> None:
     info = await schedules.get(ns.id)
     at = ns.at.timestamp() if ns.at is not None else SystemClock().wall()
     instants = Instants(info.spec)
-    before = _previous(instants, at)
+    before = instants.before(at)
     after = instants.after(at)
     ledger = {round(e.instant.timestamp(), 3): e for e in await schedules.history(ns.id)}
     exact = before is not None and abs(before - at) < 0.001

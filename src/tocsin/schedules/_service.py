@@ -158,8 +158,9 @@ class Schedules:
 
     async def update(self, schedule_id: str, **changes: Any) -> StoredSchedule:
         """Change fields of a stored schedule's spec (``trigger=``, ``target=``,
-        ``overlap=``, ...): a new version; the next instant is computed from the new
-        trigger after now, and the pause state is kept.
+        ``overlap=``, ...): a new version (none when nothing differs); the next instant is
+        computed from the new trigger after now, and the pause state is kept. A restated
+        ``Interval`` without an anchor keeps the stored one while its seconds are equal.
 
         Raises:
             ScheduleNotFoundError: no stored schedule ``schedule_id``.
@@ -179,8 +180,11 @@ class Schedules:
             row = await self._row(schedule_id)
             old = decode_spec(row.spec)
             new = dataclasses.replace(old, **changes)
-            # An explicit trigger is resolved afresh (its anchor, its Once instant).
-            resolved = resolve(new, self._clock.wall()) if "trigger" in changes else new
+            # A new trigger is resolved as an upsert resolves it: an Interval keeps its
+            # stored anchor while its seconds are unchanged, a Once its stored instant.
+            resolved = _keep_resolution(new, old, self._clock.wall())
+            if not diff(old, resolved):
+                return await self._snapshot(row)  # nothing changes: no new version
             written = await self._write(row, resolved)
             if written is not None:
                 return await self._snapshot(written)
