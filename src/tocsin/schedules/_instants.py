@@ -74,13 +74,18 @@ def resolve(spec: S, now: float, *, keep_anchor: datetime | None = None) -> S:
 class Instants:
     """The instants of one resolved spec (see :func:`resolve`)."""
 
-    __slots__ = ("_cron", "_dst", "spec")
+    # Slotted, and the interval's grid kept as floats: one is walked per instant fired
+    # on every node (bench/schedules.py).
+    __slots__ = ("_anchor", "_cron", "_dst", "_step", "spec")
 
     def __init__(self, spec: Spec) -> None:
         self.spec = spec
         trigger = spec.trigger
         self._cron = trigger.parsed if isinstance(trigger, Cron) else None
         self._dst = trigger.dst if isinstance(trigger, Cron) else None
+        interval = isinstance(trigger, Interval) and trigger.anchor is not None
+        self._anchor = trigger.anchor.timestamp() if interval else 0.0  # type: ignore[union-attr]
+        self._step = trigger.seconds if isinstance(trigger, Interval) else 0.0
 
     @property
     def zone(self) -> str:
@@ -91,16 +96,16 @@ class Instants:
     def after(self, t: float) -> float | None:
         """The first raw instant strictly after ``t`` (epoch seconds), calendar not
         applied; ``None`` when there is none."""
-        trigger = self.spec.trigger
-        if isinstance(trigger, Interval):
-            assert trigger.anchor is not None
-            anchor, step = trigger.anchor.timestamp(), trigger.seconds
+        step = self._step
+        if step:
+            anchor = self._anchor
             k = math.floor((t - anchor) / step) + 1
             candidate = anchor + k * step
             while candidate <= t:  # float rounding at the boundary
                 k += 1
                 candidate = anchor + k * step
             return candidate
+        trigger = self.spec.trigger
         if isinstance(trigger, Once):
             assert trigger.at is not None
             at = trigger.at.timestamp()

@@ -401,11 +401,12 @@ class Runner:
 
     # -- instants ------------------------------------------------------------------------
 
-    def _arm(self, entry: _Entry, after: float) -> None:
+    def _arm(self, entry: _Entry, after: float, known: float | None = None) -> None:
+        """Arm the first instant after ``after`` (``known``: it, computed already)."""
         if self.closed or not entry.spec.enabled:
             return
         trigger = entry.spec.trigger
-        instant = entry.instants.after(after)
+        instant = known if known is not None else entry.instants.after(after)
         if instant is None:
             if isinstance(trigger, Once) and trigger.at is not None and entry.handle is None:
                 # Stored and still undecided, its instant passed while no node ran it:
@@ -433,18 +434,18 @@ class Runner:
     def _fire(self, entry: _Entry, instant: float) -> None:
         if self.entries.get(entry.row.id) is not entry:
             return  # replaced or removed since it was armed
-        self.claim(entry, instant)
+        nxt = entry.instants.after(instant)
+        self.claim(entry, instant, following=nxt)
         entry.handle = None
         if isinstance(entry.spec.trigger, Once):
             return  # one instant: decided by its claim
         now = self.clock.wall()
-        nxt = entry.instants.after(instant)
         if nxt is not None and nxt <= now and entry.spec.misfire.mode != "all":
             # The loop stalled past more instants: Misfire.once/skip go on from now
             # (the overdue ones coalesce into the one just claimed).
             self._arm(entry, now)
         else:
-            self._arm(entry, instant)
+            self._arm(entry, instant, nxt)
 
     def claim(
         self,
@@ -454,10 +455,12 @@ class Runner:
         manual: bool = False,
         backfill: bool = False,
         overdue: bool = False,
+        following: float | None = None,
     ) -> None:
         """Claim ``instant`` of ``entry`` and decide it if this node wins (``overdue``:
         an instant found overdue at start, claimed without the lateness check)."""
-        following = entry.instants.after(instant)
+        if following is None:
+            following = entry.instants.after(instant)
         period = math.inf if following is None else following - instant
         reference = CLAIM_PREFIX + entry.row.id
 
