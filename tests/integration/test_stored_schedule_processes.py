@@ -1,6 +1,6 @@
 # SPDX-License-Identifier: Apache-2.0
-"""Stored schedules across three real processes on PostgreSQL and Redis coordinators
-(the store: PostgreSQL), with the node in the middle of a run SIGKILLed:
+"""Stored schedules across three real processes on SQLite, PostgreSQL and Redis
+coordinators (the store: PostgreSQL), with the node in the middle of a run SIGKILLed:
 
 * ``delivery="at_most_once"``: no instant runs twice (the killed node's instant is lost);
 * ``delivery="at_least_once"``: no instant is lost (each has a run that finished; the
@@ -42,8 +42,10 @@ DELIVERY_LEASE = 2.0
 WAIT = 30.0
 
 
-@pytest.fixture(params=["postgres", "redis"])
-def coordinator(request: pytest.FixtureRequest) -> str:
+@pytest.fixture(params=["sqlite", "postgres", "redis"])
+def coordinator(request: pytest.FixtureRequest, tmp_path: Path) -> str:
+    if request.param == "sqlite":
+        return f"sqlite:///{tmp_path}/coordinator.db"
     if request.param == "postgres":
         dsn: str = request.getfixturevalue("postgres_dsn")
         return f"{dsn}?schema=c_{uuid.uuid4().hex[:12]}"
