@@ -437,7 +437,10 @@ class ActorSystem(SchedulingCalls):
             ActorSystemNotStartedError: the system is not running.
         """
         self._live("use stored schedules")
-        # A proxy with the same verbs: typed as what it forwards to.
+        if self._schedules is not None:
+            return self._schedules
+        # Not started yet (the default memory store): a proxy with the same verbs that
+        # starts them at its first call, typed as what it forwards to.
         return cast(Schedules, _LazySchedules(self))
 
     async def _start_default_store(self, runtime: Runtime, user: str) -> DurableRuntime:
