@@ -43,11 +43,12 @@ from datetime import UTC, datetime
 from typing import TYPE_CHECKING, Any, Final, final
 
 from ..actor import Outcome, Tick, TickNotDelivered
-from ..cluster._spi import ClaimOutcome, Counters, CronClaims, TickClaim
+from ..cluster._spi import Counters, CronClaims
 from ..jobs import JobContext
 from ..stores import ScheduleRow, ScheduleStore, ScheduleTickRow
 from ._instants import Instants
 from ._spec import decode_spec
+from ._store_claims import StoreClaims
 from ._targets import find_job, queue_durable
 from ._values import Durable, Once, Schedule
 
@@ -61,7 +62,6 @@ __all__ = [
     "LATENESS_RING",
     "SERVICE",
     "Runner",
-    "StoreClaims",
     "runner_of",
 ]
 
@@ -83,47 +83,6 @@ BACKSTOP_SECONDS: Final = 60.0
 
 def _utc(seconds: float) -> datetime:
     return datetime.fromtimestamp(seconds, UTC)
-
-
-@final
-class StoreClaims:
-    """The claim step of a coordinator, on the store (one node, or processes sharing one
-    store without a cluster): put-if-absent, the lateness judged on this node's clock.
-
-    ``at_least_once`` has no delivery lease here: a claim is done once won (a process
-    that dies mid-run loses that instant, as ``at_most_once``); cluster mode has both.
-    """
-
-    def __init__(self, store: ScheduleStore, clock: Clock) -> None:
-        self.store = store
-        self.clock = clock
-        self.url = "store"
-
-    async def claim_tick(
-        self,
-        key: str,
-        reference: str,
-        fire_at: float,
-        ttl: float,
-        node: str,
-        *,
-        keep: float | None = None,
-        lease: float | None = None,
-        backfill: bool = False,
-    ) -> TickClaim:
-        """Won, lost or late, as ``Coordinator.claim_tick`` answers (never paused)."""
-        now = self.clock.wall()
-        if not backfill and now - fire_at > ttl:
-            return TickClaim(ClaimOutcome.LATE)
-        expires = max(now, fire_at) + max(ttl, keep or 0.0)
-        won = await self.store.claim_schedule_tick(key, node, now, expires)
-        return TickClaim(ClaimOutcome.WON if won else ClaimOutcome.LOST)
-
-    async def renew_tick(self, key: str, fence: int, lease: float) -> bool:
-        return True
-
-    async def finish_tick(self, key: str, fence: int) -> bool:
-        return True
 
 
 @final
