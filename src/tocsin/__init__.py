@@ -66,6 +66,7 @@ from .errors import (
     AddressInUseError,
     AskTimeoutError,
     BackpressureError,
+    ClusterDisabledError,
     CodecError,
     CoordinatorError,
     CoordinatorUnavailableError,
@@ -97,6 +98,7 @@ from .remote import RemoteMetrics, Remoting
 from .schedules import Cron, Durable, Interval, Once, Schedule, StoredSchedule
 from .scheduling import ScheduleInfo, ScheduleKind, SchedulerMetrics
 from .system import ActorSystem
+from .triggers import Delivery
 
 if typing.TYPE_CHECKING:
     from ._run import run
@@ -142,6 +144,7 @@ __all__ = [
     "Client",
     "Clock",
     "Cluster",
+    "ClusterDisabledError",
     "ClusterMetrics",
     "CodecError",
     "CoordinatorError",
@@ -152,6 +155,7 @@ __all__ = [
     "DeadActorError",
     "DeadLetter",
     "DeadLetterReason",
+    "Delivery",
     "Directive",
     "Durable",
     "DurableActor",

@@ -282,8 +282,9 @@ async def test_schedule_cron_delivers_each_instant_once_with_its_nominal_instant
     recorded: list[tuple[str, float, Outcome]] = []
     async with systems_of("a", "b", "c") as (clock, systems):
         for system in systems:
-            scheduler = system.runtime.schedules  # type: ignore[union-attr]
-            assert isinstance(scheduler, Scheduler)
+            schedules = system.runtime.schedules  # type: ignore[union-attr]
+            assert isinstance(schedules, Scheduler)
+            scheduler = schedules.tick_path
 
             def outcome(
                 record: Any, instant: float, what: Outcome, detail: Any, n: str = system.name
@@ -350,6 +351,9 @@ class _Recording:
     def deliver_if_won(self, reference: str, fire_at: float, *args: Any, **kw: Any) -> None:
         self.into.append((self.name, fire_at, self.clock.wall()))
         self.inner.deliver_if_won(reference, fire_at, *args, **kw)
+
+    def pause_note(self, reference: str) -> Any:
+        return self.inner.pause_note(reference)
 
 
 @pytest.mark.parametrize("delivery", ["at_most_once", "at_least_once"])

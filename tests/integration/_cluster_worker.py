@@ -146,8 +146,9 @@ async def chaos(url: str, name: str, delivery: str, delay: float, log: str) -> N
     async with system:
         runtime = system.runtime
         assert runtime is not None  # started
-        scheduler = runtime.schedules  # test-only: the history hook is internal
-        assert isinstance(scheduler, Scheduler)
+        schedules = runtime.schedules
+        assert isinstance(schedules, Scheduler)
+        scheduler = schedules.tick_path  # test-only: the history hook is internal
         record_outcome = scheduler.outcome
 
         def outcome(record: Any, instant: float, what: Any, detail: Any = None) -> None:

@@ -23,6 +23,7 @@ from tocsin import (
     ReceiveContext,
     Tick,
 )
+from tocsin.actor import SystemView
 
 #: A fixed wall time for tests that look at ``next_fire_at``/``created_at``.
 EPOCH = datetime(2030, 1, 1, tzinfo=UTC)
@@ -114,11 +115,11 @@ def blocker() -> tuple[tuple[str, asyncio.Event], asyncio.Event]:
 
 
 def record_outcomes(system: ActorSystem) -> list[tuple[str, float, Outcome, Any]]:
-    """Wrap the scheduler's one not-delivered hook (``Scheduler.outcome``): return the
+    """Wrap the scheduler's one not-delivered hook (``TickPath.outcome``): return the
     list of ``(reference, instant_wall, outcome, detail)`` it is called with."""
     runtime = system._runtime
     assert runtime is not None
-    scheduler: Any = runtime.schedules
+    scheduler: Any = runtime.schedules.tick_path  # type: ignore[union-attr]
     seen: list[tuple[str, float, Outcome, Any]] = []
     original = scheduler.outcome
 
@@ -147,8 +148,9 @@ class TickRecorder(Actor):
             ctx.respond("ok")
 
 
-async def sleep(system: ActorSystem, seconds: float) -> None:
+async def sleep(system: SystemView, seconds: float) -> None:
     """Sleep on the system's clock (a handler that takes ``seconds`` of ManualClock time)."""
+    assert isinstance(system, ActorSystem)
     runtime = system._runtime
     assert runtime is not None
     await runtime.sleep(seconds)

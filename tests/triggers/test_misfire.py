@@ -5,7 +5,7 @@ from __future__ import annotations
 
 import pytest
 
-from tocsin.triggers import Misfire, MisfirePlan, past_grace, plan_misfire
+from tocsin.triggers import Misfire, MisfirePlan, past_grace, plan_misfire, supersede
 
 
 def test_once_delivers_the_first_overdue_instant_standing_for_the_others() -> None:
@@ -51,3 +51,8 @@ def test_grace_misses_only_a_tick_later_than_it() -> None:
 def test_misfire_round_trips_through_its_wire_form() -> None:
     for misfire in (Misfire.once(grace=3), Misfire.skip(), Misfire.all(max=4, rate=1.5)):
         assert Misfire.from_wire(misfire.to_wire()) == misfire
+
+
+def test_supersede_keeps_the_newer_tick_waiting_and_coalesces_the_older() -> None:
+    assert supersede(None, "t1") == ("t1", None)
+    assert supersede("t1", "t2") == ("t2", "t1")

@@ -25,13 +25,15 @@ import msgspec
 
 from ..clock import WALL_TOLERANCE
 from ..stores import TaskRow
+from ..triggers import MAX_BACKFILL
 from ._plan import Cursor, Instants, decode_policy, encode_policy
 from ._policy import TaskPolicy
 
 __all__ = ["BACKFILL_LIMIT", "backfill_instants", "backfill_rows", "trigger_row"]
 
-#: Most instants one backfill runs (a wider range is a ``ValueError``: narrow it).
-BACKFILL_LIMIT: Final = 10_000
+#: Most instants one backfill runs (a wider range is a ``ValueError``: narrow it): the
+#: policy engine's one backfill limit, the same for every tier.
+BACKFILL_LIMIT: Final = MAX_BACKFILL
 
 _DEFAULT: Final = TaskPolicy()
 

@@ -22,12 +22,13 @@ from typing import Any, Final
 
 from ..actor._spi import Misfire, Overlap
 from ..cron import Calendar, DSTPolicy
+from ..triggers import SCAN_LIMIT as ENGINE_SCAN_LIMIT
 
 __all__ = ["SCAN_LIMIT", "TaskPolicy", "check_policy"]
 
 #: Instants a planner looks at for one decision, at most (a calendar that excludes
 #: everything, or a per-second task after a year of downtime, must not loop for long).
-SCAN_LIMIT: Final = 100_000
+SCAN_LIMIT: Final = ENGINE_SCAN_LIMIT  # the policy engine's one scan limit
 
 
 @dataclass(frozen=True, slots=True)

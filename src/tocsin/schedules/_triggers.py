@@ -1,6 +1,7 @@
 # SPDX-License-Identifier: Apache-2.0
-"""The triggers of stored schedules (:class:`Interval`, :class:`Cron`, :class:`Once`) and
-the delivery modes (:class:`Delivery`): when a :class:`~._values.Schedule` fires.
+"""The triggers of stored schedules (:class:`Interval`, :class:`Cron`, :class:`Once`):
+when a :class:`~._values.Schedule` fires (the delivery modes, :class:`Delivery`, are the
+policy engine's, ``tocsin.triggers``).
 
 Frozen, slotted values checked at construction (typed errors at the line that wrote
 them), with no dependency on the rest of the package.
@@ -10,24 +11,13 @@ from __future__ import annotations
 
 from dataclasses import dataclass, field
 from datetime import datetime
-from enum import StrEnum
 from typing import final
 
 from .._deadlines import to_seconds
 from ..cron import CronExpression, DSTPolicy
+from ..triggers import Delivery
 
 __all__ = ["Cron", "Delivery", "Interval", "Once", "Trigger"]
-
-
-class Delivery(StrEnum):
-    """How a won instant is delivered (cluster cron's two modes, DESIGN.md "Operating
-    schedules"): ``AT_MOST_ONCE`` (a winner that dies before delivering loses that
-    instant) or ``AT_LEAST_ONCE`` (a winner that dies mid-run is replaced within the
-    delivery lease; ``Tick.fence`` lets the handler refuse a duplicate). The strings
-    ``"at_most_once"`` and ``"at_least_once"`` are accepted too."""
-
-    AT_MOST_ONCE = "at_most_once"
-    AT_LEAST_ONCE = "at_least_once"
 
 
 def _aware(value: object, name: str) -> datetime:

@@ -6,13 +6,14 @@ from __future__ import annotations
 
 from collections.abc import Iterable, Mapping
 from dataclasses import dataclass
-from datetime import UTC, datetime
-from typing import TYPE_CHECKING, Any
+from typing import TYPE_CHECKING, Any, Protocol
 
 from ..actor._spi import ScheduleInfo, SchedulerMetrics
+from ._times import utc
 
 if TYPE_CHECKING:
-    from ._scheduler import Scheduler, ScheduleRecord
+    from ._record import ScheduleRecord
+    from ._ticks import TickPath
 
 __all__ = [
     "SchedulerStatistics",
@@ -25,13 +26,20 @@ __all__ = [
 
 
 def schedule_info(
-    record: ScheduleRecord, now: float, wall: float, here: str, clustered: bool = False
+    record: ScheduleRecord,
+    now: float,
+    wall: float,
+    here: str,
+    clustered: bool = False,
+    paused_elsewhere: Any = None,
 ) -> ScheduleInfo:
     """A frozen snapshot of one record, with times converted from monotonic to UTC.
 
     ``here`` is this node's address: a target or sender of another node (remoting) shows
     as its full PID string, one of this node as its path. ``clustered``: the system is
-    in cluster mode (its cron ticks are claimed cluster-wide)."""
+    in cluster mode (its cron ticks are claimed cluster-wide). ``paused_elsewhere``: the
+    cluster-wide pause of this cron reference (note, paused_at, paused_by), shown where
+    the schedule has no pause of its own here."""
     cron = record.cron
     if record.paused or not record.armed:
         next_fire = None
@@ -41,6 +49,9 @@ def schedule_info(
         next_fire = utc(wall + (record.due - now))
     owner = record.owner
     sender = record.sender
+    # A pause here wins; else a cluster-wide pause of this cron reference, if any.
+    pause = None if record.paused else paused_elsewhere
+    pause_at = record.paused_at if pause is None else pause.paused_at
     policy = record.policy
     # One construction for both kinds of record: the policy fields keep their defaults
     # (today's behaviour) when the schedule has no policy.
@@ -69,9 +80,9 @@ def schedule_info(
         ticks=record.ticks,
         created_at=utc(record.created_at),
         cluster_claimed=clustered and cron is not None,
-        note=record.note,
-        paused_at=None if record.paused_at is None else utc(record.paused_at),
-        paused_by=record.paused_by,
+        note=record.note if pause is None else pause.note,
+        paused_at=None if pause_at is None else utc(pause_at),
+        paused_by=record.paused_by if pause is None else pause.paused_by,
         **policies,
     )
 
@@ -82,13 +93,14 @@ def _where(pid: Any, here: str) -> str:
     return str(pid.path) if pid.address == here else str(pid)
 
 
-def scheduler_metrics(scheduler: Scheduler, samples: list[float]) -> SchedulerMetrics:
-    """Counters of ``scheduler`` and quantiles of the sorted lateness ``samples``."""
+def scheduler_metrics(path: TickPath, live: int, samples: list[float]) -> SchedulerMetrics:
+    """Counters of the tick ``path``, ``live`` schedules, and quantiles of the sorted
+    lateness ``samples``."""
     return SchedulerMetrics(
-        ticks_delivered=scheduler.ticks_delivered,
-        ticks_dead_lettered=scheduler.ticks_dead_lettered,
-        ticks_discarded=scheduler.ticks_discarded,
-        live_schedules=len(scheduler),
+        ticks_delivered=path.ticks_delivered,
+        ticks_dead_lettered=path.ticks_dead_lettered,
+        ticks_discarded=path.ticks_discarded,
+        live_schedules=live,
         lateness_p50=_quantile(samples, 0.50),
         lateness_p99=_quantile(samples, 0.99),
         lateness_max=samples[-1] if samples else 0.0,
@@ -130,25 +142,16 @@ def scheduler_statistics(
     return SchedulerStatistics(fired, tuple(ring), counts, late)
 
 
-def last_lateness(scheduler: Scheduler) -> dict[str, float]:
+class _Statistics(Protocol):
+    """What :func:`last_lateness` reads of a scheduler."""
+
+    def statistics(self) -> SchedulerStatistics: ...
+
+
+def last_lateness(scheduler: _Statistics) -> dict[str, float]:
     """Seconds each schedule's last tick fired after its deadline, by reference, for
     the schedules that have fired (the console's per-schedule lateness, issue 14)."""
     return dict(scheduler.statistics().last_lateness)
-
-
-_MAX_UTC = datetime.max.replace(tzinfo=UTC)
-_MIN_UTC = datetime.min.replace(tzinfo=UTC)
-
-
-def utc(epoch: float) -> datetime:
-    """``epoch`` as an aware UTC datetime, clamped to the datetime range.
-
-    Delays have no upper bound beyond being finite, so a fire time may lie past year 9999.
-    """
-    try:
-        return datetime.fromtimestamp(epoch, tz=UTC)
-    except (OverflowError, ValueError, OSError):
-        return _MAX_UTC if epoch > 0 else _MIN_UTC
 
 
 def _quantile(samples: list[float], q: float) -> float:

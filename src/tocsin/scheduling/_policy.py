@@ -8,16 +8,16 @@ no jitter, no calendar, no DST policy) has no :class:`SchedulePolicy` at all: it
 they cost before policies existed. Any other option makes one :class:`SchedulePolicy` per
 schedule, holding the options and the run-time state behind them:
 
-* ``in_flight``: the ticks of this schedule sent and not yet finished (a ``receive`` that
-  returned, raised or was cancelled; a tick rejected or dropped as stale), counted only
-  when the overlap policy is not ``ALLOW``;
+* ``in_flight`` (a :class:`~tocsin.triggers.Flight`'s): the ticks of this schedule sent
+  and not yet finished (a ``receive`` that returned, raised or was cancelled; a tick
+  rejected or dropped as stale), counted only when the overlap policy is not ``ALLOW``;
 * ``held``: ``BUFFER_ONE``'s waiting tick (its nominal instant), delivered when the tick
   in flight finishes;
 * ``nominal``: an interval schedule's nominal deadline (monotonic), when jitter moves the
   armed one.
 
-Nothing here reads the clock or touches the heap: the scheduler does, and calls these
-methods.
+Nothing here reads the clock, touches the heap or decides a policy: the tick path does
+the first two, :mod:`tocsin.triggers` the last.
 """
 
 from __future__ import annotations
@@ -28,6 +28,7 @@ from typing import Any, final
 from ..triggers import (
     Calendar,
     DSTPolicy,
+    Flight,
     Misfire,
     Overlap,
     check_dst,
@@ -39,20 +40,21 @@ __all__ = ["SchedulePolicy", "check_dst", "check_exclude", "check_jitter", "make
 
 
 @final
-class SchedulePolicy:
-    """The non-default options of one schedule and their run-time state (internal)."""
+class SchedulePolicy(Flight):
+    """The non-default options of one schedule and their run-time state (internal).
+
+    The overlap state (``in_flight``, ``held``) is a :class:`~tocsin.triggers.Flight`,
+    decided by :func:`~tocsin.triggers.admit` / :func:`~tocsin.triggers.settle`.
+    """
 
     __slots__ = (
-        "buffer",
         "dst",
         "exclude",
-        "held",
-        "in_flight",
         "jitter",
-        "limit",
         "misfire",
         "nominal",
         "overlap",
+        "overlap_only",
         "replay",
         "tracks",
         "zone",
@@ -67,6 +69,7 @@ class SchedulePolicy:
         dst: DSTPolicy | None,
         zone: tzinfo,
     ) -> None:
+        super().__init__()
         self.overlap = overlap
         self.misfire = misfire
         self.jitter = jitter
@@ -76,42 +79,14 @@ class SchedulePolicy:
         #: system's zone); a cron schedule's calendar reads them in the cron's zone.
         self.zone = zone
         self.tracks = overlap.tracks
-        self.limit = overlap.max_in_flight
-        self.buffer = overlap.mode == "buffer_one"
-        self.in_flight = 0
-        self.held: float | None = None
+        #: Only the overlap policy is set (the rest default): its ticks take the plain
+        #: path, which asks the engine to admit them (``ScheduleRecord.fire``).
+        self.overlap_only = (
+            misfire.is_default and jitter is None and exclude is None and dst is None
+        )
         self.nominal = 0.0
         #: The pacing deadline of a ``Misfire.all(rate=...)`` replay under way, or None.
         self.replay: Any = None
-
-    # -- overlap -----------------------------------------------------------------------
-
-    def admit(self) -> bool:
-        """Count one more tick in flight if the overlap policy lets it go now."""
-        if self.in_flight < self.limit:
-            self.in_flight += 1
-            return True
-        return False
-
-    def settle(self) -> None:
-        """One tick in flight is over (finished, rejected, or dropped as stale)."""
-        if self.in_flight > 0:
-            self.in_flight -= 1
-
-    def hold(self, at: float) -> bool:
-        """``BUFFER_ONE``: keep ``at`` as the waiting tick; False if one already waits."""
-        if self.held is not None:
-            return False
-        self.held = at
-        return True
-
-    def take_held(self) -> float | None:
-        """The waiting tick, if any, now released."""
-        held = self.held
-        self.held = None
-        return held
-
-    # -- jitter and replay -------------------------------------------------------------
 
     def set_nominal(self, deadline: float) -> None:
         """Record an interval schedule's nominal deadline (the armed one adds jitter)."""

@@ -17,12 +17,14 @@ from __future__ import annotations
 import math
 from collections.abc import Sequence
 from dataclasses import dataclass
-from typing import Any, ClassVar, Final, Literal, final
+from typing import Any, ClassVar, Final, Literal, TypeVar, final
 
 from .._deadlines import Seconds, to_seconds
 from ._checks import positive_int
 
-__all__ = ["Misfire", "MisfirePlan", "past_grace", "plan_misfire"]
+__all__ = ["Misfire", "MisfirePlan", "past_grace", "plan_misfire", "supersede"]
+
+_T = TypeVar("_T")
 
 MisfireMode = Literal["once", "skip", "all"]
 
@@ -217,3 +219,16 @@ def plan_misfire(
         return MisfirePlan((), missed=count)
     replayed = tuple(recent[-misfire.max :])
     return MisfirePlan(replayed, missed=count - len(replayed), rate=misfire.rate)
+
+
+def supersede(waiting: _T | None, newer: _T) -> tuple[_T, _T | None]:
+    """One tick waits per reference behind a decision in flight (a cluster claim on a
+    frozen coordinator): ``newer`` becomes the waiting one, and the one it replaces is
+    returned to be recorded ``Outcome.COALESCED`` into it (``Misfire.once``'s rule, so
+    a stall releases at most two ticks, in instant order, never a burst).
+
+    Returns:
+        ``(waiting, coalesced)``: the tick that waits now, and the one dropped (or
+        ``None`` when none waited).
+    """
+    return newer, waiting

@@ -28,7 +28,7 @@ from typing import ClassVar, Final, Literal, final
 
 from ._checks import positive_int
 
-__all__ = ["Admission", "Flight", "Overlap", "admit", "release", "settle"]
+__all__ = ["Admission", "Flight", "Overlap", "admit", "leave", "release", "settle"]
 
 OverlapMode = Literal["allow", "skip", "buffer_one", "limit"]
 
@@ -200,6 +200,13 @@ def settle(overlap: Overlap, flight: Flight) -> float | None:
     if held is not None:
         flight.held = None
     return held
+
+
+def leave(flight: Flight) -> None:
+    """A tick left flight without finishing (dropped as stale, refused by its target):
+    one fewer in flight; a held tick keeps waiting for the next :func:`settle`."""
+    if flight.in_flight > 0:
+        flight.in_flight -= 1
 
 
 def release(flight: Flight) -> float | None:

@@ -33,9 +33,12 @@ def _iso(epoch: float) -> str:
     return datetime.fromtimestamp(epoch, UTC).isoformat(timespec="seconds")
 
 
-def backfill_instants(trigger: Trigger, start: float, end: float) -> list[float]:
+def backfill_instants(
+    trigger: Trigger, start: float, end: float, what: str = "a schedule"
+) -> list[float]:
     """The instants ``trigger`` delivers in ``[start, end)`` (epoch seconds), oldest
-    first, without those its calendar excludes.
+    first, without those its calendar excludes (``what`` names the schedule in the
+    error).
 
     Raises:
         ValueError: the range holds more than :data:`MAX_BACKFILL` instants (naming the
@@ -44,7 +47,7 @@ def backfill_instants(trigger: Trigger, start: float, end: float) -> list[float]
     raw = trigger.between(start, end, cap=MAX_BACKFILL)
     if len(raw) > MAX_BACKFILL:
         raise ValueError(
-            f"a backfill from {_iso(start)} to {_iso(end)} would deliver more than "
+            f"a backfill of {what} from {_iso(start)} to {_iso(end)} would deliver more than "
             f"{MAX_BACKFILL:,} instants: split the range"
         )
     exclude = trigger.exclude
