@@ -54,6 +54,10 @@ LAYERS = [
     # Jobs: plain functions run as durable tasks (one durable kind per job), enqueued
     # from a system or a Client; below the facade, which offers ``system.jobs``.
     "jobs",
+    # Stored schedules: above the cluster (they claim through its cron claims) and jobs
+    # (a job target is found in the job registry), below
+    # the facade that starts them.
+    "schedules",
     "system",
     # A producer-only process (tocsin.Client): the store and jobs, beside the facade.
     "_client",

@@ -97,6 +97,7 @@ from .errors import (
 )
 from .jobs import JobContext, job
 from .remote import RemoteMetrics, Remoting
+from .schedules import Cron, Durable, Interval, Once, Schedule, StoredSchedule
 from .scheduling import ScheduleInfo, ScheduleKind, SchedulerMetrics
 from .system import ActorSystem
 from .triggers import Delivery
@@ -150,6 +151,7 @@ __all__ = [
     "CodecError",
     "CoordinatorError",
     "CoordinatorUnavailableError",
+    "Cron",
     "CronExpression",
     "DSTPolicy",
     "DeadActorError",
@@ -157,11 +159,13 @@ __all__ = [
     "DeadLetterReason",
     "Delivery",
     "Directive",
+    "Durable",
     "DurableActor",
     "DurableTasks",
     "EventStream",
     "FenceGuard",
     "FencedError",
+    "Interval",
     "InvalidCoordinatorURLError",
     "InvalidCronExpressionError",
     "InvalidIntervalError",
@@ -181,6 +185,7 @@ __all__ = [
     "NodeNameTakenError",
     "NodeUnreachableError",
     "NotOwnerError",
+    "Once",
     "Outcome",
     "Overlap",
     "ReceiveContext",
@@ -191,6 +196,7 @@ __all__ = [
     "Retry",
     "RetryDecision",
     "RetryPolicy",
+    "Schedule",
     "ScheduleAlreadyExistsError",
     "ScheduleInfo",
     "ScheduleKind",
@@ -198,6 +204,7 @@ __all__ = [
     "ScheduleReferenceRequiredError",
     "SchedulerMetrics",
     "StoreError",
+    "StoredSchedule",
     "Subscription",
     "Supervisor",
     "SystemClock",

@@ -23,7 +23,7 @@ from collections.abc import Awaitable, Callable, Coroutine, Iterable
 from contextlib import AsyncExitStack
 from dataclasses import dataclass
 from types import ModuleType, TracebackType
-from typing import TYPE_CHECKING, Any, final
+from typing import TYPE_CHECKING, Any, cast, final
 
 from ._deadlines import Deadline, DeadlineService, Seconds, WallWatch, to_seconds
 from .actor._spi import (
@@ -62,6 +62,8 @@ from .errors import (
 from .jobs import Jobs, JobWatch, check_jobs_option, import_jobs, registered_jobs
 from .remote import RemoteMetrics, Remoting
 from .remote._spi import RemoteService
+from .schedules import Schedule, Schedules
+from .schedules._spi import SCHEDULES_SERVICE, Runner
 from .scheduling._spi import DEFAULT_HISTORY, Scheduler, check_history, local_zone_name, zone
 from .stores import resolve_store
 from .stores._spi import redact
@@ -158,6 +160,10 @@ class ActorSystem(SchedulingCalls):
             dead letter with reason ``overflow``, ``await pid.send(...)`` waits for room
             and remote connections stop reading (``docs/actors.md`` "Backpressure").
             ``None`` or ``0``: unbounded (the default).
+        schedules: :class:`~tocsin.Schedule` values upserted into the store at each
+            :meth:`start` (missing ones added, changed ones updated, unchanged ones left
+            alone, pauses kept, nothing removed): ``docs/schedules.md``. In a rolling
+            deploy the last node to start wins.
         jobs: modules (or dotted module names) whose ``@job`` functions this system
             runs; imported at each :meth:`start` (``docs/jobs.md``).
 
@@ -182,6 +188,7 @@ class ActorSystem(SchedulingCalls):
         console_token: str | None = None,
         history: int = DEFAULT_HISTORY,
         mailbox_bound: int | None = None,
+        schedules: Iterable[Schedule] | None = None,
         jobs: Iterable[ModuleType | str] | None = None,
     ) -> None:
         if not isinstance(name, str) or not name or any(c in name for c in "/@#: "):
@@ -238,6 +245,19 @@ class ActorSystem(SchedulingCalls):
             self._options.append((service, console, console_token))
         elif console_token is not None:
             raise ValueError("`console_token` was given without `console`")
+        self._declared: tuple[Schedule, ...] | None = None
+        if schedules is not None:
+            declared = tuple(schedules)
+            for spec in declared:
+                if not isinstance(spec, Schedule):
+                    raise TypeError(f"`schedules` must hold tocsin.Schedule values, got {spec!r}")
+            ids = [spec.id for spec in declared]
+            twice = sorted({i for i in ids if ids.count(i) > 1})
+            if twice:
+                raise ValueError(f"`schedules` declares these ids twice: {', '.join(twice)}")
+            self._declared = declared
+        self._schedules: Schedules | None = None
+        self._runner: Runner | None = None
         #: The console's address to open while it is served, carrying its token
         #: (``http://127.0.0.1:8765/?token=...``: a secret); None otherwise.
         self.console_url: str | None = None
@@ -362,11 +382,71 @@ class ActorSystem(SchedulingCalls):
                 stack.callback(register_in_process(self.address, self._local_path))
             if self._durable is not None:
                 self._durable.poll_soon()  # its first poll, unjoined, ran nothing
+        if self._declared is not None or self._store_spec is not None:
+            # Stored schedules run on every node with a store of its own choosing (or
+            # declared schedules): workers that declare none still fire what an operator
+            # added. A system on the default memory store starts them at the first use
+            # of `system.schedules`.
+            schedules = await self._start_schedules(stack)
+            if self._declared is not None:
+                await schedules.apply(self._declared)
         # Last, so a page never shows a half-started system; a failed one (address in
         # use) fails the whole start.
         front = self._front = await stack.enter_async_context(AsyncExitStack())
         for service, value, token in self._options:
             front.push_async_callback(self._close_option, await service.start(self, value, token))
+
+    async def _start_schedules(self, stack: AsyncExitStack | None = None) -> Schedules:
+        """Start running stored schedules on this node (once per start)."""
+        if self._schedules is not None:
+            return self._schedules
+        runtime = self._live("use stored schedules")
+        durable = self._durable
+        if durable is None:
+            durable = await self._start_default_store(runtime, "stored schedules")
+        store: Any = durable.store
+        node = self._cluster
+        runner = Runner(
+            store=store,
+            clock=self.clock,
+            node=self.name,
+            claims=node.cron_claims if node is not None else None,
+            durable=durable,
+            system=self,
+            publish=self.events.publish,
+            poll_interval=(node.config.poll_interval or 1.0) if node is not None else 1.0,
+        )
+        await runner.start()
+        # Closed before the durable store and the cluster node (pushed after them).
+        undo = stack if stack is not None else self._stack
+        undo.push_async_callback(self._stop_schedules)
+        undo.callback(runtime.add_service(SCHEDULES_SERVICE, runner))  # tocsin.metrics
+        self._schedules = Schedules(store, self.clock, self.name, runner)
+        self._runner = runner
+        return self._schedules
+
+    async def _stop_schedules(self) -> None:
+        runner, self._runner = self._runner, None
+        self._schedules = None
+        if runner is not None:
+            await runner.close()
+
+    @property
+    def schedules(self) -> Schedules:
+        """Stored schedules (``docs/schedules.md``): ``add``, ``update``, ``remove``,
+        ``get``, ``list``, ``pause``, ``resume``, ``trigger``, ``backfill``,
+        ``history``, all coroutines answered from the store. This node runs them from
+        its start when ``schedules=`` was given, else from the first verb called.
+
+        Raises:
+            ActorSystemNotStartedError: the system is not running.
+        """
+        self._live("use stored schedules")
+        if self._schedules is not None:
+            return self._schedules
+        # Not started yet (the default memory store): a proxy with the same verbs that
+        # starts them at its first call, typed as what it forwards to.
+        return cast(Schedules, _LazySchedules(self))
 
     async def _start_default_store(self, runtime: Runtime, user: str) -> DurableRuntime:
         """The durable runtime on the default store, memory, said once per start (issue
@@ -842,6 +922,28 @@ class _Expiry(Deadline):
 
 
 @final
+class _LazySchedules:
+    """``system.schedules``: each verb starts this node's schedules first if needed."""
+
+    __slots__ = ("_system",)
+
+    def __init__(self, system: ActorSystem) -> None:
+        self._system = system
+
+    def __getattr__(self, name: str) -> Any:
+        if name.startswith("_") or not hasattr(Schedules, name):
+            raise AttributeError(name)
+        system = self._system
+
+        async def call(*args: Any, **kwargs: Any) -> Any:
+            schedules = await system._start_schedules()  # noqa: SLF001 - the facade's own
+            return await getattr(schedules, name)(*args, **kwargs)
+
+        call.__name__ = name
+        call.__doc__ = getattr(Schedules, name).__doc__
+        return call
+
+
 class _SystemJobs:
     """``system.jobs`` writes to this system's durable store and wakes its runtime."""
 

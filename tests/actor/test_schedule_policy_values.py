@@ -114,6 +114,8 @@ def test_outcomes_are_the_design_list() -> None:
         "claimed_elsewhere",
         "claim_late",
         "claim_error",
+        "failed",  # stored schedules' ledger (DESIGN.md "Schedules as data")
+        "retried",
     ]
     assert Outcome("missed") is Outcome.MISSED
     assert str(Outcome.MISSED) == "missed"

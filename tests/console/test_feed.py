@@ -12,6 +12,7 @@ from typing import Any
 from tocsin.clock import Clock, ManualClock, SystemClock
 from tocsin.console._data import Snapshot
 from tocsin.console._feed import Feed, Subscriber
+from tocsin.console._render import SECTIONS
 
 #: Real seconds a test waits for an update (a bound for a busy machine, not a speed).
 LIMIT = 30.0
@@ -41,6 +42,12 @@ class FlakySource:
     async def history(self, reference: str) -> Any:
         return None
 
+    async def stored_history(self, schedule_id: str) -> Any:
+        return None
+
+    async def stored_action(self, *args: Any) -> None:
+        raise NotImplementedError
+
 
 async def next_text(sub: Subscriber) -> str:
     """The subscriber's next update as sent (the feed is open: never None here)."""
@@ -69,7 +76,15 @@ async def test_subscribers_share_one_read_get_only_changed_sections_and_never_la
     feed = Feed(source, "csrf", 0.05)
     fast, slow = feed.subscribe(), feed.subscribe()
     first = await next_update(fast)
-    assert set(first) == {"summary", "schedules", "parked", "tasks", "actors", "members"}
+    assert set(first) == {
+        "summary",
+        "stored",
+        "schedules",
+        "parked",
+        "tasks",
+        "actors",
+        "members",
+    }
     # The summary changes each refresh (dead letters = reads here); the rest does not.
     second = await next_update(fast)
     assert set(second) == {"summary"}
@@ -118,6 +133,12 @@ class CountingSource:
     async def history(self, reference: str) -> Any:
         return None
 
+    async def stored_history(self, schedule_id: str) -> Any:
+        return None
+
+    async def stored_action(self, *args: Any) -> None:
+        raise NotImplementedError
+
 
 def dead_letters(update: str) -> int:
     summary: str = json.loads(update)["summary"]
@@ -148,7 +169,7 @@ async def test_a_page_that_joins_a_running_feed_first_gets_a_read_made_after_it_
     source.value = 5
     late = feed.subscribe()  # ends the pause: not the sections read before it joined
     update = await next_update(late)
-    assert set(update) == {"summary", "schedules", "parked", "tasks", "actors", "members"}
+    assert set(update) == set(SECTIONS)
     assert dead_letters(json.dumps(update)) == 5
     assert source.reads == reads + 1
     # The page already watching gets only what changed, from the same read.

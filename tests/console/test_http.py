@@ -19,6 +19,7 @@ from yarl import URL
 from tocsin import ActorSystem, ManualClock
 from tocsin.console import SESSION_TTL, Console, serve, serve_store
 from tocsin.console._app import sessions_of
+from tocsin.console._render import SECTIONS
 from tocsin.metrics import Metrics, prometheus_endpoint
 from tocsin.stores import MemoryStore
 
@@ -124,7 +125,7 @@ async def test_events_stream_pushes_rendered_sections_to_every_subscriber() -> N
             raise AssertionError("stream ended")
 
         a, b = await asyncio.gather(first_update(), first_update())
-        assert set(a) == {"summary", "schedules", "parked", "tasks", "actors", "members"}
+        assert set(a) == set(SECTIONS)
         assert "standup" in b["schedules"]
         assert HOSTILE not in a["schedules"]
 

@@ -1,6 +1,7 @@
 # SPDX-License-Identifier: Apache-2.0
 """The ``tocsin`` command: ``demo``, ``cron next|explain``,
-``tasks list|retry|discard|trigger|backfill``, ``console``.
+``tasks list|retry|discard|trigger|backfill``, ``schedules list|show|history|why|pause|
+resume|trigger|backfill|remove|plan|apply``, ``console``.
 
 Standard library only (argparse), so the ``cli`` extra pulls in nothing; it exists so
 that ``pip install tocsin[cli]`` keeps working if the CLI grows a dependency.
@@ -14,7 +15,7 @@ from collections.abc import Sequence
 
 from .._version import __version__
 from ..errors import TocsinError
-from . import _cluster, _console, _cron, _demo, _run, _tasks
+from . import _cluster, _console, _cron, _demo, _run, _schedules, _tasks
 
 __all__ = ["main"]
 
@@ -29,6 +30,7 @@ def build_parser() -> argparse.ArgumentParser:
     _demo.register(subparsers)
     _cron.register(subparsers)
     _tasks.register(subparsers)
+    _schedules.register(subparsers)
     _cluster.register(subparsers)
     _console.register(subparsers)  # issue 14
     _run.register(subparsers)

@@ -6,22 +6,31 @@ other ``cluster._*`` module (DESIGN.md "Layers"). Re-exports only.
 ``ClusterOwnership`` is the durable-ownership backend the facade installs in a cluster;
 ``register_in_process`` / ``in_process_pid`` let nodes of one process find each other's
 actors; ``open_coordinator`` makes a coordinator from its URL;
-``bind_store`` / ``warn_if_clustered`` check the store's cluster record.
+``bind_store`` / ``warn_if_clustered`` check the store's cluster record;
+``CronClaims`` (with ``Counters``, ``TickClaim``, ``ClaimOutcome`` and ``claim_ttl``) is
+the claim path stored schedules share with cluster cron (``tocsin.schedules``).
 """
 
 from __future__ import annotations
 
 from ._durable import ClusterOwnership, in_process_pid, register_in_process
 from ._identity import bind_store, warn_if_clustered
-from ._protocol import PauseNote
+from ._protocol import ClaimOutcome, PauseNote, TickClaim
 from ._rebalance import Rebalancer
+from ._single_fire import CronClaims, claim_ttl
 from ._url import open_coordinator
+from ._values import Counters
 
 __all__ = [
+    "ClaimOutcome",
     "ClusterOwnership",
+    "Counters",
+    "CronClaims",
     "PauseNote",
     "Rebalancer",
+    "TickClaim",
     "bind_store",
+    "claim_ttl",
     "in_process_pid",
     "open_coordinator",
     "register_in_process",

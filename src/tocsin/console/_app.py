@@ -40,11 +40,12 @@ from urllib.parse import urlsplit
 
 from aiohttp import web
 
+from ..errors import ScheduleNotFoundError
 from ._auth import Sessions
 from ._data import ActionError, ConsoleSource
 from ._feed import Feed
 from ._guard import Guard
-from ._render import render_history_page, render_page
+from ._render import render_history_page, render_page, render_stored_page
 
 __all__ = ["MetricsEndpoint", "build_app", "feed_of", "sessions_of"]
 
@@ -63,6 +64,9 @@ _STATIC: Final = {
 _NOTICES: Final = {
     "retried": "Task {id} of {actor} is pending again and runs now.",
     "discarded": "Task {id} of {actor} was discarded.",
+    "pause": "Stored schedule {id} is paused (cluster-wide).",
+    "resume": "Stored schedule {id} is resumed; it goes on from now.",
+    "trigger": "Stored schedule {id} runs once now.",
 }
 _R = TypeVar("_R", bound=web.StreamResponse)
 _feed_key: web.AppKey[Feed] = web.AppKey("feed", Feed)
@@ -239,6 +243,31 @@ def build_app(
         )
         raise web.HTTPSeeOther(location=str(location) + "#parked")
 
+    async def stored_act(request: web.Request) -> web.StreamResponse:
+        action = request.match_info["action"]
+        form = await request.post()
+        _check_form(request, form)
+        schedule_id = str(form.get("id", ""))
+        if not schedule_id:
+            raise web.HTTPBadRequest(text="`id` is required")
+        note = str(form.get("note", ""))[:500] or None
+        try:
+            await source.stored_action(action, schedule_id, note)
+        except ScheduleNotFoundError as exc:
+            raise web.HTTPNotFound(text=str(exc)) from None
+        except ValueError as exc:
+            raise web.HTTPConflict(text=str(exc)) from None
+        _log.info("console: %s stored schedule %s", action, schedule_id)
+        location = request.app.router["page"].url_for().with_query(done=action, id=schedule_id)
+        raise web.HTTPSeeOther(location=str(location) + "#stored")
+
+    async def stored_page(request: web.Request) -> web.Response:
+        schedule_id = request.query.get("id", "")
+        found = await source.stored_history(schedule_id) if schedule_id else None
+        html = render_stored_page(found, schedule_id)
+        status = 200 if found is not None else 404
+        return web.Response(text=html, status=status, content_type="text/html", charset="utf-8")
+
     async def retry(request: web.Request) -> web.StreamResponse:
         return await act(request, "retried")
 
@@ -294,6 +323,8 @@ def build_app(
     app.router.add_get("/schedule", schedule_page)
     app.router.add_post("/tasks/retry", retry)
     app.router.add_post("/tasks/discard", discard)
+    app.router.add_post("/schedules/{action:pause|resume|trigger}", stored_act)
+    app.router.add_get("/stored", stored_page)
     app.router.add_get("/login", login_form)
     app.router.add_post("/login", login)
     app.router.add_post("/logout", logout)

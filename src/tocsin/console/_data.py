@@ -24,6 +24,14 @@ from ..errors import ScheduleNotFoundError, TocsinError
 from ..scheduling._spi import Scheduler, last_lateness
 from ..stores import DeleteTask, Store, TaskRow, UpsertTask
 from ..stores._spi import redact
+from ._stored import (
+    StoredHistory,
+    StoredView,
+    act_on_stored,
+    read_stored,
+    schedules_of,
+    stored_history,
+)
 
 if TYPE_CHECKING:
     from ..system import ActorSystem
@@ -117,6 +125,10 @@ class Snapshot:
     schedules_total: int = 0
     actors_total: int = 0
     members_error: str | None = None  # the member list could not be read this time
+    #: Stored schedules (``system.schedules``), read from the store; None: none here.
+    stored: tuple[StoredView, ...] | None = None
+    stored_total: int = 0
+    stored_error: str | None = None
 
 
 class ConsoleSource(Protocol):
@@ -132,6 +144,14 @@ class ConsoleSource(Protocol):
 
     async def history(self, reference: str) -> ScheduleHistory | None:
         """One live schedule and its history ring; None if there is none here."""
+        ...
+
+    async def stored_history(self, schedule_id: str) -> StoredHistory | None:
+        """One stored schedule and its ledger; None if there is none."""
+        ...
+
+    async def stored_action(self, action: str, schedule_id: str, note: str | None) -> None:
+        """Pause, resume or trigger a stored schedule (``ScheduleNotFoundError``)."""
         ...
 
 
@@ -283,7 +303,11 @@ class SystemSource:
             actors.sort(key=lambda a: (-a.mailbox, a.path))
         tasks, total, parked, error = await _read_tasks(self._store())
         members, members_error = await _read_members(self._members)
+        stored, stored_total, stored_error = await read_stored(self._schedules())
         return Snapshot(
+            stored=stored,
+            stored_total=stored_total,
+            stored_error=stored_error,
             taken_at=_utc(self.clock.wall()),
             mode=f"system {system.name}",
             schedules=schedules,
@@ -326,6 +350,17 @@ class SystemSource:
     async def discard(self, kind: str, identity: str, task_id: str) -> TaskRow:
         return await discard_in_store(self._store(), kind, identity, task_id)
 
+    async def stored_history(self, schedule_id: str) -> StoredHistory | None:
+        return await stored_history(self._schedules(), schedule_id)
+
+    async def stored_action(self, action: str, schedule_id: str, note: str | None) -> None:
+        await act_on_stored(self._schedules(), action, schedule_id, note)
+
+    def _schedules(self) -> Any:
+        if not self.system.running or self._store() is None:
+            return None
+        return schedules_of(self._store(), self.clock, self.system)
+
     def _store(self) -> Store | None:
         """The running system's durable store (None before the first durable actor)."""
         durable = durable_of(self.system.runtime)
@@ -348,7 +383,11 @@ class StoreSource:
     async def snapshot(self) -> Snapshot:
         tasks, total, parked, error = await _read_tasks(self.store)
         members, members_error = await _read_members(self._members)
+        stored, stored_total, stored_error = await read_stored(self._schedules())
         return Snapshot(
+            stored=stored,
+            stored_total=stored_total,
+            stored_error=stored_error,
             taken_at=_utc(self.clock.wall()),
             mode=f"store {redact_url(self.store.url)}",
             schedules=None,
@@ -365,6 +404,15 @@ class StoreSource:
 
     async def history(self, reference: str) -> ScheduleHistory | None:
         return None  # schedules live in the memory of running systems
+
+    async def stored_history(self, schedule_id: str) -> StoredHistory | None:
+        return await stored_history(self._schedules(), schedule_id)
+
+    async def stored_action(self, action: str, schedule_id: str, note: str | None) -> None:
+        await act_on_stored(self._schedules(), action, schedule_id, note)
+
+    def _schedules(self) -> Any:
+        return schedules_of(self.store, self.clock)
 
     async def retry(self, kind: str, identity: str, task_id: str) -> TaskRow:
         row = await retry_in_store(self.store, kind, identity, task_id, self.clock.wall())

@@ -21,14 +21,22 @@ from typing import Any, Final
 from urllib.parse import quote
 
 from ._data import ScheduleHistory, ScheduleView, Snapshot, TaskView
+from ._stored import StoredHistory, StoredView
 
-__all__ = ["SECTIONS", "render_history_page", "render_page", "render_sections"]
+__all__ = [
+    "SECTIONS",
+    "render_history_page",
+    "render_page",
+    "render_sections",
+    "render_stored_page",
+]
 
 #: Section ids, in page order; each is replaced as a whole by a live update.
-SECTIONS: Final = ("summary", "schedules", "parked", "tasks", "actors", "members")
+SECTIONS: Final = ("summary", "stored", "schedules", "parked", "tasks", "actors", "members")
 
 _TITLES: Final = {
     "summary": "Overview",
+    "stored": "Stored schedules",
     "schedules": "Schedules",
     "parked": "Parked tasks",
     "tasks": "Durable tasks",
@@ -248,10 +256,118 @@ def _members(s: Snapshot) -> str:
     return _table("Live members", headers, rows, "No members.")
 
 
+def _stored_actions(v: StoredView, csrf: str) -> str:
+    hidden = (
+        f'<input type="hidden" name="csrf" value="{e(csrf)}">'
+        f'<input type="hidden" name="id" value="{e(v.id)}">'
+    )
+    if v.paused:
+        toggle = (
+            f'<form method="post" action="schedules/resume" class="inline">{hidden}'
+            f'<button type="submit" class="resume" aria-label="{e("Resume " + v.id)}">'
+            "Resume</button></form>"
+        )
+    else:
+        toggle = (
+            f'<form method="post" action="schedules/pause" class="inline">{hidden}'
+            f'<label class="note-field">Note <input type="text" name="note" maxlength="500" '
+            f'aria-label="{e("Pause note for " + v.id)}"></label>'
+            f'<button type="submit" class="pause" aria-label="{e("Pause " + v.id)}">'
+            "Pause</button></form>"
+        )
+    trigger = (
+        f'<form method="post" action="schedules/trigger" class="inline">{hidden}'
+        f'<button type="submit" class="trigger" aria-label="{e("Trigger " + v.id + " now")}">'
+        "Trigger</button></form>"
+    )
+    return toggle + trigger
+
+
+def _stored_state(v: StoredView) -> str:
+    if not v.paused:
+        return "active"
+    by = f" by {e(v.paused_by)}" if v.paused_by else ""
+    note = f": {e(v.note)}" if v.note else ""
+    return f'<strong class="paused">paused</strong>{by}{note}'
+
+
+def _stored(s: Snapshot, csrf: str) -> str:
+    if s.stored_error is not None:
+        error = e(s.stored_error)
+        return f'<p class="empty"><strong class="bad">Cannot read them: {error}</strong></p>'
+    if s.stored is None:
+        return '<p class="empty">No store with stored schedules here.</p>'
+    rows = [
+        _row(
+            (
+                f'<a href="stored?id={quote(v.id, safe="")}">{e(v.id)}</a>',
+                e(v.describe),
+                e(v.version),
+                _time(v.next_fire_at),
+                e(v.last_outcome or "—"),
+                _stored_state(v),
+                _stored_actions(v, csrf),
+            )
+        )
+        for v in s.stored
+    ]
+    headers = ("Id", "Spec", "Version", "Next instant (UTC)", "Last outcome", "State", "Actions")
+    table = _table("Stored schedules (system.schedules)", headers, rows, "No stored schedules.")
+    return table + _more(s.stored_total, len(s.stored))
+
+
+def render_stored_page(h: StoredHistory | None, schedule_id: str) -> str:
+    """A stored schedule's page: its spec, pause state and ledger, newest first (one row
+    per instant, whichever node decided it). ``None``: not found (served as a 404)."""
+    if h is None:
+        return _page(
+            f"{schedule_id}: not found",
+            f"Stored schedule {schedule_id}",
+            f'<p class="empty">No stored schedule <code>{e(schedule_id)}</code>.</p>',
+        )
+    v = h.schedule
+    items = [
+        ("Spec", e(v.describe)),
+        ("Version", e(v.version)),
+        ("Next instant (UTC)", _time(v.next_fire_at)),
+        ("State", _stored_state(v)),
+    ]
+    facts = "".join(f"<dt>{k}</dt><dd>{val}</dd>" for k, val in items)
+    rows = [
+        _row(
+            (
+                _time(t.instant),
+                f'<span class="outcome outcome-{e(t.outcome)}">{e(t.outcome)}</span>',
+                "—" if t.detail is None else e(t.detail),
+                _time(t.started),
+                e(t.node),
+                e(t.version if t.version is not None else "—"),
+                e(
+                    " ".join(
+                        x for x in (t.note or "", f"({t.paused_by})" if t.paused_by else "") if x
+                    )
+                    or "—"
+                ),
+            )
+        )
+        for t in reversed(h.entries)
+    ]
+    headers = ("Instant (UTC)", "Outcome", "Detail", "Started (UTC)", "Node", "Version", "Note")
+    table = _table(f"The ledger of {v.id}, newest first", headers, rows, "Nothing recorded yet.")
+    return _page(
+        f"{v.id}: ledger",
+        f"Stored schedule {v.id}",
+        f'<dl class="summary" id="schedule-facts">{facts}</dl>'
+        '<section aria-labelledby="history-title"><h2 id="history-title">Ledger</h2>'
+        f'<div id="history">{table}</div></section>',
+    )
+
+
 def render_sections(s: Snapshot, csrf: str, dead_letter_rate: float | None) -> dict[str, str]:
     """The inner HTML of every section, by section id."""
     return {
         "summary": _summary(s, dead_letter_rate),
+        "stored": _stored(s, csrf),
         "schedules": _schedules(s),
         "parked": _parked(s, csrf),
         "tasks": _tasks(s),

@@ -19,6 +19,7 @@ from ..durable import TaskParked
 from ..durable._spi import DurableStatistics, durable_of
 from ..errors import ActorSystemNotStartedError, RemotingDisabledError
 from ..remote import RemoteMetrics
+from ..schedules._spi import runner_of
 from ..scheduling import SchedulerMetrics
 from ..scheduling._spi import Scheduler
 from ._model import Metric, MetricKind, RingHistogram, Sample
@@ -51,6 +52,9 @@ _COUNTER, _GAUGE, _HISTOGRAM = MetricKind.COUNTER, MetricKind.GAUGE, MetricKind.
 #: delivers within a millisecond; a blocked one shows up in the seconds buckets.
 LATENESS_BOUNDS: Final = (0.0005, 0.001, 0.0025, 0.005, 0.01, 0.025, 0.05, 0.1, 0.25, 0.5,
                           1.0, 2.5, 5.0, 10.0, 30.0, 60.0)  # fmt: skip
+#: Stored schedule ids labelled by name in ``tocsin_schedule_ticks_total`` (the first,
+#: sorted); the others count as ``reference="other"`` (bounded cardinality).
+STORED_LABELS: Final = 100
 #: Bucket upper bounds (seconds) of ``tocsin_durable_task_run_duration_seconds``; the top
 #: bucket is the default task budget (900 s).
 RUN_DURATION_BOUNDS: Final = (0.001, 0.005, 0.01, 0.05, 0.1, 0.5, 1.0, 5.0, 10.0, 30.0,
@@ -77,11 +81,32 @@ _ZERO_SCHEDULER: Final = SchedulerMetrics(0, 0, 0, 0, 0.0, 0.0, 0.0)
 def scheduler_source(system: ActorSystem) -> Source:
     """Ticks, live schedules by kind, and the lateness histogram."""
     lateness = RingHistogram(LATENESS_BOUNDS)
+    decided = RingHistogram(LATENESS_BOUNDS)
+    started = RingHistogram(LATENESS_BOUNDS)
 
     def read() -> list[Metric]:
         if not system.running:
             return _empty(families(None))
         return families(system.scheduler_metrics())
+
+    def stored() -> tuple[Sample, ...]:
+        """Stored schedules (the ledger's outcomes decided on this node, but delivered),
+        and their lateness rings."""
+        runner = runner_of(system.runtime)
+        if runner is None:
+            return ()
+        decided.update(runner.decided, runner.decided_lateness)
+        started.update(runner.started, runner.started_lateness)
+        named = sorted({sid for sid, _ in runner.counts})[:STORED_LABELS]
+        totals: dict[tuple[str, str], int] = {}
+        for (sid, outcome), n in runner.counts.items():
+            if outcome != "delivered":
+                key = (sid if sid in named else "other", outcome)
+                totals[key] = totals.get(key, 0) + n
+        return tuple(
+            Sample(n, (("reference", sid), ("outcome", outcome)))
+            for (sid, outcome), n in sorted(totals.items())
+        )
 
     def families(read: SchedulerMetrics | None) -> list[Metric]:
         m = read if read is not None else _ZERO_SCHEDULER
@@ -97,6 +122,7 @@ def scheduler_source(system: ActorSystem) -> Source:
                 Sample(n, (("reference", label), ("outcome", str(outcome))))
                 for label, outcome, n in scheduler.history.counts()
             )
+            outcomes += stored()
         return [
             _one("schedule.ticks_delivered", _COUNTER,
                  "Schedule ticks handed to their target's mailbox.", m.ticks_delivered),
@@ -120,6 +146,14 @@ def scheduler_source(system: ActorSystem) -> Source:
                  "Ticks fired between two scrapes beyond the lateness ring buffer, so "
                  "missing from the lateness histogram (scrape more often if this grows).",
                  lateness.unsampled),
+            Metric("schedule.decision_lateness", _HISTOGRAM,
+                   "Stored schedules: how long after its instant each delivered instant "
+                   "was claimed and decided on this node.", "s",
+                   (Sample(decided.value()),)),
+            Metric("schedule.start_lateness", _HISTOGRAM,
+                   "Stored schedules: how long after its instant each run's handler "
+                   "started on this node (a backlog shows here, not in the lateness of "
+                   "the send).", "s", (Sample(started.value()),)),
         ]  # fmt: skip
 
     return read

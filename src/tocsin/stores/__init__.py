@@ -26,6 +26,7 @@ from ._protocols import (
     TickRow,
     UpsertTask,
 )
+from ._schedule_rows import ScheduleRequest, ScheduleRow, ScheduleStore, ScheduleTickRow
 from ._url import open_store, resolve_store
 from .memory import MemoryStore
 
@@ -41,6 +42,10 @@ __all__ = [
     "PauseTask",
     "PutState",
     "RecordTick",
+    "ScheduleRequest",
+    "ScheduleRow",
+    "ScheduleStore",
+    "ScheduleTickRow",
     "Store",
     "TaskRow",
     "TaskState",

@@ -30,6 +30,7 @@ from ._protocols import (
     TaskState,
     TickRow,
 )
+from ._schedule_rows import ScheduleRequest, ScheduleRow, ScheduleTickRow
 from ._validate import validate_ops
 
 __all__ = ["MemoryStore"]
@@ -60,6 +61,13 @@ class MemoryStore:
         self._cluster: str | None = None
         self._owned = False
         self._watchers: list[Callable[[], None]] = []
+        #: Stored schedules (by id), their ledgers (by id, then instant), the single-node
+        #: claims (key -> expiry) and the revision every schedule change bumps.
+        self._schedules: dict[str, ScheduleRow] = {}
+        self._ledger: dict[str, dict[float, ScheduleTickRow]] = {}
+        self._claims: dict[str, float] = {}
+        self._requests: dict[tuple[str, float, bool], ScheduleRequest] = {}
+        self._revision = 0
 
     def __repr__(self) -> str:
         return f"MemoryStore(tasks={len(self._tasks)}, state={len(self._state)})"
@@ -233,6 +241,120 @@ class MemoryStore:
     async def fence_epoch(self, kind: str, identity: str) -> int:
         """The highest epoch fenced for ``(kind, identity)`` (0 if none)."""
         return self._fences.get((kind, identity), (0, ""))[0]
+
+    # --- stored schedules (ScheduleStore) -----------------------------------------------
+
+    async def schedule_rows(self) -> list[ScheduleRow]:
+        """Every stored schedule, by id."""
+        return [self._schedules[key] for key in sorted(self._schedules)]
+
+    async def schedule_row(self, schedule_id: str) -> ScheduleRow | None:
+        """One stored schedule, or ``None``."""
+        return self._schedules.get(schedule_id)
+
+    async def write_schedule(self, row: ScheduleRow, *, expect: int | None) -> bool:
+        """Insert if absent (``expect=None``) or compare-and-set on ``version``."""
+        current = self._schedules.get(row.id)
+        if expect is None:
+            if current is not None:
+                return False
+            self._schedules[row.id] = row
+        else:
+            if current is None or current.version != expect:
+                return False
+            self._schedules[row.id] = msgspec.structs.replace(
+                current, spec=row.spec, version=row.version, updated_at=float(row.updated_at)
+            )
+        self._revision += 1
+        return True
+
+    async def delete_schedule(self, schedule_id: str) -> bool:
+        """Remove one schedule (its ledger stays); whether it existed."""
+        if self._schedules.pop(schedule_id, None) is None:
+            return False
+        self._revision += 1
+        return True
+
+    async def pause_schedule_row(
+        self,
+        schedule_id: str,
+        *,
+        paused: bool,
+        note: str | None,
+        by: str | None,
+        at: float | None,
+    ) -> bool:
+        """Set the pause state (not the version); whether the schedule exists."""
+        current = self._schedules.get(schedule_id)
+        if current is None:
+            return False
+        self._schedules[schedule_id] = msgspec.structs.replace(
+            current, paused=paused, note=note, paused_by=by, paused_at=at
+        )
+        self._revision += 1
+        return True
+
+    async def schedules_revision(self) -> int:
+        """Moves at every change of a stored schedule."""
+        return self._revision
+
+    async def record_schedule_tick(
+        self, row: ScheduleTickRow, keep: int, *, replace: bool = True
+    ) -> None:
+        """Write the ledger row of ``(id, instant)``, keep the newest ``keep``."""
+        row = msgspec.structs.replace(row, instant=float(row.instant), at=float(row.at))
+        rows = self._ledger.setdefault(row.id, {})
+        old = rows.get(row.instant)
+        if old is not None and not replace:
+            return
+        if old is not None and row.started is None and old.started is not None:
+            row = msgspec.structs.replace(row, started=old.started)
+        rows[row.instant] = row
+        if len(rows) > keep:
+            for instant in sorted(rows)[: len(rows) - keep]:
+                del rows[instant]
+
+    async def schedule_ticks(
+        self, schedule_id: str, limit: int | None = None
+    ) -> list[ScheduleTickRow]:
+        """One schedule's ledger, oldest first (the newest ``limit`` with a limit)."""
+        rows = self._ledger.get(schedule_id, {})
+        ordered = [rows[instant] for instant in sorted(rows)]
+        return ordered if limit is None else ordered[max(len(ordered) - limit, 0) :]
+
+    async def schedule_last_instants(self) -> dict[str, float]:
+        """The newest instant of each schedule's ledger, by id."""
+        return {sid: max(rows) for sid, rows in self._ledger.items() if rows}
+
+    async def schedule_tick(self, schedule_id: str, instant: float) -> ScheduleTickRow | None:
+        """The ledger row of one instant, or ``None``."""
+        return self._ledger.get(schedule_id, {}).get(float(instant))
+
+    async def claim_schedule_tick(self, key: str, node: str, now: float, expires: float) -> bool:
+        """Put-if-absent ``key`` until ``expires`` (an expired claim is replaced)."""
+        held = self._claims.get(key)
+        if held is not None and held > now:
+            return False
+        if len(self._claims) > 1024:  # purge the expired now and then, as the SQL stores do
+            for stale in [k for k, until in self._claims.items() if until <= now]:
+                del self._claims[stale]
+        self._claims[key] = float(expires)
+        return True
+
+    async def request_schedule_run(self, request: ScheduleRequest) -> None:
+        """Record a run asked for (once) and move the revision."""
+        key = (request.id, float(request.instant), request.manual)
+        if key not in self._requests:
+            self._requests[key] = request
+            self._revision += 1
+
+    async def schedule_requests(self) -> list[ScheduleRequest]:
+        """The requests not yet done, oldest instant first."""
+        return sorted(self._requests.values(), key=lambda r: (r.instant, r.id))
+
+    async def delete_schedule_request(self, request: ScheduleRequest) -> None:
+        """Forget a request."""
+        self._requests.pop((request.id, float(request.instant), request.manual), None)
 
     async def due_actors(self, before: float, limit: int) -> list[DueActor]:
         """Actors with a pending task due at or before ``before``, earliest first.

@@ -34,6 +34,7 @@ from .._idle import real_io
 from ..clock import SystemClock, TimerHandle
 from ..errors import FencedError, InvalidStoreURLError, StoreError
 from . import _queries as q
+from . import _schedule_sql as sq
 from ._dsn import (
     CONNECT_TIMEOUT,
     PG_OPTIONS,
@@ -58,6 +59,7 @@ from ._protocols import (
     TickRow,
     UpsertTask,
 )
+from ._schedule_rows import ScheduleRequest, ScheduleRow, ScheduleTickRow
 from ._validate import validate_ops
 
 try:
@@ -671,6 +673,115 @@ class PostgresStore:
         rows = await self._fetch(_DUE_ACTORS, float(before), max(limit, 0))
         return [DueActor(row[0], row[1], float(row[2])) for row in rows]
 
+    # --- stored schedules (ScheduleStore) -----------------------------------------------
+
+    async def schedule_rows(self) -> list[ScheduleRow]:
+        """Every stored schedule, by id."""
+        return [sq.schedule_from_sql(r) for r in await self._fetch(_SQ["SELECT_ALL"])]
+
+    async def schedule_row(self, schedule_id: str) -> ScheduleRow | None:
+        """One stored schedule, or ``None``."""
+        rows = await self._fetch(_SQ["SELECT_ONE"], schedule_id)
+        return sq.schedule_from_sql(rows[0]) if rows else None
+
+    async def write_schedule(self, row: ScheduleRow, *, expect: int | None) -> bool:
+        """Insert if absent (``expect=None``) or compare-and-set on ``version``."""
+        if expect is None:
+            return await self._change(_SQ["INSERT"], sq.schedule_params(row), "write a schedule")
+        args = (row.spec, row.version, float(row.updated_at), row.id, expect)
+        return await self._change(_SQ["UPDATE"], args, "write a schedule")
+
+    async def delete_schedule(self, schedule_id: str) -> bool:
+        """Remove one schedule (its ledger stays); whether it existed."""
+        return await self._change(_SQ["DELETE"], (schedule_id,), "remove a schedule")
+
+    async def pause_schedule_row(
+        self,
+        schedule_id: str,
+        *,
+        paused: bool,
+        note: str | None,
+        by: str | None,
+        at: float | None,
+    ) -> bool:
+        """Set the pause state (not the version); whether the schedule exists."""
+        args = (paused, note, by, at, schedule_id)
+        return await self._change(_SQ["PAUSE"], args, "pause a schedule")
+
+    async def schedules_revision(self) -> int:
+        """Moves at every change of a stored schedule."""
+        rows = await self._fetch(_SQ["REVISION"])
+        return int(rows[0][0]) if rows else 0
+
+    async def record_schedule_tick(
+        self, row: ScheduleTickRow, keep: int, *, replace: bool = True
+    ) -> None:
+        """Write the ledger row of ``(id, instant)``, keep the newest ``keep``."""
+        pool = self._require()
+        sql = _SQ["RECORD" if replace else "RECORD_IF_ABSENT"]
+        async with self._errors("record a schedule tick"), pool.acquire() as conn:
+            transaction = conn.transaction()
+            async with transaction:
+                await conn.execute(sql, *sq.ledger_params(row))
+                await conn.execute(_SQ["TRIM"], row.id, row.id, max(keep, 1) - 1)
+
+    async def schedule_ticks(
+        self, schedule_id: str, limit: int | None = None
+    ) -> list[ScheduleTickRow]:
+        """One schedule's ledger, oldest first (the newest ``limit`` with a limit)."""
+        if limit is None:
+            return [sq.tick_from_sql(r) for r in await self._fetch(_SQ["LEDGER"], schedule_id)]
+        rows = await self._fetch(_SQ["LEDGER_NEWEST"], schedule_id, max(limit, 0))
+        return [sq.tick_from_sql(r) for r in reversed(rows)]
+
+    async def schedule_last_instants(self) -> dict[str, float]:
+        """The newest instant of each schedule's ledger, by id."""
+        rows = await self._fetch(_SQ["LAST_INSTANTS"])
+        return {sid: float(instant) for sid, instant in rows}
+
+    async def schedule_tick(self, schedule_id: str, instant: float) -> ScheduleTickRow | None:
+        """The ledger row of one instant, or ``None``."""
+        rows = await self._fetch(_SQ["LEDGER_ONE"], schedule_id, float(instant))
+        return sq.tick_from_sql(rows[0]) if rows else None
+
+    async def claim_schedule_tick(self, key: str, node: str, now: float, expires: float) -> bool:
+        """Put-if-absent ``key`` until ``expires`` (an expired claim is replaced)."""
+        pool = self._require()
+        async with self._errors("claim a schedule tick"), pool.acquire() as conn:
+            transaction = conn.transaction()
+            async with transaction:
+                await conn.execute(_SQ["PURGE_CLAIMS"], float(now))
+                status: str = await conn.execute(_SQ["CLAIM"], key, node, float(expires))
+        return status.endswith(" 1")
+
+    async def request_schedule_run(self, request: ScheduleRequest) -> None:
+        """Record a run asked for (once) and move the revision."""
+        args = (request.id, float(request.instant), request.manual, float(request.at))
+        await self._change(_SQ["REQUEST"], args, "request a schedule run")
+
+    async def schedule_requests(self) -> list[ScheduleRequest]:
+        """The requests not yet done, oldest instant first."""
+        rows = await self._fetch(_SQ["REQUESTS"])
+        return [ScheduleRequest(i, float(t), bool(m), float(a)) for i, t, m, a in rows]
+
+    async def delete_schedule_request(self, request: ScheduleRequest) -> None:
+        """Forget a request."""
+        pool = self._require()
+        args = (request.id, float(request.instant), request.manual)
+        async with self._errors("forget a schedule request"):
+            await pool.execute(_SQ["DELETE_REQUEST"], *args)
+
+    async def _change(self, sql: str, args: tuple[Any, ...], what: str) -> bool:
+        """One change of ``tocsin_schedules`` and, if it changed a row, the revision
+        bump, in one transaction; whether a row changed."""
+        pool = self._require()
+        async with self._errors(what), pool.acquire() as conn, conn.transaction():
+            status: str = await conn.execute(sql, *args)
+            done = status.endswith(" 1")
+            if done:
+                await conn.execute(_SQ["BUMP_REVISION"])
+        return done
+
     # --- plumbing --------------------------------------------------------------------------
 
     def _require(self) -> Any:
@@ -845,3 +956,11 @@ def _row(r: Any) -> TaskRow:
         pause_note=r[17],
         paused_by=r[18],
     )
+
+
+#: The stored schedules' SQL with asyncpg's ``$n`` placeholders.
+_SQ: Final = {
+    name: q.numbered(getattr(sq, name))
+    for name in sq.__all__
+    if name.isupper() and name not in ("LEDGER_COLUMNS", "SCHEDULE_COLUMNS")
+}

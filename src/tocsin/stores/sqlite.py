@@ -51,6 +51,7 @@ from typing import Any, Final, Literal, TypeVar, final
 from .._idle import real_io
 from ..errors import StoreError
 from . import _queries as q
+from . import _schedule_sql as sq
 from ._ownership import OWNER_SUFFIX, FileLock
 from ._protocols import (
     DueActor,
@@ -59,6 +60,7 @@ from ._protocols import (
     TaskState,
     TickRow,
 )
+from ._schedule_rows import ScheduleRequest, ScheduleRow, ScheduleTickRow
 from ._sqlite_calls import (
     DB_ERRORS,
     cannot_be_database,
@@ -387,6 +389,128 @@ class SQLiteStore:
         sql = q.DUE_ACTORS if self.read_only else q.DUE_ACTORS_SQLITE
         rows = await self._read(sql, (before, max(limit, 0)), bounded=False)
         return [DueActor(kind, identity, float(due)) for kind, identity, due in rows]
+
+    # --- stored schedules (ScheduleStore) -----------------------------------------------
+
+    async def schedule_rows(self) -> list[ScheduleRow]:
+        """Every stored schedule, by id."""
+        rows = await self._read(sq.SELECT_ALL, (), bounded=False)
+        return [sq.schedule_from_sql(r) for r in rows]
+
+    async def schedule_row(self, schedule_id: str) -> ScheduleRow | None:
+        """One stored schedule, or ``None``."""
+        rows = await self._read(sq.SELECT_ONE, (schedule_id,))
+        return sq.schedule_from_sql(rows[0]) if rows else None
+
+    async def write_schedule(self, row: ScheduleRow, *, expect: int | None) -> bool:
+        """Insert if absent (``expect=None``) or compare-and-set on ``version``."""
+        if expect is None:
+            sql, args = sq.INSERT, sq.schedule_params(row)
+        else:
+            sql, args = sq.UPDATE, (row.spec, row.version, float(row.updated_at), row.id, expect)
+        return await self._change(sql, args, "write a schedule")
+
+    async def delete_schedule(self, schedule_id: str) -> bool:
+        """Remove one schedule (its ledger stays); whether it existed."""
+        return await self._change(sq.DELETE, (schedule_id,), "remove a schedule")
+
+    async def pause_schedule_row(
+        self,
+        schedule_id: str,
+        *,
+        paused: bool,
+        note: str | None,
+        by: str | None,
+        at: float | None,
+    ) -> bool:
+        """Set the pause state (not the version); whether the schedule exists."""
+        args = (paused, note, by, at, schedule_id)
+        return await self._change(sq.PAUSE, args, "pause a schedule")
+
+    async def schedules_revision(self) -> int:
+        """Moves at every change of a stored schedule."""
+        rows = await self._read(sq.REVISION, ())
+        return int(rows[0][0]) if rows else 0
+
+    async def record_schedule_tick(
+        self, row: ScheduleTickRow, keep: int, *, replace: bool = True
+    ) -> None:
+        """Write the ledger row of ``(id, instant)``, keep the newest ``keep``."""
+        params = sq.ledger_params(row)
+        sql = sq.RECORD if replace else sq.RECORD_IF_ABSENT
+
+        def record(conn: sqlite3.Connection) -> None:
+            conn.execute(sql, params)
+            conn.execute(sq.TRIM, (row.id, row.id, max(keep, 1) - 1))
+
+        await self._call(record, write=True, what="record a schedule tick")
+
+    async def schedule_ticks(
+        self, schedule_id: str, limit: int | None = None
+    ) -> list[ScheduleTickRow]:
+        """One schedule's ledger, oldest first (the newest ``limit`` with a limit)."""
+        if limit is None:
+            rows = await self._read(sq.LEDGER, (schedule_id,), bounded=False)
+            return [sq.tick_from_sql(r) for r in rows]
+        rows = await self._read(sq.LEDGER_NEWEST, (schedule_id, max(limit, 0)), bounded=False)
+        return [sq.tick_from_sql(r) for r in reversed(rows)]
+
+    async def schedule_last_instants(self) -> dict[str, float]:
+        """The newest instant of each schedule's ledger, by id."""
+        rows = await self._read(sq.LAST_INSTANTS, (), bounded=False)
+        return {sid: float(instant) for sid, instant in rows}
+
+    async def schedule_tick(self, schedule_id: str, instant: float) -> ScheduleTickRow | None:
+        """The ledger row of one instant, or ``None``."""
+        rows = await self._read(sq.LEDGER_ONE, (schedule_id, float(instant)))
+        return sq.tick_from_sql(rows[0]) if rows else None
+
+    async def claim_schedule_tick(self, key: str, node: str, now: float, expires: float) -> bool:
+        """Put-if-absent ``key`` until ``expires`` (an expired claim is replaced), in one
+        ``BEGIN IMMEDIATE`` transaction: processes sharing the file take turns."""
+        won: list[bool] = []
+
+        def claim(conn: sqlite3.Connection) -> None:
+            conn.execute(sq.PURGE_CLAIMS, (float(now),))
+            won.append(conn.execute(sq.CLAIM, (key, node, float(expires))).rowcount == 1)
+
+        await self._call(claim, write=True, what="claim a schedule tick")
+        return bool(won and won[-1])
+
+    async def request_schedule_run(self, request: ScheduleRequest) -> None:
+        """Record a run asked for (once) and move the revision."""
+        args = (request.id, float(request.instant), request.manual, float(request.at))
+        await self._change(sq.REQUEST, args, "request a schedule run")
+
+    async def schedule_requests(self) -> list[ScheduleRequest]:
+        """The requests not yet done, oldest instant first."""
+        rows = await self._read(sq.REQUESTS, (), bounded=False)
+        return [ScheduleRequest(i, float(t), bool(m), float(a)) for i, t, m, a in rows]
+
+    async def delete_schedule_request(self, request: ScheduleRequest) -> None:
+        """Forget a request."""
+        args = (request.id, float(request.instant), request.manual)
+
+        def delete(conn: sqlite3.Connection) -> None:
+            conn.execute(sq.DELETE_REQUEST, args)
+
+        await self._call(delete, write=True, what="forget a schedule request")
+
+    async def _change(self, sql: str, args: tuple[Any, ...], what: str) -> bool:
+        """One change of ``tocsin_schedules`` and, if it changed a row, the revision
+        bump, in one transaction; whether a row changed."""
+        if self.read_only:
+            raise StoreError(f"{self!r} was opened read-only; it cannot {what}")
+        changed: list[bool] = []
+
+        def change(conn: sqlite3.Connection) -> None:
+            done = conn.execute(sql, args).rowcount == 1
+            if done:
+                conn.execute(sq.BUMP_REVISION)
+            changed.append(done)
+
+        await self._call(change, write=True, what=what)
+        return bool(changed and changed[-1])
 
     # --- plumbing --------------------------------------------------------------------------
 

@@ -121,6 +121,10 @@ class Outcome(StrEnum):
     CLAIMED_ELSEWHERE = "claimed_elsewhere"
     CLAIM_LATE = "claim_late"
     CLAIM_ERROR = "claim_error"
+    #: Stored schedules: the run raised (``detail``: the error's text).
+    FAILED = "failed"
+    #: Stored schedules: delivered again after its first winner let the claim lapse.
+    RETRIED = "retried"
 
 
 @final
@@ -136,6 +140,11 @@ class TickOutcome:
         detail: more, by outcome: ``coalesced``: how many instants (int); a dead
             letter's reason; a claim error's text; else ``None``.
         node: the node (or system name) that recorded it.
+        version: a stored schedule's spec version it was decided under, else ``None``.
+        note: a ``paused`` row of a stored schedule: the pause's note.
+        paused_by: a ``paused`` row of a stored schedule: who paused it.
+        started: a delivered row: when the handler started (aware UTC), where the
+            deciding node saw it start; else ``None``.
     """
 
     reference: str
@@ -144,3 +153,7 @@ class TickOutcome:
     outcome: Outcome
     detail: int | str | None
     node: str
+    version: int | None = None
+    note: str | None = None
+    paused_by: str | None = None
+    started: datetime | None = None

@@ -128,3 +128,50 @@ END $$;
 DROP TRIGGER IF EXISTS tocsin_task_history_bound ON tocsin_task_history;
 CREATE TRIGGER tocsin_task_history_bound AFTER INSERT ON tocsin_task_history
     FOR EACH ROW EXECUTE FUNCTION tocsin_task_history_bound();
+
+-- Stored schedules (system.schedules, issue 30): the spec as codec bytes, its version,
+-- the pause state beside it. Added after version 3 (CREATE ... IF NOT EXISTS: older
+-- schemas get them on open). The store-wide revision nodes poll is
+-- tocsin_meta['schedules'], bumped in the same transaction as every change here.
+CREATE TABLE IF NOT EXISTS tocsin_schedules (
+    id          text COLLATE "C" PRIMARY KEY,
+    spec        bytea            NOT NULL,
+    version     bigint           NOT NULL,
+    created_at  double precision NOT NULL,
+    updated_at  double precision NOT NULL,
+    paused      boolean          NOT NULL DEFAULT false,
+    note        text,
+    paused_by   text,
+    paused_at   double precision
+);
+-- The ledger: one row per instant per schedule, kept after the schedule is removed; the
+-- newest `history` per schedule are kept by the writer (record_schedule_tick).
+CREATE TABLE IF NOT EXISTS tocsin_schedule_history (
+    id       text COLLATE "C" NOT NULL,
+    instant  double precision NOT NULL,
+    at       double precision NOT NULL,
+    outcome  text             NOT NULL,
+    node     text             NOT NULL,
+    version  bigint           NOT NULL,
+    detail   text,
+    note     text,
+    paused_by text,
+    started  double precision,
+    PRIMARY KEY (id, instant)
+);
+-- Single-node claims (no coordinator): put-if-absent by key until they expire.
+CREATE TABLE IF NOT EXISTS tocsin_schedule_claims (
+    key      text COLLATE "C" PRIMARY KEY,
+    node     text             NOT NULL,
+    expires  double precision NOT NULL
+);
+CREATE INDEX IF NOT EXISTS tocsin_schedule_claims_expires ON tocsin_schedule_claims (expires);
+-- Runs asked for from another process (tocsin schedules trigger/backfill): every node
+-- running schedules claims each; the winner runs it and deletes the row.
+CREATE TABLE IF NOT EXISTS tocsin_schedule_requests (
+    id       text COLLATE "C" NOT NULL,
+    instant  double precision NOT NULL,
+    manual   boolean          NOT NULL,
+    at       double precision NOT NULL,
+    PRIMARY KEY (id, instant, manual)
+);

@@ -110,3 +110,50 @@ BEGIN
                  WHERE kind = NEW.kind AND identity = NEW.identity AND id = NEW.id
                  ORDER BY seq DESC LIMIT 1 OFFSET 63);
 END;
+
+-- Stored schedules (system.schedules, issue 30): the spec as codec bytes, its version,
+-- the pause state beside it. Added after version 3; older files get them on open
+-- (CREATE ... IF NOT EXISTS). The store-wide revision nodes poll is
+-- tocsin_meta['schedules'], bumped in the same transaction as every change here.
+CREATE TABLE IF NOT EXISTS tocsin_schedules (
+    id          TEXT    NOT NULL PRIMARY KEY,
+    spec        BLOB    NOT NULL,
+    version     INTEGER NOT NULL,
+    created_at  REAL    NOT NULL,
+    updated_at  REAL    NOT NULL,
+    paused      INTEGER NOT NULL DEFAULT 0,
+    note        TEXT,
+    paused_by   TEXT,
+    paused_at   REAL
+) WITHOUT ROWID;
+-- The ledger: one row per instant per schedule, kept after the schedule is removed; the
+-- newest `history` per schedule are kept by the writer (record_schedule_tick).
+CREATE TABLE IF NOT EXISTS tocsin_schedule_history (
+    id       TEXT    NOT NULL,
+    instant  REAL    NOT NULL,
+    at       REAL    NOT NULL,
+    outcome  TEXT    NOT NULL,
+    node     TEXT    NOT NULL,
+    version  INTEGER NOT NULL,
+    detail   TEXT,
+    note     TEXT,
+    paused_by TEXT,
+    started  REAL,
+    PRIMARY KEY (id, instant)
+) WITHOUT ROWID;
+-- Single-node claims (no coordinator): put-if-absent by key until they expire.
+CREATE TABLE IF NOT EXISTS tocsin_schedule_claims (
+    key      TEXT NOT NULL PRIMARY KEY,
+    node     TEXT NOT NULL,
+    expires  REAL NOT NULL
+) WITHOUT ROWID;
+CREATE INDEX IF NOT EXISTS tocsin_schedule_claims_expires ON tocsin_schedule_claims (expires);
+-- Runs asked for from another process (tocsin schedules trigger/backfill): every node
+-- running schedules claims each; the winner runs it and deletes the row.
+CREATE TABLE IF NOT EXISTS tocsin_schedule_requests (
+    id       TEXT    NOT NULL,
+    instant  REAL    NOT NULL,
+    manual   INTEGER NOT NULL,
+    at       REAL    NOT NULL,
+    PRIMARY KEY (id, instant, manual)
+) WITHOUT ROWID;

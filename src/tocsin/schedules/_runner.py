@@ -1,0 +1,620 @@
+# SPDX-License-Identifier: Apache-2.0
+"""Firing stored schedules: every node that runs schedules computes the instants of every
+stored schedule and claims each ``(id, instant)``; only the winner decides it, and writes
+its one ledger row.
+
+* **Claims.** In cluster mode through the node's cron claims (``cluster/_single_fire``):
+  the same coordinator step, fence, ``delivery`` lease, cluster time and
+  ``claim_retention`` as cluster cron, on every coordinator. On one node (no cluster)
+  through the store (:class:`StoreClaims`: put-if-absent in ``tocsin_schedule_claims``),
+  so processes sharing one store (``uvicorn --workers 4``) fire each instant once too.
+  The claim key is ``schedule:<id>@<instant>``: a stored schedule never shares claims or
+  fences with a cluster cron reference of the same name.
+* **Deciding.** The winner re-reads the schedule (a pause made on another node a moment
+  ago counts), then records ``paused`` (with the note and who), ``excluded``,
+  ``missed`` (past ``misfire.grace``), ``skipped_overlap``, or runs the target and records
+  ``delivered`` with the time the run started (``failed`` with the error's text if a job
+  raises). A lost claim is not an outcome and writes nothing; ``coalesced`` and
+  ``claim_error`` are written only where the instant has no row yet (they are decided
+  without the claim, and never hide the winner's row).
+* **Changes.** A change made through this node re-arms at once; one made elsewhere is
+  pushed by the store's change watch (PostgreSQL ``NOTIFY``, which every change through
+  ``system.schedules`` or the CLI sends; SQLite's ``data_version``, looked at every
+  second; the memory store's announce), after which the node reads the store's schedule
+  revision and, if it moved, the schedules. A backstop poll every
+  :data:`BACKSTOP_SECONDS` covers a lost notification while schedules exist; a node
+  whose store never held one does no periodic work. An add or an update arms the first
+  instant strictly after the change: it never fires at once.
+* **Overlap.** Judged on the deciding node for job targets (runs in flight there); for
+  durable targets by the identity's pending task rows of this schedule (runs of one
+  identity never overlap anyway).
+
+Prior art: APScheduler 4's scheduler loop over a shared data store (acquire schedules,
+release them), Temporal's schedule workflow (one decision and one record per action).
+"""
+
+from __future__ import annotations
+
+import asyncio
+import logging
+import math
+from collections.abc import Callable, Coroutine
+from datetime import UTC, datetime
+from typing import TYPE_CHECKING, Any, Final, final
+
+from ..actor import Outcome, Tick, TickNotDelivered
+from ..cluster._spi import Counters, CronClaims
+from ..jobs import JobContext
+from ..stores import ScheduleRow, ScheduleStore, ScheduleTickRow
+from ._instants import Instants
+from ._spec import decode_spec
+from ._store_claims import StoreClaims
+from ._targets import find_job, queue_durable
+from ._values import Durable, Once, Schedule
+
+if TYPE_CHECKING:
+    from ..clock import Clock, TimerHandle
+    from ..durable._spi import DurableRuntime
+
+__all__ = [
+    "BACKSTOP_SECONDS",
+    "CLAIM_PREFIX",
+    "LATENESS_RING",
+    "SERVICE",
+    "Runner",
+    "runner_of",
+]
+
+_log = logging.getLogger("tocsin.schedules")
+
+#: Claim references of stored schedules: ``schedule:<id>`` (cron references have no
+#: such prefix, so the two never share a key or a fence counter).
+CLAIM_PREFIX: Final = "schedule:"
+#: Observations each lateness ring keeps between two scrapes (``tocsin.metrics``).
+LATENESS_RING: Final = 4096
+#: The runtime service name the runner is registered under (:func:`runner_of`).
+SERVICE: Final = "schedules"
+
+#: Seconds between two looks at the store's schedule revision besides its change watch
+#: (only while this node runs some stored schedule): a notification lost in a
+#: reconnect is made up within this long.
+BACKSTOP_SECONDS: Final = 60.0
+
+
+def _utc(seconds: float) -> datetime:
+    return datetime.fromtimestamp(seconds, UTC)
+
+
+@final
+class _Entry:
+    """One stored schedule as this node runs it."""
+
+    __slots__ = ("buffered", "handle", "inflight", "instants", "outstanding", "row", "spec")
+
+    def __init__(self, row: ScheduleRow, spec: Schedule) -> None:
+        self.row = row
+        self.spec = spec
+        self.instants = Instants(spec)
+        self.handle: TimerHandle | None = None
+        self.inflight = 0
+        #: BUFFER_ONE: the one won instant waiting for the run in flight.
+        self.buffered: Callable[[], None] | None = None
+        #: Durable targets: ids of this schedule's task rows not yet seen gone.
+        self.outstanding: list[tuple[str, str, str]] = []
+
+
+@final
+class Runner:
+    """Runs every stored schedule on this node (one per system).
+
+    Args:
+        store: the durable store (a ScheduleStore).
+        clock: the system's clock (the cluster clock in cluster mode).
+        node: this node's (system's) name, written in ledger rows and claims.
+        claims: cluster mode: the node's cron claims; ``None``: claims in the store.
+        durable: the durable runtime (durable targets are queued through it).
+        system: what a job's context carries as ``system``.
+        publish: ``system.events.publish``.
+        poll_interval: the longest wait before a change pushed by the store is read
+            (changes are read at once; this bounds the backstop poll from below).
+    """
+
+    def __init__(
+        self,
+        *,
+        store: ScheduleStore,
+        clock: Clock,
+        node: str,
+        claims: CronClaims | None,
+        durable: DurableRuntime,
+        system: Any,
+        publish: Callable[[object], None],
+        poll_interval: float = 1.0,
+    ) -> None:
+        self.store = store
+        self.clock = clock
+        self.node = node
+        self.durable = durable
+        self.system = system
+        self.publish = publish
+        self.poll_interval = poll_interval
+        self._own_claims = claims is None
+        self.claims = claims or CronClaims(
+            StoreClaims(store, clock),  # type: ignore[arg-type]
+            node=node,
+            counters=Counters(),
+            clock=clock,
+            claim_retention=0.0,
+        )
+        self.entries: dict[str, _Entry] = {}
+        self.revision = -1
+        self.closed = False
+        #: Outcomes decided here, by (id, outcome): ``tocsin_schedule_ticks_total``.
+        self.counts: dict[tuple[str, str], int] = {}
+        #: Lateness rings (the scheduler's convention: observation i at ring[i % size],
+        #: a count of observations made): how late each delivered instant was decided
+        #: (``decided``) and how late its handler started (``started``).
+        self.decided = 0
+        self.decided_lateness = [0.0] * LATENESS_RING
+        self.started = 0
+        self.started_lateness = [0.0] * LATENESS_RING
+        self._tasks: set[asyncio.Task[None]] = set()
+        self._poll: TimerHandle | None = None
+        self._polling = False
+        self._poll_again = False
+        self._unwatch: Callable[[], None] | None = None
+        self._idle = asyncio.Event()
+        self._idle.set()
+        self._progress = 0
+        self._attached = False
+
+    # -- the ManualClock activity-tracker protocol ---------------------------------------
+
+    def is_idle(self) -> bool:
+        return not self._tasks
+
+    @property
+    def progress(self) -> int:
+        return self._progress
+
+    async def wait_idle(self) -> None:
+        await self._idle.wait()
+
+    # -- lifecycle -----------------------------------------------------------------------
+
+    async def start(self) -> None:
+        """Load every stored schedule and arm its next instant; poll for changes."""
+        self.clock.attach(self)
+        self._attached = True
+        watch = getattr(self.store, "watch", None)
+        if watch is not None:
+            self._unwatch = await watch(self._changed_outside)
+        await self._reload()
+        await self._catch_up()
+        self._arm_poll()
+
+    async def close(self) -> None:
+        """Stop arming, cancel runs in flight (their instants are not recorded here)."""
+        self.closed = True
+        if self._unwatch is not None:
+            self._unwatch()
+            self._unwatch = None
+        if self._poll is not None:
+            self._poll.cancel()
+        for entry in self.entries.values():
+            if entry.handle is not None:
+                entry.handle.cancel()
+        while self._tasks:
+            tasks = list(self._tasks)
+            for task in tasks:
+                task.cancel()
+            await asyncio.gather(*tasks, return_exceptions=True)
+        if self._own_claims:
+            await self.claims.close()
+        if self._attached:
+            self._attached = False
+            self.clock.detach(self)
+
+    def spawn(self, work: Coroutine[Any, Any, None], name: str) -> None:
+        """Run ``work`` in the background, counted while it runs (a ManualClock waits)."""
+        if self.closed:
+            work.close()
+            return
+        self._idle.clear()
+        task = asyncio.get_running_loop().create_task(work, name=f"tocsin-schedule-{name}")
+        self._tasks.add(task)
+        task.add_done_callback(self._done)
+
+    def _done(self, task: asyncio.Task[None]) -> None:
+        self._tasks.discard(task)
+        self._progress += 1
+        if not task.cancelled() and (exc := task.exception()) is not None:
+            _log.error("stored schedules: a background step failed", exc_info=exc)
+        if not self._tasks:
+            self._idle.set()
+
+    # -- changes -------------------------------------------------------------------------
+
+    def _arm_poll(self) -> None:
+        if self.closed or self._poll is not None or not self.entries:
+            return  # no schedule here: only the change watch wakes this node
+        clock = self.clock
+        every = max(BACKSTOP_SECONDS, self.poll_interval)
+        self._poll = clock.call_at(clock.monotonic() + every, self._poll_due)
+
+    def _poll_due(self) -> None:
+        self._poll = None
+        self._changed_outside()
+
+    def _changed_outside(self) -> None:
+        """The store says something changed (or the backstop is due): look once."""
+        if self.closed:
+            return
+        if self._polling:
+            self._poll_again = True  # the look in flight may predate this change
+            return
+        self._polling = True
+        self.spawn(self._poll_once(), "poll")
+
+    async def _poll_once(self) -> None:
+        try:
+            while True:
+                self._poll_again = False
+                try:
+                    if await self.store.schedules_revision() != self.revision:
+                        await self._reload()
+                except Exception as exc:  # a store outage: the backstop looks again
+                    _log.warning("stored schedules: reading the store failed: %s", exc)
+                if not self._poll_again:
+                    break
+        finally:
+            self._polling = False
+            self._arm_poll()
+
+    async def _reload(self) -> None:
+        revision = await self.store.schedules_revision()
+        rows = await self.store.schedule_rows()
+        self.revision = revision
+        seen = set()
+        for row in rows:
+            seen.add(row.id)
+            self.changed(row)
+        for gone in [sid for sid in self.entries if sid not in seen]:
+            self.removed(gone)
+        for request in await self.store.schedule_requests():
+            # Runs an operator asked for from another process: the node that sees one
+            # first claims it (a claim decides who runs it, whoever else sees it too)
+            # and forgets it, so it is asked for at most once.
+            entry = self.entries.get(request.id)
+            if entry is not None:
+                self.claim(
+                    entry, request.instant, manual=request.manual, backfill=not request.manual
+                )
+            await self.store.delete_schedule_request(request)
+
+    def changed(self, row: ScheduleRow) -> None:
+        """``row`` was written (here or elsewhere): a new spec re-arms from now; a pause
+        or resume only changes what its next instants record."""
+        entry = self.entries.get(row.id)
+        if entry is not None and entry.row.version == row.version:
+            entry.row = row
+            return
+        try:
+            spec = decode_spec(row.spec)
+        except Exception as exc:
+            _log.error("stored schedule %r cannot be read, not run: %s", row.id, exc)
+            return
+        if entry is not None and entry.handle is not None:
+            entry.handle.cancel()
+        fresh = _Entry(row, spec)
+        if entry is not None:  # runs in flight and the buffered instant carry over
+            fresh.inflight, fresh.buffered = entry.inflight, entry.buffered
+            fresh.outstanding = entry.outstanding
+        self.entries[row.id] = fresh
+        self._arm(fresh, self.clock.wall())
+
+    async def _catch_up(self) -> None:
+        """Instants that came due while no node ran a schedule (the whole system was
+        down: nothing decided them) follow its ``misfire`` policy, once, at start:
+        ``once`` claims the latest of them (the others coalesced: one ``coalesced`` row
+        on the earliest, with how many), ``all(max=N)`` claims the most recent N oldest
+        first, ``skip`` claims none (one ``missed`` row on the latest, with how many).
+        They are claimed like backfills (no lateness check), so the nodes starting
+        together decide each once; ``grace`` still makes a too-late one ``missed``."""
+        last = await self.store.schedule_last_instants()
+        now = self.clock.wall()
+        for entry in list(self.entries.values()):
+            spec = entry.spec
+            if not spec.enabled or isinstance(spec.trigger, Once):
+                continue  # a Once due while down is armed at once by _arm
+            since = max(last.get(entry.row.id, -math.inf), entry.row.updated_at)
+            latest = entry.instants.before(now)
+            if latest is None or latest <= since:
+                continue
+            overdue = entry.instants.count(since, now, cap=10_000)
+            misfire = spec.misfire
+            if misfire.mode == "skip":
+                text = f"{overdue} instants came due while no node ran it (Misfire.skip)"
+                await self._record(entry, latest, Outcome.MISSED, text, replace=False)
+                continue
+            keep = misfire.max if misfire.mode == "all" else 1
+            chosen = [latest]
+            while len(chosen) < min(keep, overdue):
+                earlier = entry.instants.before(chosen[0] - 1e-6)
+                if earlier is None or earlier <= since:
+                    break
+                chosen.insert(0, earlier)
+            if overdue > len(chosen):
+                first = entry.instants.after(since)
+                if first is not None:
+                    text = str(overdue - len(chosen))
+                    await self._record(entry, first, Outcome.COALESCED, text, replace=False)
+            for instant in chosen:
+                self.claim(entry, instant, overdue=True)
+
+    def removed(self, schedule_id: str) -> None:
+        """The schedule is gone: no instant of it is armed any more."""
+        entry = self.entries.pop(schedule_id, None)
+        if entry is not None and entry.handle is not None:
+            entry.handle.cancel()
+
+    # -- instants ------------------------------------------------------------------------
+
+    def _arm(self, entry: _Entry, after: float, known: float | None = None) -> None:
+        """Arm the first instant after ``after`` (``known``: it, computed already)."""
+        if self.closed or not entry.spec.enabled:
+            return
+        trigger = entry.spec.trigger
+        instant = known if known is not None else entry.instants.after(after)
+        if instant is None:
+            if isinstance(trigger, Once) and trigger.at is not None and entry.handle is None:
+                # Stored and still undecided, its instant passed while no node ran it:
+                # decided now, under its misfire policy (grace makes it missed).
+                at = trigger.at.timestamp()
+                entry.handle = self.clock.call_at(
+                    self.clock.monotonic(), lambda: self._fire(entry, at)
+                )
+            return
+        clock = self.clock
+        delay = entry.instants.due(instant) - clock.wall()
+        entry.handle = clock.call_at(
+            clock.monotonic() + max(delay, 0.0), lambda: self._fire(entry, instant)
+        )
+
+    def next_fire_at(self, schedule_id: str, now: float) -> float | None:
+        """The next instant of the schedule that will be delivered (calendar applied,
+        jitter added), ``None`` when paused, disabled, unknown here or without one."""
+        entry = self.entries.get(schedule_id)
+        if entry is None or entry.row.paused or not entry.spec.enabled:
+            return None
+        instant = entry.instants.next_delivered(now)
+        return None if instant is None else entry.instants.due(instant)
+
+    def _fire(self, entry: _Entry, instant: float) -> None:
+        if self.entries.get(entry.row.id) is not entry:
+            return  # replaced or removed since it was armed
+        nxt = entry.instants.after(instant)
+        self.claim(entry, instant, following=nxt)
+        entry.handle = None
+        if isinstance(entry.spec.trigger, Once):
+            return  # one instant: decided by its claim
+        now = self.clock.wall()
+        if nxt is not None and nxt <= now and entry.spec.misfire.mode != "all":
+            # The loop stalled past more instants: Misfire.once/skip go on from now
+            # (the overdue ones coalesce into the one just claimed).
+            self._arm(entry, now)
+        else:
+            self._arm(entry, instant, nxt)
+
+    def claim(
+        self,
+        entry: _Entry,
+        instant: float,
+        *,
+        manual: bool = False,
+        backfill: bool = False,
+        overdue: bool = False,
+        following: float | None = None,
+    ) -> None:
+        """Claim ``instant`` of ``entry`` and decide it if this node wins (``overdue``:
+        an instant found overdue at start, claimed without the lateness check)."""
+        if following is None:
+            following = entry.instants.after(instant)
+        period = math.inf if following is None else following - instant
+        reference = CLAIM_PREFIX + entry.row.id
+
+        def deliver(fence: int, finished: Callable[[], None] | None) -> bool:
+            work = self._decide(entry, instant, fence or None, finished, manual, backfill)
+            self.spawn(work, entry.row.id)
+            return True
+
+        def skipped(outcome: Outcome | None, detail: str | int | None) -> None:
+            if outcome in (Outcome.COALESCED, Outcome.CLAIM_ERROR):
+                text = None if detail is None else str(detail)
+                self.spawn(self._record(entry, instant, outcome, text, replace=False), "record")
+
+        self.claims.deliver_if_won(
+            reference,
+            instant,
+            period,
+            deliver,
+            skipped,
+            delivery=str(entry.spec.delivery),
+            backfill=manual or backfill or overdue,
+        )
+
+    # -- deciding ------------------------------------------------------------------------
+
+    async def _decide(
+        self,
+        entry: _Entry,
+        instant: float,
+        fence: int | None,
+        finished: Callable[[], None] | None,
+        manual: bool,
+        backfill: bool,
+    ) -> None:
+        sid = entry.row.id
+        try:
+            row = await self.store.schedule_row(sid)
+            if row is None:
+                return  # removed meanwhile: nothing to decide
+            entry.row = row if row.version == entry.row.version else entry.row
+            spec = entry.spec
+            if not manual and not backfill and row.paused:
+                await self._record(entry, instant, Outcome.PAUSED, None, row=row)
+            elif not manual and entry.instants.excluded(instant):
+                await self._record(entry, instant, Outcome.EXCLUDED, None)
+            elif (
+                not manual
+                and not backfill
+                and spec.misfire.grace is not None
+                and self.clock.wall() - instant > spec.misfire.grace
+            ):
+                await self._record(entry, instant, Outcome.MISSED, None)
+            elif isinstance(spec.target, Durable):
+                await self._queue(entry, instant, spec.target)
+            else:
+                await self._run_job(entry, instant, fence, finished, manual, backfill)
+                finished = None  # the run calls it when it ends
+            if isinstance(spec.trigger, Once) and not manual and not backfill:
+                await self.store.delete_schedule(sid)
+                self.removed(sid)
+                announce = getattr(self.store, "announce", None)
+                if announce is not None:
+                    await announce()
+        finally:
+            if finished is not None:
+                finished()
+
+    async def _queue(self, entry: _Entry, instant: float, target: Durable) -> None:
+        store = self.durable.store
+        alive = []
+        for kind, identity, tid in entry.outstanding:
+            if await store.get_task(kind, identity, tid) is not None:
+                alive.append((kind, identity, tid))
+        entry.outstanding = alive
+        overlap = entry.spec.overlap
+        allowed = overlap.max_in_flight + (1 if overlap.mode == "buffer_one" else 0)
+        if len(alive) >= allowed:
+            await self._record(entry, instant, Outcome.SKIPPED_OVERLAP, None)
+            return
+        now = self.clock.wall()
+        tid = await queue_durable(self.durable, target, entry.row.id, instant, now)
+        entry.outstanding.append((target.kind, target.identity, tid))
+        await self._record(entry, instant, Outcome.DELIVERED, None)
+
+    async def _run_job(
+        self,
+        entry: _Entry,
+        instant: float,
+        fence: int | None,
+        finished: Callable[[], None] | None,
+        manual: bool,
+        backfill: bool,
+    ) -> None:
+        spec = entry.spec
+        if entry.inflight >= spec.overlap.max_in_flight:
+            if spec.overlap.mode == "buffer_one" and entry.buffered is None:
+
+                def resume() -> None:
+                    self.spawn(
+                        self._run_job(entry, instant, fence, finished, manual, backfill),
+                        entry.row.id,
+                    )
+
+                entry.buffered = resume
+                return
+            await self._record(entry, instant, Outcome.SKIPPED_OVERLAP, None)
+            if finished is not None:
+                finished()
+            return
+        entry.inflight += 1
+        started = self.clock.wall()
+        self._started(started - instant)
+        try:
+            ran = Outcome.DELIVERED
+            # An at_least_once re-claim after the first winner let its delivery lease
+            # lapse: the instant already has its row (written when that run started).
+            if (
+                spec.delivery == "at_least_once"
+                and not manual
+                and await self.store.schedule_tick(spec.id, instant) is not None
+            ):
+                ran = Outcome.RETRIED
+            await self._record(entry, instant, ran, None, started=started)
+            tick = Tick(spec.id, _utc(instant), 1, manual, backfill, fence)
+            assert isinstance(spec.target, str)
+            try:
+                job = find_job(spec.target)
+                context = JobContext(
+                    self.system,
+                    spec.id,
+                    1,
+                    tick,
+                    fence,
+                    logging.getLogger(f"tocsin.jobs.{job.name}"),
+                    job.name,
+                )
+                await job.function(context, *spec.args, **(spec.kwargs or {}))
+            except Exception as exc:
+                text = f"{type(exc).__name__}: {exc}"
+                await self._record(entry, instant, Outcome.FAILED, text, started=started)
+        finally:
+            entry.inflight -= 1
+            if finished is not None:
+                finished()
+            waiting, entry.buffered = entry.buffered, None
+            if waiting is not None:
+                waiting()
+
+    def _started(self, late: float) -> None:
+        self.started_lateness[self.started % LATENESS_RING] = max(0.0, late)
+        self.started += 1
+
+    async def _record(
+        self,
+        entry: _Entry,
+        instant: float,
+        outcome: Outcome,
+        detail: str | None,
+        *,
+        row: ScheduleRow | None = None,
+        started: float | None = None,
+        replace: bool = True,
+    ) -> None:
+        """Write the ledger row of ``instant``, count it, and publish a non-delivery."""
+        sid = entry.row.id
+        paused = row if outcome is Outcome.PAUSED else None
+        ledger = ScheduleTickRow(
+            id=sid,
+            instant=float(instant),
+            at=self.clock.wall(),
+            outcome=str(outcome),
+            node=self.node,
+            version=entry.row.version,
+            detail=detail,
+            note=None if paused is None else paused.note,
+            by=None if paused is None else paused.paused_by,
+            started=started,
+        )
+        try:
+            await self.store.record_schedule_tick(ledger, entry.spec.history, replace=replace)
+        except Exception as exc:
+            _log.warning(
+                "stored schedule %r: the ledger row of %s failed: %s", sid, _utc(instant), exc
+            )
+        key = (sid, str(outcome))
+        self.counts[key] = self.counts.get(key, 0) + 1
+        if outcome in (Outcome.DELIVERED, Outcome.RETRIED) and replace:
+            self.decided_lateness[self.decided % LATENESS_RING] = max(0.0, ledger.at - instant)
+            self.decided += 1
+        if outcome not in (Outcome.DELIVERED, Outcome.RETRIED):
+            self.publish(TickNotDelivered(sid, _utc(instant), outcome, detail, self.node))
+
+
+def runner_of(runtime: Any) -> Runner | None:
+    """The stored-schedule runner of a started system (None before its first use)."""
+    services = getattr(runtime, "services", None)
+    found = None if services is None else services.get(SERVICE)
+    return found if isinstance(found, Runner) else None

@@ -1,0 +1,80 @@
+# SPDX-License-Identifier: Apache-2.0
+"""Where a stored schedule's instant goes: a job (a function found by its stable name) or
+a durable identity's method (a one-shot task row, run as any durable task is).
+
+A job name is looked up in the job registry (``@job``); a name not registered yet has
+its module imported once (the name ``@job`` gives by default is ``module.qualname``):
+nothing read from the store is evaluated, only looked up. A name no module of this
+process registers is not run here (``failed``, naming it).
+"""
+
+from __future__ import annotations
+
+import importlib
+import logging
+from datetime import UTC, datetime
+from typing import TYPE_CHECKING
+
+from .._codec import encode
+from ..errors import JobNotFoundError
+from ..jobs import JobSpec, resolve
+from ..stores import TaskRow, UpsertTask
+
+if TYPE_CHECKING:
+    from ..durable._spi import DurableRuntime
+    from ._values import Durable
+
+__all__ = ["find_job", "queue_durable", "task_id"]
+
+_log = logging.getLogger("tocsin.schedules")
+
+
+def find_job(name: str) -> JobSpec:
+    """The job registered as ``name``; if none is yet, its module (the name's longest
+    importable prefix) is imported once and the registry asked again (a job's module
+    registers it on import). Nothing is evaluated: names are only looked up.
+
+    Raises:
+        JobNotFoundError: no job of that name in this process (the message names it).
+    """
+    try:
+        return resolve(name)
+    except JobNotFoundError:
+        parts = name.split(".")
+        for cut in range(len(parts) - 1, 0, -1):
+            try:
+                importlib.import_module(".".join(parts[:cut]))
+            except ImportError:
+                continue
+            break
+        return resolve(name)
+
+
+def task_id(schedule_id: str, instant: float) -> str:
+    """The id of the durable task row of ``instant`` (ISO 8601 UTC, milliseconds): a
+    second delivery of the same instant replaces its pending row, never adds one."""
+    moment = datetime.fromtimestamp(instant, UTC).isoformat(timespec="milliseconds")
+    return f"{schedule_id}@{moment.replace('+00:00', 'Z')}"
+
+
+async def queue_durable(
+    durable: DurableRuntime, target: Durable, schedule_id: str, instant: float, now: float
+) -> str:
+    """Write the one-shot task of ``instant`` for ``target``'s identity and wake it here;
+    the identity's owner runs it (``method(payload)``, retried and parked as any task).
+    Returns the task's id."""
+    row = TaskRow(
+        kind=target.kind,
+        identity=target.identity,
+        id=task_id(schedule_id, instant),
+        name=target.method,
+        payload=encode(target.payload),
+        due=now,
+        every=None,
+        attempts=0,
+        max_retries=5,
+        created_at=now,
+    )
+    await durable.store.apply([UpsertTask(row)])
+    durable.wake(target.kind, target.identity, now)
+    return row.id

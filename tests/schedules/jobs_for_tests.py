@@ -1,0 +1,39 @@
+# SPDX-License-Identifier: Apache-2.0
+"""Module-level jobs the stored-schedule tests name (a job target is found by its name)."""
+
+from __future__ import annotations
+
+import asyncio
+from typing import Any
+
+from tocsin.jobs import job
+
+#: (schedule id, instant ISO, manual, backfill, args) of every run, in order.
+RUNS: list[tuple[str, str, bool, bool, tuple[Any, ...]]] = []
+
+
+@job
+async def record(ctx: Any, *args: Any) -> None:
+    tick = ctx.tick
+    RUNS.append((tick.reference, tick.instant.isoformat(), tick.manual, tick.backfill, args))
+
+
+@job
+async def explode(ctx: Any) -> None:
+    raise RuntimeError("boom")
+
+
+@job
+async def slow(ctx: Any, seconds: float) -> None:
+    """Runs ``seconds`` of simulated time (a handler slower than its schedule)."""
+    tick = ctx.tick
+    RUNS.append((tick.reference, tick.instant.isoformat(), tick.manual, tick.backfill, ()))
+    clock = ctx.system.clock
+    future: asyncio.Future[None] = asyncio.get_running_loop().create_future()
+
+    def wake() -> None:
+        if not future.done():
+            future.set_result(None)
+
+    clock.call_at(clock.monotonic() + seconds, wake)
+    await future

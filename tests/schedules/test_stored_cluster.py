@@ -1,0 +1,117 @@
+# SPDX-License-Identifier: Apache-2.0
+"""Stored schedules in cluster mode: three memory:// nodes sharing one store and one
+ManualClock. Every kind fires once per instant cluster-wide; one ledger row per instant;
+a change made on one node is seen by all within poll_interval."""
+
+from __future__ import annotations
+
+import uuid
+from collections.abc import AsyncIterator, Iterator
+from contextlib import asynccontextmanager
+from datetime import UTC, datetime
+
+import pytest
+from tests.schedules import jobs_for_tests as jobs
+
+from tocsin import ActorSystem, Cluster, ManualClock
+from tocsin.schedules import Cron, Interval, Once, Schedule
+from tocsin.stores import MemoryStore
+from tocsin.triggers import Outcome
+
+START = datetime(2030, 1, 1, 9, 0, tzinfo=UTC).timestamp()
+RECORD = "tests.schedules.jobs_for_tests.record"
+
+
+@pytest.fixture(autouse=True)
+def _runs() -> Iterator[None]:
+    jobs.RUNS.clear()
+    yield
+    jobs.RUNS.clear()
+
+
+@asynccontextmanager
+async def cluster_of(
+    *names: str, schedules: list[Schedule] | None = None
+) -> AsyncIterator[tuple[ManualClock, list[ActorSystem]]]:
+    clock = ManualClock(wall=START)
+    url = f"memory://{uuid.uuid4().hex}"
+    store = MemoryStore()
+    systems = [
+        ActorSystem(
+            n,
+            clock=clock,
+            store=store,
+            cluster=Cluster(url, lease=30.0, poll_interval=1.0),
+            schedules=schedules,
+        )
+        for n in names
+    ]
+    try:
+        for system in systems:
+            await system.start()
+        yield clock, systems
+    finally:
+        for system in systems:
+            await system.stop()
+
+
+@pytest.mark.parametrize(
+    "trigger",
+    [Interval(60), Cron("0 * * * * ?")],
+    ids=["interval", "cron"],
+)
+async def test_every_instant_runs_once_on_three_nodes_and_the_ledger_has_one_row_each(
+    trigger: Interval | Cron,
+) -> None:
+    declared = [Schedule("every-minute", trigger, RECORD)]
+    async with cluster_of("a", "b", "c", schedules=declared) as (clock, systems):
+        await clock.advance(5 * 60 + 1)
+        instants = [run[1] for run in jobs.RUNS]
+        assert len(instants) == 5
+        assert len(set(instants)) == 5
+        rows = await systems[1].schedules.history("every-minute")
+        assert [r.outcome for r in rows] == [Outcome.DELIVERED] * 5
+        assert [r.instant.isoformat() for r in rows] == instants
+        assert {r.node for r in rows} <= {"a", "b", "c"}
+        # All three nodes claimed every instant: one won, two lost (and wrote nothing).
+        metrics = [s.cluster.metrics() for s in systems]
+        assert sum(m.claims_won for m in metrics) == 5
+        assert sum(m.claims_lost for m in metrics) == 10
+        # The declared schedule was stored once, by the first node; the others found it.
+        assert (await systems[2].schedules.get("every-minute")).version == 1
+
+
+async def test_a_once_runs_once_cluster_wide_and_is_removed() -> None:
+    async with cluster_of("a", "b", "c") as (clock, systems):
+        await systems[0].schedules.add(Schedule("once", Once(delay=30), RECORD))
+        await clock.advance(2)  # every node polls and arms it
+        await clock.advance(40)
+        assert len(jobs.RUNS) == 1
+        assert [s.id for s in await systems[2].schedules.list()] == []
+        [row] = await systems[1].schedules.history("once")
+        assert row.outcome is Outcome.DELIVERED
+
+
+async def test_a_pause_on_one_node_is_seen_by_every_node_and_recorded_once_per_instant() -> None:
+    declared = [Schedule("r", Interval(10), RECORD)]
+    async with cluster_of("a", "b", "c", schedules=declared) as (clock, systems):
+        await clock.advance(10.5)
+        assert len(jobs.RUNS) == 1
+        await systems[2].schedules.pause("r", note="OPS-7")
+        await clock.advance(30)
+        assert len(jobs.RUNS) == 1
+        rows = await systems[0].schedules.history("r")
+        assert [(r.outcome, r.note, r.paused_by) for r in rows[1:]] == [
+            (Outcome.PAUSED, "OPS-7", "c")
+        ] * 3
+
+
+async def test_an_update_on_one_node_reaches_every_node_within_the_poll_interval() -> None:
+    async with cluster_of("a", "b", "c") as (clock, systems):
+        await systems[0].schedules.add(Schedule("r", Interval(100), RECORD))
+        await clock.advance(1.5)
+        await systems[1].schedules.update("r", trigger=Interval(10))
+        await clock.advance(1.5)  # a poll on every node
+        await clock.advance(30)
+        assert len(jobs.RUNS) == 3
+        assert len({run[1] for run in jobs.RUNS}) == 3
