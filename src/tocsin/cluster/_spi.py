@@ -5,13 +5,20 @@ other ``cluster._*`` module (DESIGN.md "Layers"). Re-exports only.
 
 ``ClusterOwnership`` is the durable-ownership backend the facade installs in a cluster;
 ``register_in_process`` / ``in_process_pid`` let nodes of one process find each other's
-actors; ``open_coordinator`` makes a coordinator from its URL;
+actors, through the routes ``add_in_process_route`` adds (the simulated network);
+``open_coordinator`` makes a coordinator from its URL;
 ``bind_store`` / ``warn_if_clustered`` check the store's cluster record.
 """
 
 from __future__ import annotations
 
-from ._durable import ClusterOwnership, in_process_pid, register_in_process
+from ._durable import (
+    ClusterOwnership,
+    InProcessRoute,
+    add_in_process_route,
+    in_process_pid,
+    register_in_process,
+)
 from ._identity import bind_store, warn_if_clustered
 from ._protocol import PauseNote
 from ._rebalance import Rebalancer
@@ -19,8 +26,10 @@ from ._url import open_coordinator
 
 __all__ = [
     "ClusterOwnership",
+    "InProcessRoute",
     "PauseNote",
     "Rebalancer",
+    "add_in_process_route",
     "bind_store",
     "in_process_pid",
     "open_coordinator",

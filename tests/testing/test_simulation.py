@@ -1,0 +1,159 @@
+# SPDX-License-Identifier: Apache-2.0
+"""``tocsin.testing.Simulation``: a cluster in one process, one clock, seeded faults."""
+
+from __future__ import annotations
+
+import dataclasses
+import itertools
+
+import pytest
+
+from tocsin.testing import (
+    Ack,
+    Delivery,
+    Fault,
+    FaultKind,
+    Faults,
+    Simulation,
+    SimulationViolation,
+    Write,
+)
+from tocsin.testing._sim_workload import AT_LEAST_ONCE, AT_MOST_ONCE
+
+
+async def test_a_run_without_faults_delivers_every_instant_once_and_acknowledges_writes() -> None:
+    sim = Simulation(nodes=3, seed=1, faults=Faults.none())
+    await sim.run(60)
+    sim.check()
+    assert sim.faults == []
+    once = [e for e in sim.record if isinstance(e, Delivery) and e.reference == AT_MOST_ONCE]
+    instants = [e.instant for e in once]
+    assert len(instants) == len(set(instants)) >= 55
+    assert {e.node for e in once} <= {"n0", "n1", "n2"}
+    acks = [e for e in sim.record if isinstance(e, Ack) and e.key == "count"]
+    assert len(acks) > 50
+    assert any(isinstance(e, Write) and e.key.startswith("ran/") for e in sim.record)
+    assert all(a.at <= b.at for a, b in itertools.pairwise(sim.record))
+
+
+async def test_two_runs_of_one_seed_give_the_same_faults_and_the_same_record() -> None:
+    faults = Faults(crash=2, pause=1, partition=1, skew=1, loss=2, delay=2)
+    first = Simulation(nodes=3, seed=11, faults=faults)
+    await first.run(90)
+    second = Simulation(nodes=3, seed=11, faults=faults)
+    await second.run(90)
+    assert first.faults == second.faults
+    assert {f.kind for f in first.faults} >= {FaultKind.CRASH, FaultKind.LOSS}
+    assert first.record == second.record
+    other = Simulation(nodes=3, seed=12, faults=faults)
+    await other.run(90)
+    assert other.faults != first.faults
+
+
+async def test_a_crashed_node_comes_back_with_only_the_store_and_the_invariants_hold() -> None:
+    sim = Simulation(nodes=3, seed=2, faults=Faults(crash=3))
+    await sim.run(120)
+    crashes = [f for f in sim.faults if f.kind is FaultKind.CRASH]
+    assert crashes
+    sim.check()
+    crash = crashes[0]
+    assert crash.node is not None
+    # Back after its restart: the node delivers and acknowledges again.
+    later = [e for e in sim.record if e.at > crash.end + 2 * sim.lease]
+    assert any(getattr(e, "node", None) == crash.node for e in later)
+
+
+async def test_a_forged_second_delivery_of_an_at_most_once_instant_is_caught() -> None:
+    sim = Simulation(nodes=2, seed=3, faults=Faults.none())
+    await sim.run(20)
+    sim.check()
+    first = next(e for e in sim.record if isinstance(e, Delivery) and e.reference == AT_MOST_ONCE)
+    sim.record.append(dataclasses.replace(first, node="n1" if first.node == "n0" else "n0"))
+    with pytest.raises(SimulationViolation) as caught:
+        sim.check()
+    message = str(caught.value)
+    assert "at-most-once" in message
+    assert "seed 3" in message
+    assert "python -m tocsin.testing --seed 3 --seconds 20 --nodes 2" in message
+    assert repr(first) in message
+
+
+async def test_forged_writes_and_acks_are_caught() -> None:
+    sim = Simulation(nodes=2, seed=4, faults=Faults.none())
+    await sim.run(20)
+    write = next(e for e in sim.record if isinstance(e, Write) and e.key == "count")
+    base = list(sim.record)
+
+    sim.record.append(dataclasses.replace(write, epoch=write.epoch - 1, at=999.0))
+    with pytest.raises(SimulationViolation, match="older epoch"):
+        sim.check()
+
+    sim.record[:] = [*base, Ack(write.identity, "count", 10_000, "n0", 999.0)]
+    with pytest.raises(SimulationViolation, match="never stored"):
+        sim.check()
+
+    ack = next(e for e in base if isinstance(e, Ack) and e.key == "count")
+    sim.record[:] = [*base, dataclasses.replace(write, identity=ack.identity, value=0, at=999.0)]
+    with pytest.raises(SimulationViolation, match="counter went back"):
+        sim.check()
+
+
+async def test_a_forged_gap_in_at_least_once_deliveries_is_caught() -> None:
+    sim = Simulation(nodes=2, seed=5, faults=Faults.none())
+    await sim.run(60)
+    sim.check()
+    victim = next(
+        e
+        for e in sim.record
+        if isinstance(e, Delivery) and e.reference == AT_LEAST_ONCE and e.at > 5
+    )
+    sim.record[:] = [
+        e
+        for e in sim.record
+        if not (
+            isinstance(e, Delivery) and (e.reference, e.instant) == (AT_LEAST_ONCE, victim.instant)
+        )
+    ]
+    with pytest.raises(SimulationViolation, match="never delivered"):
+        sim.check()
+
+
+def test_fault_rates_and_simulation_arguments_are_checked_at_construction() -> None:
+    with pytest.raises(ValueError, match="`crash` must be a finite rate >= 0"):
+        Faults(crash=-1)
+    with pytest.raises(ValueError, match="`loss` must be a finite rate"):
+        Faults(loss=float("nan"))
+    with pytest.raises(ValueError, match="`nodes` must be an int >= 1, got 0"):
+        Simulation(nodes=0)
+    with pytest.raises(ValueError, match="`seed` must be an int"):
+        Simulation(seed="7")  # type: ignore[arg-type]
+    with pytest.raises(TypeError, match=r"`faults` must be a tocsin\.testing\.Faults"):
+        Simulation(faults={"crash": 1})  # type: ignore[arg-type]
+
+
+async def test_a_simulation_runs_once() -> None:
+    sim = Simulation(nodes=1, seed=6, faults=Faults.none())
+    with pytest.raises(ValueError, match="`seconds` must be a positive number"):
+        await sim.run(0)
+    await sim.run(5)
+    with pytest.raises(RuntimeError, match="already ran"):
+        await sim.run(5)
+
+
+def test_faults_are_drawn_from_the_seed_one_per_kind_and_node_at_a_time() -> None:
+    import random
+
+    from tocsin.testing._sim_values import draw_faults
+
+    rates = Faults(crash=5, pause=5, store_outage=5)
+    drawn = draw_faults(rates, random.Random(1), ["n0", "n1"], 0.0, 600.0, 10.0)
+    assert drawn == draw_faults(rates, random.Random(1), ["n0", "n1"], 0.0, 600.0, 10.0)
+    assert drawn == sorted(drawn, key=lambda f: f.start)
+    for kind in (FaultKind.CRASH, FaultKind.PAUSE, FaultKind.STORE_OUTAGE):
+        for node in ("n0", "n1", None):
+            mine = [f for f in drawn if f.kind is kind and f.node == node]
+            assert all(a.end <= b.start for a, b in itertools.pairwise(mine))
+    pauses = [f for f in drawn if f.kind is FaultKind.PAUSE]
+    assert pauses
+    assert all(f.end - f.start > 10.0 for f in pauses)
+    assert all(isinstance(f, Fault) for f in drawn)
