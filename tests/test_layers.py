@@ -33,6 +33,9 @@ LAYERS = [
     # A leaf (it imports nothing), so every layer may read the version from it.
     "_version",
     "errors",
+    # Leaf: what the event loop is doing (a ManualClock's idleness, real I/O in flight);
+    # the stores and coordinators mark their calls with it.
+    "_idle",
     "clock",
     "cron",
     "_codec",

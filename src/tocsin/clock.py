@@ -21,6 +21,8 @@ idle), asyncio's ``TimerHandle``.
 from __future__ import annotations
 
 import asyncio
+import contextlib
+import functools
 import heapq
 import itertools
 import time
@@ -28,6 +30,9 @@ from abc import ABC, abstractmethod
 from collections.abc import Callable
 from datetime import UTC, datetime
 from typing import Protocol, final
+
+from . import _idle
+from ._idle import real_io
 
 __all__ = [
     "OFFSET_JUMP_TOLERANCE",
@@ -37,6 +42,7 @@ __all__ = [
     "OffsetClock",
     "SystemClock",
     "TimerHandle",
+    "real_io",
 ]
 
 #: Seconds by which a wall-clock instant counts as reached early. Wall times are armed as
@@ -60,10 +66,12 @@ class TimerHandle(Protocol):
 
 
 class _ActivityTracker(Protocol):
-    """How a :class:`ManualClock` learns whether the systems it drives are busy.
+    """What uses a clock's timers (an actor system, a cluster node's periodic work).
 
     An :class:`~tocsin.ActorSystem` registers one. ``progress`` grows with every unit of
-    work done; ``wait_idle`` returns once nothing is pending or running.
+    work done; ``wait_idle`` returns once nothing is pending or running. A
+    :class:`ManualClock` does not need them to know when to move (the event loop tells
+    it, ``tocsin._idle``); it keeps them so a test can say what is still busy.
     """
 
     def is_idle(self) -> bool: ...
@@ -104,6 +112,24 @@ class Clock(ABC):
     def wall_datetime(self) -> datetime:
         """:meth:`wall` as an aware UTC :class:`~datetime.datetime`."""
         return datetime.fromtimestamp(self.wall(), tz=UTC)
+
+    async def sleep(self, seconds: float) -> None:
+        """Wait ``seconds`` on this clock's monotonic time (for code under test).
+
+        The default arms :meth:`call_at` and waits for it; :class:`SystemClock` is
+        ``asyncio.sleep``, :class:`ManualClock` waits simulated time.
+
+        Raises:
+            TypeError: ``seconds`` is not a number.
+            ValueError: ``seconds`` is negative, NaN or infinite.
+        """
+        _check_sleep(seconds)
+        future: asyncio.Future[None] = asyncio.get_running_loop().create_future()
+        handle = self.call_at(self.monotonic() + seconds, functools.partial(_wake, future))
+        try:
+            await future
+        finally:
+            handle.cancel()
 
     def on_wall_jump(self, listener: Callable[[float], None]) -> Callable[[], None]:
         """Call ``listener(delta_seconds)`` whenever wall time jumps; returns an unsubscribe.
@@ -172,6 +198,11 @@ class SystemClock(Clock):
         # fires at the right moment.
         loop = asyncio.get_running_loop()
         return loop.call_at(loop.time() + (deadline - self.monotonic()), callback)
+
+    async def sleep(self, seconds: float) -> None:
+        """``asyncio.sleep(seconds)``, with the argument checks of :meth:`Clock.sleep`."""
+        _check_sleep(seconds)
+        await asyncio.sleep(seconds)
 
 
 @final
@@ -261,6 +292,10 @@ class OffsetClock(Clock):
     def call_at(self, deadline: float, callback: Callable[[], None]) -> TimerHandle:
         return self._inner.call_at(deadline, callback)
 
+    async def sleep(self, seconds: float) -> None:
+        """The inner clock's :meth:`~Clock.sleep` (the offset moves wall time only)."""
+        await self._inner.sleep(seconds)
+
     def on_wall_jump(self, listener: Callable[[float], None]) -> Callable[[], None]:
         """As :meth:`Clock.on_wall_jump`: jumps of the inner clock and moves of the offset.
 
@@ -314,14 +349,6 @@ class _ManualTimer:
         self.cancelled = True
 
 
-#: Real seconds :meth:`ManualClock.advance` waits, per round, for a busy system to become
-#: idle before it concludes the system is blocked on simulated time (an ask whose timeout
-#: lies in the future, say) and moves on. Work in threads (SQLite commits) needs a few ms.
-SETTLE_ROUND_SECONDS = 0.05
-#: Rounds without any progress after which a busy system counts as blocked on time.
-SETTLE_STALLED_ROUNDS = 2
-
-
 @final
 class ManualClock(Clock):
     """A clock that only moves when told to: the test double for everything timed.
@@ -336,8 +363,14 @@ class ManualClock(Clock):
       the clock reading its own deadline, and lets the actor systems on this clock process
       the messages that causes before the next deadline fires and before it returns.
     * :meth:`jump` is a stall: the clock moves at once, then whatever came due fires, late.
-    * Autojump (``autojump=True``): whenever every attached system is idle, time moves to
-      the next deadline on its own, so a test can simply ``await`` an outcome.
+    * Idle means exactly idle: every task on the event loop is blocked on simulated time
+      or on nothing, and no store, coordinator, socket or thread call and no real
+      ``asyncio.sleep`` is in flight. The loop reports it (``tocsin._idle``); no real
+      time is spent guessing, so a test's real duration is its CPU work.
+    * Autojump (``autojump=True``): whenever the loop is idle, time moves to the next
+      deadline on its own, one deadline per idle moment, so a test can simply ``await``
+      an outcome (or ``await clock.sleep(s)``). It never jumps while real I/O is in
+      flight, nor while a task sleeps real time.
 
     Args:
         wall: initial wall time (epoch seconds or aware datetime).
@@ -355,8 +388,9 @@ class ManualClock(Clock):
         self._seq = itertools.count()
         self._trackers: list[_ActivityTracker] = []
         self._autojump = False
-        self._autojump_task: asyncio.Task[None] | None = None
-        self._wake: asyncio.Event | None = None
+        #: The loop autojump is hooked on, and how to unhook it.
+        self._hooked: tuple[asyncio.AbstractEventLoop, Callable[[], None]] | None = None
+        self._jump_pending = False
         self.autojump = autojump
 
     #: Injectable source of the initial wall time (trio: "the real-time source is an
@@ -374,8 +408,6 @@ class ManualClock(Clock):
     def call_at(self, deadline: float, callback: Callable[[], None]) -> TimerHandle:
         timer = _ManualTimer(deadline, next(self._seq), callback)
         heapq.heappush(self._timers, timer)
-        if self._wake is not None:
-            self._wake.set()
         return timer
 
     # -- moving time -------------------------------------------------------------------
@@ -437,42 +469,65 @@ class ManualClock(Clock):
 
     @autojump.setter
     def autojump(self, enabled: bool) -> None:
-        self._autojump = enabled
-        if not enabled and self._autojump_task is not None:
-            self._autojump_task.cancel()
-            self._autojump_task = None
-        elif enabled:
-            self._ensure_autojump()
+        self._autojump = bool(enabled)
+        if not self._autojump:
+            self._unhook()
+        else:
+            # Outside a running loop (autojump set at construction), the first attach,
+            # settle or sleep on a loop hooks it there.
+            with contextlib.suppress(RuntimeError):
+                self._hook(asyncio.get_running_loop())
 
     # -- quiescence --------------------------------------------------------------------
 
     async def settle(self) -> None:
-        """Return once every attached system is idle, or blocked waiting on simulated time."""
-        stalled = 0
-        while True:
-            for _ in range(4):
-                await asyncio.sleep(0)
-            busy = [t for t in self._trackers if not t.is_idle()]
-            if not busy:
-                return
-            before = sum(t.progress for t in self._trackers)
-            try:
-                await asyncio.wait_for(
-                    asyncio.gather(*(t.wait_idle() for t in busy)), SETTLE_ROUND_SECONDS
-                )
-            except TimeoutError:
-                after = sum(t.progress for t in self._trackers)
-                stalled = stalled + 1 if after == before else 0
-                if stalled >= SETTLE_STALLED_ROUNDS:
-                    return
+        """Return once the event loop is idle: every task (of the attached systems and any
+        other on this loop) is blocked on simulated time or on nothing, and no store,
+        coordinator, socket or thread call and no real ``asyncio.sleep`` is in flight.
+
+        Exact and without polling: the loop itself reports the moment it would block
+        (``tocsin._idle``), so this takes the CPU time of the work it waits for, no more.
+        A slow store call is waited for however long it takes.
+
+        Raises:
+            TypeError: the running loop is not one of asyncio's selector loops.
+        """
+        loop = asyncio.get_running_loop()
+        self._watched(loop)
+        await _idle.watch(loop).wait_idle()
+
+    async def sleep(self, seconds: float) -> None:
+        """Wait ``seconds`` of simulated time: until :meth:`advance` (or autojump) passes
+        ``now + seconds``. ``sleep(0)`` still waits for the deadlines due now to fire.
+
+        Raises:
+            TypeError: ``seconds`` is not a number.
+            ValueError: ``seconds`` is negative, NaN or infinite.
+        """
+        _check_sleep(seconds)
+        loop = asyncio.get_running_loop()
+        self._watched(loop)
+        future: asyncio.Future[None] = loop.create_future()
+        timer = self.call_at(self._now + seconds, functools.partial(_wake, future))
+        try:
+            await future
+        finally:
+            timer.cancel()
 
     def attach(self, tracker: _ActivityTracker) -> None:
         self._trackers.append(tracker)
-        self._ensure_autojump()
+        # Attached from outside a loop, the first settle or sleep hooks it.
+        with contextlib.suppress(RuntimeError):
+            self._watched(asyncio.get_running_loop())
 
     def detach(self, tracker: _ActivityTracker) -> None:
         if tracker in self._trackers:
             self._trackers.remove(tracker)
+
+    @property
+    def trackers(self) -> tuple[_ActivityTracker, ...]:
+        """What is attached now (each actor system, cluster node services): a snapshot."""
+        return tuple(self._trackers)
 
     def _pop_due(self, target: float) -> _ManualTimer | None:
         while self._timers:
@@ -485,28 +540,60 @@ class ManualClock(Clock):
             return None
         return None
 
-    def _ensure_autojump(self) -> None:
-        if not self._autojump or self._autojump_task is not None:
-            return
-        try:
-            loop = asyncio.get_running_loop()
-        except RuntimeError:
-            # Not inside a running loop (autojump set at construction): the next attach,
-            # made by a system starting on its loop, starts it. call_at never does.
-            return
-        self._wake = asyncio.Event()
-        self._autojump_task = loop.create_task(self._autojump_loop())
+    def _watched(self, loop: asyncio.AbstractEventLoop) -> None:
+        """Note the loop this clock's users run on; hook autojump there if it is on."""
+        _idle.watch(loop).clocks.add(self)
+        if self._autojump:
+            self._hook(loop)
 
-    async def _autojump_loop(self) -> None:
-        assert self._wake is not None
-        while True:
-            await self.settle()
-            deadline = self.next_deadline()
-            if deadline is None:
-                self._wake.clear()
-                await self._wake.wait()
-                continue
-            await self.advance(max(0.0, deadline - self._now))
+    def _hook(self, loop: asyncio.AbstractEventLoop) -> None:
+        if self._hooked is not None and self._hooked[0] is loop:
+            return
+        self._unhook()
+        remove = _idle.watch(loop).add_idle_hook(functools.partial(self._on_idle, loop))
+        self._hooked = (loop, remove)
+
+    def _unhook(self) -> None:
+        if self._hooked is not None:
+            self._hooked[1]()
+            self._hooked = None
+
+    def _on_idle(self, loop: asyncio.AbstractEventLoop) -> bool:
+        """Autojump: the loop is idle; move to the next deadline and fire it.
+
+        Called by the loop as it is about to block (``tocsin._idle``); the jump itself
+        runs as a callback, so a timer's callback never runs inside the selector.
+        """
+        if not self._autojump or self._jump_pending or self.next_deadline() is None:
+            return False
+        self._jump_pending = True
+        loop.call_soon(self._jump_to_next)
+        return True
+
+    def _jump_to_next(self) -> None:
+        self._jump_pending = False
+        deadline = self.next_deadline()
+        if deadline is None or not self._autojump:
+            return
+        timer = self._pop_due(deadline)
+        if timer is None:
+            return
+        # One timer per idle moment: what it causes runs before the next one fires, as
+        # between two deadlines of advance().
+        self._now = max(self._now, timer.deadline)
+        timer.callback()
+
+
+def _wake(future: asyncio.Future[None]) -> None:
+    if not future.done():
+        future.set_result(None)
+
+
+def _check_sleep(seconds: float) -> None:
+    if isinstance(seconds, bool) or not isinstance(seconds, int | float):
+        raise TypeError(f"`seconds` must be a number of seconds, got {seconds!r}")
+    if not seconds >= 0 or seconds == float("inf"):
+        raise ValueError(f"`seconds` must be a finite number of seconds >= 0, got {seconds!r}")
 
 
 def _check_advance(seconds: float) -> None:

@@ -468,3 +468,76 @@ def test_coexists_with_pytest_asyncio_each_test_runs_once_on_its_loop(
     result.stdout.fnmatch_lines(
         ["- unexpected crash: ValueError: boom in tocsin://tocsin/user/crashy*"]
     )
+
+
+def test_a_test_ending_while_an_actor_is_busy_fails_at_teardown_naming_it(
+    pytester: pytest.Pytester,
+) -> None:
+    # Issue 31, defect 3: the teardown used to wait for ever for the sleeping handler.
+    write(
+        pytester,
+        """
+        class Sleeper(Actor):
+            async def receive(self, ctx: ReceiveContext) -> None:
+                await ctx.system.clock.sleep(3600)
+
+        async def test_leaves_it_sleeping(tocsin_system, tocsin_clock):
+            pid = await tocsin_system.spawn(Sleeper, "sleeper")
+            pid.tell("go")
+            await tocsin_clock.advance(60)
+
+        async def test_lets_it_finish(tocsin_system, tocsin_clock):
+            pid = await tocsin_system.spawn(Sleeper, "sleeper")
+            pid.tell("go")
+            await tocsin_clock.advance(3600)
+        """,
+    )
+    result = pytester.runpytest_subprocess(*NO_ASYNCIO)
+    result.assert_outcomes(passed=2, errors=1)
+    result.stdout.fnmatch_lines(
+        [
+            "*ERROR at teardown of test_leaves_it_sleeping*",
+            "*the test ended while actors were still handling a message*",
+            "*actor /user/sleeper (Sleeper): waits at clock.py:* in ManualClock.sleep *"
+            "<- test_user.py:* in Sleeper.receive (await ctx.system.clock.sleep(3600))*",
+            "*ManualClock at t=60 s, next deadline t=*, autojump off*",
+        ]
+    )
+
+
+def test_the_hang_guard_names_the_busy_actors_and_the_clock(pytester: pytest.Pytester) -> None:
+    pytester.makeini("[pytest]\ntocsin_async_timeout = 0.5\n")
+    write(
+        pytester,
+        """
+        class Sleeper(Actor):
+            async def receive(self, ctx: ReceiveContext) -> None:
+                await ctx.system.clock.sleep(3600)
+                ctx.respond("done")
+
+        async def test_asks_and_never_advances(tocsin_system, tocsin_clock):
+            pid = await tocsin_system.spawn(Sleeper, "sleeper")
+            await pid.ask("go", timeout=None)
+        """,
+    )
+    result = pytester.runpytest_subprocess(*NO_ASYNCIO)
+    result.assert_outcomes(failed=1)
+    result.stdout.fnmatch_lines(
+        [
+            "*did not finish within 0.5 real seconds (ini option tocsin_async_timeout); "
+            "still busy:",
+            "*: actor /user/sleeper (Sleeper): waits at *ManualClock.sleep*Sleeper.receive*",
+            "*ManualClock at t=0 s, next deadline t=*, autojump off*",
+        ]
+    )
+
+
+def test_the_hang_guard_defaults_to_60_seconds(pytester: pytest.Pytester) -> None:
+    write(
+        pytester,
+        """
+        def test_reads_it(request):
+            assert request.config.getini("tocsin_async_timeout") == "60"
+        """,
+    )
+    pytester.runpytest_subprocess(*NO_ASYNCIO).assert_outcomes(passed=1)

@@ -23,6 +23,7 @@ from urllib.parse import urlsplit, urlunsplit
 
 import msgspec
 
+from .._idle import real_io
 from ..errors import CoordinatorError, CoordinatorUnavailableError
 from ..stores._spi import REDIS_OPTIONS, split_options
 from ._protocol import EXPIRED_LEASE_RETENTION as RETENTION
@@ -351,7 +352,8 @@ class RedisCoordinator:
         if self._client is None:
             raise CoordinatorError(f"{self!r} is not open: `await coordinator.open()` first")
         try:
-            yield
+            with real_io():
+                yield
         except (RedisConnectionError, RedisTimeoutError, OSError, TimeoutError) as exc:
             # Not reached, or no answer within socket_timeout (every call is bounded).
             raise CoordinatorUnavailableError(

@@ -25,6 +25,7 @@ from importlib import resources
 from pathlib import Path
 from typing import Any, Final, TypeVar, final
 
+from .._idle import real_io
 from ..clock import Clock, SystemClock
 from ..errors import CoordinatorError, InvalidCoordinatorURLError
 from ..stores._spi import (
@@ -103,7 +104,8 @@ class SQLiteCoordinator:
         worker.start()
         try:
             try:
-                await asyncio.wrap_future(worker.ready)
+                with real_io():
+                    await asyncio.wrap_future(worker.ready)
                 # After the worker set WAL mode (kept in the file) and created the tables.
                 inline = LoopConnection(self.path)
             except sqlite3.Error as exc:

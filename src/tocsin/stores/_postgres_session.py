@@ -32,6 +32,7 @@ from collections.abc import AsyncIterator, Awaitable, Callable
 from contextlib import AbstractAsyncContextManager, asynccontextmanager
 from typing import Any, Final, final
 
+from .._idle import real_io
 from ..errors import TocsinError
 from ._dsn import no_answer
 from ._ownership import Holder, ownership_error
@@ -104,8 +105,9 @@ def error_wrapper(
     @asynccontextmanager
     async def errors(what: str) -> AsyncIterator[None]:
         try:
-            async with asyncio.timeout(bound):
-                yield
+            with real_io():
+                async with asyncio.timeout(bound):
+                    yield
         except TimeoutError as exc:
             if bound is None:
                 raise down(f"{label}: {what} failed: {exc}") from exc

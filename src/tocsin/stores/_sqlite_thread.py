@@ -22,6 +22,7 @@ import threading
 from collections.abc import Callable
 from typing import Any, Final, TypeVar, final
 
+from .._idle import real_io
 from ._sqlite_engine import transaction
 
 __all__ = ["Job", "Worker"]
@@ -75,7 +76,8 @@ class Worker:
         """Run ``fn(conn)`` on the thread and return its result (``None`` for a write,
         which runs in a transaction, possibly grouped with others). Cancelling the wait
         withdraws a job the thread has not started; a started one completes."""
-        result: T = await asyncio.wrap_future(self.submit(fn, write=write).future)
+        with real_io():  # the thread's work is invisible to the event loop
+            result: T = await asyncio.wrap_future(self.submit(fn, write=write).future)
         return result
 
     def stop(self) -> None:
@@ -85,7 +87,8 @@ class Worker:
     async def close(self) -> None:
         """:meth:`stop`, then wait until the thread has closed its connection and exited."""
         self.stop()  # after every job already queued: they finish first
-        await asyncio.shield(asyncio.wrap_future(self.stopped))
+        with real_io():
+            await asyncio.shield(asyncio.wrap_future(self.stopped))
         # `stopped` is the thread's last act; the join waits out its final microseconds,
         # so that "closed" really means "no thread left".
         self.thread.join()

@@ -31,6 +31,7 @@ from urllib.parse import urlsplit, urlunsplit
 
 import msgspec
 
+from .._idle import real_io
 from ..clock import SystemClock, TimerHandle
 from ..errors import FencedError, InvalidStoreURLError, StoreError
 from . import _queries as q
@@ -463,56 +464,57 @@ class PostgresStore:
         per :data:`WRITER_IDLE`, not a callback per write. A write that fails gives its
         connection back (it may be broken: the pool replaces it); the next write takes
         another."""
-        bound = self._bound
-        writer = self._writer
-        if writer is not None:
-            if _ended(writer[1]):  # closed under us: take another, as the pool's own
-                self._give_back_writer()  # acquire reconnects a closed connection
-            elif len(ops) <= 2 and (one := _one_statement(ops)) is not None:
-                # The common write, one task with or without its fence, on the held
-                # connection: one statement, bounded by asyncpg itself (no timeout
-                # context of our own, no runs to build).
-                try:
-                    await writer[1].execute(one[0], *one[1], timeout=bound)
-                except self._caught as exc:
-                    self._give_back_writer()
-                    raise self._failure("apply", bound, exc) from exc
-                except BaseException:
-                    self._give_back_writer()
-                    raise
-                self.commits += 1
-                self._writes += 1
-                return
+        with real_io():
+            bound = self._bound
             writer = self._writer
-        runs = _runs(ops)
-        try:
-            async with asyncio.timeout(bound):
-                if writer is not None:
-                    conn = writer[1]
-                elif self._hold_writer:
-                    conn = await pool.acquire()
-                    self._writer = (pool, conn)
-                    self._arm_idle_check()
-                else:
-                    conn = pool
-                if len(runs) == 1:
-                    await _execute(conn, *runs[0])
-                elif conn is pool:
-                    async with pool.acquire() as one, one.transaction():
-                        for run in runs:
-                            await _execute(one, *run)
-                else:
-                    async with conn.transaction():
-                        for run in runs:
-                            await _execute(conn, *run)
-        except self._caught as exc:
-            self._give_back_writer()
-            raise self._failure("apply", bound, exc) from exc
-        except BaseException:  # cancelled mid-write: the pool sorts the connection out
-            self._give_back_writer()
-            raise
-        self.commits += 1
-        self._writes += 1
+            if writer is not None:
+                if _ended(writer[1]):  # closed under us: take another, as the pool's own
+                    self._give_back_writer()  # acquire reconnects a closed connection
+                elif len(ops) <= 2 and (one := _one_statement(ops)) is not None:
+                    # The common write, one task with or without its fence, on the held
+                    # connection: one statement, bounded by asyncpg itself (no timeout
+                    # context of our own, no runs to build).
+                    try:
+                        await writer[1].execute(one[0], *one[1], timeout=bound)
+                    except self._caught as exc:
+                        self._give_back_writer()
+                        raise self._failure("apply", bound, exc) from exc
+                    except BaseException:
+                        self._give_back_writer()
+                        raise
+                    self.commits += 1
+                    self._writes += 1
+                    return
+                writer = self._writer
+            runs = _runs(ops)
+            try:
+                async with asyncio.timeout(bound):
+                    if writer is not None:
+                        conn = writer[1]
+                    elif self._hold_writer:
+                        conn = await pool.acquire()
+                        self._writer = (pool, conn)
+                        self._arm_idle_check()
+                    else:
+                        conn = pool
+                    if len(runs) == 1:
+                        await _execute(conn, *runs[0])
+                    elif conn is pool:
+                        async with pool.acquire() as one, one.transaction():
+                            for run in runs:
+                                await _execute(one, *run)
+                    else:
+                        async with conn.transaction():
+                            for run in runs:
+                                await _execute(conn, *run)
+            except self._caught as exc:
+                self._give_back_writer()
+                raise self._failure("apply", bound, exc) from exc
+            except BaseException:  # cancelled mid-write: the pool sorts the connection out
+                self._give_back_writer()
+                raise
+            self.commits += 1
+            self._writes += 1
 
     def _end_writes(self) -> None:
         """No write is in flight any more (and none waits)."""
@@ -685,8 +687,9 @@ class PostgresStore:
         pool = self._require()
         bound = self._bound
         try:
-            async with asyncio.timeout(bound):
-                rows: list[Any] = await pool.fetch(sql, *args)
+            with real_io():
+                async with asyncio.timeout(bound):
+                    rows: list[Any] = await pool.fetch(sql, *args)
         except self._caught as exc:
             raise self._failure("query", bound, exc) from exc
         return rows
@@ -698,8 +701,9 @@ class PostgresStore:
         generator-based context manager per call costs them ~10 µs of CPU)."""
         bound = self._bound if bounded else None
         try:
-            async with asyncio.timeout(bound):
-                yield
+            with real_io():
+                async with asyncio.timeout(bound):
+                    yield
         except self._caught as exc:
             raise self._failure(what, bound, exc) from exc
 

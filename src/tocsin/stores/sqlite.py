@@ -48,6 +48,7 @@ import sqlite3
 from collections.abc import Callable, Sequence
 from typing import Any, Final, Literal, TypeVar, final
 
+from .._idle import real_io
 from ..errors import StoreError
 from . import _queries as q
 from ._ownership import OWNER_SUFFIX, FileLock
@@ -199,7 +200,8 @@ class SQLiteStore:
         worker.start()
         try:
             try:
-                await asyncio.wrap_future(worker.ready)
+                with real_io():
+                    await asyncio.wrap_future(worker.ready)
                 # After the worker created the schema and set WAL mode (persistent in the
                 # file), so the loop-side connection finds both.
                 inline = (

@@ -43,9 +43,10 @@ from typing import Any, final
 import pytest
 
 from ..actor import DeadLetterReason
-from ..clock import ManualClock
+from ..clock import Clock, ManualClock
 from ..stores import MemoryStore, Store
 from ..system import ActorSystem
+from ._busy import busy_actors, busy_on_loop, clock_state
 from ._monitor import SystemMonitor, _report
 
 #: The instant ``tocsin_clock`` starts at, unless ``@pytest.mark.tocsin(wall=...)`` says
@@ -56,6 +57,9 @@ FIXED_WALL = datetime(2030, 1, 1, tzinfo=UTC)
 DEFAULT_TIMEZONE = "UTC"
 #: Markers by which other plugins claim a test; the plugin never runs those tests.
 FOREIGN_MARKERS = ("trio", "anyio")
+#: Real seconds an async test (body, settle and teardown each) may take by default before
+#: the hang guard fails it (``tocsin_async_timeout``; 0 turns it off).
+DEFAULT_ASYNC_TIMEOUT = 60
 #: Keyword arguments ``@pytest.mark.tocsin(...)`` accepts.
 MARKER_OPTIONS = ("wall", "autojump", "timezone", "allow_crashes", "allow_dead_letters")
 
@@ -101,7 +105,7 @@ def pytest_addoption(parser: pytest.Parser) -> None:
         "tocsin_async_timeout",
         "Real seconds an async test run by the tocsin plugin may take before it fails "
         "(a hang guard, not a speed test; 0 = no limit).",
-        default="0",
+        default=str(DEFAULT_ASYNC_TIMEOUT),
     )
 
 
@@ -241,24 +245,9 @@ def pytest_pyfunc_call(pyfuncitem: pytest.Function) -> bool | None:
     # The same selection pytest's own pyfunc_call makes: the test's arguments only.
     info = _fixture_manager(pyfuncitem).getfixtureinfo(pyfuncitem, func, pyfuncitem.cls)
     kwargs = {name: pyfuncitem.funcargs[name] for name in info.argnames}
-    limit = float(pyfuncitem.config.getini("tocsin_async_timeout") or 0)
 
     async def guarded(coro: Coroutine[Any, Any, Any]) -> None:
-        if limit <= 0:
-            await coro
-            return
-        timeout = asyncio.timeout(limit)
-        try:
-            async with timeout:
-                await coro
-        except TimeoutError:
-            if timeout.expired():
-                pytest.fail(
-                    f"{pyfuncitem.nodeid} did not finish within {limit:g} real seconds "
-                    f"(ini option tocsin_async_timeout); a hang, or an await on a "
-                    f"ManualClock deadline nobody advances (see docs/testing.md)"
-                )
-            raise
+        await _guard(pyfuncitem, coro, "did not finish")
 
     with contextlib.ExitStack() as stack:
         runner = pyfuncitem.stash.get(_RUNNER, None)
@@ -341,17 +330,29 @@ def tocsin_system(
         monitor.allow_dead_letters(reason=reason)
     monitor.start()
     session = _Session(system, tocsin_clock, monitor, run)
+    busy: list[str] = []
     try:
         run(system.start())
         item.stash[_SESSION] = session
         yield system
     finally:
         try:
-            run(_wind_down(system, tocsin_clock))
+            busy = run(_guard(item, _wind_down(system, tocsin_clock), "did not stop"))
         finally:
             monitor.close()
             if _SESSION in item.stash:
                 del item.stash[_SESSION]
+    if busy:
+        report = (
+            "the test ended while actors were still handling a message (stopped by "
+            "cancelling them):\n  " + "\n  ".join(busy) + "\nlet them finish in the test "
+            "(await tocsin_clock.advance(...) past what they wait for, or autojump), or "
+            "stop them there"
+        )
+        if session.verdict == "pending":  # the test failed first: show it with that
+            item.add_report_section("teardown", "tocsin", report)
+        else:
+            pytest.fail(report, pytrace=False)
     found = monitor.problems()
     if not found:
         return
@@ -385,11 +386,61 @@ def _runner_for(request: pytest.FixtureRequest) -> Callable[[Coroutine[Any, Any,
     return runner.run
 
 
-async def _wind_down(system: ActorSystem, clock: ManualClock) -> None:
-    if isinstance(clock, ManualClock):
-        await clock.settle()
-        clock.autojump = False
-    await system.stop()
+def _limit(config: pytest.Config) -> float:
+    """The hang guard, in real seconds (0: none)."""
+    return float(config.getini("tocsin_async_timeout") or 0)
+
+
+async def _guard(item: pytest.Item, coro: Coroutine[Any, Any, Any], what: str) -> Any:
+    """Run ``coro`` under the hang guard; past it, fail naming what is still busy."""
+    limit = _limit(item.config)
+    if limit <= 0:
+        return await coro
+    timeout = asyncio.timeout(limit)
+    try:
+        async with timeout:
+            return await coro
+    except TimeoutError:
+        if not timeout.expired():
+            raise
+        busy = busy_on_loop(asyncio.get_running_loop())
+        detail = (
+            "; still busy:\n  " + "\n  ".join(busy)
+            if busy
+            else "; a hang, or an await on a ManualClock deadline nobody advances"
+        )
+        pytest.fail(
+            f"{item.nodeid} {what} within {limit:g} real seconds (ini option "
+            f'tocsin_async_timeout){detail}\n(see docs/testing.md, "Teardown")',
+            pytrace=False,
+        )
+
+
+async def _wind_down(system: ActorSystem, clock: Clock) -> list[str]:
+    """Stop ``system``; return the actors that were still busy once its clock settled.
+
+    An actor still in a message at the end of the test waits on simulated time nobody
+    will advance (or on nothing), so the stop, which lets a handler finish within the
+    system's ``stop_timeout`` of the system's clock, would wait for ever. Instead the
+    stop begins and the clock moves past that grace, so those handlers are cancelled
+    (``post_stop`` still runs) and the test fails naming them.
+    """
+    if not isinstance(clock, ManualClock):
+        await system.stop()
+        return []
+    await clock.settle()
+    clock.autojump = False
+    busy = busy_actors(system)
+    if not busy:
+        await system.stop()
+        return []
+    busy.append(clock_state(clock))
+    stopping = asyncio.ensure_future(system.stop())
+    await clock.settle()
+    while not stopping.done():  # bounded by the hang guard
+        await clock.advance(system.stop_timeout)
+    await stopping
+    return busy
 
 
 @pytest.hookimpl(wrapper=True)
@@ -400,7 +451,7 @@ def pytest_runtest_call(item: pytest.Item) -> Generator[None, object, object]:
     if session is None:
         return result
     if isinstance(session.clock, ManualClock) and session.system.running:
-        session.run(session.clock.settle())
+        session.run(_guard(item, session.clock.settle(), "did not settle after its body"))
     found = session.monitor.problems()
     session.verdict = "failed" if found else "passed"
     if found:
