@@ -21,7 +21,7 @@ import functools
 import logging
 import random
 import uuid
-from collections.abc import Awaitable, Callable
+from collections.abc import Awaitable, Callable, Iterable
 from typing import TYPE_CHECKING, Any, cast, final
 
 from ..clock import ManualClock, OffsetClock
@@ -89,6 +89,10 @@ class Simulation:
             built-in workload (``docs/testing.md``, "Simulating a cluster").
         lease: the cluster lease of every node, in seconds (default 10, the
             :class:`~tocsin.Cluster` default).
+        at_least_once: the references your ``setup`` schedules with
+            ``delivery="at_least_once"``: an instant of one may be delivered again, with a
+            larger fence. Every other recorded reference is at most once: ``check()``
+            fails on an instant delivered twice.
 
     Guarantees: two simulations of one seed, nodes, faults, setup and lease, run for the
     same seconds, give equal :attr:`record` and :attr:`faults`.
@@ -107,6 +111,7 @@ class Simulation:
         setup: Setup | None = None,
         *,
         lease: float = 10.0,
+        at_least_once: Iterable[str] = (),
     ) -> None:
         if isinstance(nodes, bool) or not isinstance(nodes, int) or nodes < 1:
             raise ValueError(f"`nodes` must be an int >= 1, got {nodes!r}")
@@ -124,6 +129,9 @@ class Simulation:
         self.fault_rates = faults
         self.lease = float(lease)
         self._setup = setup
+        if isinstance(at_least_once, str):
+            raise TypeError(f"`at_least_once` must be a list of references, got {at_least_once!r}")
+        self._at_least_once = frozenset(at_least_once)
         #: Every delivery, durable write and acknowledgement, in simulated time order.
         self.record: list[Entry] = []
         #: The faults the seed drew (kind, node, start, end, size), by start.
@@ -371,8 +379,13 @@ class Simulation:
         """What the invariants check: the built-in workload declares its references and
         keys; a user's setup gets the checks that need no declaration."""
         builtin = self._setup is None
+        if builtin:
+            at_most_once = frozenset({workload.AT_MOST_ONCE})
+        else:
+            recorded = {e.reference for e in self.record if isinstance(e, Delivery)}
+            at_most_once = frozenset(recorded - self._at_least_once)
         return Expectations(
-            at_most_once=frozenset({workload.AT_MOST_ONCE} if builtin else ()),
+            at_most_once=at_most_once,
             at_least_once={workload.AT_LEAST_ONCE: 1.0} if builtin else {},
             counters=frozenset({"count"} if builtin else ()),
             queued=builtin,
