@@ -5,6 +5,7 @@ from __future__ import annotations
 
 import dataclasses
 import itertools
+from typing import Any
 
 import pytest
 
@@ -191,3 +192,22 @@ async def test_one_seed_replays_the_same_record_in_another_process() -> None:
         assert result.returncode == 0, result.stdout + result.stderr
         digests.add(result.stdout.strip().splitlines()[-1])
     assert len(digests) == 1, digests
+
+
+async def test_a_store_that_ignores_the_fence_is_caught(monkeypatch: pytest.MonkeyPatch) -> None:
+    # The invariants are not vacuous: with the fence check removed from the store, a node
+    # paused past its lease wakes and its in-flight write lands after the new owner's.
+    from tocsin.stores import Fence, MemoryStore
+
+    apply = MemoryStore.apply
+
+    async def unfenced(self: MemoryStore, ops: Any) -> None:
+        await apply(self, [op for op in ops if not isinstance(op, Fence)])
+
+    monkeypatch.setattr(MemoryStore, "apply", unfenced)
+    sim = Simulation(nodes=3, seed=26, faults=Faults(pause=2, partition=2, loss=1))
+    await sim.run(300)
+    with pytest.raises(SimulationViolation, match="older epoch") as caught:
+        sim.check()
+    assert "seed 26" in str(caught.value)
+    assert any(f.kind is FaultKind.PAUSE for f in sim.faults)

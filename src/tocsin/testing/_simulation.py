@@ -24,7 +24,7 @@ import uuid
 from collections.abc import Awaitable, Callable, Iterable
 from typing import TYPE_CHECKING, Any, cast, final
 
-from ..clock import ManualClock, OffsetClock
+from ..clock import ManualClock
 from ..cluster import Cluster, Coordinator
 from ..cluster._spi import add_in_process_route, open_coordinator
 from ..durable import Call
@@ -33,6 +33,7 @@ from ..stores import MemoryStore
 from ..system import ActorSystem
 from . import _sim_workload as workload
 from ._sim_check import Expectations, check_record
+from ._sim_clock import NodeClock
 from ._sim_gates import GatedCoordinator, GatedStore, NodeGate, Outages
 from ._sim_network import Network
 from ._sim_values import Ack, Delivery, Entry, Fault, FaultKind, Faults, Write, draw_faults
@@ -64,7 +65,7 @@ class _Node:
 
     __slots__ = ("clock", "coordinator", "gate", "name", "restarting", "store", "system")
 
-    def __init__(self, name: str, gate: NodeGate, clock: OffsetClock) -> None:
+    def __init__(self, name: str, gate: NodeGate, clock: NodeClock) -> None:
         self.name = name
         self.gate = gate
         self.clock = clock
@@ -145,7 +146,11 @@ class Simulation:
         self._rng = random.Random(f"tocsin-sim/{seed}/run")
         self._outages = Outages()
         self._nodes = {
-            f"n{i}": _Node(f"n{i}", NodeGate(f"n{i}", self._outages), OffsetClock(self.clock))
+            f"n{i}": _Node(
+                f"n{i}",
+                NodeGate(f"n{i}", self._outages),
+                NodeClock(self.clock, functools.partial(self._resume_at, f"n{i}")),
+            )
             for i in range(nodes)
         }
         self._by_address = {f"tocsin://{name}": name for name in self._nodes}
@@ -354,8 +359,8 @@ class Simulation:
             self.clock.call_at(now + DRIVE_PERIOD, self._drive)
         for node in self._nodes.values():
             system = node.system
-            if system is None or not system.running:
-                continue
+            if system is None or not system.running or node.gate.paused:
+                continue  # a frozen process sends nothing
             identity = self._rng.choice(workload.COUNTERS)
             if self._rng.random() < 0.2:
                 self._queued += 1
