@@ -16,6 +16,7 @@ any coordinator or store, not only the memory ones.
 from __future__ import annotations
 
 import asyncio
+import inspect
 from collections.abc import Callable, Sequence
 from typing import TYPE_CHECKING, Any, final
 
@@ -118,10 +119,18 @@ class _Gated:
     def __init__(self, inner: Any, check: Callable[[str], Any]) -> None:
         self._inner = inner
         self._check = check
+        #: Wrapped methods by name, made once (a lease renewal is a hot path here).
+        self._methods: dict[str, Any] = {}
 
     def __getattr__(self, name: str) -> Any:
+        methods = self.__dict__.get("_methods")
+        if methods is None:  # during __init__
+            raise AttributeError(name)
+        wrapped = methods.get(name)
+        if wrapped is not None:
+            return wrapped
         attribute = getattr(self._inner, name)
-        if name in _UNGATED or not asyncio.iscoroutinefunction(attribute):
+        if name in _UNGATED or not inspect.iscoroutinefunction(attribute):
             return attribute
         check = self._check
 
@@ -129,6 +138,7 @@ class _Gated:
             await check(name)
             return await attribute(*args, **kwargs)
 
+        methods[name] = call
         return call
 
 
