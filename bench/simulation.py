@@ -46,7 +46,9 @@ async def cluster_cron(system: ActorSystem) -> None:
         await system.schedule_cron("tick", sink, "0 * * * * ?", reference=f"cron-{i}", replace=True)
 
 
-async def throughput(setup: Callable[[ActorSystem], Awaitable[None]], seconds: float) -> dict[str, float]:
+async def throughput(
+    setup: Callable[[ActorSystem], Awaitable[None]], seconds: float
+) -> dict[str, float]:
     sim = Simulation(nodes=3, seed=1, faults=Faults.none(), setup=setup)
     real, cpu = time.perf_counter(), time.process_time()
     await sim.run(seconds)
