@@ -1,10 +1,11 @@
 # Two entry points for a fresh machine: `make demo` and `make test`.
 # Both create .venv and install what they need; nothing else is assumed.
+# The inner loop while developing is `make check` (below): minutes, not a CI run.
 PY ?= python3
 VENV := .venv
 BIN := $(VENV)/bin
 
-.PHONY: demo test lint types pytest bench simulate clean
+.PHONY: demo test check lint types pytest bench simulate clean
 
 $(BIN)/python:
 	$(PY) -m venv $(VENV)
@@ -36,6 +37,16 @@ pytest: $(VENV)/.installed-dev
 	$(BIN)/python -m coverage report
 
 test: lint types pytest
+
+# The fast inner loop: lint, types and every test not marked `slow` (real processes,
+# browsers, long simulations: pyproject.toml's markers), without coverage, the 25 slowest
+# listed so a test that grew slow shows up. Under 3 minutes on the 2-core dev machine
+# (docs/testing.md, "The test loop"); `make test` (CI) runs everything.
+check: $(VENV)/.installed-dev
+	$(BIN)/ruff check src tests bench examples
+	$(BIN)/ruff format --check src tests examples
+	$(BIN)/mypy
+	$(BIN)/python -m pytest -q -m "not slow" --durations=25
 
 # Simulated clusters under faults drawn from seeds 1..SEEDS (docs/testing.md, "Simulating a
 # cluster"), in JOBS processes; each failure prints its seed and the command replaying it.

@@ -21,6 +21,7 @@ from typing import Any
 
 import pytest
 from tests.durable.durable_support import Backend
+from tests.eventually import eventually as _wait_for
 
 from tocsin import ActorSystem, ManualClock
 from tocsin.durable import Call, DurableActor
@@ -90,21 +91,12 @@ def _cli(*argv: str) -> subprocess.CompletedProcess[str]:
     )
 
 
-async def _wait_for(predicate: Any, limit: float) -> None:
-    """Real time, bounded: poll ``predicate`` until true or fail after ``limit`` s."""
-    deadline = time.monotonic() + limit
-    while not predicate():
-        if time.monotonic() > deadline:
-            raise AssertionError(f"not reached within {limit} s")
-        await asyncio.sleep(0.05)
-
-
 async def _cli_retry_reaches_running_system(url: str, store: Any) -> None:
     RUNS.clear()
     async with ActorSystem("cli-retry", store=store) as system:
         pid = await system.durable(OwnedOrder, "o-1")
         await pid.ask(Call("add", "fail-first"))
-        await _wait_for(lambda: RUNS == ["o-1"], 30)  # ran once, failed, parked
+        await _wait_for(lambda: RUNS == ["o-1"])  # ran once, failed, parked
 
         async def parked() -> bool:
             rows = await system._durable.store.list_tasks(state="parked")  # type: ignore[union-attr]
@@ -122,7 +114,7 @@ async def _cli_retry_reaches_running_system(url: str, store: Any) -> None:
         assert retried.returncode == 0, retried.stderr
         # Without the change feed the running system would only see it at its next
         # look-ahead poll, 150 s away; a bounded 30 s wait proves it came through.
-        await _wait_for(lambda: RUNS == ["o-1", "o-1"], 30)
+        await _wait_for(lambda: RUNS == ["o-1", "o-1"])
 
 
 @pytest.mark.integration

@@ -17,7 +17,7 @@ import secrets
 import signal
 import subprocess
 import sys
-from collections.abc import AsyncIterator, Callable, Iterator
+from collections.abc import AsyncIterator, Iterator
 from dataclasses import dataclass
 from pathlib import Path
 from typing import Any
@@ -46,6 +46,7 @@ pytestmark = pytest.mark.integration
 
 PEER = Path(__file__).with_name("_remote_peer.py")
 sys.path.insert(0, str(PEER.parent))
+from tests.eventually import eventually  # noqa: E402
 from tests.integration._remote_peer import Forward, Get, Ping, Pong, remoting  # noqa: E402
 
 #: Real seconds any wait for a remote outcome may take before the test fails.
@@ -109,12 +110,6 @@ def peer() -> Iterator[Peer]:
 async def node(name: str = "a", listen: str = "tcp://127.0.0.1:0") -> AsyncIterator[ActorSystem]:
     async with ActorSystem(name, remoting=remoting(listen, SECRET)) as system:
         yield system
-
-
-async def eventually(check: Callable[[], Any], timeout: float = WAIT) -> None:
-    async with asyncio.timeout(timeout):
-        while not check():
-            await asyncio.sleep(0.02)
 
 
 class Inbox(Actor):

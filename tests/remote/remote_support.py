@@ -116,10 +116,3 @@ async def running(cfg: Remoting, name: str = "n") -> AsyncIterator[RemoteNode]:
         yield node
     finally:
         await node.stop()
-
-
-async def eventually(check: Callable[[], bool], timeout: float = 10.0) -> None:
-    """Wait (polling, real time) until ``check()`` holds; fail after ``timeout`` s."""
-    async with asyncio.timeout(timeout):
-        while not check():
-            await asyncio.sleep(0.01)

@@ -8,7 +8,8 @@ from __future__ import annotations
 import asyncio
 import socket
 
-from tests.remote.remote_support import FakePID, RecordingHost, config, eventually
+from tests.eventually import eventually
+from tests.remote.remote_support import FakePID, RecordingHost, config
 
 from tocsin import ManualClock
 from tocsin.remote._address import NodeAddress

@@ -13,6 +13,8 @@ import asyncio
 from collections.abc import Callable
 from typing import Any
 
+from tests.eventually import eventually
+
 from tocsin import (
     Actor,
     ActorSystem,
@@ -36,12 +38,6 @@ class Gated(Actor):
     async def receive(self, ctx: ReceiveContext) -> None:
         await self.gate.wait()
         self.box.append(ctx.message)
-
-
-async def eventually(check: Callable[[], bool], timeout: float = 30.0) -> None:
-    async with asyncio.timeout(timeout):
-        while not check():
-            await asyncio.sleep(0.01)
 
 
 async def stalled(progress: Callable[[], int], quiet: float = 0.3) -> None:
@@ -108,7 +104,7 @@ async def test_remote_send_waits_for_room_and_delivers_everything() -> None:
         assert [(d.message, d.reason) for d in dead_a] == [("overtaker", DeadLetterReason.OVERFLOW)]
         gate.set()
         await asyncio.wait_for(task, 60.0)
-        await eventually(lambda: len(box) == total, 60.0)
+        await eventually(lambda: len(box) == total, within=60.0)
         assert [i for i, _ in box] == list(range(total))
         assert len(dead_a) == 1
         assert dead_b == []

@@ -22,12 +22,12 @@ from pathlib import Path
 from typing import Any
 
 import pytest
+from tests.eventually import eventually
 from tests.remote.remote_support import (
     SECRET,
     FakePID,
     RecordingHost,
     config,
-    eventually,
     make_node,
     running,
 )

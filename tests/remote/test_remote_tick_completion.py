@@ -11,12 +11,13 @@ from __future__ import annotations
 
 import asyncio
 import contextlib
-from collections.abc import AsyncIterator, Callable
+from collections.abc import AsyncIterator
 from datetime import UTC, datetime
 from typing import Any
 
 import msgspec
 import pytest
+from tests.eventually import eventually
 
 from tocsin import (
     Actor,
@@ -95,12 +96,6 @@ class Probe(Actor):
             await self.gate.wait()
         elif ctx.message == "boom":
             raise RuntimeError("boom")
-
-
-async def eventually(check: Callable[[], bool], timeout: float = WAIT) -> None:
-    async with asyncio.timeout(timeout):
-        while not check():
-            await asyncio.sleep(0.01)
 
 
 def remoting() -> Remoting:

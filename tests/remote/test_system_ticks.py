@@ -4,8 +4,9 @@ the transport is what is tested; timing semantics live in tests/scheduling)."""
 
 from __future__ import annotations
 
-import asyncio
 from typing import Any
+
+from tests.eventually import eventually
 
 from tocsin import Actor, ActorSystem, DeadLetter, ReceiveContext, Remoting
 
@@ -18,12 +19,6 @@ class Inbox(Actor):
 
     async def receive(self, ctx: ReceiveContext) -> None:
         self.box.append(ctx.message)
-
-
-async def eventually(check: Any, timeout: float = 10.0) -> None:
-    async with asyncio.timeout(timeout):
-        while not check():
-            await asyncio.sleep(0.01)
 
 
 async def test_a_tick_whose_message_was_mutated_past_the_wire_is_a_dead_letter_not_a_crash() -> (

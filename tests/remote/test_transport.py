@@ -10,13 +10,13 @@ from pathlib import Path
 
 import pytest
 from tests.certs import make_certs
+from tests.eventually import eventually
 from tests.remote.remote_support import (
     SECRET,
     FakePID,
     Note,
     Ping,
     config,
-    eventually,
     host_of,
     make_node,
     running,

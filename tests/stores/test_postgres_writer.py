@@ -11,10 +11,10 @@ import uuid
 from typing import Any
 
 import pytest
+from tests.eventually import eventually as _until
 
-from tocsin.clock import SystemClock
 from tocsin.stores import TaskRow, UpsertTask
-from tocsin.stores.postgres import WRITER_IDLE, PostgresStore
+from tocsin.stores.postgres import PostgresStore
 
 pytestmark = pytest.mark.integration
 
@@ -40,15 +40,6 @@ class _AcquireCounter:
     def acquire(self) -> Any:
         self.acquired += 1
         return self.pool.acquire()
-
-
-async def _until(predicate: Any, what: str, bound: float = 5.0) -> None:
-    """Wait (real time, bounded) for ``predicate()``: the release is a real-time policy."""
-    clock = SystemClock()
-    deadline = clock.monotonic() + bound
-    while not predicate():
-        assert clock.monotonic() < deadline, f"not within {bound} s: {what}"
-        await asyncio.sleep(WRITER_IDLE / 5)
 
 
 def _schema() -> str:

@@ -540,4 +540,4 @@ def test_the_hang_guard_defaults_to_60_seconds(pytester: pytest.Pytester) -> Non
             assert request.config.getini("tocsin_async_timeout") == "60"
         """,
     )
-    pytester.runpytest_subprocess(*NO_ASYNCIO).assert_outcomes(passed=1)
+    pytester.runpytest_inprocess(*NO_ASYNCIO).assert_outcomes(passed=1)
