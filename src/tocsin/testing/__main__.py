@@ -24,22 +24,25 @@ import time
 from concurrent.futures import ProcessPoolExecutor
 
 from ..errors import SimulationViolation
-from ._simulation import Simulation
+from ._sim_values import Faults
+from ._simulation import DEFAULT_LEASE, Simulation
 
 #: Real seconds one run may take before it counts as hung (it fails, naming its seed).
 RUN_TIMEOUT = 300.0
 
 
-async def _one(seed: int, seconds: float, nodes: int) -> tuple[str, str]:
+async def _one(
+    seed: int, seconds: float, nodes: int, faults: Faults, lease: float
+) -> tuple[str, str]:
     """Run one seed: ("ok" | "fail" | "error", detail)."""
-    sim = Simulation(nodes=nodes, seed=seed)
+    sim = Simulation(nodes=nodes, seed=seed, faults=faults, lease=lease)
     try:
         await asyncio.wait_for(sim.run(seconds), RUN_TIMEOUT)
         sim.check()
     except SimulationViolation as exc:
         return "fail", str(exc)
     except Exception as exc:  # a crash of the run itself is a finding too
-        replay = f"python -m tocsin.testing --seed {seed} --seconds {seconds:g} --nodes {nodes}"
+        replay = sim.replay_command()
         return "error", f"seed {seed}: {type(exc).__name__}: {exc}\nreplay: {replay}"
     digest = hashlib.sha256(repr(sim.record).encode()).hexdigest()[:16]
     return (
@@ -48,12 +51,15 @@ async def _one(seed: int, seconds: float, nodes: int) -> tuple[str, str]:
     )
 
 
-def _chunk(seeds: list[int], seconds: float, nodes: int) -> list[tuple[int, str, str]]:
+def _chunk(
+    seeds: list[int], seconds: float, nodes: int, faults: str, lease: float
+) -> list[tuple[int, str, str]]:
     """Run ``seeds`` one after the other in this process (a worker of the pool)."""
     logging.disable(logging.ERROR)  # faults make nodes log; the verdict is the output
+    rates = Faults.from_text(faults)
     results = []
     for seed in seeds:
-        status, detail = asyncio.run(_one(seed, seconds, nodes))
+        status, detail = asyncio.run(_one(seed, seconds, nodes, rates, lease))
         results.append((seed, status, detail))
     return results
 
@@ -72,12 +78,23 @@ def main(argv: list[str] | None = None) -> int:
     parser.add_argument("--seconds", type=float, default=600.0, help="simulated seconds")
     parser.add_argument("--nodes", type=int, default=3, help="nodes per simulation")
     parser.add_argument("--jobs", type=int, default=os.cpu_count() or 1, help="processes")
+    parser.add_argument(
+        "--faults",
+        default=Faults.default().to_text(),
+        help="fault rates per simulated minute, KIND=RATE,... ('none': no faults; "
+        "default: Faults.default())",
+    )
+    parser.add_argument("--lease", type=float, default=DEFAULT_LEASE, help="cluster lease")
     args = parser.parse_args(argv)
     if args.seconds <= 0 or args.nodes < 1 or args.jobs < 1 or (args.seeds or 1) < 1:
         parser.error("--seconds, --nodes, --jobs and --seeds must be positive")
+    try:
+        rates = Faults.from_text(args.faults)
+    except ValueError as exc:
+        parser.error(str(exc))
     if args.seed is not None:
         logging.basicConfig(level=logging.WARNING, format="%(message)s")
-        status, detail = asyncio.run(_one(args.seed, args.seconds, args.nodes))
+        status, detail = asyncio.run(_one(args.seed, args.seconds, args.nodes, rates, args.lease))
         print(detail)
         return 0 if status == "ok" else 1
     seeds = list(range(args.first, args.first + args.seeds))
@@ -86,7 +103,12 @@ def main(argv: list[str] | None = None) -> int:
     failed = 0
     with ProcessPoolExecutor(max_workers=args.jobs) as pool:
         for results in pool.map(
-            _chunk, chunks, [args.seconds] * args.jobs, [args.nodes] * args.jobs
+            _chunk,
+            chunks,
+            [args.seconds] * args.jobs,
+            [args.nodes] * args.jobs,
+            [rates.to_text()] * args.jobs,
+            [args.lease] * args.jobs,
         ):
             for _seed, status, detail in results:
                 if status != "ok":

@@ -115,6 +115,32 @@ class Faults:
         """No faults: the system on a perfect network and perfect services."""
         return cls()
 
+    def to_text(self) -> str:
+        """The rates as ``crash=0.2,pause=0.15,...`` (what ``--faults`` reads back)."""
+        return ",".join(f"{spec.name}={getattr(self, spec.name)!r}" for spec in fields(self))
+
+    @classmethod
+    def from_text(cls, text: str) -> Faults:
+        """Read :meth:`to_text`'s form; kinds not named are 0 (``"none"``: no faults).
+
+        Raises:
+            ValueError: an unknown kind, a malformed pair or a bad rate (names it).
+        """
+        rates: dict[str, float] = {}
+        known = {spec.name for spec in fields(cls)}
+        for pair in text.split(","):
+            if not pair.strip() or pair.strip() == "none":
+                continue
+            name, sep, value = pair.partition("=")
+            name = name.strip()
+            if not sep or name not in known:
+                raise ValueError(
+                    f"`faults` must be KIND=RATE pairs with KIND one of {sorted(known)}, "
+                    f"got {pair!r}"
+                )
+            rates[name] = float(value)
+        return cls(**rates)
+
     def rate(self, kind: FaultKind) -> float:
         """The rate of ``kind``, per simulated minute."""
         rate: float = getattr(self, kind.value)

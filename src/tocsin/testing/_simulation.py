@@ -48,6 +48,9 @@ __all__ = ["START_WALL", "Simulation"]
 #: seed replays the same instants on any day.
 START_WALL = 1_800_000_000.0
 
+#: The cluster lease of every node unless given (the :class:`~tocsin.Cluster` default).
+DEFAULT_LEASE = 10.0
+
 #: Simulated seconds between two rounds of the built-in driver's asks.
 DRIVE_PERIOD = 1.0
 
@@ -111,7 +114,7 @@ class Simulation:
         faults: Faults | None = None,
         setup: Setup | None = None,
         *,
-        lease: float = 10.0,
+        lease: float = DEFAULT_LEASE,
         at_least_once: Iterable[str] = (),
     ) -> None:
         if isinstance(nodes, bool) or not isinstance(nodes, int) or nodes < 1:
@@ -441,13 +444,22 @@ class Simulation:
         check_record(self.record, self.faults, self._expectations(), self._describe())
 
     def _describe(self) -> str:
-        replay = (
+        return f"seed {self.seed}; replay: {self.replay_command()}"
+
+    def replay_command(self) -> str:
+        """The one-line shell command that replays this run (the built-in workload), or,
+        for a ``setup`` of yours, the simulation to make again with it."""
+        if self._setup is not None:
+            return f"{self!r} with your setup, run for {self._ran:g} s"
+        command = (
             f"python -m tocsin.testing --seed {self.seed} --seconds {self._ran:g} "
             f"--nodes {self.node_count}"
         )
-        if self._setup is not None:
-            replay = f"{self!r} with your setup, run for {self._ran:g} s"
-        return f"seed {self.seed}; replay: {replay}"
+        if self.fault_rates != Faults.default():
+            command += f" --faults {self.fault_rates.to_text()}"
+        if self.lease != DEFAULT_LEASE:
+            command += f" --lease {self.lease:g}"
+        return command
 
 
 @final
