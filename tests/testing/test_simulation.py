@@ -264,3 +264,18 @@ async def test_a_winner_frozen_past_its_delivery_lease_delivers_late_with_its_ol
     ]
     assert late_zombies
     assert all(len({d.fence for d in ds}) == len(ds) for ds in by_instant.values())
+
+
+async def test_a_run_that_fails_names_its_seed_and_leaves_no_node_running() -> None:
+    started: list[Any] = []
+
+    async def setup(system: Any) -> None:
+        started.append(system)
+        if len(started) == 2:
+            raise RuntimeError("the application refused to start")
+
+    sim = Simulation(nodes=2, seed=13, faults=Faults.none(), setup=setup)
+    with pytest.raises(RuntimeError, match="refused to start") as caught:
+        await sim.run(30)
+    assert any("seed 13" in note for note in caught.value.__notes__)
+    assert not any(system.running for system in started)

@@ -17,6 +17,7 @@ invariants checked over the recorded history).
 from __future__ import annotations
 
 import asyncio
+import contextlib
 import functools
 import logging
 import random
@@ -212,12 +213,27 @@ class Simulation:
             if self._setup is None:
                 self.clock.call_at(DRIVE_PERIOD, self._drive)
             await self.clock.advance(seconds)
-            self._active.clear()
-            self._apply()
-            await self._teardown()
+        except Exception as exc:
+            # The run itself failed (a node that cannot start, a stop that hangs): say
+            # which run, and leave nothing running behind.
+            exc.add_note(self._describe())
+            with contextlib.suppress(Exception):
+                await self._heal_and_stop()
+            remove_route()
+            raise
+        try:
+            await self._heal_and_stop()
+        except Exception as exc:
+            exc.add_note(self._describe())
+            raise
         finally:
             remove_route()
         await self._read_final()
+
+    async def _heal_and_stop(self) -> None:
+        self._active.clear()
+        self._apply()
+        await self._teardown()
 
     async def _teardown(self) -> None:
         """Every fault healed, every node stopped (the clock moves while they stop)."""
