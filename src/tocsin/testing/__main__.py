@@ -27,6 +27,9 @@ from ..errors import SimulationViolation
 from ._sim_values import Faults
 from ._simulation import DEFAULT_LEASE, Simulation
 
+#: Seeds a worker process runs per batch it reports.
+CHUNK = 5
+
 #: Real seconds one run may take before it counts as hung (it fails, naming its seed).
 RUN_TIMEOUT = 300.0
 
@@ -98,17 +101,19 @@ def main(argv: list[str] | None = None) -> int:
         print(detail)
         return 0 if status == "ok" else 1
     seeds = list(range(args.first, args.first + args.seeds))
-    chunks = [seeds[i :: args.jobs] for i in range(args.jobs)]
+    # Small chunks, so failures print as they are found (and a worker's process is
+    # reused across its chunks).
+    chunks = [seeds[i : i + CHUNK] for i in range(0, len(seeds), CHUNK)]
     started = time.perf_counter()
     failed = 0
     with ProcessPoolExecutor(max_workers=args.jobs) as pool:
         for results in pool.map(
             _chunk,
             chunks,
-            [args.seconds] * args.jobs,
-            [args.nodes] * args.jobs,
-            [rates.to_text()] * args.jobs,
-            [args.lease] * args.jobs,
+            [args.seconds] * len(chunks),
+            [args.nodes] * len(chunks),
+            [rates.to_text()] * len(chunks),
+            [args.lease] * len(chunks),
         ):
             for _seed, status, detail in results:
                 if status != "ok":
