@@ -5,7 +5,7 @@ PY ?= python3
 VENV := .venv
 BIN := $(VENV)/bin
 
-.PHONY: demo test check lint types pytest bench clean
+.PHONY: demo test check lint types pytest bench simulate clean
 
 $(BIN)/python:
 	$(PY) -m venv $(VENV)
@@ -47,6 +47,13 @@ check: $(VENV)/.installed-dev
 	$(BIN)/ruff format --check src tests examples
 	$(BIN)/mypy
 	$(BIN)/python -m pytest -q -m "not slow" --durations=25
+
+# Simulated clusters under faults drawn from seeds 1..SEEDS (docs/testing.md, "Simulating a
+# cluster"), in JOBS processes; each failure prints its seed and the command replaying it.
+SEEDS ?= 100
+JOBS ?= 2
+simulate: $(VENV)/.installed-dev
+	$(BIN)/python -m tocsin.testing --seeds $(SEEDS) --jobs $(JOBS)
 
 bench: $(BIN)/python
 	$(BIN)/python -m pip install -q -e '.[bench,postgres]'

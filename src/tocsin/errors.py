@@ -34,6 +34,7 @@ reasonably catch the builtin)::
     ├── BackpressureError
     ├── AddressInUseError                 (OSError)
     ├── NotOwnerError
+    ├── SimulationViolation               (AssertionError)
     └── CoordinatorError
         ├── InvalidCoordinatorURLError    (ValueError)
         ├── NodeNameTakenError
@@ -77,6 +78,7 @@ __all__ = [
     "ScheduleAlreadyExistsError",
     "ScheduleNotFoundError",
     "ScheduleReferenceRequiredError",
+    "SimulationViolation",
     "StoreError",
     "TaskNotFoundError",
     "TaskTimeoutError",
@@ -400,3 +402,11 @@ class NotOwnerError(TocsinError):
     "is stopped"). The node joins again by itself (``LeaseRegained`` on
     ``system.events``); asks made after that reach the identity.
     """
+
+
+class SimulationViolation(TocsinError, AssertionError):
+    """``Simulation.check()`` found a run of ``tocsin.testing.Simulation`` that broke an
+    invariant (a tick delivered twice or lost, two activations of one identity, an
+    acknowledged write lost). The message names the seed, the first offending entries
+    of the record and the command that replays the run. An ``AssertionError``, so a
+    test that calls ``check()`` fails as an assertion does."""

@@ -492,7 +492,7 @@ class ActorSystem(SchedulingCalls):
             return None
         if self._remote is not None:
             return runtime.pid_from_wire(address + path)
-        return in_process_pid(address, path)
+        return in_process_pid(address, path, origin=self.address)
 
     def _local_path(self, path: str) -> PID | None:
         runtime = self._runtime

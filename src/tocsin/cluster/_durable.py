@@ -16,7 +16,9 @@ The durable layer asks two questions (:class:`~tocsin.durable._ownership.Ownersh
   for a moment, the compare-and-set still lets only one activate).
 
 Nodes of one process on ``memory://`` without remoting reach each other through
-:data:`_IN_PROCESS` (address -> that system's path lookup), as the contract promises.
+:data:`_IN_PROCESS` (address -> that system's path lookup), as the contract promises. A
+route added with :func:`add_in_process_route` stands between them: the simulated network
+of ``tocsin.testing.Simulation`` delays, drops and partitions what crosses it there.
 """
 
 from __future__ import annotations
@@ -32,10 +34,36 @@ if TYPE_CHECKING:
     from ..actor._spi import PID
     from ._node import ClusterNode
 
-__all__ = ["ClusterOwnership", "durable_path", "in_process_pid", "register_in_process"]
+__all__ = [
+    "ClusterOwnership",
+    "InProcessRoute",
+    "add_in_process_route",
+    "durable_path",
+    "in_process_pid",
+    "register_in_process",
+]
 
 #: Systems of this process on a memory:// cluster without remoting, by address.
 _IN_PROCESS: dict[str, Callable[[str], PID | None]] = {}
+
+#: ``route(origin, pid) -> PID``: what a node at address ``origin`` sends to instead of
+#: ``pid`` (a peer's local PID), e.g. a PID whose target is a simulated network link.
+InProcessRoute = Callable[[str, "PID"], "PID"]
+
+#: The routes in force, in the order added (a list: adding and removing keep order).
+_ROUTES: list[InProcessRoute] = []
+
+
+def add_in_process_route(route: InProcessRoute) -> Callable[[], None]:
+    """Send what crosses between in-process nodes through ``route``; returns the remove
+    function. Routes apply in the order added."""
+    _ROUTES.append(route)
+
+    def remove() -> None:
+        if route in _ROUTES:
+            _ROUTES.remove(route)
+
+    return remove
 
 
 def durable_path(kind: str, identity: str) -> str:
@@ -55,10 +83,19 @@ def register_in_process(address: str, lookup: Callable[[str], PID | None]) -> Ca
     return remove
 
 
-def in_process_pid(address: str, path: str) -> PID | None:
-    """The PID at ``path`` of the in-process system at ``address`` (None if not here)."""
+def in_process_pid(address: str, path: str, origin: str | None = None) -> PID | None:
+    """The PID at ``path`` of the in-process system at ``address`` (None if not here).
+
+    Args:
+        origin: the address of the node that will send to it: the PID is then the one
+            the routes give (:func:`add_in_process_route`). ``None``: the peer's own PID.
+    """
     lookup = _IN_PROCESS.get(address)
-    return None if lookup is None else lookup(path)
+    pid = None if lookup is None else lookup(path)
+    if pid is not None and origin is not None:
+        for route in _ROUTES:
+            pid = route(origin, pid)
+    return pid
 
 
 @final

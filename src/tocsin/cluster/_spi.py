@@ -5,7 +5,8 @@ other ``cluster._*`` module (DESIGN.md "Layers"). Re-exports only.
 
 ``ClusterOwnership`` is the durable-ownership backend the facade installs in a cluster;
 ``register_in_process`` / ``in_process_pid`` let nodes of one process find each other's
-actors; ``open_coordinator`` makes a coordinator from its URL;
+actors, through the routes ``add_in_process_route`` adds (the simulated network);
+``open_coordinator`` makes a coordinator from its URL;
 ``bind_store`` / ``warn_if_clustered`` check the store's cluster record;
 ``CronClaims`` (with ``Counters``, ``TickClaim``, ``ClaimOutcome`` and ``claim_ttl``) is
 the claim path stored schedules share with cluster cron (``tocsin.schedules``).
@@ -13,7 +14,13 @@ the claim path stored schedules share with cluster cron (``tocsin.schedules``).
 
 from __future__ import annotations
 
-from ._durable import ClusterOwnership, in_process_pid, register_in_process
+from ._durable import (
+    ClusterOwnership,
+    InProcessRoute,
+    add_in_process_route,
+    in_process_pid,
+    register_in_process,
+)
 from ._identity import bind_store, warn_if_clustered
 from ._protocol import ClaimOutcome, PauseNote, TickClaim
 from ._rebalance import Rebalancer
@@ -26,9 +33,11 @@ __all__ = [
     "ClusterOwnership",
     "Counters",
     "CronClaims",
+    "InProcessRoute",
     "PauseNote",
     "Rebalancer",
     "TickClaim",
+    "add_in_process_route",
     "bind_store",
     "claim_ttl",
     "in_process_pid",

@@ -6,6 +6,11 @@
 * :func:`capture_events`: record the events a system publishes while a block runs.
 * :class:`SystemMonitor`, :class:`Crash`: record a test's crashes and dead letters and fail
   on those it did not declare.
+* :class:`Simulation`: a whole cluster in one process on one clock under faults drawn
+  from a seed (:class:`Faults`), with a record of deliveries and durable writes
+  (:class:`Delivery`, :class:`Write`, :class:`Ack`) and ``check()`` for the invariants
+  (:class:`~tocsin.errors.SimulationViolation`); :func:`record_tick` and
+  :func:`record_ack` put your own application's in the record.
 
 The pytest plugin (``tocsin.testing._plugin``, registered through the ``pytest11`` entry
 point, so installing tocsin is enough) builds on these: fixtures ``tocsin_clock``,
@@ -20,11 +25,31 @@ from contextlib import contextmanager
 from typing import Any
 
 from ..clock import ManualClock
+from ..errors import SimulationViolation
 from ..stores import MemoryStore
 from ..system import ActorSystem
 from ._monitor import Crash, SystemMonitor
+from ._sim_values import Ack, Delivery, Fault, FaultKind, Faults, Write
+from ._sim_workload import record_ack, record_tick
+from ._simulation import Simulation
 
-__all__ = ["Crash", "ManualClock", "MemoryStore", "SystemMonitor", "capture_events"]
+__all__ = [
+    "Ack",
+    "Crash",
+    "Delivery",
+    "Fault",
+    "FaultKind",
+    "Faults",
+    "ManualClock",
+    "MemoryStore",
+    "Simulation",
+    "SimulationViolation",
+    "SystemMonitor",
+    "Write",
+    "capture_events",
+    "record_ack",
+    "record_tick",
+]
 
 
 @contextmanager
