@@ -86,6 +86,9 @@ ALLOWED: dict[tuple[str, str], int] = {
     ("?", "tocsin.durable._handle"): 1,
     ("?", "tocsin.durable._run"): 1,
     ("?", "tocsin.durable._runtime"): 1,
+    # The facade installs the cluster's ownership gate at composition (durable.gate):
+    # the local is rebound from several starts there, so the tool cannot type it.
+    ("?", "tocsin.system"): 1,
 }
 
 #: Packages whose classes and modules are held to "no foreign write at all".
