@@ -126,7 +126,7 @@ async def transport_peer(spec: dict[str, Any]) -> None:
         def undelivered(self, info: object) -> None:
             raise AssertionError("undelivered")
 
-    config = Remoting("tcp://127.0.0.1:0", SECRET, messages=[Msg])
+    config = Remoting(listen="tcp://127.0.0.1:0", secret=SECRET, messages=[Msg])
     host = Host()
     node = RemoteNode(config, "peer", host, WireCodec(config.registry, type(None), str))
     host.node = node
@@ -154,7 +154,7 @@ async def tocsin_peer(spec: dict[str, Any]) -> None:
         async def receive(self, ctx: ReceiveContext) -> None:
             ctx.respond(ctx.message)
 
-    remoting = Remoting("tcp://127.0.0.1:0", SECRET, messages=[Msg])
+    remoting = Remoting(listen="tcp://127.0.0.1:0", secret=SECRET, messages=[Msg])
     async with ActorSystem("peer", remoting=remoting) as system:
         await system.spawn(Counter, "counter")
         await system.spawn(Echo, "echo")
@@ -257,7 +257,7 @@ async def transport_driver(params: dict[str, Any], address: str) -> dict[str, An
         def undelivered(self, info: object) -> None:
             raise AssertionError("undelivered")
 
-    config = Remoting("tcp://127.0.0.1:0", SECRET, messages=[Msg])
+    config = Remoting(listen="tcp://127.0.0.1:0", secret=SECRET, messages=[Msg])
     node = RemoteNode(config, "driver", Host(), WireCodec(config.registry, type(None), str))
     me = await node.start()
     peer = parse_system_address(address)[1]
@@ -340,7 +340,7 @@ async def tocsin_driver(params: dict[str, Any], address: str) -> dict[str, Any]:
         async def receive(self, ctx: ReceiveContext) -> None:
             done.set_result(None)
 
-    remoting = Remoting("tcp://127.0.0.1:0", SECRET, messages=[Msg])
+    remoting = Remoting(listen="tcp://127.0.0.1:0", secret=SECRET, messages=[Msg])
     async with ActorSystem("driver", remoting=remoting) as system:
         me = await system.spawn(Done, "done")
         if params["test"] == "tell":

@@ -109,7 +109,8 @@ def test_the_actor_runtime_names_of_the_contract_are_exported() -> None:
 #: placement, tick claims, the coordinator's records) stays importable from its private
 #: modules, and the layers above take theirs from ``tocsin.cluster._spi``.
 CLUSTER_PUBLIC = [
-    "Cluster", "ClusterMetrics", "ClusterNode", "Coordinator", "LeaseLost", "LeaseRegained",
+    "Cluster", "ClusterMetrics", "ClusterNode", "ClusterView", "Coordinator", "LeaseLost",
+    "LeaseRegained",
     "Member", "NodeJoined", "NodeLeft", "open_coordinator",
 ]  # fmt: skip
 

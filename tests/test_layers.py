@@ -32,6 +32,8 @@ SRC = Path(__file__).resolve().parents[1] / "src" / "tocsin"
 LAYERS = [
     # A leaf (it imports nothing), so every layer may read the version from it.
     "_version",
+    # A leaf too: keyword-only options with a release of grace for positional use.
+    "_keywords",
     "errors",
     "clock",
     "cron",

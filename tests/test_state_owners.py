@@ -47,11 +47,6 @@ def _cycles() -> dict[str, list[list[str]]]:
 
 #: (class, writer module) -> writes allowed. Keep it short; every entry says why.
 ALLOWED: dict[tuple[str, str], int] = {
-    # The turn loop sets the context's current message, sender, ask and runtime item
-    # (ctx.tick) in place, per message: a method call instead costs ~80 ns on a ~330 ns
-    # turn (CPython 3.11, bench/_kernel_paths.py drain_ns), so the context is the cell's
-    # own view object.
-    ("tocsin.actor._context:ReceiveContext", "tocsin.actor._cell"): 13,
     # Tally records: plain ints, incremented in place by the code that counts (on the
     # frame path), read as a frozen snapshot by metrics(); a method per count would be
     # a call per frame for nothing.

@@ -65,6 +65,7 @@ from .errors import (
     AddressInUseError,
     AskTimeoutError,
     BackpressureError,
+    ClusterDisabledError,
     CodecError,
     CoordinatorError,
     CoordinatorUnavailableError,
@@ -92,6 +93,7 @@ from .errors import (
 from .remote import RemoteMetrics, Remoting
 from .scheduling import ScheduleInfo, ScheduleKind, SchedulerMetrics
 from .system import ActorSystem
+from .triggers import Delivery
 
 if typing.TYPE_CHECKING:
     from ._run import run
@@ -136,6 +138,7 @@ __all__ = [
     "Call",
     "Clock",
     "Cluster",
+    "ClusterDisabledError",
     "ClusterMetrics",
     "CodecError",
     "CoordinatorError",
@@ -145,6 +148,7 @@ __all__ = [
     "DeadActorError",
     "DeadLetter",
     "DeadLetterReason",
+    "Delivery",
     "Directive",
     "DurableActor",
     "DurableTasks",

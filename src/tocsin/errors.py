@@ -19,6 +19,7 @@ reasonably catch the builtin)::
     │   └── TaskNotFoundError
     ├── ScheduleReferenceRequiredError    (ValueError)
     ├── RemotingDisabledError
+    ├── ClusterDisabledError              (RuntimeError)
     ├── CodecError                        (TypeError)
     ├── StoreError
     │   ├── InvalidStoreURLError          (ValueError)
@@ -53,6 +54,7 @@ __all__ = [
     "AddressInUseError",
     "AskTimeoutError",
     "BackpressureError",
+    "ClusterDisabledError",
     "CodecError",
     "CoordinatorError",
     "CoordinatorUnavailableError",
@@ -188,6 +190,15 @@ class ScheduleReferenceRequiredError(TocsinError, ValueError):
 
 class RemotingDisabledError(TocsinError):
     """A remote PID was targeted by a system started without remoting."""
+
+
+class ClusterDisabledError(TocsinError, RuntimeError):
+    """``system.cluster`` was read on a system made without ``cluster=``: it is not part of
+    a cluster. A ``RuntimeError`` too (what the read raised before it had a type).
+
+    Differs from :class:`ActorSystemNotStartedError`: a system made with ``cluster=`` but
+    not started raises that one (it joins its cluster at ``start()``).
+    """
 
 
 class CodecError(TocsinError, TypeError):

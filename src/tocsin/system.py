@@ -19,7 +19,6 @@ from __future__ import annotations
 import asyncio
 import importlib
 import logging
-import threading
 from collections.abc import Awaitable, Callable
 from contextlib import AsyncExitStack
 from dataclasses import dataclass
@@ -42,7 +41,7 @@ from .actor._spi import (
     target_of,
 )
 from .clock import Clock, OffsetClock, SystemClock
-from .cluster import Cluster, ClusterNode, LeaseRegained, NodeJoined, NodeLeft
+from .cluster import Cluster, ClusterNode, ClusterView, LeaseRegained, NodeJoined, NodeLeft
 from .cluster._spi import (
     ClusterOwnership,
     Rebalancer,
@@ -53,13 +52,18 @@ from .cluster._spi import (
 )
 from .durable import DurableActor, DurableTasks
 from .durable._spi import DurableRuntime
-from .errors import ActorNotFoundError, ActorSystemNotStartedError, RemotingDisabledError
+from .errors import (
+    ActorNotFoundError,
+    ActorSystemNotStartedError,
+    ClusterDisabledError,
+    RemotingDisabledError,
+)
 from .remote import RemoteMetrics, Remoting
 from .remote._spi import RemoteService
 from .scheduling._spi import DEFAULT_HISTORY, Scheduler, check_history, local_zone_name, zone
 
 if TYPE_CHECKING:
-    from .actor._spi import Cell
+    from .actor._spi import Cell, SystemView
     from .stores import Store
 
 __all__ = ["DEFAULT_STOP_TIMEOUT", "SERVICES", "ActorSystem", "OptionalService"]
@@ -105,7 +109,6 @@ def _optional_service(option: str) -> OptionalService:
 
 
 _log = logging.getLogger("tocsin.actor")
-_ident = threading.get_ident
 
 
 @final
@@ -502,7 +505,7 @@ class ActorSystem(SchedulingCalls):
         # Inlined checks: this runs on every schedule and cancel (~3 µs each); the loop
         # check is the measured one (Runtime.loop_thread): ~40 ns against ~180 ns.
         runtime = self._runtime
-        if runtime is None or not runtime.running or runtime.loop_thread._thread_id != _ident():  # noqa: SLF001
+        if runtime is None or not runtime.running or not runtime.on_loop_thread():
             runtime = self._live("schedule")  # raises the right error
         schedules = runtime.schedules
         assert schedules is not None
@@ -588,16 +591,18 @@ class ActorSystem(SchedulingCalls):
         return runtime.pid_of(name_or_path)
 
     @property
-    def cluster(self) -> ClusterNode:
-        """This node's side of the cluster: ``members()``, ``pause_cron(reference)``,
-        ``resume_cron(reference)``, ``metrics()`` (``docs/cluster.md``).
+    def cluster(self) -> ClusterView:
+        """This node's side of the cluster, the user's view of it: ``members()``,
+        ``pause_cron(reference, note=None)``, ``resume_cron(reference)``, ``offset``,
+        ``metrics()`` (``docs/cluster.md``).
 
         Raises:
             ActorSystemNotStartedError: the system is not running.
-            RuntimeError: the system was made without ``cluster=``.
+            ClusterDisabledError: the system was made without ``cluster=`` (a
+                ``RuntimeError`` too).
         """
         if self._cluster_config is None:
-            raise RuntimeError(
+            raise ClusterDisabledError(
                 f"actor system {self.name!r} was made without `cluster=`: it is not part of "
                 "a cluster; pass cluster=Cluster(coordinator=...) to join one"
             )
@@ -607,7 +612,7 @@ class ActorSystem(SchedulingCalls):
                 f"actor system {self.name!r} is not running: it joins its cluster at "
                 "`await system.start()`"
             )
-        return node
+        return ClusterView(node)
 
     def remote_metrics(self) -> RemoteMetrics:
         """A snapshot of this node's remoting counters (frames, bytes, reconnects, ...).
@@ -759,3 +764,10 @@ def _check_cluster(cluster: object, remoting: Remoting | None) -> Cluster | None
             "process without it)"
         )
     return cluster
+
+
+if TYPE_CHECKING:
+
+    def _meets_system_view(system: ActorSystem) -> SystemView:
+        """Static check (mypy): the facade meets the Protocol ``ctx.system`` is typed by."""
+        return system

@@ -7,7 +7,7 @@ import uuid
 from typing import Any
 
 from tocsin.clock import ManualClock
-from tocsin.cluster import Cluster, ClusterNode
+from tocsin.cluster import Cluster, ClusterNode, ClusterView
 from tocsin.cluster._memory import MemoryCoordinator
 from tocsin.errors import CoordinatorError
 
@@ -92,8 +92,11 @@ class World:
         self.clock.autojump = False
 
 
-def freeze(node: ClusterNode) -> None:
-    """Stop a node's renewals without leaving: a SIGSTOPped or partitioned node."""
+def freeze(node: ClusterNode | ClusterView) -> None:
+    """Stop a node's renewals without leaving: a SIGSTOPped or partitioned node (a
+    ``system.cluster`` view reaches its node)."""
+    if isinstance(node, ClusterView):
+        node = node._node
     node.membership._renewer._stopped = True
     handle = node.membership._renewer._handle
     if handle is not None:

@@ -352,6 +352,9 @@ class _Recording:
         self.into.append((self.name, fire_at, self.clock.wall()))
         self.inner.deliver_if_won(reference, fire_at, *args, **kw)
 
+    def pause_note(self, reference: str) -> Any:
+        return self.inner.pause_note(reference)
+
 
 @pytest.mark.parametrize("delivery", ["at_most_once", "at_least_once"])
 async def test_jitter_is_the_same_on_every_node_and_claims_keep_the_nominal_instant(

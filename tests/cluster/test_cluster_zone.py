@@ -127,7 +127,7 @@ async def test_a_node_of_another_zone_refuses_to_join_a_sqlite_cluster(tmp_path:
         return ActorSystem(
             name,
             timezone=zone,
-            remoting=Remoting("tcp://127.0.0.1:0", SECRET),
+            remoting=Remoting(listen="tcp://127.0.0.1:0", secret=SECRET),
             cluster=Cluster(f"sqlite:///{tmp_path / 'coordinator.db'}"),
         )
 

@@ -134,7 +134,7 @@ async def test_a_coordinator_emptied_mid_run_resumes_durable_work_without_lost_u
         assert [s.events.count(NodeLeft) for s in systems] == events_before
         assert all(sorted(m.name for m in s.cluster.members()) == ["a", "b", "c"] for s in systems)
         # Each node kept its incarnation (peers saw no new life).
-        incarnations = {s.name: s.cluster.membership.incarnation for s in systems}
+        incarnations = {s.name: s.cluster.incarnation for s in systems}
         assert {n: r.incarnation for n, r in _state(systems[0]).leases.items()} == incarnations
 
 
@@ -247,7 +247,7 @@ async def test_a_refused_write_stops_the_activation_and_later_messages_reach_the
         state = _state(a)
         node, _inc, epoch = state.directory[Job.kind, identity]
         assert node == "a"
-        state.directory[Job.kind, identity] = ("b", b.cluster.membership.incarnation, epoch + 1)
+        state.directory[Job.kind, identity] = ("b", b.cluster.incarnation, epoch + 1)
         await store.apply([Fence(Job.kind, identity, epoch + 1)])
         result = await asyncio.gather(pid.ask(Call("add", 1)), return_exceptions=True)
         assert type(result[0]).__name__ == "FencedError"

@@ -99,7 +99,7 @@ async def test_a_dead_owners_identity_comes_back_on_another_node_with_its_state(
         dead = next(s for s in systems if s.name == home)
         freeze(dead.cluster)  # SIGSTOP or partition: no renewal, no leave
         await clock.advance(LEASE + LEASE / 3 + 0.1)  # its lease expires; the view shows it
-        assert dead.cluster.membership.holds_lease() is False
+        assert dead.cluster._node.membership.holds_lease() is False
         survivor = next(s for s in systems if s is not dead)
         moved = await survivor.durable(Account, "acct-2")
         assert await moved.ask(Call("where")) != home

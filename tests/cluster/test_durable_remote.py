@@ -35,7 +35,7 @@ async def test_a_non_owner_reaches_the_owner_over_remoting() -> None:
             name,
             clock=SystemClock(),
             store=store,
-            remoting=Remoting("tcp://127.0.0.1:0", SECRET),
+            remoting=Remoting(listen="tcp://127.0.0.1:0", secret=SECRET),
             cluster=Cluster(url, lease=30.0),
         )
         for name in ("a", "b")
@@ -44,7 +44,7 @@ async def test_a_non_owner_reaches_the_owner_over_remoting() -> None:
         for system in systems:
             await system.start()
         for system in systems:
-            await system.cluster.membership.tick()  # every view lists both nodes
+            await system.cluster._node.membership.tick()  # every view lists both nodes
         homes: set[str] = set()
         for n in range(8):
             identity = f"t-{n}"

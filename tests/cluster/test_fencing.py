@@ -46,7 +46,7 @@ def zombie(system: ActorSystem) -> None:
     """SIGSTOP then SIGCONT, as the node sees it: renewals stopped and its own expiry
     check never ran, so it still believes it holds its lease (the case fencing is for)."""
     freeze(system.cluster)
-    system.cluster.membership._cancel_expiry()
+    system.cluster._node.membership._cancel_expiry()
 
 
 async def _zombie_writes_are_refused(make_store: Callable[[], Store]) -> None:

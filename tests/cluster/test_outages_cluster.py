@@ -142,7 +142,7 @@ async def test_renewals_that_fail_keep_renewing_and_log_once(
             await clock.advance(LEASE / 3)  # t = 3: the next one answers: the lease is kept
             await clock.advance(LEASE * 2)
         assert events == []  # never lost
-        assert system.cluster.membership.holds_lease()
+        assert system.cluster._node.membership.holds_lease()
         messages = [r.getMessage() for r in caplog.records]
         assert sum("logged once per outage" in m for m in messages) == 1, messages
         assert sum("answers again" in m for m in messages) == 1

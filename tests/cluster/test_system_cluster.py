@@ -18,6 +18,7 @@ from tocsin import (
     ActorSystem,
     ActorSystemNotStartedError,
     Cluster,
+    ClusterDisabledError,
     ManualClock,
     NodeJoined,
     NodeLeft,
@@ -116,6 +117,28 @@ async def test_pause_cron_on_one_node_stops_the_ticks_everywhere_until_resumed()
         assert len(log) == 1
 
 
+async def test_a_cluster_wide_pause_note_shows_on_every_nodes_list_schedules() -> None:
+    log: list[tuple[str, Any]] = []
+    async with cluster_of("a", "b") as (clock, systems):
+        for system in systems:
+            pid = await system.spawn(partial(Counter, log, system.name), "counter")
+            await system.schedule_cron("report", pid, "0 * * * * ?", reference="report")
+        await systems[0].cluster.pause_cron("report", note="db migration OPS-42")
+        await clock.advance(60)  # b learns it when its claim answers "paused"
+        for system in systems:
+            [info] = system.list_schedules()
+            assert info.note == "db migration OPS-42"
+            assert info.paused_by == "a"
+            assert info.paused_at is not None
+            assert not info.paused  # not paused here: paused cluster-wide
+        await systems[1].cluster.resume_cron("report")
+        await clock.advance(60)  # a learns it when it wins a claim again
+        assert len(log) == 1
+        for system in systems:
+            [info] = system.list_schedules()
+            assert (info.note, info.paused_at, info.paused_by) == (None, None, None)
+
+
 async def test_members_and_node_events_on_system_events() -> None:
     async with cluster_of("a") as (clock, [a]):
         seen: list[object] = []
@@ -136,8 +159,9 @@ async def test_cluster_configuration_errors_are_raised_where_written() -> None:
     with pytest.raises(ValueError, match="needs `remoting=`"):
         ActorSystem("a", cluster=Cluster("sqlite:///cluster.db"))
     plain = ActorSystem("plain")
-    with pytest.raises(RuntimeError, match="made without `cluster=`"):
+    with pytest.raises(ClusterDisabledError, match="made without `cluster=`") as raised:
         _ = plain.cluster
+    assert isinstance(raised.value, RuntimeError)  # what it raised before it had a type
     clustered = ActorSystem("c", cluster=Cluster("memory://x"))
     with pytest.raises(ActorSystemNotStartedError, match="joins its cluster"):
         _ = clustered.cluster

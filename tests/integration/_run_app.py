@@ -15,10 +15,11 @@ import time
 from dataclasses import dataclass
 
 from tocsin import Actor, ActorSystem, ReceiveContext
+from tocsin.actor import SystemView
 from tocsin.durable import DurableActor
 
 
-def record(event: str, system: ActorSystem | str) -> None:
+def record(event: str, system: SystemView | str) -> None:
     name = system if isinstance(system, str) else system.name
     path = os.environ.get("RUN_TEST_LOG")
     if not path:

@@ -57,7 +57,7 @@ async def test_twenty_concurrent_activations_from_three_nodes_have_no_error(
             name,
             clock=SystemClock(),
             store=store,
-            remoting=Remoting("tcp://127.0.0.1:0", SECRET),
+            remoting=Remoting(listen="tcp://127.0.0.1:0", secret=SECRET),
             cluster=Cluster(coordinator_url, lease=5.0),
         )
         for name in ("a", "b", "c")

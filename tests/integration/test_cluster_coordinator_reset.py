@@ -52,7 +52,7 @@ def _systems(coordinator: str, store: Any, names: tuple[str, ...]) -> list[Actor
             name,
             clock=SystemClock(),
             store=store,
-            remoting=Remoting("tcp://127.0.0.1:0", SECRET),
+            remoting=Remoting(listen="tcp://127.0.0.1:0", secret=SECRET),
             cluster=Cluster(coordinator, lease=1.5, poll_interval=0.25),
         )
         for name in names
@@ -61,7 +61,7 @@ def _systems(coordinator: str, store: Any, names: tuple[str, ...]) -> list[Actor
 
 async def _settle(systems: list[ActorSystem]) -> None:
     for system in systems:
-        await system.cluster.membership.tick()  # every view lists every node
+        await system.cluster._node.membership.tick()  # every view lists every node
 
 
 async def _add(system: ActorSystem, identity: str) -> int:

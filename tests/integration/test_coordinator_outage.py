@@ -78,7 +78,9 @@ async def _outage_under_three_nodes(
         ActorSystem(
             name,
             store=store,
-            remoting=Remoting("tcp://127.0.0.1:0", b"coordinator-outage-test-secret!!"),
+            remoting=Remoting(
+                listen="tcp://127.0.0.1:0", secret=b"coordinator-outage-test-secret!!"
+            ),
             cluster=Cluster(coordinator, lease=LEASE, poll_interval=1.0),
         )
         for name in ("a", "b", "c")
@@ -87,7 +89,7 @@ async def _outage_under_three_nodes(
         for system in systems:
             await system.start()
         for system in systems:
-            await system.cluster.membership.tick()  # every view lists every node
+            await system.cluster._node.membership.tick()  # every view lists every node
         for i, identity in enumerate(IDENTITIES):
             pid = await systems[i % 3].durable(OutageCounter, identity)
             await pid.ask(Call("begin"), timeout=WAIT)
@@ -114,7 +116,7 @@ async def _outage_under_three_nodes(
         assert not ran_without_lease, ran_without_lease
 
         def leases_held() -> bool:
-            return all(system.cluster.membership.holds_lease() for system in systems)
+            return all(system.cluster._node.membership.holds_lease() for system in systems)
 
         await _until(leases_held, "every node holding its lease again")
         regained = time.monotonic()

@@ -154,7 +154,9 @@ async def test_three_nodes_resume_every_counter_after_a_store_restart(tmp_path: 
             ActorSystem(
                 name,
                 store=server.dsn,
-                remoting=Remoting("tcp://127.0.0.1:0", b"store-restart-test-secret!!!!!!!"),
+                remoting=Remoting(
+                    listen="tcp://127.0.0.1:0", secret=b"store-restart-test-secret!!!!!!!"
+                ),
                 cluster=Cluster(coordinator, lease=3.0, poll_interval=1.0),
             )
             for name in ("a", "b", "c")
@@ -163,7 +165,7 @@ async def test_three_nodes_resume_every_counter_after_a_store_restart(tmp_path: 
             for system in systems:
                 await system.start()
             for system in systems:
-                await system.cluster.membership.tick()  # every view lists every node
+                await system.cluster._node.membership.tick()  # every view lists every node
             for i, identity in enumerate(identities):
                 pid = await systems[i % 3].durable(ClusterCounter, identity)
                 await pid.ask(Call("begin"), timeout=WAIT)

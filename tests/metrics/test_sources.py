@@ -246,8 +246,8 @@ async def test_durable_runs_of_a_vanished_method_are_counted_as_dropped() -> Non
 
 async def test_remote_counters_of_two_real_nodes_and_empty_families_without_remoting() -> None:
     secret = b"0123456789abcdef0123"
-    a = ActorSystem("a", remoting=Remoting("tcp://127.0.0.1:0", secret))
-    b = ActorSystem("b", remoting=Remoting("tcp://127.0.0.1:0", secret))
+    a = ActorSystem("a", remoting=Remoting(listen="tcp://127.0.0.1:0", secret=secret))
+    b = ActorSystem("b", remoting=Remoting(listen="tcp://127.0.0.1:0", secret=secret))
     async with a, b:
         await b.spawn(Echo, "echo")
         pid = await a.actor_of(b.address + "/user/echo")

@@ -60,7 +60,9 @@ class Stats(Actor):
 
 async def main() -> None:
     loop = asyncio.get_running_loop()
-    async with ActorSystem("rx", remoting=Remoting("tcp://127.0.0.1:0", SECRET)) as system:
+    async with ActorSystem(
+        "rx", remoting=Remoting(listen="tcp://127.0.0.1:0", secret=SECRET)
+    ) as system:
         await system.spawn(Slow, "slow", mailbox_bound=BOUND)
         await system.spawn(Stats, "stats")
         State.baseline = State.peak = rss_mib()

@@ -28,24 +28,26 @@ class D:
 
 
 def test_secret_of_16_bytes_or_a_str_is_accepted() -> None:
-    assert Remoting("tcp://127.0.0.1:0", SECRET).secret_bytes == SECRET
-    assert Remoting("tcp://127.0.0.1:0", "é" * 8).secret_bytes == ("é" * 8).encode()
+    assert Remoting(listen="tcp://127.0.0.1:0", secret=SECRET).secret_bytes == SECRET
+    assert Remoting(listen="tcp://127.0.0.1:0", secret="é" * 8).secret_bytes == ("é" * 8).encode()
 
 
 @pytest.mark.parametrize("secret", [b"", b"short", "x" * 15])
 def test_short_secret_is_a_value_error_giving_the_length(secret: bytes | str) -> None:
     with pytest.raises(ValueError, match="at least 16 bytes, got"):
-        Remoting("tcp://127.0.0.1:0", secret)
+        Remoting(listen="tcp://127.0.0.1:0", secret=secret)
 
 
 @pytest.mark.parametrize("secret", [None, 1234567890123456, ["x" * 16]])
 def test_secret_of_another_type_is_a_type_error(secret: object) -> None:
     with pytest.raises(TypeError, match="`secret` must be bytes or str"):
-        Remoting("tcp://127.0.0.1:0", secret)  # type: ignore[arg-type]
+        Remoting(listen="tcp://127.0.0.1:0", secret=secret)  # type: ignore[arg-type]
 
 
 def test_repr_never_shows_the_secret() -> None:
-    text = repr(Remoting("tcp://127.0.0.1:0", b"super-secret-value!", messages=[A, D]))
+    text = repr(
+        Remoting(listen="tcp://127.0.0.1:0", secret=b"super-secret-value!", messages=[A, D])
+    )
     assert "super-secret" not in text
     assert "messages=[A, D]" in text
 
@@ -53,30 +55,30 @@ def test_repr_never_shows_the_secret() -> None:
 def test_two_classes_of_one_wire_name_are_a_value_error() -> None:
     other = type("A", (msgspec.Struct,), {"__annotations__": {"y": int}})
     with pytest.raises(ValueError, match="two classes named 'A'"):
-        Remoting("tcp://127.0.0.1:0", SECRET, messages=[A, other])
+        Remoting(listen="tcp://127.0.0.1:0", secret=SECRET, messages=[A, other])
 
 
 def test_msgspec_tag_names_a_struct_on_the_wire() -> None:
-    config = Remoting("tcp://127.0.0.1:0", SECRET, messages=[A, Tagged, D, A])
+    config = Remoting(listen="tcp://127.0.0.1:0", secret=SECRET, messages=[A, Tagged, D, A])
     assert config.registry.names == ("A", "D", "orders.A")
 
 
 @pytest.mark.parametrize("bad", [int, dict, "A", A(1), object])
 def test_messages_must_be_struct_or_dataclass_classes(bad: object) -> None:
     with pytest.raises(TypeError, match=r"msgspec\.Struct subclasses or dataclasses"):
-        Remoting("tcp://127.0.0.1:0", SECRET, messages=[bad])  # type: ignore[list-item]
+        Remoting(listen="tcp://127.0.0.1:0", secret=SECRET, messages=[bad])  # type: ignore[list-item]
 
 
 def test_wildcard_listen_needs_advertise() -> None:
     with pytest.raises(ValueError, match="give `advertise`"):
-        Remoting("tcp://0.0.0.0:7100", SECRET)
-    config = Remoting("tcp://0.0.0.0:7100", SECRET, advertise="tcp://10.0.0.5:7100")
+        Remoting(listen="tcp://0.0.0.0:7100", secret=SECRET)
+    config = Remoting(listen="tcp://0.0.0.0:7100", secret=SECRET, advertise="tcp://10.0.0.5:7100")
     assert config.dial_address.host == "10.0.0.5"
 
 
 def test_advertise_needs_a_real_port() -> None:
     with pytest.raises(ValueError, match="`advertise` needs the real port"):
-        Remoting("tcp://127.0.0.1:0", SECRET, advertise="tcp://10.0.0.5:0")
+        Remoting(listen="tcp://127.0.0.1:0", secret=SECRET, advertise="tcp://10.0.0.5:0")
 
 
 @pytest.mark.parametrize(
@@ -93,20 +95,26 @@ def test_advertise_needs_a_real_port() -> None:
 )
 def test_sizes_and_times_must_be_positive(field: str, value: object) -> None:
     with pytest.raises(ValueError, match=f"`{field}` must be"):
-        Remoting("tcp://127.0.0.1:0", SECRET, **{field: value})  # type: ignore[arg-type]
+        Remoting(listen="tcp://127.0.0.1:0", secret=SECRET, **{field: value})  # type: ignore[arg-type]
 
 
 def test_tls_needs_all_three_existing_files(tmp_path: Path) -> None:
     pem = tmp_path / "x.pem"
     pem.write_text("x")
     with pytest.raises(ValueError, match="TLS needs all of"):
-        Remoting("tcp://127.0.0.1:0", SECRET, tls_cert=str(pem))
+        Remoting(listen="tcp://127.0.0.1:0", secret=SECRET, tls_cert=str(pem))
     with pytest.raises(ValueError, match="`tls_ca` must name an existing PEM file"):
-        Remoting("tcp://127.0.0.1:0", SECRET, tls_cert=pem, tls_key=pem, tls_ca=tmp_path / "no")
+        Remoting(
+            listen="tcp://127.0.0.1:0",
+            secret=SECRET,
+            tls_cert=pem,
+            tls_key=pem,
+            tls_ca=tmp_path / "no",
+        )
 
 
 def test_remoting_is_frozen() -> None:
-    config = Remoting("tcp://127.0.0.1:0", SECRET)
+    config = Remoting(listen="tcp://127.0.0.1:0", secret=SECRET)
     with pytest.raises(dataclasses.FrozenInstanceError):
         config.listen = "tcp://127.0.0.1:1"  # type: ignore[misc]
     assert config.replace(listen="unix:///tmp/x.sock").listen_address.kind == "unix"

@@ -36,4 +36,4 @@ async def test_another_nodes_pid_cannot_be_used_without_remoting() -> None:
 def test_remoting_must_be_a_remoting() -> None:
     with pytest.raises(TypeError, match=r"`remoting` must be a tocsin\.Remoting"):
         ActorSystem("x", remoting="tcp://127.0.0.1:0")  # type: ignore[arg-type]
-    assert isinstance(Remoting("tcp://127.0.0.1:0", b"k" * 16), Remoting)
+    assert isinstance(Remoting(listen="tcp://127.0.0.1:0", secret=b"k" * 16), Remoting)

@@ -66,8 +66,12 @@ async def test_a_full_mailbox_stops_the_connection_reading_without_loss() -> Non
     gate, box = asyncio.Event(), list[Any]()
     heartbeat = 0.05  # the hold below lasts many silent-ticks' worth of heartbeats
     async with (
-        ActorSystem("b", remoting=Remoting("tcp://127.0.0.1:0", SECRET, heartbeat=heartbeat)) as b,
-        ActorSystem("a", remoting=Remoting("tcp://127.0.0.1:0", SECRET, heartbeat=heartbeat)) as a,
+        ActorSystem(
+            "b", remoting=Remoting(listen="tcp://127.0.0.1:0", secret=SECRET, heartbeat=heartbeat)
+        ) as b,
+        ActorSystem(
+            "a", remoting=Remoting(listen="tcp://127.0.0.1:0", secret=SECRET, heartbeat=heartbeat)
+        ) as a,
     ):
         dead_a, dead_b = letters(a), letters(b)
         await b.spawn(lambda: Gated(gate, box), "inbox", mailbox_bound=5)
@@ -87,8 +91,10 @@ async def test_a_full_mailbox_stops_the_connection_reading_without_loss() -> Non
 async def test_remote_send_waits_for_room_and_delivers_everything() -> None:
     gate, box = asyncio.Event(), list[Any]()
     async with (
-        ActorSystem("b", remoting=Remoting("tcp://127.0.0.1:0", SECRET)) as b,
-        ActorSystem("a", remoting=Remoting("tcp://127.0.0.1:0", SECRET, max_buffer=64_000)) as a,
+        ActorSystem("b", remoting=Remoting(listen="tcp://127.0.0.1:0", secret=SECRET)) as b,
+        ActorSystem(
+            "a", remoting=Remoting(listen="tcp://127.0.0.1:0", secret=SECRET, max_buffer=64_000)
+        ) as a,
     ):
         dead_a, dead_b = letters(a), letters(b)
         await b.spawn(lambda: Gated(gate, box), "inbox", mailbox_bound=10)
@@ -116,8 +122,10 @@ async def test_remote_send_waits_for_room_and_delivers_everything() -> None:
 
 async def test_a_dropped_connection_dead_letters_the_tells_it_still_held() -> None:
     gate, box = asyncio.Event(), list[Any]()
-    b = ActorSystem("b", remoting=Remoting("tcp://127.0.0.1:0", SECRET), stop_timeout=0.5)
-    async with ActorSystem("a", remoting=Remoting("tcp://127.0.0.1:0", SECRET)) as a:
+    b = ActorSystem(
+        "b", remoting=Remoting(listen="tcp://127.0.0.1:0", secret=SECRET), stop_timeout=0.5
+    )
+    async with ActorSystem("a", remoting=Remoting(listen="tcp://127.0.0.1:0", secret=SECRET)) as a:
         await b.start()
         try:
             dead_a = letters(a)

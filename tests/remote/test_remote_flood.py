@@ -84,7 +84,7 @@ async def test_a_remote_flood_keeps_rss_bounded_and_counts_add_up() -> None:
             else:
                 other.append(letter)
 
-        remoting = Remoting("tcp://127.0.0.1:0", SECRET, max_buffer=1 << 20)
+        remoting = Remoting(listen="tcp://127.0.0.1:0", secret=SECRET, max_buffer=1 << 20)
         async with ActorSystem("tx", remoting=remoting) as system:
             system.events.subscribe(count, DeadLetter)
             slow = await system.actor_of(f"{address}/user/slow")

@@ -60,7 +60,7 @@ class Echo(Actor):
 
 
 def remoting(listen: str = "tcp://127.0.0.1:0", /, secret: bytes = SECRET, **kw: Any) -> Remoting:
-    return Remoting(listen, secret, **kw)
+    return Remoting(listen=listen, secret=secret, **kw)
 
 
 def port_of(address: str) -> int:

@@ -85,7 +85,9 @@ def peer() -> Iterator[Peer]:
 
 @contextlib.asynccontextmanager
 async def sender(peer: Peer) -> AsyncIterator[tuple[ActorSystem, PID, PID, PID]]:
-    async with ActorSystem("a", remoting=Remoting("tcp://127.0.0.1:0", SECRET)) as system:
+    async with ActorSystem(
+        "a", remoting=Remoting(listen="tcp://127.0.0.1:0", secret=SECRET)
+    ) as system:
         pids = [await system.actor_of(peer.pids[k]) for k in ("slow", "gate", "log")]
         yield system, pids[0], pids[1], pids[2]
 

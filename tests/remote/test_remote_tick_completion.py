@@ -104,7 +104,7 @@ async def eventually(check: Callable[[], bool], timeout: float = WAIT) -> None:
 
 
 def remoting() -> Remoting:
-    return Remoting("tcp://127.0.0.1:0", SECRET)
+    return Remoting(listen="tcp://127.0.0.1:0", secret=SECRET)
 
 
 @contextlib.asynccontextmanager

@@ -21,7 +21,7 @@ class RemoteCounter(DurableActor):
 
 
 def remoting() -> Remoting:
-    return Remoting("tcp://127.0.0.1:0", SECRET)
+    return Remoting(listen="tcp://127.0.0.1:0", secret=SECRET)
 
 
 async def test_a_durable_identity_of_another_node_is_activated_by_a_remote_call() -> None:

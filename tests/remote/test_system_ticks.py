@@ -30,7 +30,7 @@ async def test_a_tick_whose_message_was_mutated_past_the_wire_is_a_dead_letter_n
     None
 ):
     def remoting() -> Remoting:
-        return Remoting("tcp://127.0.0.1:0", SECRET)
+        return Remoting(listen="tcp://127.0.0.1:0", secret=SECRET)
 
     async with (
         ActorSystem("b", remoting=remoting()) as b,

@@ -23,6 +23,7 @@ from tocsin import (
     ReceiveContext,
     Tick,
 )
+from tocsin.actor import SystemView
 
 #: A fixed wall time for tests that look at ``next_fire_at``/``created_at``.
 EPOCH = datetime(2030, 1, 1, tzinfo=UTC)
@@ -147,8 +148,9 @@ class TickRecorder(Actor):
             ctx.respond("ok")
 
 
-async def sleep(system: ActorSystem, seconds: float) -> None:
+async def sleep(system: SystemView, seconds: float) -> None:
     """Sleep on the system's clock (a handler that takes ``seconds`` of ManualClock time)."""
+    assert isinstance(system, ActorSystem)
     runtime = system._runtime
     assert runtime is not None
     await runtime.sleep(seconds)

@@ -366,7 +366,7 @@ async def _serve(spec: WorkerSpec, main: MainFunc, status_fd: int, death_fd: int
         except BaseException:
             await stop_system(system, spec.stop_timeout)
             raise
-    _report(status_fd, {"event": "joined", "incarnation": system.cluster.membership.incarnation})
+    _report(status_fd, {"event": "joined", "incarnation": system.cluster.incarnation})
     code = EXIT_OK
     go = _listen_for_go(loop, status_fd)
     stop_task = asyncio.ensure_future(stop.wait())

@@ -7,7 +7,7 @@ actors, lives in :mod:`tocsin.system` (import it from ``tocsin``).
 
 from ..triggers import Misfire, Outcome, Overlap, Tick, TickOutcome
 from ._actor import Actor
-from ._context import ReceiveContext
+from ._context import ReceiveContext, SystemView
 from ._events import (
     ActorPassivated,
     ActorReinstated,
@@ -44,6 +44,7 @@ __all__ = [
     "ReceiveContext",
     "Subscription",
     "Supervisor",
+    "SystemView",
     "Tick",
     "TickNotDelivered",
     "TickOutcome",

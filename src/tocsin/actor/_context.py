@@ -3,9 +3,8 @@
 
 from __future__ import annotations
 
-import threading
 from collections.abc import Callable
-from typing import TYPE_CHECKING, Any, final
+from typing import TYPE_CHECKING, Any, Protocol, final
 
 from .._deadlines import Seconds, to_seconds
 from ._pid import PID, NoSender, target_of
@@ -13,16 +12,125 @@ from ._runtime import check_mailbox_bound
 from ._scheduling import ScheduleService, SchedulingCalls
 
 if TYPE_CHECKING:
+    from ..clock import Clock
     from ..triggers import Tick
     from ._actor import Actor
     from ._cell import Cell
+    from ._events import EventStream
     from ._mailbox import RuntimeItem
     from ._reply import Reply
+    from ._schedule_info import ScheduleInfo
     from ._supervision import Directive, Supervisor
 
-__all__ = ["ReceiveContext"]
+__all__ = ["ReceiveContext", "SystemView"]
 
-_ident = threading.get_ident
+
+# What an actor reaches through ``ctx.system``: SystemView, a Protocol the facade
+# (tocsin.ActorSystem) meets. The facade is a layer above the kernel, which never imports
+# upward: the kernel declares the shape it hands out, and ``system.py`` checks statically
+# that ActorSystem has it. It lives here, beside the context that hands it out, so it adds
+# no module to the kernel's import graph.
+class SystemView(Protocol):
+    """The actor system as an actor sees it (``ctx.system``): a :class:`tocsin.ActorSystem`.
+
+    Attributes:
+        name: the system's name.
+        address: its address (``tocsin://name@host:port`` with remoting).
+        clock: the system's clock (``ManualClock`` in tests).
+        events: the event stream (``events.subscribe(handler, *types)``).
+    """
+
+    name: str
+    address: str
+    clock: Clock
+    events: EventStream
+
+    @property
+    def running(self) -> bool:
+        """Whether the system is started and not stopped."""
+        ...
+
+    async def spawn(self, *args: Any, **kwargs: Any) -> PID:
+        """Spawn a top-level actor (``ActorSystem.spawn``)."""
+        ...
+
+    async def stop_actor(self, pid: PID) -> None:
+        """Stop an actor and return once it is fully stopped."""
+        ...
+
+    async def actor_of(self, name_or_path: str) -> PID:
+        """Find an actor by name, path or full PID string."""
+        ...
+
+    async def reinstate(self, pid: PID) -> None:
+        """Reopen a suspended actor's mailbox."""
+        ...
+
+    async def durable(self, *args: Any, **kwargs: Any) -> PID:
+        """The PID of a durable identity (``ActorSystem.durable``)."""
+        ...
+
+    async def schedule(self, *args: Any, **kwargs: Any) -> str:
+        """Deliver every interval (``ActorSystem.schedule``)."""
+        ...
+
+    async def schedule_once(self, *args: Any, **kwargs: Any) -> str:
+        """Deliver once after a delay (``ActorSystem.schedule_once``)."""
+        ...
+
+    async def schedule_cron(self, *args: Any, **kwargs: Any) -> str:
+        """Deliver at each cron fire time (``ActorSystem.schedule_cron``)."""
+        ...
+
+    async def cancel_schedule(self, reference: str, *, missing_ok: bool = False) -> None:
+        """Cancel a schedule by reference."""
+        ...
+
+    async def pause_schedule(self, reference: str, *, note: str | None = None) -> None:
+        """Pause a schedule, with an optional note."""
+        ...
+
+    async def resume_schedule(self, reference: str) -> None:
+        """Resume a paused schedule."""
+        ...
+
+    async def trigger_schedule(self, reference: str) -> None:
+        """One tick now, through the schedule's overlap policy."""
+        ...
+
+    async def backfill_schedule(self, *args: Any, **kwargs: Any) -> Any:
+        """The instants of a past range, delivered (``ActorSystem.backfill_schedule``)."""
+        ...
+
+    def schedule_history(self, reference: str) -> Any:
+        """What became of a schedule's recent instants."""
+        ...
+
+    def list_schedules(self) -> list[ScheduleInfo]:
+        """Every live schedule, as snapshots."""
+        ...
+
+    def scheduler_metrics(self) -> Any:
+        """Scheduler counters and fire lateness."""
+        ...
+
+    def remote_metrics(self) -> Any:
+        """Remoting counters (``ActorSystem.remote_metrics``)."""
+        ...
+
+    @property
+    def cluster(self) -> Any:
+        """The cluster view (``ActorSystem.cluster``)."""
+        ...
+
+    @property
+    def dead_letters(self) -> int:
+        """Dead letters so far."""
+        ...
+
+    async def stop(self, timeout: Any = None) -> None:
+        """Stop the system (from inside an actor: begins the stop and returns)."""
+        ...
 
 
 @final
@@ -49,6 +157,28 @@ class ReceiveContext(SchedulingCalls):
         # turn for items only, so a plain message costs nothing here.
         self._item: RuntimeItem | None = None
 
+    # -- the turn loop's hand-over (the cell's `_drain`, one call per message) ---------
+
+    def hand(
+        self, message: Any, sender: Any, reply: Reply | None, item: RuntimeItem | None
+    ) -> None:
+        """What ``receive`` is about to handle: its message and sender, the ask it
+        answers (``respond``), and the runtime item it came as (``tick``). The turn loop's
+        one write per message; ``None`` everywhere between turns."""
+        self.message = message
+        self.sender = sender
+        self._reply = reply
+        self._item = item
+
+    def release(self) -> Reply | None:
+        """The current turn is over (returned, raised or was cut short): the ask it was
+        answering, now detached from the context (``respond`` no longer reaches it),
+        and the item forgotten."""
+        reply = self._reply
+        self._reply = None
+        self._item = None
+        return reply
+
     @property
     def tick(self) -> Tick | None:
         """The scheduled delivery being handled (:class:`~tocsin.Tick`: reference, nominal
@@ -65,13 +195,13 @@ class ReceiveContext(SchedulingCalls):
         return self._cell.pid
 
     @property
-    def system(self) -> Any:
-        """The :class:`~tocsin.ActorSystem` this actor runs in.
-
-        Typed ``Any`` on purpose: the system facade is a layer above the kernel that
-        defines this class, and the kernel never imports upward.
+    def system(self) -> SystemView:
+        """The :class:`~tocsin.ActorSystem` this actor runs in, typed by the
+        :class:`~tocsin.actor.SystemView` Protocol it meets (the facade is a layer above
+        the kernel that defines this class, and the kernel never imports upward).
         """
-        return self._cell.runtime.facade
+        facade: SystemView = self._cell.runtime.facade
+        return facade
 
     @property
     def parent(self) -> PID | None:
@@ -144,7 +274,7 @@ class ReceiveContext(SchedulingCalls):
     def _live_scheduler(self) -> ScheduleService:
         runtime = self._cell.runtime
         # The measured loop check (see Runtime.loop_thread): ~40 ns against ~180 ns.
-        if not runtime.running or runtime.loop_thread._thread_id != _ident():  # noqa: SLF001
+        if not runtime.running or not runtime.on_loop_thread():
             runtime.check("schedule")  # raises the right error
         schedules = runtime.schedules
         assert schedules is not None  # installed by start() before any actor exists

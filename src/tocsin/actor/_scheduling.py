@@ -18,7 +18,7 @@ from typing import TYPE_CHECKING, Any, Protocol
 
 from .._deadlines import Seconds
 from ..errors import ScheduleNotFoundError
-from ..triggers import Misfire, Overlap, TickOutcome
+from ..triggers import Delivery, Misfire, Overlap, TickOutcome, check_delivery
 from ._schedule_info import ScheduleInfo, SchedulerMetrics
 
 if TYPE_CHECKING:
@@ -84,7 +84,7 @@ class ScheduleService(Protocol):
         jitter: Seconds | None,
         exclude: Calendar | None,
         dst: DSTPolicy | None,
-        delivery: str = "at_most_once",
+        delivery: Delivery | str = Delivery.AT_MOST_ONCE,
     ) -> str: ...
 
     def cancel(self, reference: str) -> None: ...
@@ -222,7 +222,7 @@ class SchedulingCalls:
         jitter: Seconds | None = None,
         exclude: Calendar | None = None,
         dst: DSTPolicy | None = None,
-        delivery: str = "at_most_once",
+        delivery: Delivery | str = Delivery.AT_MOST_ONCE,
     ) -> str:
         """Deliver ``message`` at each fire time of a Quartz cron ``expression``.
 
@@ -234,10 +234,11 @@ class SchedulingCalls:
         capped per tick at the gap to the next fire time (never an error); ``exclude``
         reads instants in the cron's zone.
 
-        ``delivery`` matters in cluster mode only (docs/cluster.md): ``"at_most_once"``
-        (default: a winner that dies before delivering loses that tick) or
-        ``"at_least_once"`` (the claim is held with a delivery lease until ``receive``
-        returns; a dead or frozen winner is replaced, and a duplicate carries the smaller
+        ``delivery`` matters in cluster mode only (docs/cluster.md): a
+        :class:`~tocsin.Delivery` or its string. ``Delivery.AT_MOST_ONCE`` (default: a
+        winner that dies before delivering loses that tick) or ``Delivery.AT_LEAST_ONCE``
+        (the claim is held with a delivery lease until ``receive`` returns; a dead or
+        frozen winner is replaced, and a duplicate carries the smaller
         ``ctx.tick.fence``). Without a cluster every tick is delivered once by this
         system: either value is accepted and changes nothing.
 
@@ -248,10 +249,7 @@ class SchedulingCalls:
             ValueError: a bad policy value (the message names the option), or a
                 ``delivery`` that is not one of the two modes.
         """
-        if delivery != "at_most_once" and delivery != "at_least_once":
-            raise ValueError(
-                f'`delivery` must be "at_most_once" or "at_least_once", got {delivery!r}'
-            )
+        delivery = check_delivery(delivery)
         return self._live_scheduler().schedule_cron(
             message,
             pid,
@@ -300,6 +298,7 @@ class SchedulingCalls:
         Raises:
             ScheduleNotFoundError: no schedule holds ``reference``.
             TypeError: ``note`` is not a str or None.
+            ValueError: ``note`` is longer than 4,096 bytes (UTF-8).
         """
         self._live_scheduler().pause(reference, note)
 

@@ -33,7 +33,7 @@ from __future__ import annotations
 from ..triggers import Misfire, Outcome, Overlap, Tick, TickOutcome
 from ._actor import Actor
 from ._cell import Cell, new_cell
-from ._context import ReceiveContext
+from ._context import ReceiveContext, SystemView
 from ._events import DeadLetter, DeadLetterReason, EventStream, TickNotDelivered
 from ._lookup import PID_EXTENSION_CODE
 from ._mailbox import ITEM_TYPES, STALE, RuntimeItem, Turn
@@ -74,6 +74,7 @@ __all__ = [
     "SchedulingCalls",
     "SendTarget",
     "Supervisor",
+    "SystemView",
     "Tick",
     "TickNotDelivered",
     "TickOutcome",

@@ -25,11 +25,13 @@ from ._values import (
     NodeJoined,
     NodeLeft,
 )
+from ._view import ClusterView
 
 __all__ = [
     "Cluster",
     "ClusterMetrics",
     "ClusterNode",
+    "ClusterView",
     "Coordinator",
     "LeaseLost",
     "LeaseRegained",

@@ -13,6 +13,7 @@ from collections.abc import Callable
 from typing import final
 
 from ..clock import Clock, OffsetClock
+from ..triggers import check_note
 from ._membership import Membership
 from ._placement import Directory
 from ._protocol import Coordinator, PauseNote
@@ -177,17 +178,18 @@ class ClusterNode:
 
         Raises:
             TypeError, ValueError: ``reference`` is not a non-empty str, ``note`` not a
-                str or None.
+                str or None, or longer than 4,096 bytes.
             CoordinatorError: the coordinator failed (the pause may or may not be set).
         """
         reference = _reference(reference)
-        if note is not None and not isinstance(note, str):
-            raise TypeError(f"`note` must be a str or None, got {note!r}")
+        note = check_note(note)
         coordinator = self.coordinator
         if reference in await coordinator.paused_crons():
             return
         await coordinator.set_cron_paused(reference, True)
-        await coordinator.set_pause_note(reference, PauseNote(note, self._clock.wall(), self._name))
+        pause = PauseNote(note, self._clock.wall(), self._name)
+        await coordinator.set_pause_note(reference, pause)
+        self.cron_claims.remember_pause(reference, pause)
 
     async def resume_cron(self, reference: str) -> None:
         """Undo :meth:`pause_cron`: ticks are claimed again from the next fire time on;
@@ -200,6 +202,7 @@ class ClusterNode:
         reference = _reference(reference)
         await self.coordinator.set_cron_paused(reference, False)
         await self.coordinator.set_pause_note(reference, None)
+        self.cron_claims.remember_pause(reference, None)
 
     async def pause_notes(self) -> dict[str, PauseNote]:
         """Why, when and by which node each reference was paused cluster-wide."""

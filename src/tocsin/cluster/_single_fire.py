@@ -57,7 +57,7 @@ from ..clock import Clock, TimerHandle
 from ..durable._spi import Outage
 from ..errors import ScheduleReferenceRequiredError
 from ..triggers import supersede
-from ._protocol import ClaimOutcome, Coordinator, TickClaim
+from ._protocol import ClaimOutcome, Coordinator, PauseNote, TickClaim
 from ._values import Counters
 
 if TYPE_CHECKING:
@@ -321,6 +321,10 @@ class CronClaims:
         self._waiting: dict[str, _Tick | None] = {}
         #: at_least_once ticks lost to a holder not done yet, waiting for its lease.
         self._watches: dict[TimerHandle, _Tick] = {}
+        # References paused cluster-wide, with their note, as far as this node knows: read
+        # from the coordinator when a claim answers "paused" for one it did not know,
+        # dropped when a claim of it answers anything else (no polling: `pause_note`).
+        self._notes: dict[str, PauseNote] = {}
         self._idle = asyncio.Event()
         self._idle.set()
         self._progress = 0
@@ -331,6 +335,32 @@ class CronClaims:
             "the ticks whose claim fails are not delivered (never doubled; counted in "
             "claims_failed)",
         )
+
+    # -- cluster-wide pause notes -----------------------------------------------------------
+
+    def pause_note(self, reference: str) -> PauseNote | None:
+        """Why, when and by which node ``reference`` is paused cluster-wide, as this node
+        last learned it (``ScheduleInfo.note`` on every node's ``list_schedules()``), or
+        ``None``. Learned when a claim of it answers "paused" (the note is then read
+        from the coordinator once) or when this node pauses it; forgotten when a claim of
+        it answers anything else, or this node resumes it."""
+        return self._notes.get(reference)
+
+    def remember_pause(self, reference: str, note: PauseNote | None) -> None:
+        """This node paused (``note``) or resumed (``None``) ``reference`` cluster-wide."""
+        if note is None:
+            self._notes.pop(reference, None)
+        else:
+            self._notes[reference] = note
+
+    async def _learn_notes(self) -> None:
+        """Read every pause note from the coordinator (a claim found a reference paused)."""
+        try:
+            notes = await self.coordinator.pause_notes()
+        except Exception as exc:  # a failed read leaves the notes as they were, logged once
+            self.outage.failed(exc, "reading the pause notes")
+            return
+        self._notes.update(notes)
 
     # -- the ManualClock activity-tracker protocol ---------------------------------------
 
@@ -418,6 +448,9 @@ class CronClaims:
         if claim is None:
             return
         outcome = claim.outcome
+        if outcome is not ClaimOutcome.PAUSED:
+            # Any other answer says it is not paused (checked in the claim's atomic step).
+            self._notes.pop(reference, None)
         if outcome is ClaimOutcome.WON:
             if tick.lease is None:
                 _call(tick.deliver, reference, claim.fence, None)
@@ -452,6 +485,8 @@ class CronClaims:
             what = Outcome.CLAIM_LATE
         else:
             what = Outcome.PAUSED
+            if reference not in self._notes and not self._closed:
+                self.run(reference, self._learn_notes())
         detail = "paused cluster-wide" if what is Outcome.PAUSED else None
         _call(tick.skipped, reference, what, detail)
 

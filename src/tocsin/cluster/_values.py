@@ -4,10 +4,11 @@
 from __future__ import annotations
 
 import math
-from dataclasses import dataclass
+from dataclasses import KW_ONLY, dataclass
 from datetime import datetime
 from typing import Final, Literal, final
 
+from .._keywords import keyword_only
 from ._protocol import Coordinator
 from ._url import check_coordinator_url
 
@@ -45,9 +46,13 @@ def _seconds(name: str, value: object, low: float, high: float) -> float:
 
 
 @final
+@keyword_only("coordinator")
 @dataclass(frozen=True, slots=True)
 class Cluster:
     """Cluster mode for an :class:`~tocsin.ActorSystem`: ``ActorSystem(..., cluster=Cluster(...))``.
+
+    ``coordinator`` may be given by position; every other option is keyword-only (the
+    positional form still works for one release, with a ``DeprecationWarning``).
 
     Args:
         coordinator: a coordinator URL (``postgresql://…``, ``redis://…``,
@@ -97,6 +102,7 @@ class Cluster:
     """
 
     coordinator: str | Coordinator
+    _: KW_ONLY
     lease: float = 10.0
     poll_interval: float | None = None
     rebalance_rate: float = 100.0

@@ -323,7 +323,7 @@ def cluster_source(system: ActorSystem) -> Source:
             if node is not None:
                 snapshot, members = node.metrics(), len(node.members())
                 offset = (Sample(node.offset),)
-                bound = (Sample(node.time.bound),)
+                bound = (Sample(node.offset_bound),)
         metrics = [
             Metric(name, kind, help, "",
                    () if snapshot is None else (Sample(getattr(snapshot, field)),))

@@ -14,6 +14,7 @@ from collections.abc import Iterable
 from dataclasses import dataclass, field
 from typing import Any, Final, final
 
+from .._keywords import keyword_only
 from ._address import NodeAddress
 from ._messages import MessageRegistry
 
@@ -26,9 +27,13 @@ _WILDCARDS: Final = frozenset({"0.0.0.0", "::", "*"})
 
 
 @final
-@dataclass(frozen=True, slots=True, repr=False)
+@keyword_only()
+@dataclass(frozen=True, slots=True, repr=False, kw_only=True)
 class Remoting:
     """How a node takes part in remoting. Pass it as ``ActorSystem(remoting=...)``.
+
+    Every option is keyword-only (``Remoting(listen=..., secret=...)``); the positional
+    form still works for one release, with a ``DeprecationWarning``.
 
     Args:
         listen: ``"tcp://host:port"`` (port 0 picks a free port; ``system.address`` then

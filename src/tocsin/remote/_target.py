@@ -28,7 +28,6 @@ in ``lost()`` if the item has one, else ``finished()`` (:mod:`._ticks`), never i
 from __future__ import annotations
 
 import asyncio
-import threading
 from collections.abc import Callable
 from typing import TYPE_CHECKING, Any, final
 
@@ -56,7 +55,6 @@ __all__ = ["RemoteTarget"]
 
 _UNREACHABLE = DeadLetterReason.UNREACHABLE
 _OVERFLOW = DeadLetterReason.OVERFLOW
-_ident = threading.get_ident
 
 
 @final
@@ -111,7 +109,7 @@ class RemoteTarget(SendTarget):
         runtime = self.runtime
         # The measured loop check (Runtime.loop_thread): ~40 ns, against ~180 ns for
         # asking asyncio for the running loop, on every remote send.
-        if runtime.loop_thread._thread_id != _ident():  # noqa: SLF001
+        if not runtime.on_loop_thread():
             # The transport's buffers and timers belong to the system's loop.
             raise runtime.wrong_loop(f"send to {self.pid}", running_loop())
         node = self.node
@@ -215,7 +213,7 @@ class RemoteTarget(SendTarget):
         runtime = self.runtime
         if reply is not None or type(message) in ITEM_TYPES:
             return super().offer(message, sender, reply)  # not what pid.send gives
-        if runtime.loop_thread._thread_id != _ident():  # noqa: SLF001
+        if not runtime.on_loop_thread():
             raise runtime.wrong_loop(f"send to {self.pid}", running_loop())
         node = self.node
         encoded = node.encode_message(message)  # CodecError: at the sending call

@@ -24,11 +24,24 @@ if TYPE_CHECKING:
     from ._record import ScheduleRecord
     from ._ticks import Claim, TickPath
 
-__all__ = ["MANUAL_KEY", "Claims", "CronGate"]
+__all__ = ["MANUAL_KEY", "Claims", "CronGate", "PausedNote"]
 
 #: Suffix of the claim key of a manual tick in cluster mode (``trigger_schedule``): its
 #: own key space, so it never takes a regular tick's claim.
 MANUAL_KEY = "#manual"
+
+
+class PausedNote(Protocol):
+    """A cluster-wide pause as the gate knows it (``tocsin.cluster.PauseNote``)."""
+
+    @property
+    def note(self) -> str | None: ...
+
+    @property
+    def paused_at(self) -> float: ...
+
+    @property
+    def paused_by(self) -> str: ...
 
 
 class CronGate(Protocol):
@@ -65,6 +78,11 @@ class CronGate(Protocol):
             delivered twice. Claims older than the retention may be gone: such an
             instant is delivered.
     """
+
+    def pause_note(self, reference: str) -> PausedNote | None:
+        """Why, when and by which node ``reference`` is paused cluster-wide, as far as
+        this node knows (``ScheduleInfo.note``, ``.paused_at``, ``.paused_by``)."""
+        ...
 
     def deliver_if_won(
         self,
@@ -103,6 +121,11 @@ class Claims:
     def clustered(self) -> bool:
         """Whether cron ticks are claimed cluster-wide (a gate is set)."""
         return self._gate is not None
+
+    def pause_note(self, reference: str) -> PausedNote | None:
+        """The cluster-wide pause of ``reference`` this node knows of, or ``None``."""
+        gate = self._gate
+        return None if gate is None else gate.pause_note(reference)
 
     def set_gate(self, gate: CronGate | None) -> None:
         """Join (or, with ``None``, leave) the cluster's cron claims."""

@@ -18,14 +18,16 @@ from ..actor._spi import Outcome
 from ..cron import DSTPolicy
 from ..cron._spi import zone
 from ..errors import InvalidCronExpressionError
+from ..triggers import SCAN_LIMIT
 
 if TYPE_CHECKING:
     from ..cron import CronExpression
 
 __all__ = ["OVERDUE_SCAN", "CronState"]
 
-#: Most overdue fire times counted after a stall (each costs one next-fire computation).
-OVERDUE_SCAN: Final = 100_000
+#: Most overdue fire times counted after a stall (each costs one next-fire computation):
+#: the policy engine's one scan limit.
+OVERDUE_SCAN: Final = SCAN_LIMIT
 #: Most instants a DST change is reported to have dropped between two fire times (an
 #: every-second expression across a skipped hour drops 3,600).
 DST_SCAN: Final = 4_096

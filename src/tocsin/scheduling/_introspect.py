@@ -26,13 +26,20 @@ __all__ = [
 
 
 def schedule_info(
-    record: ScheduleRecord, now: float, wall: float, here: str, clustered: bool = False
+    record: ScheduleRecord,
+    now: float,
+    wall: float,
+    here: str,
+    clustered: bool = False,
+    paused_elsewhere: Any = None,
 ) -> ScheduleInfo:
     """A frozen snapshot of one record, with times converted from monotonic to UTC.
 
     ``here`` is this node's address: a target or sender of another node (remoting) shows
     as its full PID string, one of this node as its path. ``clustered``: the system is
-    in cluster mode (its cron ticks are claimed cluster-wide)."""
+    in cluster mode (its cron ticks are claimed cluster-wide). ``paused_elsewhere``: the
+    cluster-wide pause of this cron reference (note, paused_at, paused_by), shown where
+    the schedule has no pause of its own here."""
     cron = record.cron
     if record.paused or not record.armed:
         next_fire = None
@@ -42,6 +49,9 @@ def schedule_info(
         next_fire = utc(wall + (record.due - now))
     owner = record.owner
     sender = record.sender
+    # A pause here wins; else a cluster-wide pause of this cron reference, if any.
+    pause = None if record.paused else paused_elsewhere
+    pause_at = record.paused_at if pause is None else pause.paused_at
     policy = record.policy
     # One construction for both kinds of record: the policy fields keep their defaults
     # (today's behaviour) when the schedule has no policy.
@@ -70,9 +80,9 @@ def schedule_info(
         ticks=record.ticks,
         created_at=utc(record.created_at),
         cluster_claimed=clustered and cron is not None,
-        note=record.note,
-        paused_at=None if record.paused_at is None else utc(record.paused_at),
-        paused_by=record.paused_by,
+        note=record.note if pause is None else pause.note,
+        paused_at=None if pause_at is None else utc(pause_at),
+        paused_by=record.paused_by if pause is None else pause.paused_by,
         **policies,
     )
 

@@ -67,6 +67,9 @@ class TickSink(Protocol):
     def deadlines(self) -> Any: ...
 
     @property
+    def heap(self) -> Any: ...
+
+    @property
     def history(self) -> Any: ...
 
     def fire_cron(self, record: ScheduleRecord, state: CronState, now: float) -> None: ...
@@ -110,6 +113,7 @@ class RecordState:
         late: seconds its last tick fired after its deadline (the console's lateness).
         policy: the non-default options and their state (``None``: the plain path).
         history, history_at: the history ring and its write position (``_history.py``).
+        paused: paused (``pause_schedule``): it does not fire until resumed.
         note, paused_at, paused_by: ``pause_schedule(note=...)``: why, when (wall
             seconds) and by which node.
     """
@@ -121,6 +125,7 @@ class RecordState:
         "history_at",
         "late",
         "note",
+        "paused",
         "paused_at",
         "paused_by",
         "policy",
@@ -138,6 +143,7 @@ class RecordState:
         self.policy = policy
         self.history: list[Any] | None = None
         self.history_at = 0
+        self.paused = False
         self.note: str | None = None
         self.paused_at: float | None = None
         self.paused_by: str | None = None
@@ -151,8 +157,10 @@ class ScheduleRecord(Deadline, RuntimeItem):
     :class:`~tocsin.actor._mailbox.RuntimeItem` in its target's mailbox.
     """
 
-    # Slotted and lean: a system may hold a million pending schedules. Fifteen slots
-    # with the heap's two (bench/scheduler.py `create`, traced bytes per schedule_once).
+    # Slotted and lean: a system may hold a million pending schedules. Fourteen slots
+    # with the heap's two (bench/footprint.py `memory`, traced bytes per schedule_once);
+    # everything a schedule needs only once fired, paused or given a policy is in
+    # its RecordState.
     __slots__ = (
         "created_at",
         "cron",
@@ -161,7 +169,6 @@ class ScheduleRecord(Deadline, RuntimeItem):
         "interval",
         "message",
         "owner",
-        "paused",
         "reference",
         "scheduler",
         "send_to",
@@ -183,8 +190,8 @@ class ScheduleRecord(Deadline, RuntimeItem):
         delay: float | None = None,
         policy: SchedulePolicy | None = None,
     ) -> None:
-        self._heap_key = None  # Deadline state, set here: this runs once per schedule
-        self._heap_deadline = 0.0
+        self.heap_key = None  # Deadline state, set here: this runs once per schedule
+        self.heap_deadline = 0.0
         self.reference = reference
         self.message = message
         # What the target PID sends to, read once at the call: every tick delivers to it
@@ -197,7 +204,6 @@ class ScheduleRecord(Deadline, RuntimeItem):
         self.owner = owner
         self.created_at = created_at
         self.scheduler = scheduler
-        self.paused = False
         self.dead = False
         self.state: RecordState | None = None if policy is None else RecordState(policy)
 
@@ -208,7 +214,7 @@ class ScheduleRecord(Deadline, RuntimeItem):
     @property
     def due(self) -> float:
         """The armed monotonic deadline (while paused: a one-shot's delay left)."""
-        return self._heap_deadline
+        return self.heap_deadline
 
     @property
     def target(self) -> PID:
@@ -220,6 +226,12 @@ class ScheduleRecord(Deadline, RuntimeItem):
         """The non-default options and their state, or ``None``."""
         state = self.state
         return None if state is None else state.policy
+
+    @property
+    def paused(self) -> bool:
+        """Whether it is paused (it does not fire until resumed)."""
+        state = self.state
+        return state is not None and state.paused
 
     @property
     def final(self) -> bool:
@@ -303,27 +315,27 @@ class ScheduleRecord(Deadline, RuntimeItem):
 
     def set_due(self, due: float) -> None:
         """Record ``due`` without arming it (a paused one-shot's delay left)."""
-        self._heap_deadline = due
+        self.heap_deadline = due
 
     def pause(self, note: str | None, at: float, by: str) -> None:
         """Paused ``at`` (wall seconds) by ``by``, with ``note``."""
-        self.paused = True
         state = self.made_state()
+        state.paused = True
         state.note = note
         state.paused_at = at
         state.paused_by = by
 
     def unpause(self) -> None:
         """Resumed: the pause and its note are gone."""
-        self.paused = False
         state = self.state
         if state is not None:
+            state.paused = False
             state.note = state.paused_at = state.paused_by = None
 
     def last_fired(self) -> None:
         """Its last tick is on its way (no instant after it): disarmed for good."""
         self.made_state().final = True
-        self._heap_deadline = math.inf
+        self.heap_deadline = math.inf
 
     def send(
         self,
@@ -451,7 +463,7 @@ class ScheduleRecord(Deadline, RuntimeItem):
         if interval is None:
             # Retired when its tick is opened (or, if rejected, by `rejected`).
             state.final = True
-            self._heap_deadline = math.inf
+            self.heap_deadline = math.inf
             due = math.inf
         else:
             # Fixed rate without drift: the next grid point strictly after now.
@@ -474,7 +486,7 @@ class ScheduleRecord(Deadline, RuntimeItem):
                 elif not self.send_to.alive():
                     scheduler.retire(self)  # target fully stopped: drop after this tick
                 else:
-                    scheduler.deadlines.add(due, self)
+                    scheduler.heap.push(due, self)  # inside the batch, as below
                 return
         # The record itself is the mailbox item; only a tick sent while an earlier one
         # of this record still waits in a mailbox needs an item of its own (its instant).
@@ -506,7 +518,9 @@ class ScheduleRecord(Deadline, RuntimeItem):
             scheduler.retire(self)  # target fully stopped: drop after this tick
             return
         if interval is not None:
-            scheduler.deadlines.add(due, self)
+            # Re-armed from inside the deadline service's batch, which arms its timer once
+            # the batch is over (DeadlineService._on_timer): a push is all `add` would do.
+            scheduler.heap.push(due, self)
 
     # -- history (scheduling/_history.py reads the ring) ----------------------------------
 

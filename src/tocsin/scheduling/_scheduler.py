@@ -44,6 +44,7 @@ from ..errors import (
     ScheduleNotFoundError,
     ScheduleReferenceRequiredError,
 )
+from ..triggers import check_note
 from ._claims import MANUAL_KEY, Claims, CronGate
 from ._cron import CronState
 from ._history import DEFAULT_HISTORY, History
@@ -154,7 +155,7 @@ class Scheduler:
         # measured, on a ~3 µs create): every schedule made pays it once. A non-PID has
         # no such attribute.
         try:
-            target = pid._target  # noqa: SLF001
+            target = pid._target  # noqa: SLF001 (target_of inlined: ~50 ns of a ~3 µs create)
         except AttributeError:
             raise TypeError(
                 f"`pid` must be a PID (from spawn, actor_of or durable), got {pid!r}"
@@ -346,10 +347,9 @@ class Scheduler:
 
     def pause(self, reference: str, note: str | None = None) -> None:
         record = self._get(reference)
+        note = check_note(note)
         if record.paused:
             return
-        if note is not None and not isinstance(note, str):
-            raise TypeError(f"`note` must be a str or None, got {note!r}")
         record.pause(note, self._clock.wall(), self._runtime.name)
         if self.deadlines.remove(record) and record.interval is None and record.cron is None:
             record.set_due(max(0.0, record.due - self._clock.monotonic()))  # delay left
@@ -415,8 +415,19 @@ class Scheduler:
         clock = self._clock
         now, wall = clock.monotonic(), clock.wall()
         here = self._runtime.address
-        clustered = self._claims.clustered
-        return [schedule_info(record, now, wall, here, clustered) for record in self._refs.values()]
+        claims = self._claims
+        clustered = claims.clustered
+        return [
+            schedule_info(
+                record,
+                now,
+                wall,
+                here,
+                clustered,
+                claims.pause_note(record.reference) if clustered and record.cron else None,
+            )
+            for record in self._refs.values()
+        ]
 
     def metrics(self) -> SchedulerMetrics:
         path = self._path

@@ -9,7 +9,8 @@ policy (DESIGN.md "Schedule policies", APScheduler 4's ``_process_schedules``).
 Values: :class:`Overlap`, :class:`Misfire`, :class:`~tocsin.cron.DSTPolicy`,
 :class:`~tocsin.cron.Calendar` (both defined beside the cron engine they feed, re-exported
 here), jitter (:func:`check_jitter`, :func:`jitter_offset`), and what a delivery carries
-and became (:class:`Tick`, :class:`Outcome`, :class:`TickOutcome`).
+and became (:class:`Tick`, :class:`Outcome`, :class:`TickOutcome`), how a cluster
+instant is delivered (:class:`Delivery`).
 
 Triggers (:class:`Trigger`: :class:`IntervalTrigger`, :class:`CronTrigger`,
 :class:`OnceTrigger`): a schedule's instants with its calendar, DST policy and jitter
@@ -26,11 +27,11 @@ overlap).
 from __future__ import annotations
 
 from ..cron import Calendar, DSTPolicy
-from ._checks import check_dst, check_exclude, positive_int
+from ._checks import MAX_NOTE_BYTES, check_dst, check_exclude, check_note, positive_int
 from ._jitter import check_jitter, jitter_offset
 from ._misfire import Misfire, MisfirePlan, past_grace, plan_misfire, supersede
 from ._overlap import Admission, Flight, Overlap, admit, leave, release, settle
-from ._ticks import Outcome, Tick, TickOutcome
+from ._ticks import Delivery, Outcome, Tick, TickOutcome, check_delivery
 from ._trigger import (
     CRON_WALK_LIMIT,
     SCAN_LIMIT,
@@ -45,11 +46,13 @@ __all__ = [
     "CRON_WALK_LIMIT",
     "HORIZON",
     "MAX_BACKFILL",
+    "MAX_NOTE_BYTES",
     "SCAN_LIMIT",
     "Admission",
     "Calendar",
     "CronTrigger",
     "DSTPolicy",
+    "Delivery",
     "Flight",
     "IntervalTrigger",
     "Misfire",
@@ -62,10 +65,12 @@ __all__ = [
     "Trigger",
     "admit",
     "backfill_instants",
+    "check_delivery",
     "check_dst",
     "check_exclude",
     "check_horizon",
     "check_jitter",
+    "check_note",
     "jitter_offset",
     "leave",
     "past_grace",

@@ -15,7 +15,7 @@ from datetime import UTC, datetime, timedelta
 from enum import StrEnum
 from typing import Any, Final, final
 
-__all__ = ["Outcome", "Tick", "TickOutcome"]
+__all__ = ["Delivery", "Outcome", "Tick", "TickOutcome", "check_delivery"]
 
 _EPOCH: Final = datetime(1970, 1, 1, tzinfo=UTC)
 _MICROSECOND: Final = timedelta(microseconds=1)
@@ -75,6 +75,35 @@ class Tick:
         except OverflowError:
             raise ValueError(f"not a wire tick (instant out of range): {value!r}") from None
         return cls(reference, instant, attempt, manual, backfill, fence)
+
+
+class Delivery(StrEnum):
+    """How a won cluster instant is delivered (DESIGN.md "Operating schedules"):
+    ``AT_MOST_ONCE`` (default, GoAkt's rule: a winner that dies before delivering loses
+    that instant) or ``AT_LEAST_ONCE`` (the claim is held with a delivery lease until the
+    target's ``receive`` returns; a winner that dies is replaced, and ``Tick.fence`` lets
+    the handler refuse a duplicate). A ``str`` enum: the strings ``"at_most_once"`` and
+    ``"at_least_once"`` are accepted wherever a ``Delivery`` is, and compare equal."""
+
+    AT_MOST_ONCE = "at_most_once"
+    AT_LEAST_ONCE = "at_least_once"
+
+
+def check_delivery(value: object) -> Delivery:
+    """``value`` as a :class:`Delivery` (a member or its string).
+
+    Raises:
+        ValueError: anything else, naming the option and what is allowed.
+    """
+    if isinstance(value, str):
+        try:
+            return Delivery(value)
+        except ValueError:
+            pass
+    raise ValueError(
+        f"`delivery` must be Delivery.AT_MOST_ONCE or Delivery.AT_LEAST_ONCE (or the strings "
+        f'"at_most_once", "at_least_once"), got {value!r}'
+    )
 
 
 class Outcome(StrEnum):
