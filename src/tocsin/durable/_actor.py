@@ -316,7 +316,7 @@ class DurableActor(Actor):
         Raises:
             TaskNotFoundError: no task ``id`` (a :class:`~tocsin.ScheduleNotFoundError`).
             TypeError: ``note`` is not a str or None.
-            ValueError: ``note`` is longer than 4,096 characters or holds NUL.
+            ValueError: ``note`` is longer than 4,096 bytes (UTF-8) or holds NUL.
         """
         await self._handle.tasks.pause(id, self._now(), note)
 

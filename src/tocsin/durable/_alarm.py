@@ -83,8 +83,9 @@ class Alarm(Deadline):
 
     def rearm(self, due: float | None) -> None:
         """Set the alarm to exactly ``due`` (or disarm it)."""
-        self.host.runtime.deadlines.remove(self)
-        self.due = None
+        if self.due is not None:  # armed (see arm): take it out of the heap first
+            self.host.runtime.deadlines.remove(self)
+            self.due = None
         if due is not None:
             self.arm(due)
 
@@ -144,8 +145,9 @@ class Alarm(Deadline):
             outage.ok()
         runtime = host.runtime
         deadlines = runtime.deadlines
-        deadlines.remove(self)
-        self.due = None
+        if self.due is not None:  # still armed (a task added during the drain armed it)
+            deadlines.remove(self)
+            self.due = None
         if due is None:
             return
         clock = runtime.clock

@@ -20,9 +20,9 @@ from __future__ import annotations
 from typing import Any, Final
 
 from ..errors import CodecError
+from ..triggers import check_note as engine_check_note
 
 __all__ = [
-    "MAX_NOTE_CHARS",
     "MAX_RETRIES",
     "MAX_VALUE_BYTES",
     "check_note",
@@ -38,21 +38,15 @@ MAX_VALUE_BYTES: Final = 1024 * 1024
 #: Largest ``max_retries`` (the stores keep it in a 32-bit integer; with backoff capped at
 #: 300 s that is 20,000 years of retrying).
 MAX_RETRIES: Final = 2**31 - 1
-#: Longest pause note: a note says why, for whoever looks later; it is stored with the
-#: task and shown on every listing (a 1 MB note was rendered on every console refresh).
-MAX_NOTE_CHARS: Final = 4096
 
 
 def check_note(note: Any) -> str | None:
-    """A pause note: ``None`` or a str of at most :data:`MAX_NOTE_CHARS` characters
-    without NUL (``TypeError`` for another type, else ``ValueError`` naming ``note``)."""
-    if note is None:
-        return None
-    if not isinstance(note, str):
-        raise TypeError(f"`note` must be a str or None, got {note!r}")
-    if len(note) > MAX_NOTE_CHARS:
-        raise ValueError(f"`note` must be at most {MAX_NOTE_CHARS:,} characters, got {len(note):,}")
-    return check_text(note, "note") if note else note
+    """A pause note: the policy engine's bound (``None`` or a str of at most
+    :data:`~tocsin.triggers.MAX_NOTE_BYTES` UTF-8 bytes, the same on every surface), and
+    text every store can hold (no NUL, no lone surrogate): ``TypeError`` for another
+    type, else ``ValueError`` naming ``note``."""
+    text = engine_check_note(note)
+    return check_text(text, "note") if text else text
 
 
 def check_text(value: Any, what: str) -> str:

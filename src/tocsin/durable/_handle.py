@@ -527,10 +527,6 @@ class DurableHandle(SendTarget):
         """Tasks replaced or cancelled now: a drain in progress leaves their rows alone."""
         self.writes.touch(ids)
 
-    def arm(self, due: float) -> None:
-        """Make sure the alarm rings no later than ``due`` (wall epoch seconds)."""
-        self.alarm.arm(due)
-
     # -- writes ------------------------------------------------------------------------
 
     async def write(self, ops: Sequence[Op]) -> None:

@@ -125,7 +125,7 @@ class DurableTasks:
         Raises:
             TaskNotFoundError: no task ``id`` (a :class:`~tocsin.ScheduleNotFoundError`).
             TypeError, ValueError: ``note`` is not a str or None, or longer than 4,096
-                characters.
+                bytes (UTF-8).
         """
         tasks, now = await self._tasks()
         await tasks.pause(id, now, note)

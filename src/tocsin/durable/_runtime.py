@@ -371,7 +371,7 @@ class DurableRuntime:
                         )
                     continue
                 handle = self.handle(cls, due.identity, getattr(cls, "passivate_after", None))
-            handle.arm(due.due)
+            handle.alarm.arm(due.due)
         if failed is not None:
             raise failed  # some identities were not asked about: the poll retries soon
         if gate is not None and rows:
@@ -436,7 +436,7 @@ class DurableRuntime:
             return
         handle = self.handles.get((kind, identity))
         if handle is not None:
-            handle.arm(due)
+            handle.alarm.arm(due)
         else:
             self.start_poll()
 
