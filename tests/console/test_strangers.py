@@ -19,6 +19,7 @@ from typing import Any
 
 import aiohttp
 import pytest
+from prometheus_client.parser import text_string_to_metric_families
 from tests.certs import make_certs
 from tests.console.console_support import populate
 from yarl import URL
@@ -89,6 +90,15 @@ async def test_metrics_answer_with_300_idle_strangers_connected(
         try:
             assert await metrics_status(server) == 200
             assert await metrics_status(server) == 200
+            async with (
+                aiohttp.ClientSession() as http,
+                http.get(server.url + "metrics", headers=bearer(server)) as r,
+            ):
+                text = await r.text()
+            families = {f.name: f for f in text_string_to_metric_families(text)}
+            refused = families["tocsin_console_connections_refused"].samples
+            evicted = [s.value for s in refused if s.labels == {"reason": "evicted"}]
+            assert evicted[0] >= 300 - MAX_PENDING
             stats = server.guard.stats()
             assert stats.open <= server.guard.max_connections
             assert stats.evicted >= 300 - MAX_PENDING  # pushed out, never queued
