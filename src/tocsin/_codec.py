@@ -541,17 +541,28 @@ _EXT_DECODERS: Final[dict[int, Callable[[memoryview, int], object]]] = {
 
 # --- the scan of large inputs --------------------------------------------------------------
 
-# Byte lengths of the msgpack heads that carry a fixed-size body (ints, floats, fixext
-# without its type byte) and of the length field of the variable-size ones.
-_FIXED: Final = {
-    0xCA: 4, 0xCB: 8, 0xCC: 1, 0xCD: 2, 0xCE: 4, 0xCF: 8,
-    0xD0: 1, 0xD1: 2, 0xD2: 4, 0xD3: 8,
-}  # fmt: skip
+
+# What each msgpack head byte costs the scan: the whole item's length for an item of
+# fixed size (ints, floats, nil, bools, fixstr: skipped in one step), else 0 (a str or
+# bin with a length field, an array, a map, an extension: read below).
+def _skip_table() -> tuple[int, ...]:
+    table = [0] * 256
+    for head in [*range(0x80), *range(0xE0, 0x100), 0xC0, 0xC2, 0xC3]:
+        table[head] = 1
+    for head in range(0xA0, 0xC0):
+        table[head] = 1 + (head & 0x1F)
+    fixed = {0xCA: 4, 0xCB: 8, 0xCC: 1, 0xCD: 2, 0xCE: 4, 0xCF: 8}
+    fixed |= {0xD0: 1, 0xD1: 2, 0xD2: 4, 0xD3: 8}
+    for head, size in fixed.items():
+        table[head] = 1 + size
+    return tuple(table)
+
+
+_SKIP: Final = _skip_table()
+#: Width of the length field of str8/16/32 and bin8/16/32.
 _SIZED: Final = {0xC4: 1, 0xC5: 2, 0xC6: 4, 0xD9: 1, 0xDA: 2, 0xDB: 4}
 _EXT_SIZED: Final = {0xC7: 1, 0xC8: 2, 0xC9: 4}
 _FIXEXT: Final = {0xD4: 1, 0xD5: 2, 0xD6: 4, 0xD7: 8, 0xD8: 16}
-_STR_HEADS: Final = frozenset(range(0xA0, 0xC0)) | {0xD9, 0xDA, 0xDB}
-_BARE: Final = frozenset({0xC0, 0xC2, 0xC3})
 
 
 def _scan(data: bytes | bytearray | memoryview, depth: int) -> None:
@@ -559,68 +570,78 @@ def _scan(data: bytes | bytearray | memoryview, depth: int) -> None:
 
     msgspec builds such a map (an array key becomes a tuple) before any hook of ours
     runs, and tuples of ints can be made to share one hash in any number. One pass over
-    the bytes, no value built; the extensions' bodies (codec msgpack, except a big int's
-    bytes) are scanned the same way.
+    the bytes, no value built (items of fixed size are skipped by a table lookup); the
+    extensions' bodies (codec msgpack, except a big int's bytes) are scanned the same
+    way.
     """
     if depth > MAX_DEPTH:
         raise CodecError(f"cannot decode payload: nested deeper than {MAX_DEPTH}")
     buf = bytes(data)
-    end = len(buf)
+    try:
+        end = _scan_items(buf, depth)
+    except IndexError:
+        raise CodecError("cannot decode payload: truncated") from None
+    if end > len(buf):
+        raise CodecError("cannot decode payload: truncated")
+
+
+def _scan_items(buf: bytes, depth: int) -> int:
+    """The scan's loop over one msgpack document; returns where it ended."""
+    skip = _SKIP
     pos = 0
-    left = [1]  # items still to read in each open container, the innermost last
-    keyed = [False]  # whether that container is a map (its even-numbered items are keys)
-    while left:
-        if not left[-1]:
-            left.pop()
-            keyed.pop()
+    stack: list[tuple[int, bool]] = []  # the enclosing containers' (items left, is a map)
+    left, keyed = 1, False  # the open container: items (map: entries) left, is a map
+    while True:
+        if not left:
+            if not stack:
+                return pos
+            left, keyed = stack.pop()
             continue
-        if pos >= end:
-            raise CodecError("cannot decode payload: truncated")
+        left -= 1
+        if keyed:  # a map entry: its key must be a str
+            head = buf[pos]
+            if 0xA0 <= head <= 0xBF:
+                pos += skip[head]
+            elif 0xD9 <= head <= 0xDB:
+                width = _SIZED[head]
+                pos += 1 + width + int.from_bytes(buf[pos + 1 : pos + 1 + width], "big")
+            else:
+                raise CodecError(
+                    "cannot decode payload: a map has a key that is not a str (dicts with "
+                    "other keys are written as extension 4)"
+                )
         head = buf[pos]
-        if keyed[-1] and not left[-1] % 2 and head not in _STR_HEADS:
-            raise CodecError(
-                "cannot decode payload: a map has a key that is not a str (dicts with "
-                "other keys are written as extension 4)"
-            )
-        left[-1] -= 1
-        pos += 1
-        if head <= 0x7F or head >= 0xE0 or head in _BARE:
+        size = skip[head]
+        if size:
+            pos += size
             continue
-        count = -1
-        if head <= 0x8F:
-            count, is_map = 2 * (head & 0x0F), True
-        elif head <= 0x9F:
-            count, is_map = head & 0x0F, False
-        elif head <= 0xBF:
-            pos += head & 0x1F
-        elif head in _FIXED:
-            pos += _FIXED[head]
+        if 0x80 <= head <= 0x9F:
+            count, is_map = head & 0x0F, head <= 0x8F
+            pos += 1
         elif head in _SIZED:
             width = _SIZED[head]
-            pos += width + int.from_bytes(buf[pos : pos + width], "big")
-        elif head in (0xDC, 0xDD, 0xDE, 0xDF):
+            pos += 1 + width + int.from_bytes(buf[pos + 1 : pos + 1 + width], "big")
+            continue
+        elif 0xDC <= head <= 0xDF:
             width = 2 if head in (0xDC, 0xDE) else 4
-            count = int.from_bytes(buf[pos : pos + width], "big")
-            pos += width
+            count = int.from_bytes(buf[pos + 1 : pos + 1 + width], "big")
             is_map = head >= 0xDE
-            if is_map:
-                count *= 2
-        elif head in _EXT_SIZED or head in _FIXEXT:
+            pos += 1 + width
+        elif head in _FIXEXT or head in _EXT_SIZED:
             if head in _FIXEXT:
-                size = _FIXEXT[head]
+                size, pos = _FIXEXT[head], pos + 1
             else:
                 width = _EXT_SIZED[head]
-                size = int.from_bytes(buf[pos : pos + width], "big")
-                pos += width
-            if pos + 1 + size > end:
+                size = int.from_bytes(buf[pos + 1 : pos + 1 + width], "big")
+                pos += 1 + width
+            if pos + 1 + size > len(buf):
                 raise CodecError("cannot decode payload: truncated")
             if buf[pos] != _BIGINT:
                 _scan(memoryview(buf)[pos + 1 : pos + 1 + size], depth + 1)
             pos += 1 + size
+            continue
         else:
             raise CodecError(f"cannot decode payload: invalid msgpack byte 0x{head:02x}")
-        if count > 0:
-            left.append(count)
-            keyed.append(is_map)
-    if pos > end:
-        raise CodecError("cannot decode payload: truncated")
+        if count:
+            stack.append((left, keyed))
+            left, keyed = count, is_map

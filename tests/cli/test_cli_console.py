@@ -192,3 +192,49 @@ def test_bad_usage_exits_2_with_a_message(
     args = [a.format(db=db, missing=db.parent / "missing.db") for a in argv]
     assert main(args) == 2
     assert message in capsys.readouterr().err
+
+
+def test_tls_cert_and_key_serve_https_with_a_secure_cookie(db: Path, tmp_path: Path) -> None:
+    import ssl
+
+    from tests.certs import make_certs
+
+    certs = make_certs(tmp_path)
+    errors = tmp_path / "console.stderr"
+    with errors.open("wb") as stderr:
+        proc = subprocess.Popen(
+            [sys.executable, "-m", "tocsin.cli", "console", "--store", f"sqlite:///{db}",
+             "--bind", "127.0.0.1:0", "--tls-cert", str(certs["tls_cert"]),
+             "--tls-key", str(certs["tls_key"])],
+            stdout=subprocess.PIPE, stderr=stderr, text=True,
+            env={**os.environ, "PYTHONUNBUFFERED": "1"},
+        )  # fmt: skip
+    try:
+        line = ready_line(proc, "tocsin console")
+        assert "serving https://" in line, (line, errors.read_text(errors="replace"))
+        url = line.split("serving ", 1)[1].split(" ", 1)[0]
+        client = ssl.create_default_context(cafile=str(certs["tls_ca"]))
+        client.check_hostname = False  # the test certificate names "node"
+
+        class NoRedirect(urllib.request.HTTPRedirectHandler):
+            def redirect_request(self, *args: object, **kwargs: object) -> None:
+                return None
+
+        opener = urllib.request.build_opener(
+            urllib.request.HTTPSHandler(context=client), NoRedirect
+        )
+        with pytest.raises(urllib.error.HTTPError) as answer:
+            opener.open(url, timeout=LIMIT)
+        with answer.value:
+            assert answer.value.code == 303  # the token swapped for a session cookie
+            assert "Secure" in answer.value.headers["Set-Cookie"]
+    finally:
+        stop(proc)
+
+
+def test_tls_cert_without_a_key_is_bad_usage(
+    db: Path, tmp_path: Path, capsys: pytest.CaptureFixture[str]
+) -> None:
+    argv = ["console", "--store", f"sqlite:///{db}", "--tls-cert", str(tmp_path / "c.pem")]
+    assert main(argv) == 2
+    assert "--tls-cert and --tls-key go together" in capsys.readouterr().err

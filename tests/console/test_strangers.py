@@ -19,6 +19,7 @@ from typing import Any
 
 import aiohttp
 import pytest
+from prometheus_client.parser import text_string_to_metric_families
 from tests.certs import make_certs
 from tests.console.console_support import populate
 from yarl import URL
@@ -89,6 +90,15 @@ async def test_metrics_answer_with_300_idle_strangers_connected(
         try:
             assert await metrics_status(server) == 200
             assert await metrics_status(server) == 200
+            async with (
+                aiohttp.ClientSession() as http,
+                http.get(server.url + "metrics", headers=bearer(server)) as r,
+            ):
+                text = await r.text()
+            families = {f.name: f for f in text_string_to_metric_families(text)}
+            refused = families["tocsin_console_connections_refused"].samples
+            evicted = [s.value for s in refused if s.labels == {"reason": "evicted"}]
+            assert evicted[0] >= 300 - MAX_PENDING
             stats = server.guard.stats()
             assert stats.open <= server.guard.max_connections
             assert stats.evicted >= 300 - MAX_PENDING  # pushed out, never queued
@@ -274,3 +284,22 @@ async def test_under_tls_the_cookie_is_secure_and_failed_handshakes_are_counted(
             await asyncio.sleep(0.01)
         assert server.guard.stats().tls_failures == 1
         assert server.guard.stats().open <= 1
+
+
+async def test_a_store_url_password_is_masked_on_the_page_and_in_snapshot_json() -> None:
+    from tocsin.console import serve_store
+
+    secret = "hunter2-s3cr3t"
+    store = MemoryStore()
+    store.url = f"postgresql://app:{secret}@db/shop?sslpassword={secret}"  # as a store shows it
+    await store.open()
+    try:
+        server = await serve_store(store, "127.0.0.1:0", token=TOKEN)
+        async with server, aiohttp.ClientSession(headers=bearer(server)) as http:
+            for path in ("", "snapshot.json"):
+                async with http.get(server.url + path) as r:
+                    text = await r.text()
+                assert "postgresql://app:***@db/shop?sslpassword=***" in text
+                assert secret not in text
+    finally:
+        await store.close()

@@ -24,6 +24,7 @@ import asyncio
 import contextlib
 import os
 import signal
+import ssl
 import sys
 from collections.abc import Awaitable, Callable
 from datetime import UTC, datetime
@@ -69,6 +70,15 @@ def register(subparsers: argparse._SubParsersAction[argparse.ArgumentParser]) ->
     parser.add_argument(
         "--interval", type=float, default=1.0, help="seconds between live updates (default: 1)"
     )
+    parser.add_argument(
+        "--tls-cert",
+        default=None,
+        metavar="PATH",
+        help="serve HTTPS with this certificate chain (PEM); the session cookie is then Secure",
+    )
+    parser.add_argument(
+        "--tls-key", default=None, metavar="PATH", help="the private key of --tls-cert (PEM)"
+    )
     parser.set_defaults(func=_run)
 
 
@@ -97,6 +107,11 @@ def _run(args: argparse.Namespace) -> int:
     if args.no_token and args.token is not None:
         print("tocsin console: error: --no-token and a token (--token or TOCSIN_CONSOLE_TOKEN) "
               "were both given: choose one", file=sys.stderr)  # fmt: skip
+        return 2
+    try:
+        args.ssl = _tls_context(args.tls_cert, args.tls_key)
+    except (OSError, ssl.SSLError, ValueError) as exc:
+        print(f"tocsin console: error: {exc}", file=sys.stderr)
         return 2
     coordinator: Coordinator | None = None
     if args.coordinator:
@@ -144,6 +159,7 @@ async def _serve_open(
         metrics=metrics,
         members=members,
         interval=args.interval,
+        ssl=args.ssl,
     )
     if args.no_token:
         print(f"tocsin console: serving {server.url} without a token (--no-token; "
@@ -169,6 +185,22 @@ async def _serve_open(
             await asyncio.gather(refresher, return_exceptions=True)
         await server.close()
     return 0
+
+
+def _tls_context(cert: str | None, key: str | None) -> ssl.SSLContext | None:
+    """The server context of ``--tls-cert`` / ``--tls-key`` (None without them).
+
+    Raises:
+        ValueError: one given without the other.
+        OSError, ssl.SSLError: a file that cannot be read or is not a PEM chain and key.
+    """
+    if cert is None and key is None:
+        return None
+    if cert is None or key is None:
+        raise ValueError("--tls-cert and --tls-key go together: give both, or neither")
+    context = ssl.create_default_context(ssl.Purpose.CLIENT_AUTH)
+    context.load_cert_chain(cert, key)
+    return context
 
 
 def live_members(coordinator: Coordinator) -> Callable[[], Awaitable[list[Member]]]:

@@ -277,6 +277,8 @@ def build_app(
     async def metrics_route(request: web.Request) -> web.Response:
         assert metrics is not None
         body, content_type = metrics()
+        if content_type.startswith("text/plain"):  # the text format: families may follow
+            body += _gate_metrics(gate)
         response = web.Response(body=body)
         response.headers["Content-Type"] = content_type
         return response
@@ -378,6 +380,37 @@ def _login_page(why: str | None, *, status: int = 401) -> web.Response:
     if status == 401:  # for scripts: say what credential is asked (RFC 6750)
         response.headers["WWW-Authenticate"] = 'Bearer realm="tocsin console"'
     return response
+
+
+def _gate_metrics(gate: Guard) -> bytes:
+    """The connection gate's counts in the Prometheus text format."""
+    stats = gate.stats()
+    closed = {
+        "cap": stats.refused,
+        "evicted": stats.evicted,
+        "header_timeout": stats.header_timeouts,
+        "body_timeout": stats.body_timeouts,
+        "tls_handshake": stats.tls_failures,
+    }
+    lines = [
+        "# HELP tocsin_console_connections Console connections open now.",
+        "# TYPE tocsin_console_connections gauge",
+        f"tocsin_console_connections {stats.open}",
+        "# HELP tocsin_console_connections_refused_total Console connections refused or "
+        "closed by its gate, by reason.",
+        "# TYPE tocsin_console_connections_refused_total counter",
+        *(
+            f'tocsin_console_connections_refused_total{{reason="{reason}"}} {count}'
+            for reason, count in closed.items()
+        ),
+        "# HELP tocsin_console_wrong_tokens_total Requests with a wrong console token.",
+        "# TYPE tocsin_console_wrong_tokens_total counter",
+        f"tocsin_console_wrong_tokens_total {stats.wrong_tokens}",
+        "# HELP tocsin_console_wrong_csrf_total Form posts with a missing or wrong CSRF token.",
+        "# TYPE tocsin_console_wrong_csrf_total counter",
+        f"tocsin_console_wrong_csrf_total {stats.wrong_csrf}",
+    ]
+    return ("\n".join(lines) + "\n").encode()
 
 
 def _notice(request: web.Request) -> str | None:
