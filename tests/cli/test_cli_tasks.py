@@ -197,6 +197,11 @@ def test_bad_store_urls_are_usage_errors(
     assert not missing.exists()
     assert run("tasks", "list") == 2
     assert "TOCSIN_STORE" in capsys.readouterr().err
+    # A store inside this process's memory is empty by construction: "no tasks" would
+    # answer a mistake (issue 31, item 5).
+    for url in ("memory://", "sqlite://:memory:"):
+        assert run("tasks", "list", "--store", url) == 2
+        assert "one process's memory" in capsys.readouterr().err
 
 
 def test_an_unreachable_store_is_a_failure(capsys: pytest.CaptureFixture[str]) -> None:

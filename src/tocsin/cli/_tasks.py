@@ -39,7 +39,7 @@ from ..clock import SystemClock
 from ..durable._spi import backfill_instants, backfill_rows, tick_outcome, trigger_row
 from ..errors import InvalidStoreURLError, StoreError
 from ..jobs import KIND_PREFIX as JOB_KIND_PREFIX
-from ..stores import DeleteTask, Store, TaskRow, UpsertTask, open_store
+from ..stores import DeleteTask, MemoryStore, Store, TaskRow, UpsertTask, open_store
 from ..stores._spi import connect_read_only
 from ..stores.sqlite import SQLiteStore
 
@@ -184,7 +184,17 @@ def _store(url: str | None, *, read_only: bool) -> Store:
         store = open_store(url)
     except InvalidStoreURLError as exc:
         raise _Usage(str(exc)) from None
-    if isinstance(store, SQLiteStore) and store.path != ":memory:":
+    if isinstance(store, MemoryStore) or (
+        isinstance(store, SQLiteStore) and store.path == ":memory:"
+    ):
+        # A fresh, empty store of this process: "no tasks" would be an answer about
+        # nothing (issue 31, item 5: a mistake must not look like an empty store).
+        raise _Usage(
+            f"store URL {url!r} names a store inside one process's memory; the command "
+            "line can only reach a store on disk or a server (sqlite:///app.db, "
+            "postgresql://...)"
+        )
+    if isinstance(store, SQLiteStore):
         # Checked read-only before any read-write open: a write command pointed at
         # another application's database must not create tocsin's tables in it.
         connect_read_only(store.path).close()
