@@ -10,7 +10,7 @@ from pathlib import Path
 
 import pytest
 from tests.certs import make_certs
-from tests.eventually import eventually
+from tests.eventually import eventually, settled
 from tests.remote.remote_support import (
     SECRET,
     FakePID,
@@ -318,7 +318,7 @@ async def test_requests_whose_asker_gave_up_are_forgotten_at_the_next_heartbeat(
         conn = target.conn
         assert conn is not None
         await eventually(lambda: corr in conn.pending)
-        await asyncio.sleep(0.2)
+        await settled()
         assert corr in conn.pending  # still waited for
         waiting["asker"] = False  # the asker timed out
         await eventually(lambda: corr not in conn.pending)
