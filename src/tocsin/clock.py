@@ -516,8 +516,10 @@ class ManualClock(Clock):
 
     def attach(self, tracker: _ActivityTracker) -> None:
         self._trackers.append(tracker)
-        # Attached from outside a loop, the first settle or sleep hooks it.
-        with contextlib.suppress(RuntimeError):
+        # Attached from outside a loop, the first settle or sleep hooks it. On a loop it
+        # cannot watch (TypeError: uvloop), attach must still not raise: settle, advance
+        # and sleep raise it where the clock is used.
+        with contextlib.suppress(RuntimeError, TypeError):
             self._watched(asyncio.get_running_loop())
 
     def detach(self, tracker: _ActivityTracker) -> None:
