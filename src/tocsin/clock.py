@@ -334,11 +334,10 @@ def _finite(name: str, value: float) -> float:
 class _ManualTimer:
     """One pending callback of a :class:`ManualClock` (slotted: tests make thousands)."""
 
-    __slots__ = ("callback", "cancelled", "deadline", "seq")
+    __slots__ = ("callback", "cancelled", "deadline")
 
-    def __init__(self, deadline: float, seq: int, callback: Callable[[], None]) -> None:
+    def __init__(self, deadline: float, callback: Callable[[], None]) -> None:
         self.deadline = deadline
-        self.seq = seq
         self.callback = callback
         self.cancelled = False
 
@@ -406,7 +405,7 @@ class ManualClock(Clock):
 
     def call_at(self, deadline: float, callback: Callable[[], None]) -> TimerHandle:
         seq = next(self._seq)
-        timer = _ManualTimer(deadline, seq, callback)
+        timer = _ManualTimer(deadline, callback)
         heapq.heappush(self._timers, (deadline, seq, timer))
         return timer
 
