@@ -334,11 +334,10 @@ def _finite(name: str, value: float) -> float:
 class _ManualTimer:
     """One pending callback of a :class:`ManualClock` (slotted: tests make thousands)."""
 
-    __slots__ = ("callback", "cancelled", "deadline", "seq")
+    __slots__ = ("callback", "cancelled", "deadline")
 
-    def __init__(self, deadline: float, seq: int, callback: Callable[[], None]) -> None:
+    def __init__(self, deadline: float, callback: Callable[[], None]) -> None:
         self.deadline = deadline
-        self.seq = seq
         self.callback = callback
         self.cancelled = False
 
@@ -406,7 +405,7 @@ class ManualClock(Clock):
 
     def call_at(self, deadline: float, callback: Callable[[], None]) -> TimerHandle:
         seq = next(self._seq)
-        timer = _ManualTimer(deadline, seq, callback)
+        timer = _ManualTimer(deadline, callback)
         heapq.heappush(self._timers, (deadline, seq, timer))
         return timer
 
@@ -516,8 +515,10 @@ class ManualClock(Clock):
 
     def attach(self, tracker: _ActivityTracker) -> None:
         self._trackers.append(tracker)
-        # Attached from outside a loop, the first settle or sleep hooks it.
-        with contextlib.suppress(RuntimeError):
+        # Attached from outside a loop, the first settle or sleep hooks it. On a loop it
+        # cannot watch (TypeError: uvloop), attach must still not raise: settle, advance
+        # and sleep raise it where the clock is used.
+        with contextlib.suppress(RuntimeError, TypeError):
             self._watched(asyncio.get_running_loop())
 
     def detach(self, tracker: _ActivityTracker) -> None:

@@ -22,7 +22,7 @@ from pathlib import Path
 from typing import Any
 
 import pytest
-from tests.eventually import eventually
+from tests.eventually import eventually, settled
 from tests.remote.remote_support import (
     SECRET,
     FakePID,
@@ -233,7 +233,7 @@ async def test_the_listener_counts_a_dialer_that_gives_up_after_the_challenge() 
         _, writer = await asyncio.open_connection(address.host, address.port)
         writer.close()
         await writer.wait_closed()
-        await asyncio.sleep(0.1)
+        await settled()  # the server has seen the close
         assert srv.metrics().auth_failures == 0
         # What a dialer holding another secret does: open, read the challenge, close.
         reader, writer = await asyncio.open_connection(address.host, address.port)

@@ -10,7 +10,7 @@ from pathlib import Path
 
 import pytest
 from tests.certs import make_certs
-from tests.eventually import eventually
+from tests.eventually import eventually, settled
 from tests.remote.remote_support import (
     SECRET,
     FakePID,
@@ -325,7 +325,7 @@ async def test_requests_whose_asker_gave_up_are_forgotten_at_the_next_heartbeat(
         conn = target.conn
         assert conn is not None
         await eventually(lambda: conn.waits_for(corr))
-        await asyncio.sleep(0.2)
+        await settled()
         assert conn.waits_for(corr)  # still waited for
         waiting["asker"] = False  # the asker timed out
         await eventually(lambda: not conn.waits_for(corr))
