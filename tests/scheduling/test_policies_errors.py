@@ -184,3 +184,21 @@ async def test_next_fire_at_is_the_next_instant_the_calendar_keeps() -> None:
 class _Quiet(Actor):
     async def receive(self, ctx: Any) -> None:
         pass
+
+
+async def test_an_interval_schedules_next_fire_at_skips_what_its_calendar_excludes() -> None:
+    from datetime import UTC, datetime
+
+    from tocsin import ActorSystem, Calendar, ManualClock
+
+    thursday = datetime(2030, 1, 3, 12, 0, tzinfo=UTC)
+    clock = ManualClock(wall=thursday.timestamp())
+    async with ActorSystem("grid", clock=clock, timezone="UTC") as system:
+        pid = await system.spawn(_Quiet)
+        weekend = Calendar.weekly("SAT", "SUN")
+        await system.schedule("t", pid, 86400, reference="daily", exclude=weekend)
+        [info] = system.list_schedules()
+        assert info.next_fire_at == datetime(2030, 1, 4, 12, 0, tzinfo=UTC)  # Friday
+        await clock.advance(86400)  # Friday's tick
+        [info] = system.list_schedules()
+        assert info.next_fire_at == datetime(2030, 1, 7, 12, 0, tzinfo=UTC)  # Monday
