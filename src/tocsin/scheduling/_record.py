@@ -404,7 +404,7 @@ class ScheduleRecord(Deadline, RuntimeItem):
         a schedule's last tick retires it (Akka ``TimerSchedulerImpl.interceptTimerMsg``).
         """
         state = self.state
-        assert state is not None  # queued: made by fire / enqueue
+        assert state is not None  # queued: made by `fire` or `send`
         queued = state.queued = state.queued - 1
         if self.dead:
             return self.scheduler.stale(self)
