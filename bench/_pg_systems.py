@@ -130,7 +130,7 @@ async def raw(dsn: str, test: str, n: int, producers: int) -> dict[str, Any]:
 
 async def raw_row(dsn: str, test: str, n: int, producers: int) -> dict[str, Any]:
     """The floor's loop with tocsin's own row: the table ``PostgresStore`` creates (its
-    key and indexes), its upsert statement with its 16 parameters, one autocommit
+    key and indexes), its upsert statement with its 19 parameters, one autocommit
     statement per task; the claim loop reads pending rows ``FOR UPDATE SKIP LOCKED`` and
     deletes them by key. What is left between this and tocsin is tocsin's client path;
     between this and the floor, the row's shape."""
@@ -147,6 +147,7 @@ async def raw_row(dsn: str, test: str, n: int, producers: int) -> dict[str, Any]
         await conn.execute(
             upsert, "bench-pg", f"p{i % producers}", f"{i:020d}", "work", b"\x01",
             due, None, 0, 5, time.time(), "pending", None, None, None, None, None,
+            None, None, None,
         )  # fmt: skip
 
     claim = (
