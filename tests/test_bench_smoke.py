@@ -119,3 +119,24 @@ def test_postgres_bench_runs_in_quick_mode_and_prints_json() -> None:
         assert payload["medians"][f"nosync/e2e/100/{system}"]["tasks_per_s"] > 0
     dbos = payload["medians"]["nosync/e2e/1/dbos-queue"]
     assert "skipped" in dbos or dbos["tasks_per_s"] > 0
+
+
+def test_jobs_bench_runs_in_quick_mode_and_prints_json() -> None:
+    """``bench/jobs.py --quick --only tocsin-sqlite``: a worker process and a producer
+    process of Clients, exit 0, JSON last line (arq and Celery need their own venvs)."""
+    proc = subprocess.run(
+        [sys.executable, str(BENCH / "jobs.py"), "--quick", "--only", "tocsin-sqlite"],
+        capture_output=True,
+        text=True,
+        timeout=300,
+        check=False,
+    )
+    assert proc.returncode == 0, proc.stderr[-3000:]
+    payload = json.loads(proc.stdout.strip().splitlines()[-1])
+    assert payload["quick"] is True
+    assert payload["failed"] == []
+    assert set(payload["medians"]) == {
+        "tocsin-sqlite burst 1p",
+        "tocsin-sqlite burst 10p",
+        "tocsin-sqlite paced 1p",
+    }

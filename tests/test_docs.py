@@ -35,3 +35,19 @@ def test_shown_examples_are_the_files_they_name() -> None:
     for page, match in shown:
         path, code = match.group(1), match.group(2)
         assert code == (ROOT / path).read_text(), f"{page.name}: the block under {path} differs"
+
+
+def test_the_readme_links_absolutely_to_files_of_this_repository() -> None:
+    """PyPI shows the README away from the repository: a relative link is dead there."""
+    import tomllib
+
+    meta = tomllib.loads((ROOT / "pyproject.toml").read_text())["project"]
+    base = meta["urls"]["Repository"] + "/blob/main/"
+    links = re.findall(r"\]\(([^)]+)\)", (ROOT / "README.md").read_text())
+    assert links
+    for link in links:
+        assert link.startswith(("https://", "#")), f"README links relatively: {link}"
+        if link.startswith(base):
+            assert (ROOT / link.removeprefix(base)).exists(), f"README links to no file: {link}"
+    assert "Typing :: Typed" in meta["classifiers"]
+    assert {"Homepage", "Repository", "Changelog", "Issues"} <= set(meta["urls"])

@@ -50,6 +50,7 @@ from .cron import Calendar, CronExpression, DSTPolicy
 from .durable import (
     Call,
     DurableActor,
+    FenceGuard,
     Retry,
     RetryDecision,
     RetryPolicy,
@@ -160,6 +161,7 @@ __all__ = [
     "Durable",
     "DurableActor",
     "EventStream",
+    "FenceGuard",
     "FencedError",
     "Interval",
     "InvalidCoordinatorURLError",

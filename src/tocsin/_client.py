@@ -4,7 +4,7 @@
 A web worker (uvicorn, gunicorn, Django) holds a ``Client`` on the durable store the
 workers use; ``await client.jobs.enqueue(send_invoice, 42)`` writes the run to the store
 and tells the workers (PostgreSQL ``NOTIFY``: they start it at once; SQLite: their change
-watch sees the file change within about a second; a cluster: within ``poll_interval``).
+watch sees the file change within about 10 ms; a cluster: within ``poll_interval``).
 The client starts no actor, no timer and no listener, takes no node name and no store
 ownership: any number of clients share a store with the workers that run the jobs.
 
@@ -14,18 +14,22 @@ procrastinate's ``App`` opened without a worker.
 
 from __future__ import annotations
 
+import uuid
+import zlib
 from types import TracebackType
 from typing import final
 
-from .actor import TickOutcome
+from .actor import PID, TickOutcome
 from .clock import Clock, SystemClock
-from .cluster import Cluster
+from .cluster import Cluster, Coordinator
+from .cluster._spi import open_coordinator
 from .durable import DurableActor
 from .durable._spi import tick_outcome
-from .errors import ActorSystemNotStartedError
+from .errors import ActorSystemNotStartedError, NodeUnreachableError, RemotingDisabledError
 from .jobs import Jobs
 from .remote import Remoting
 from .stores import Store, resolve_store
+from .system import ActorSystem
 
 __all__ = ["Client"]
 
@@ -51,7 +55,16 @@ class Client:
         TypeError: ``store`` is neither a URL nor a Store, or a wrong option type.
     """
 
-    __slots__ = ("_clock", "_cluster", "_jobs", "_open", "_remoting", "_store")
+    __slots__ = (
+        "_clock",
+        "_cluster",
+        "_coordinator",
+        "_jobs",
+        "_node",
+        "_open",
+        "_remoting",
+        "_store",
+    )
 
     def __init__(
         self,
@@ -76,6 +89,11 @@ class Client:
         self._clock: Clock = clock if clock is not None else SystemClock()
         self._open = False
         self._jobs = Jobs(_ClientJobs(self))
+        #: With ``cluster=``: the coordinator, read to find where identities live.
+        self._coordinator: Coordinator | None = None
+        #: With ``remoting=``: a system that only sends (no store, no cluster membership,
+        #: no jobs): the replies of this client's asks come back to its listener.
+        self._node: ActorSystem | None = None
 
     @property
     def store(self) -> Store:
@@ -94,15 +112,47 @@ class Client:
         Raises:
             StoreError: the store cannot be opened.
         """
-        if not self._open:
-            await self._store.open(exclusive=False)
-            self._open = True
+        if self._open:
+            return
+        await self._store.open(exclusive=False)
+        try:
+            if self._cluster is not None:
+                coordinator = self._cluster.coordinator
+                if isinstance(coordinator, str):
+                    coordinator = open_coordinator(coordinator, clock=self._clock)
+                await coordinator.open()
+                self._coordinator = coordinator
+            if self._remoting is not None:
+                node = ActorSystem(f"client-{uuid.uuid4().hex[:12]}", clock=self._clock,
+                                   remoting=self._remoting)  # fmt: skip
+                await node.start()
+                self._node = node
+        except BaseException:
+            await self._release()
+            raise
+        self._open = True
 
     async def close(self) -> None:
         """Release the store's connections (idempotent)."""
         if self._open:
             self._open = False
-            await self._store.close()
+            await self._release()
+
+    async def _release(self) -> None:
+        node, self._node = self._node, None
+        coordinator, self._coordinator = self._coordinator, None
+        try:
+            if node is not None:
+                await node.stop()
+        finally:
+            try:
+                # Closed only if made here from a URL; a Coordinator given is the caller's.
+                cluster = self._cluster
+                made_here = cluster is not None and isinstance(cluster.coordinator, str)
+                if coordinator is not None and made_here:
+                    await coordinator.close()
+            finally:
+                await self._store.close()
 
     async def __aenter__(self) -> Client:
         await self.open()
@@ -128,6 +178,46 @@ class Client:
     def wall(self) -> float:
         """Now, epoch seconds, from the client's clock."""
         return self._clock.wall()
+
+    async def durable(self, kind: type[DurableActor], identity: str) -> PID:
+        """A PID reaching durable identity ``identity`` of ``kind`` wherever it runs.
+
+        Needs ``cluster=`` (the workers' coordinator: where identities live) and
+        ``remoting=`` (the workers' secret; this client listens for its replies). The
+        PID names the identity's owner, or a live node that places it if it has none;
+        that node forwards each message to the owner found at that moment, so the PID
+        keeps working across failovers and moves. Nothing is activated here.
+
+        Raises:
+            RemotingDisabledError: the client has no ``cluster=`` or no ``remoting=``.
+            NodeUnreachableError: no live node in the cluster.
+            CoordinatorUnavailableError: the coordinator did not answer.
+        """
+        if not (isinstance(kind, type) and issubclass(kind, DurableActor)):
+            raise TypeError(f"`kind` must be a DurableActor subclass, got {kind!r}")
+        if not isinstance(identity, str) or not identity:
+            raise ValueError(f"`identity` must be a non-empty str, got {identity!r}")
+        self.opened_store("reach a durable identity")
+        coordinator, node = self._coordinator, self._node
+        if coordinator is None or node is None:
+            raise RemotingDisabledError(
+                "client.durable() reaches identities on the workers: give the Client the "
+                "workers' cluster= (its coordinator says where identities live) and a "
+                "remoting= with their secret; enqueueing jobs needs neither"
+            )
+        owner = await coordinator.owner(kind.kind, identity)
+        _, leases = await coordinator.leases()
+        alive = {lease.node: lease for lease in leases if lease.alive}
+        if not alive:
+            raise NodeUnreachableError(
+                f"durable {kind.kind}/{identity}: no live node in the cluster to reach it"
+            )
+        if owner is not None and owner.alive and owner.node in alive:
+            address = alive[owner.node].address
+        else:  # unplaced (or its owner gone): a live node places it on first message
+            names = sorted(alive)
+            address = alive[names[zlib.crc32(identity.encode()) % len(names)]].address
+        return await node.actor_of(f"{address}/durable/{kind.kind}/{identity}")
 
     async def task_history(
         self, kind: type[DurableActor] | str, identity: str, task_id: str

@@ -19,7 +19,7 @@ from __future__ import annotations
 import asyncio
 import importlib
 import logging
-from collections.abc import Awaitable, Callable, Iterable
+from collections.abc import Awaitable, Callable, Coroutine, Iterable
 from contextlib import AsyncExitStack
 from dataclasses import dataclass
 from types import ModuleType, TracebackType
@@ -55,10 +55,11 @@ from .durable._spi import DurableRuntime
 from .errors import (
     ActorNotFoundError,
     ActorSystemNotStartedError,
+    AskTimeoutError,
     ClusterDisabledError,
     RemotingDisabledError,
 )
-from .jobs import Jobs, check_jobs_option, import_jobs
+from .jobs import Jobs, JobWatch, check_jobs_option, import_jobs, registered_jobs
 from .remote import RemoteMetrics, Remoting
 from .remote._spi import RemoteService
 from .schedules import Schedule, Schedules
@@ -477,6 +478,10 @@ class ActorSystem(SchedulingCalls):
             )
         await durable.start()
         self._durable = durable
+        if store is not None and (self._job_modules or registered_jobs()):
+            # A worker of jobs: a run a web process enqueued starts within 10 ms on a
+            # store that cannot push (SQLite), not within durable's 1 s look.
+            JobWatch(durable).start()
         return durable
 
     def _pid_at(self, address: str, path: str) -> PID | None:
@@ -746,6 +751,7 @@ class ActorSystem(SchedulingCalls):
         identity: str,
         *,
         passivate_after: Seconds | None = None,
+        timeout: Seconds | None = None,
     ) -> PID:
         """The PID of durable actor ``identity`` of class ``kind``, activating it if needed.
 
@@ -766,8 +772,15 @@ class ActorSystem(SchedulingCalls):
             identity: any non-empty str naming the instance (``"order-42"``).
             passivate_after: idle seconds before passivation (default: the class's
                 ``passivate_after``, else never).
+            timeout: seconds this call may take, placement and activation included
+                (default: none of its own; each coordinator and store call it makes is
+                bounded by the driver's 10 s). During a coordinator or store freeze a
+                caller with a 2 s budget gets its answer in 2 s, not after 10 s: give the
+                same budget here and to the ask (``docs/cluster.md`` "Outages").
 
         Raises:
+            AskTimeoutError: not resolved within ``timeout`` (also a ``TimeoutError``);
+                an activation already started goes on and serves later calls.
             CoordinatorUnavailableError: cluster mode, and the coordinator failed or did
                 not answer within its bound (nothing was decided; call again).
             NotOwnerError: cluster mode, and this node holds no lease right now.
@@ -782,6 +795,20 @@ class ActorSystem(SchedulingCalls):
             idle: float | None = to_seconds(passivate_after, "passivate_after")
         else:
             idle = kind.passivate_after
+        if timeout is None:
+            return await self._resolve_durable(runtime, kind, identity, idle)
+        budget = to_seconds(timeout, "timeout")
+        return await _bounded(
+            runtime,
+            self._resolve_durable(runtime, kind, identity, idle),
+            budget,
+            f"system.durable({kind.__qualname__}, {identity!r}) was not resolved within "
+            f"{budget:g} s (the coordinator or the store did not answer in time)",
+        )
+
+    async def _resolve_durable(
+        self, runtime: Runtime, kind: type[DurableActor], identity: str, idle: float | None
+    ) -> PID:
         durable = self._durable
         if durable is None:
             durable = await self._start_default_store(runtime, f"durable actor {kind.kind!r}")
@@ -822,6 +849,48 @@ class ActorSystem(SchedulingCalls):
     def dead_letters(self) -> int:
         """How many dead letters were published."""
         return self.events.count(DeadLetter)
+
+
+async def _bounded(
+    runtime: Runtime, work: Coroutine[Any, Any, PID], budget: float, message: str
+) -> PID:
+    """``await work``, or :class:`AskTimeoutError` once ``budget`` seconds of the system's
+    clock have passed (a deadline in its heap, as an ask's timeout); the work is then
+    cancelled (an activation it started goes on: it is shielded there)."""
+    task = runtime.loop.create_task(work)
+    expired: asyncio.Future[None] = runtime.loop.create_future()
+    timer = _Expiry(expired)
+    runtime.deadlines.add(runtime.clock.monotonic() + budget, timer)
+    try:
+        either: set[asyncio.Future[Any]] = {task, expired}
+        await asyncio.wait(either, return_when=asyncio.FIRST_COMPLETED)
+        if task.done():
+            return task.result()
+        raise AskTimeoutError(message)
+    finally:
+        runtime.deadlines.remove(timer)
+        if not task.done():
+            task.cancel()
+            # Awaited (its cancellation runs its cleanup) without letting its outcome,
+            # or a CancelledError of its own, replace the one raised here.
+            await asyncio.wait({task})
+        elif not task.cancelled():
+            task.exception()  # retrieved: a late failure is not "never retrieved"
+
+
+@final
+class _Expiry(Deadline):
+    """Completes a future when a deadline passes (``system.durable(timeout=...)``)."""
+
+    __slots__ = ("_future",)
+
+    def __init__(self, future: asyncio.Future[None]) -> None:
+        super().__init__()
+        self._future = future
+
+    def fire(self, now: float, deadline: float) -> None:
+        if not self._future.done():
+            self._future.set_result(None)
 
 
 @final

@@ -214,3 +214,31 @@ async def test_jobs_option_imports_modules_at_start(persistent_backend: Backend)
         await clock.advance(0.001)
     sample = importlib.import_module("tests.jobs.sample_jobs")
     assert [r[2] for r in sample.RUNS] == [(5,)]
+
+
+async def test_a_row_written_with_a_tick_gives_the_run_that_tick() -> None:
+    from tocsin import Tick
+    from tocsin.jobs import job_row
+    from tocsin.stores import MemoryStore, UpsertTask
+
+    store = MemoryStore()
+    clock = ManualClock(wall=T0)
+    instant = datetime.fromtimestamp(T0, UTC)
+    tick = Tick("nightly-report", instant, fence=3)
+    row = job_row(
+        resolve_name(send), "nightly-report@1", T0, ("x",), {}, max_retries=1,
+        created_at=T0, tick=tick,
+    )  # fmt: skip
+    async with ActorSystem(clock=clock, store=store):
+        await store.apply([UpsertTask(row)])
+        await store.announce()
+        await clock.advance(0.001)
+    (ctx,) = CONTEXTS
+    assert (ctx.tick, ctx.fence, ctx.job_id) == (tick, 3, "nightly-report@1")
+    assert [r[3] for r in RUNS] == [("x",)]
+
+
+def resolve_name(function: Any) -> str:
+    from tocsin.jobs import resolve
+
+    return resolve(function).name

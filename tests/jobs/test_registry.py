@@ -217,3 +217,38 @@ class _PerClass(DurableActor):
 def test_the_same_retry_value_serves_a_durable_class() -> None:
     assert _PerClass.retry_policy.decide(ValueError(), 1, 5) is None
     assert _PerClass.retry_policy.decide(ConnectionError(), 1, 5) is not None
+
+
+def test_a_jobs_module_that_does_not_exist_fails_the_system_constructor() -> None:
+    from tocsin import ActorSystem
+
+    with pytest.raises(ModuleNotFoundError, match=r"tests\.jobs\.no_such_jobs"):
+        ActorSystem(jobs=["tests.jobs.no_such_jobs"])
+    with pytest.raises(ModuleNotFoundError, match="no_such_package"):
+        ActorSystem(jobs=["no_such_package.jobs"])
+
+
+class _AppError(Exception):
+    pass
+
+
+def test_retry_round_trips_through_its_wire_form_without_importing_anything() -> None:
+    from tocsin.durable import decode, encode
+
+    retry = Retry(base=2.0, factor=3.0, cap=60.0, jitter=0.1, on=(ConnectionError, _AppError))
+    wire: Any = decode(encode(retry.to_wire()))
+    assert wire["on"] == ["builtins:ConnectionError", f"{__name__}:_AppError"]
+    assert Retry.from_wire(wire) == retry
+    with pytest.raises(ValueError, match="no exception class"):
+        Retry.from_wire({**retry.to_wire(), "on": ["not_imported_module_xyz:Boom"]})
+    assert "not_imported_module_xyz" not in sys.modules
+    with pytest.raises(ValueError, match="no exception class"):
+        Retry.from_wire({**retry.to_wire(), "on": ["builtins:len"]})
+    with pytest.raises(ValueError, match="not a stored Retry"):
+        Retry.from_wire([1, 2])
+
+
+def test_a_jobs_module_already_imported_is_accepted_even_without_a_spec() -> None:
+    from tocsin import ActorSystem
+
+    ActorSystem(jobs=["__main__", __name__])  # a script passes jobs=[__name__]

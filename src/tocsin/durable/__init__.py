@@ -4,12 +4,14 @@
 from .._codec import decode, encode
 from ..errors import TaskTimeoutError
 from ._actor import DurableActor
+from ._fence import FenceGuard
 from ._records import Call, TaskParked, TaskRecord
 from ._retry import Retry, RetryDecision, RetryPolicy
 
 __all__ = [
     "Call",
     "DurableActor",
+    "FenceGuard",
     "Retry",
     "RetryDecision",
     "RetryPolicy",

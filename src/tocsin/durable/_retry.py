@@ -13,6 +13,7 @@ from __future__ import annotations
 
 import math
 import random
+import sys
 from dataclasses import dataclass, field
 from typing import Any
 
@@ -47,6 +48,19 @@ def _exceptions(on: Any) -> tuple[type[BaseException], ...]:
         if not (isinstance(cls, type) and issubclass(cls, BaseException)):
             raise ValueError(f"`on` must hold exception classes only, got {cls!r} in {on!r}")
     return on
+
+
+def _exception_named(name: Any) -> type[BaseException]:
+    module_name, _, qualname = name.partition(":") if isinstance(name, str) else ("", "", "")
+    found: Any = sys.modules.get(module_name) if module_name and qualname else None
+    for part in qualname.split(".") if found is not None else ():
+        found = getattr(found, part, None)
+    if not (isinstance(found, type) and issubclass(found, BaseException)):
+        raise ValueError(
+            f"stored Retry names {name!r} in `on`, which is no exception class of a module "
+            "this process imported (import the module that defines it before loading)"
+        )
+    return found
 
 
 @dataclass(frozen=True, slots=True, kw_only=True)
@@ -103,6 +117,38 @@ class Retry:
         object.__setattr__(self, "cap", cap)
         object.__setattr__(self, "jitter", jitter)
         object.__setattr__(self, "on", _exceptions(self.on))
+
+    def to_wire(self) -> dict[str, Any]:
+        """A codec-safe dict (stored schedules keep their retry this way): the numbers,
+        and each class of ``on`` as ``"module:qualname"``. ``rng`` is not kept."""
+        return {
+            "base": self.base,
+            "factor": self.factor,
+            "cap": self.cap,
+            "jitter": self.jitter,
+            "on": [f"{cls.__module__}:{cls.__qualname__}" for cls in self.on],
+        }
+
+    @classmethod
+    def from_wire(cls, value: Any) -> Retry:
+        """The inverse of :meth:`to_wire`.
+
+        An exception class is looked up only among modules this process has already
+        imported: data read from a store never makes it import (or run) anything.
+
+        Raises:
+            ValueError: not a stored retry, or a class of ``on`` that is not an
+                exception class of an imported module (the message names it).
+        """
+        if not isinstance(value, dict) or not isinstance(value.get("on"), (list, tuple)):
+            raise ValueError(f"not a stored Retry: {value!r}")
+        return cls(
+            base=value.get("base", 1.0),
+            factor=value.get("factor", 2.0),
+            cap=value.get("cap", 300.0),
+            jitter=value.get("jitter", 0.5),
+            on=tuple(_exception_named(name) for name in value["on"]),
+        )
 
     def backoff(self, attempts: int) -> float:
         """Delay in seconds before retry number ``attempts`` (>= 1)."""

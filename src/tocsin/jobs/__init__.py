@@ -11,7 +11,7 @@ it for their job targets).
 from __future__ import annotations
 
 from ..durable import Retry
-from ._api import MAX_ARGUMENT_BYTES, JobBackend, JobRun, Jobs
+from ._api import MAX_ARGUMENT_BYTES, JobBackend, JobRun, Jobs, job_row
 from ._context import JobContext
 from ._registry import (
     DEFAULT_MAX_RETRIES,
@@ -22,10 +22,12 @@ from ._registry import (
     registered_jobs,
     resolve,
 )
+from ._watch import JOB_WATCH_SECONDS, JobWatch
 from ._worker import KIND_PREFIX, SHARDS, actor_class, kind_of, shard_of
 
 __all__ = [
     "DEFAULT_MAX_RETRIES",
+    "JOB_WATCH_SECONDS",
     "KIND_PREFIX",
     "MAX_ARGUMENT_BYTES",
     "SHARDS",
@@ -33,12 +35,14 @@ __all__ = [
     "JobContext",
     "JobRun",
     "JobSpec",
+    "JobWatch",
     "Jobs",
     "Retry",
     "actor_class",
     "check_jobs_option",
     "import_jobs",
     "job",
+    "job_row",
     "kind_of",
     "registered_jobs",
     "resolve",

@@ -17,14 +17,17 @@ from dataclasses import dataclass
 from datetime import UTC, datetime
 from typing import Any, Final, Literal, Protocol, final
 
+import msgspec
+
 from .._deadlines import Seconds, to_seconds
+from ..actor import Tick
 from ..durable import decode, encode
 from ..errors import CodecError, TaskNotFoundError
 from ..stores import DeleteTask, Store, TaskRow, UpsertTask
 from ._registry import DEFAULT_MAX_RETRIES, JobSpec, check_max_retries, check_name, resolve
-from ._worker import KIND_PREFIX, SHARDS, TASK_NAME, kind_of, shard_of
+from ._worker import KIND_PREFIX, TASK_NAME, kind_of, shard_of
 
-__all__ = ["MAX_ARGUMENT_BYTES", "JobBackend", "JobRun", "Jobs"]
+__all__ = ["MAX_ARGUMENT_BYTES", "JobBackend", "JobRun", "Jobs", "job_row"]
 
 #: The largest encoded arguments of one run (the durable tasks' payload limit).
 MAX_ARGUMENT_BYTES: Final = 1024 * 1024
@@ -100,6 +103,47 @@ def _run_of(row: TaskRow) -> JobRun:
         state=row.state,
         last_error=row.last_error,
         created_at=datetime.fromtimestamp(row.created_at, UTC),
+    )
+
+
+def job_row(
+    name: str,
+    run_id: str,
+    due: float,
+    args: tuple[Any, ...] | list[Any],
+    kwargs: dict[str, Any],
+    *,
+    max_retries: int,
+    created_at: float,
+    tick: Tick | None = None,
+) -> TaskRow:
+    """The stored row of one run of job ``name`` (what a worker runs; stored schedules
+    firing a job write these too, with the :class:`~tocsin.Tick` of the instant, which
+    the run's ``ctx.tick`` then carries).
+
+    Raises:
+        CodecError: arguments that are not codec-safe, or over 1 MiB encoded.
+    """
+    payload: dict[str, Any] = {"a": list(args), "k": kwargs}
+    if tick is not None:
+        payload["t"] = tick.to_wire()
+    data = encode(payload, name="job arguments")
+    if len(data) > MAX_ARGUMENT_BYTES:
+        raise CodecError(
+            f"job arguments are {len(data):,} bytes encoded; the limit is "
+            f"{MAX_ARGUMENT_BYTES:,} bytes: store large data elsewhere and pass a reference"
+        )
+    return TaskRow(
+        kind=kind_of(name),
+        identity=shard_of(run_id),
+        id=run_id,
+        name=TASK_NAME,
+        payload=data,
+        due=due,
+        every=None,
+        attempts=0,
+        max_retries=max_retries,
+        created_at=created_at,
     )
 
 
@@ -180,8 +224,9 @@ class Jobs:
         The run happens **at least once**, on some worker that imported the job, as soon
         as it is due: a worker in this process is woken at once, another process within
         its store's change watch (PostgreSQL: at once through ``LISTEN/NOTIFY``; SQLite:
-        about a second) or the cluster's ``poll_interval``. A failed run is retried with
-        the job's :class:`~tocsin.Retry`, then parked (the durable tasks' parked list).
+        about 10 ms on a worker of jobs) or the cluster's ``poll_interval``. A failed run
+        is retried with the job's :class:`~tocsin.Retry`, then parked (the durable tasks'
+        parked list).
         A run whose job no running worker knows waits in the store.
 
         Args:
@@ -191,7 +236,9 @@ class Jobs:
             delay: seconds (or a timedelta) from now; default: now.
             at: an aware datetime instead of ``delay``.
             id: a stable id makes this an upsert: the pending run with that id (of this
-                job) is replaced, never duplicated.
+                job) is replaced, never duplicated. A run with that id already in
+                progress absorbs the call (the run finishes and the id is done): enqueue
+                again after it to run once more.
             max_retries: retries before parking (default: the job's, else 5).
 
         Raises:
@@ -208,12 +255,8 @@ class Jobs:
         else:
             retries = check_max_retries(max_retries)
         run_id = None if id is None else _check_id(id)
-        data = encode({"a": list(args), "k": kwargs}, name="job arguments")
-        if len(data) > MAX_ARGUMENT_BYTES:
-            raise CodecError(
-                f"job arguments are {len(data):,} bytes encoded; the limit is "
-                f"{MAX_ARGUMENT_BYTES:,} bytes: store large data elsewhere and pass a reference"
-            )
+        # Checked before anything is read or written (the codec, the size).
+        row = job_row(name, "-", 0.0, args, kwargs, max_retries=retries, created_at=0.0)
         backend = self._backend
         store = await backend.store()
         now = backend.wall()
@@ -225,18 +268,7 @@ class Jobs:
             old = await store.get_task(kind, shard, run_id)
             if old is not None:
                 created = old.created_at
-        row = TaskRow(
-            kind=kind,
-            identity=shard,
-            id=run_id,
-            name=TASK_NAME,
-            payload=data,
-            due=due,
-            every=None,
-            attempts=0,
-            max_retries=retries,
-            created_at=created,
-        )
+        row = msgspec.structs.replace(row, identity=shard, id=run_id, due=due, created_at=created)
         await store.apply([UpsertTask(row)])
         await backend.written(kind, shard, due)
         return run_id
@@ -261,11 +293,7 @@ class Jobs:
                 r for r in await store.list_tasks(state=state) if r.kind.startswith(KIND_PREFIX)
             ]
         else:
-            kind = kind_of(_job_name(f_or_name)[0])
-            rows = []
-            for shard in range(SHARDS):
-                rows.extend(await store.list_tasks(kind, str(shard), state))
-            rows.sort(key=lambda r: (r.due, r.id))
+            rows = await store.list_tasks(kind_of(_job_name(f_or_name)[0]), None, state)
         return [_run_of(r) for r in rows]
 
     async def retry_parked(self, f_or_name: Any, id: str) -> None:

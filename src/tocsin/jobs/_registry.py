@@ -18,8 +18,10 @@ Prior art: Celery's ``@app.task`` registry (names default to ``module.name``), a
 from __future__ import annotations
 
 import importlib
+import importlib.util
 import inspect
 import math
+import sys
 import threading
 from collections.abc import Awaitable, Callable, Iterable
 from dataclasses import dataclass
@@ -301,4 +303,13 @@ def check_jobs_option(jobs: Any) -> tuple[ModuleType | str, ...]:
     for entry in entries:
         if not (isinstance(entry, ModuleType) or (isinstance(entry, str) and entry)):
             raise TypeError(f"`jobs` entries must be modules or dotted module names, got {entry!r}")
+        if isinstance(entry, str) and entry not in sys.modules:
+            # A typo fails here, at the constructor, not at start() (found, not imported:
+            # the module's own import errors surface where it is imported, at start).
+            try:
+                found = importlib.util.find_spec(entry)
+            except (ImportError, ValueError):
+                found = None
+            if found is None:
+                raise ModuleNotFoundError(f"`jobs`: no module named {entry!r}", name=entry)
     return entries
