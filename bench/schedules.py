@@ -45,12 +45,18 @@ RUNS: list[tuple[str, float, str, float]] = []
 
 def add_arguments(parser: Any) -> None:
     parser.add_argument("--seconds", type=float, default=None, help="measured window")
+    parser.add_argument("--fire-sizes", default=None, help="comma-separated N of the fire runs")
+    parser.add_argument("--start-sizes", default=None, help="comma-separated N of start-up runs")
+
+
+def _sizes(text: str | None, default: tuple[int, ...]) -> tuple[int, ...]:
+    return default if text is None else tuple(int(x) for x in text.split(",") if x)
 
 
 def configs(args: Any) -> list[Config]:
     seconds = args.seconds or (3.0 if args.quick else 20.0)
-    fire_sizes = (50,) if args.quick else (1_000, 10_000)
-    start_sizes = (200,) if args.quick else (10_000, 100_000)
+    fire_sizes = _sizes(args.fire_sizes, (50,) if args.quick else (1_000, 10_000))
+    start_sizes = _sizes(args.start_sizes, (200,) if args.quick else (10_000, 100_000))
     out = []
     for n in fire_sizes:
         for system in ("stored", "cron"):
