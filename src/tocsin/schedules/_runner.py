@@ -312,6 +312,7 @@ class Runner:
             fresh.outstanding = entry.outstanding
         self.entries[row.id] = fresh
         self._arm(fresh, self.clock.wall())
+        self._arm_poll()  # the first schedule here: the backstop starts looking
 
     async def _catch_up(self) -> None:
         """Instants that came due while no node ran a schedule (the whole system was
