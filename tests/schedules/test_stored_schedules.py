@@ -346,3 +346,14 @@ async def test_a_client_steers_stored_schedules_and_a_worker_runs_its_trigger(
         # watch); on a ManualClock that watch is off, so the backstop look finds it.
         await clock.advance(61)
         assert [(run[0], run[2]) for run in jobs.RUNS] == [("r", True)]
+
+
+async def test_a_pause_note_is_bounded_like_every_pause_note() -> None:
+    sys_, _clock = system()
+    async with sys_:
+        await sys_.schedules.add(Schedule("r", Interval(60), RECORD))
+        with pytest.raises(ValueError, match="4,096 bytes"):
+            await sys_.schedules.pause("r", note="x" * 5000)
+        with pytest.raises(TypeError, match="`note`"):
+            await sys_.schedules.pause("r", note=42)  # type: ignore[arg-type]
+        assert not (await sys_.schedules.get("r")).paused
