@@ -357,3 +357,22 @@ async def test_a_pause_note_is_bounded_like_every_pause_note() -> None:
         with pytest.raises(TypeError, match="`note`"):
             await sys_.schedules.pause("r", note=42)  # type: ignore[arg-type]
         assert not (await sys_.schedules.get("r")).paused
+
+
+async def test_a_dst_gap_before_the_first_fire_leaves_a_dst_gap_row() -> None:
+    from tocsin import DSTPolicy
+
+    clock = ManualClock(wall=datetime(2030, 3, 30, 12, tzinfo=UTC).timestamp())
+    spec = Schedule(
+        "paris",
+        Cron("0 30 2 * * ?", timezone="Europe/Paris", dst=DSTPolicy(gap="skip")),
+        RECORD,
+    )
+    async with ActorSystem("n1", clock=clock, store=MemoryStore(), schedules=[spec]) as sys_:
+        await clock.advance(2 * 86_400)  # Sunday 31st 02:30 does not exist in Paris
+        rows = [(r.instant, r.outcome) for r in await sys_.schedules.history("paris")]
+        assert rows == [
+            (datetime(2030, 3, 31, 1, tzinfo=UTC), Outcome.DST_GAP),  # 03:00, after the gap
+            (datetime(2030, 4, 1, 0, 30, tzinfo=UTC), Outcome.DELIVERED),
+        ]
+        assert len(jobs.RUNS) == 1

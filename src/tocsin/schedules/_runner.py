@@ -50,7 +50,7 @@ from ._instants import Instants
 from ._spec import decode_spec
 from ._store_claims import StoreClaims
 from ._targets import find_job, queue_durable
-from ._values import Durable, Once, Schedule
+from ._values import Cron, Durable, Once, Schedule
 
 if TYPE_CHECKING:
     from ..clock import Clock, TimerHandle
@@ -89,7 +89,16 @@ def _utc(seconds: float) -> datetime:
 class _Entry:
     """One stored schedule as this node runs it."""
 
-    __slots__ = ("buffered", "handle", "inflight", "instants", "outstanding", "row", "spec")
+    __slots__ = (
+        "buffered",
+        "handle",
+        "inflight",
+        "instants",
+        "outstanding",
+        "row",
+        "since",
+        "spec",
+    )
 
     def __init__(self, row: ScheduleRow, spec: Schedule) -> None:
         self.row = row
@@ -101,6 +110,9 @@ class _Entry:
         self.buffered: Callable[[], None] | None = None
         #: Durable targets: ids of this schedule's task rows not yet seen gone.
         self.outstanding: list[tuple[str, str, str]] = []
+        #: The last instant fired here, or when it was armed first: what a DST change
+        #: dropped since is looked for from there.
+        self.since: float | None = None
 
 
 @final
@@ -377,6 +389,8 @@ class Runner:
                 )
             return
         clock = self.clock
+        if entry.since is None:
+            entry.since = after
         delay = entry.instants.due(instant) - clock.wall()
         entry.handle = clock.call_at(
             clock.monotonic() + max(delay, 0.0), lambda: self._fire(entry, instant)
@@ -395,6 +409,12 @@ class Runner:
         if self.entries.get(entry.row.id) is not entry:
             return  # replaced or removed since it was armed
         nxt = entry.instants.after(instant)
+        since, entry.since = entry.since, instant
+        if since is not None and isinstance(entry.spec.trigger, Cron):
+            for at, what in entry.instants.dst_dropped(since, instant):
+                # Every node computes the same: the first to write it records it.
+                outcome = Outcome(what)
+                self.spawn(self._record(entry, at, outcome, None, replace=False), "dst")
         self.claim(entry, instant, following=nxt)
         entry.handle = None
         if isinstance(entry.spec.trigger, Once):
