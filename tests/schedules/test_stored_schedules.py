@@ -376,3 +376,13 @@ async def test_a_dst_gap_before_the_first_fire_leaves_a_dst_gap_row() -> None:
             (datetime(2030, 4, 1, 0, 30, tzinfo=UTC), Outcome.DELIVERED),
         ]
         assert len(jobs.RUNS) == 1
+
+
+async def test_a_job_no_module_of_this_process_registered_is_failed_and_never_imported() -> None:
+    sys_, clock = system()
+    async with sys_:
+        await sys_.schedules.add(Schedule("x", Interval(5), "os.system"))  # a name, not a job
+        await clock.advance(6)
+        [row] = await sys_.schedules.history("x")
+        assert row.outcome is Outcome.FAILED
+        assert "os.system" in str(row.detail)
