@@ -58,6 +58,7 @@ from .errors import (
     AskTimeoutError,
     ClusterDisabledError,
     RemotingDisabledError,
+    ScheduleNotFoundError,
 )
 from .jobs import Jobs, JobWatch, check_jobs_option, import_jobs, registered_jobs
 from .remote import RemoteMetrics, Remoting
@@ -624,6 +625,33 @@ class ActorSystem(SchedulingCalls):
 
     def _schedule_owner(self) -> Cell | None:
         return None
+
+    async def cancel_schedule(self, reference: str, *, missing_ok: bool = False) -> None:
+        """Cancel a schedule; once this returns, none of its ticks reaches ``receive``.
+
+        Args:
+            reference: the schedule's reference.
+            missing_ok: make an unknown reference a no-op (as Akka's ``cancel`` is)
+                instead of an error: for "cancel it if it is still there".
+
+        Raises:
+            ScheduleNotFoundError: no schedule holds ``reference`` (and not ``missing_ok``).
+            TypeError: ``reference`` is not a str.
+            ActorSystemNotStartedError, WrongEventLoopError: the system is not running, or
+                this is another event loop.
+        """
+        # SchedulingCalls.cancel_schedule with its `_live_scheduler` inlined: cancel is as
+        # hot as create in timeout-style use (bench/footprint.py `cancel`).
+        runtime = self._runtime
+        if runtime is None or not runtime.running or not runtime.on_loop_thread():
+            runtime = self._live("schedule")  # raises the right error
+        schedules = runtime.schedules
+        assert schedules is not None
+        try:
+            schedules.cancel(reference)
+        except ScheduleNotFoundError:
+            if not missing_ok:
+                raise
 
     # -- actors ------------------------------------------------------------------------
 

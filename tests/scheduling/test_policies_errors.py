@@ -10,7 +10,7 @@ from typing import Any
 import pytest
 from tests.scheduling.scheduling_support import Log, recorder, running_system
 
-from tocsin import Calendar, DSTPolicy, InvalidIntervalError, Misfire, Overlap
+from tocsin import Actor, Calendar, DSTPolicy, InvalidIntervalError, Misfire, Overlap
 
 
 @pytest.mark.parametrize(
@@ -146,3 +146,41 @@ async def test_explicit_defaults_make_no_policy() -> None:
             jitter=0,
         )
         assert system.list_schedules()[0].misfire == Misfire.once()
+
+
+async def test_a_calendar_that_leaves_no_instant_in_ten_years_is_a_value_error_at_the_call() -> (
+    None
+):
+    from tocsin import ActorSystem, Calendar, ManualClock
+
+    every_day = Calendar.weekly("MON", "TUE", "WED", "THU", "FRI", "SAT", "SUN")
+    async with ActorSystem("never", clock=ManualClock()) as system:
+        pid = await system.spawn(_Quiet)
+        with pytest.raises(ValueError, match="schedule 'daily' would never fire"):
+            await system.schedule("t", pid, 86400, reference="daily", exclude=every_day)
+        with pytest.raises(ValueError, match="cron schedule 'nightly' would never fire"):
+            await system.schedule_cron(
+                "t", pid, "0 0 2 * * ?", reference="nightly", exclude=every_day
+            )
+        assert system.list_schedules() == []  # nothing was made
+
+
+async def test_next_fire_at_is_the_next_instant_the_calendar_keeps() -> None:
+    from datetime import UTC, datetime
+
+    from tocsin import ActorSystem, Calendar, ManualClock
+
+    friday = datetime(2030, 1, 4, 12, 0, tzinfo=UTC)
+    async with ActorSystem("kept", clock=ManualClock(wall=friday.timestamp())) as system:
+        pid = await system.spawn(_Quiet)
+        weekend = Calendar.weekly("SAT", "SUN")
+        await system.schedule_cron(
+            "t", pid, "0 0 12 * * ?", reference="noon", timezone="UTC", exclude=weekend
+        )
+        [info] = system.list_schedules()
+        assert info.next_fire_at == datetime(2030, 1, 7, 12, 0, tzinfo=UTC)  # Monday
+
+
+class _Quiet(Actor):
+    async def receive(self, ctx: Any) -> None:
+        pass

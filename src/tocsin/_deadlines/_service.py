@@ -116,7 +116,9 @@ class DeadlineService:
             return
         nxt = heap.next_deadline()
         if nxt is not None:
-            self._arm(nxt)
+            # `_arm` inlined (the handle is None here): one visit to the heap per batch.
+            self._armed_at = nxt
+            self._handle = self._clock.call_at(nxt, self._on_timer)
 
     def armed_at(self) -> float | None:
         """The deadline the clock timer is armed for, or ``None``."""

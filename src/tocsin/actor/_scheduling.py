@@ -154,7 +154,8 @@ class SchedulingCalls:
 
         Raises:
             InvalidIntervalError: ``interval`` or ``jitter`` is not valid seconds.
-            ValueError: a bad policy value (the message names the option), or
+            ValueError: a bad policy value (the message names the option), a calendar
+                (``exclude``) that leaves no instant in the next ten years, or
                 ``jitter >= interval``.
             ScheduleAlreadyExistsError, DeadActorError, ActorSystemNotStartedError.
         """
@@ -246,7 +247,8 @@ class SchedulingCalls:
             InvalidCronExpressionError: malformed, or no fire time after now.
             InvalidTimezoneError: unknown zone.
             InvalidIntervalError: ``jitter`` is not valid seconds.
-            ValueError: a bad policy value (the message names the option), or a
+            ValueError: a bad policy value (the message names the option), a calendar
+                that leaves no instant in the next ten years, or a
                 ``delivery`` that is not one of the two modes.
         """
         delivery = check_delivery(delivery)

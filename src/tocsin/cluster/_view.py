@@ -18,7 +18,7 @@ from typing import TYPE_CHECKING, final
 if TYPE_CHECKING:
     from ._node import ClusterNode
     from ._protocol import Coordinator, PauseNote
-    from ._values import ClusterMetrics, Member
+    from ._values import Cluster, ClusterMetrics, Member
 
 __all__ = ["ClusterView"]
 
@@ -39,6 +39,12 @@ class ClusterView:
     def name(self) -> str:
         """This node's name (its system's)."""
         return self._node.name
+
+    @property
+    def config(self) -> Cluster:
+        """The :class:`~tocsin.Cluster` options this node runs with (``poll_interval``
+        always a float once constructed)."""
+        return self._node.config
 
     @property
     def incarnation(self) -> str:

@@ -4,14 +4,18 @@ and :class:`SchedulerStatistics`."""
 
 from __future__ import annotations
 
+import math
 from collections.abc import Iterable, Mapping
 from dataclasses import dataclass
+from datetime import datetime
 from typing import TYPE_CHECKING, Any, Protocol
 
 from ..actor._spi import ScheduleInfo, SchedulerMetrics
+from ..triggers import CronTrigger, IntervalTrigger, Trigger
 from ._times import utc
 
 if TYPE_CHECKING:
+    from ._policy import SchedulePolicy
     from ._record import ScheduleRecord
     from ._ticks import TickPath
 
@@ -41,8 +45,13 @@ def schedule_info(
     cluster-wide pause of this cron reference (note, paused_at, paused_by), shown where
     the schedule has no pause of its own here."""
     cron = record.cron
+    policy = record.policy
     if record.paused or not record.armed:
         next_fire = None
+    elif policy is not None and policy.exclude is not None:
+        # The next instant that will be delivered: the armed one may be one the calendar
+        # excludes (decided when it fires), so the trigger says which.
+        next_fire = _next_kept(record, policy, now, wall)
     elif cron is not None:
         next_fire = utc(cron.next_wall + cron.offset)  # jitter included
     else:
@@ -52,7 +61,6 @@ def schedule_info(
     # A pause here wins; else a cluster-wide pause of this cron reference, if any.
     pause = None if record.paused else paused_elsewhere
     pause_at = record.paused_at if pause is None else pause.paused_at
-    policy = record.policy
     # One construction for both kinds of record: the policy fields keep their defaults
     # (today's behaviour) when the schedule has no policy.
     policies: dict[str, Any] = (
@@ -152,6 +160,30 @@ def last_lateness(scheduler: _Statistics) -> dict[str, float]:
     """Seconds each schedule's last tick fired after its deadline, by reference, for
     the schedules that have fired (the console's per-schedule lateness, issue 14)."""
     return dict(scheduler.statistics().last_lateness)
+
+
+def _next_kept(
+    record: ScheduleRecord, policy: SchedulePolicy, now: float, wall: float
+) -> datetime | None:
+    """The next instant of ``record`` its calendar keeps, plus its jitter (aware UTC), or
+    ``None`` when the engine finds none."""
+    cron = record.cron
+    trigger: Trigger
+    if cron is not None:
+        first = cron.next_wall
+        trigger = CronTrigger(
+            cron.expr, cron.tz, dst=cron.dst, exclude=policy.exclude, jitter=policy.jitter
+        )
+    elif record.interval is not None:
+        nominal = policy.nominal if policy.jitter is not None else record.due
+        first = wall + (nominal - now)
+        trigger = IntervalTrigger(
+            record.interval, first, exclude=policy.exclude, jitter=policy.jitter, zone=policy.zone
+        )
+    else:
+        return utc(wall + (record.due - now))  # a one-shot has no calendar
+    instant = trigger.next_after(math.nextafter(first, -math.inf))
+    return None if instant is None else utc(trigger.delivery(record.reference, instant))
 
 
 def _quantile(samples: list[float], q: float) -> float:

@@ -67,6 +67,9 @@ class TickSink(Protocol):
     def deadlines(self) -> Any: ...
 
     @property
+    def heap(self) -> Any: ...
+
+    @property
     def history(self) -> Any: ...
 
     def fire_cron(self, record: ScheduleRecord, state: CronState, now: float) -> None: ...
@@ -401,7 +404,7 @@ class ScheduleRecord(Deadline, RuntimeItem):
         a schedule's last tick retires it (Akka ``TimerSchedulerImpl.interceptTimerMsg``).
         """
         state = self.state
-        assert state is not None  # queued: made by fire / enqueue
+        assert state is not None  # queued: made by `fire` or `send`
         queued = state.queued = state.queued - 1
         if self.dead:
             return self.scheduler.stale(self)
@@ -483,7 +486,7 @@ class ScheduleRecord(Deadline, RuntimeItem):
                 elif not self.send_to.alive():
                     scheduler.retire(self)  # target fully stopped: drop after this tick
                 else:
-                    scheduler.deadlines.add(due, self)
+                    scheduler.heap.push(due, self)  # inside the batch, as below
                 return
         # The record itself is the mailbox item; only a tick sent while an earlier one
         # of this record still waits in a mailbox needs an item of its own (its instant).
@@ -515,7 +518,9 @@ class ScheduleRecord(Deadline, RuntimeItem):
             scheduler.retire(self)  # target fully stopped: drop after this tick
             return
         if interval is not None:
-            scheduler.deadlines.add(due, self)
+            # Re-armed from inside the deadline service's batch, which arms its timer once
+            # the batch is over (DeadlineService._on_timer): a push is all `add` would do.
+            scheduler.heap.push(due, self)
 
     # -- history (scheduling/_history.py reads the ring) ----------------------------------
 

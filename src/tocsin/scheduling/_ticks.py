@@ -128,6 +128,9 @@ class TickPath:
     ) -> None:
         self._clock = runtime.clock
         self.deadlines = runtime.deadlines
+        #: The deadline heap itself: ``ScheduleRecord.fire`` re-arms with a push, since
+        #: it runs inside the service's batch (which arms the timer once it is over).
+        self.heap = runtime.deadlines.heap
         self.retire = retire
         #: Ticks fired so far, and the ring of their lateness (seconds after the deadline;
         #: tick ``i`` at ``lateness[i % LATENESS_WINDOW]``): written by
