@@ -37,7 +37,8 @@ __all__ = ["Client"]
 
 @final
 class Client:
-    """Enqueue jobs and read durable history in a store, from a process that runs nothing.
+    """Enqueue jobs, read durable history and reach durable identities, from a process
+    that runs nothing.
 
     Use it as an async context manager (``async with Client("postgresql://...") as
     client:``), or call :meth:`open` and :meth:`close` (a web framework's lifespan).
@@ -45,9 +46,11 @@ class Client:
     Args:
         store: the workers' durable store: a URL (``sqlite:///app.db``,
             ``postgresql://...``) or a :class:`~tocsin.stores.Store`.
-        cluster: the workers' :class:`~tocsin.Cluster`, when they run as one (kept for
-            operations that reach live identities; enqueueing needs only the store).
-        remoting: this process's :class:`~tocsin.Remoting`, with ``cluster``.
+        cluster: the workers' :class:`~tocsin.Cluster`, when they run as one: its
+            coordinator says where identities live (:meth:`durable`); enqueueing needs
+            only the store. The client never joins it.
+        remoting: this process's :class:`~tocsin.Remoting` (the workers' secret; port 0
+            is fine), with ``cluster``: the client's asks and their replies go over it.
         clock: the clock due times are read from (default: the system clock; a
             ``ManualClock`` in tests).
 

@@ -197,6 +197,11 @@ def test_bad_store_urls_are_usage_errors(
     assert not missing.exists()
     assert run("tasks", "list") == 2
     assert "TOCSIN_STORE" in capsys.readouterr().err
+    # A store inside this process's memory is empty by construction: "no tasks" would
+    # answer a mistake (issue 31, item 5).
+    for url in ("memory://", "sqlite://:memory:"):
+        assert run("tasks", "list", "--store", url) == 2
+        assert "one process's memory" in capsys.readouterr().err
 
 
 def test_an_unreachable_store_is_a_failure(capsys: pytest.CaptureFixture[str]) -> None:
@@ -367,3 +372,27 @@ def test_a_read_only_store_refuses_writes(db: Path) -> None:
             await store.close()
 
     asyncio.run(go())
+
+
+def test_list_says_on_stderr_why_long_overdue_tasks_may_wait(
+    db: Path, capsys: pytest.CaptureFixture[str]
+) -> None:
+    async def add() -> None:
+        store = SQLiteStore(db)
+        await store.open()
+        run_row = row("r1", state="pending", attempts=0, last_error=None)
+        run_row = msgspec.structs.replace(run_row, kind="job:mail.welcome", identity="3")
+        await store.apply([UpsertTask(run_row)])
+        await store.close()
+
+    asyncio.run(add())
+    assert run("tasks", "list", "--store", f"sqlite:///{db}") == 0
+    captured = capsys.readouterr()
+    assert "job:mail.welcome/3" in captured.out
+    notes = sorted(captured.err.splitlines(), key=lambda n: "job:" not in n)
+    assert len(notes) == 2
+    assert "job 'mail.welcome'" in notes[0]
+    assert "worker that imported" in notes[0]
+    assert "kind 'Order'" in notes[1]
+    assert run("tasks", "list", "--store", f"sqlite:///{db}", "--state", "parked") == 0
+    assert capsys.readouterr().err == ""  # parked tasks wait for an operator, not a worker

@@ -157,3 +157,26 @@ async def test_a_client_reads_durable_task_history_from_the_store(
             history = await client.task_history(Ticker, "a", "t")
             assert [h.outcome.value for h in history] == ["delivered", "delivered"]
             assert await client.task_history("ClientTicker", "a", "nope") == []
+
+
+async def test_a_worker_of_jobs_finds_sqlite_changes_by_its_own_quick_look(
+    tmp_path: Any, monkeypatch: pytest.MonkeyPatch
+) -> None:
+    """With durable's own look pushed to an hour, only the jobs' look (every 10 ms) can
+    start the client's run within the bounded wait."""
+    from tocsin.durable import _runtime
+    from tocsin.stores.sqlite import SQLiteStore
+
+    monkeypatch.setattr(_runtime, "CHANGE_CHECK_SECONDS", 3600.0)
+    path = tmp_path / "jobs.db"
+    async with (
+        ActorSystem(store=SQLiteStore(path), jobs=[__name__]),
+        Client(SQLiteStore(path)) as client,
+    ):
+        await client.jobs.enqueue(deliver, "looked")
+        loop = asyncio.get_running_loop()
+        deadline = loop.time() + 20.0
+        while not RUNS:
+            assert loop.time() < deadline, "the worker's quick look never saw the client's run"
+            await asyncio.sleep(0.02)
+    assert [r[1] for r in RUNS] == [("looked",)]

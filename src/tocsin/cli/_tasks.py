@@ -38,7 +38,8 @@ import msgspec
 from ..clock import SystemClock
 from ..durable._spi import backfill_instants, backfill_rows, tick_outcome, trigger_row
 from ..errors import InvalidStoreURLError, StoreError
-from ..stores import DeleteTask, Store, TaskRow, UpsertTask, open_store
+from ..jobs import KIND_PREFIX as JOB_KIND_PREFIX
+from ..stores import DeleteTask, MemoryStore, Store, TaskRow, UpsertTask, open_store
 from ..stores._spi import connect_read_only
 from ..stores.sqlite import SQLiteStore
 
@@ -183,7 +184,17 @@ def _store(url: str | None, *, read_only: bool) -> Store:
         store = open_store(url)
     except InvalidStoreURLError as exc:
         raise _Usage(str(exc)) from None
-    if isinstance(store, SQLiteStore) and store.path != ":memory:":
+    if isinstance(store, MemoryStore) or (
+        isinstance(store, SQLiteStore) and store.path == ":memory:"
+    ):
+        # A fresh, empty store of this process: "no tasks" would be an answer about
+        # nothing (issue 31, item 5: a mistake must not look like an empty store).
+        raise _Usage(
+            f"store URL {url!r} names a store inside one process's memory; the command "
+            "line can only reach a store on disk or a server (sqlite:///app.db, "
+            "postgresql://...)"
+        )
+    if isinstance(store, SQLiteStore):
         # Checked read-only before any read-write open: a write command pointed at
         # another application's database must not create tocsin's tables in it.
         connect_read_only(store.path).close()
@@ -208,6 +219,43 @@ async def _list(store: Store, ns: argparse.Namespace) -> None:
         print(json.dumps({"tasks": [task_json(r) for r in rows]}, indent=2))
     else:
         print(_table(rows))
+        for line in waiting_note(rows, SystemClock().wall()):
+            print(line, file=sys.stderr)
+
+
+#: Seconds a pending task may be overdue before ``tasks list`` says why it may wait.
+OVERDUE_NOTE_SECONDS = 60.0
+
+
+def waiting_note(rows: list[TaskRow], now: float) -> list[str]:
+    """Why pending tasks long overdue may be waiting (printed on stderr, after the table).
+
+    A task runs only in a process that defined its class: a job, in a worker that
+    imported the job's module; a durable kind, in a system that imported its
+    ``DurableActor`` subclass. This process cannot see the workers, so it names the
+    kinds whose tasks wait and what would run them.
+    """
+    late: dict[str, int] = {}
+    for r in rows:
+        if r.state == "pending" and r.due < now - OVERDUE_NOTE_SECONDS:
+            late[r.kind] = late.get(r.kind, 0) + 1
+    notes = []
+    for kind, count in sorted(late.items()):
+        what = f"{count} pending task{'s' if count > 1 else ''} of {kind}"
+        if kind.startswith(JOB_KIND_PREFIX):
+            name = kind[len(JOB_KIND_PREFIX) :]
+            notes.append(
+                f"note: {what} overdue by more than a minute: runs of job {name!r} start "
+                "only in a worker that imported the job's module (ActorSystem(jobs=[...]) "
+                "or tocsin run MODULE:main); is one running on this store?"
+            )
+        else:
+            notes.append(
+                f"note: {what} overdue by more than a minute: they run only in a system on "
+                f"this store that imported the DurableActor subclass with kind {kind!r}; "
+                "is one running?"
+            )
+    return notes
 
 
 def task_json(row: TaskRow) -> dict[str, Any]:
