@@ -15,7 +15,7 @@ from pathlib import Path
 import pytest
 
 BENCH = Path(__file__).resolve().parent.parent / "bench"
-SCRIPTS = ["actor_runtime.py", "multicore.py", "remote.py", "scheduler.py"]
+SCRIPTS = ["actor_runtime.py", "multicore.py", "remote.py", "scheduler.py", "schedules.py"]
 
 
 @pytest.mark.parametrize("script", SCRIPTS)
