@@ -386,3 +386,22 @@ async def test_a_job_no_module_of_this_process_registered_is_failed_and_never_im
         [row] = await sys_.schedules.history("x")
         assert row.outcome is Outcome.FAILED
         assert "os.system" in str(row.detail)
+
+
+async def test_misfire_all_replays_the_overdue_instants_at_most_rate_a_second() -> None:
+    store = MemoryStore()
+    clock = ManualClock(wall=T0)
+    declared = [Schedule("r", Interval(60), RECORD, misfire=Misfire.all(max=3, rate=0.5))]
+    async with ActorSystem("n1", clock=clock, store=store, schedules=declared):
+        await clock.advance(61)
+    jobs.RUNS.clear()
+    await clock.advance(600)  # down for ten minutes
+    async with ActorSystem("n2", clock=clock, store=store, schedules=declared):
+        await clock.advance(0)
+        assert len(jobs.RUNS) == 1  # the oldest of the three at once
+        await clock.advance(2)
+        assert len(jobs.RUNS) == 2
+        await clock.advance(2)
+        instants = [run[1] for run in jobs.RUNS]
+        assert instants == sorted(instants)
+        assert len(instants) == 3

@@ -330,10 +330,11 @@ class Runner:
         """Instants that came due while no node ran a schedule (the whole system was
         down: nothing decided them) follow its ``misfire`` policy, once, at start:
         ``once`` claims the latest of them (the others coalesced: one ``coalesced`` row
-        on the earliest, with how many), ``all(max=N)`` claims the most recent N oldest
-        first, ``skip`` claims none (one ``missed`` row on the latest, with how many).
-        They are claimed like backfills (no lateness check), so the nodes starting
-        together decide each once; ``grace`` still makes a too-late one ``missed``."""
+        on the earliest, with how many), ``all(max=N, rate=r)`` claims the most recent N
+        oldest first, at most ``r`` a second, ``skip`` claims none (one ``missed`` row on
+        the latest, with how many). They are claimed like backfills (no lateness check),
+        so the nodes starting together decide each once; ``grace`` still makes a
+        too-late one ``missed``."""
         last = await self.store.schedule_last_instants()
         now = self.clock.wall()
         for entry in list(self.entries.values()):
@@ -362,8 +363,23 @@ class Runner:
                 if first is not None:
                     text = str(overdue - len(chosen))
                     await self._record(entry, first, Outcome.COALESCED, text, replace=False)
-            for instant in chosen:
+            rate = misfire.rate if misfire.mode == "all" else None
+            for i, instant in enumerate(chosen):
+                if not rate or i == 0:
+                    self.claim(entry, instant, overdue=True)
+                    continue
+                # Misfire.all(rate=r): the replayed instants at most r a second.
+                clock = self.clock
+                clock.call_at(clock.monotonic() + i / rate, self._later(entry, instant))
+
+    def _later(self, entry: _Entry, instant: float) -> Callable[[], None]:
+        """The timer callback claiming overdue ``instant`` of ``entry`` (if still live)."""
+
+        def due() -> None:
+            if not self.closed and self.entries.get(entry.row.id) is entry:
                 self.claim(entry, instant, overdue=True)
+
+        return due
 
     def removed(self, schedule_id: str) -> None:
         """The schedule is gone: no instant of it is armed any more."""
