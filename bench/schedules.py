@@ -37,7 +37,6 @@ from _common import Config, Runs, fmt, median_row, percentile, rss_bytes, run_ma
 
 #: Seconds of warm-up before the measured window, and of drain after it.
 WARMUP = 3.0
-DRAIN = 3.0
 
 #: (id, instant, node, start lateness): every run the stored bench's job saw.
 RUNS: list[tuple[str, float, str, float]] = []
@@ -45,19 +44,32 @@ RUNS: list[tuple[str, float, str, float]] = []
 
 def add_arguments(parser: Any) -> None:
     parser.add_argument("--seconds", type=float, default=None, help="measured window")
+    parser.add_argument("--fire-sizes", default=None, help="comma-separated N of the fire runs")
+    parser.add_argument("--start-sizes", default=None, help="comma-separated N of start-up runs")
+
+
+def _sizes(text: str | None, default: tuple[int, ...]) -> tuple[int, ...]:
+    return default if text is None else tuple(int(x) for x in text.split(",") if x)
 
 
 def configs(args: Any) -> list[Config]:
-    seconds = args.seconds or (3.0 if args.quick else 20.0)
-    fire_sizes = (50,) if args.quick else (1_000, 10_000)
-    start_sizes = (200,) if args.quick else (10_000, 100_000)
+    seconds = args.seconds or (1.0 if args.quick else 20.0)
+    settle = 1.0 if args.quick else WARMUP  # warm-up before the window, drain after it
+    fire_sizes = _sizes(args.fire_sizes, (50,) if args.quick else (1_000, 10_000))
+    start_sizes = _sizes(args.start_sizes, (200,) if args.quick else (10_000, 100_000))
     out = []
     for n in fire_sizes:
         for system in ("stored", "cron"):
             out.append(
                 Config(
                     f"fire/{system}/{n}",
-                    {"test": "fire", "system": system, "n": n, "seconds": seconds},
+                    {
+                        "test": "fire",
+                        "system": system,
+                        "n": n,
+                        "seconds": seconds,
+                        "settle": settle,
+                    },
                     timeout=600,
                 )
             )
@@ -87,7 +99,7 @@ def _register_job() -> str:
     return "bench.schedules.record"
 
 
-async def _fire(system_kind: str, n: int, seconds: float) -> dict[str, Any]:
+async def _fire(system_kind: str, n: int, seconds: float, settle: float) -> dict[str, Any]:
     from tocsin import Actor, ActorSystem, Cluster, ReceiveContext
     from tocsin.schedules import Interval, Schedule
     from tocsin.stores import MemoryStore
@@ -127,12 +139,12 @@ async def _fire(system_kind: str, n: int, seconds: float) -> dict[str, Any]:
                 pid = await system.spawn(lambda s=system: Sink(s.name), "sink")
                 for i in range(n):
                     await system.schedule_cron("t", pid, "* * * * * ?", reference=f"c{i}")
-        await asyncio.sleep(WARMUP)
+        await asyncio.sleep(settle)
         start = time.time()
         runs.clear()
         await asyncio.sleep(seconds)
         end = time.time()
-        await asyncio.sleep(DRAIN)
+        await asyncio.sleep(settle)
         window = [r for r in runs if start <= r[1] < end]
     finally:
         for system in systems:
@@ -209,7 +221,8 @@ async def _start(system_kind: str, n: int) -> dict[str, Any]:
 
 def child(params: dict[str, Any]) -> dict[str, Any]:
     if params["test"] == "fire":
-        return asyncio.run(_fire(params["system"], params["n"], params["seconds"]))
+        settle = params.get("settle", WARMUP)
+        return asyncio.run(_fire(params["system"], params["n"], params["seconds"], settle))
     return asyncio.run(_start(params["system"], params["n"]))
 
 

@@ -18,7 +18,14 @@ import pytest
 pytestmark = pytest.mark.slow
 
 BENCH = Path(__file__).resolve().parent.parent / "bench"
-SCRIPTS = ["actor_runtime.py", "codec.py", "multicore.py", "remote.py", "scheduler.py"]
+SCRIPTS = [
+    "actor_runtime.py",
+    "codec.py",
+    "multicore.py",
+    "remote.py",
+    "scheduler.py",
+    "schedules.py",
+]
 
 
 @pytest.mark.parametrize("script", SCRIPTS)

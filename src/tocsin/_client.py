@@ -17,7 +17,7 @@ from __future__ import annotations
 import uuid
 import zlib
 from types import TracebackType
-from typing import final
+from typing import Any, final
 
 from .actor import PID, TickOutcome
 from .clock import Clock, SystemClock
@@ -28,6 +28,7 @@ from .durable._spi import tick_outcome
 from .errors import ActorSystemNotStartedError, NodeUnreachableError, RemotingDisabledError
 from .jobs import Jobs
 from .remote import Remoting
+from .schedules import Schedules
 from .stores import Store, resolve_store
 from .system import ActorSystem
 
@@ -108,6 +109,18 @@ class Client:
         """Enqueue and steer runs of jobs (``client.jobs.enqueue(f, ...)``); the workers
         that imported the job run them."""
         return self._jobs
+
+    @property
+    def schedules(self) -> Schedules:
+        """Stored schedules (``docs/schedules.md``), answered from the store: the verbs of
+        ``system.schedules``. Nothing runs in the client: ``trigger`` and ``backfill``
+        store requests that the first worker running schedules claims and runs.
+
+        Raises:
+            ActorSystemNotStartedError: the client is not open.
+        """
+        store: Any = self.opened_store("use stored schedules")
+        return Schedules(store, self._clock, "client", None)
 
     async def open(self) -> None:
         """Connect to the store (idempotent). Takes no ownership: workers keep running.

@@ -46,7 +46,7 @@ async def test_a_client_reaches_each_identity_on_its_one_activation() -> None:
         for system in systems:
             await system.start()
         for system in systems:
-            await system.cluster._node.membership.tick()
+            await system.cluster._node.membership.tick()  # every view lists all
         async with Client(
             store,
             cluster=Cluster(url),

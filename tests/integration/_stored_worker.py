@@ -34,6 +34,7 @@ async def main(
         remoting=Remoting(listen="tcp://127.0.0.1:0", secret=b"cluster-test-secret!"),
         cluster=Cluster(coordinator, lease=3.0, delivery_lease=2.0, poll_interval=0.5),
         schedules=[spec],
+        jobs=["tests.integration._stored_jobs"],
     )
     async with system:
         sys.stdout.write(json.dumps({"event": "ready"}) + "\n")

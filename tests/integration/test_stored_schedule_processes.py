@@ -31,7 +31,7 @@ from tests.procs import ready_line
 
 from tocsin.stores.postgres import PostgresStore
 
-pytestmark = pytest.mark.integration
+pytestmark = [pytest.mark.integration, pytest.mark.slow]
 
 WORKER = Path(__file__).with_name("_stored_worker.py")
 ROOT = Path(__file__).resolve().parents[2]

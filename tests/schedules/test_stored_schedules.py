@@ -327,3 +327,81 @@ async def test_an_update_restating_the_same_interval_keeps_its_anchor_and_a_new_
         moved = await sys_.schedules.update("r", trigger=Interval(30))
         assert moved.spec.trigger == Interval(30, anchor=datetime.fromtimestamp(int(T0 + 7.5), UTC))
         assert moved.version == 2
+
+
+async def test_a_client_steers_stored_schedules_and_a_worker_runs_its_trigger(
+    tmp_path: Path,
+) -> None:
+    from tocsin import Client
+
+    url = f"sqlite:///{tmp_path / 'app.db'}"
+    clock = ManualClock(wall=T0)
+    declared = [Schedule("r", Interval(60), RECORD)]
+    async with ActorSystem("worker", clock=clock, store=url, schedules=declared):
+        async with Client(url, clock=clock) as client:
+            info = await client.schedules.pause("r", note="from the web app")
+            assert (info.paused, info.paused_by) == (True, "client")
+            await client.schedules.trigger("r")  # a request: the worker claims it
+        # On a real clock the worker sees the change within a second (SQLite's change
+        # watch); on a ManualClock that watch is off, so the backstop look finds it.
+        await clock.advance(61)
+        assert [(run[0], run[2]) for run in jobs.RUNS] == [("r", True)]
+
+
+async def test_a_pause_note_is_bounded_like_every_pause_note() -> None:
+    sys_, _clock = system()
+    async with sys_:
+        await sys_.schedules.add(Schedule("r", Interval(60), RECORD))
+        with pytest.raises(ValueError, match="4,096 bytes"):
+            await sys_.schedules.pause("r", note="x" * 5000)
+        with pytest.raises(TypeError, match="`note`"):
+            await sys_.schedules.pause("r", note=42)  # type: ignore[arg-type]
+        assert not (await sys_.schedules.get("r")).paused
+
+
+async def test_a_dst_gap_before_the_first_fire_leaves_a_dst_gap_row() -> None:
+    from tocsin import DSTPolicy
+
+    clock = ManualClock(wall=datetime(2030, 3, 30, 12, tzinfo=UTC).timestamp())
+    spec = Schedule(
+        "paris",
+        Cron("0 30 2 * * ?", timezone="Europe/Paris", dst=DSTPolicy(gap="skip")),
+        RECORD,
+    )
+    async with ActorSystem("n1", clock=clock, store=MemoryStore(), schedules=[spec]) as sys_:
+        await clock.advance(2 * 86_400)  # Sunday 31st 02:30 does not exist in Paris
+        rows = [(r.instant, r.outcome) for r in await sys_.schedules.history("paris")]
+        assert rows == [
+            (datetime(2030, 3, 31, 1, tzinfo=UTC), Outcome.DST_GAP),  # 03:00, after the gap
+            (datetime(2030, 4, 1, 0, 30, tzinfo=UTC), Outcome.DELIVERED),
+        ]
+        assert len(jobs.RUNS) == 1
+
+
+async def test_a_job_no_module_of_this_process_registered_is_failed_and_never_imported() -> None:
+    sys_, clock = system()
+    async with sys_:
+        await sys_.schedules.add(Schedule("x", Interval(5), "os.system"))  # a name, not a job
+        await clock.advance(6)
+        [row] = await sys_.schedules.history("x")
+        assert row.outcome is Outcome.FAILED
+        assert "os.system" in str(row.detail)
+
+
+async def test_misfire_all_replays_the_overdue_instants_at_most_rate_a_second() -> None:
+    store = MemoryStore()
+    clock = ManualClock(wall=T0)
+    declared = [Schedule("r", Interval(60), RECORD, misfire=Misfire.all(max=3, rate=0.5))]
+    async with ActorSystem("n1", clock=clock, store=store, schedules=declared):
+        await clock.advance(61)
+    jobs.RUNS.clear()
+    await clock.advance(600)  # down for ten minutes
+    async with ActorSystem("n2", clock=clock, store=store, schedules=declared):
+        await clock.advance(0)
+        assert len(jobs.RUNS) == 1  # the oldest of the three at once
+        await clock.advance(2)
+        assert len(jobs.RUNS) == 2
+        await clock.advance(2)
+        instants = [run[1] for run in jobs.RUNS]
+        assert instants == sorted(instants)
+        assert len(instants) == 3

@@ -20,16 +20,19 @@ from dataclasses import replace
 from datetime import UTC, datetime, timedelta
 from typing import TYPE_CHECKING, Any, Final, Protocol, TypeVar, final
 
+from ..cron import DSTPolicy
 from ..triggers import jitter_offset
 from ._triggers import Cron, Interval, Once
 
 if TYPE_CHECKING:
     from ..cron import Calendar
 
-__all__ = ["HORIZON", "Instants", "check_has_instant", "resolve"]
+__all__ = ["DST_SCAN", "HORIZON", "Instants", "check_has_instant", "resolve"]
 
 #: How far ahead an instant must exist (DESIGN.md: "no instant in the next 10 years").
 HORIZON: Final = 10 * 365.25 * 86_400.0
+#: Matching wall times walked at most to find what a DST change dropped.
+DST_SCAN: Final = 4_096
 #: Instants walked one by one before the search samples day starts instead.
 _WALK: Final = 200
 
@@ -150,6 +153,50 @@ class Instants:
             found += 1
             cursor = self.after(cursor)
         return found
+
+    def dst_dropped(self, since: float, fire_at: float) -> list[tuple[float, str]]:
+        """The instants a daylight-saving change kept from firing in ``(since,
+        fire_at)``: ``"dst_gap"`` (a matching wall time that did not exist, reported at
+        the first instant after the gap) or ``"dst_fold"`` (the occurrence of a repeated
+        wall time the policy does not fire). Empty unless the zone's offset differs
+        between the two times (one offset read each otherwise); a cron schedule only.
+        Walks at most :data:`DST_SCAN` matching wall times (the scheduler's rule,
+        ``scheduling/_cron.py``)."""
+        expr = self._cron
+        if expr is None:
+            return []
+        tz = expr.timezone or UTC
+        if datetime.fromtimestamp(since, tz).utcoffset() == (
+            datetime.fromtimestamp(fire_at, tz).utcoffset()
+        ):
+            return []
+        policy = self._dst if self._dst is not None else DSTPolicy()
+        gap_drops = policy.gap in ("quartz", "skip")
+        fold_drops = policy.fold != "both"
+        if not (gap_drops or fold_drops):
+            return []
+        every = DSTPolicy(gap="next" if gap_drops else policy.gap, fold="both")
+        dropped: list[tuple[float, str]] = []
+        current = since
+        for _ in range(DST_SCAN):
+            nxt = expr.next_after(datetime.fromtimestamp(current, tz), dst=every)
+            if nxt is None:
+                break
+            at = nxt.timestamp()
+            if at >= fire_at:
+                break
+            current = at
+            # A real instant whose wall time reads with two offsets is in a fold.
+            wall = datetime.fromtimestamp(at, tz).replace(tzinfo=None)
+            folded = (
+                wall.replace(tzinfo=tz, fold=0).utcoffset()
+                != wall.replace(tzinfo=tz, fold=1).utcoffset()
+            )
+            if folded and fold_drops:
+                dropped.append((at, "dst_fold"))
+            elif not folded and gap_drops:
+                dropped.append((at, "dst_gap"))
+        return dropped
 
     def excluded(self, instant: float) -> bool:
         """Whether the calendar excludes ``instant``."""

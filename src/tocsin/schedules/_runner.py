@@ -50,7 +50,7 @@ from ._instants import Instants
 from ._spec import decode_spec
 from ._store_claims import StoreClaims
 from ._targets import find_job, queue_durable
-from ._values import Durable, Once, Schedule
+from ._values import Cron, Durable, Once, Schedule
 
 if TYPE_CHECKING:
     from ..clock import Clock, TimerHandle
@@ -89,7 +89,16 @@ def _utc(seconds: float) -> datetime:
 class _Entry:
     """One stored schedule as this node runs it."""
 
-    __slots__ = ("buffered", "handle", "inflight", "instants", "outstanding", "row", "spec")
+    __slots__ = (
+        "buffered",
+        "handle",
+        "inflight",
+        "instants",
+        "outstanding",
+        "row",
+        "since",
+        "spec",
+    )
 
     def __init__(self, row: ScheduleRow, spec: Schedule) -> None:
         self.row = row
@@ -101,6 +110,9 @@ class _Entry:
         self.buffered: Callable[[], None] | None = None
         #: Durable targets: ids of this schedule's task rows not yet seen gone.
         self.outstanding: list[tuple[str, str, str]] = []
+        #: The last instant fired here, or when it was armed first: what a DST change
+        #: dropped since is looked for from there.
+        self.since: float | None = None
 
 
 @final
@@ -312,15 +324,17 @@ class Runner:
             fresh.outstanding = entry.outstanding
         self.entries[row.id] = fresh
         self._arm(fresh, self.clock.wall())
+        self._arm_poll()  # the first schedule here: the backstop starts looking
 
     async def _catch_up(self) -> None:
         """Instants that came due while no node ran a schedule (the whole system was
         down: nothing decided them) follow its ``misfire`` policy, once, at start:
         ``once`` claims the latest of them (the others coalesced: one ``coalesced`` row
-        on the earliest, with how many), ``all(max=N)`` claims the most recent N oldest
-        first, ``skip`` claims none (one ``missed`` row on the latest, with how many).
-        They are claimed like backfills (no lateness check), so the nodes starting
-        together decide each once; ``grace`` still makes a too-late one ``missed``."""
+        on the earliest, with how many), ``all(max=N, rate=r)`` claims the most recent N
+        oldest first, at most ``r`` a second, ``skip`` claims none (one ``missed`` row on
+        the latest, with how many). They are claimed like backfills (no lateness check),
+        so the nodes starting together decide each once; ``grace`` still makes a
+        too-late one ``missed``."""
         last = await self.store.schedule_last_instants()
         now = self.clock.wall()
         for entry in list(self.entries.values()):
@@ -349,8 +363,23 @@ class Runner:
                 if first is not None:
                     text = str(overdue - len(chosen))
                     await self._record(entry, first, Outcome.COALESCED, text, replace=False)
-            for instant in chosen:
+            rate = misfire.rate if misfire.mode == "all" else None
+            for i, instant in enumerate(chosen):
+                if not rate or i == 0:
+                    self.claim(entry, instant, overdue=True)
+                    continue
+                # Misfire.all(rate=r): the replayed instants at most r a second.
+                clock = self.clock
+                clock.call_at(clock.monotonic() + i / rate, self._later(entry, instant))
+
+    def _later(self, entry: _Entry, instant: float) -> Callable[[], None]:
+        """The timer callback claiming overdue ``instant`` of ``entry`` (if still live)."""
+
+        def due() -> None:
+            if not self.closed and self.entries.get(entry.row.id) is entry:
                 self.claim(entry, instant, overdue=True)
+
+        return due
 
     def removed(self, schedule_id: str) -> None:
         """The schedule is gone: no instant of it is armed any more."""
@@ -376,6 +405,8 @@ class Runner:
                 )
             return
         clock = self.clock
+        if entry.since is None:
+            entry.since = after
         delay = entry.instants.due(instant) - clock.wall()
         entry.handle = clock.call_at(
             clock.monotonic() + max(delay, 0.0), lambda: self._fire(entry, instant)
@@ -394,6 +425,12 @@ class Runner:
         if self.entries.get(entry.row.id) is not entry:
             return  # replaced or removed since it was armed
         nxt = entry.instants.after(instant)
+        since, entry.since = entry.since, instant
+        if since is not None and isinstance(entry.spec.trigger, Cron):
+            for at, what in entry.instants.dst_dropped(since, instant):
+                # Every node computes the same: the first to write it records it.
+                outcome = Outcome(what)
+                self.spawn(self._record(entry, at, outcome, None, replace=False), "dst")
         self.claim(entry, instant, following=nxt)
         entry.handle = None
         if isinstance(entry.spec.trigger, Once):

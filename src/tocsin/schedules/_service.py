@@ -27,6 +27,7 @@ import msgspec
 from ..actor import Outcome, TickOutcome
 from ..errors import ScheduleAlreadyExistsError, ScheduleNotFoundError
 from ..stores import ScheduleRequest, ScheduleRow, ScheduleStore, ScheduleTickRow
+from ..triggers import check_note
 from ._instants import Instants, resolve
 from ._spec import decode_spec, diff, encode_spec
 from ._values import Interval, Once, Schedule, StoredSchedule
@@ -210,10 +211,9 @@ class Schedules:
 
         Raises:
             ScheduleNotFoundError: unknown id.
+            ValueError: a note over 4,096 UTF-8 bytes (the bound of every pause note).
         """
-        if note is not None and not isinstance(note, str):
-            raise TypeError(f"`note` must be a str or None, got {note!r}")
-        return await self._set_paused(schedule_id, True, note)
+        return await self._set_paused(schedule_id, True, check_note(note))
 
     async def resume(self, schedule_id: str) -> StoredSchedule:
         """Resume a paused schedule: it goes on from now (never fires at once).

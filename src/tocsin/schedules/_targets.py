@@ -2,21 +2,18 @@
 """Where a stored schedule's instant goes: a job (a function found by its stable name) or
 a durable identity's method (a one-shot task row, run as any durable task is).
 
-A job name is looked up in the job registry (``@job``); a name not registered yet has
-its module imported once (the name ``@job`` gives by default is ``module.qualname``):
-nothing read from the store is evaluated, only looked up. A name no module of this
-process registers is not run here (``failed``, naming it).
+A job name is looked up in the job registry (``@job``), never imported: nothing read
+from the store is evaluated or loaded. A name no module of this process registered is not
+run here (``failed``, naming it: import the job's module, ``ActorSystem(jobs=[...])``).
 """
 
 from __future__ import annotations
 
-import importlib
 import logging
 from datetime import UTC, datetime
 from typing import TYPE_CHECKING
 
 from .._codec import encode
-from ..errors import JobNotFoundError
 from ..jobs import JobSpec, resolve
 from ..stores import TaskRow, UpsertTask
 
@@ -30,24 +27,14 @@ _log = logging.getLogger("tocsin.schedules")
 
 
 def find_job(name: str) -> JobSpec:
-    """The job registered as ``name``; if none is yet, its module (the name's longest
-    importable prefix) is imported once and the registry asked again (a job's module
-    registers it on import). Nothing is evaluated: names are only looked up.
+    """The job registered as ``name`` in this process (``@job`` in a module it imported,
+    ``ActorSystem(jobs=[...])``). A stored name is only looked up, never imported: what
+    the store says runs no code a process did not load itself.
 
     Raises:
         JobNotFoundError: no job of that name in this process (the message names it).
     """
-    try:
-        return resolve(name)
-    except JobNotFoundError:
-        parts = name.split(".")
-        for cut in range(len(parts) - 1, 0, -1):
-            try:
-                importlib.import_module(".".join(parts[:cut]))
-            except ImportError:
-                continue
-            break
-        return resolve(name)
+    return resolve(name)
 
 
 def task_id(schedule_id: str, instant: float) -> str:
