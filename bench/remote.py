@@ -147,7 +147,10 @@ async def transport_peer(spec: dict[str, Any]) -> None:
         def resolve(self, path: str) -> str:
             return ""
 
-        def undelivered(self, info: object) -> None:
+        def undelivered(self, info: object, why: str) -> None:
+            raise AssertionError("undelivered")
+
+        def undelivered_frame(self, *args: Any) -> None:
             raise AssertionError("undelivered")
 
     config = Remoting("tcp://127.0.0.1:0", SECRET, messages=[Msg])
@@ -293,7 +296,10 @@ async def transport_driver(params: dict[str, Any], address: str) -> dict[str, An
         def resolve(self, path: str) -> str:
             return ""
 
-        def undelivered(self, info: object) -> None:
+        def undelivered(self, info: object, why: str) -> None:
+            raise AssertionError("undelivered")
+
+        def undelivered_frame(self, *args: Any) -> None:
             raise AssertionError("undelivered")
 
     config = Remoting("tcp://127.0.0.1:0", SECRET, messages=[Msg])

@@ -317,7 +317,7 @@ class RemoteNode:
         if len(body) > self._max_frame:
             raise too_big(len(body), self._max_frame)
         endpoint = to if isinstance(to, Endpoint) else self.endpoint(to)
-        return endpoint.send(body, info, expect)
+        return endpoint.send(body, info, expect, plain=True)
 
     def send_tick(
         self,
