@@ -34,7 +34,7 @@ core 0 and peer on core 1, then the other way round), so the medians cover both.
 
 Reproduce::
 
-    git archive 06d3e7e src | tar -x -C /tmp/before
+    mkdir -p /tmp/before && git archive 06d3e7e src | tar -x -C /tmp/before
     .venv/bin/python bench/remote.py --before /tmp/before --repeats 6 --only-tells-asks
 
 (``--quick`` for a smoke run.)
