@@ -746,20 +746,23 @@ def is_loopback(host: str) -> bool:
 
 
 _LOOPBACK_NAMES: Final = ("localhost", "127.0.0.1", "::1")
+_EVERY_INTERFACE: Final = frozenset({"0.0.0.0", "::", "*"})
 
 
 def own_addresses(config: Remoting, real: NodeAddress, port: int = 0) -> frozenset[str]:
     """The addresses a node listening per ``config`` answers a dialer at, as
     ``str(NodeAddress)``: its dial address ``real``, its listen address with the port it
-    bound (``port``; 0: the one in ``listen``), and other loopback names of that port
-    when it listens on loopback."""
+    bound (``port``; 0: the one in ``listen``), and the loopback names of that port when
+    it listens on loopback or on every interface."""
     own = {str(real), str(config.listen_address)}
     listen = config.listen_address
     if listen.kind == "tcp":
         port = port or listen.port
         if port:
             own.add(str(NodeAddress("tcp", host=listen.host, port=port)))
-        if is_loopback(listen.host) and port:
+        # A listener on loopback, or on every interface, is reached on this port under
+        # any loopback name (nothing else can bind that port on loopback meanwhile).
+        if (is_loopback(listen.host) or listen.host in _EVERY_INTERFACE) and port:
             for name in _LOOPBACK_NAMES:
                 own.add(str(NodeAddress("tcp", host=name, port=port)))
     return frozenset(own)
