@@ -34,7 +34,7 @@ core 0 and peer on core 1, then the other way round), so the medians cover both.
 
 Reproduce::
 
-    git archive 06d3e7e src | tar -x -C /tmp/before
+    mkdir -p /tmp/before && git archive 06d3e7e src | tar -x -C /tmp/before
     .venv/bin/python bench/remote.py --before /tmp/before --repeats 6 --only-tells-asks
 
 (``--quick`` for a smoke run.)
@@ -147,7 +147,10 @@ async def transport_peer(spec: dict[str, Any]) -> None:
         def resolve(self, path: str) -> str:
             return ""
 
-        def undelivered(self, info: object) -> None:
+        def undelivered(self, info: object, why: str) -> None:
+            raise AssertionError("undelivered")
+
+        def undelivered_frame(self, *args: Any) -> None:
             raise AssertionError("undelivered")
 
     config = Remoting(listen="tcp://127.0.0.1:0", secret=SECRET, messages=[Msg])
@@ -293,7 +296,10 @@ async def transport_driver(params: dict[str, Any], address: str) -> dict[str, An
         def resolve(self, path: str) -> str:
             return ""
 
-        def undelivered(self, info: object) -> None:
+        def undelivered(self, info: object, why: str) -> None:
+            raise AssertionError("undelivered")
+
+        def undelivered_frame(self, *args: Any) -> None:
             raise AssertionError("undelivered")
 
     config = Remoting(listen="tcp://127.0.0.1:0", secret=SECRET, messages=[Msg])

@@ -15,7 +15,8 @@ from tocsin.clock import Clock
 from tocsin.remote import Remoting
 from tocsin.remote import _handshake as hs
 from tocsin.remote import _records as records
-from tocsin.remote._envelopes import PROTOCOL_VERSION, Hello
+from tocsin.remote._address import NodeAddress
+from tocsin.remote._envelopes import PROTOCOL_VERSION, Hello, Tell
 from tocsin.remote._messages import MessageRegistry, WireCodec
 from tocsin.remote._node import RemoteNode
 from tocsin.remote._replies import RemoteReply
@@ -85,6 +86,13 @@ class RecordingHost:
     def undelivered(self, info: object, why: str) -> None:
         self.undelivered_infos.append(info)
         self.undelivered_why.append(why)
+
+    def undelivered_frame(self, address: NodeAddress, system: str, frame: bytes, why: str) -> None:
+        """A lost plain tell, decoded: its message stands for its ``info`` (tests send
+        ``node.tell(..., encode_message(x), x)``)."""
+        tell = msgspec.msgpack.decode(frame, type=Tell)
+        codec = WireCodec(MessageRegistry([Ping, Note]), FakePID, FakePID)
+        self.undelivered(codec.decode(tell.name, tell.payload), why)
 
     async def wait_tells(self, count: int, timeout: float = 10.0) -> None:
         async with asyncio.timeout(timeout):

@@ -41,7 +41,7 @@ from tocsin.remote import _records as records
 from tocsin.remote._address import NodeAddress, parse_system_address
 from tocsin.remote._envelopes import Ask, Envelope, Hello, Tell, decoder
 from tocsin.remote._messages import MessageRegistry, WireCodec
-from tocsin.remote._node import RemoteNode
+from tocsin.remote._node import RemoteNode, own_addresses
 from tocsin.remote._replies import RemoteReply
 
 INJECTED = 8
@@ -383,3 +383,17 @@ async def test_a_listener_off_loopback_without_tls_warns_once(
     lines = [r.getMessage() for r in caplog.records if "without TLS" in r.getMessage()]
     assert len(lines) == 1
     assert "0.0.0.0" in lines[0]
+
+
+def test_a_node_answers_to_its_own_addresses_only() -> None:
+    loopback = config("tcp://127.0.0.1:7100")
+    own = own_addresses(loopback, loopback.dial_address, 7100)
+    assert {"tcp://127.0.0.1:7100", "tcp://localhost:7100", "tcp://[::1]:7100"} <= own
+    assert "tcp://127.0.0.1:7101" not in own
+    assert "tcp://127.0.0.2:7100" not in own
+    everywhere = config("tcp://0.0.0.0:0", advertise="tcp://10.0.0.5:7100")
+    own = own_addresses(everywhere, everywhere.dial_address, 7100)
+    assert {"tcp://10.0.0.5:7100", "tcp://127.0.0.1:7100", "tcp://localhost:7100"} <= own
+    assert "tcp://10.0.0.6:7100" not in own
+    unix = config("unix:///run/shop/n1.sock")
+    assert own_addresses(unix, unix.dial_address) == {"unix:///run/shop/n1.sock"}

@@ -19,6 +19,7 @@ from tests.eventually import eventually
 from tests.remote.remote_support import (
     SECRET,
     FakePID,
+    Ping,
     RawDialer,
     RecordingHost,
     config,
@@ -27,11 +28,11 @@ from tests.remote.remote_support import (
     running,
 )
 
-from tocsin import ManualClock
+from tocsin import ActorSystem, DeadLetter, DeadLetterReason, ManualClock, Remoting
 from tocsin.remote import _handshake as hs
 from tocsin.remote import _records as records
 from tocsin.remote._address import NodeAddress, parse_system_address
-from tocsin.remote._connection import CONFIRM_EVERY
+from tocsin.remote._connection import CONFIRM_EVERY, FROM_FRAME
 from tocsin.remote._envelopes import Tell
 from tocsin.remote._messages import MessageRegistry, WireCodec
 from tocsin.remote._node import SILENT_TICKS, RemoteNode
@@ -112,7 +113,10 @@ async def test_the_sender_stops_holding_a_tell_once_its_record_is_confirmed() ->
         assert conn is not None
         # Confirmed every CONFIRM_EVERY bytes without waiting for a heartbeat tick: what
         # is held is less than that (the tail waits for the next tick).
-        await eventually(lambda: sum(len(i) for _, i in conn._unconfirmed) * 1024 < CONFIRM_EVERY)
+        await eventually(lambda: sum(len(f) for _, f, _ in conn._unconfirmed) < CONFIRM_EVERY)
+        # What is held per record is its bytes and a marker per plain tell, nothing of
+        # the sender's objects.
+        assert all(all(i is FROM_FRAME for i in infos) for _, _, infos in conn._unconfirmed)
 
 
 async def _started(cfg: object, name: str) -> RemoteNode:
@@ -158,5 +162,40 @@ async def test_a_large_frame_still_arriving_is_not_silence() -> None:
         assert conn.closed
         writer.close()
         assert records.HEAD  # (the record layer carried the frame whole)
+    finally:
+        await receiver.stop()
+
+
+async def test_an_actor_systems_unconfirmed_tells_are_dead_letters_with_their_messages() -> None:
+    clock = ManualClock()
+    receiver = manual_node("r", clock)
+    await receiver.start()
+    try:
+        remoting = Remoting("tcp://127.0.0.1:0", SECRET, messages=[Ping])
+        async with ActorSystem("s", remoting=remoting) as sender:
+            letters: list[DeadLetter] = []
+            sender.events.subscribe(letters.append, DeadLetter)
+            pid = sender._runtime.pid_from_wire(f"{receiver.address}/user/x")  # type: ignore[union-attr]
+            pid.tell(Ping(0))
+            await host_of(receiver).wait_tells(1)
+            node = sender._remote.node  # type: ignore[union-attr]
+            node._heartbeat.cancel()  # busy from here: no heartbeat, nothing read
+            [conn] = receiver._connections
+            for _ in range(SILENT_TICKS + 2):
+                if conn.closed:
+                    break
+                receiver._heartbeat_tick()
+            assert conn.closed
+            sent = 2000
+            for i in range(1, sent + 1):
+                pid.tell(Ping(i))
+            await eventually(lambda: len(letters) >= sent)
+            await asyncio.sleep(0.05)  # (bounded) nothing more comes
+            lost = {letter.message.n for letter in letters}
+            assert lost - {0} == set(range(1, sent + 1))
+            assert {letter.reason for letter in letters} == {DeadLetterReason.UNREACHABLE}
+            assert all(letter.target == pid for letter in letters)
+            assert sender.remote_metrics().unreachable == len(letters)
+            assert sender.remote_metrics().held_lost == len(letters)
     finally:
         await receiver.stop()

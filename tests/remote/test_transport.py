@@ -258,11 +258,17 @@ async def test_mutual_tls_carries_traffic_and_refuses_a_certificate_of_another_c
             assert host_of(b).tells == []
 
 
-async def test_a_plain_dialer_is_refused_by_a_tls_node(tmp_path: Path) -> None:
+async def test_a_plain_dialer_is_refused_by_a_tls_node_which_counts_it(tmp_path: Path) -> None:
     certs = make_certs(tmp_path)
-    async with running(config(**certs), "b") as b, running(config(), "a") as a:
+    async with (
+        running(config(connect_timeout=0.3, **certs), "b") as b,
+        running(config(), "a") as a,
+    ):
         with pytest.raises(NodeUnreachableError):
             await a.ask(node_of(b.address), "/user/x", "", "", a.encode_message(1))
+        # The TLS layer dropped it without a word to the connection: counted anyway,
+        # once its deadline (connect_timeout + 1 s) has passed.
+        await eventually(lambda: b.metrics().auth_failures >= 1)
 
 
 async def test_heartbeats_keep_an_idle_connection_and_count_frames() -> None:

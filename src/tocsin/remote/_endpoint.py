@@ -58,7 +58,7 @@ from typing import TYPE_CHECKING, Any, Final, Protocol, final
 from ..actor._spi import DeadLetterReason
 from ..errors import NodeUnreachableError
 from ._address import NodeAddress
-from ._connection import Connection
+from ._connection import FROM_FRAME, Connection, LostFrame
 from ._envelopes import Envelope
 
 if TYPE_CHECKING:
@@ -142,11 +142,14 @@ class Endpoint:
 
     # -- sending ------------------------------------------------------------------------
 
-    def send(self, body: bytes, info: object, expect: str = "") -> bool:
+    def send(self, body: bytes, info: object, expect: str = "", *, plain: bool = False) -> bool:
         """Send one frame for the system named ``expect`` (``""``: whichever system
         listens there). ``False`` when it cannot (:attr:`refused` says why): the caller
-        makes the dead letter. ``info`` is handed to ``host.undelivered`` if a frame
-        queued while connecting is dropped."""
+        makes the dead letter. ``info`` is handed to ``host.undelivered`` if the frame is
+        dropped before the peer confirmed it; for a ``plain`` tell (a ``Tell`` frame whose
+        dead letter its bytes can make) only while connecting: once on a connection, its
+        frame is handed to ``host.undelivered_frame`` instead (nothing of the sender's is
+        held while it is in flight)."""
         self._rested = 0.0
         state = self.state
         if state == UP:
@@ -155,7 +158,7 @@ class Endpoint:
             if expect and expect != self.peer_system:
                 self.refused = _UNREACHABLE
                 return False
-            if not self._waiting and conn.send(body, info=info):
+            if not self._waiting and conn.send(body, info=FROM_FRAME if plain else info):
                 return True
             # Full, or sends wait for room before it: a tell does not overtake them.
             self.refused = _UNREACHABLE if conn.closed else _OVERFLOW
@@ -239,8 +242,12 @@ class Endpoint:
             f"the connection to {self.address} was dropped before {self.address} "
             "confirmed receiving them"
         )
+        host = self.node.host
         for info in held:
-            self.node.host.undelivered(info, why)
+            if type(info) is LostFrame:
+                host.undelivered_frame(self.address, self.peer_system, info.body, why)
+            else:
+                host.undelivered(info, why)
 
     def request(self, body: bytes, corr: int, callback: Callback, expect: str = "") -> bool:
         """Send a request frame whose answer (or the loss of the connection) is given to

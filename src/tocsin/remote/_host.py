@@ -8,6 +8,7 @@ from typing import TYPE_CHECKING, Protocol
 if TYPE_CHECKING:
     import asyncio
 
+    from ._address import NodeAddress
     from ._replies import RemoteReply
 
 __all__ = ["Host"]
@@ -37,6 +38,12 @@ class Host(Protocol):
         """``str(pid)`` of the local actor at ``path``, or ``""`` when there is none."""
 
     def undelivered(self, info: object, why: str) -> None:
-        """A tell queued for a peer never left this node (the dial or the handshake
-        failed, or the node there is another system: ``why`` says so in words): ``info``
-        is what the sender passed; make it a dead letter with reason ``unreachable``."""
+        """A tell for a peer never reached it (the dial or the handshake failed, the node
+        there is another system, or the connection was lost before the peer confirmed
+        it: ``why`` says so in words): ``info`` is what the sender passed; make it a
+        dead letter with reason ``unreachable``."""
+
+    def undelivered_frame(self, address: NodeAddress, system: str, frame: bytes, why: str) -> None:
+        """A plain tell (``RemoteNode.tell``) sent to the node at ``address`` (the system
+        ``system``) was not confirmed when its connection was lost: ``frame`` is its
+        ``Tell`` envelope's bytes; make it a dead letter with reason ``unreachable``."""

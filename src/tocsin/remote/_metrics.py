@@ -21,7 +21,8 @@ class RemoteMetrics:
         reconnects: connections re-established to a peer that had been up before.
         auth_failures: connections refused for a failed or unfinished handshake, on
             either side (a wrong proof, bad opening bytes, a dialer that closed instead of
-            proving it holds the secret, no handshake within ``connect_timeout``). A
+            proving it holds the secret, no handshake within ``connect_timeout``, an
+            inbound TLS handshake that failed or did not finish). A
             connection closed before sending anything (a port probe) is not counted.
         protocol_errors: connections closed for a bad frame (length, encoding, order).
         undecodable: frames whose message could not be decoded here (unknown message

@@ -112,6 +112,9 @@ class RemoteNode:
         self._connections: set[Connection] = set()
         #: Inbound connections admitted and not authenticated yet (closed at stop).
         self._strangers: set[Connection] = set()
+        #: Inbound TLS connections still in their TLS handshake, with the timer that
+        #: counts them failed if it never finishes (asyncio tells the protocol nothing).
+        self._in_tls: dict[Connection, Any] = {}
         self._own: frozenset[str] = frozenset()  # the addresses this node answers to
         self._server: asyncio.AbstractServer | None = None
         self._heartbeat: Any = None
@@ -135,7 +138,10 @@ class RemoteNode:
         listen = self.config.listen_address
 
         def factory() -> Connection:
-            return Connection(self, dialer=False, host="?")
+            conn = Connection(self, dialer=False, host="?")
+            if self._server_ssl is not None:
+                self._tls_started(conn)
+            return conn
 
         # (A TLS stranger is bounded by the TLS handshake's own deadline; the cap of
         # strangers counts it from the end of the TLS handshake, when we see it.)
@@ -271,6 +277,9 @@ class RemoteNode:
             conn.close()
         for conn in list(self._strangers):
             conn.abort()
+        for timer in self._in_tls.values():
+            timer.cancel()
+        self._in_tls.clear()
         if self._server is not None:
             with contextlib.suppress(Exception):
                 await asyncio.wait_for(self._server.wait_closed(), 1.0)
@@ -317,7 +326,7 @@ class RemoteNode:
         if len(body) > self._max_frame:
             raise too_big(len(body), self._max_frame)
         endpoint = to if isinstance(to, Endpoint) else self.endpoint(to)
-        return endpoint.send(body, info, expect)
+        return endpoint.send(body, info, expect, plain=True)
 
     def send_tick(
         self,
@@ -551,10 +560,32 @@ class RemoteNode:
         assert isinstance(conn, Connection)
         return conn
 
+    def _tls_started(self, conn: Connection) -> None:
+        clock = self.clock
+        deadline = clock.monotonic() + self.config.connect_timeout + 1.0
+        self._in_tls[conn] = clock.call_at(deadline, lambda: self._tls_unfinished(conn))
+
+    def _tls_unfinished(self, conn: Connection) -> None:
+        """An inbound TLS handshake failed or never finished: asyncio dropped the
+        connection without telling its protocol, whose peer is unknown here."""
+        if self._in_tls.pop(conn, None) is None:
+            return
+        self.counters.auth_failures += 1
+        self.warn(
+            "tls",
+            "remoting: an inbound TLS handshake failed or did not finish within "
+            f"connect_timeout ({self.config.connect_timeout:g} s): a peer without a "
+            "certificate of this deployment's CA, or not speaking TLS (counted in "
+            "auth_failures)",
+        )
+
     def admit(self, conn: Connection) -> bool:
         """A stranger connected: admitted while fewer than ``max_pending_handshakes``
         are in their handshake; else refused (counted in ``handshakes_refused``, logged
         at most once a minute per peer host)."""
+        timer = self._in_tls.pop(conn, None)
+        if timer is not None:
+            timer.cancel()  # its TLS handshake finished
         if self.stopping or len(self._strangers) >= self.config.max_pending_handshakes:
             self.counters.handshakes_refused += 1
             self.warn(
@@ -746,20 +777,23 @@ def is_loopback(host: str) -> bool:
 
 
 _LOOPBACK_NAMES: Final = ("localhost", "127.0.0.1", "::1")
+_EVERY_INTERFACE: Final = frozenset({"0.0.0.0", "::", "*"})
 
 
 def own_addresses(config: Remoting, real: NodeAddress, port: int = 0) -> frozenset[str]:
     """The addresses a node listening per ``config`` answers a dialer at, as
     ``str(NodeAddress)``: its dial address ``real``, its listen address with the port it
-    bound (``port``; 0: the one in ``listen``), and other loopback names of that port
-    when it listens on loopback."""
+    bound (``port``; 0: the one in ``listen``), and the loopback names of that port when
+    it listens on loopback or on every interface."""
     own = {str(real), str(config.listen_address)}
     listen = config.listen_address
     if listen.kind == "tcp":
         port = port or listen.port
         if port:
             own.add(str(NodeAddress("tcp", host=listen.host, port=port)))
-        if is_loopback(listen.host) and port:
+        # A listener on loopback, or on every interface, is reached on this port under
+        # any loopback name (nothing else can bind that port on loopback meanwhile).
+        if (is_loopback(listen.host) or listen.host in _EVERY_INTERFACE) and port:
             for name in _LOOPBACK_NAMES:
                 own.add(str(NodeAddress("tcp", host=name, port=port)))
     return frozenset(own)

@@ -23,6 +23,8 @@ from __future__ import annotations
 
 from typing import TYPE_CHECKING, Any, Final, final
 
+import msgspec
+
 from ..actor._spi import (
     PID,
     PID_EXTENSION_CODE,
@@ -33,9 +35,10 @@ from ..actor._spi import (
     target_of,
 )
 from ..clock import Clock
-from ..errors import ActorNotFoundError, NodeUnreachableError
-from ._address import parse_system_address
+from ..errors import ActorNotFoundError, CodecError, NodeUnreachableError
+from ._address import NodeAddress, parse_system_address
 from ._config import Remoting
+from ._envelopes import Tell
 from ._messages import WireCodec
 from ._metrics import RemoteMetrics
 from ._node import RemoteNode
@@ -57,6 +60,8 @@ LOOKUP_TIMEOUT: Final = 5.0
 
 _NOT_FOUND = DeadLetterReason.NOT_FOUND
 _UNREACHABLE = DeadLetterReason.UNREACHABLE
+#: Decodes a lost plain tell's frame (``undelivered_frame``).
+_TELL: Final = msgspec.msgpack.Decoder(Tell)
 
 
 @final
@@ -233,6 +238,37 @@ class RemoteService:
         assert isinstance(info, tuple)
         target: RemoteTarget = info[0]
         target.undelivered(info[1], info[2], why)
+
+    def undelivered_frame(self, address: NodeAddress, system: str, frame: bytes, why: str) -> None:
+        # A plain tell's frame a lost connection never had confirmed: this node encoded
+        # it, so it decodes back into the message it carried, for its dead letter.
+        node = self.node
+        try:
+            envelope = _TELL.decode(frame)
+            message = node.codec.decode(envelope.name, envelope.payload)
+        except (msgspec.DecodeError, msgspec.ValidationError, CodecError) as exc:
+            node.counters.unreachable += 1
+            node.warn(
+                f"unreachable:{address}",
+                f"remoting: a tell to {address} was lost ({why}); its message could not be "
+                f"decoded for its dead letter: {exc}",
+            )
+            return
+        runtime = self.runtime
+        if runtime is None:
+            node.counters.unreachable += 1
+            return
+        incarnation = int(envelope.incarnation, 16) if envelope.incarnation else None
+        target = RemoteTarget(
+            runtime,
+            node,
+            node.endpoint(address),
+            envelope.path,
+            incarnation,
+            system,
+            address=address.system_address(system),
+        )
+        target.undelivered(message, self._sender(envelope.sender), why)
 
     def _dead_letter(self, message: object, sender: Any, reason: DeadLetterReason) -> None:
         if type(message) is InboundTick:
