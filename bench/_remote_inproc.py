@@ -51,7 +51,7 @@ async def _measure(asks: int) -> dict[str, Any]:
         def undelivered_frame(self, *args: Any) -> None:
             raise AssertionError("undelivered")
 
-    config = Remoting("tcp://127.0.0.1:0", SECRET)
+    config = Remoting(listen="tcp://127.0.0.1:0", secret=SECRET)
     a = RemoteNode(config, "a", Host(), WireCodec(config.registry, type(None), str))
     b = RemoteNode(config, "b", Host(), WireCodec(config.registry, type(None), str))
     await a.start()

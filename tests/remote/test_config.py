@@ -121,12 +121,15 @@ def test_remoting_is_frozen() -> None:
 
 
 def test_max_pending_handshakes_is_a_keyword_of_at_least_one() -> None:
-    assert Remoting("tcp://127.0.0.1:0", SECRET).max_pending_handshakes == 64
+    assert Remoting(listen="tcp://127.0.0.1:0", secret=SECRET).max_pending_handshakes == 64
     assert (
-        Remoting("tcp://127.0.0.1:0", SECRET, max_pending_handshakes=1).max_pending_handshakes == 1
+        Remoting(
+            listen="tcp://127.0.0.1:0", secret=SECRET, max_pending_handshakes=1
+        ).max_pending_handshakes
+        == 1
     )
     for bad in (0, -3, True, 2.5, "8"):
         with pytest.raises(ValueError, match="`max_pending_handshakes` must be an int >= 1"):
-            Remoting("tcp://127.0.0.1:0", SECRET, max_pending_handshakes=bad)  # type: ignore[arg-type]
+            Remoting(listen="tcp://127.0.0.1:0", secret=SECRET, max_pending_handshakes=bad)  # type: ignore[arg-type]
     fields = {f.name: f for f in dataclasses.fields(Remoting)}
     assert fields["max_pending_handshakes"].kw_only

@@ -171,7 +171,7 @@ async def test_an_actor_systems_unconfirmed_tells_are_dead_letters_with_their_me
     receiver = manual_node("r", clock)
     await receiver.start()
     try:
-        remoting = Remoting("tcp://127.0.0.1:0", SECRET, messages=[Ping])
+        remoting = Remoting(listen="tcp://127.0.0.1:0", secret=SECRET, messages=[Ping])
         async with ActorSystem("s", remoting=remoting) as sender:
             letters: list[DeadLetter] = []
             sender.events.subscribe(letters.append, DeadLetter)
