@@ -33,6 +33,7 @@ from typing import Any, Final, cast, final
 
 import msgspec
 
+from .._codec import CostlyDecodeError
 from ..actor._spi import DeadLetterReason, RuntimeItem, Tick
 from ..clock import Clock, SystemClock
 from ..errors import AddressInUseError, BackpressureError, CodecError, NodeUnreachableError
@@ -723,6 +724,17 @@ class RemoteNode:
         self._count_undecodable(peer, f"remoting: from {peer}: bad tick {wire!r}: {error}")
 
     def _undecodable(self, conn: Connection, exc: CodecError) -> None:
+        if isinstance(exc, CostlyDecodeError):
+            # Built to cost quadratic time: an attack, so the sender loses its connection
+            # as for a malformed frame (and must reconnect, authenticate, to try again).
+            self.counters.undecodable += 1
+            self.counters.protocol_errors += 1
+            conn.abort()
+            self.warn(
+                f"protocol:{conn.log_key}",
+                f"remoting: closed the connection with {conn.host}: {exc}",
+            )
+            return
         self._count_undecodable(conn.log_key, f"remoting: from {conn.host}: {exc}")
 
     def _count_undecodable(self, peer: str, text: str) -> None:
