@@ -180,6 +180,8 @@ _SEQUENCES: Final = frozenset(
     {list, abc.Sequence, abc.MutableSequence, abc.Collection, abc.Iterable}
 )
 _UNIONS: Final = frozenset({typing.Union, types.UnionType})
+#: Annotations whose untyped value is already what the typed decoder builds (hash included).
+_SCALARS: Final = frozenset({int, str, float, bool, bytes, None, type(None), Any, object})
 
 
 @final
@@ -189,13 +191,45 @@ class _HashGuard:
     hash too often (``check_hashes``). Linear: each member is converted once, after its
     own inner containers were checked."""
 
-    __slots__ = ("_dec_hook", "_hints")
+    __slots__ = ("_dec_hook", "_hints", "_plain")
 
     def __init__(self, dec_hook: Callable[[type, object], object]) -> None:
         self._dec_hook = dec_hook
         self._hints: dict[type, tuple[tuple[str, Any], ...]] = {}
+        self._plain: dict[Any, bool] = {}
+
+    def plain(self, ann: Any) -> bool:
+        """Whether values of ``ann`` can hold no set or non-``str``-keyed dict built by
+        msgspec (then the walk skips them; ``Any`` is untyped: the scan covered it)."""
+        try:
+            known = self._plain.get(ann)
+        except TypeError:  # an unhashable annotation: walk it
+            return False
+        if known is None:
+            self._plain[ann] = False  # a recursive class is not plain while we look
+            known = self._is_plain(ann)
+            self._plain[ann] = known
+        return known
+
+    def _is_plain(self, ann: Any) -> bool:
+        if ann in _SCALARS:
+            return True
+        origin = typing.get_origin(ann)
+        args = typing.get_args(ann)
+        if origin is typing.Annotated:
+            return self.plain(args[0])
+        if origin in _UNIONS or origin is tuple or origin in _SEQUENCES:
+            return all(self.plain(arg) for arg in args if arg is not Ellipsis)
+        if origin is None and isinstance(ann, type):
+            if ann is tuple or ann is list:
+                return True
+            if issubclass(ann, msgspec.Struct) or dataclasses.is_dataclass(ann):
+                return not _builds_hashed(ann)
+        return False
 
     def check(self, value: object, ann: Any) -> None:
+        if self.plain(ann):
+            return
         origin = typing.get_origin(ann)
         args = typing.get_args(ann)
         if origin is typing.Annotated:
@@ -251,33 +285,57 @@ class _HashGuard:
                     self.check(item, ann)
         elif base in _SEQUENCES and type(value) is list:
             assert isinstance(value, list)
-            for item in value:
-                self.check(item, args[0] if args else Any)
+            item_ann = args[0] if args else Any
+            if not self.plain(item_ann):
+                for item in value:
+                    self.check(item, item_ann)
         elif base in _SETS and type(value) is list:
             assert isinstance(value, list)
             item_ann = args[0] if args else Any
-            for item in value:
-                self.check(item, item_ann)
+            if not self.plain(item_ann):
+                for item in value:
+                    self.check(item, item_ann)
             if len(value) >= HASH_CHECK_FROM:
-                check_hashes([self._typed(item, item_ann) for item in value], "set")
+                check_hashes(list(map(self._typed(item_ann), value)), "set")
         elif base in _MAPS and type(value) is dict:
             assert isinstance(value, dict)
             key_ann, value_ann = args if len(args) == 2 else (Any, Any)
-            for key, item in value.items():
-                self.check(key, key_ann)
-                self.check(item, value_ann)
+            if not self.plain(key_ann):
+                for key in value:
+                    self.check(key, key_ann)
+            if not self.plain(value_ann):
+                for item in value.values():
+                    self.check(item, value_ann)
             if len(value) >= HASH_CHECK_FROM and key_ann is not str:
-                check_hashes([self._typed(key, key_ann) for key in value], "dict")
+                check_hashes(list(map(self._typed(key_ann), value)), "dict")
 
-    def _typed(self, value: object, ann: Any) -> object:
-        """``value`` as the typed decoder would build it (a fresh object when it would
-        not: then the typed decode fails, and nothing is built)."""
-        if ann is Any or ann is object:
-            return value if type(value) is not list else object()
-        try:
-            return msgspec.convert(value, ann, dec_hook=self._dec_hook)
-        except (msgspec.ValidationError, TypeError, ValueError):
-            return object()
+    def _typed(self, ann: Any) -> Callable[[object], object]:
+        """What turns an untyped member into the value the typed decoder would build (a
+        fresh object where it would fail: then the typed decode fails, nothing built)."""
+        if ann in _SCALARS:
+            return _as_is
+        args = typing.get_args(ann)
+        if typing.get_origin(ann) is tuple and all(
+            arg in _SCALARS for arg in args if arg is not Ellipsis
+        ):
+            return _as_tuple  # what convert builds, without its per-call cost
+        dec_hook = self._dec_hook
+
+        def convert(value: object) -> object:
+            try:
+                return msgspec.convert(value, ann, dec_hook=dec_hook)
+            except (msgspec.ValidationError, TypeError, ValueError):
+                return object()
+
+        return convert
+
+
+def _as_is(value: object) -> object:
+    return value if type(value) is not list else object()
+
+
+def _as_tuple(value: object) -> object:
+    return tuple(value) if type(value) is list else object()
 
 
 @final
