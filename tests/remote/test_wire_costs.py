@@ -16,6 +16,8 @@ from typing import Any
 
 import msgspec
 import pytest
+from hypothesis import given, settings
+from hypothesis import strategies as st
 from tests.eventually import eventually
 from tests.remote.remote_support import FakePID, config, host_of, make_node
 from tests.test_codec_costs import MODULUS, colliding_pairs
@@ -186,3 +188,32 @@ async def test_a_node_closes_the_connection_that_sends_a_colliding_set() -> None
     finally:
         await sender.stop()
         await receiver.stop()
+
+
+class Mixed(msgspec.Struct, tag=True):
+    members: set[tuple[int, int]]
+    table: dict[int, list[str]]
+    loose: Any
+    pad: str
+
+
+scalars = st.one_of(st.none(), st.booleans(), st.integers(-(2**63), 2**63 - 1), st.text())
+untyped = st.recursive(
+    scalars,
+    lambda inner: st.lists(inner, max_size=5) | st.dictionaries(st.text(), inner, max_size=5),
+    max_leaves=20,
+)
+
+
+@given(
+    members=st.sets(st.tuples(st.integers(-(2**40), 2**40), st.integers(-5, 5)), max_size=200),
+    table=st.dictionaries(st.integers(-(2**63), 2**63 - 1), st.lists(st.text()), max_size=100),
+    loose=untyped,
+)
+@settings(max_examples=50, deadline=None)
+def test_honest_big_frames_of_a_guarded_class_decode_unchanged(
+    members: set[tuple[int, int]], table: dict[int, list[str]], loose: Any
+) -> None:
+    c = WireCodec(MessageRegistry([Mixed]), FakePID, FakePID)
+    value = Mixed(members, table, loose, "p" * SCAN_ABOVE)
+    assert c.decode(*sent(c, value)) == value
