@@ -93,9 +93,12 @@ __all__ = [
     "MAX_EQUAL_HASHES",
     "SCAN_ABOVE",
     "Codec",
+    "CostlyDecodeError",
     "Extension",
+    "check_hashes",
     "decode",
     "encode",
+    "scan_wire",
 ]
 
 #: Containers nested deeper than this are refused (on encode and on decode): it bounds the
@@ -138,6 +141,13 @@ _SCALARS: Final = frozenset({type(None), bool, float, str, bytes})
 _ALLOWED: Final = frozenset(
     {type(None), bool, int, float, str, bytes, list, tuple, dict, set, frozenset} | {datetime, date}
 )
+
+
+class CostlyDecodeError(CodecError):
+    """Bytes refused because decoding them would cost more than linear time (colliding
+    set members or dict keys, a native map with keys that could collide): an attack, not
+    a mistake, so remoting closes the connection that sent them (as for a malformed
+    frame) instead of only dropping the message."""
 
 
 #: Extension codes available to the layers above (1-15 are the codec's own).
@@ -461,17 +471,17 @@ def _dict(ext: memoryview, depth: int) -> dict[Any, Any]:
     if len(flat) % 2:
         raise CodecError("cannot decode payload: dict extension holds an odd number of items")
     keys = flat[0::2]
-    _check_hashes(keys, "dict")
+    check_hashes(keys, "dict")
     return dict(zip(keys, flat[1::2], strict=True))
 
 
 def _members(ext: memoryview, depth: int, what: str) -> list[Any]:
     items = _array(ext, depth, what)
-    _check_hashes(items, what)
+    check_hashes(items, what)
     return items
 
 
-def _check_hashes(items: list[Any], what: str) -> None:
+def check_hashes(items: list[Any], what: str) -> None:
     """Refuse members that would make building the set or dict quadratic.
 
     ``Counter`` of the hashes is safe itself: a hash is an int below 2**63, and ints
@@ -481,7 +491,7 @@ def _check_hashes(items: list[Any], what: str) -> None:
         return
     worst = max(Counter(map(hash, items)).values())
     if worst > MAX_EQUAL_HASHES:
-        raise CodecError(
+        raise CostlyDecodeError(
             f"cannot decode payload: {worst} of the {len(items)} members of a {what} share "
             f"one hash (at most {MAX_EQUAL_HASHES} may): refused, building it would cost "
             "time quadratic in its size"
@@ -563,6 +573,10 @@ _SKIP: Final = _skip_table()
 _SIZED: Final = {0xC4: 1, 0xC5: 2, 0xC6: 4, 0xD9: 1, 0xDA: 2, 0xDB: 4}
 _EXT_SIZED: Final = {0xC7: 1, 0xC8: 2, 0xC9: 4}
 _FIXEXT: Final = {0xD4: 1, 0xD5: 2, 0xD6: 4, 0xD7: 8, 0xD8: 16}
+#: Heads of arrays, maps and extensions: what msgspec would build a hashable key from.
+_CONTAINER_HEADS: Final = frozenset(
+    [*range(0x80, 0xA0), 0xDC, 0xDD, 0xDE, 0xDF, *_FIXEXT, *_EXT_SIZED]
+)
 
 
 def _scan(data: bytes | bytearray | memoryview, depth: int) -> None:
@@ -585,12 +599,18 @@ def _scan(data: bytes | bytearray | memoryview, depth: int) -> None:
         raise CodecError("cannot decode payload: truncated")
 
 
-def _scan_items(buf: bytes, depth: int) -> int:
-    """The scan's loop over one msgpack document; returns where it ended."""
+def _scan_items(buf: bytes, depth: int, *, wire: bool = False) -> int:
+    """The scan's loop over one msgpack document; returns where it ended.
+
+    ``wire``: the document is msgspec's encoding of a registered remote message, not the
+    codec's: a map may have keys of any scalar type (ints, floats, bytes), and only a map
+    of :data:`HASH_CHECK_FROM` entries or more is refused for an array, map or extension
+    key; extension bodies are not the codec's msgpack and are skipped.
+    """
     skip = _SKIP
     pos = 0
-    stack: list[tuple[int, bool]] = []  # the enclosing containers' (items left, is a map)
-    left, keyed = 1, False  # the open container: items (map: entries) left, is a map
+    stack: list[tuple[int, int]] = []  # the enclosing containers' (items left, map size)
+    left, keyed = 1, 0  # the open container: items (map: entries) left, its size if a map
     while True:
         if not left:
             if not stack:
@@ -598,15 +618,23 @@ def _scan_items(buf: bytes, depth: int) -> int:
             left, keyed = stack.pop()
             continue
         left -= 1
-        if keyed:  # a map entry: its key must be a str
+        if keyed:
             head = buf[pos]
-            if 0xA0 <= head <= 0xBF:
+            if wire:  # a big map's entries, as items: a key when ``left`` is odd now
+                if left % 2 and head in _CONTAINER_HEADS:
+                    raise CostlyDecodeError(
+                        f"cannot decode message: a map of {keyed} entries has a key that is "
+                        "an array, a map or an extension (a tuple-keyed dict): refused "
+                        f"above {SCAN_ABOVE} bytes, as its keys' hashes could collide; send "
+                        "such a table as a list of pairs"
+                    )
+            elif 0xA0 <= head <= 0xBF:  # a map entry: its key must be a str
                 pos += skip[head]
             elif 0xD9 <= head <= 0xDB:
                 width = _SIZED[head]
                 pos += 1 + width + int.from_bytes(buf[pos + 1 : pos + 1 + width], "big")
             else:
-                raise CodecError(
+                raise CostlyDecodeError(
                     "cannot decode payload: a map has a key that is not a str (dicts with "
                     "other keys are written as extension 4)"
                 )
@@ -636,7 +664,7 @@ def _scan_items(buf: bytes, depth: int) -> int:
                 pos += 1 + width
             if pos + 1 + size > len(buf):
                 raise CodecError("cannot decode payload: truncated")
-            if buf[pos] != _BIGINT:
+            if not wire and buf[pos] != _BIGINT:
                 _scan(memoryview(buf)[pos + 1 : pos + 1 + size], depth + 1)
             pos += 1 + size
             continue
@@ -644,4 +672,30 @@ def _scan_items(buf: bytes, depth: int) -> int:
             raise CodecError(f"cannot decode payload: invalid msgpack byte 0x{head:02x}")
         if count:
             stack.append((left, keyed))
-            left, keyed = count, is_map
+            if not wire:
+                left, keyed = count, count if is_map else 0
+            elif is_map:  # its keys are items too; only a big map's are checked
+                left, keyed = 2 * count, count if count >= HASH_CHECK_FROM else 0
+            else:
+                left, keyed = count, 0
+
+
+def scan_wire(data: bytes | bytearray | memoryview) -> None:
+    """Refuse, in msgspec's encoding of a registered remote message, a map of
+    :data:`HASH_CHECK_FROM` entries or more with an array, map or extension key.
+
+    msgspec builds such a map (an array key becomes a tuple) before any check of ours can
+    see it; scalar keys (str, bytes: randomized hashes; 64-bit ints and floats: a few
+    dozen per hash at most) cannot be made to collide in numbers. One linear pass.
+
+    Raises:
+        CostlyDecodeError: such a map.
+        CodecError: bytes that are not one msgpack document.
+    """
+    buf = bytes(data)
+    try:
+        end = _scan_items(buf, 0, wire=True)
+    except IndexError:
+        raise CodecError("cannot decode message: truncated") from None
+    if end > len(buf):
+        raise CodecError("cannot decode message: truncated")

@@ -33,6 +33,7 @@ from typing import Any, Final, cast, final
 
 import msgspec
 
+from .._codec import CostlyDecodeError
 from ..actor._spi import DeadLetterReason, RuntimeItem, Tick
 from ..clock import Clock, SystemClock
 from ..errors import AddressInUseError, BackpressureError, CodecError, NodeUnreachableError
@@ -61,6 +62,10 @@ from ._ticks import Completions, InboundTick, Undelivered
 from ._tls import ssl_contexts
 
 __all__ = ["LOG_EVERY", "SILENT_TICKS", "RemoteNode", "refusal"]
+
+#: The remoting Unix socket's mode: only this node's user may connect (DESIGN, "Files
+#: are ours"); peers authenticate anyway, this keeps strangers from even trying.
+SOCKET_MODE: Final = 0o600
 
 log = logging.getLogger("tocsin.remote")
 
@@ -197,6 +202,7 @@ class RemoteNode:
         asyncio's own ``create_unix_server(path)`` unlinks any socket file in its way,
         live or not: a second node on one path would silently take it over.
         """
+        _check_socket_dir(path)
         sock = socket.socket(socket.AF_UNIX, socket.SOCK_STREAM)
         try:
             try:
@@ -212,7 +218,14 @@ class RemoteNode:
                         raise
                     # Another node bound it between our probe and our bind.
                     raise _unix_in_use(path) from again
-            info = os.stat(path)
+            # Owner-only before anyone can connect: nobody can until create_unix_server
+            # calls listen(), and bind() left the mode to the umask (0777 & ~umask).
+            os.chmod(path, SOCKET_MODE)
+            info = os.lstat(path)
+            if not stat.S_ISSOCK(info.st_mode) or stat.S_IMODE(info.st_mode) != SOCKET_MODE:
+                raise PermissionError(
+                    errno.EPERM, "the socket file changed under us after bind(); not used", path
+                )
         except BaseException:
             sock.close()
             raise
@@ -723,6 +736,17 @@ class RemoteNode:
         self._count_undecodable(peer, f"remoting: from {peer}: bad tick {wire!r}: {error}")
 
     def _undecodable(self, conn: Connection, exc: CodecError) -> None:
+        if isinstance(exc, CostlyDecodeError):
+            # Built to cost quadratic time: an attack, so the sender loses its connection
+            # as for a malformed frame (and must reconnect, authenticate, to try again).
+            self.counters.undecodable += 1
+            self.counters.protocol_errors += 1
+            conn.abort()
+            self.warn(
+                f"protocol:{conn.log_key}",
+                f"remoting: closed the connection with {conn.host}: {exc}",
+            )
+            return
         self._count_undecodable(conn.log_key, f"remoting: from {conn.host}: {exc}")
 
     def _count_undecodable(self, peer: str, text: str) -> None:
@@ -797,6 +821,21 @@ def own_addresses(config: Remoting, real: NodeAddress, port: int = 0) -> frozens
             for name in _LOOPBACK_NAMES:
                 own.add(str(NodeAddress("tcp", host=name, port=port)))
     return frozenset(own)
+
+
+def _check_socket_dir(path: str) -> None:
+    """Refuse to listen in a directory anyone may write into: another user could remove
+    or replace the socket file there (or put one of their own at the path first)."""
+    directory = os.path.dirname(path) or "."
+    mode = os.stat(directory).st_mode
+    if mode & stat.S_IWOTH:
+        raise PermissionError(
+            errno.EPERM,
+            f"`listen` directory {directory!r} has mode {stat.S_IMODE(mode):04o}: any user "
+            "can create and replace files in it; put the socket in a directory only you "
+            "can write to (e.g. one made with mode 0700)",
+            path,
+        )
 
 
 def _unix_in_use(path: str) -> AddressInUseError:
