@@ -38,7 +38,7 @@ async def test_the_socket_file_is_0600_and_ours_whatever_the_umask(tmp_path: Pat
         assert await peer.ask(address, "/user/x", "", "", peer.encode_message(3)) == 3
 
 
-@pytest.mark.parametrize("mode", [0o777, 0o1777, 0o703])
+@pytest.mark.parametrize("mode", [0o777, 0o703])
 async def test_a_world_writable_directory_is_refused(tmp_path: Path, mode: int) -> None:
     shared = tmp_path / "shared"
     shared.mkdir()
@@ -49,6 +49,15 @@ async def test_a_world_writable_directory_is_refused(tmp_path: Path, mode: int) 
     await node.stop()
     assert str(shared) in str(caught.value)
     assert list(shared.iterdir()) == []
+
+
+async def test_a_sticky_shared_directory_like_tmp_is_accepted(tmp_path: Path) -> None:
+    # Only the socket's owner may remove or rename it there (the sticky bit).
+    shared = tmp_path / "sticky"
+    shared.mkdir()
+    shared.chmod(0o1777)
+    async with running(config(f"unix://{shared}/n.sock"), "n"):
+        assert stat.S_IMODE(os.stat(shared / "n.sock").st_mode) == 0o600
 
 
 async def test_a_directory_only_we_can_write_is_accepted(tmp_path: Path) -> None:

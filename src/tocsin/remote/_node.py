@@ -824,16 +824,18 @@ def own_addresses(config: Remoting, real: NodeAddress, port: int = 0) -> frozens
 
 
 def _check_socket_dir(path: str) -> None:
-    """Refuse to listen in a directory anyone may write into: another user could remove
-    or replace the socket file there (or put one of their own at the path first)."""
+    """Refuse to listen in a directory anyone may write into without the sticky bit:
+    another user could remove or replace the socket file there. A sticky one (``/tmp``)
+    lets only the file's owner remove or rename it; another user can at most take the
+    path first, and the bind then fails as "in use", never connecting us to theirs."""
     directory = os.path.dirname(path) or "."
     mode = os.stat(directory).st_mode
-    if mode & stat.S_IWOTH:
+    if mode & stat.S_IWOTH and not mode & stat.S_ISVTX:
         raise PermissionError(
             errno.EPERM,
             f"`listen` directory {directory!r} has mode {stat.S_IMODE(mode):04o}: any user "
             "can create and replace files in it; put the socket in a directory only you "
-            "can write to (e.g. one made with mode 0700)",
+            "can write to (e.g. one made with mode 0700), or a sticky one such as /tmp",
             path,
         )
 
