@@ -39,7 +39,8 @@ class FaultKind(StrEnum):
     COORDINATOR_OUTAGE = "coordinator_outage"
     #: Each message between nodes is lost with probability ``size`` until ``end``.
     LOSS = "loss"
-    #: Each message between nodes takes ``size`` seconds more until ``end``.
+    #: Each message between nodes takes ``size`` seconds more until ``end``, and each
+    #: leg of a coordinator or store call (there, back) up to ``size`` seconds.
     DELAY = "delay"
 
 

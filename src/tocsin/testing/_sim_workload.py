@@ -21,7 +21,7 @@ from __future__ import annotations
 import weakref
 from typing import TYPE_CHECKING, Any, Protocol, final
 
-from ..actor._spi import Actor, ReceiveContext
+from ..actor._spi import Actor, Misfire, ReceiveContext
 from ..durable import DurableActor
 
 if TYPE_CHECKING:
@@ -142,4 +142,7 @@ async def builtin_setup(system: ActorSystem) -> None:
         reference=AT_LEAST_ONCE,
         replace=True,
         delivery="at_least_once",
+        # Every instant, even those that came due while a slow claim was in flight or
+        # the node was frozen: coalescing them (the default) is a documented loss.
+        misfire=Misfire.all(max=100),
     )

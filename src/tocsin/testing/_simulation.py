@@ -148,7 +148,7 @@ class Simulation:
         # the workload sent, so changing the workload keeps the fault schedule.
         self._fault_rng = random.Random(f"tocsin-sim/{seed}/faults")
         self._rng = random.Random(f"tocsin-sim/{seed}/run")
-        self._outages = Outages()
+        self._outages = Outages(self.clock.sleep, self._rng.random)
         self._nodes = {
             f"n{i}": _Node(
                 f"n{i}",
@@ -317,13 +317,15 @@ class Simulation:
     def _apply(self) -> None:
         """Derive the network's and the gates' state from the faults in force."""
         active = self._active
+        delay = max((f.size for f in active if f.kind is FaultKind.DELAY), default=0.0)
         self._outages.set(
             coordinator=any(f.kind is FaultKind.COORDINATOR_OUTAGE for f in active),
             store=any(f.kind is FaultKind.STORE_OUTAGE for f in active),
+            latency=delay,
         )
         self._network.set_faults(
             loss=max((f.size for f in active if f.kind is FaultKind.LOSS), default=0.0),
-            delay=max((f.size for f in active if f.kind is FaultKind.DELAY), default=0.0),
+            delay=delay,
         )
         for node in self._nodes.values():
             node.gate.cut_off(
