@@ -305,3 +305,25 @@ async def test_a_slow_coordinator_loses_no_at_least_once_instant_under_misfire_a
         e.instant for e in sim.record if isinstance(e, Delivery) and e.reference == AT_LEAST_ONCE
     }
     assert 1_800_000_510.0 in delivered
+
+
+async def test_two_simulations_at_once_in_one_process_are_refused() -> None:
+    import asyncio
+
+    first = Simulation(nodes=1, seed=14, faults=Faults.none())
+    running = asyncio.ensure_future(first.run(30))
+    await asyncio.sleep(0)
+    with pytest.raises(RuntimeError, match="one after"):
+        await Simulation(nodes=1, seed=15, faults=Faults.none()).run(5)
+    await running
+    first.check()
+
+
+async def test_a_forged_last_write_the_store_does_not_hold_is_caught() -> None:
+    sim = Simulation(nodes=2, seed=16, faults=Faults.none())
+    await sim.run(20)
+    sim.check()
+    write = next(e for e in sim.record if isinstance(e, Write) and e.key.startswith("ran/"))
+    sim.record.append(dataclasses.replace(write, value="forged", epoch=10**6, at=999.0))
+    with pytest.raises(SimulationViolation, match="not the last write"):
+        sim.check()

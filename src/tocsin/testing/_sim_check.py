@@ -108,8 +108,10 @@ def _writes(record: list[Entry], expect: Expectations) -> list[tuple[int, str, l
     acked: dict[tuple[str, str], Ack] = {}
     ran: set[tuple[str, str]] = set()
     queued: list[tuple[int, Ack]] = []
+    last_of: dict[tuple[str, str], Write] = {}
     for index, entry in enumerate(record):
         if isinstance(entry, Write):
+            last_of[entry.identity, entry.key] = entry
             last = newest.get(entry.identity)
             if last is not None and entry.epoch < last.epoch:
                 found.append(
@@ -151,6 +153,16 @@ def _writes(record: list[Entry], expect: Expectations) -> list[tuple[int, str, l
             previous = acked.get((entry.identity, entry.key))
             if previous is None or _number(entry.value) >= _number(previous.value):
                 acked[entry.identity, entry.key] = entry
+    for (identity, key), stored in expect.final.items():
+        last_write = last_of.get((identity, key))
+        if last_write is not None and _hashable(stored) != _hashable(last_write.value):
+            found.append(
+                (
+                    len(record),
+                    f"write lost: the store ends with {key}={stored!r}, not the last write",
+                    [last_write],
+                )
+            )
     for (identity, key), ack in acked.items():
         if key in expect.counters and (identity, key) in expect.final:
             stored = expect.final[identity, key]

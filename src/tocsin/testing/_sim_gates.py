@@ -197,13 +197,13 @@ class GatedCoordinator(_Gated):
 @final
 class GatedStore(_Gated):
     """A node's view of the shared store, through its gate; every accepted batch's state
-    writes are reported to ``on_write(identity, key, value, epoch)``."""
+    writes are reported to ``on_write(kind, identity, key, value, epoch)``."""
 
     def __init__(
         self,
         inner: Store,
         gate: NodeGate,
-        on_write: Callable[[str, str, Any, int], None],
+        on_write: Callable[[str, str, str, Any, int], None],
     ) -> None:
         super().__init__(inner, gate.store_call, gate.store_answer)
         self.url: str = inner.url
@@ -218,7 +218,7 @@ class GatedStore(_Gated):
         epoch = next((op.epoch for op in ops if isinstance(op, Fence)), 0)
         for op in ops:
             if isinstance(op, PutState):
-                self._on_write(op.identity, op.key, decode(op.value), epoch)
+                self._on_write(op.kind, op.identity, op.key, decode(op.value), epoch)
             elif isinstance(op, DeleteState):
-                self._on_write(op.identity, op.key, None, epoch)
+                self._on_write(op.kind, op.identity, op.key, None, epoch)
         await self._gate.store_answer("apply")

@@ -23,8 +23,9 @@ import logging
 import random
 import uuid
 from collections.abc import Awaitable, Callable, Iterable
-from typing import TYPE_CHECKING, Any, cast, final
+from typing import TYPE_CHECKING, Any, ClassVar, cast, final
 
+from .._codec import decode
 from ..clock import ManualClock
 from ..cluster import Cluster, Coordinator
 from ..cluster._spi import add_in_process_route, open_coordinator
@@ -108,6 +109,9 @@ class Simulation:
         TypeError: ``faults`` is not a :class:`Faults`, ``setup`` not callable.
     """
 
+    #: The simulation running in this process, if any (one at a time).
+    _running: ClassVar[Simulation | None] = None
+
     def __init__(
         self,
         nodes: int = 3,
@@ -166,13 +170,15 @@ class Simulation:
             self._blocked,
             self._resume_at,
         )
-        self._cluster_name = f"sim-{uuid.UUID(int=random.Random(seed).getrandbits(128)).hex}"
+        # Unique in the process: a coordinator's shared state is found by this name.
+        self._cluster_name = f"sim-{seed}-{uuid.uuid4().hex}"
         self._active: list[Fault] = []
         self._ran = 0.0
         self._final: dict[tuple[str, str], Any] = {}
         self._tasks: set[asyncio.Task[Any]] = set()
         self._queued = 0
-        self._failures: list[str] = []
+        #: The durable kind of each (identity, key) written (Write entries name none).
+        self._kinds: dict[tuple[str, str], str] = {}
 
     def __repr__(self) -> str:
         return (
@@ -194,13 +200,26 @@ class Simulation:
             raise RuntimeError(f"{self!r} already ran; make a new Simulation to run again")
         if isinstance(seconds, bool) or not isinstance(seconds, int | float) or not seconds > 0:
             raise ValueError(f"`seconds` must be a positive number of seconds, got {seconds!r}")
+        if Simulation._running is not None:
+            raise RuntimeError(
+                f"{Simulation._running!r} is running in this process: two simulations at "
+                "once would share their nodes' in-process addresses; run them one after "
+                "the other (or in two processes)"
+            )
         self._ran = float(seconds)
+        Simulation._running = self
+        try:
+            await self._run(float(seconds))
+        finally:
+            Simulation._running = None
+
+    async def _run(self, seconds: float) -> None:
         self.faults = draw_faults(
             self.fault_rates,
             self._fault_rng,
             list(self._nodes),
             0.0,
-            float(seconds),
+            seconds,
             self.lease,
         )
         remove_route = add_in_process_route(self._network.route)
@@ -430,23 +449,19 @@ class Simulation:
     def _append(self, entry: Entry) -> None:
         self.record.append(entry)
 
-    def _writer(self, node: str) -> Callable[[str, str, Any, int], None]:
-        def wrote(identity: str, key: str, value: Any, epoch: int) -> None:
+    def _writer(self, node: str) -> Callable[[str, str, str, Any, int], None]:
+        def wrote(kind: str, identity: str, key: str, value: Any, epoch: int) -> None:
+            self._kinds[identity, key] = kind
             self._append(Write(identity, key, value, epoch, node, self._now()))
 
         return wrote
 
     async def _read_final(self) -> None:
+        """What the store holds at the end for every key the record saw written."""
         final: dict[tuple[str, str], Any] = {}
-        for entry in self.record:
-            if isinstance(entry, Write):
-                kind = workload.SimCounter.kind if self._setup is None else None
-                if kind is None:
-                    continue
-                data = await self.store.get_state(kind, entry.identity, entry.key)
-                from .._codec import decode
-
-                final[entry.identity, entry.key] = None if data is None else decode(data)
+        for (identity, key), kind in sorted(self._kinds.items()):
+            data = await self.store.get_state(kind, identity, key)
+            final[identity, key] = None if data is None else decode(data)
         self._final = final
 
     # -- the invariants ------------------------------------------------------------------
