@@ -211,7 +211,8 @@ def _missing_instants(record: list[Entry], faults: list[Fault], expect: Expectat
 
 def _excused(faults: list[Fault], expect: Expectations) -> list[tuple[float, float]]:
     """Windows (simulated seconds) in which no at-least-once delivery is promised: a
-    coordinator outage, or every node down (crashed, paused or cut off) at once."""
+    coordinator outage, or every node down (crashed, paused, cut off, or its clock
+    stepped) at once."""
     margin = _settle_margin(expect)
     windows = [
         (f.start - 1.0, f.end + margin) for f in faults if f.kind is FaultKind.COORDINATOR_OUTAGE
@@ -231,6 +232,13 @@ def _excused(faults: list[Fault], expect: Expectations) -> list[tuple[float, flo
     down: dict[str, list[tuple[float, float]]] = {}
     for f in faults:
         if f.kind in (FaultKind.CRASH, FaultKind.PAUSE, FaultKind.PARTITION) and f.node:
+            down.setdefault(f.node, []).append((f.start, f.end + 2.0 * expect.lease))
+        elif f.kind is FaultKind.SKEW and f.node:
+            # Known loss, reported: a node whose clock steps forward re-arms its cron at
+            # the skewed instant, and the cluster's correction (a backward step) leaves
+            # it there, so it claims nothing until its wall clock gets back to it
+            # (docs/cluster.md: "the other nodes deliver them"). Counted as down; the
+            # seed that shows it is a strict xfail in tests/testing/test_simulation.py.
             down.setdefault(f.node, []).append((f.start, f.end + 2.0 * expect.lease))
     if len(down) == expect.nodes:
         points = sorted({p for spans in down.values() for span in spans for p in span})
