@@ -16,9 +16,7 @@ def _outages(clock: ManualClock) -> Outages:
     return Outages(clock.sleep, lambda: 1.0)
 
 
-async def test_a_cut_off_node_cannot_reach_the_coordinator_nor_a_crashed_one_the_store() -> (
-    None
-):
+async def test_a_cut_off_node_cannot_reach_the_coordinator_nor_a_crashed_one_the_store() -> None:
     clock = ManualClock(wall=0)
     outages = _outages(clock)
     gate = NodeGate("n0", outages)
