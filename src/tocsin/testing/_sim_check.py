@@ -225,8 +225,8 @@ def _excused(faults: list[Fault], expect: Expectations) -> list[tuple[float, flo
     # the cluster coalesces the reference's later ticks into one whatever the schedule's
     # `misfire` (cluster/_single_fire.py, ClaimGate.claim), so a claim whose round trip
     # outlasts the period (each leg up to a DELAY fault's size) loses instants even under
-    # Misfire.all. Excused here so other findings stand out; the seed that shows it is a
-    # strict xfail in tests/testing/test_simulation.py.
+    # Misfire.all. Excused here so other findings stand out; reduced to one node, it is a
+    # strict xfail in tests/cluster/test_found_by_simulation.py.
     shortest = min(expect.at_least_once.values(), default=math.inf)
     windows += [
         (f.start - 1.0, f.end + margin)
@@ -242,7 +242,7 @@ def _excused(faults: list[Fault], expect: Expectations) -> list[tuple[float, flo
             # the skewed instant, and the cluster's correction (a backward step) leaves
             # it there, so it claims nothing until its wall clock gets back to it
             # (docs/cluster.md: "the other nodes deliver them"). Counted as down; the
-            # seed that shows it is a strict xfail in tests/testing/test_simulation.py.
+            # case is a strict xfail in tests/cluster/test_found_by_simulation.py.
             down.setdefault(f.node, []).append((f.start, f.end + 2.0 * expect.lease))
     if len(down) == expect.nodes:
         points = sorted({p for spans in down.values() for span in spans for p in span})
