@@ -1,8 +1,8 @@
 # SPDX-License-Identifier: Apache-2.0
 """Cluster faults that ``tocsin.testing.Simulation`` found, reduced to one node and one
-fault each, so they replay whatever the seeds' runs become. Both are in the cluster's
-cron path, outside the simulator: strict xfails until fixed (an XPASS then fails the
-suite, and the marker goes)."""
+fault each, so they replay whatever the seeds' runs become. The two in the cluster's
+cron path are strict xfails until fixed (an XPASS then fails the suite, and the marker
+goes); the directory's self-forwarding loop is fixed (``cluster/_durable.py``)."""
 
 from __future__ import annotations
 
@@ -14,10 +14,20 @@ from typing import Any, cast
 
 import pytest
 
-from tocsin import Actor, ActorSystem, Cluster, ManualClock, Misfire, ReceiveContext
+from tocsin import (
+    Actor,
+    ActorSystem,
+    Cluster,
+    ManualClock,
+    Misfire,
+    NotOwnerError,
+    ReceiveContext,
+)
 from tocsin.clock import Clock, OffsetClock
 from tocsin.cluster import Coordinator
 from tocsin.cluster._spi import open_coordinator
+from tocsin.durable import Call, DurableActor
+from tocsin.stores import MemoryStore
 
 T0 = 1_800_000_000.0
 
@@ -149,3 +159,52 @@ async def test_a_clock_step_the_cluster_corrects_loses_no_instant() -> None:
         assert abs(system.clock.wall() - (T0 + clock.monotonic())) < 0.5  # corrected
         await clock.advance(30)
     assert set(range(9, 35)) <= set(seen), sorted(set(range(9, 35)) - set(seen))
+
+
+class _Counter(DurableActor):
+    kind = "found-by-simulation.Counter"
+
+    async def inc(self, payload: object) -> int:
+        count: int = await self.storage.get("count", 0) + 1
+        await self.storage.put("count", count)
+        return count
+
+
+async def test_an_identity_another_incarnation_of_this_node_owns_is_not_forwarded_to_itself() -> (
+    None
+):
+    # Simulation seed 4036 (four nodes, lease 4, default faults) stopped simulated time at
+    # 388 s: the directory named node n0 under another incarnation than n0's own (a
+    # lease the coordinator granted n0 without n0 knowing, or an older one not expired),
+    # alive; n0 "forwarded" each message to the owner's PID, its own, whose handle
+    # claimed and forwarded again, without ever waiting: a hot loop. Now nothing is
+    # forwarded and the caller is told why.
+    clock = ManualClock(wall=T0)
+    coordinator = open_coordinator(f"memory://found-{uuid.uuid4().hex}", clock=clock)
+    await coordinator.open()
+    system = ActorSystem(
+        "n0",
+        clock=clock,
+        store=MemoryStore(),
+        timezone="UTC",
+        cluster=Cluster(coordinator, lease=10.0),
+    )
+    try:
+        await system.start()
+        node = system._cluster
+        assert node is not None
+        address = node.membership.address_of("n0")
+        assert address is not None
+        await coordinator.leave("n0", node.membership.incarnation)
+        assert await coordinator.join("n0", "ghost", address, 10.0) is not None
+        owner = await coordinator.claim_owner(_Counter.kind, "c", "n0", "ghost")
+        assert owner is not None
+        assert owner.incarnation == "ghost"
+        assert owner.alive
+        pid = await system.durable(_Counter, "c")
+        with pytest.raises(NotOwnerError, match="holds no cluster lease"):
+            # A real-time bound: the loop never let simulated time move.
+            await asyncio.wait_for(pid.ask(Call("inc")), 10)
+    finally:
+        await system.stop()
+        await coordinator.close()
