@@ -316,9 +316,7 @@ async def test_a_forged_last_write_the_store_does_not_hold_is_caught() -> None:
 
 
 @pytest.mark.slow
-async def test_four_nodes_at_lease_4_keep_the_invariants_where_one_forwarded_to_itself() -> (
-    None
-):
+async def test_four_nodes_at_lease_4_keep_the_invariants_where_one_forwarded_to_itself() -> None:
     # Seed 4036 stopped simulated time at 388 s before cluster/_durable.py stopped a node
     # forwarding an identity owned by another incarnation of itself to itself
     # (tests/cluster/test_found_by_simulation.py has the reduced case).
