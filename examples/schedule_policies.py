@@ -35,9 +35,7 @@ class Report(Actor):
         now = datetime.fromtimestamp(ctx.system.clock.wall(), UTC)
         print(f"  {tick.reference}: instant {tick.instant:%a %d %H:%M:%S}, ran {now:%H:%M:%S}")
         if ctx.message == "slow":
-            done = asyncio.get_running_loop().create_future()
-            ctx.system.clock.call_at(ctx.system.clock.monotonic() + 90, lambda: done.set_result(1))
-            await done
+            await ctx.system.clock.sleep(90)  # simulated seconds on a ManualClock
 
 
 async def main() -> None:

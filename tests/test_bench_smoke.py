@@ -14,6 +14,9 @@ from pathlib import Path
 
 import pytest
 
+#: Left out of `make check` (each bench script runs in its own processes); `make test` runs it.
+pytestmark = pytest.mark.slow
+
 BENCH = Path(__file__).resolve().parent.parent / "bench"
 SCRIPTS = ["actor_runtime.py", "multicore.py", "remote.py", "scheduler.py"]
 

@@ -10,6 +10,9 @@ from pathlib import Path
 
 import pytest
 
+#: Left out of `make check` (each example runs as a process); `make test` runs it.
+pytestmark = pytest.mark.slow
+
 EXAMPLES_DIR = Path(__file__).resolve().parent.parent / "examples"
 EXAMPLES = sorted(p for p in EXAMPLES_DIR.glob("*.py") if not p.name.startswith("_"))
 #: Real seconds one example may take (they run in under 3 s; this catches hangs).

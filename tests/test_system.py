@@ -10,6 +10,7 @@ import threading
 from typing import Any
 
 import pytest
+from tests.eventually import eventually
 
 from tocsin import (
     Actor,
@@ -143,10 +144,7 @@ async def test_tell_threadsafe_delivers_from_a_plain_thread() -> None:
         thread = threading.Thread(target=tell_from_a_thread)
         thread.start()
         await asyncio.to_thread(thread.join, 30)
-        for _ in range(1000):
-            if len(SEEN) == 100:
-                break
-            await asyncio.sleep(0.01)
+        await eventually(lambda: len(SEEN) == 100, "the 100 tells from the thread handled")
         assert list(range(100)) == SEEN
 
 

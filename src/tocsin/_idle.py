@@ -153,10 +153,8 @@ class _WatchedSelector:
             # About to block: the ready queue is empty. Work that already arrived (a
             # socket's bytes, a thread's wake-up byte) is not idleness: take it first.
             events = self._inner.select(0)
-            if events:
-                return events
-            if self._watch.on_block():
-                timeout = 0
+            if events or self._watch.on_block():
+                return events  # (empty when on_block made callbacks ready: no 2nd poll)
         return self._inner.select(timeout)
 
     def __getattr__(self, name: str) -> Any:

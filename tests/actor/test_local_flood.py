@@ -15,6 +15,8 @@ import resource
 import time
 from typing import Any
 
+import pytest
+
 from tocsin import Actor, ActorSystem, DeadLetter, DeadLetterReason, ReceiveContext
 
 TOTAL = 2_000_000
@@ -45,6 +47,7 @@ class Slow(Actor):
         await asyncio.sleep(0)  # slower than the producer: one loop turn per message
 
 
+@pytest.mark.slow  # a long run: two million tells
 async def test_a_two_million_tell_flood_keeps_rss_bounded() -> None:
     seen = [0]
     overflow = [0]

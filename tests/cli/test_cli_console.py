@@ -8,7 +8,6 @@ import os
 import signal
 import subprocess
 import sys
-import time
 import urllib.error
 import urllib.request
 from collections.abc import Iterator
@@ -16,11 +15,15 @@ from pathlib import Path
 from typing import Literal
 
 import pytest
+from tests.eventually import eventually_sync
 from tests.procs import close_pipes, ready_line
 
 from tocsin.cli import main
 from tocsin.stores import TaskRow, UpsertTask
 from tocsin.stores.sqlite import SQLiteStore
+
+#: Left out of `make check` (real processes); `make test` runs it.
+pytestmark = pytest.mark.slow
 
 #: Real seconds the server may take to start or stop (a bound, not a speed expectation).
 LIMIT = 30.0
@@ -118,11 +121,12 @@ def test_console_serves_a_store_and_stops_cleanly_on_sigterm(
     assert "&lt;script&gt;alert(1)&lt;/script&gt;" in page
     assert "<script>alert" not in page
     assert "Sign out" in page
-    for _ in range(int(LIMIT / 0.1)):  # the refresher reads the store for /metrics
-        metrics = fetch(base + "metrics", token)
-        if 'tocsin_durable_tasks{state="parked"} 1.0' in metrics:
-            break
-        time.sleep(0.1)
+
+    def parked_counted() -> str | None:  # the refresher reads the store for /metrics
+        text = fetch(base + "metrics", token)
+        return text if 'tocsin_durable_tasks{state="parked"} 1.0' in text else None
+
+    metrics = eventually_sync(parked_counted, "/metrics counts the parked task", within=LIMIT)
     assert 'tocsin_durable_tasks{state="parked"} 1.0' in metrics
     assert 'tocsin_durable_tasks{state="pending"} 1.0' in metrics
     proc.send_signal(signal.SIGTERM)

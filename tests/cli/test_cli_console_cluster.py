@@ -17,6 +17,7 @@ from pathlib import Path
 
 import aiohttp
 import pytest
+from tests.eventually import eventually
 from tests.procs import close_pipes, ready_line
 
 from tocsin import ActorSystem, Cluster, Remoting
@@ -24,7 +25,7 @@ from tocsin.cli import main
 from tocsin.cluster import open_coordinator
 from tocsin.stores.sqlite import SQLiteStore
 
-pytestmark = pytest.mark.integration
+pytestmark = [pytest.mark.integration, pytest.mark.slow]
 
 #: Real seconds any one expected change may take to show (a bound on a busy 2-core box).
 WAIT = 30.0
@@ -108,16 +109,16 @@ def bearer(url: str) -> dict[str, str]:
 
 async def wait_page(url: str, check: str, present: bool) -> str:
     """The members section once ``check`` is (or is no longer) in it, within WAIT."""
-    section = ""
     async with aiohttp.ClientSession(headers=bearer(url)) as http:
-        for _ in range(int(WAIT / 0.1)):
+
+        async def seen() -> str | None:
             async with http.get(url) as response:
                 assert response.status == 200
                 section = members_section(await response.text())
-            if (check in section) == present:
-                return section
-            await asyncio.sleep(0.1)
-    raise AssertionError(f"{check!r} {'never showed' if present else 'never left'}: {section}")
+            return section if (check in section) == present else None
+
+        what = f"{check!r} {'shows' if present else 'left'} in the members section"
+        return await eventually(seen, what, within=WAIT)
 
 
 async def metrics_text(url: str) -> str:
@@ -146,11 +147,11 @@ async def test_console_shows_the_live_members_and_a_node_that_leaves_disappears(
             assert b.address is not None
             assert a.address in section  # the node's remoting address, as peers dial it
             assert b.address in section
-            for _ in range(int(WAIT / 0.1)):  # /metrics is read by its own refresher
-                if "tocsin_cluster_members 2.0" in await metrics_text(url):
-                    break
-                await asyncio.sleep(0.1)
-            assert "tocsin_cluster_members 2.0" in await metrics_text(url)
+
+            async def two_members() -> bool:  # /metrics is read by its own refresher
+                return "tocsin_cluster_members 2.0" in await metrics_text(url)
+
+            await eventually(two_members, "/metrics counts two members", within=WAIT)
         finally:
             await b.stop()  # a graceful leave: its lease is removed at once
         section = await wait_page(url, "shop-b", present=False)

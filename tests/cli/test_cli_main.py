@@ -9,6 +9,9 @@ from pathlib import Path
 
 import pytest
 
+#: Left out of `make check` (real processes); `make test` runs it.
+pytestmark = pytest.mark.slow
+
 
 def _tocsin(*argv: str, cwd: Path | None = None) -> subprocess.CompletedProcess[str]:
     return subprocess.run(

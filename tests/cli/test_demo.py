@@ -5,6 +5,11 @@ from __future__ import annotations
 import subprocess
 import sys
 
+import pytest
+
+#: Left out of `make check` (real processes); `make test` runs it.
+pytestmark = pytest.mark.slow
+
 
 def test_demo_runs_to_completion_and_shows_each_capability() -> None:
     result = subprocess.run(

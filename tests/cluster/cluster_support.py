@@ -93,13 +93,38 @@ class World:
 
 
 def freeze(node: ClusterNode) -> None:
-    """Stop a node's renewals without leaving: a SIGSTOPped or partitioned node."""
-    node.membership._renewer._stopped = True
-    handle = node.membership._renewer._handle
+    """Stop a node's renewals without leaving: a SIGSTOPped or partitioned node. On
+    memory:// its view reads stop too (they are pushed, not polled: a stopped process
+    reads nothing)."""
+    membership = node.membership
+    membership._renewer._stopped = True
+    handle = membership._renewer._handle
     if handle is not None:
         handle.cancel()
+    pushed = membership._pushed
+    if pushed is not None:
+        FROZEN_PUSH[id(membership)] = pushed
+        membership._pushed = None  # no timer re-armed by a read still in flight
+        if membership._unlisten is not None:
+            membership._unlisten()
+            membership._unlisten = None
+        if membership._peer_expiry is not None:
+            membership._peer_expiry.cancel()
+            membership._peer_expiry = None
+        if membership._rereading is not None:
+            membership._rereading.cancel()
+
+
+#: The memory:// coordinators of frozen memberships (by id), for thaw.
+FROZEN_PUSH: dict[int, Any] = {}
 
 
 def thaw(node: ClusterNode) -> None:
-    """Resume a frozen node's renewals from now on."""
-    node.membership._renewer.start()
+    """Resume a frozen node's renewals (and on memory:// its pushed view) from now on."""
+    membership = node.membership
+    membership._renewer.start()
+    pushed = FROZEN_PUSH.pop(id(membership), None)
+    if pushed is not None:
+        membership._pushed = pushed
+        membership._unlisten = pushed.on_change(membership._reread)
+        membership._reread()

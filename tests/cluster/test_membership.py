@@ -4,12 +4,15 @@
 from __future__ import annotations
 
 import asyncio
+import uuid
 from datetime import UTC, datetime
+from typing import Any
 
 import pytest
 from tests.cluster.cluster_support import START_WALL, Flaky, World, freeze, thaw
 
-from tocsin.cluster import NodeJoined, NodeLeft
+from tocsin import ActorSystem, ManualClock
+from tocsin.cluster import Cluster, NodeJoined, NodeLeft
 from tocsin.errors import NodeNameTakenError
 
 
@@ -142,6 +145,73 @@ async def test_a_name_held_by_another_live_node_raises_node_name_taken() -> None
         with pytest.raises(NodeNameTakenError, match="'a' is held by another live node"):
             await twin.start()
         world.nodes.remove(twin)
+    finally:
+        await world.close()
+
+
+async def test_a_duplicate_name_on_memory_fails_at_once_without_time_passing() -> None:
+    # No autojump: a lease its live holder keeps renewing never lapses, so waiting for it
+    # (on a clock nobody advances) used to make start() wait for ever.
+    world = World(lease=3.0)
+    try:
+        await world.start("a")
+        twin = world.node("a")
+        with pytest.raises(NodeNameTakenError, match="'a' is held by another live node"):
+            await twin.start()
+        world.nodes.remove(twin)
+        assert world.clock.monotonic() == 0
+    finally:
+        await world.close()
+
+
+async def test_a_duplicate_system_name_on_memory_fails_its_start() -> None:
+    clock = ManualClock(wall=START_WALL)
+    url = f"memory://{uuid.uuid4().hex}"
+    async with ActorSystem("n1", clock=clock, cluster=Cluster(url)):
+        twin = ActorSystem("n1", clock=clock, cluster=Cluster(url))
+        with pytest.raises(NodeNameTakenError, match="give each node its own name"):
+            await twin.start()
+        assert not twin.running
+
+
+async def test_on_memory_joins_are_seen_at_once_and_a_dead_node_at_its_expiry() -> None:
+    world = World(lease=3.0)
+    try:
+        a, b = await world.start("a", "b")
+        await world.clock.advance(0)
+        assert [m.name for m in a.members()] == ["a", "b"]  # pushed: no renewal waited for
+        assert NodeJoined("b", "tocsin://b@in-process") in world.events["a"]
+        await world.clock.advance(0.5)
+        freeze(b)  # last renewed at 0: its lease runs out at 3.0
+        await world.clock.advance(2.49)
+        assert [m.name for m in a.members()] == ["a", "b"]
+        await world.clock.advance(0.01)
+        assert [m.name for m in a.members()] == ["a"]  # at its expiry, not a poll later
+        assert NodeLeft("b", "tocsin://b@in-process", "expired") in world.events["a"]
+    finally:
+        await world.close()
+
+
+async def test_on_memory_a_renewal_reads_no_view_yet_members_show_it() -> None:
+    world = World(lease=3.0)
+    try:
+        [a, _] = await world.start("a", "b")
+        await world.clock.advance(0)  # the reads b's join caused are done
+        reads = 0
+        leases = world.nodes[0].coordinator.leases
+
+        async def counted() -> Any:
+            nonlocal reads
+            reads += 1
+            return await leases()
+
+        a.coordinator.leases = counted  # type: ignore[method-assign]
+        await world.clock.advance(30.0)  # 30 renewals of each node, nobody joins or leaves
+        assert reads == 0
+        assert a.metrics().leases_renewed == 30
+        last_seen = {m.name: m.last_seen.timestamp() for m in a.members()}
+        # As of a's last renewal (b renews at the same instant, just after a).
+        assert last_seen == {"a": START_WALL + 30.0, "b": START_WALL + 29.0}
     finally:
         await world.close()
 

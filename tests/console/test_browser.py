@@ -30,6 +30,9 @@ from tocsin.console import SESSION_TTL, serve
 from tocsin.console._app import sessions_of
 from tocsin.stores import MemoryStore
 
+#: Left out of `make check` (a real browser); `make test` runs it.
+pytestmark = pytest.mark.slow
+
 #: Real seconds any one browser wait may take (a bound for a busy 2-core machine, not a
 #: speed expectation).
 WAIT = 30.0

@@ -5,7 +5,6 @@ whole start and leaves nothing running (the kernel's failed-start rule)."""
 
 from __future__ import annotations
 
-import asyncio
 import logging
 import socket
 from pathlib import Path
@@ -13,6 +12,7 @@ from pathlib import Path
 import aiohttp
 import pytest
 from tests.console.console_support import FAILING, RAN, Sink, populate
+from tests.eventually import eventually
 
 from tocsin import ActorSystem
 from tocsin.stores import MemoryStore
@@ -161,13 +161,10 @@ async def test_a_clustered_system_shows_its_members_on_the_page_and_in_metrics()
     ):
         url = a.console_url
         assert url is not None
-        names: set[str] = set()
-        for _ in range(100):  # a member list is at most lease/3 old: bounded wait
-            names = {member.name for member in a.cluster.members()}
-            if names == {"node-a", "node-b"}:
-                break
-            await asyncio.sleep(0.05)
-        assert names == {"node-a", "node-b"}
+        await eventually(  # a member list is at most lease/3 old
+            lambda: {member.name for member in a.cluster.members()} == {"node-a", "node-b"},
+            "node-a sees both members",
+        )
         _, html = await fetch(url)
         assert "node-a" in html
         assert "node-b" in html

@@ -20,6 +20,7 @@ from tests.design.design_support import (
     manual,
     params,
 )
+from tests.eventually import eventually
 
 from tocsin import (
     PID,
@@ -152,11 +153,12 @@ async def test_unreachable_node_dead_letters_and_fails_ask() -> None:
         await b.stop()
         with pytest.raises((NodeUnreachableError, AskTimeoutError)):
             await remote.ask(Ping(2), timeout=20)
-        for _ in range(200):
-            remote.tell(Ping(3))
-            if any(d.reason == DeadLetterReason.UNREACHABLE for d in letters):
-                break
-            await asyncio.sleep(0.05)
+
+        def unreachable() -> bool:
+            remote.tell(Ping(3))  # each try a new tell: the endpoint may still be closing
+            return any(d.reason == DeadLetterReason.UNREACHABLE for d in letters)
+
+        await eventually(unreachable, "a tell to the stopped node is an unreachable dead letter")
         assert any(d.reason == "unreachable" for d in letters)
         assert issubclass(NodeUnreachableError, TocsinError)
 

@@ -122,6 +122,7 @@ async def _sqlite_steps(path: Path, before: float) -> int:
     return steps
 
 
+@pytest.mark.slow  # a large table filled first
 async def test_sqlite_start_reads_only_the_due_window(tmp_path: Path) -> None:
     from tocsin.stores.sqlite import SQLiteStore
 
@@ -170,6 +171,7 @@ async def _postgres_rows_read(dsn: str, schema: str, before: float) -> int:
 
 
 @pytest.mark.integration
+@pytest.mark.slow  # a large table filled first
 async def test_postgres_start_reads_only_the_due_window(postgres_dsn: str) -> None:
     from tocsin.stores.postgres import PostgresStore
 

@@ -20,7 +20,7 @@ from tocsin import ActorSystem, Cluster, ReceiveContext, Remoting, SystemClock
 from tocsin.durable import Call, DurableActor
 from tocsin.stores import MemoryStore
 
-pytestmark = pytest.mark.integration
+pytestmark = [pytest.mark.integration, pytest.mark.slow]
 
 SECRET = b"concurrent-activation-secret!!!!"
 STARTS: Counter[str] = Counter()

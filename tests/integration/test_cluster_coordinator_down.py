@@ -19,7 +19,7 @@ from tocsin.clock import SystemClock
 from tocsin.cluster import Cluster, ClusterNode
 from tocsin.errors import CoordinatorError
 
-pytestmark = pytest.mark.integration
+pytestmark = [pytest.mark.integration, pytest.mark.slow]
 
 #: Real seconds to wait for an outcome on a busy machine.
 WAIT = 30.0

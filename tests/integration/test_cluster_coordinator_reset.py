@@ -23,7 +23,7 @@ from tocsin import ActorSystem, Cluster, Remoting, SystemClock
 from tocsin.durable import Call, DurableActor
 from tocsin.stores import MemoryStore
 
-pytestmark = pytest.mark.integration
+pytestmark = [pytest.mark.integration, pytest.mark.slow]
 
 SECRET = b"coordinator-reset-test-secret!!!"
 #: Real seconds to wait for an outcome on a busy machine.

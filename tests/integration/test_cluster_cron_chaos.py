@@ -36,7 +36,7 @@ from tests.integration.test_cluster_processes import (
 )
 from tests.procs import ready_line
 
-pytestmark = pytest.mark.integration
+pytestmark = [pytest.mark.integration, pytest.mark.slow]
 
 #: Real seconds the three nodes run (shortened from the issue's 60 s: each backend and
 #: mode runs it, on a busy 2-core machine).

@@ -41,7 +41,7 @@ from tests.procs import close_pipes, ready_line
 
 from tocsin.cluster import open_coordinator
 
-pytestmark = pytest.mark.integration
+pytestmark = [pytest.mark.integration, pytest.mark.slow]
 
 WORKER = Path(__file__).with_name("_cluster_worker.py")
 ROOT = Path(__file__).resolve().parents[2]

@@ -23,7 +23,7 @@ from typing import IO, Any
 import pytest
 from tests.procs import close_pipes
 
-pytestmark = pytest.mark.integration
+pytestmark = [pytest.mark.integration, pytest.mark.slow]
 
 WORKER = Path(__file__).with_name("_rebalance_worker.py")
 ROOT = Path(__file__).resolve().parents[2]

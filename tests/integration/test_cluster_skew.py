@@ -43,6 +43,7 @@ POLL_INTERVAL = 1.0
 SLACK = 3.0
 
 pytestmark = [
+    pytest.mark.slow,
     pytest.mark.integration,
     pytest.mark.skipif(
         LIBFAKETIME is None and os.environ.get("TOCSIN_REQUIRE_FAKETIME") != "1",

@@ -30,7 +30,7 @@ from tests.integration.redis_server import temporary_process
 from tocsin import ActorSystem, Cluster, LeaseLost, Remoting
 from tocsin.durable import Call, DurableActor
 
-pytestmark = pytest.mark.integration
+pytestmark = [pytest.mark.integration, pytest.mark.slow]
 
 #: Real seconds to wait for an outcome on a busy machine.
 WAIT = 60.0

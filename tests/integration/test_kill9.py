@@ -45,7 +45,7 @@ import pytest
 from tocsin.durable import decode
 from tocsin.stores import Store
 
-pytestmark = pytest.mark.integration
+pytestmark = [pytest.mark.integration, pytest.mark.slow]
 
 WORKER = Path(__file__).with_name("_kill9_worker.py")
 sys.path.insert(0, str(WORKER.parent))

@@ -42,7 +42,7 @@ from tocsin import (
     RemotingDisabledError,
 )
 
-pytestmark = pytest.mark.integration
+pytestmark = [pytest.mark.integration, pytest.mark.slow]
 
 PEER = Path(__file__).with_name("_remote_peer.py")
 sys.path.insert(0, str(PEER.parent))

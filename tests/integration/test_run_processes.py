@@ -26,7 +26,10 @@ from pathlib import Path
 
 import pytest
 
+from tocsin._run._arbiter import EXIT_BOOT_FAILED, MAX_BOOT_FAILURES
+
 pytestmark = [
+    pytest.mark.slow,
     pytest.mark.integration,
     pytest.mark.skipif(not sys.platform.startswith("linux"), reason="reads /proc"),
 ]
@@ -280,11 +283,12 @@ def test_crash_looping_main_is_restarted_with_growing_delays(
     for exited, restarted, delay in zip(exits, starts[1:], delays, strict=False):
         assert (restarted - exited).total_seconds() >= delay - 0.002  # log stamps are ms
     assert "main fails on purpose" in run.text  # the traceback is logged by the worker
-    run.signal(signal.SIGTERM)
-    # Never ready: never "stopped cleanly". The fifth failed boot ends the run by itself
-    # (exit 3); a SIGTERM landing after the arbiter gave the process's own handlers back
-    # and before it exited ends it by the default action (CI saw it once): also not clean.
-    assert run.wait_exit() in (1, 3, -signal.SIGTERM)
+    # The fifth failed boot ends the run by itself: wait for that outcome. (A SIGTERM sent
+    # here raced with it, landing before, during or after the arbiter's own stop: three
+    # exit statuses, each seen under load. Stopping a crash loop by signal is the
+    # rolling-restart and SIGTERM tests' business.)
+    assert run.wait_exit() == EXIT_BOOT_FAILED, run.text
+    assert f"failed to boot {MAX_BOOT_FAILURES} times in a row" in run.text
 
 
 @pytest.mark.parametrize("death_signal", [True, False], ids=["pdeathsig", "pipe-only"])

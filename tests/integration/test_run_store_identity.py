@@ -15,6 +15,7 @@ import pytest
 from tests.integration.test_run_processes import Run
 
 pytestmark = [
+    pytest.mark.slow,
     pytest.mark.integration,
     pytest.mark.skipif(not sys.platform.startswith("linux"), reason="reads /proc"),
 ]

@@ -24,6 +24,9 @@ from tocsin.cluster._sqlite import SQLiteCoordinator
 from tocsin.stores._sqlite_engine import MAX_DELAY, retry_delays, set_wal_mode
 from tocsin.stores.sqlite import SQLiteStore
 
+#: Left out of `make check` (real processes); `make test` runs it.
+pytestmark = pytest.mark.slow
+
 ROUNDS = 30
 PROCESSES = 4
 #: Real seconds a round may take before it counts as hung (not a speed limit).

@@ -19,7 +19,7 @@ from tests.integration.pg import PostgresUnavailable, start_server, stop_server,
 from tocsin import ActorSystem
 from tocsin.durable import Call, DurableActor
 
-pytestmark = pytest.mark.integration
+pytestmark = [pytest.mark.integration, pytest.mark.slow]
 
 #: Real seconds to wait for an outcome on a busy machine.
 WAIT = 60.0

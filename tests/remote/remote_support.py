@@ -11,6 +11,7 @@ from typing import Any
 
 import msgspec
 
+from tocsin.clock import Clock
 from tocsin.remote import Remoting
 from tocsin.remote._messages import MessageRegistry, WireCodec
 from tocsin.remote._node import RemoteNode
@@ -95,10 +96,14 @@ def config(listen: str = "tcp://127.0.0.1:0", /, **changes: Any) -> Remoting:
     return Remoting(listen=listen, **changes)
 
 
-def make_node(cfg: Remoting, name: str = "n", host: RecordingHost | None = None) -> RemoteNode:
+def make_node(
+    cfg: Remoting, name: str = "n", host: RecordingHost | None = None, clock: Clock | None = None
+) -> RemoteNode:
     host = host if host is not None else RecordingHost()
     codec = WireCodec(MessageRegistry(cfg.messages), FakePID, FakePID)
-    return RemoteNode(cfg, name, host, codec)
+    if clock is None:
+        return RemoteNode(cfg, name, host, codec)
+    return RemoteNode(cfg, name, host, codec, clock)
 
 
 def host_of(node: RemoteNode) -> RecordingHost:
@@ -109,8 +114,10 @@ def host_of(node: RemoteNode) -> RecordingHost:
 
 
 @contextlib.asynccontextmanager
-async def running(cfg: Remoting, name: str = "n") -> AsyncIterator[RemoteNode]:
-    node = make_node(cfg, name)
+async def running(
+    cfg: Remoting, name: str = "n", clock: Clock | None = None
+) -> AsyncIterator[RemoteNode]:
+    node = make_node(cfg, name, clock=clock)
     await node.start()
     try:
         yield node

@@ -10,10 +10,9 @@ room in the send buffer; a dropped connection's unsent tells become dead letters
 from __future__ import annotations
 
 import asyncio
-from collections.abc import Callable
 from typing import Any
 
-from tests.eventually import eventually
+from tests.eventually import eventually, settled
 
 from tocsin import (
     Actor,
@@ -38,18 +37,6 @@ class Gated(Actor):
     async def receive(self, ctx: ReceiveContext) -> None:
         await self.gate.wait()
         self.box.append(ctx.message)
-
-
-async def stalled(progress: Callable[[], int], quiet: float = 0.3) -> None:
-    """Wait (bounded) until ``progress()`` stops moving for ``quiet`` seconds."""
-    async with asyncio.timeout(30.0):
-        last = progress()
-        while True:
-            await asyncio.sleep(quiet)
-            now = progress()
-            if now == last:
-                return
-            last = now
 
 
 def letters(system: ActorSystem) -> list[DeadLetter]:
@@ -98,7 +85,7 @@ async def test_remote_send_waits_for_room_and_delivers_everything() -> None:
                 sent[0] += 1
 
         task = asyncio.create_task(producer())
-        await stalled(lambda: sent[0])
+        await settled()  # nothing can move now: the producer waits for room, or is done
         assert sent[0] < total  # it waits for room: nothing shed
         inbox.tell("overtaker")  # a tell does not overtake waiting sends
         assert [(d.message, d.reason) for d in dead_a] == [("overtaker", DeadLetterReason.OVERFLOW)]

@@ -50,9 +50,12 @@ RECEIVER_GROWTH_MIB = 64
 #: ~20k small tells with their Python objects) and transient dead letters.
 SENDER_GROWTH_MIB = 96
 
-pytestmark = pytest.mark.skipif(
-    not Path("/proc/self/statm").exists(), reason="reads RSS from /proc (Linux)"
-)
+pytestmark = [
+    pytest.mark.slow,  # real processes
+    pytest.mark.skipif(
+        not Path("/proc/self/statm").exists(), reason="reads RSS from /proc (Linux)"
+    ),
+]
 
 
 def rss_mib() -> float:

@@ -22,7 +22,7 @@ from pathlib import Path
 from typing import Any
 
 import pytest
-from tests.eventually import eventually
+from tests.eventually import eventually, settled
 from tests.remote.remote_support import (
     SECRET,
     FakePID,
@@ -179,9 +179,7 @@ async def test_a_held_pid_is_refused_once_another_system_listens_at_its_address(
                     return "found 'intruder'" in str(exc)
                 return False
 
-            async with asyncio.timeout(30):
-                while not await refused_by_name():
-                    await asyncio.sleep(0.05)
+            await eventually(refused_by_name, "the dial refused for the wrong name")
             assert "expected system 'srv'" in errors[-1]
             assert box == []
         finally:
@@ -234,7 +232,7 @@ async def test_the_listener_counts_a_dialer_that_gives_up_after_the_challenge() 
         _, writer = await asyncio.open_connection(address.host, address.port)
         writer.close()
         await writer.wait_closed()
-        await asyncio.sleep(0.1)
+        await settled()  # the server has seen the close
         assert srv.metrics().auth_failures == 0
         # What a dialer holding another secret does: open, read the challenge, close.
         reader, writer = await asyncio.open_connection(address.host, address.port)

@@ -33,7 +33,7 @@ from tests.procs import close_pipes, ready_line
 
 from tocsin import PID, ActorSystem, Outcome, Overlap, Remoting, Tick, TickNotDelivered
 
-pytestmark = pytest.mark.integration
+pytestmark = [pytest.mark.integration, pytest.mark.slow]
 
 PEER = Path(__file__).with_name("_overlap_peer.py")
 SECRET = secrets.token_hex(16)

@@ -17,7 +17,7 @@ from typing import Any
 
 import msgspec
 import pytest
-from tests.eventually import eventually
+from tests.eventually import eventually, settled
 
 from tocsin import (
     Actor,
@@ -145,15 +145,14 @@ async def test_a_tracked_tick_is_finished_after_the_remote_receive_returns() -> 
         assert send(probe, item)
         await eventually(lambda: len(seen) == 1)
         # The remote receive is still running: the tick is in flight.
-        for _ in range(5):
-            await asyncio.sleep(0.02)
-            assert item.finishes == 0
+        await settled()
+        assert item.finishes == 0
         assert len(node_of(a).completions) == 1
         gate.set()
         await eventually(lambda: item.finishes == 1)
         assert len(node_of(a).completions) == 0
         assert seen == [Seen("block", TICK)]
-        await asyncio.sleep(0.05)  # nothing more arrives
+        await settled()  # nothing more arrives
         assert item.finishes == 1
         assert item.opened == 1
 
@@ -189,7 +188,7 @@ async def test_a_tracked_tick_is_finished_when_the_connection_is_lost() -> None:
         await eventually(lambda: item.finishes == 1)
         assert len(node_of(a).completions) == 0
         gate.set()  # the remote receive ends later: its completion has nowhere to go
-        await asyncio.sleep(0.05)
+        await settled()
         assert item.finishes == 1
 
 
@@ -352,6 +351,6 @@ async def test_an_item_with_lost_hears_lost_when_the_tick_did_not_or_may_not_hav
             conn.abort()
         await eventually(lambda: blocked.losses == 1)
         gate.set()
-        await asyncio.sleep(0.05)
+        await settled()
         assert (dead.finishes, blocked.finishes) == (0, 0)
         assert (dead.losses, blocked.losses) == (1, 1)

@@ -10,7 +10,7 @@ from pathlib import Path
 
 import pytest
 from tests.certs import make_certs
-from tests.eventually import eventually
+from tests.eventually import eventually, settled
 from tests.remote.remote_support import (
     SECRET,
     FakePID,
@@ -22,7 +22,13 @@ from tests.remote.remote_support import (
     running,
 )
 
-from tocsin import CodecError, DeadActorError, NodeUnreachableError, RemoteActorError
+from tocsin import (
+    CodecError,
+    DeadActorError,
+    ManualClock,
+    NodeUnreachableError,
+    RemoteActorError,
+)
 from tocsin.remote._address import NodeAddress, parse_system_address
 
 
@@ -158,7 +164,10 @@ async def test_a_peer_with_another_secret_is_refused_and_counted_and_nothing_is_
 
 
 async def test_hostile_bytes_close_only_their_connection() -> None:
-    async with running(config(), "a") as a, running(config(), "b") as b:
+    # On a ManualClock: the handshake timeout of the half-sent frame is simulated time the
+    # test passes, not 5 real seconds waited out.
+    clock = ManualClock()
+    async with running(config(), "a", clock) as a, running(config(), "b", clock) as b:
         assert a.tell(node_of(b.address), "/user/x", "", "", a.encode_message(1), None)
         await host_of(b).wait_tells(1)
         listen = node_of(b.address)
@@ -166,8 +175,10 @@ async def test_hostile_bytes_close_only_their_connection() -> None:
             reader, writer = await asyncio.open_connection(listen.host, listen.port)
             writer.write(junk)
             await writer.drain()
+            read = asyncio.ensure_future(reader.read())
+            await clock.advance(b.config.connect_timeout)  # a handshake never finished
             async with asyncio.timeout(10):
-                data = await reader.read()  # the node closes it (or times the handshake out)
+                data = await read  # the node closes it (or times the handshake out)
             assert not data or len(data) == 72  # at most the listener's challenge
             writer.close()
         # The node still serves its good peer.
@@ -307,7 +318,7 @@ async def test_requests_whose_asker_gave_up_are_forgotten_at_the_next_heartbeat(
         conn = target.conn
         assert conn is not None
         await eventually(lambda: corr in conn.pending)
-        await asyncio.sleep(0.2)
+        await settled()
         assert corr in conn.pending  # still waited for
         waiting["asker"] = False  # the asker timed out
         await eventually(lambda: corr not in conn.pending)

@@ -146,10 +146,15 @@ async def test_watchers_hear_an_announce_from_another_store(pushing_backend: Bac
             await writer.close()
         unwatch()
         heard.clear()
+        # A second watcher, still watching, is the fence: once it heard the announce,
+        # the first would have too had it still been watching (no real-time guess).
+        fence = asyncio.Event()
+        unfence = await owner.watch(fence.set)
         writer = backend.make()
         await writer.open()
         await writer.announce()
-        await asyncio.sleep(0.2)
+        await asyncio.wait_for(fence.wait(), 10)  # bounded: a push, normally at once
+        unfence()
         assert not heard.is_set()
         if writer is not owner:
             await writer.close()

@@ -13,6 +13,9 @@ import textwrap
 
 import pytest
 
+#: Left out of `make check` (each test runs pytest in a subprocess); `make test` runs it.
+pytestmark = pytest.mark.slow
+
 pytest_plugins = ["pytester"]
 
 NO_ASYNCIO = ("-p", "no:asyncio")

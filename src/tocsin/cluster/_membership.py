@@ -11,9 +11,12 @@ that was frozen (SIGSTOP, a VM pause) finds its lease gone before it acts on it.
 
 Peers notice a dead node when they next read the lease table: at each renewal, and, when
 ``watch_every`` (the cluster's ``poll_interval``) is shorter than ``lease/3``, every
-``watch_every`` seconds in between. ``NodeLeft`` then makes the durable runtime look for
-the dead node's due tasks at once, so they run elsewhere within ``lease + poll_interval``
-(one lease-table read per ``poll_interval`` is the price).
+``watch_every`` seconds in between. On ``memory://`` (one process) nothing is polled: the
+coordinator calls back on each join and leave, and a timer at the earliest expiry among
+the peers' leases reads the view then, so a dead node is noticed at its expiry and a
+simulated cluster pays for its renewals only (``_memory.py``). ``NodeLeft`` then makes
+the durable runtime look for the dead node's due tasks at once, so they run elsewhere
+within ``lease + poll_interval`` (one lease-table read per ``poll_interval`` is the price).
 
 Every lease carries the node's cron zone. At ``start`` a node whose zone differs from a
 live member's (not merely another name of the same zone: ``UTC`` and ``Etc/UTC``) leaves
@@ -44,6 +47,7 @@ from ..clock import Clock, TimerHandle
 from ..durable._spi import Outage
 from ..errors import CoordinatorError, NodeNameTakenError, TimezoneMismatchError
 from ..scheduling._spi import same_zone
+from ._memory import MemoryCoordinator
 from ._periodic import Periodic, sleep
 from ._protocol import Coordinator, LeaseRow
 from ._time import ClusterTime
@@ -119,10 +123,23 @@ class Membership:
         self._valid_until = 0.0
         self._expiry: TimerHandle | None = None
         self._view: dict[str, LeaseRow] = {}
-        self._members: list[Member] = []
+        #: Built from ``_view`` when first asked for after a read (None: not yet): a
+        #: renewal's read costs no datetime per member unless someone looks.
+        self._members: list[Member] | None = []
         self._renewer = Periodic(clock, lease / 3, self.tick, f"tocsin-cluster-renew-{name}")
         self._watcher: Periodic | None = None
-        if watch_every is not None and watch_every < lease / 3:
+        #: memory://: the view is read on the coordinator's change callbacks and at the
+        #: earliest peer expiry (``_arm_expiry``) instead of every ``watch_every``.
+        self._pushed = coordinator if isinstance(coordinator, MemoryCoordinator) else None
+        self._unlisten: Callable[[], None] | None = None
+        self._peer_expiry: TimerHandle | None = None
+        #: When (monotonic) the first peer lease of the last read runs out.
+        self._peer_due = math.inf
+        self._rereading: asyncio.Task[None] | None = None
+        #: The read in flight has begun, so a change now needs one more read after it.
+        self._rereading_started = False
+        self._reread_again = False
+        if self._pushed is None and watch_every is not None and watch_every < lease / 3:
             self._watcher = Periodic(
                 clock, watch_every, self._watch, f"tocsin-cluster-watch-{name}"
             )
@@ -160,6 +177,8 @@ class Membership:
         self._renewer.start()
         if self._watcher is not None:
             self._watcher.start()
+        if self._pushed is not None:
+            self._unlisten = self._pushed.on_change(self._reread)
 
     async def stop(self) -> None:
         """Stop renewing and leave (delete the lease). A coordinator that fails here is
@@ -167,6 +186,7 @@ class Membership:
         await self._renewer.stop()
         if self._watcher is not None:
             await self._watcher.stop()
+        await self._stop_pushed()
         self._cancel_expiry()
         was_holding, self._holding = self._holding, False
         if was_holding:
@@ -189,7 +209,9 @@ class Membership:
                 self.incarnation = incarnation
                 self._held_from(sent)
                 return
-            if self._clock.monotonic() >= deadline:
+            if self._clock.monotonic() >= deadline or (
+                self._pushed is not None and self._pushed.holder_renewing(self.name)
+            ):
                 raise NodeNameTakenError(
                     f"node name {self.name!r} is held by another live node of the cluster "
                     f"(waited {wait:g} s for its lease to lapse); give each node its own name"
@@ -234,8 +256,13 @@ class Membership:
     def _held_from(self, sent: float) -> None:
         self._holding = True
         self._valid_until = sent + self.lease
-        self._cancel_expiry()
-        self._expiry = self._clock.call_at(self._valid_until, self._expired_locally)
+        if self._pushed is not None:
+            self._pushed.hold(self.name, self.incarnation, self._renewer.running)
+        # One timer, moved lazily: it fires at the validity it was armed for and, if a
+        # renewal extended it since, arms again for the new one (a renewal costs no
+        # timer of its own: O(1), and no dead entry left in the clock's heap).
+        if self._expiry is None:
+            self._expiry = self._clock.call_at(self._valid_until, self._expired_locally)
         if self._lost:
             self._regained()
 
@@ -253,6 +280,9 @@ class Membership:
 
     def _expired_locally(self) -> None:
         self._expiry = None
+        if self._holding and self._clock.monotonic() < self._valid_until:
+            self._expiry = self._clock.call_at(self._valid_until, self._expired_locally)
+            return
         self._lose("not renewed within the lease by this node's clock")
 
     def _lose(self, why: str) -> None:
@@ -288,7 +318,10 @@ class Membership:
                     await self._join(wait=2 * self.lease)
                 except CoordinatorError as exc:  # the next renewal tries again
                     self.outage.failed(exc, "joining again")
-        await self._watch()
+        if self._pushed is None:
+            await self._watch()
+        else:
+            self._touch_view(self._pushed)
 
     async def _rejoin_after_reset(self, seen: float) -> bool:
         """The coordinator no longer has this node's lease although, by this node's own
@@ -345,12 +378,84 @@ class Membership:
                 self._on_lease_lost()
             return True
 
+    # -- the view pushed by a memory:// coordinator -----------------------------------
+
+    def _reread(self) -> None:
+        """A node joined or left, or a peer's lease reached its expiry: read the view
+        (one read in flight at a time; a change meanwhile is seen by a read after it)."""
+        if self._rereading is not None and not self._rereading.done():
+            if self._rereading_started:
+                self._reread_again = True
+            return
+        self._rereading_started = False
+        self._reread_again = False
+        self._rereading = asyncio.get_running_loop().create_task(
+            self._reread_now(), name=f"tocsin-cluster-view-{self.name}"
+        )
+
+    async def _reread_now(self) -> None:
+        self._rereading_started = True
+        while True:
+            await self._watch()
+            if not self._reread_again:
+                return
+            self._reread_again = False
+
+    def _touch_view(self, coordinator: MemoryCoordinator) -> None:
+        """memory://, at each renewal: joins and leaves are pushed and the first peer
+        expiry has its timer, so no read of the view is needed; the rows of the members
+        already known are refreshed in place (their expiries carry a peer through a
+        coordinator reset, ``_vanished``), without a task, a lock or an announcement."""
+        now, rows = coordinator.leases_nowait()
+        view = self._view
+        for row in rows:
+            old = view.get(row.node)
+            if old is not None and row.alive and old.incarnation == row.incarnation:
+                view[row.node] = row
+        self._members = None
+        self._arm_expiry(now, view)
+
+    def _arm_expiry(self, now: float, live: dict[str, LeaseRow]) -> None:
+        """Read the view again when the first peer lease runs out unless renewed. Lazy,
+        like the lease's own timer: a read that finds it later moves only the target,
+        and the armed timer, when it fires early, arms again for it."""
+        if self._pushed is None:
+            return
+        first = min((row.expires for node, row in live.items() if node != self.name), default=None)
+        if first is None:
+            self._peer_due = math.inf
+            return
+        self._peer_due = self._clock.monotonic() + max(0.0, first - now)
+        if self._peer_expiry is None:
+            self._peer_expiry = self._clock.call_at(self._peer_due, self._peer_expired)
+
+    def _peer_expired(self) -> None:
+        self._peer_expiry = None
+        if self._peer_due == math.inf:
+            return
+        if self._clock.monotonic() < self._peer_due:
+            self._peer_expiry = self._clock.call_at(self._peer_due, self._peer_expired)
+            return
+        self._reread()
+
+    async def _stop_pushed(self) -> None:
+        if self._unlisten is not None:
+            self._unlisten()
+            self._unlisten = None
+        if self._peer_expiry is not None:
+            self._peer_expiry.cancel()
+            self._peer_expiry = None
+        task, self._rereading = self._rereading, None
+        if task is not None and task is not asyncio.current_task():
+            task.cancel()
+            await asyncio.gather(task, return_exceptions=True)
+
     # -- the view ----------------------------------------------------------------------
 
     def members(self) -> list[Member]:
         """Live nodes (this one included) as of the last refresh (at most ``lease/3`` old,
         or ``poll_interval`` when that is shorter), sorted by name."""
-        return list(self._members)
+        return list(self._member_list())
 
     def address_of(self, node: str) -> str | None:
         """The address of live node ``node`` as of the last refresh (None if unknown)."""
@@ -361,7 +466,15 @@ class Membership:
 
     def member_names(self) -> list[str]:
         """Names of the live nodes of the last refresh."""
-        return [member.name for member in self._members]
+        return [member.name for member in self._member_list()]
+
+    def _member_list(self) -> list[Member]:
+        if self._members is None:
+            self._members = [
+                Member(row.node, row.address, _utc(row.joined), _utc(row.renewed))
+                for row in sorted(self._view.values(), key=lambda r: r.node)
+            ]
+        return self._members
 
     async def refresh(self) -> None:
         """Read the member list now (a directory entry named a node this view lacks)."""
@@ -425,10 +538,8 @@ class Membership:
                 ):
                     self._publish(NodeJoined(node, joined.address))
         self._view = live
-        self._members = [
-            Member(row.node, row.address, _utc(row.joined), _utc(row.renewed))
-            for row in sorted(live.values(), key=lambda r: r.node)
-        ]
+        self._arm_expiry(now, live)
+        self._members = None
 
     @staticmethod
     def _left_reason(old: LeaseRow, now: LeaseRow | None) -> Literal["left", "expired"]:

@@ -7,10 +7,19 @@ open; plain ``memory://`` is one more shared state (the default name ``""``). On
 anything, so each is atomic on the event loop. Time is the given clock's ``wall()``: with
 one :class:`~tocsin.ManualClock` for every system, a test decides when leases expire and
 ticks are late, deterministically.
+
+Being in-process, it also offers what a remote coordinator cannot (``Membership`` uses
+both when it has a MemoryCoordinator): :meth:`MemoryCoordinator.on_change` calls back at
+once when a node joins or leaves, so the members need no polling between renewals (a
+simulated cluster's weeks cost their renewals, not a read per ``poll_interval``); and
+:meth:`MemoryCoordinator.holder_renewing` tells whether a name's lease is held by a node
+of this process that is still renewing it, so a duplicate name fails at once instead of
+waiting (on a ManualClock nobody advances, for ever) for a lease that will never lapse.
 """
 
 from __future__ import annotations
 
+from collections.abc import Callable
 from dataclasses import dataclass, field
 from typing import ClassVar, final
 
@@ -50,6 +59,10 @@ class _State:
     paused: set[str] = field(default_factory=set)
     notes: dict[str, PauseNote] = field(default_factory=dict)
     users: int = 0
+    #: Called (synchronously, with no argument) after each join and leave.
+    listeners: list[Callable[[], None]] = field(default_factory=list)
+    #: node -> (incarnation, whether its holder still renews), registered by the holder.
+    holders: dict[str, tuple[str, Callable[[], bool]]] = field(default_factory=dict)
 
 
 @final
@@ -105,6 +118,42 @@ class MemoryCoordinator:
     async def now(self) -> float:
         return self._clock.wall()
 
+    # -- in-process extras (not part of the Coordinator protocol) ----------------------
+
+    def on_change(self, listener: Callable[[], None]) -> Callable[[], None]:
+        """Call ``listener()`` after every join and leave of any node (for as long as this
+        coordinator is open); returns the function that removes it. ``listener`` runs
+        inside the join or leave call: it must only schedule work, not await.
+        """
+        listeners = self._s.listeners
+        listeners.append(listener)
+
+        def remove() -> None:
+            if listener in listeners:
+                listeners.remove(listener)
+
+        return remove
+
+    def hold(self, node: str, incarnation: str, renewing: Callable[[], bool]) -> None:
+        """Record that ``node``'s lease of ``incarnation`` is held by a node of this
+        process, which renews it as long as ``renewing()`` is true."""
+        self._s.holders[node] = (incarnation, renewing)
+
+    def holder_renewing(self, node: str) -> bool:
+        """Whether ``node``'s live lease is held by a node of this process that still
+        renews it: a lease that will not lapse by waiting."""
+        state = self._s
+        held = state.leases.get(node)
+        holder = state.holders.get(node)
+        if held is None or holder is None or held.expires <= self._clock.wall():
+            return False
+        incarnation, renewing = holder
+        return incarnation == held.incarnation and renewing()
+
+    def _changed(self) -> None:
+        for listener in list(self._s.listeners):
+            listener()
+
     # -- membership ------------------------------------------------------------------
 
     def _row(self, node: str, lease: _Lease, now: float) -> LeaseRow:
@@ -130,6 +179,7 @@ class MemoryCoordinator:
             del state.leases[name]
         joined = held.joined if held is not None and held.incarnation == incarnation else now
         state.leases[node] = new = _Lease(incarnation, address, joined, now, now + lease, zone)
+        self._changed()
         return self._row(node, new, now)
 
     async def renew(self, node: str, incarnation: str, lease: float) -> LeaseRow | None:
@@ -146,9 +196,14 @@ class MemoryCoordinator:
         if held is None or held.incarnation != incarnation:
             return False
         del state.leases[node]
+        self._changed()
         return True
 
     async def leases(self) -> tuple[float, list[LeaseRow]]:
+        return self.leases_nowait()
+
+    def leases_nowait(self) -> tuple[float, list[LeaseRow]]:
+        """:meth:`leases`, synchronously (in-process: nothing to wait for)."""
         state, now = self._s, self._clock.wall()
         return now, [self._row(n, state.leases[n], now) for n in sorted(state.leases)]
 

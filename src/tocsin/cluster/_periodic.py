@@ -73,6 +73,10 @@ class Periodic:
 
     # -- running -------------------------------------------------------------------------
 
+    def running(self) -> bool:
+        """Whether runs are armed (started and not stopped)."""
+        return not self._stopped
+
     def start(self) -> None:
         """Arm the first run one period from now."""
         self._stopped = False

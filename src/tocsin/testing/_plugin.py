@@ -25,6 +25,13 @@ Where the verdict is given. The crash/dead-letter check runs right after the tes
 (``pytest_runtest_call``), so it fails the *test*, not its teardown; the stop comes later,
 in the fixture's teardown, where only what the stop itself caused is reported.
 
+Hangs. The body, the settle after it and the teardown each run under the hang guard
+(``tocsin_async_timeout``, default 60 real seconds); past it the test fails naming each
+busy actor and the await it is suspended at (``_busy.py``). A teardown that finds an
+actor still in a message once the clock settled does not wait for it (it would wait for
+ever on a ManualClock nobody advances): the stop's grace passes on the clock, the
+handler is cancelled, and the teardown fails naming it.
+
 Prior art: trio's pytest plugin (``autojump_clock`` fixture), pytest-asyncio's runner per
 loop scope, pykka's ``conftest`` runtimes.
 """
@@ -103,8 +110,9 @@ _RUNNER = pytest.StashKey[asyncio.Runner]()
 def pytest_addoption(parser: pytest.Parser) -> None:
     parser.addini(
         "tocsin_async_timeout",
-        "Real seconds an async test run by the tocsin plugin may take before it fails "
-        "(a hang guard, not a speed test; 0 = no limit).",
+        "Real seconds an async test run by the tocsin plugin (its body; then settling "
+        "and stopping tocsin_system) may take before it fails naming what is still busy "
+        f"(a hang guard, not a speed test; default {DEFAULT_ASYNC_TIMEOUT}, 0 = no limit).",
         default=str(DEFAULT_ASYNC_TIMEOUT),
     )
 
