@@ -323,3 +323,17 @@ async def test_four_nodes_at_lease_4_keep_the_invariants_where_one_forwarded_to_
     sim = Simulation(nodes=4, seed=4036, faults=Faults.default(), lease=4.0)
     await sim.run(600)
     sim.check()
+
+
+async def test_a_restart_whose_setup_fails_fails_the_run_with_its_seed() -> None:
+    starts: dict[str, int] = {}
+
+    async def setup(system: Any) -> None:
+        starts[system.name] = starts.get(system.name, 0) + 1
+        if starts[system.name] == 2:
+            raise RuntimeError(f"{system.name} refused to restart")
+
+    sim = Simulation(nodes=2, seed=2, faults=Faults(crash=3), setup=setup)
+    with pytest.raises(RuntimeError, match="refused to restart") as caught:
+        await sim.run(120)
+    assert any("seed 2" in note for note in caught.value.__notes__)

@@ -177,6 +177,8 @@ class Simulation:
         self._final: dict[tuple[str, str], Any] = {}
         self._tasks: set[asyncio.Task[Any]] = set()
         self._queued = 0
+        #: What the run's own tasks raised (a node's restart whose setup failed).
+        self._errors: list[BaseException] = []
         #: The durable kind of each (identity, key) written (Write entries name none).
         self._kinds: dict[tuple[str, str], str] = {}
 
@@ -232,6 +234,8 @@ class Simulation:
             if self._setup is None:
                 self.clock.call_at(DRIVE_PERIOD, self._drive)
             await self.clock.advance(seconds)
+            if self._errors:
+                raise self._errors[0]
         except Exception as exc:
             # The run itself failed (a node that cannot start, a stop that hangs): say
             # which run, and leave nothing running behind.
@@ -373,8 +377,16 @@ class Simulation:
     def _spawn(self, coroutine: Awaitable[None]) -> asyncio.Task[None]:
         task: asyncio.Task[None] = asyncio.ensure_future(coroutine)
         self._tasks.add(task)
-        task.add_done_callback(self._tasks.discard)
+        task.add_done_callback(self._settled)
         return task
+
+    def _settled(self, task: asyncio.Task[None]) -> None:
+        """A crash, restart or ask of the run ended: keep what it raised (a restart whose
+        ``setup`` failed), for :meth:`run` to raise once the nodes are stopped."""
+        self._tasks.discard(task)
+        error = None if task.cancelled() else task.exception()
+        if error is not None:
+            self._errors.append(error)
 
     # -- what the network and the gates ask ---------------------------------------------
 
