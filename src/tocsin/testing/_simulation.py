@@ -310,7 +310,14 @@ class Simulation:
         await system.start()
         node.system = system
         setup = self._setup if self._setup is not None else workload.builtin_setup
-        await setup(system)
+        try:
+            await setup(system)
+        except BaseException:
+            # Not a node that runs without its application: down again, so a restart
+            # tries the whole start once more (or the run fails with the error).
+            node.system = None
+            await system.stop(timeout=1.0)
+            raise
 
     # -- faults --------------------------------------------------------------------------
 
