@@ -12,8 +12,11 @@ On every node, at every start (restarts included):
   queue durable tasks (each acknowledged one must run).
 
 Extension point: once stored schedules exist (``system.schedules``, ``Interval``), add a
-stored ``Interval`` here in :func:`builtin_setup` and its expectation in
-``Simulation._expect_builtin`` (every instant has one ledger row); nothing else changes.
+stored ``Interval`` here in :func:`builtin_setup` (declared with ``replace=True``, as the
+cron schedules are, since every node runs it at each start), its expectation in
+``Simulation._expectations`` and, in ``_sim_check``, the invariant that each of its
+instants has exactly one ledger row (``system.schedules.history``, read at the end of
+the run); nothing else changes.
 """
 
 from __future__ import annotations
