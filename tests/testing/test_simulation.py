@@ -337,3 +337,27 @@ async def test_a_restart_whose_setup_fails_fails_the_run_with_its_seed() -> None
     with pytest.raises(RuntimeError, match="refused to restart") as caught:
         await sim.run(120)
     assert any("seed 2" in note for note in caught.value.__notes__)
+
+
+def test_the_command_line_runs_many_seeds_and_refuses_bad_options() -> None:
+    import subprocess
+    import sys
+
+    ran = subprocess.run(
+        [sys.executable, "-m", "tocsin.testing", "--seeds", "2", "--seconds", "30", "--jobs", "1"],
+        capture_output=True,
+        text=True,
+        timeout=120,
+        check=False,
+    )
+    assert ran.returncode == 0, ran.stdout + ran.stderr
+    assert "2 seeds of 30 simulated s on 3 nodes: 2 passed, 0 failed" in ran.stdout
+    bad = subprocess.run(
+        [sys.executable, "-m", "tocsin.testing", "--seed", "1", "--faults", "meteor=1"],
+        capture_output=True,
+        text=True,
+        timeout=60,
+        check=False,
+    )
+    assert bad.returncode == 2
+    assert "KIND=RATE" in bad.stderr
