@@ -205,12 +205,18 @@ async def test_a_store_that_ignores_the_fence_is_caught(monkeypatch: pytest.Monk
         await apply(self, [op for op in ops if not isinstance(op, Fence)])
 
     monkeypatch.setattr(MemoryStore, "apply", unfenced)
-    sim = Simulation(nodes=3, seed=26, faults=Faults(pause=2, partition=2, loss=1))
-    await sim.run(300)
-    with pytest.raises(SimulationViolation, match="older epoch") as caught:
-        sim.check()
-    assert "seed 26" in str(caught.value)
-    assert any(f.kind is FaultKind.PAUSE for f in sim.faults)
+    caught: list[str] = []
+    for seed in range(26, 46):  # seed 26 caught it when written; seeds move with the code
+        sim = Simulation(nodes=3, seed=seed, faults=Faults(pause=2, partition=2, loss=1))
+        await sim.run(300)
+        try:
+            sim.check()
+        except SimulationViolation as violation:
+            caught.append(str(violation))
+            break
+    assert caught, "no seed of 26-45 caught the unfenced store"
+    assert "older epoch" in caught[0]
+    assert f"seed {seed}" in caught[0]
 
 
 async def test_the_replay_command_names_every_option_that_differs_from_the_defaults() -> None:
@@ -242,28 +248,34 @@ HARSH = Faults(
 
 
 async def test_a_winner_frozen_past_its_delivery_lease_delivers_late_with_its_old_fence() -> None:
-    # Found by seed 218 at HARSH rates: n2 won instant 239 (fence 237) and froze; n1
-    # claimed it again once the delivery lease lapsed (fence 242) and delivered; n2 woke
-    # and delivered too. As documented (at_least_once: duplicates happen, the fence tells
-    # them apart); the later delivery carries the smaller fence, so a handler keeping the
-    # largest fence it saw refuses it. The invariant is one delivery per fence.
-    sim = Simulation(nodes=3, seed=218, faults=HARSH)
-    await sim.run(300)
-    sim.check()
-    by_instant: dict[float, list[Delivery]] = {}
-    for entry in sim.record:
-        if isinstance(entry, Delivery) and entry.reference == AT_LEAST_ONCE:
-            by_instant.setdefault(entry.instant, []).append(entry)
-    late_zombies = [
-        ds
-        for ds in by_instant.values()
-        if len(ds) > 1
-        and ds[-1].fence is not None
-        and ds[0].fence is not None
-        and ds[-1].fence < ds[0].fence
-    ]
-    assert late_zombies
-    assert all(len({d.fence for d in ds}) == len(ds) for ds in by_instant.values())
+    # Found at HARSH rates (seed 218 first; seed 230 since the delay fault slows the
+    # coordinator too): n0 won instant 161 (fence 141) and froze; n1 claimed it again
+    # once the delivery lease lapsed (fence 146) and delivered at 166 s; n0 woke and
+    # delivered at 178 s. As documented (at_least_once: duplicates happen, the fence
+    # tells them apart): the later delivery carries the smaller fence, so a handler
+    # keeping the largest fence it saw refuses it. The invariant: one delivery per fence.
+    # Seeds change with the code they run: look from 230 on (it showed one when written).
+    late_zombies: list[list[Delivery]] = []
+    seed = 230
+    while not late_zombies and seed < 260:
+        sim = Simulation(nodes=3, seed=seed, faults=HARSH)
+        await sim.run(300)
+        sim.check()
+        by_instant: dict[float, list[Delivery]] = {}
+        for entry in sim.record:
+            if isinstance(entry, Delivery) and entry.reference == AT_LEAST_ONCE:
+                by_instant.setdefault(entry.instant, []).append(entry)
+        late_zombies = [
+            ds
+            for ds in by_instant.values()
+            if len(ds) > 1
+            and ds[-1].fence is not None
+            and ds[0].fence is not None
+            and ds[-1].fence < ds[0].fence
+        ]
+        assert all(len({d.fence for d in ds}) == len(ds) for ds in by_instant.values())
+        seed += 1
+    assert late_zombies, "no seed of 230-259 shows a late zombie any more: look further"
 
 
 async def test_a_run_that_fails_names_its_seed_and_leaves_no_node_running() -> None:
@@ -279,3 +291,73 @@ async def test_a_run_that_fails_names_its_seed_and_leaves_no_node_running() -> N
         await sim.run(30)
     assert any("seed 13" in note for note in caught.value.__notes__)
     assert not any(system.running for system in started)
+
+
+async def test_two_simulations_at_once_in_one_process_are_refused() -> None:
+    import asyncio
+
+    first = Simulation(nodes=1, seed=14, faults=Faults.none())
+    running = asyncio.ensure_future(first.run(30))
+    await asyncio.sleep(0)
+    with pytest.raises(RuntimeError, match="one after"):
+        await Simulation(nodes=1, seed=15, faults=Faults.none()).run(5)
+    await running
+    first.check()
+
+
+async def test_a_forged_last_write_the_store_does_not_hold_is_caught() -> None:
+    sim = Simulation(nodes=2, seed=16, faults=Faults.none())
+    await sim.run(20)
+    sim.check()
+    write = next(e for e in sim.record if isinstance(e, Write) and e.key.startswith("ran/"))
+    sim.record.append(dataclasses.replace(write, value="forged", epoch=10**6, at=999.0))
+    with pytest.raises(SimulationViolation, match="not the last write"):
+        sim.check()
+
+
+@pytest.mark.slow
+async def test_four_nodes_at_lease_4_keep_the_invariants_where_one_forwarded_to_itself() -> None:
+    # Seed 4036 stopped simulated time at 388 s before cluster/_durable.py stopped a node
+    # forwarding an identity owned by another incarnation of itself to itself
+    # (tests/cluster/test_found_by_simulation.py has the reduced case).
+    sim = Simulation(nodes=4, seed=4036, faults=Faults.default(), lease=4.0)
+    await sim.run(600)
+    sim.check()
+
+
+async def test_a_restart_whose_setup_fails_fails_the_run_with_its_seed() -> None:
+    starts: dict[str, int] = {}
+
+    async def setup(system: Any) -> None:
+        starts[system.name] = starts.get(system.name, 0) + 1
+        if starts[system.name] == 2:
+            raise RuntimeError(f"{system.name} refused to restart")
+
+    sim = Simulation(nodes=2, seed=2, faults=Faults(crash=3), setup=setup)
+    with pytest.raises(RuntimeError, match="refused to restart") as caught:
+        await sim.run(120)
+    assert any("seed 2" in note for note in caught.value.__notes__)
+
+
+def test_the_command_line_runs_many_seeds_and_refuses_bad_options() -> None:
+    import subprocess
+    import sys
+
+    ran = subprocess.run(
+        [sys.executable, "-m", "tocsin.testing", "--seeds", "2", "--seconds", "30", "--jobs", "1"],
+        capture_output=True,
+        text=True,
+        timeout=120,
+        check=False,
+    )
+    assert ran.returncode == 0, ran.stdout + ran.stderr
+    assert "2 seeds of 30 simulated s on 3 nodes: 2 passed, 0 failed" in ran.stdout
+    bad = subprocess.run(
+        [sys.executable, "-m", "tocsin.testing", "--seed", "1", "--faults", "meteor=1"],
+        capture_output=True,
+        text=True,
+        timeout=60,
+        check=False,
+    )
+    assert bad.returncode == 2
+    assert "KIND=RATE" in bad.stderr

@@ -173,7 +173,7 @@ class ClusterOwnership:
         membership = self._node.membership
         entry = await self._node.coordinator.owner(kind, identity)
         if entry is not None and entry.alive and not directory.mine(entry):
-            return Claim(None, await self.resolve(entry.node, kind, identity))
+            return await self._elsewhere(entry.node, kind, identity)
         # Every epoch fenced so far is at most this, so an ownership created above it
         # never shares its epoch with an older owner (a fence written after this read is
         # a newer owner's, whose live entry the compare-and-set below then finds).
@@ -208,7 +208,22 @@ class ClusterOwnership:
             return Claim(None)  # no lease here: nothing may activate on this node
         if directory.mine(entry):
             return Claim(entry.epoch, holder=self.holder())
-        return Claim(None, await self.resolve(entry.node, kind, identity))
+        return await self._elsewhere(entry.node, kind, identity)
+
+    async def _elsewhere(self, node: str, kind: str, identity: str) -> Claim:
+        """The identity is owned by a live lease of ``node`` that is not this node's.
+
+        When ``node`` is this node's own name, the lease is another incarnation of it:
+        one whose join the coordinator granted but whose answer never came back (a
+        timeout, a cut), or an older one not expired yet. Its PID is this node's PID:
+        forwarding there would deliver to this very handle, which would claim and
+        forward again, for ever and without waiting (found by the simulator, seed 4036
+        on four nodes at lease 4). Nothing runs here and no owner is known until that
+        lease lapses: the caller fails with ``NotOwnerError`` and retries later.
+        """
+        if node == self._node.membership.name:
+            return Claim(None)
+        return Claim(None, await self.resolve(node, kind, identity))
 
     def fenced(self, kind: str, identity: str) -> None:
         self._node.count_fenced_write()

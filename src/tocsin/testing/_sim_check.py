@@ -108,8 +108,10 @@ def _writes(record: list[Entry], expect: Expectations) -> list[tuple[int, str, l
     acked: dict[tuple[str, str], Ack] = {}
     ran: set[tuple[str, str]] = set()
     queued: list[tuple[int, Ack]] = []
+    last_of: dict[tuple[str, str], Write] = {}
     for index, entry in enumerate(record):
         if isinstance(entry, Write):
+            last_of[entry.identity, entry.key] = entry
             last = newest.get(entry.identity)
             if last is not None and entry.epoch < last.epoch:
                 found.append(
@@ -151,6 +153,16 @@ def _writes(record: list[Entry], expect: Expectations) -> list[tuple[int, str, l
             previous = acked.get((entry.identity, entry.key))
             if previous is None or _number(entry.value) >= _number(previous.value):
                 acked[entry.identity, entry.key] = entry
+    for (identity, key), stored in expect.final.items():
+        last_write = last_of.get((identity, key))
+        if last_write is not None and _hashable(stored) != _hashable(last_write.value):
+            found.append(
+                (
+                    len(record),
+                    f"write lost: the store ends with {key}={stored!r}, not the last write",
+                    [last_write],
+                )
+            )
     for (identity, key), ack in acked.items():
         if key in expect.counters and (identity, key) in expect.final:
             stored = expect.final[identity, key]
@@ -199,21 +211,49 @@ def _missing_instants(record: list[Entry], faults: list[Fault], expect: Expectat
 
 def _excused(faults: list[Fault], expect: Expectations) -> list[tuple[float, float]]:
     """Windows (simulated seconds) in which no at-least-once delivery is promised: a
-    coordinator outage, or every node down (crashed, paused or cut off) at once."""
+    coordinator outage, or every node down (crashed, paused, cut off, or its clock
+    stepped) at once."""
     margin = _settle_margin(expect)
+    # An instant claimed just before an outage whose winner then died is claimed again
+    # once its delivery lease lapses: inside the outage, that claim errs, and a claim
+    # that errs loses its tick (docs/cluster.md, "Not guaranteed").
+    before = expect.delivery_lease + 2.0
     windows = [
-        (f.start - 1.0, f.end + margin) for f in faults if f.kind is FaultKind.COORDINATOR_OUTAGE
+        (f.start - before, f.end + margin) for f in faults if f.kind is FaultKind.COORDINATOR_OUTAGE
+    ]
+    # Known loss, reported, not excused by the contract: while a cron claim is in flight,
+    # the cluster coalesces the reference's later ticks into one whatever the schedule's
+    # `misfire` (cluster/_single_fire.py, ClaimGate.claim), so a claim whose round trip
+    # outlasts the period (each leg up to a DELAY fault's size) loses instants even under
+    # Misfire.all. Excused here so other findings stand out; reduced to one node, it is a
+    # strict xfail in tests/cluster/test_found_by_simulation.py.
+    shortest = min(expect.at_least_once.values(), default=math.inf)
+    windows += [
+        (f.start - 1.0, f.end + margin)
+        for f in faults
+        if f.kind is FaultKind.DELAY and 2.0 * f.size > shortest
     ]
     down: dict[str, list[tuple[float, float]]] = {}
     for f in faults:
         if f.kind in (FaultKind.CRASH, FaultKind.PAUSE, FaultKind.PARTITION) and f.node:
             down.setdefault(f.node, []).append((f.start, f.end + 2.0 * expect.lease))
+        elif f.kind is FaultKind.SKEW and f.node:
+            # Known loss, reported: a node whose clock steps forward re-arms its cron at
+            # the skewed instant, and the cluster's correction (a backward step) leaves
+            # it there, so it claims nothing until its wall clock gets back to it
+            # (docs/cluster.md: "the other nodes deliver them"). The step back at the
+            # end of a slow clock is one forward: its node may spend the instants of the
+            # next |size| seconds early (a claim that errs, cut off, loses them). Counted
+            # as down; the case is a strict xfail in
+            # tests/cluster/test_found_by_simulation.py.
+            reach = f.end + abs(f.size) + 2.0 * expect.lease
+            down.setdefault(f.node, []).append((f.start, reach))
     if len(down) == expect.nodes:
         points = sorted({p for spans in down.values() for span in spans for p in span})
         for a, b in itertools.pairwise(points):
             middle = (a + b) / 2
             if all(any(s <= middle <= e for s, e in spans) for spans in down.values()):
-                windows.append((a - 1.0, b + margin))
+                windows.append((a - before, b + margin))
     return windows
 
 

@@ -17,7 +17,7 @@ from __future__ import annotations
 
 import asyncio
 import inspect
-from collections.abc import Callable, Sequence
+from collections.abc import Awaitable, Callable, Sequence
 from typing import TYPE_CHECKING, Any, final
 
 from .._codec import decode
@@ -32,18 +32,34 @@ __all__ = ["GatedCoordinator", "GatedStore", "NodeGate", "Outages"]
 
 @final
 class Outages:
-    """The cluster-wide outages in force (shared by every node's gate)."""
+    """The cluster-wide outages and latency in force (shared by every node's gate).
 
-    __slots__ = ("coordinator", "store")
+    Args:
+        sleep: waits simulated seconds (the simulation's clock).
+        draw: a uniform draw in ``[0, 1)`` from the simulation's seeded source.
+    """
 
-    def __init__(self) -> None:
+    __slots__ = ("_draw", "_sleep", "coordinator", "latency", "store")
+
+    def __init__(
+        self, sleep: Callable[[float], Awaitable[None]], draw: Callable[[], float]
+    ) -> None:
         self.coordinator = False
         self.store = False
+        self.latency = 0.0
+        self._sleep = sleep
+        self._draw = draw
 
-    def set(self, *, coordinator: bool, store: bool) -> None:
-        """The outages in force from now on."""
+    def set(self, *, coordinator: bool, store: bool, latency: float) -> None:
+        """The outages in force from now on, and the most one leg of a call takes."""
         self.coordinator = coordinator
         self.store = store
+        self.latency = latency
+
+    async def travel(self) -> None:
+        """One leg of a call (there or back) under the latency in force (at once without)."""
+        if self.latency > 0:
+            await self._sleep(self._draw() * self.latency)
 
 
 @final
@@ -98,16 +114,37 @@ class NodeGate:
     async def coordinator_call(self, what: str) -> None:
         """Let a coordinator call through, or raise why it cannot reach the coordinator."""
         await self.wait_running()
+        await self.outages.travel()
+        await self.wait_running()
         if self.crashed or self.partitioned or self.outages.coordinator:
             raise CoordinatorUnavailableError(
                 f"simulated: node {self.name!r} cannot reach the coordinator ({what})"
             )
 
+    async def coordinator_answer(self, what: str) -> None:
+        """The answer of a coordinator call that ran travels back: it may arrive late, or
+        never (the caller then fails although the call took effect)."""
+        await self.outages.travel()
+        await self.wait_running()
+        if self.crashed or self.partitioned:
+            raise CoordinatorUnavailableError(
+                f"simulated: node {self.name!r} lost the coordinator's answer ({what})"
+            )
+
     async def store_call(self, what: str) -> None:
         """Let a store call through, or raise why it cannot reach the store."""
         await self.wait_running()
+        await self.outages.travel()
+        await self.wait_running()
         if self.crashed or self.outages.store:
             raise StoreError(f"simulated: node {self.name!r} cannot reach the store ({what})")
+
+    async def store_answer(self, what: str) -> None:
+        """As :meth:`coordinator_answer`, for the store."""
+        await self.outages.travel()
+        await self.wait_running()
+        if self.crashed:
+            raise StoreError(f"simulated: node {self.name!r} lost the store's answer ({what})")
 
 
 _UNGATED = frozenset({"open", "close", "url", "name", "check_changes", "watch"})
@@ -116,9 +153,12 @@ _UNGATED = frozenset({"open", "close", "url", "name", "check_changes", "watch"})
 class _Gated:
     """Forwards every attribute of ``inner``; its coroutine methods wait on ``check``."""
 
-    def __init__(self, inner: Any, check: Callable[[str], Any]) -> None:
+    def __init__(
+        self, inner: Any, check: Callable[[str], Any], answer: Callable[[str], Any]
+    ) -> None:
         self._inner = inner
         self._check = check
+        self._answer = answer
         #: Wrapped methods by name, made once (a lease renewal is a hot path here).
         self._methods: dict[str, Any] = {}
 
@@ -132,11 +172,13 @@ class _Gated:
         attribute = getattr(self._inner, name)
         if name in _UNGATED or not inspect.iscoroutinefunction(attribute):
             return attribute
-        check = self._check
+        check, answer = self._check, self._answer
 
         async def call(*args: Any, **kwargs: Any) -> Any:
             await check(name)
-            return await attribute(*args, **kwargs)
+            result = await attribute(*args, **kwargs)
+            await answer(name)
+            return result
 
         methods[name] = call
         return call
@@ -148,22 +190,22 @@ class GatedCoordinator(_Gated):
     :class:`~tocsin.cluster.Coordinator`: it forwards every method of the protocol)."""
 
     def __init__(self, inner: Any, gate: NodeGate) -> None:
-        super().__init__(inner, gate.coordinator_call)
+        super().__init__(inner, gate.coordinator_call, gate.coordinator_answer)
         self.url: str = inner.url
 
 
 @final
 class GatedStore(_Gated):
     """A node's view of the shared store, through its gate; every accepted batch's state
-    writes are reported to ``on_write(identity, key, value, epoch)``."""
+    writes are reported to ``on_write(kind, identity, key, value, epoch)``."""
 
     def __init__(
         self,
         inner: Store,
         gate: NodeGate,
-        on_write: Callable[[str, str, Any, int], None],
+        on_write: Callable[[str, str, str, Any, int], None],
     ) -> None:
-        super().__init__(inner, gate.store_call)
+        super().__init__(inner, gate.store_call, gate.store_answer)
         self.url: str = inner.url
         self._gate = gate
         self._on_write = on_write
@@ -176,6 +218,7 @@ class GatedStore(_Gated):
         epoch = next((op.epoch for op in ops if isinstance(op, Fence)), 0)
         for op in ops:
             if isinstance(op, PutState):
-                self._on_write(op.identity, op.key, decode(op.value), epoch)
+                self._on_write(op.kind, op.identity, op.key, decode(op.value), epoch)
             elif isinstance(op, DeleteState):
-                self._on_write(op.identity, op.key, None, epoch)
+                self._on_write(op.kind, op.identity, op.key, None, epoch)
+        await self._gate.store_answer("apply")

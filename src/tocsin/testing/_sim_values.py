@@ -39,7 +39,8 @@ class FaultKind(StrEnum):
     COORDINATOR_OUTAGE = "coordinator_outage"
     #: Each message between nodes is lost with probability ``size`` until ``end``.
     LOSS = "loss"
-    #: Each message between nodes takes ``size`` seconds more until ``end``.
+    #: Each message between nodes takes ``size`` seconds more until ``end``, and each
+    #: leg of a coordinator or store call (there, back) up to ``size`` seconds.
     DELAY = "delay"
 
 
@@ -116,7 +117,10 @@ class Faults:
         return cls()
 
     def to_text(self) -> str:
-        """The rates as ``crash=0.2,pause=0.15,...`` (what ``--faults`` reads back)."""
+        """The rates as ``crash=0.2,pause=0.15,...`` (what ``--faults`` reads back);
+        ``none`` when every rate is 0."""
+        if self == Faults.none():
+            return "none"
         return ",".join(f"{spec.name}={getattr(self, spec.name)!r}" for spec in fields(self))
 
     @classmethod

@@ -12,8 +12,11 @@ On every node, at every start (restarts included):
   queue durable tasks (each acknowledged one must run).
 
 Extension point: once stored schedules exist (``system.schedules``, ``Interval``), add a
-stored ``Interval`` here in :func:`builtin_setup` and its expectation in
-``Simulation._expect_builtin`` (every instant has one ledger row); nothing else changes.
+stored ``Interval`` here in :func:`builtin_setup` (declared with ``replace=True``, as the
+cron schedules are, since every node runs it at each start), its expectation in
+``Simulation._expectations`` and, in ``_sim_check``, the invariant that each of its
+instants has exactly one ledger row (``system.schedules.history``, read at the end of
+the run); nothing else changes.
 """
 
 from __future__ import annotations
@@ -21,7 +24,7 @@ from __future__ import annotations
 import weakref
 from typing import TYPE_CHECKING, Any, Protocol, final
 
-from ..actor._spi import Actor, ReceiveContext
+from ..actor._spi import Actor, Misfire, ReceiveContext
 from ..durable import DurableActor
 
 if TYPE_CHECKING:
@@ -143,4 +146,7 @@ async def builtin_setup(system: ActorSystem) -> None:
         reference=AT_LEAST_ONCE,
         replace=True,
         delivery="at_least_once",
+        # Every instant, even those that came due while a slow claim was in flight or
+        # the node was frozen: coalescing them (the default) is a documented loss.
+        misfire=Misfire.all(max=100),
     )

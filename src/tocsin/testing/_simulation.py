@@ -23,8 +23,9 @@ import logging
 import random
 import uuid
 from collections.abc import Awaitable, Callable, Iterable
-from typing import TYPE_CHECKING, Any, cast, final
+from typing import TYPE_CHECKING, Any, ClassVar, cast, final
 
+from .._codec import decode
 from ..clock import ManualClock
 from ..cluster import Cluster, Coordinator
 from ..cluster._spi import add_in_process_route, open_coordinator
@@ -108,6 +109,9 @@ class Simulation:
         TypeError: ``faults`` is not a :class:`Faults`, ``setup`` not callable.
     """
 
+    #: The simulation running in this process, if any (one at a time).
+    _running: ClassVar[Simulation | None] = None
+
     def __init__(
         self,
         nodes: int = 3,
@@ -148,7 +152,7 @@ class Simulation:
         # the workload sent, so changing the workload keeps the fault schedule.
         self._fault_rng = random.Random(f"tocsin-sim/{seed}/faults")
         self._rng = random.Random(f"tocsin-sim/{seed}/run")
-        self._outages = Outages()
+        self._outages = Outages(self.clock.sleep, self._rng.random)
         self._nodes = {
             f"n{i}": _Node(
                 f"n{i}",
@@ -166,13 +170,17 @@ class Simulation:
             self._blocked,
             self._resume_at,
         )
-        self._cluster_name = f"sim-{uuid.UUID(int=random.Random(seed).getrandbits(128)).hex}"
+        # Unique in the process: a coordinator's shared state is found by this name.
+        self._cluster_name = f"sim-{seed}-{uuid.uuid4().hex}"
         self._active: list[Fault] = []
         self._ran = 0.0
         self._final: dict[tuple[str, str], Any] = {}
         self._tasks: set[asyncio.Task[Any]] = set()
         self._queued = 0
-        self._failures: list[str] = []
+        #: What the run's own tasks raised (a node's restart whose setup failed).
+        self._errors: list[BaseException] = []
+        #: The durable kind of each (identity, key) written (Write entries name none).
+        self._kinds: dict[tuple[str, str], str] = {}
 
     def __repr__(self) -> str:
         return (
@@ -194,13 +202,26 @@ class Simulation:
             raise RuntimeError(f"{self!r} already ran; make a new Simulation to run again")
         if isinstance(seconds, bool) or not isinstance(seconds, int | float) or not seconds > 0:
             raise ValueError(f"`seconds` must be a positive number of seconds, got {seconds!r}")
+        if Simulation._running is not None:
+            raise RuntimeError(
+                f"{Simulation._running!r} is running in this process: two simulations at "
+                "once would share their nodes' in-process addresses; run them one after "
+                "the other (or in two processes)"
+            )
         self._ran = float(seconds)
+        Simulation._running = self
+        try:
+            await self._run(float(seconds))
+        finally:
+            Simulation._running = None
+
+    async def _run(self, seconds: float) -> None:
         self.faults = draw_faults(
             self.fault_rates,
             self._fault_rng,
             list(self._nodes),
             0.0,
-            float(seconds),
+            seconds,
             self.lease,
         )
         remove_route = add_in_process_route(self._network.route)
@@ -213,6 +234,8 @@ class Simulation:
             if self._setup is None:
                 self.clock.call_at(DRIVE_PERIOD, self._drive)
             await self.clock.advance(seconds)
+            if self._errors:
+                raise self._errors[0]
         except Exception as exc:
             # The run itself failed (a node that cannot start, a stop that hangs): say
             # which run, and leave nothing running behind.
@@ -287,7 +310,14 @@ class Simulation:
         await system.start()
         node.system = system
         setup = self._setup if self._setup is not None else workload.builtin_setup
-        await setup(system)
+        try:
+            await setup(system)
+        except BaseException:
+            # Not a node that runs without its application: down again, so a restart
+            # tries the whole start once more (or the run fails with the error).
+            node.system = None
+            await system.stop(timeout=1.0)
+            raise
 
     # -- faults --------------------------------------------------------------------------
 
@@ -317,13 +347,15 @@ class Simulation:
     def _apply(self) -> None:
         """Derive the network's and the gates' state from the faults in force."""
         active = self._active
+        delay = max((f.size for f in active if f.kind is FaultKind.DELAY), default=0.0)
         self._outages.set(
             coordinator=any(f.kind is FaultKind.COORDINATOR_OUTAGE for f in active),
             store=any(f.kind is FaultKind.STORE_OUTAGE for f in active),
+            latency=delay,
         )
         self._network.set_faults(
             loss=max((f.size for f in active if f.kind is FaultKind.LOSS), default=0.0),
-            delay=max((f.size for f in active if f.kind is FaultKind.DELAY), default=0.0),
+            delay=delay,
         )
         for node in self._nodes.values():
             node.gate.cut_off(
@@ -352,8 +384,16 @@ class Simulation:
     def _spawn(self, coroutine: Awaitable[None]) -> asyncio.Task[None]:
         task: asyncio.Task[None] = asyncio.ensure_future(coroutine)
         self._tasks.add(task)
-        task.add_done_callback(self._tasks.discard)
+        task.add_done_callback(self._settled)
         return task
+
+    def _settled(self, task: asyncio.Task[None]) -> None:
+        """A crash, restart or ask of the run ended: keep what it raised (a restart whose
+        ``setup`` failed), for :meth:`run` to raise once the nodes are stopped."""
+        self._tasks.discard(task)
+        error = None if task.cancelled() else task.exception()
+        if error is not None:
+            self._errors.append(error)
 
     # -- what the network and the gates ask ---------------------------------------------
 
@@ -428,23 +468,19 @@ class Simulation:
     def _append(self, entry: Entry) -> None:
         self.record.append(entry)
 
-    def _writer(self, node: str) -> Callable[[str, str, Any, int], None]:
-        def wrote(identity: str, key: str, value: Any, epoch: int) -> None:
+    def _writer(self, node: str) -> Callable[[str, str, str, Any, int], None]:
+        def wrote(kind: str, identity: str, key: str, value: Any, epoch: int) -> None:
+            self._kinds[identity, key] = kind
             self._append(Write(identity, key, value, epoch, node, self._now()))
 
         return wrote
 
     async def _read_final(self) -> None:
+        """What the store holds at the end for every key the record saw written."""
         final: dict[tuple[str, str], Any] = {}
-        for entry in self.record:
-            if isinstance(entry, Write):
-                kind = workload.SimCounter.kind if self._setup is None else None
-                if kind is None:
-                    continue
-                data = await self.store.get_state(kind, entry.identity, entry.key)
-                from .._codec import decode
-
-                final[entry.identity, entry.key] = None if data is None else decode(data)
+        for (identity, key), kind in sorted(self._kinds.items()):
+            data = await self.store.get_state(kind, identity, key)
+            final[identity, key] = None if data is None else decode(data)
         self._final = final
 
     # -- the invariants ------------------------------------------------------------------
