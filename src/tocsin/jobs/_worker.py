@@ -25,14 +25,24 @@ from __future__ import annotations
 
 import logging
 import zlib
-from typing import Any, Final
+from typing import Any, Final, Protocol
 
-from ..actor import ReceiveContext, Tick
+from ..actor import Outcome, ReceiveContext, Tick, TickNotDelivered
 from ..durable import DurableActor
+from ..stores import ScheduleTickRow
 from ._context import JobContext
 from ._registry import JobSpec, on_register
 
-__all__ = ["KIND_PREFIX", "SHARDS", "TASK_NAME", "JobActor", "actor_class", "kind_of", "shard_of"]
+__all__ = [
+    "KIND_PREFIX",
+    "SHARDS",
+    "STARTS_SERVICE",
+    "TASK_NAME",
+    "JobActor",
+    "actor_class",
+    "kind_of",
+    "shard_of",
+]
 
 #: Durable kinds of jobs are ``job:<name>``.
 KIND_PREFIX: Final = "job:"
@@ -44,7 +54,17 @@ TASK_NAME: Final = "job"
 #: Run budget when the job gives none (the durable tasks' default).
 DEFAULT_TIMEOUT: Final = 900.0
 
+#: The runtime service told when a scheduled run starts (the stored-schedule runner, for
+#: its start-lateness histogram); a node without it records the ledger all the same.
+STARTS_SERVICE: Final = "schedules"
+
+_log = logging.getLogger("tocsin.jobs")
+
 _CLASSES: dict[str, type[JobActor]] = {}
+
+
+class _Starts(Protocol):
+    def observe_start(self, late: float) -> None: ...
 
 
 def kind_of(name: str) -> str:
@@ -53,8 +73,13 @@ def kind_of(name: str) -> str:
 
 
 def shard_of(run_id: str) -> str:
-    """The identity (shard) of run ``run_id``: stable across processes and restarts."""
-    return str(zlib.crc32(run_id.encode("utf-8")) % SHARDS)
+    """The identity (shard) of run ``run_id``: stable across processes and restarts.
+
+    Runs whose ids share the part before their last ``@`` share a shard, and so run one
+    after another: a stored schedule's runs (``<schedule id>@<instant>``) never overlap.
+    """
+    key = run_id.rpartition("@")[0] or run_id
+    return str(zlib.crc32(key.encode("utf-8")) % SHARDS)
 
 
 class JobActor(DurableActor):
@@ -76,6 +101,12 @@ class JobActor(DurableActor):
         run = self.current_task
         if run is None:  # pragma: no cover - on_task runs only inside a task run
             raise RuntimeError("a job ran outside a durable task run")
+        ledger = _ledger(payload) if tick is not None else None
+        if tick is not None and ledger is not None:
+            # The instant's ledger row follows the run: started (delivered on the
+            # first attempt, retried after), failed with the error's text.
+            outcome = Outcome.DELIVERED if run.attempt <= 1 else Outcome.RETRIED
+            await self._ledger(ctx, tick, ledger, str(outcome), None)
         context = JobContext(
             system=ctx.system,
             job_id=run.reference,
@@ -85,7 +116,62 @@ class JobActor(DurableActor):
             logger=self.logger,
             name=spec.name,
         )
-        await spec.function(context, *args, **kwargs)
+        if tick is None or ledger is None:
+            await spec.function(context, *args, **kwargs)
+            return
+        try:
+            await spec.function(context, *args, **kwargs)
+        except Exception as exc:
+            text = f"{type(exc).__name__}: {exc}"
+            await self._ledger(ctx, tick, ledger, str(Outcome.FAILED), text)
+            raise  # the durable runtime retries it with backoff, then parks it
+
+    async def _ledger(
+        self,
+        ctx: ReceiveContext,
+        tick: Tick,
+        ledger: tuple[int, int],
+        outcome: str,
+        detail: str | None,
+    ) -> None:
+        """Write the ledger row of ``tick``'s instant (a failed write is logged: the
+        ledger never fails a run)."""
+        handle = self._handle
+        runtime = handle.runtime
+        now = runtime.clock.wall()
+        instant = tick.instant.timestamp()
+        version, history = ledger
+        failed = outcome == Outcome.FAILED
+        row = ScheduleTickRow(
+            id=tick.reference,
+            instant=instant,
+            at=now,
+            outcome=outcome,
+            node=runtime.name,
+            version=version,
+            detail=detail,
+            started=None if failed else now,
+        )
+        try:
+            # Every store tocsin ships keeps the ledger (a ScheduleStore).
+            record = getattr(handle.store, "record_schedule_tick")  # noqa: B009
+            await record(row, history, replace=True)
+        except Exception as exc:
+            _log.warning(
+                "stored schedule %r: the ledger row of %s failed: %s",
+                tick.reference,
+                tick.instant,
+                exc,
+            )
+        if failed:
+            ctx.system.events.publish(
+                TickNotDelivered(tick.reference, tick.instant, Outcome.FAILED, detail, row.node)
+            )
+            return
+        starts = runtime.services.get(STARTS_SERVICE)
+        if starts is not None and hasattr(starts, "observe_start"):
+            observer: _Starts = starts
+            observer.observe_start(now - instant)
 
 
 def _arguments(payload: Any) -> tuple[list[Any], dict[str, Any], Tick | None]:
@@ -100,6 +186,19 @@ def _arguments(payload: Any) -> tuple[list[Any], dict[str, Any], Tick | None]:
     wire = payload.get("t")
     tick = None if wire is None else Tick.from_wire(wire)
     return list(args), kwargs, tick
+
+
+def _ledger(payload: dict[str, Any]) -> tuple[int, int] | None:
+    """A stored schedule's run carries ``"s": [version, history]``: the ledger row to
+    keep up to date (a run fired any other way has none)."""
+    found = payload.get("s")
+    if (
+        isinstance(found, (list, tuple))
+        and len(found) == 2
+        and all(isinstance(x, int) and not isinstance(x, bool) for x in found)
+    ):
+        return int(found[0]), int(found[1])
+    return None
 
 
 def actor_class(spec: JobSpec) -> type[JobActor]:
