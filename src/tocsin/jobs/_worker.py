@@ -105,7 +105,8 @@ class JobActor(DurableActor):
         if tick is not None and ledger is not None:
             # The instant's ledger row follows the run: started (delivered on the
             # first attempt, retried after), failed with the error's text.
-            outcome = Outcome.DELIVERED if run.attempt <= 1 else Outcome.RETRIED
+            again = run.attempt > 1 or ledger[2]
+            outcome = Outcome.RETRIED if again else Outcome.DELIVERED
             await self._ledger(ctx, tick, ledger, str(outcome), None)
         context = JobContext(
             system=ctx.system,
@@ -130,7 +131,7 @@ class JobActor(DurableActor):
         self,
         ctx: ReceiveContext,
         tick: Tick,
-        ledger: tuple[int, int],
+        ledger: tuple[int, int, bool],
         outcome: str,
         detail: str | None,
     ) -> None:
@@ -140,7 +141,7 @@ class JobActor(DurableActor):
         runtime = handle.runtime
         now = runtime.clock.wall()
         instant = tick.instant.timestamp()
-        version, history = ledger
+        version, history, _ = ledger
         failed = outcome == Outcome.FAILED
         row = ScheduleTickRow(
             id=tick.reference,
@@ -188,16 +189,22 @@ def _arguments(payload: Any) -> tuple[list[Any], dict[str, Any], Tick | None]:
     return list(args), kwargs, tick
 
 
-def _ledger(payload: dict[str, Any]) -> tuple[int, int] | None:
-    """A stored schedule's run carries ``"s": [version, history]``: the ledger row to
-    keep up to date (a run fired any other way has none)."""
+def _ledger(payload: dict[str, Any]) -> tuple[int, int, bool] | None:
+    """A stored schedule's run carries ``"s": [version, history, again]``: the ledger row
+    to keep up to date (``again``: the instant was claimed again after its first winner
+    went silent, so its run is a retry); a run fired any other way has none."""
     found = payload.get("s")
+    if not isinstance(found, (list, tuple)) or len(found) != 3:
+        return None
+    version, history, again = found
     if (
-        isinstance(found, (list, tuple))
-        and len(found) == 2
-        and all(isinstance(x, int) and not isinstance(x, bool) for x in found)
+        isinstance(version, int)
+        and isinstance(history, int)
+        and isinstance(again, bool)
+        and not isinstance(version, bool)
+        and not isinstance(history, bool)
     ):
-        return int(found[0]), int(found[1])
+        return version, history, again
     return None
 
 

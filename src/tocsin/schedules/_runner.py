@@ -583,6 +583,15 @@ class Runner:
                 f"job {spec.target!r} is registered by no module of node {self.node!r}: "
                 "it waits for a worker that imported it (ActorSystem(jobs=[...]))"
             )
+        # An at_least_once re-claim after the first winner let its delivery lease
+        # lapse: the instant has its row already (the run's, kept by its worker); the
+        # upsert of the same run id replaces a pending run, never adds one, and its
+        # worker records it ``retried``.
+        again = (
+            spec.delivery == "at_least_once"
+            and not manual
+            and await self.store.schedule_tick(sid, instant) is not None
+        )
         now = self.clock.wall()
         run_id = task_id(sid, instant)
         tick = Tick(sid, _utc(instant), 1, manual, backfill, fence)
@@ -595,15 +604,7 @@ class Runner:
             max_retries=retries,
             created_at=now,
             tick=tick,
-            ledger=(entry.row.version, spec.history),
-        )
-        # An at_least_once re-claim after the first winner let its delivery lease
-        # lapse: the instant has its row already (the run's, kept by its worker); the
-        # upsert of the same run id replaces a pending run, never adds one.
-        again = (
-            spec.delivery == "at_least_once"
-            and not manual
-            and await self.store.schedule_tick(sid, instant) is not None
+            ledger=(entry.row.version, spec.history, again),
         )
         await store.apply([UpsertTask(row)])
         entry.outstanding.append((row.kind, row.identity, row.id))
