@@ -15,9 +15,11 @@ from pathlib import Path
 from typing import Any
 
 import pytest
+from prometheus_client.parser import text_string_to_metric_families
 from tests.schedules import jobs_for_tests as jobs
 
 from tocsin import ActorSystem, ManualClock, TickNotDelivered
+from tocsin.metrics import Metrics, prometheus_endpoint
 from tocsin.schedules import Interval, Schedule
 from tocsin.triggers import Outcome
 
@@ -67,6 +69,14 @@ async def test_a_failed_run_is_retried_with_backoff_and_the_ledger_follows_it(
         first = at(60).isoformat()
         assert [(first, 1), (first, 2)] == jobs.ATTEMPTS
         assert await system.jobs.list("tests.schedules.jobs_for_tests.flaky") == []
+        body, _ = prometheus_endpoint(Metrics.of(system))()
+        families = {f.name: f for f in text_string_to_metric_families(body.decode())}
+        counted = {
+            s.labels["outcome"]: s.value
+            for s in families["tocsin_schedule_ticks"].samples
+            if s.labels["reference"] == "f"
+        }
+        assert counted == {"failed": 1.0, "retried": 1.0}
 
 
 async def test_a_run_failing_every_retry_is_parked_and_its_row_says_failed(

@@ -54,8 +54,9 @@ TASK_NAME: Final = "job"
 #: Run budget when the job gives none (the durable tasks' default).
 DEFAULT_TIMEOUT: Final = 900.0
 
-#: The runtime service told when a scheduled run starts (the stored-schedule runner, for
-#: its start-lateness histogram); a node without it records the ledger all the same.
+#: The runtime service told when a scheduled run starts or fails (the stored-schedule
+#: runner: its start-lateness histogram, its outcome counts); a node without it records
+#: the ledger all the same.
 STARTS_SERVICE: Final = "schedules"
 
 _log = logging.getLogger("tocsin.jobs")
@@ -63,8 +64,9 @@ _log = logging.getLogger("tocsin.jobs")
 _CLASSES: dict[str, type[JobActor]] = {}
 
 
-class _Starts(Protocol):
+class _Observer(Protocol):
     def observe_start(self, late: float) -> None: ...
+    def observe_outcome(self, schedule_id: str, outcome: str) -> None: ...
 
 
 def kind_of(name: str) -> str:
@@ -164,14 +166,17 @@ class JobActor(DurableActor):
                 tick.instant,
                 exc,
             )
+        observer: _Observer | None = None
+        found = runtime.services.get(STARTS_SERVICE)
+        if hasattr(found, "observe_start") and hasattr(found, "observe_outcome"):
+            observer = found
+        if observer is not None and outcome != Outcome.DELIVERED:
+            observer.observe_outcome(tick.reference, outcome)  # tocsin_schedule_ticks_total
         if failed:
             ctx.system.events.publish(
                 TickNotDelivered(tick.reference, tick.instant, Outcome.FAILED, detail, row.node)
             )
-            return
-        starts = runtime.services.get(STARTS_SERVICE)
-        if starts is not None and hasattr(starts, "observe_start"):
-            observer: _Starts = starts
+        elif observer is not None:
             observer.observe_start(now - instant)
 
 

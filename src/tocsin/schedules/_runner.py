@@ -623,6 +623,13 @@ class Runner:
             if announce is not None:
                 await announce()
 
+    def observe_outcome(self, schedule_id: str, outcome: str) -> None:
+        """A run of a stored schedule's job ended ``outcome`` (``failed``) or a retry of
+        it started (``retried``) on this node (told by the jobs worker: the outcome
+        counts of ``tocsin_schedule_ticks_total``)."""
+        key = (schedule_id, outcome)
+        self.counts[key] = self.counts.get(key, 0) + 1
+
     def observe_start(self, late: float) -> None:
         """A run of a stored schedule's job started ``late`` seconds after its instant
         (told by the jobs worker: the start-lateness histogram)."""
