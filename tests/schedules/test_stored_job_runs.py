@@ -18,9 +18,12 @@ import pytest
 from prometheus_client.parser import text_string_to_metric_families
 from tests.schedules import jobs_for_tests as jobs
 
-from tocsin import ActorSystem, ManualClock, TickNotDelivered
+from tocsin import ActorSystem, Delivery, ManualClock, TickNotDelivered
+from tocsin.cluster._single_fire import tick_key
 from tocsin.metrics import Metrics, prometheus_endpoint
 from tocsin.schedules import Interval, Schedule
+from tocsin.stores.postgres import PostgresStore
+from tocsin.stores.sqlite import SQLiteStore
 from tocsin.triggers import Outcome
 
 T0 = datetime(2026, 3, 2, 9, 0, tzinfo=UTC).timestamp()
@@ -121,3 +124,34 @@ async def test_buffer_one_runs_of_one_schedule_never_overlap(store_url: str) -> 
         # One after another: each run started when the one before it ended.
         starts = sorted(r.started for r in rows if r.started is not None)
         assert all((b - a).total_seconds() >= 25 for a, b in itertools.pairwise(starts))
+
+
+@pytest.mark.parametrize("delivery", [Delivery.AT_MOST_ONCE, Delivery.AT_LEAST_ONCE])
+async def test_without_a_cluster_at_least_once_decides_again_an_instant_its_claimer_died_on(
+    store_url: str, delivery: Delivery
+) -> None:
+    clock = ManualClock(wall=T0)
+    declared = [Schedule("c", Interval(60), JOBS + "record", delivery=delivery)]
+    async with ActorSystem("n1", clock=clock, store=store_url, schedules=declared):
+        pass  # stored, anchored at T0
+    # A previous life won 60 s and died before storing its run: a claim, no ledger row.
+    store = SQLiteStore(store_url.removeprefix("sqlite:///")) if "sqlite" in store_url else None
+    if store is None:
+        dsn, _, schema = store_url.partition("?schema=")
+        store = PostgresStore(dsn, schema=schema)
+    await store.open()
+    try:
+        key = tick_key("schedule:c", T0 + 60)
+        assert await store.claim_schedule_tick(key, "dead", T0 + 60, T0 + 3600)
+    finally:
+        await store.close()
+    clock.set_wall(T0 + 90)
+    async with ActorSystem("n2", clock=clock, store=store_url, schedules=declared) as system:
+        await clock.advance(0)
+        rows = await system.schedules.history("c")
+        if delivery == Delivery.AT_LEAST_ONCE:
+            assert [r[1] for r in jobs.RUNS] == [at(60).isoformat()]
+            assert [(r.instant, r.node) for r in rows] == [(at(60), "n2")]
+        else:  # lost, as at_most_once promises: never run twice, maybe not at all
+            assert jobs.RUNS == []
+            assert rows == []

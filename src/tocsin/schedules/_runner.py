@@ -53,7 +53,7 @@ from ..jobs import DEFAULT_MAX_RETRIES, job_row
 from ..stores import ScheduleRow, ScheduleStore, ScheduleTickRow, UpsertTask
 from ._instants import Instants
 from ._spec import decode_spec
-from ._store_claims import StoreClaims
+from ._store_claims import PREFIX, StoreClaims
 from ._targets import find_job, queue_durable, task_id
 from ._values import Cron, Durable, Once, Schedule
 
@@ -74,7 +74,7 @@ _log = logging.getLogger("tocsin.schedules")
 
 #: Claim references of stored schedules: ``schedule:<id>`` (cron references have no
 #: such prefix, so the two never share a key or a fence counter).
-CLAIM_PREFIX: Final = "schedule:"
+CLAIM_PREFIX: Final = PREFIX
 #: Observations each lateness ring keeps between two scrapes (``tocsin.metrics``).
 LATENESS_RING: Final = 4096
 #: The runtime service name the runner is registered under (:func:`runner_of`).
