@@ -135,8 +135,10 @@ async def test_without_a_cluster_at_least_once_decides_again_an_instant_its_clai
     async with ActorSystem("n1", clock=clock, store=store_url, schedules=declared):
         pass  # stored, anchored at T0
     # A previous life won 60 s and died before storing its run: a claim, no ledger row.
-    store = SQLiteStore(store_url.removeprefix("sqlite:///")) if "sqlite" in store_url else None
-    if store is None:
+    store: SQLiteStore | PostgresStore
+    if store_url.startswith("sqlite:///"):
+        store = SQLiteStore(store_url.removeprefix("sqlite:///"))
+    else:
         dsn, _, schema = store_url.partition("?schema=")
         store = PostgresStore(dsn, schema=schema)
     await store.open()
