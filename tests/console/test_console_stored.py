@@ -17,6 +17,7 @@ from tests.schedules import jobs_for_tests as jobs
 
 from tocsin import ActorSystem, ManualClock
 from tocsin.console import Console, serve, serve_store
+from tocsin.durable import Call, DurableActor
 from tocsin.schedules import Interval, Schedule
 from tocsin.stores import MemoryStore
 
@@ -123,3 +124,37 @@ async def test_a_store_console_lists_and_pauses_stored_schedules_without_a_syste
     row = await store.schedule_row("r")
     assert row is not None
     assert (row.paused, row.note, row.paused_by) == (True, "from the store console", "console")
+
+
+class Minutely(DurableActor):
+    kind = "console.Minutely<i>"
+
+    async def tick(self, payload: Any) -> None:
+        del payload
+
+    async def start(self, payload: Any) -> None:
+        await self.every(60, "tick", id="m")
+
+
+async def test_a_durable_task_has_a_history_page_beside_the_stored_schedules() -> None:
+    clock = ManualClock(wall=T0)
+    async with ActorSystem("n1", clock=clock, store=MemoryStore()) as system:
+        pid = await system.durable(Minutely, "u-1")
+        await pid.ask(Call("start"))
+        await clock.advance(60)  # one run
+        await system.durable_tasks(Minutely, "u-1").pause_schedule("m", note="OPS-1 <b>")
+        await clock.advance(120)  # two instants pass paused
+        server = await serve(system, "127.0.0.1:0", interval=0.05)
+        async with server, aiohttp.ClientSession(headers=_auth(server)) as http:
+            status, page = await _text(http, server.url)
+            assert status == 200
+            link = "task?kind=console.Minutely%3Ci%3E&amp;identity=u-1&amp;id=m"
+            assert link in page.split('id="tasks"', 1)[1]
+            status, task = await _text(http, server.url + link.replace("&amp;", "&"))
+            assert status == 200
+            assert "console.Minutely&lt;i&gt;/u-1" in task  # escaped, never markup
+            assert "paused: OPS-1 &lt;b&gt;" in task
+            assert task.count("outcome-paused") == 2
+            assert task.count("outcome-delivered") == 1
+            status, _ = await _text(http, server.url + "task?kind=x&identity=y&id=nope")
+            assert status == 404

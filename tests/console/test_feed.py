@@ -45,6 +45,9 @@ class FlakySource:
     async def stored_history(self, schedule_id: str) -> Any:
         return None
 
+    async def task_history(self, *args: Any) -> Any:
+        return None
+
     async def stored_action(self, *args: Any) -> None:
         raise NotImplementedError
 
@@ -134,6 +137,9 @@ class CountingSource:
         return None
 
     async def stored_history(self, schedule_id: str) -> Any:
+        return None
+
+    async def task_history(self, *args: Any) -> Any:
         return None
 
     async def stored_action(self, *args: Any) -> None:

@@ -2,11 +2,12 @@
 """Stored schedules across three real processes on SQLite, PostgreSQL and Redis
 coordinators (the store: PostgreSQL), with the node in the middle of a run SIGKILLed:
 
-* ``delivery="at_most_once"``: no instant runs twice (the killed node's instant is lost);
-* ``delivery="at_least_once"``: no instant is lost (each has a run that finished; the
-  killed node's is run again by another node, with a larger fence);
+* every instant is decided once and its job run stored (a durable job run): no instant
+  is lost, none but the killed one runs twice, and the killed node's run is run again by
+  another node once its shard's lease lapses (``at_most_once``: the same stored run, the
+  same fence; ``at_least_once``: that, or the instant re-claimed with a larger fence);
 * either way the ledger holds exactly one row per instant, written by the node that
-  decided it.
+  decided it, then kept by the worker that ran it.
 
 Real processes and real time are the point: bounded waits, outcomes asserted, not speed.
 """
@@ -39,6 +40,7 @@ ROOT = Path(__file__).resolve().parents[2]
 AFTER_KILL = 10.0
 DELAY = 0.6
 DELIVERY_LEASE = 2.0
+LEASE = 3.0
 WAIT = 30.0
 
 
@@ -131,20 +133,33 @@ def test_three_nodes_one_killed_mid_run(
     for kind, node, instant, fence_text in lines:
         (starts if kind == "start" else done)[int(instant)].append((node, int(fence_text)))
     window = range(first, end)
+    # Either way the killed node's run was stored (a durable job run): another node
+    # runs it again once the shard's lease lapses, at least once. The other instants
+    # ran once each: an instant is decided once, whatever the delivery.
+    doubled = {s: by for s, by in starts.items() if len(by) > 1}
+    assert set(doubled) <= {second}, f"instants run twice: {doubled}"
+    again = [(n, f) for n, f in done[second] if n != killed]
+    assert again, (second, starts[second], done[second])
+    ledger = {round(r.instant): r for r in asyncio.run(_ledger(store))}
+    # Runs of one schedule run one after another on its shard: while the killed node's
+    # shard lease runs out (LEASE), BUFFER_ONE keeps one instant waiting and records the
+    # others skipped_overlap. Nothing else goes without a finished run.
+    unrun = {s: ledger[s].outcome if s in ledger else None for s in window if not done[s]}
+    lost = {
+        s: what
+        for s, what in unrun.items()
+        if what != "skipped_overlap" or not second < s <= second + LEASE + DELAY + 2
+    }
+    assert lost == {}, f"instants lost: {lost} (killed at {second})"
     if delivery == "at_most_once":
-        doubled = {s: by for s, by in starts.items() if len(by) > 1}
-        assert doubled == {}, f"instants run twice: {doubled}"
-        assert done[second] == []  # the killed run never finished: that instant is lost
-        missed = [s for s in window if not starts[s]]
-        assert len(missed) <= 1, missed
+        # The same stored run: the same decision, the same fence.
+        assert all(f == fence for _, f in again), (fence, again)
     else:
-        lost = [s for s in window if not done[s]]
-        assert lost == [], f"instants lost: {lost}"
-        again = [(n, f) for n, f in done[second] if n != killed]
-        assert again, (second, starts[second], done[second])
-        assert all(f > fence for _, f in again), (fence, again)
-        retried = {round(r.instant): r for r in asyncio.run(_ledger(store))}[second]
-        assert (retried.outcome, retried.node) == ("retried", again[0][0])
+        # The stored run, or the instant re-claimed with a larger fence.
+        assert all(f >= fence for _, f in again), (fence, again)
+    row = ledger[second]
+    assert row.outcome in ("delivered", "retried"), row
+    assert row.started is not None
     rows = asyncio.run(_ledger(store))
     instants = [round(r.instant) for r in rows]
     assert len(instants) == len(set(instants))  # one row per instant

@@ -14,6 +14,7 @@ from prometheus_client.parser import text_string_to_metric_families
 from tests.schedules import jobs_for_tests as jobs
 
 from tocsin import ActorSystem, ManualClock, TickNotDelivered
+from tocsin.durable import Call, DurableActor
 from tocsin.metrics import Metrics, prometheus_endpoint
 from tocsin.schedules import Interval, Schedule
 from tocsin.stores import MemoryStore
@@ -62,3 +63,36 @@ async def test_a_slow_handler_buffers_one_skips_the_rest_and_the_start_lateness_
         late = families["tocsin_schedule_start_lateness_seconds"].samples
         total = next(s for s in late if s.name.endswith("_sum")).value
         assert total >= 15.0
+
+
+class Paused(DurableActor):
+    kind = "metrics.Paused"
+
+    async def tick(self, payload: Any) -> None:
+        del payload
+
+    async def minutely(self, payload: Any) -> None:
+        await self.every(60, "tick", id="m")
+        await self.pause_schedule("m", note="OPS-9")
+
+
+async def test_durable_tasks_outcomes_are_in_the_one_outcome_stream() -> None:
+    clock = ManualClock(wall=T0)
+    events: list[Any] = []
+    async with ActorSystem("n1", clock=clock, store=MemoryStore()) as system:
+        system.events.subscribe(events.append, TickNotDelivered)
+        expose = prometheus_endpoint(Metrics.of(system))
+        pid = await system.durable(Paused, "p")
+        await pid.ask(Call("minutely"))
+        await clock.advance(180.5)  # three instants pass paused
+        reference = "/durable/metrics.Paused/p/m"
+        assert [(e.reference, e.outcome, e.detail) for e in events] == [
+            (reference, Outcome.PAUSED, "OPS-9")
+        ] * 3
+        body, _ = expose()
+        families = {f.name: f for f in text_string_to_metric_families(body.decode())}
+        ticks = families["tocsin_schedule_ticks"].samples
+        assert [s.value for s in ticks if s.labels["reference"] == reference] == [3.0]
+        assert {s.labels["outcome"] for s in ticks if s.labels["reference"] == reference} == {
+            "paused"
+        }

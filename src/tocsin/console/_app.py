@@ -45,7 +45,7 @@ from ._auth import Sessions
 from ._data import ActionError, ConsoleSource
 from ._feed import Feed
 from ._guard import Guard
-from ._render import render_history_page, render_page, render_stored_page
+from ._render import render_history_page, render_page, render_stored_page, render_task_page
 
 __all__ = ["MetricsEndpoint", "build_app", "feed_of", "sessions_of"]
 
@@ -268,6 +268,17 @@ def build_app(
         status = 200 if found is not None else 404
         return web.Response(text=html, status=status, content_type="text/html", charset="utf-8")
 
+    async def task_page(request: web.Request) -> web.Response:
+        kind = request.query.get("kind", "")
+        identity = request.query.get("identity", "")
+        task_id = request.query.get("id", "")
+        found = None
+        if kind and identity and task_id:
+            found = await source.task_history(kind, identity, task_id)
+        html = render_task_page(found, kind, identity, task_id)
+        status = 200 if found is not None else 404
+        return web.Response(text=html, status=status, content_type="text/html", charset="utf-8")
+
     async def retry(request: web.Request) -> web.StreamResponse:
         return await act(request, "retried")
 
@@ -327,6 +338,7 @@ def build_app(
     app.router.add_post("/tasks/discard", discard)
     app.router.add_post("/schedules/{action:pause|resume|trigger}", stored_act)
     app.router.add_get("/stored", stored_page)
+    app.router.add_get("/task", task_page)
     app.router.add_get("/login", login_form)
     app.router.add_post("/login", login)
     app.router.add_post("/logout", logout)

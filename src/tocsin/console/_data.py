@@ -32,6 +32,7 @@ from ._stored import (
     schedules_of,
     stored_history,
 )
+from ._task_page import TaskHistory, task_history
 
 if TYPE_CHECKING:
     from ..system import ActorSystem
@@ -152,6 +153,10 @@ class ConsoleSource(Protocol):
 
     async def stored_action(self, action: str, schedule_id: str, note: str | None) -> None:
         """Pause, resume or trigger a stored schedule (``ScheduleNotFoundError``)."""
+        ...
+
+    async def task_history(self, kind: str, identity: str, task_id: str) -> TaskHistory | None:
+        """One durable task and its history, from the store; None if there is neither."""
         ...
 
 
@@ -353,6 +358,9 @@ class SystemSource:
     async def stored_history(self, schedule_id: str) -> StoredHistory | None:
         return await stored_history(self._schedules(), schedule_id)
 
+    async def task_history(self, kind: str, identity: str, task_id: str) -> TaskHistory | None:
+        return await task_history(self._store(), kind, identity, task_id)
+
     async def stored_action(self, action: str, schedule_id: str, note: str | None) -> None:
         await act_on_stored(self._schedules(), action, schedule_id, note)
 
@@ -407,6 +415,9 @@ class StoreSource:
 
     async def stored_history(self, schedule_id: str) -> StoredHistory | None:
         return await stored_history(self._schedules(), schedule_id)
+
+    async def task_history(self, kind: str, identity: str, task_id: str) -> TaskHistory | None:
+        return await task_history(self.store, kind, identity, task_id)
 
     async def stored_action(self, action: str, schedule_id: str, note: str | None) -> None:
         await act_on_stored(self._schedules(), action, schedule_id, note)

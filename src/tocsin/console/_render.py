@@ -18,10 +18,11 @@ from collections.abc import Iterable
 from datetime import datetime
 from html import escape
 from typing import Any, Final
-from urllib.parse import quote
+from urllib.parse import quote, urlencode
 
 from ._data import ScheduleHistory, ScheduleView, Snapshot, TaskView
 from ._stored import StoredHistory, StoredView
+from ._task_page import TaskHistory
 
 __all__ = [
     "SECTIONS",
@@ -29,6 +30,7 @@ __all__ = [
     "render_page",
     "render_sections",
     "render_stored_page",
+    "render_task_page",
 ]
 
 #: Section ids, in page order; each is replaced as a whole by a live update.
@@ -202,7 +204,7 @@ def _tasks(s: Snapshot) -> str:
             (
                 e(t.kind),
                 e(t.identity),
-                f"<code>{e(t.id)}</code>",
+                _task_link(t),
                 e(t.name),
                 e(t.state),
                 _time(t.due),
@@ -468,6 +470,66 @@ def render_history_page(h: ScheduleHistory | None, reference: str) -> str:
         f'<dl class="summary" id="schedule-facts">{facts}</dl>'
         '<section aria-labelledby="history-title"><h2 id="history-title">History</h2>'
         f'<div id="history">{_history_table(h)}</div></section>',
+    )
+
+
+def render_task_page(h: TaskHistory | None, kind: str, identity: str, task_id: str) -> str:
+    """A durable task's own page: the task as stored (or that it is gone) and what became
+    of its recent instants, newest first, read from the store when loaded. ``None``: the
+    page saying the store holds no such task (served as a 404)."""
+    name = f"{kind}/{identity}/{task_id}"
+    if h is None:
+        return _page(
+            f"{name}: not found",
+            f"Durable task {name}",
+            f'<p class="empty">No durable task <code>{e(task_id)}</code> of '
+            f"<code>{e(kind)}/{e(identity)}</code> in the store, and no history under "
+            "that id.</p>",
+        )
+    state = "gone (its history is kept)" if h.state is None else h.state
+    if h.paused:
+        state += " — paused" + (f": {h.note}" if h.note else "")
+    items = [
+        ("Actor", e(f"{h.kind}/{h.identity}")),
+        ("Task id", f"<code>{e(h.id)}</code>"),
+        ("Method", e(h.name or "—")),
+        ("State", e(state)),
+        ("Due (UTC)", _time(h.due)),
+    ]
+    facts = "".join(f"<dt>{k}</dt><dd>{val}</dd>" for k, val in items)
+    rows = [
+        _row(
+            (
+                _time(t.instant),
+                _time(t.at),
+                f'<span class="outcome outcome-{e(t.outcome)}">{e(t.outcome)}</span>',
+                "—" if t.detail is None else e(t.detail),
+                e(t.node),
+            )
+        )
+        for t in reversed(h.entries)
+    ]
+    headers = ("Instant (UTC)", "At (UTC)", "Outcome", "Detail", "Node")
+    table = _table(
+        f"What became of the recent instants of task {h.id}, newest first",
+        headers,
+        rows,
+        "Nothing recorded yet: no instant has come due.",
+    )
+    return _page(
+        f"{name}: history",
+        f"Durable task {name}",
+        f'<dl class="summary" id="task-facts">{facts}</dl>'
+        '<section aria-labelledby="history-title"><h2 id="history-title">History</h2>'
+        f'<div id="history">{table}</div></section>',
+    )
+
+
+def _task_link(t: TaskView) -> str:
+    href = "task?" + urlencode({"kind": t.kind, "identity": t.identity, "id": t.id})
+    return (
+        f'<a href="{e(href)}" aria-label="{e("History of task " + t.id)}">'
+        f"<code>{e(t.id)}</code></a>"
     )
 
 

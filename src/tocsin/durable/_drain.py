@@ -258,19 +258,17 @@ def _recurring(row: TaskRow) -> bool:
 def _record(handle: DrainHost, ops: list[Op], reference: str, notes: Notes, at: float) -> None:
     """The history entries of ``notes`` (issue 23), written with the drain's batch; every
     outcome but ``delivered`` is also a :class:`TickNotDelivered` event, whose reference
-    is the task's path (``/durable/<kind>/<identity>/<id>``: unique in the system)."""
+    is the task's path (``/durable/<kind>/<identity>/<id>``: unique in the system), and
+    counted for ``tocsin_schedule_ticks_total`` under that reference."""
     runtime = handle.runtime
     node = runtime.name
     for instant, outcome, detail in notes:
         if outcome is not Outcome.DELIVERED:
+            path = f"/durable/{handle.kind}/{handle.identity}/{reference}"
+            # tocsin_schedule_ticks_total counts what the event tells.
+            handle.durable.counters.outcome(path, outcome.value)
             runtime.events.publish(
-                TickNotDelivered(
-                    f"/durable/{handle.kind}/{handle.identity}/{reference}",
-                    datetime.fromtimestamp(instant, UTC),
-                    outcome,
-                    detail,
-                    node,
-                )
+                TickNotDelivered(path, datetime.fromtimestamp(instant, UTC), outcome, detail, node)
             )
         ops.append(
             RecordTick(

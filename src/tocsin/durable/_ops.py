@@ -15,12 +15,24 @@ from typing import Final, final
 
 from ._run import DROPPED, INTERRUPTED
 
-__all__ = ["DURATION_MASK", "DURATION_WINDOW", "DurableStatistics", "RunCounters"]
+__all__ = [
+    "DURATION_MASK",
+    "DURATION_WINDOW",
+    "MAX_REFERENCE_LABELS",
+    "OTHER_LABEL",
+    "DurableStatistics",
+    "RunCounters",
+]
 
 #: Run durations kept between two scrapes (a ring buffer; a power of two). A scrape that
 #: finds more runs than this since the previous one sees the most recent ones only.
 DURATION_WINDOW: Final = 4096
 DURATION_MASK: Final = DURATION_WINDOW - 1
+#: Task schedule outcomes (``tocsin_schedule_ticks_total``) are counted under a label of
+#: their own for this many distinct task references (first come, kept for the process's
+#: life so every series stays monotonic); the rest count under :data:`OTHER_LABEL`.
+MAX_REFERENCE_LABELS: Final = 100
+OTHER_LABEL: Final = "other"
 
 
 @dataclass(frozen=True, slots=True)
@@ -37,6 +49,9 @@ class DurableStatistics:
             ``len(durations)`` runs were timed after it.
         identities_known, identities_active: identities with a handle in memory, and
             those activated now.
+        outcomes: ``(reference label, outcome, count)`` of the task schedules' outcomes
+            but ``delivered`` recorded here (the ``TickNotDelivered`` events' references,
+            bounded by :data:`MAX_REFERENCE_LABELS`).
     """
 
     runs: int = 0
@@ -48,6 +63,7 @@ class DurableStatistics:
     durations: tuple[float, ...] = ()
     identities_known: int = 0
     identities_active: int = 0
+    outcomes: tuple[tuple[str, str, int], ...] = ()
 
 
 @final
@@ -65,7 +81,17 @@ class RunCounters:
     run; store commits between runs are not.
     """
 
-    __slots__ = ("dropped", "durations", "failed", "interrupted", "runs", "timed", "timed_runs")
+    __slots__ = (
+        "dropped",
+        "durations",
+        "failed",
+        "interrupted",
+        "labels",
+        "outcomes",
+        "runs",
+        "timed",
+        "timed_runs",
+    )
 
     def __init__(self) -> None:
         self.runs = 0
@@ -75,6 +101,9 @@ class RunCounters:
         self.timed = False
         self.timed_runs = 0
         self.durations = [0.0] * DURATION_WINDOW
+        #: Outcomes but ``delivered`` of task schedules, by (reference label, outcome).
+        self.outcomes: dict[tuple[str, str], int] = {}
+        self.labels: dict[str, str] = {}
 
     def ran(self, seconds: float | None, error: BaseException | None) -> None:
         """Record one run that ended with ``error`` (what
@@ -87,6 +116,16 @@ class RunCounters:
             self.timed_runs = timed_runs + 1
         if error is not None:
             self.ended_with(error)
+
+    def outcome(self, reference: str, outcome: str) -> None:
+        """Count one instant of task schedule ``reference`` that ended ``outcome``."""
+        label = self.labels.get(reference)
+        if label is None:
+            label = reference if len(self.labels) < MAX_REFERENCE_LABELS else OTHER_LABEL
+            if label is reference:
+                self.labels[reference] = label
+        key = (label, outcome)
+        self.outcomes[key] = self.outcomes.get(key, 0) + 1
 
     def ended_with(self, error: BaseException) -> None:
         """Count a run that did not succeed, by how it ended."""

@@ -413,6 +413,7 @@ class DurableRuntime:
             tuple(c.durations),
             known,
             active,
+            tuple((label, what, n) for (label, what), n in sorted(c.outcomes.items())),
         )
 
     def time_runs(self) -> None:

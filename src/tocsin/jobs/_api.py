@@ -116,10 +116,14 @@ def job_row(
     max_retries: int,
     created_at: float,
     tick: Tick | None = None,
+    ledger: tuple[int, int, bool] | None = None,
 ) -> TaskRow:
     """The stored row of one run of job ``name`` (what a worker runs; stored schedules
     firing a job write these too, with the :class:`~tocsin.Tick` of the instant, which
-    the run's ``ctx.tick`` then carries).
+    the run's ``ctx.tick`` then carries, and ``ledger``, the schedule's ``(version,
+    history, again)``: the worker running it then keeps the instant's ledger row up to
+    date: ``delivered`` with the start time, ``failed`` with the error's text,
+    ``retried`` at a retry, or from the start when ``again``: a re-claimed instant).
 
     Raises:
         CodecError: arguments that are not codec-safe, or over 1 MiB encoded.
@@ -127,6 +131,8 @@ def job_row(
     payload: dict[str, Any] = {"a": list(args), "k": kwargs}
     if tick is not None:
         payload["t"] = tick.to_wire()
+        if ledger is not None:
+            payload["s"] = [ledger[0], ledger[1], ledger[2]]
     data = encode(payload, name="job arguments")
     if len(data) > MAX_ARGUMENT_BYTES:
         raise CodecError(

@@ -25,14 +25,24 @@ from __future__ import annotations
 
 import logging
 import zlib
-from typing import Any, Final
+from typing import Any, Final, Protocol
 
-from ..actor import ReceiveContext, Tick
+from ..actor import Outcome, ReceiveContext, Tick, TickNotDelivered
 from ..durable import DurableActor
+from ..stores import ScheduleTickRow
 from ._context import JobContext
 from ._registry import JobSpec, on_register
 
-__all__ = ["KIND_PREFIX", "SHARDS", "TASK_NAME", "JobActor", "actor_class", "kind_of", "shard_of"]
+__all__ = [
+    "KIND_PREFIX",
+    "SHARDS",
+    "STARTS_SERVICE",
+    "TASK_NAME",
+    "JobActor",
+    "actor_class",
+    "kind_of",
+    "shard_of",
+]
 
 #: Durable kinds of jobs are ``job:<name>``.
 KIND_PREFIX: Final = "job:"
@@ -44,7 +54,19 @@ TASK_NAME: Final = "job"
 #: Run budget when the job gives none (the durable tasks' default).
 DEFAULT_TIMEOUT: Final = 900.0
 
+#: The runtime service told when a scheduled run starts or fails (the stored-schedule
+#: runner: its start-lateness histogram, its outcome counts); a node without it records
+#: the ledger all the same.
+STARTS_SERVICE: Final = "schedules"
+
+_log = logging.getLogger("tocsin.jobs")
+
 _CLASSES: dict[str, type[JobActor]] = {}
+
+
+class _Observer(Protocol):
+    def observe_start(self, late: float) -> None: ...
+    def observe_outcome(self, schedule_id: str, outcome: str) -> None: ...
 
 
 def kind_of(name: str) -> str:
@@ -53,8 +75,13 @@ def kind_of(name: str) -> str:
 
 
 def shard_of(run_id: str) -> str:
-    """The identity (shard) of run ``run_id``: stable across processes and restarts."""
-    return str(zlib.crc32(run_id.encode("utf-8")) % SHARDS)
+    """The identity (shard) of run ``run_id``: stable across processes and restarts.
+
+    Runs whose ids share the part before their last ``@`` share a shard, and so run one
+    after another: a stored schedule's runs (``<schedule id>@<instant>``) never overlap.
+    """
+    key = run_id.rpartition("@")[0] or run_id
+    return str(zlib.crc32(key.encode("utf-8")) % SHARDS)
 
 
 class JobActor(DurableActor):
@@ -76,6 +103,13 @@ class JobActor(DurableActor):
         run = self.current_task
         if run is None:  # pragma: no cover - on_task runs only inside a task run
             raise RuntimeError("a job ran outside a durable task run")
+        ledger = _ledger(payload) if tick is not None else None
+        if tick is not None and ledger is not None:
+            # The instant's ledger row follows the run: started (delivered on the
+            # first attempt, retried after), failed with the error's text.
+            again = run.attempt > 1 or ledger[2]
+            outcome = Outcome.RETRIED if again else Outcome.DELIVERED
+            await self._ledger(ctx, tick, ledger, str(outcome), None)
         context = JobContext(
             system=ctx.system,
             job_id=run.reference,
@@ -85,7 +119,65 @@ class JobActor(DurableActor):
             logger=self.logger,
             name=spec.name,
         )
-        await spec.function(context, *args, **kwargs)
+        if tick is None or ledger is None:
+            await spec.function(context, *args, **kwargs)
+            return
+        try:
+            await spec.function(context, *args, **kwargs)
+        except Exception as exc:
+            text = f"{type(exc).__name__}: {exc}"
+            await self._ledger(ctx, tick, ledger, str(Outcome.FAILED), text)
+            raise  # the durable runtime retries it with backoff, then parks it
+
+    async def _ledger(
+        self,
+        ctx: ReceiveContext,
+        tick: Tick,
+        ledger: tuple[int, int, bool],
+        outcome: str,
+        detail: str | None,
+    ) -> None:
+        """Write the ledger row of ``tick``'s instant (a failed write is logged: the
+        ledger never fails a run)."""
+        handle = self._handle
+        runtime = handle.runtime
+        now = runtime.clock.wall()
+        instant = tick.instant.timestamp()
+        version, history, _ = ledger
+        failed = outcome == Outcome.FAILED
+        row = ScheduleTickRow(
+            id=tick.reference,
+            instant=instant,
+            at=now,
+            outcome=outcome,
+            node=runtime.name,
+            version=version,
+            detail=detail,
+            started=None if failed else now,
+        )
+        try:
+            # Every store tocsin ships keeps the ledger (a ScheduleStore).
+            record = getattr(handle.store, "record_schedule_tick")  # noqa: B009
+            await record(row, history, replace=True)
+        except Exception as exc:
+            _log.warning(
+                "stored schedule %r: the ledger row of %s failed: %s",
+                tick.reference,
+                tick.instant,
+                exc,
+            )
+        observer: _Observer | None = None
+        found = runtime.services.get(STARTS_SERVICE)
+        if hasattr(found, "observe_start") and hasattr(found, "observe_outcome"):
+            observer = found
+        if observer is not None and outcome != Outcome.DELIVERED:
+            observer.observe_outcome(tick.reference, outcome)  # tocsin_schedule_ticks_total
+        if failed:
+            ctx.system.events.publish(
+                TickNotDelivered(tick.reference, tick.instant, Outcome.FAILED, detail, row.node)
+            )
+        elif observer is not None:
+            observer.observe_start(now - instant)
 
 
 def _arguments(payload: Any) -> tuple[list[Any], dict[str, Any], Tick | None]:
@@ -100,6 +192,25 @@ def _arguments(payload: Any) -> tuple[list[Any], dict[str, Any], Tick | None]:
     wire = payload.get("t")
     tick = None if wire is None else Tick.from_wire(wire)
     return list(args), kwargs, tick
+
+
+def _ledger(payload: dict[str, Any]) -> tuple[int, int, bool] | None:
+    """A stored schedule's run carries ``"s": [version, history, again]``: the ledger row
+    to keep up to date (``again``: the instant was claimed again after its first winner
+    went silent, so its run is a retry); a run fired any other way has none."""
+    found = payload.get("s")
+    if not isinstance(found, (list, tuple)) or len(found) != 3:
+        return None
+    version, history, again = found
+    if (
+        isinstance(version, int)
+        and isinstance(history, int)
+        and isinstance(again, bool)
+        and not isinstance(version, bool)
+        and not isinstance(history, bool)
+    ):
+        return version, history, again
+    return None
 
 
 def actor_class(spec: JobSpec) -> type[JobActor]:

@@ -108,6 +108,17 @@ def scheduler_source(system: ActorSystem) -> Source:
             for (sid, outcome), n in sorted(totals.items())
         )
 
+    def durable_outcomes() -> tuple[Sample, ...]:
+        """Durable tasks' schedules: the outcomes but delivered their drains recorded
+        here, by task path (``/durable/<kind>/<identity>/<id>``) and outcome."""
+        durable = durable_of(system.runtime)
+        if durable is None:
+            return ()
+        return tuple(
+            Sample(n, (("reference", label), ("outcome", outcome)))
+            for label, outcome, n in durable.statistics().outcomes
+        )
+
     def families(read: SchedulerMetrics | None) -> list[Metric]:
         m = read if read is not None else _ZERO_SCHEDULER
         runtime = system.runtime
@@ -122,7 +133,7 @@ def scheduler_source(system: ActorSystem) -> Source:
                 Sample(n, (("reference", label), ("outcome", str(outcome))))
                 for label, outcome, n in scheduler.history.counts()
             )
-            outcomes += stored()
+            outcomes += stored() + durable_outcomes()
         return [
             _one("schedule.ticks_delivered", _COUNTER,
                  "Schedule ticks handed to their target's mailbox.", m.ticks_delivered),
@@ -131,8 +142,10 @@ def scheduler_source(system: ActorSystem) -> Source:
                  m.ticks_dead_lettered),
             Metric("schedule.ticks", _COUNTER,
                    "Schedule instants not delivered, by reference and outcome (the outcomes "
-                   "of schedule_history but delivered; generated references count as "
-                   "$generated, named ones past the first 100 as other).", "", outcomes),
+                   "of schedule_history but delivered, of actor schedules, stored "
+                   "schedules and durable tasks (/durable/<kind>/<identity>/<id>); "
+                   "generated references count as $generated, named ones past the first "
+                   "100 as other).", "", outcomes),
             _one("schedule.ticks_discarded", _COUNTER,
                  "Ticks dropped as stale (schedule cancelled or replaced after the tick "
                  "was queued).", m.ticks_discarded),

@@ -12,9 +12,12 @@ its one ledger row.
   fences with a cluster cron reference of the same name.
 * **Deciding.** The winner re-reads the schedule (a pause made on another node a moment
   ago counts), then records ``paused`` (with the note and who), ``excluded``,
-  ``missed`` (past ``misfire.grace``), ``skipped_overlap``, or runs the target and records
-  ``delivered`` with the time the run started (``failed`` with the error's text if a job
-  raises). A lost claim is not an outcome and writes nothing; ``coalesced`` and
+  ``missed`` (past ``misfire.grace``), ``skipped_overlap``, or stores the target's run and
+  records ``delivered``. A job's run is a durable job run (``jobs.job_row`` with the
+  instant's Tick: at least once, retried with the job's backoff, then parked; a crash
+  mid-run runs it again): the worker that runs it keeps the row up to date, ``delivered``
+  with the time it started, ``failed`` with the error's text, ``retried`` at a retry.
+  A lost claim is not an outcome and writes nothing; ``coalesced`` and
   ``claim_error`` are written only where the instant has no row yet (they are decided
   without the claim, and never hide the winner's row).
 * **Changes.** A change made through this node re-arms at once; one made elsewhere is
@@ -25,9 +28,11 @@ its one ledger row.
   :data:`BACKSTOP_SECONDS` covers a lost notification while schedules exist; a node
   whose store never held one does no periodic work. An add or an update arms the first
   instant strictly after the change: it never fires at once.
-* **Overlap.** Judged on the deciding node for job targets (runs in flight there); for
-  durable targets by the identity's pending task rows of this schedule (runs of one
-  identity never overlap anyway).
+* **Overlap.** Judged by the schedule's stored runs not yet finished (queued on the
+  deciding node): runs of one schedule run one after another (a durable identity's tasks
+  do; a job's run ids ``<id>@<instant>`` share one shard), so ``max_in_flight`` bounds
+  how many wait and ``BUFFER_ONE`` keeps one waiting behind the one running. Instants
+  asked for (trigger, backfill, a misfire replay) are queued whatever waits.
 
 Prior art: APScheduler 4's scheduler loop over a shared data store (acquire schedules,
 release them), Temporal's schedule workflow (one decision and one record per action).
@@ -36,20 +41,23 @@ release them), Temporal's schedule workflow (one decision and one record per act
 from __future__ import annotations
 
 import asyncio
+import heapq
 import logging
 import math
-from collections.abc import Callable, Coroutine
+from collections.abc import Callable, Coroutine, Sequence
 from datetime import UTC, datetime
 from typing import TYPE_CHECKING, Any, Final, final
 
+import msgspec
+
 from ..actor import Outcome, Tick, TickNotDelivered
 from ..cluster._spi import Counters, CronClaims
-from ..jobs import JobContext
-from ..stores import ScheduleRow, ScheduleStore, ScheduleTickRow
+from ..jobs import DEFAULT_MAX_RETRIES, job_row
+from ..stores import ScheduleRow, ScheduleStore, ScheduleTickRow, UpsertTask
 from ._instants import Instants
 from ._spec import decode_spec
-from ._store_claims import StoreClaims
-from ._targets import find_job, queue_durable
+from ._store_claims import PREFIX, StoreClaims
+from ._targets import find_job, queue_durable, task_id
 from ._values import Cron, Durable, Once, Schedule
 
 if TYPE_CHECKING:
@@ -69,7 +77,7 @@ _log = logging.getLogger("tocsin.schedules")
 
 #: Claim references of stored schedules: ``schedule:<id>`` (cron references have no
 #: such prefix, so the two never share a key or a fence counter).
-CLAIM_PREFIX: Final = "schedule:"
+CLAIM_PREFIX: Final = PREFIX
 #: Observations each lateness ring keeps between two scrapes (``tocsin.metrics``).
 LATENESS_RING: Final = 4096
 #: The runtime service name the runner is registered under (:func:`runner_of`).
@@ -90,9 +98,7 @@ class _Entry:
     """One stored schedule as this node runs it."""
 
     __slots__ = (
-        "buffered",
-        "handle",
-        "inflight",
+        "armed",
         "instants",
         "outstanding",
         "row",
@@ -101,15 +107,18 @@ class _Entry:
     )
 
     def __init__(self, row: ScheduleRow, spec: Schedule) -> None:
-        self.row = row
+        # The encoded spec is not kept (``spec`` is it, decoded): at 100,000 stored
+        # schedules its bytes were a sixth of a node's memory for them.
+        self.row = msgspec.structs.replace(row, spec=b"") if row.spec else row
         self.spec = spec
         self.instants = Instants(spec)
-        self.handle: TimerHandle | None = None
-        self.inflight = 0
-        #: BUFFER_ONE: the one won instant waiting for the run in flight.
-        self.buffered: Callable[[], None] | None = None
-        #: Durable targets: ids of this schedule's task rows not yet seen gone.
-        self.outstanding: list[tuple[str, str, str]] = []
+        #: The token of this schedule's item in the runner's timer heap (``None``: not
+        #: armed); an item whose token is no longer here was cancelled.
+        self.armed: int | None = None
+        #: Ids (kind, identity, id) of this schedule's task rows (job runs or durable
+        #: tasks) queued here and not yet seen gone: what overlap is judged by (an
+        #: empty tuple until the first: no list per idle schedule).
+        self.outstanding: Sequence[tuple[str, str, str]] = ()
         #: The last instant fired here, or when it was armed first: what a DST change
         #: dropped since is looked for from there.
         self.since: float | None = None
@@ -171,6 +180,11 @@ class Runner:
         self.started = 0
         self.started_lateness = [0.0] * LATENESS_RING
         self._tasks: set[asyncio.Task[None]] = set()
+        #: Armed instants of every schedule: (monotonic due, token, entry, instant).
+        self._heap: list[tuple[float, int, _Entry, float]] = []
+        self._seq = 0
+        self._timer: TimerHandle | None = None
+        self._timer_at = math.inf
         self._poll: TimerHandle | None = None
         self._polling = False
         self._poll_again = False
@@ -213,9 +227,10 @@ class Runner:
             self._unwatch = None
         if self._poll is not None:
             self._poll.cancel()
-        for entry in self.entries.values():
-            if entry.handle is not None:
-                entry.handle.cancel()
+        if self._timer is not None:
+            self._timer.cancel()
+            self._timer = None
+        self._heap.clear()
         while self._tasks:
             tasks = list(self._tasks)
             for task in tasks:
@@ -309,18 +324,17 @@ class Runner:
         or resume only changes what its next instants record."""
         entry = self.entries.get(row.id)
         if entry is not None and entry.row.version == row.version:
-            entry.row = row
+            entry.row = msgspec.structs.replace(row, spec=b"")
             return
         try:
             spec = decode_spec(row.spec)
         except Exception as exc:
             _log.error("stored schedule %r cannot be read, not run: %s", row.id, exc)
             return
-        if entry is not None and entry.handle is not None:
-            entry.handle.cancel()
+        if entry is not None:
+            entry.armed = None
         fresh = _Entry(row, spec)
-        if entry is not None:  # runs in flight and the buffered instant carry over
-            fresh.inflight, fresh.buffered = entry.inflight, entry.buffered
+        if entry is not None:  # runs queued carry over
             fresh.outstanding = entry.outstanding
         self.entries[row.id] = fresh
         self._arm(fresh, self.clock.wall())
@@ -384,8 +398,8 @@ class Runner:
     def removed(self, schedule_id: str) -> None:
         """The schedule is gone: no instant of it is armed any more."""
         entry = self.entries.pop(schedule_id, None)
-        if entry is not None and entry.handle is not None:
-            entry.handle.cancel()
+        if entry is not None:
+            entry.armed = None
 
     # -- instants ------------------------------------------------------------------------
 
@@ -396,21 +410,51 @@ class Runner:
         trigger = entry.spec.trigger
         instant = known if known is not None else entry.instants.after(after)
         if instant is None:
-            if isinstance(trigger, Once) and trigger.at is not None and entry.handle is None:
+            if isinstance(trigger, Once) and trigger.at is not None and entry.armed is None:
                 # Stored and still undecided, its instant passed while no node ran it:
                 # decided now, under its misfire policy (grace makes it missed).
-                at = trigger.at.timestamp()
-                entry.handle = self.clock.call_at(
-                    self.clock.monotonic(), lambda: self._fire(entry, at)
-                )
+                self._push(entry, self.clock.monotonic(), trigger.at.timestamp())
             return
         clock = self.clock
         if entry.since is None:
             entry.since = after
         delay = entry.instants.due(instant) - clock.wall()
-        entry.handle = clock.call_at(
-            clock.monotonic() + max(delay, 0.0), lambda: self._fire(entry, instant)
-        )
+        self._push(entry, clock.monotonic() + max(delay, 0.0), instant)
+
+    def _push(self, entry: _Entry, due: float, instant: float) -> None:
+        """Arm ``instant`` of ``entry`` at monotonic ``due``: one item in the runner's
+        heap, and the one clock timer moved earlier if it must. One timer for every
+        stored schedule, not one each: at 100,000 schedules a timer per schedule was a
+        fifth of a node's memory for them."""
+        self._seq += 1
+        entry.armed = self._seq
+        heapq.heappush(self._heap, (due, self._seq, entry, instant))
+        if self._timer is None or due < self._timer_at:
+            self._wind(due)
+
+    def _wind(self, due: float) -> None:
+        if self._timer is not None:
+            self._timer.cancel()
+        self._timer_at = due
+        self._timer = self.clock.call_at(due, self._pump)
+
+    def _pump(self) -> None:
+        """The timer is due: fire every armed instant due by now, then wind the timer
+        for the next one."""
+        self._timer = None
+        heap = self._heap
+        now = self.clock.monotonic()
+        while heap and heap[0][0] <= now and not self.closed:
+            _, token, entry, instant = heapq.heappop(heap)
+            if entry.armed != token:
+                continue  # cancelled (changed, removed) since it was armed
+            entry.armed = None
+            try:
+                self._fire(entry, instant)
+            except Exception:  # one schedule's failure never stops the others
+                _log.exception("stored schedule %r: firing %s failed", entry.row.id, instant)
+        if heap and not self.closed and self._timer is None:
+            self._wind(heap[0][0])
 
     def next_fire_at(self, schedule_id: str, now: float) -> float | None:
         """The next instant of the schedule that will be delivered (calendar applied,
@@ -432,7 +476,6 @@ class Runner:
                 outcome = Outcome(what)
                 self.spawn(self._record(entry, at, outcome, None, replace=False), "dst")
         self.claim(entry, instant, following=nxt)
-        entry.handle = None
         if isinstance(entry.spec.trigger, Once):
             return  # one instant: decided by its claim
         now = self.clock.wall()
@@ -461,7 +504,7 @@ class Runner:
         reference = CLAIM_PREFIX + entry.row.id
 
         def deliver(fence: int, finished: Callable[[], None] | None) -> bool:
-            work = self._decide(entry, instant, fence or None, finished, manual, backfill)
+            work = self._decide(entry, instant, fence or None, finished, manual, backfill, overdue)
             self.spawn(work, entry.row.id)
             return True
 
@@ -490,13 +533,18 @@ class Runner:
         finished: Callable[[], None] | None,
         manual: bool,
         backfill: bool,
+        overdue: bool = False,
     ) -> None:
         sid = entry.row.id
+        # Instants asked for (trigger, backfill, a misfire replay at start) are queued
+        # whatever is in flight: they run after it, one after another.
+        asked = manual or backfill or overdue
         try:
             row = await self.store.schedule_row(sid)
             if row is None:
                 return  # removed meanwhile: nothing to decide
-            entry.row = row if row.version == entry.row.version else entry.row
+            if row.version == entry.row.version:
+                entry.row = msgspec.structs.replace(row, spec=b"")
             spec = entry.spec
             if not manual and not backfill and row.paused:
                 await self._record(entry, instant, Outcome.PAUSED, None, row=row)
@@ -510,10 +558,10 @@ class Runner:
             ):
                 await self._record(entry, instant, Outcome.MISSED, None)
             elif isinstance(spec.target, Durable):
-                await self._queue(entry, instant, spec.target)
+                await self._queue(entry, instant, spec.target, asked)
             else:
-                await self._run_job(entry, instant, fence, finished, manual, backfill)
-                finished = None  # the run calls it when it ends
+                # Durable from here on: a lease (at_least_once) ends once it is stored.
+                await self._enqueue_job(entry, instant, fence, manual, backfill, asked)
             if isinstance(spec.trigger, Once) and not manual and not backfill:
                 await self.store.delete_schedule(sid)
                 self.removed(sid)
@@ -524,7 +572,7 @@ class Runner:
             if finished is not None:
                 finished()
 
-    async def _queue(self, entry: _Entry, instant: float, target: Durable) -> None:
+    async def _queue(self, entry: _Entry, instant: float, target: Durable, asked: bool) -> None:
         store = self.durable.store
         alive = []
         for kind, identity, tid in entry.outstanding:
@@ -533,77 +581,103 @@ class Runner:
         entry.outstanding = alive
         overlap = entry.spec.overlap
         allowed = overlap.max_in_flight + (1 if overlap.mode == "buffer_one" else 0)
-        if len(alive) >= allowed:
+        if len(alive) >= allowed and not asked:
             await self._record(entry, instant, Outcome.SKIPPED_OVERLAP, None)
             return
         now = self.clock.wall()
         tid = await queue_durable(self.durable, target, entry.row.id, instant, now)
-        entry.outstanding.append((target.kind, target.identity, tid))
+        entry.outstanding = [*alive, (target.kind, target.identity, tid)]
+        await self._wake(target.kind, target.identity, now)
         await self._record(entry, instant, Outcome.DELIVERED, None)
 
-    async def _run_job(
+    async def _enqueue_job(
         self,
         entry: _Entry,
         instant: float,
         fence: int | None,
-        finished: Callable[[], None] | None,
         manual: bool,
         backfill: bool,
+        asked: bool,
     ) -> None:
+        """Write the durable run of ``instant`` (a job run: at least once, retried with
+        the job's backoff, then parked) and wake this node's worker; the worker keeps the
+        instant's ledger row up to date as the run goes (``jobs._worker``)."""
         spec = entry.spec
-        if entry.inflight >= spec.overlap.max_in_flight:
-            if spec.overlap.mode == "buffer_one" and entry.buffered is None:
-
-                def resume() -> None:
-                    self.spawn(
-                        self._run_job(entry, instant, fence, finished, manual, backfill),
-                        entry.row.id,
-                    )
-
-                entry.buffered = resume
-                return
+        sid = entry.row.id
+        store = self.durable.store
+        alive = [key for key in entry.outstanding if await store.get_task(*key) is not None]
+        entry.outstanding = alive
+        overlap = spec.overlap
+        # Runs of one schedule share a shard (their ids are ``<id>@<instant>``), so they
+        # run one after another: one running, and BUFFER_ONE keeps one more waiting.
+        allowed = overlap.max_in_flight + (1 if overlap.mode == "buffer_one" else 0)
+        if len(alive) >= allowed and not asked:
             await self._record(entry, instant, Outcome.SKIPPED_OVERLAP, None)
-            if finished is not None:
-                finished()
             return
-        entry.inflight += 1
-        started = self.clock.wall()
-        self._started(started - instant)
+        assert isinstance(spec.target, str)
+        # The job's own retry budget when this process knows it. A job no module of
+        # this node registered is queued all the same (a worker that imported it runs
+        # it; until then it waits in the store), and its row says so.
+        detail = None
         try:
-            ran = Outcome.DELIVERED
-            # An at_least_once re-claim after the first winner let its delivery lease
-            # lapse: the instant already has its row (written when that run started).
-            if (
-                spec.delivery == "at_least_once"
-                and not manual
-                and await self.store.schedule_tick(spec.id, instant) is not None
-            ):
-                ran = Outcome.RETRIED
-            await self._record(entry, instant, ran, None, started=started)
-            tick = Tick(spec.id, _utc(instant), 1, manual, backfill, fence)
-            assert isinstance(spec.target, str)
-            try:
-                job = find_job(spec.target)
-                context = JobContext(
-                    self.system,
-                    spec.id,
-                    1,
-                    tick,
-                    fence,
-                    logging.getLogger(f"tocsin.jobs.{job.name}"),
-                    job.name,
-                )
-                await job.function(context, *spec.args, **(spec.kwargs or {}))
-            except Exception as exc:
-                text = f"{type(exc).__name__}: {exc}"
-                await self._record(entry, instant, Outcome.FAILED, text, started=started)
-        finally:
-            entry.inflight -= 1
-            if finished is not None:
-                finished()
-            waiting, entry.buffered = entry.buffered, None
-            if waiting is not None:
-                waiting()
+            retries = find_job(spec.target).max_retries
+        except LookupError:
+            retries = DEFAULT_MAX_RETRIES
+            detail = (
+                f"job {spec.target!r} is registered by no module of node {self.node!r}: "
+                "it waits for a worker that imported it (ActorSystem(jobs=[...]))"
+            )
+        # An at_least_once re-claim after the first winner let its delivery lease
+        # lapse: the instant has its row already (the run's, kept by its worker); the
+        # upsert of the same run id replaces a pending run, never adds one, and its
+        # worker records it ``retried``.
+        again = (
+            spec.delivery == "at_least_once"
+            and not manual
+            and await self.store.schedule_tick(sid, instant) is not None
+        )
+        now = self.clock.wall()
+        run_id = task_id(sid, instant)
+        tick = Tick(sid, _utc(instant), 1, manual, backfill, fence)
+        row = job_row(
+            spec.target,
+            run_id,
+            now,
+            spec.args,
+            dict(spec.kwargs or {}),
+            max_retries=retries,
+            created_at=now,
+            tick=tick,
+            ledger=(entry.row.version, spec.history, again),
+        )
+        await store.apply([UpsertTask(row)])
+        entry.outstanding = [*alive, (row.kind, row.identity, row.id)]
+        await self._wake(row.kind, row.identity, now)
+        if not again:
+            await self._record(entry, instant, Outcome.DELIVERED, detail)
+
+    async def _wake(self, kind: str, identity: str, now: float) -> None:
+        """A task row of ``kind/identity`` due ``now`` was written: run it here, or in
+        cluster mode tell every node's durable poll (the identity's owner may be another
+        node: PostgreSQL ``NOTIFY``, the memory store's watchers; SQLite nodes see the
+        file change), not only at its next look-ahead."""
+        self.durable.wake(kind, identity, now)
+        if not self._own_claims:
+            announce = getattr(self.durable.store, "announce", None)
+            if announce is not None:
+                await announce()
+
+    def observe_outcome(self, schedule_id: str, outcome: str) -> None:
+        """A run of a stored schedule's job ended ``outcome`` (``failed``) or a retry of
+        it started (``retried``) on this node (told by the jobs worker: the outcome
+        counts of ``tocsin_schedule_ticks_total``)."""
+        key = (schedule_id, outcome)
+        self.counts[key] = self.counts.get(key, 0) + 1
+
+    def observe_start(self, late: float) -> None:
+        """A run of a stored schedule's job started ``late`` seconds after its instant
+        (told by the jobs worker: the start-lateness histogram)."""
+        self._started(late)
 
     def _started(self, late: float) -> None:
         self.started_lateness[self.started % LATENESS_RING] = max(0.0, late)

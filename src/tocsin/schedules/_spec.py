@@ -10,8 +10,11 @@ seconds; policies use their own ``to_wire()`` forms.
 
 from __future__ import annotations
 
+import sys
 from datetime import UTC, datetime
 from typing import Any, Final
+
+import msgspec
 
 from .._codec import decode, encode
 from ..actor import Misfire, Overlap
@@ -110,7 +113,9 @@ def decode_spec(data: bytes) -> Schedule:
         kind, identity, method = target["durable"]
         what: str | Durable = Durable(kind, identity, method, target.get("payload"))
     else:
-        what = target["job"]
+        # Interned: every schedule naming one job shares the one string.
+        job = target["job"]
+        what = sys.intern(job) if type(job) is str else job
     exclude = wire.get("exclude")
     with trusted():
         return Schedule(
@@ -120,13 +125,32 @@ def decode_spec(data: bytes) -> Schedule:
             args=tuple(wire.get("args") or ()),
             kwargs=wire.get("kwargs"),
             overlap=Overlap.from_wire(wire.get("overlap")),
-            misfire=Misfire.from_wire(wire.get("misfire")),
+            misfire=_shared_misfire(wire.get("misfire")),
             jitter=wire.get("jitter"),
             exclude=None if exclude is None else Calendar.from_wire(exclude),
             delivery=wire.get("delivery", "at_most_once"),
             history=wire.get("history", 256),
             enabled=wire.get("enabled", True),
         )
+
+
+#: Misfire values read from the store, by wire form: a node holding 100,000 stored
+#: schedules holds a handful of distinct policies, each once (they are frozen).
+_MISFIRES: dict[Any, Misfire] = {}
+_MISFIRES_MAX: Final = 1024
+
+
+def _shared_misfire(wire: Any) -> Misfire:
+    try:
+        key = msgspec.msgpack.encode(wire)
+    except (TypeError, ValueError):
+        return Misfire.from_wire(wire)  # from_wire says what is wrong with it
+    found = _MISFIRES.get(key)
+    if found is None:
+        found = Misfire.from_wire(wire)
+        if len(_MISFIRES) < _MISFIRES_MAX:
+            _MISFIRES[key] = found
+    return found
 
 
 def diff(old: Schedule, new: Schedule) -> list[str]:

@@ -9,7 +9,7 @@ same coalescing of a waiting claim, the same callbacks. Only the step differs.
 
 from __future__ import annotations
 
-from typing import TYPE_CHECKING, final
+from typing import TYPE_CHECKING, Final, final
 
 from ..cluster._spi import ClaimOutcome, TickClaim
 from ..stores import ScheduleStore
@@ -17,7 +17,11 @@ from ..stores import ScheduleStore
 if TYPE_CHECKING:
     from ..clock import Clock
 
-__all__ = ["StoreClaims"]
+__all__ = ["PREFIX", "StoreClaims"]
+
+#: Claim references of stored schedules (``_runner.CLAIM_PREFIX``, which imports this
+#: module, says the same).
+PREFIX: Final = "schedule:"
 
 
 @final
@@ -25,8 +29,13 @@ class StoreClaims:
     """The claim step of a coordinator, on the store (one node, or processes sharing one
     store without a cluster): put-if-absent, the lateness judged on this node's clock.
 
-    ``at_least_once`` has no delivery lease here: a claim is done once won (a process
-    that dies mid-run loses that instant, as ``at_most_once``); cluster mode has both.
+    Every target's run is durable once stored (a job run, a durable task row): a process
+    that dies mid-run runs it again after its restart, whatever ``delivery``. What
+    ``at_least_once`` adds here is the step before: a process that died between winning
+    an instant and storing its run left a claim and no ledger row; without a cluster one
+    system owns the store, so that claim is its own previous life's, and the instant,
+    claimed again at start (overdue, under ``misfire``) or by a backfill, is won again.
+    ``at_most_once`` leaves it lost.
     """
 
     def __init__(self, store: ScheduleStore, clock: Clock) -> None:
@@ -52,6 +61,11 @@ class StoreClaims:
             return TickClaim(ClaimOutcome.LATE)
         expires = max(now, fire_at) + max(ttl, keep or 0.0)
         won = await self.store.claim_schedule_tick(key, node, now, expires)
+        if not won and lease is not None and backfill and reference.startswith(PREFIX):
+            # at_least_once, an instant asked for again (overdue at start, a backfill):
+            # claimed, never decided (no ledger row) means its claimer died first.
+            sid = reference[len(PREFIX) :]
+            won = await self.store.schedule_tick(sid, fire_at) is None
         return TickClaim(ClaimOutcome.WON if won else ClaimOutcome.LOST)
 
     async def renew_tick(self, key: str, fence: int, lease: float) -> bool:

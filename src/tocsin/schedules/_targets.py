@@ -3,8 +3,10 @@
 a durable identity's method (a one-shot task row, run as any durable task is).
 
 A job name is looked up in the job registry (``@job``), never imported: nothing read
-from the store is evaluated or loaded. A name no module of this process registered is not
-run here (``failed``, naming it: import the job's module, ``ActorSystem(jobs=[...])``).
+from the store is evaluated or loaded. A job's run is a durable job run
+(:func:`tocsin.jobs.job_row`), stored by the runner; a name no module of the deciding
+node registered is stored all the same and waits for a worker that imported it (its
+ledger row says so).
 """
 
 from __future__ import annotations
@@ -47,8 +49,8 @@ def task_id(schedule_id: str, instant: float) -> str:
 async def queue_durable(
     durable: DurableRuntime, target: Durable, schedule_id: str, instant: float, now: float
 ) -> str:
-    """Write the one-shot task of ``instant`` for ``target``'s identity and wake it here;
-    the identity's owner runs it (``method(payload)``, retried and parked as any task).
+    """Write the one-shot task of ``instant`` for ``target``'s identity (the caller wakes
+    its owner); the owner runs it (``method(payload)``, retried and parked as any task).
     Returns the task's id."""
     row = TaskRow(
         kind=target.kind,
@@ -63,5 +65,4 @@ async def queue_durable(
         created_at=now,
     )
     await durable.store.apply([UpsertTask(row)])
-    durable.wake(target.kind, target.identity, now)
     return row.id

@@ -1,0 +1,159 @@
+# SPDX-License-Identifier: Apache-2.0
+"""A job target of a stored schedule runs as a durable job run: the node that wins an
+instant stores the run (with the instant's Tick); the worker running it keeps the
+instant's ledger row up to date (delivered with its start, failed with the error's text,
+retried); a failed run is retried with the job's backoff, then parked; a run cut short
+by a crash runs again after a restart. SQLite and PostgreSQL."""
+
+from __future__ import annotations
+
+import itertools
+import uuid
+from collections.abc import Iterator
+from datetime import UTC, datetime
+from pathlib import Path
+from typing import Any
+
+import pytest
+from prometheus_client.parser import text_string_to_metric_families
+from tests.schedules import jobs_for_tests as jobs
+
+from tocsin import ActorSystem, Delivery, ManualClock, TickNotDelivered
+from tocsin.cluster._single_fire import tick_key
+from tocsin.metrics import Metrics, prometheus_endpoint
+from tocsin.schedules import Interval, Schedule
+from tocsin.stores.postgres import PostgresStore
+from tocsin.stores.sqlite import SQLiteStore
+from tocsin.triggers import Outcome
+
+T0 = datetime(2026, 3, 2, 9, 0, tzinfo=UTC).timestamp()
+JOBS = "tests.schedules.jobs_for_tests."
+
+
+@pytest.fixture(autouse=True)
+def _runs() -> Iterator[None]:
+    jobs.RUNS.clear()
+    jobs.ATTEMPTS.clear()
+    jobs.ACTIVE[:] = [0, 0]
+    yield
+    jobs.RUNS.clear()
+
+
+@pytest.fixture(params=["sqlite", pytest.param("postgres", marks=pytest.mark.integration)])
+def store_url(request: pytest.FixtureRequest, tmp_path: Path) -> str:
+    if request.param == "sqlite":
+        return f"sqlite:///{tmp_path / 'app.db'}"
+    dsn: str = request.getfixturevalue("postgres_dsn")
+    schema = f"t_{uuid.uuid4().hex[:16]}"
+    return f"{dsn}{'&' if '?' in dsn else '?'}schema={schema}"
+
+
+def at(seconds: float) -> datetime:
+    return datetime.fromtimestamp(T0 + seconds, UTC)
+
+
+async def test_a_failed_run_is_retried_with_backoff_and_the_ledger_follows_it(
+    store_url: str,
+) -> None:
+    clock = ManualClock(wall=T0)
+    events: list[Any] = []
+    declared = [Schedule("f", Interval(60), JOBS + "flaky")]
+    async with ActorSystem("n1", clock=clock, store=store_url, schedules=declared) as system:
+        system.events.subscribe(events.append, TickNotDelivered)
+        await clock.advance(60)
+        [row] = await system.schedules.history("f")
+        assert (row.outcome, row.detail) == (Outcome.FAILED, "ConnectionError: db away")
+        assert row.started == at(60)
+        assert [(e.reference, e.outcome) for e in events] == [("f", Outcome.FAILED)]
+        await clock.advance(1.5)  # Retry(base=1, jitter=0): the retry 1 s later
+        [row] = await system.schedules.history("f")
+        assert (row.outcome, row.detail, row.started) == (Outcome.RETRIED, None, at(61))
+        # One instant, two attempts: ctx.tick carries the instant both times.
+        first = at(60).isoformat()
+        assert [(first, 1), (first, 2)] == jobs.ATTEMPTS
+        assert await system.jobs.list("tests.schedules.jobs_for_tests.flaky") == []
+        body, _ = prometheus_endpoint(Metrics.of(system))()
+        families = {f.name: f for f in text_string_to_metric_families(body.decode())}
+        counted = {
+            s.labels["outcome"]: s.value
+            for s in families["tocsin_schedule_ticks"].samples
+            if s.labels["reference"] == "f"
+        }
+        assert counted == {"failed": 1.0, "retried": 1.0}
+
+
+async def test_a_run_failing_every_retry_is_parked_and_its_row_says_failed(
+    store_url: str,
+) -> None:
+    clock = ManualClock(wall=T0)
+    declared = [Schedule("d", Interval(60), JOBS + "doomed")]
+    async with ActorSystem("n1", clock=clock, store=store_url, schedules=declared) as system:
+        await clock.advance(65)
+        [row] = await system.schedules.history("d")
+        assert (row.outcome, row.detail) == (Outcome.FAILED, "RuntimeError: still broken")
+        [parked] = await system.jobs.list(JOBS + "doomed", state="parked")
+        assert parked.id == "d@2026-03-02T09:01:00.000Z"
+        assert parked.attempts == 2
+
+
+async def test_a_run_cut_by_a_stop_runs_again_at_the_next_start(store_url: str) -> None:
+    clock = ManualClock(wall=T0)
+    declared = [Schedule("s", Interval(3600), JOBS + "slow", args=(100.0,))]
+    async with ActorSystem("n1", clock=clock, store=store_url, schedules=declared) as system:
+        await clock.advance(3600 + 10)  # the run started at 3600 s, still running
+        assert [r[1] for r in jobs.RUNS] == [at(3600).isoformat()]
+    # The process is gone mid-run: the stored run is still there for the next start.
+    async with ActorSystem("n2", clock=clock, store=store_url, schedules=declared) as system:
+        await clock.advance(1)
+        assert [r[1] for r in jobs.RUNS] == [at(3600).isoformat()] * 2
+        [row] = await system.schedules.history("s")
+        assert (row.outcome, row.node) == (Outcome.DELIVERED, "n2")
+        await clock.advance(100)
+        assert await system.jobs.list(JOBS + "slow") == []
+
+
+async def test_buffer_one_runs_of_one_schedule_never_overlap(store_url: str) -> None:
+    clock = ManualClock(wall=T0)
+    declared = [Schedule("x", Interval(10), JOBS + "exclusive", args=(25.0,))]
+    async with ActorSystem("n1", clock=clock, store=store_url, schedules=declared) as system:
+        await clock.advance(120.5)
+        assert jobs.ACTIVE[1] == 1
+        rows = await system.schedules.history("x")
+        outcomes = {r.outcome for r in rows}
+        assert outcomes == {Outcome.DELIVERED, Outcome.SKIPPED_OVERLAP}
+        # One after another: each run started when the one before it ended.
+        starts = sorted(r.started for r in rows if r.started is not None)
+        assert all((b - a).total_seconds() >= 25 for a, b in itertools.pairwise(starts))
+
+
+@pytest.mark.parametrize("delivery", [Delivery.AT_MOST_ONCE, Delivery.AT_LEAST_ONCE])
+async def test_without_a_cluster_at_least_once_decides_again_an_instant_its_claimer_died_on(
+    store_url: str, delivery: Delivery
+) -> None:
+    clock = ManualClock(wall=T0)
+    declared = [Schedule("c", Interval(60), JOBS + "record", delivery=delivery)]
+    async with ActorSystem("n1", clock=clock, store=store_url, schedules=declared):
+        pass  # stored, anchored at T0
+    # A previous life won 60 s and died before storing its run: a claim, no ledger row.
+    store: SQLiteStore | PostgresStore
+    if store_url.startswith("sqlite:///"):
+        store = SQLiteStore(store_url.removeprefix("sqlite:///"))
+    else:
+        dsn, _, schema = store_url.partition("?schema=")
+        store = PostgresStore(dsn, schema=schema)
+    await store.open()
+    try:
+        key = tick_key("schedule:c", T0 + 60)
+        assert await store.claim_schedule_tick(key, "dead", T0 + 60, T0 + 3600)
+    finally:
+        await store.close()
+    clock.set_wall(T0 + 90)
+    async with ActorSystem("n2", clock=clock, store=store_url, schedules=declared) as system:
+        await clock.advance(0)
+        rows = await system.schedules.history("c")
+        if delivery == Delivery.AT_LEAST_ONCE:
+            assert [r[1] for r in jobs.RUNS] == [at(60).isoformat()]
+            assert [(r.instant, r.node) for r in rows] == [(at(60), "n2")]
+        else:  # lost, as at_most_once promises: never run twice, maybe not at all
+            assert jobs.RUNS == []
+            assert rows == []
