@@ -106,8 +106,10 @@ async def main(argv: list[str]) -> int:
     args = [a for a in argv if a != "--until-done"]
     _log_fd = os.open(args[0], os.O_WRONLY | os.O_APPEND | os.O_CREAT, 0o644)
     store = make_store(args[1:])
+    # Before start(): the durable runtime may run due tasks while start() goes on, and a
+    # kill landing then must not leave an incarnation with runs but no start line.
+    log("start", "-", "-")
     async with ActorSystem("kill9", store=store) as system:
-        log("start", "-", "-")
         for identity in IDENTITIES:
             await system.durable(Kill9Worker, identity)
         started = time.monotonic()
