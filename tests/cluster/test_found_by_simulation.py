@@ -1,8 +1,9 @@
 # SPDX-License-Identifier: Apache-2.0
 """Cluster faults that ``tocsin.testing.Simulation`` found, reduced to one node and one
-fault each, so they replay whatever the seeds' runs become. The two in the cluster's
-cron path are strict xfails until fixed (an XPASS then fails the suite, and the marker
-goes); the directory's self-forwarding loop is fixed (``cluster/_durable.py``)."""
+fault each, so they replay whatever the seeds' runs become. A fault not yet fixed is a
+strict xfail (an XPASS then fails the suite, and the marker goes): the claim gate's
+coalescing today. Fixed: the directory's self-forwarding loop (``cluster/_durable.py``)
+and the instants a corrected clock step lost (``scheduling/_cron.py`` ``rewind``)."""
 
 from __future__ import annotations
 
@@ -132,14 +133,6 @@ async def test_ticks_due_behind_a_slow_claim_follow_misfire_all() -> None:
     assert set(range(2, 16)) <= set(seen), sorted(set(range(2, 16)) - set(seen))
 
 
-@pytest.mark.xfail(
-    strict=True,
-    reason=(
-        "a forward step of a node's clock re-arms its cron at the skewed instant; the "
-        "cluster's correction, a backward wall jump, leaves it there (the single-node "
-        "backward-jump rule), so the node claims nothing for the length of the step"
-    ),
-)
 async def test_a_clock_step_the_cluster_corrects_loses_no_instant() -> None:
     # Simulation seed 1017 (crash=0.5, pause=1.5, skew=3, delay=1): n2's clock stepped
     # 19.2 s ahead while n0 and n1 were frozen; its cron re-armed to wall 228, the
@@ -159,6 +152,7 @@ async def test_a_clock_step_the_cluster_corrects_loses_no_instant() -> None:
         assert abs(system.clock.wall() - (T0 + clock.monotonic())) < 0.5  # corrected
         await clock.advance(30)
     assert set(range(9, 35)) <= set(seen), sorted(set(range(9, 35)) - set(seen))
+    assert len(seen) == len(set(seen)), sorted(seen)  # and none twice
 
 
 class _Counter(DurableActor):
@@ -208,3 +202,25 @@ async def test_an_identity_another_incarnation_of_this_node_owns_is_not_forwarde
     finally:
         await system.stop()
         await coordinator.close()
+
+
+async def test_a_slow_clock_stepped_back_to_normal_loses_no_instant_and_repeats_none() -> None:
+    # The other direction of the same cause: n2's clock ran 10 s slow (the cluster's
+    # offset corrected it), then was stepped to the right time: the node's corrected
+    # clock read 10 s ahead until measured again, its cron skipped to the skewed instant,
+    # and the correction (a backward jump) left it there.
+    clock = ManualClock(wall=T0)
+    node_clock = OffsetClock(clock, -10.0)
+
+    def lag(inner: Any) -> Any:
+        return _Lagging(inner, clock, 0.4, 0.4, None)
+
+    async with _node(clock, node_clock, lag) as (system, seen):
+        await clock.advance(5.5)
+        assert abs(system.clock.wall() - (T0 + clock.monotonic())) < 0.5  # corrected
+        node_clock.set_offset(0.0)
+        await clock.advance(2.5)
+        assert abs(system.clock.wall() - (T0 + clock.monotonic())) < 0.5  # again
+        await clock.advance(30)
+    assert set(range(9, 35)) <= set(seen), sorted(set(range(9, 35)) - set(seen))
+    assert len(seen) == len(set(seen)), sorted(seen)

@@ -3,8 +3,10 @@
 
 Fire times are wall-clock instants computed by :mod:`tocsin.cron` in the schedule's zone;
 the scheduler arms them on the monotonic heap (``deadline = now + (next_wall - wall)``)
-and re-arms them when wall time jumps. ``next_wall`` only ever moves forward, which is
-what guarantees that a backward wall jump never fires the same tick twice.
+and re-arms them when wall time jumps. Outside a cluster ``next_wall`` only ever moves
+forward, which is what guarantees that a backward wall jump never fires the same tick
+twice. In a cluster a backward jump may bring it back (:meth:`CronState.rewind`), never to
+an instant this node has fired: the cluster's claim is what keeps a tick single there.
 """
 
 from __future__ import annotations
@@ -194,6 +196,27 @@ class CronState:
         """Make ``wall`` (a fire time after the current one) the next fire time."""
         self.last_wall = self.next_wall
         self.next_wall = max(self.next_wall, wall)
+
+    def rewind(self, wall: float) -> bool:
+        """Cluster mode only: bring ``next_wall`` back to the first fire time at or after
+        ``wall`` but after ``last_wall`` (the last instant this node fired), when that is
+        earlier. True if it moved.
+
+        Only the instants a forward step of this node's clock made it skip come back:
+        the coordinator's claim (one winner per instant) keeps any of them from being
+        delivered twice in the cluster, and this node never reaches back to an instant
+        it has already fired.
+        """
+        # An instant exactly at ``wall`` is due: look from just before it (a millisecond,
+        # as datetimes round to microseconds; cron instants are whole seconds apart).
+        floor = wall - 1e-3
+        if self.last_wall is not None:
+            floor = max(floor, self.last_wall)
+        earlier = self.following(floor)
+        if earlier is None or earlier >= self.next_wall:
+            return False
+        self.next_wall = earlier
+        return True
 
     def set_offset(self, seconds: float) -> None:
         """The jitter of the tick due at ``next_wall``."""

@@ -517,16 +517,32 @@ class TickPath:
         self.deadlines.add(now + (state.next_wall + state.offset - wall), record)
 
     def wall_jumped(self, records: Iterable[ScheduleRecord]) -> None:
-        """Wall time jumped: re-arm every live cron schedule on its next fire time."""
+        """Wall time jumped: re-arm every live cron schedule on its next fire time (in
+        cluster mode, brought back first to the earliest instant after the new wall time
+        that this node has not fired: :meth:`CronState.rewind`)."""
         clock = self._clock
         now, wall = clock.monotonic(), clock.wall()
+        claims = self.claims
+        clustered = claims is not None and claims.clustered
         for record in records:
             state = record.cron
             if state is None or record.paused or record.dead or record.final:
                 continue
-            # A backward jump leaves next_wall where it was, so a tick never fires twice;
-            # a forward jump makes it due now, once: later overdue ones go through the
+            # Alone, a backward jump leaves next_wall where it was, so a tick never fires
+            # twice; a forward jump makes it due now, once: later overdue ones go through the
             # misfire policy when it fires.
+            # Cluster mode: a backward jump is most often the cluster correcting a
+            # forward step of this node's clock (the offset is measured again at once).
+            # The instants that step skipped are the coordinator's future, which this
+            # node would otherwise claim none of for the step's length; the claim keeps
+            # each single cluster-wide, and ``rewind`` never reaches back to an instant
+            # this node has fired.
+            if clustered and state.rewind(wall):
+                policy = record.policy
+                if policy is not None and policy.jitter is not None:
+                    self.jitter_cron(record, state, policy.jitter)
+                else:
+                    state.set_offset(0.0)
             self.deadlines.add(now + max(0.0, state.next_wall + state.offset - wall), record)
 
 
