@@ -36,26 +36,59 @@ an existing engine instead of gossip).
 from __future__ import annotations
 
 import asyncio
+import inspect
 import logging
 import math
 import uuid
 from collections.abc import Callable
 from datetime import UTC, datetime
-from typing import Literal, final
+from typing import Literal, Protocol, cast, final
 
 from ..clock import Clock, TimerHandle
 from ..durable._spi import Outage
 from ..errors import CoordinatorError, NodeNameTakenError, TimezoneMismatchError
 from ..scheduling._spi import same_zone
-from ._memory import MemoryCoordinator
 from ._periodic import Periodic, sleep
 from ._protocol import Coordinator, LeaseRow
 from ._time import ClusterTime
 from ._values import Counters, LeaseLost, LeaseRegained, Member, NodeJoined, NodeLeft
 
-__all__ = ["Membership"]
+__all__ = ["Membership", "PushesMembership"]
 
 _log = logging.getLogger("tocsin.cluster")
+
+
+class PushesMembership(Protocol):
+    """A coordinator of this process that pushes joins and leaves (``memory://``, and
+    a wrapper that binds its methods, such as a simulated node's gated view of it).
+
+    Membership recognises the capability by these methods, not by the class, so a
+    wrapper that binds them gets the push path too. Every method is synchronous and
+    must only schedule work: they run inside a join, a leave or a renewal.
+    """
+
+    def on_change(self, listener: Callable[[], None]) -> Callable[[], None]: ...
+
+    def hold(self, node: str, incarnation: str, renewing: Callable[[], bool]) -> None: ...
+
+    def holder_renewing(self, node: str) -> bool: ...
+
+    def leases_nowait(self) -> tuple[float, list[LeaseRow]]: ...
+
+
+_PUSH_METHODS = ("on_change", "hold", "holder_renewing", "leases_nowait")
+
+
+def _pushes(coordinator: Coordinator) -> PushesMembership | None:
+    """``coordinator`` as a :class:`PushesMembership`, if it defines or binds every one
+    of its methods as a plain function. Looked up statically: a wrapper that forwards
+    *any* name through ``__getattr__`` (a test's fault injector turning each into a
+    coroutine) does not push, and is polled as before."""
+    for name in _PUSH_METHODS:
+        method = inspect.getattr_static(coordinator, name, None)
+        if method is None or inspect.iscoroutinefunction(method):
+            return None
+    return cast(PushesMembership, coordinator)
 
 
 def _utc(seconds: float) -> datetime:
@@ -130,7 +163,10 @@ class Membership:
         self._watcher: Periodic | None = None
         #: memory://: the view is read on the coordinator's change callbacks and at the
         #: earliest peer expiry (``_arm_expiry``) instead of every ``watch_every``.
-        self._pushed = coordinator if isinstance(coordinator, MemoryCoordinator) else None
+        self._pushed = _pushes(coordinator)
+        #: A pushed change may have been missed (a read of the view failed): the next
+        #: renewal that answers reads the whole view instead of touching the known rows.
+        self._stale = False
         self._unlisten: Callable[[], None] | None = None
         self._peer_expiry: TimerHandle | None = None
         #: When (monotonic) the first peer lease of the last read runs out.
@@ -300,6 +336,7 @@ class Membership:
         """One renewal and one refresh of the view (run every ``lease / 3``)."""
         sent = self._clock.monotonic()
         begun = self._begin()
+        answered = False
         try:
             row = await self.coordinator.renew(self.name, self.incarnation, self.lease)
         except CoordinatorError as exc:
@@ -307,6 +344,7 @@ class Membership:
             self.outage.failed(exc, "renewing the lease")
         else:
             self.outage.ok()
+            answered = True
             if row is not None:
                 self._measured(begun, row)
                 self._counters.leases_renewed += 1
@@ -318,9 +356,11 @@ class Membership:
                     await self._join(wait=2 * self.lease)
                 except CoordinatorError as exc:  # the next renewal tries again
                     self.outage.failed(exc, "joining again")
-        if self._pushed is None:
+        if self._pushed is None or self._stale:
             await self._watch()
-        else:
+        elif answered:
+            # Unanswered, the coordinator is out of reach: the view is not read, as a
+            # poll would fail too (a simulated partition must not see its peers renew).
             self._touch_view(self._pushed)
 
     async def _rejoin_after_reset(self, seen: float) -> bool:
@@ -378,7 +418,7 @@ class Membership:
                 self._on_lease_lost()
             return True
 
-    # -- the view pushed by a memory:// coordinator -----------------------------------
+    # -- the view pushed by a coordinator of this process (PushesMembership) ----------
 
     def _reread(self) -> None:
         """A node joined or left, or a peer's lease reached its expiry: read the view
@@ -401,7 +441,7 @@ class Membership:
                 return
             self._reread_again = False
 
-    def _touch_view(self, coordinator: MemoryCoordinator) -> None:
+    def _touch_view(self, coordinator: PushesMembership) -> None:
         """memory://, at each renewal: joins and leaves are pushed and the first peer
         expiry has its timer, so no read of the view is needed; the rows of the members
         already known are refreshed in place (their expiries carry a peer through a
@@ -486,7 +526,9 @@ class Membership:
             await self._refresh(announce=True)
         except CoordinatorError as exc:
             self.outage.failed(exc, "reading the members")
+            self._stale = self._pushed is not None
             return
+        self._stale = False
         self.outage.ok()
         seen, self._reset_seen = self._reset_seen, None
         if seen is not None:

@@ -16,6 +16,7 @@ downtime with many overdue identities is not a stampede.
 from __future__ import annotations
 
 import asyncio
+import inspect
 import logging
 from collections.abc import Callable, Coroutine
 from typing import Any, cast, final
@@ -128,10 +129,12 @@ class DurableRuntime:
             # A task retried or discarded by `tocsin tasks` (another process) reaches the
             # next poll at once instead of up to LOOKAHEAD / 2 later (issue 15, part 4).
             self._unwatch = await self.store.watch(self._changed_outside)
-            if not isinstance(runtime.clock, ManualClock):
+            if not isinstance(runtime.clock, ManualClock) and not _pushes_changes(self.store):
                 # Stores that cannot push (SQLite) are looked at once a second. Not on a
                 # ManualClock: outside processes live in real time, and a test advancing
-                # a day would fire 86,400 looks.
+                # a day would fire 86,400 looks. Not on a store that calls its watchers
+                # itself (memory): its look does nothing, and a simulated cluster of a
+                # simulated day would pay a timer per node and second for it.
                 self._change_check.start()
             # Alarms are wall times converted to monotonic deadlines when armed: a wall
             # step (NTP, set_wall) must convert them again, or a task made due by the step
@@ -440,6 +443,14 @@ class DurableRuntime:
             handle.alarm.arm(due)
         else:
             self.start_poll()
+
+
+def _pushes_changes(store: Store) -> bool:
+    """Whether ``store`` calls its watchers on every outside change by itself (its
+    ``check_changes`` does nothing). A store says so with a class or instance attribute
+    ``pushes_changes = True``, looked up statically so that a wrapper forwarding every
+    name does not claim it by accident."""
+    return inspect.getattr_static(store, "pushes_changes", False) is True
 
 
 def _kind_class(kind: str) -> DurableClass | None:

@@ -52,6 +52,9 @@ class MemoryStore:
     """
 
     url = "memory://"
+    #: Its watchers are called on every :meth:`announce`, with nothing to look at:
+    #: a system need not call :meth:`check_changes` periodically.
+    pushes_changes = True
 
     def __init__(self) -> None:
         self._tasks: dict[_Key, TaskRow] = {}

@@ -147,6 +147,9 @@ class NodeGate:
             raise StoreError(f"simulated: node {self.name!r} lost the store's answer ({what})")
 
 
+#: ``tocsin.cluster._membership.PushesMembership``'s methods.
+_PUSH_METHODS = ("on_change", "hold", "holder_renewing", "leases_nowait")
+
 _UNGATED = frozenset({"open", "close", "url", "name", "check_changes", "watch"})
 
 
@@ -192,6 +195,14 @@ class GatedCoordinator(_Gated):
     def __init__(self, inner: Any, gate: NodeGate) -> None:
         super().__init__(inner, gate.coordinator_call, gate.coordinator_answer)
         self.url: str = inner.url
+        # A coordinator that pushes joins and leaves (memory://) keeps doing so through
+        # the gate: its synchronous extras are bound here, on the instance, where a
+        # protocol check finds them (Python 3.12's looks past ``__getattr__``). The node's
+        # reads of the view that a push starts are coroutine calls, so they are gated.
+        for name in _PUSH_METHODS:
+            method = getattr(inner, name, None)
+            if method is not None:
+                setattr(self, name, method)
 
 
 @final
@@ -210,6 +221,9 @@ class GatedStore(_Gated):
         self._gate = gate
         self._on_write = on_write
         self._store = inner
+        # The store's watchers are called by the store itself, gate or no gate: the
+        # system then arms no periodic look (the durable runtime reads this statically).
+        self.pushes_changes: bool = inspect.getattr_static(inner, "pushes_changes", False) is True
 
     async def apply(self, ops: Sequence[Op]) -> None:
         await self._gate.store_call("apply")
