@@ -58,7 +58,8 @@ ALLOWED: dict[tuple[str, str], int] = {
     # +1: a malformed Scheduled / Completed frame is a protocol error (issue 22).
     # The authenticated channel: a stranger refused over max_pending_handshakes, an
     # inbound TLS handshake that failed (asyncio tells the connection nothing).
-    ("tocsin.remote._metrics:Counters", "tocsin.remote._node"): 5,
+    # (+2: a frame refused as costly to decode counts as undecodable and a protocol error.)
+    ("tocsin.remote._metrics:Counters", "tocsin.remote._node"): 7,
     # (+2, the authenticated channel: a lost plain tell that cannot be made a dead letter,
     # undecodable or with no system attached, is still counted unreachable.)
     ("tocsin.remote._metrics:Counters", "tocsin.remote._service"): 3,
