@@ -21,7 +21,7 @@ from tests.schedules import jobs_for_tests as jobs
 
 from tocsin import ActorSystem, Delivery, ManualClock, TickNotDelivered
 from tocsin.cluster._single_fire import tick_key
-from tocsin.jobs._worker import INTERRUPTED
+from tocsin.jobs._worker import INTERRUPTED, start_mark
 from tocsin.metrics import Metrics, prometheus_endpoint
 from tocsin.schedules import Interval, Schedule
 from tocsin.stores.postgres import PostgresStore
@@ -48,6 +48,13 @@ def store_url(request: pytest.FixtureRequest, tmp_path: Path) -> str:
     dsn: str = request.getfixturevalue("postgres_dsn")
     schema = f"t_{uuid.uuid4().hex[:16]}"
     return f"{dsn}{'&' if '?' in dsn else '?'}schema={schema}"
+
+
+def _open(store_url: str) -> SQLiteStore | PostgresStore:
+    if store_url.startswith("sqlite:///"):
+        return SQLiteStore(store_url.removeprefix("sqlite:///"))
+    dsn, _, schema = store_url.partition("?schema=")
+    return PostgresStore(dsn, schema=schema)
 
 
 def at(seconds: float) -> datetime:
@@ -142,6 +149,34 @@ async def test_at_most_once_a_run_cut_by_a_stop_is_not_run_again_at_the_next_sta
         ]
 
 
+async def test_at_most_once_a_run_whose_start_mark_is_taken_does_not_run(
+    store_url: str,
+) -> None:
+    clock = ManualClock(wall=T0)
+    declared = [Schedule("m", Interval(60), JOBS + "record")]
+    async with ActorSystem("n1", clock=clock, store=store_url, schedules=declared):
+        pass  # stored, anchored at T0
+    # Another run of the 60 s instant (an owner stalled past its shard's lease) took the
+    # start mark and has not written the ledger row's start yet: this one must not run.
+    store = _open(store_url)
+    await store.open()
+    try:
+        assert await store.claim_schedule_tick(start_mark("m", T0 + 60), "n0", T0, T0 + 3600)
+    finally:
+        await store.close()
+    async with ActorSystem("n1", clock=clock, store=store_url, schedules=declared) as system:
+        await clock.advance(60)
+        assert jobs.RUNS == []
+        [row] = await system.schedules.history("m")
+        assert (row.outcome, row.detail) == (Outcome.FAILED, INTERRUPTED)
+        await clock.advance(60)  # the next instant's mark is free: it runs
+        assert [r[1] for r in jobs.RUNS] == [at(120).isoformat()]
+        assert [r.outcome for r in await system.schedules.history("m")] == [
+            Outcome.FAILED,
+            Outcome.DELIVERED,
+        ]
+
+
 async def test_at_least_once_a_run_cut_by_a_stop_runs_again_at_the_next_start(
     store_url: str,
 ) -> None:
@@ -185,12 +220,7 @@ async def test_without_a_cluster_at_least_once_decides_again_an_instant_its_clai
     async with ActorSystem("n1", clock=clock, store=store_url, schedules=declared):
         pass  # stored, anchored at T0
     # A previous life won 60 s and died before storing its run: a claim, no ledger row.
-    store: SQLiteStore | PostgresStore
-    if store_url.startswith("sqlite:///"):
-        store = SQLiteStore(store_url.removeprefix("sqlite:///"))
-    else:
-        dsn, _, schema = store_url.partition("?schema=")
-        store = PostgresStore(dsn, schema=schema)
+    store = _open(store_url)
     await store.open()
     try:
         key = tick_key("schedule:c", T0 + 60)

@@ -46,6 +46,7 @@ __all__ = [
     "actor_class",
     "kind_of",
     "shard_of",
+    "start_mark",
 ]
 
 #: Durable kinds of jobs are ``job:<name>``.
@@ -178,7 +179,7 @@ class JobActor(DurableActor):
             # Put-if-absent: of two runs of one instant racing (a stalled owner woken
             # after its shard moved), one wins the mark and only it calls the handler.
             now = runtime.clock.wall()
-            key = f"{START_MARK_PREFIX}{tick.reference}@{instant:.6f}"
+            key = start_mark(tick.reference, instant)
             ran = not await claim(key, runtime.name, now, now + START_MARK_SECONDS)
         if ran:
             await self._ledger(ctx, tick, ledger, str(Outcome.FAILED), INTERRUPTED)
@@ -239,6 +240,12 @@ class JobActor(DurableActor):
             )
         elif observer is not None:
             observer.observe_start(now - instant)
+
+
+def start_mark(reference: str, instant: float) -> str:
+    """The store claim key marking the at-most-once run of ``reference``'s ``instant``
+    started (``run-started:<id>@<instant>``)."""
+    return f"{START_MARK_PREFIX}{reference}@{instant:.6f}"
 
 
 def _arguments(payload: Any) -> tuple[list[Any], dict[str, Any], Tick | None]:
