@@ -2,8 +2,9 @@
 """A job target of a stored schedule runs as a durable job run: the node that wins an
 instant stores the run (with the instant's Tick); the worker running it keeps the
 instant's ledger row up to date (delivered with its start, failed with the error's text,
-retried); a failed run is retried with the job's backoff, then parked; a run cut short
-by a crash runs again after a restart. SQLite and PostgreSQL."""
+retried). Under at_least_once a failed run is retried with the job's backoff, then
+parked, and a run cut short by a crash runs again after a restart; under at_most_once
+(the default) neither runs again: the row says failed. SQLite and PostgreSQL."""
 
 from __future__ import annotations
 
@@ -20,6 +21,7 @@ from tests.schedules import jobs_for_tests as jobs
 
 from tocsin import ActorSystem, Delivery, ManualClock, TickNotDelivered
 from tocsin.cluster._single_fire import tick_key
+from tocsin.jobs._worker import INTERRUPTED, start_mark
 from tocsin.metrics import Metrics, prometheus_endpoint
 from tocsin.schedules import Interval, Schedule
 from tocsin.stores.postgres import PostgresStore
@@ -48,6 +50,13 @@ def store_url(request: pytest.FixtureRequest, tmp_path: Path) -> str:
     return f"{dsn}{'&' if '?' in dsn else '?'}schema={schema}"
 
 
+def _open(store_url: str) -> SQLiteStore | PostgresStore:
+    if store_url.startswith("sqlite:///"):
+        return SQLiteStore(store_url.removeprefix("sqlite:///"))
+    dsn, _, schema = store_url.partition("?schema=")
+    return PostgresStore(dsn, schema=schema)
+
+
 def at(seconds: float) -> datetime:
     return datetime.fromtimestamp(T0 + seconds, UTC)
 
@@ -57,7 +66,7 @@ async def test_a_failed_run_is_retried_with_backoff_and_the_ledger_follows_it(
 ) -> None:
     clock = ManualClock(wall=T0)
     events: list[Any] = []
-    declared = [Schedule("f", Interval(60), JOBS + "flaky")]
+    declared = [Schedule("f", Interval(60), JOBS + "flaky", delivery=Delivery.AT_LEAST_ONCE)]
     async with ActorSystem("n1", clock=clock, store=store_url, schedules=declared) as system:
         system.events.subscribe(events.append, TickNotDelivered)
         await clock.advance(60)
@@ -86,7 +95,7 @@ async def test_a_run_failing_every_retry_is_parked_and_its_row_says_failed(
     store_url: str,
 ) -> None:
     clock = ManualClock(wall=T0)
-    declared = [Schedule("d", Interval(60), JOBS + "doomed")]
+    declared = [Schedule("d", Interval(60), JOBS + "doomed", delivery=Delivery.AT_LEAST_ONCE)]
     async with ActorSystem("n1", clock=clock, store=store_url, schedules=declared) as system:
         await clock.advance(65)
         [row] = await system.schedules.history("d")
@@ -96,9 +105,85 @@ async def test_a_run_failing_every_retry_is_parked_and_its_row_says_failed(
         assert parked.attempts == 2
 
 
-async def test_a_run_cut_by_a_stop_runs_again_at_the_next_start(store_url: str) -> None:
+async def test_at_most_once_a_failed_run_is_not_retried_and_its_row_says_failed(
+    store_url: str,
+) -> None:
     clock = ManualClock(wall=T0)
+    events: list[Any] = []
+    declared = [Schedule("f", Interval(60), JOBS + "flaky")]  # at_most_once: the default
+    async with ActorSystem("n1", clock=clock, store=store_url, schedules=declared) as system:
+        system.events.subscribe(events.append, TickNotDelivered)
+        await clock.advance(60)
+        await clock.advance(10)  # well past the job's 1 s retry backoff
+        [row] = await system.schedules.history("f")
+        assert (row.outcome, row.detail) == (Outcome.FAILED, "ConnectionError: db away")
+        assert row.started == at(60)
+        # The handler ran once; the run is over, neither waiting for a retry nor parked.
+        assert [(at(60).isoformat(), 1)] == jobs.ATTEMPTS
+        assert await system.jobs.list(JOBS + "flaky") == []
+        assert [(e.reference, e.outcome) for e in events] == [("f", Outcome.FAILED)]
+
+
+async def test_at_most_once_a_run_cut_by_a_stop_is_not_run_again_at_the_next_start(
+    store_url: str,
+) -> None:
+    clock = ManualClock(wall=T0)
+    events: list[Any] = []
     declared = [Schedule("s", Interval(3600), JOBS + "slow", args=(100.0,))]
+    async with ActorSystem("n1", clock=clock, store=store_url, schedules=declared) as system:
+        await clock.advance(3600 + 10)  # the run started at 3600 s, still running
+        assert [r[1] for r in jobs.RUNS] == [at(3600).isoformat()]
+    # The process is gone mid-run; the stored run is found at the next start, already
+    # started: at most once, so it is not run again and its row records the loss.
+    async with ActorSystem("n2", clock=clock, store=store_url, schedules=declared) as system:
+        system.events.subscribe(events.append, TickNotDelivered)
+        await clock.advance(1)
+        await clock.advance(100)
+        assert [r[1] for r in jobs.RUNS] == [at(3600).isoformat()]
+        [row] = await system.schedules.history("s")
+        assert (row.outcome, row.detail, row.node) == (Outcome.FAILED, INTERRUPTED, "n2")
+        assert row.started == at(3600)  # when the one run started
+        assert await system.jobs.list(JOBS + "slow") == []
+        assert [(e.reference, e.outcome, e.detail) for e in events] == [
+            ("s", Outcome.FAILED, INTERRUPTED)
+        ]
+
+
+async def test_at_most_once_a_run_whose_start_mark_is_taken_does_not_run(
+    store_url: str,
+) -> None:
+    clock = ManualClock(wall=T0)
+    declared = [Schedule("m", Interval(60), JOBS + "record")]
+    async with ActorSystem("n1", clock=clock, store=store_url, schedules=declared):
+        pass  # stored, anchored at T0
+    # Another run of the 60 s instant (an owner stalled past its shard's lease) took the
+    # start mark and has not written the ledger row's start yet: this one must not run.
+    store = _open(store_url)
+    await store.open()
+    try:
+        assert await store.claim_schedule_tick(start_mark("m", T0 + 60), "n0", T0, T0 + 3600)
+    finally:
+        await store.close()
+    async with ActorSystem("n1", clock=clock, store=store_url, schedules=declared) as system:
+        await clock.advance(60)
+        assert jobs.RUNS == []
+        [row] = await system.schedules.history("m")
+        assert (row.outcome, row.detail) == (Outcome.FAILED, INTERRUPTED)
+        await clock.advance(60)  # the next instant's mark is free: it runs
+        assert [r[1] for r in jobs.RUNS] == [at(120).isoformat()]
+        assert [r.outcome for r in await system.schedules.history("m")] == [
+            Outcome.FAILED,
+            Outcome.DELIVERED,
+        ]
+
+
+async def test_at_least_once_a_run_cut_by_a_stop_runs_again_at_the_next_start(
+    store_url: str,
+) -> None:
+    clock = ManualClock(wall=T0)
+    declared = [
+        Schedule("s", Interval(3600), JOBS + "slow", args=(100.0,), delivery=Delivery.AT_LEAST_ONCE)
+    ]
     async with ActorSystem("n1", clock=clock, store=store_url, schedules=declared) as system:
         await clock.advance(3600 + 10)  # the run started at 3600 s, still running
         assert [r[1] for r in jobs.RUNS] == [at(3600).isoformat()]
@@ -135,12 +220,7 @@ async def test_without_a_cluster_at_least_once_decides_again_an_instant_its_clai
     async with ActorSystem("n1", clock=clock, store=store_url, schedules=declared):
         pass  # stored, anchored at T0
     # A previous life won 60 s and died before storing its run: a claim, no ledger row.
-    store: SQLiteStore | PostgresStore
-    if store_url.startswith("sqlite:///"):
-        store = SQLiteStore(store_url.removeprefix("sqlite:///"))
-    else:
-        dsn, _, schema = store_url.partition("?schema=")
-        store = PostgresStore(dsn, schema=schema)
+    store = _open(store_url)
     await store.open()
     try:
         key = tick_key("schedule:c", T0 + 60)

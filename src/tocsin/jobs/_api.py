@@ -117,6 +117,7 @@ def job_row(
     created_at: float,
     tick: Tick | None = None,
     ledger: tuple[int, int, bool] | None = None,
+    at_most_once: bool = False,
 ) -> TaskRow:
     """The stored row of one run of job ``name`` (what a worker runs; stored schedules
     firing a job write these too, with the :class:`~tocsin.Tick` of the instant, which
@@ -124,6 +125,9 @@ def job_row(
     history, again)``: the worker running it then keeps the instant's ledger row up to
     date: ``delivered`` with the start time, ``failed`` with the error's text,
     ``retried`` at a retry, or from the start when ``again``: a re-claimed instant).
+    With ``ledger`` and ``at_most_once`` the run is at most once: the worker marks it
+    started in the store before calling the job, and a run found started already (a
+    crash or stop cut it) or failing is not run again; its row says ``failed``.
 
     Raises:
         CodecError: arguments that are not codec-safe, or over 1 MiB encoded.
@@ -132,7 +136,7 @@ def job_row(
     if tick is not None:
         payload["t"] = tick.to_wire()
         if ledger is not None:
-            payload["s"] = [ledger[0], ledger[1], ledger[2]]
+            payload["s"] = [ledger[0], ledger[1], ledger[2], at_most_once]
     data = encode(payload, name="job arguments")
     if len(data) > MAX_ARGUMENT_BYTES:
         raise CodecError(

@@ -6,7 +6,10 @@ identity one of :data:`SHARDS` shard names (a stable hash of the run's id), task
 run's id. Everything durable tasks promise comes with it, unchanged: at least once, a
 failed run retried with backoff (the job's :class:`~tocsin.Retry`), then parked in the
 durable tasks' parked list (``tocsin tasks list --state parked``); in cluster mode each
-shard has one activation in the cluster, fenced by its epoch.
+shard has one activation in the cluster, fenced by its epoch. One exception: the run of a
+stored schedule with ``delivery=at_most_once`` is marked started in the store (a
+put-if-absent claim, then its ledger row's start) before its handler is called, and a run
+found started already or failing is not run again (its ledger row says ``failed``).
 
 Why shards, and why a kind per job:
 
@@ -34,6 +37,7 @@ from ._context import JobContext
 from ._registry import JobSpec, on_register
 
 __all__ = [
+    "INTERRUPTED",
     "KIND_PREFIX",
     "SHARDS",
     "STARTS_SERVICE",
@@ -42,6 +46,7 @@ __all__ = [
     "actor_class",
     "kind_of",
     "shard_of",
+    "start_mark",
 ]
 
 #: Durable kinds of jobs are ``job:<name>``.
@@ -53,6 +58,15 @@ SHARDS: Final = 16
 TASK_NAME: Final = "job"
 #: Run budget when the job gives none (the durable tasks' default).
 DEFAULT_TIMEOUT: Final = 900.0
+
+#: The ledger detail of an at-most-once run found started before (cut short by a crash,
+#: a stop or a lapsed shard lease): it is not run again.
+INTERRUPTED: Final = "interrupted: at_most_once, not run again"
+#: The store claims marking an at-most-once run started are ``run-started:<id>@<instant>``
+#: (never a schedule's claim key, ``schedule:...``), kept this long: past it the ledger
+#: row's start still stops a second run while the schedule's ``history`` keeps the row.
+START_MARK_PREFIX: Final = "run-started:"
+START_MARK_SECONDS: Final = 7 * 86400.0
 
 #: The runtime service told when a scheduled run starts or fails (the stored-schedule
 #: runner: its start-lateness histogram, its outcome counts); a node without it records
@@ -104,7 +118,10 @@ class JobActor(DurableActor):
         if run is None:  # pragma: no cover - on_task runs only inside a task run
             raise RuntimeError("a job ran outside a durable task run")
         ledger = _ledger(payload) if tick is not None else None
+        once = ledger is not None and ledger[3]
         if tick is not None and ledger is not None:
+            if once and not await self._start_once(ctx, tick, ledger):
+                return  # started before and cut short: at most once, so not again
             # The instant's ledger row follows the run: started (delivered on the
             # first attempt, retried after), failed with the error's text.
             again = run.attempt > 1 or ledger[2]
@@ -127,13 +144,58 @@ class JobActor(DurableActor):
         except Exception as exc:
             text = f"{type(exc).__name__}: {exc}"
             await self._ledger(ctx, tick, ledger, str(Outcome.FAILED), text)
-            raise  # the durable runtime retries it with backoff, then parks it
+            if not once:
+                raise  # the durable runtime retries it with backoff, then parks it
+            # At most once: the handler ran; a retry would run it a second time. The
+            # run ends here (its row says failed with the error's text).
+            self.logger.warning(
+                "stored schedule %r: the run of %s failed and is not retried "
+                "(delivery=at_most_once): %s",
+                tick.reference,
+                tick.instant,
+                text,
+                exc_info=True,
+            )
+
+    async def _start_once(
+        self, ctx: ReceiveContext, tick: Tick, ledger: tuple[int, int, bool, bool]
+    ) -> bool:
+        """Mark an at-most-once run started in the store before its handler runs;
+        whether it may run. It may not when a run of the same instant started before
+        (its ledger row has a start, or its start mark is taken: a crash, a stop or a
+        lapsed shard lease cut that run short): its row then says failed with
+        :data:`INTERRUPTED`. A store error raises before the handler ran (the durable
+        runtime tries again later; nothing ran)."""
+        handle = self._handle
+        runtime = handle.runtime
+        store = handle.store
+        instant = tick.instant.timestamp()
+        # Every store tocsin ships keeps the ledger and the claims (a ScheduleStore).
+        read = getattr(store, "schedule_tick")  # noqa: B009
+        claim = getattr(store, "claim_schedule_tick")  # noqa: B009
+        found = await read(tick.reference, instant)
+        ran = found is not None and found.started is not None
+        if not ran:
+            # Put-if-absent: of two runs of one instant racing (a stalled owner woken
+            # after its shard moved), one wins the mark and only it calls the handler.
+            now = runtime.clock.wall()
+            key = start_mark(tick.reference, instant)
+            ran = not await claim(key, runtime.name, now, now + START_MARK_SECONDS)
+        if ran:
+            await self._ledger(ctx, tick, ledger, str(Outcome.FAILED), INTERRUPTED)
+            self.logger.warning(
+                "stored schedule %r: the run of %s started before and was cut short; "
+                "delivery=at_most_once, so it is not run again",
+                tick.reference,
+                tick.instant,
+            )
+        return not ran
 
     async def _ledger(
         self,
         ctx: ReceiveContext,
         tick: Tick,
-        ledger: tuple[int, int, bool],
+        ledger: tuple[int, int, bool, bool],
         outcome: str,
         detail: str | None,
     ) -> None:
@@ -143,7 +205,7 @@ class JobActor(DurableActor):
         runtime = handle.runtime
         now = runtime.clock.wall()
         instant = tick.instant.timestamp()
-        version, history, _ = ledger
+        version, history, _, _ = ledger
         failed = outcome == Outcome.FAILED
         row = ScheduleTickRow(
             id=tick.reference,
@@ -180,6 +242,12 @@ class JobActor(DurableActor):
             observer.observe_start(now - instant)
 
 
+def start_mark(reference: str, instant: float) -> str:
+    """The store claim key marking the at-most-once run of ``reference``'s ``instant``
+    started (``run-started:<id>@<instant>``)."""
+    return f"{START_MARK_PREFIX}{reference}@{instant:.6f}"
+
+
 def _arguments(payload: Any) -> tuple[list[Any], dict[str, Any], Tick | None]:
     """The stored arguments: ``{"a": [...], "k": {...}}``, and ``"t"``, a wire
     :class:`~tocsin.Tick`, for a run fired by a schedule."""
@@ -194,22 +262,26 @@ def _arguments(payload: Any) -> tuple[list[Any], dict[str, Any], Tick | None]:
     return list(args), kwargs, tick
 
 
-def _ledger(payload: dict[str, Any]) -> tuple[int, int, bool] | None:
-    """A stored schedule's run carries ``"s": [version, history, again]``: the ledger row
-    to keep up to date (``again``: the instant was claimed again after its first winner
-    went silent, so its run is a retry); a run fired any other way has none."""
+def _ledger(payload: dict[str, Any]) -> tuple[int, int, bool, bool] | None:
+    """A stored schedule's run carries ``"s": [version, history, again, once]``: the
+    ledger row to keep up to date (``again``: the instant was claimed again after its
+    first winner went silent, so its run is a retry; ``once``: the schedule's delivery
+    is at_most_once); a run fired any other way has none. A run stored before ``once``
+    existed has three items and keeps the at-least-once behaviour it was stored with."""
     found = payload.get("s")
-    if not isinstance(found, (list, tuple)) or len(found) != 3:
+    if not isinstance(found, (list, tuple)) or len(found) not in (3, 4):
         return None
-    version, history, again = found
+    version, history, again = found[:3]
+    once = found[3] if len(found) == 4 else False
     if (
         isinstance(version, int)
         and isinstance(history, int)
         and isinstance(again, bool)
+        and isinstance(once, bool)
         and not isinstance(version, bool)
         and not isinstance(history, bool)
     ):
-        return version, history, again
+        return version, history, again, once
     return None
 
 

@@ -14,9 +14,12 @@ its one ledger row.
   ago counts), then records ``paused`` (with the note and who), ``excluded``,
   ``missed`` (past ``misfire.grace``), ``skipped_overlap``, or stores the target's run and
   records ``delivered``. A job's run is a durable job run (``jobs.job_row`` with the
-  instant's Tick: at least once, retried with the job's backoff, then parked; a crash
-  mid-run runs it again): the worker that runs it keeps the row up to date, ``delivered``
-  with the time it started, ``failed`` with the error's text, ``retried`` at a retry.
+  instant's Tick). Under ``at_least_once`` it is at least once: retried with the job's
+  backoff, then parked; a crash mid-run runs it again. Under ``at_most_once`` its worker
+  marks it started in the store before the handler runs, and a run cut short or failing
+  is not run again (``failed``, :data:`tocsin.jobs._worker.INTERRUPTED` for a cut one).
+  The worker that runs it keeps the row up to date, ``delivered`` with the time it
+  started, ``failed`` with the error's text, ``retried`` at a retry.
   A lost claim is not an outcome and writes nothing; ``coalesced`` and
   ``claim_error`` are written only where the instant has no row yet (they are decided
   without the claim, and never hide the winner's row).
@@ -599,9 +602,10 @@ class Runner:
         backfill: bool,
         asked: bool,
     ) -> None:
-        """Write the durable run of ``instant`` (a job run: at least once, retried with
-        the job's backoff, then parked) and wake this node's worker; the worker keeps the
-        instant's ledger row up to date as the run goes (``jobs._worker``)."""
+        """Write the durable run of ``instant`` (a job run: under at_least_once retried
+        with the job's backoff, then parked; under at_most_once run at most once) and wake
+        this node's worker; the worker keeps the instant's ledger row up to date as the run
+        goes (``jobs._worker``)."""
         spec = entry.spec
         sid = entry.row.id
         store = self.durable.store
@@ -649,6 +653,7 @@ class Runner:
             created_at=now,
             tick=tick,
             ledger=(entry.row.version, spec.history, again),
+            at_most_once=spec.delivery == "at_most_once",
         )
         await store.apply([UpsertTask(row)])
         entry.outstanding = [*alive, (row.kind, row.identity, row.id)]
