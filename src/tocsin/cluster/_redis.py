@@ -16,7 +16,7 @@ on using the server's clock in scripts rather than the client's.
 
 from __future__ import annotations
 
-from collections.abc import AsyncIterator
+from collections.abc import AsyncIterator, Sequence
 from contextlib import asynccontextmanager
 from typing import Any, Final, final
 
@@ -26,7 +26,7 @@ from .._idle import real_io
 from ..errors import CoordinatorError, CoordinatorUnavailableError
 from ..stores._spi import REDIS_OPTIONS, redact, split_options
 from ._protocol import EXPIRED_LEASE_RETENTION as RETENTION
-from ._protocol import ClaimOutcome, LeaseRow, Ownership, PauseNote, TickClaim
+from ._protocol import ClaimOutcome, LeaseRow, Ownership, PauseNote, TickClaim, TickRequest
 from ._url import check_coordinator_url
 
 try:
@@ -310,6 +310,16 @@ def _split_url(url: str) -> tuple[str, str | None]:
     return rest, options.get("prefix")
 
 
+def _tick_claim(result: Any) -> TickClaim:
+    """The claim script's answer as a :class:`TickClaim`."""
+    outcome = ClaimOutcome(result[0])
+    if outcome is ClaimOutcome.WON:
+        return TickClaim(outcome, int(result[1]))
+    if outcome is ClaimOutcome.LOST and len(result) > 1:
+        return TickClaim(outcome, retry_in=int(result[1]) / 1000)
+    return TickClaim(outcome)
+
+
 @final
 class RedisCoordinator:
     """A :class:`~tocsin.cluster.Coordinator` on a Redis server (one primary).
@@ -526,24 +536,41 @@ class RedisCoordinator:
         lease: float | None = None,
         backfill: bool = False,
     ) -> TickClaim:
-        keys = [self._keys["paused"], self.prefix + "claim:" + key, self._keys["fences"]]
-        result = await self._run(
-            "claim_tick",
+        request = TickRequest(key, reference, fire_at, ttl, keep, lease, backfill)
+        result = await self._run("claim_tick", *self._claim_call(request, node))
+        return _tick_claim(result)
+
+    async def claim_ticks(self, requests: Sequence[TickRequest], node: str) -> list[TickClaim]:
+        if not requests:
+            return []
+        script = self._scripts["claim_tick"]
+        offset = _ms(self._offset)
+        async with self._errors("claim_ticks"):
+            # One pipeline: every claim script in one round trip, run one after another
+            # by Redis (each atomic, in the order given).
+            pipe = self._client.pipeline(transaction=False)
+            try:
+                for request in requests:
+                    keys, *args = self._claim_call(request, node)
+                    await script(keys=keys, args=[offset, *args], client=pipe)
+                results = await pipe.execute()
+            finally:
+                await pipe.reset()
+        return [_tick_claim(result) for result in results]
+
+    def _claim_call(self, request: TickRequest, node: str) -> list[Any]:
+        """The claim script's keys, then its arguments but the clock offset."""
+        keys = [self._keys["paused"], self.prefix + "claim:" + request.key, self._keys["fences"]]
+        return [
             keys,
-            reference,
-            _ms(fire_at),
-            _ms(ttl),
+            request.reference,
+            _ms(request.fire_at),
+            _ms(request.ttl),
             node,
-            _ms(keep or 0.0),
-            "" if lease is None else _ms(lease),
-            "1" if backfill else "0",
-        )
-        outcome = ClaimOutcome(result[0])
-        if outcome is ClaimOutcome.WON:
-            return TickClaim(outcome, int(result[1]))
-        if outcome is ClaimOutcome.LOST and len(result) > 1:
-            return TickClaim(outcome, retry_in=int(result[1]) / 1000)
-        return TickClaim(outcome)
+            _ms(request.keep or 0.0),
+            "" if request.lease is None else _ms(request.lease),
+            "1" if request.backfill else "0",
+        ]
 
     async def renew_tick(self, key: str, fence: int, lease: float) -> bool:
         keys = [self.prefix + "claim:" + key]
