@@ -92,7 +92,10 @@ async def node_main(url: str, name: str, count: int) -> None:
         cpu = _cpu() - cpu0
         failed = 0 if cluster is None else system.cluster.metrics().claims_failed
         rows = [(i, s, round((a - s) * 1000.0, 3)) for i, s, a in seen if start <= s < end]
-        print(json.dumps({"cpu": cpu, "failed": failed, "seen": rows}), flush=True)
+        offset = 0.0 if cluster is None else system.cluster.offset
+        print(
+            json.dumps({"cpu": cpu, "failed": failed, "offset": offset, "seen": rows}), flush=True
+        )
 
 
 # -- the parent ---------------------------------------------------------------------------

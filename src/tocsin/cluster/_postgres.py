@@ -47,6 +47,8 @@ SCHEMA_LOCK_KEY: Final = 0x74636C7573
 _SCHEMA_NAME: Final = re.compile(r"[a-z_][a-z0-9_]{0,62}")
 #: Connections of the control pool (renewals, membership, directory reads).
 CONTROL_CONNECTIONS: Final = 2
+#: Times a batch of claims aborted by PostgreSQL's deadlock detector is run again.
+DEADLOCK_RETRIES: Final = 3
 #: Claims between two purges of expired claims.
 PURGE_EVERY: Final = 512
 
@@ -143,19 +145,26 @@ SELECT (SELECT now FROM c), (SELECT paused FROM p), (SELECT fence FROM ins),
 # The batch (claim_ticks): _CLAIM for many ticks in one statement. $2..$8 are arrays
 # (key, reference, fire_at, ttl, keep, lease with NULL for at_most_once, backfill), $9 the
 # node. The references of one statement are distinct (the caller splits the batch), so
-# each winning tick bumps its own fence row and each key is inserted once. Existing claim
-# rows are locked in key order, fence rows bumped in reference order and claims inserted
-# in key order (key = reference@instant: the same order), so two nodes claiming the same
-# instants wait for each other instead of deadlocking.
+# each winning tick bumps its own fence row and each key is inserted once. Lock order: the
+# batch's existing fence rows first (reference order), then its existing claim rows (key
+# order), then fence bumps and claim inserts (same orders; key = reference@instant). The
+# fence row lock serializes every claimer of a reference, so a claim row is never waited
+# for by one statement while another that holds it waits for a fence: without it, a key
+# one node saw committed (locked as "old") and another did not (inserting it) closed a
+# cycle. A reference's first claim has no fence row to lock; a deadlock there is retried.
 _CLAIM_BATCH: Final = f"""
 WITH c AS MATERIALIZED (SELECT {_NOW} AS now),
+lk AS MATERIALIZED (
+    SELECT reference FROM tocsin_cluster_fences
+    WHERE reference = ANY($3::text[]) ORDER BY reference FOR UPDATE),
 r AS MATERIALIZED (
     SELECT * FROM unnest($2::text[], $3::text[], $4::float8[], $5::float8[], $6::float8[],
                          $7::float8[], $8::bool[])
         WITH ORDINALITY AS r(key, reference, fire_at, ttl, keep, lease, backfill, i)),
 old AS MATERIALIZED (
     SELECT key, expires, held FROM tocsin_cluster_claims
-    WHERE key = ANY($2::text[]) ORDER BY key FOR UPDATE),
+    WHERE key = ANY($2::text[]) AND (SELECT count(*) FROM lk) >= 0  -- after lk
+    ORDER BY key FOR UPDATE),
 go AS MATERIALIZED (
     SELECT r.i, r.key, r.reference, r.fire_at, r.ttl, r.keep, r.lease, c.now,
         p.reference IS NOT NULL AS paused, o.expires AS old_expires, o.held AS old_held,
@@ -639,7 +648,22 @@ class PostgresCoordinator:
             # commit however many ticks.
             for indices in _rounds(requests):
                 batch = [requests[i] for i in indices]
-                rows = await pool.fetch(
+                rows = await self._fetch_batch(pool, batch, node)
+                for index, request, row in zip(indices, batch, rows, strict=True):
+                    answers[index] = _decide(request, *row)
+            await self._count_claims(pool, len(requests))
+        decided = [answer for answer in answers if answer is not None]
+        assert len(decided) == len(requests)  # every round answers each of its rows
+        return decided
+
+    async def _fetch_batch(self, pool: Any, batch: list[TickRequest], node: str) -> Any:
+        """One batch statement; retried when PostgreSQL broke a deadlock by aborting it
+        (rolled back whole: nothing of it was written, so running it again is safe)."""
+        from asyncpg.exceptions import DeadlockDetectedError
+
+        for attempt in range(DEADLOCK_RETRIES + 1):
+            try:
+                return await pool.fetch(
                     _CLAIM_BATCH,
                     self._offset,
                     [r.key for r in batch],
@@ -651,12 +675,10 @@ class PostgresCoordinator:
                     [r.backfill for r in batch],
                     node,
                 )
-                for index, request, row in zip(indices, batch, rows, strict=True):
-                    answers[index] = _decide(request, *row)
-            await self._count_claims(pool, len(requests))
-        decided = [answer for answer in answers if answer is not None]
-        assert len(decided) == len(requests)  # every round answers each of its rows
-        return decided
+            except DeadlockDetectedError:
+                if attempt == DEADLOCK_RETRIES:
+                    raise
+        raise AssertionError("unreachable")  # the loop returns or raises
 
     async def _count_claims(self, pool: Any, count: int) -> None:
         """Purge expired claims once every :data:`PURGE_EVERY` claims."""
