@@ -150,6 +150,10 @@ def run_once(url: str, count: int, seconds: int, nodes: int) -> dict[str, Any]:
             except subprocess.TimeoutExpired:
                 proc.kill()
                 proc.wait()
+            for pipe in (proc.stdin, proc.stdout):
+                if pipe is not None:
+                    with contextlib.suppress(OSError):  # a node gone: its pipe is broken
+                        pipe.close()
     counts: dict[tuple[int, int], int] = {}
     first: dict[tuple[int, int], float] = {}
     for result in results:
