@@ -20,7 +20,8 @@ Beside it, the same N schedules in one process without a cluster (``one process`
 Load (``os.getloadavg()``) is recorded before and after each run: the machine is shared.
 
 Coordinators: PostgreSQL (a throw-away server, ``fsync=on``, ``synchronous_commit=on``:
-a claim is on disk when won) and Redis (a throw-away ``redis-server``, defaults).
+a claim is on disk when won), Redis (a throw-away ``redis-server``, defaults) and, with
+``--backends sqlite``, a SQLite file (the nodes of one machine).
 
 Reproduce: ``.venv/bin/python bench/cluster_load.py --n 10 100 500 --seconds 20``
 (``--json`` for a machine-readable line; ``--backends postgres redis one``).
@@ -38,6 +39,7 @@ import resource
 import select
 import subprocess
 import sys
+import tempfile
 import time
 from pathlib import Path
 from typing import Any
@@ -201,6 +203,9 @@ def main() -> None:
             urls["postgres"] = server.dsn
         if "redis" in args.backends:
             urls["redis"] = stack.enter_context(redis_server())
+        if "sqlite" in args.backends:
+            folder = stack.enter_context(tempfile.TemporaryDirectory(prefix="tocsin-load-"))
+            urls["sqlite"] = f"sqlite:///{folder}/coordinator.db"
         for count in args.n:
             for backend in args.backends:
                 nodes = 1 if backend == "one" else NODES
