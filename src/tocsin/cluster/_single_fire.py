@@ -18,7 +18,12 @@ The rule (GoAkt's ``claimClusterFire``, tightened):
   coordinator), later ticks of that reference do not queue more claims; the latest one
   waits behind it, the ones in between are coalesced into it (``claims_coalesced``), and
   it is claimed once the first claim has answered: ticks are delivered in instant order,
-  a stall releases at most two, never a burst.
+  a stall releases at most two, never a burst;
+* claims go in batches (issue 32): every claim asked for in one turn of the event loop
+  (the references firing at one instant fire in one timer callback) is sent in one
+  coordinator round trip per instant (``claim_ticks``, up to :data:`MAX_BATCH` ticks),
+  each tick decided as a claim of its own would be; a batch that raises is a
+  ``claim_error`` for each of its ticks, counted in ``claims_failed``.
 
 Two delivery modes (``schedule_cron(..., delivery=...)``, issue 23):
 
