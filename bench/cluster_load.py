@@ -41,6 +41,7 @@ import subprocess
 import sys
 import tempfile
 import time
+import uuid
 from pathlib import Path
 from typing import Any
 
@@ -66,8 +67,22 @@ def _cpu() -> float:
     return usage.ru_utime + usage.ru_stime
 
 
-async def node_main(url: str, name: str, count: int) -> None:
-    from tocsin import Actor, ActorSystem, Cluster, ReceiveContext, Remoting
+#: Stored mode: the ticks the job saw (reference index, instant, arrival wall time).
+_STORED_SEEN: list[tuple[int, int, float]] = []
+
+
+async def _record(ctx: Any) -> None:
+    """The stored schedules' job: records the tick it runs for."""
+    tick = ctx.tick
+    assert tick is not None
+    arrived = time.time()  # bench measurement, not runtime time
+    index = int(tick.reference.rsplit("-", 1)[1])
+    _STORED_SEEN.append((index, round(tick.instant.timestamp()), arrived))
+
+
+async def node_main(url: str, name: str, count: int, store: str | None = None) -> None:
+    from tocsin import Actor, ActorSystem, Cluster, Interval, ReceiveContext, Remoting, Schedule
+    from tocsin import job as register_job
 
     seen: list[tuple[int, int, float]] = []
 
@@ -80,11 +95,17 @@ async def node_main(url: str, name: str, count: int) -> None:
 
     cluster = None if url == "none" else Cluster(url, lease=10.0)
     remoting = None if cluster is None else Remoting(listen="tcp://127.0.0.1:0", secret=SECRET)
-    system = ActorSystem(name, remoting=remoting, cluster=cluster)
+    schedules = None
+    if store is not None:  # stored Interval(1) schedules running a job, in `store`
+        record = register_job(name="bench.cluster_load.record")(_record)
+        schedules = [Schedule(f"load-{i}", Interval(1), record) for i in range(count)]
+        seen = _STORED_SEEN
+    system = ActorSystem(name, remoting=remoting, cluster=cluster, store=store, schedules=schedules)
     async with system:
-        pid = await system.spawn(Job, "job")
-        for i in range(count):
-            await system.schedule_cron(i, pid, "0/1 * * * * ?", reference=f"load-{i}")
+        if store is None:
+            pid = await system.spawn(Job, "job")
+            for i in range(count):
+                await system.schedule_cron(i, pid, "0/1 * * * * ?", reference=f"load-{i}")
         print(json.dumps({"ready": name}), flush=True)
         line = await asyncio.get_running_loop().run_in_executor(None, sys.stdin.readline)
         start, end = (float(x) for x in line.split())
@@ -103,9 +124,9 @@ async def node_main(url: str, name: str, count: int) -> None:
 # -- the parent ---------------------------------------------------------------------------
 
 
-def _spawn(url: str, name: str, count: int) -> subprocess.Popen[str]:
+def _spawn(url: str, name: str, count: int, store: str | None) -> subprocess.Popen[str]:
     return subprocess.Popen(
-        [sys.executable, __file__, "node", url, name, str(count)],
+        [sys.executable, __file__, "node", url, name, str(count), *([store] if store else [])],
         stdin=subprocess.PIPE,
         stdout=subprocess.PIPE,
         text=True,
@@ -128,8 +149,13 @@ def _read_line(proc: subprocess.Popen[str], timeout: float) -> dict[str, Any]:
             return parsed
 
 
-def run_once(url: str, count: int, seconds: int, nodes: int) -> dict[str, Any]:
-    procs = [_spawn(url, f"n{k}", count) for k in range(nodes)]
+def run_once(
+    url: str, count: int, seconds: int, nodes: int, store: str | None = None
+) -> dict[str, Any]:
+    """One run: ``nodes`` processes on coordinator ``url`` (``"none"``: no cluster), N
+    every-second cron schedules each, or with a ``store`` N stored ``Interval(1)``
+    schedules running a job."""
+    procs = [_spawn(url, f"n{k}", count, store) for k in range(nodes)]
     try:
         for proc in procs:
             _read_line(proc, READY_TIMEOUT)
@@ -190,6 +216,11 @@ def main() -> None:
     parser.add_argument("--seconds", type=int, default=20)
     parser.add_argument("--backends", nargs="+", default=["one", "postgres", "redis"])
     parser.add_argument("--json", action="store_true")
+    parser.add_argument(
+        "--stored",
+        action="store_true",
+        help="stored Interval(1) schedules running a job (store: the PostgreSQL server)",
+    )
     args = parser.parse_args()
 
     from tests.integration.pg import temporary_server as pg_server
@@ -198,9 +229,11 @@ def main() -> None:
     rows: list[dict[str, Any]] = []
     with contextlib.ExitStack() as stack:
         urls: dict[str, str] = {"one": "none"}
-        if "postgres" in args.backends:
+        store_dsn = None
+        if "postgres" in args.backends or args.stored:
             server = stack.enter_context(pg_server({"fsync": "on", "synchronous_commit": "on"}))
             urls["postgres"] = server.dsn
+            store_dsn = server.dsn
         if "redis" in args.backends:
             urls["redis"] = stack.enter_context(redis_server())
         if "sqlite" in args.backends:
@@ -209,10 +242,17 @@ def main() -> None:
         for count in args.n:
             for backend in args.backends:
                 nodes = 1 if backend == "one" else NODES
-                row = {"backend": backend, **run_once(urls[backend], count, args.seconds, nodes)}
+                store = None
+                if args.stored:  # a fresh schema per run: no schedule left from the last
+                    assert store_dsn is not None
+                    store = f"{store_dsn}#s{uuid.uuid4().hex[:12]}"
+                row = {
+                    "backend": backend + (" stored" if store else ""),
+                    **run_once(urls[backend], count, args.seconds, nodes, store),
+                }
                 rows.append(row)
                 print(
-                    f"{backend:9} N={count:<5} delivered {row['delivered']}/{row['expected']}"
+                    f"{row['backend']:16} N={count:<5} delivered {row['delivered']}/{row['expected']}"
                     f" dup {row['duplicated']} lost {row['lost']}"
                     f" p50 {row['p50_ms']:.1f} ms p99 {row['p99_ms']:.1f} ms"
                     f" cpu {row['cpu_us_per_fire']:.0f} µs/fire"
@@ -226,6 +266,7 @@ def main() -> None:
 
 if __name__ == "__main__":
     if len(sys.argv) > 1 and sys.argv[1] == "node":
-        asyncio.run(node_main(sys.argv[2], sys.argv[3], int(sys.argv[4])))
+        store_arg = sys.argv[5] if len(sys.argv) > 5 else None
+        asyncio.run(node_main(sys.argv[2], sys.argv[3], int(sys.argv[4]), store_arg))
     else:
         main()
