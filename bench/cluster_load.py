@@ -245,7 +245,7 @@ def main() -> None:
                 store = None
                 if args.stored:  # a fresh schema per run: no schedule left from the last
                     assert store_dsn is not None
-                    store = f"{store_dsn}#s{uuid.uuid4().hex[:12]}"
+                    store = f"{store_dsn}?schema=s{uuid.uuid4().hex[:12]}"
                 row = {
                     "backend": backend + (" stored" if store else ""),
                     **run_once(urls[backend], count, args.seconds, nodes, store),
