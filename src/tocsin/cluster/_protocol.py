@@ -359,10 +359,13 @@ class BatchCoordinator(Coordinator, Protocol):
 async def claim_ticks(
     coordinator: Coordinator, requests: Sequence[TickRequest], node: str
 ) -> list[TickClaim]:
-    """Claim ``requests`` for ``node``: in one round trip on a :class:`BatchCoordinator`,
-    else one :meth:`Coordinator.claim_tick` after another (the protocol's default)."""
-    if isinstance(coordinator, BatchCoordinator):
-        return await coordinator.claim_ticks(requests, node)
+    """Claim ``requests`` for ``node``: in one round trip on a :class:`BatchCoordinator`
+    (or anything with its ``claim_ticks``), else one :meth:`Coordinator.claim_tick` after
+    another (the protocol's default)."""
+    batch = getattr(coordinator, "claim_ticks", None)  # also a partial one (StoreClaims)
+    if batch is not None:
+        answers: list[TickClaim] = await batch(requests, node)
+        return answers
     return [
         await coordinator.claim_tick(
             r.key,

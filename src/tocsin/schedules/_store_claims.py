@@ -9,8 +9,10 @@ same coalescing of a waiting claim, the same callbacks. Only the step differs.
 
 from __future__ import annotations
 
+from collections.abc import Sequence
 from typing import TYPE_CHECKING, final
 
+from ..cluster._protocol import TickRequest
 from ..cluster._spi import ClaimOutcome, TickClaim
 from ..stores import ScheduleStore
 
@@ -53,6 +55,34 @@ class StoreClaims:
         expires = max(now, fire_at) + max(ttl, keep or 0.0)
         won = await self.store.claim_schedule_tick(key, node, now, expires)
         return TickClaim(ClaimOutcome.WON if won else ClaimOutcome.LOST)
+
+    async def claim_ticks(self, requests: Sequence[TickRequest], node: str) -> list[TickClaim]:
+        """:meth:`claim_tick` for each request, the store's part in one call (one
+        transaction) when the store has a batch (``claim_schedule_ticks``)."""
+        batch = getattr(self.store, "claim_schedule_ticks", None)
+        if batch is None:  # a store without the batch: one claim at a time
+            return [
+                await self.claim_tick(
+                    r.key, r.reference, r.fire_at, r.ttl, node, keep=r.keep, backfill=r.backfill
+                )
+                for r in requests
+            ]
+        now = self.clock.wall()
+        answers: list[TickClaim | None] = []
+        claims: list[tuple[str, float]] = []
+        for r in requests:
+            if not r.backfill and now - r.fire_at > r.ttl:
+                answers.append(TickClaim(ClaimOutcome.LATE))
+            else:
+                answers.append(None)
+                claims.append((r.key, max(now, r.fire_at) + max(r.ttl, r.keep or 0.0)))
+        won = iter(await batch(claims, node, now) if claims else [])
+        return [
+            answer
+            if answer is not None
+            else TickClaim(ClaimOutcome.WON if next(won) else ClaimOutcome.LOST)
+            for answer in answers
+        ]
 
     async def renew_tick(self, key: str, fence: int, lease: float) -> bool:
         return True
