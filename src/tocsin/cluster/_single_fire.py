@@ -487,7 +487,6 @@ class CronClaims:
             )
             for tick, _ in batch
         ]
-        counters = self.counters
         try:
             claims = await claim_ticks(self.coordinator, requests, self._node)  # cancelled: _done
             if len(claims) != len(requests):
@@ -497,7 +496,7 @@ class CronClaims:
         except Exception as exc:  # CoordinatorError, or anything a custom coordinator raises
             # Unknown outcome for every tick of the batch: none is delivered here (never
             # doubled), each is a claim_error outcome, counted.
-            counters.claims_failed += len(batch)
+            self._count_failed(len(batch))
             first_key = requests[0].key
             more = f" and {len(batch) - 1} more" if len(batch) > 1 else ""
             self.outage.failed(exc, f"tick {first_key}{more} not delivered")
@@ -509,6 +508,9 @@ class CronClaims:
         for (tick, first), request, claim in zip(batch, requests, claims, strict=True):
             self._count(claim, first)
             self._answer(tick, request.key, claim)
+
+    def _count_failed(self, ticks: int) -> None:
+        self.counters.claims_failed += ticks
 
     def _count(self, claim: TickClaim, first: bool) -> None:
         counters = self.counters
@@ -586,7 +588,7 @@ class CronClaims:
                 backfill=tick.backfill,
             )
         except Exception as exc:  # CoordinatorError, or anything a custom coordinator raises
-            self.counters.claims_failed += 1
+            self._count_failed(1)
             self.outage.failed(exc, f"tick {key} not delivered")
             return None
         self.outage.ok()
