@@ -12,8 +12,7 @@ from __future__ import annotations
 from collections.abc import Sequence
 from typing import TYPE_CHECKING, final
 
-from ..cluster._protocol import TickRequest
-from ..cluster._spi import ClaimOutcome, TickClaim
+from ..cluster._spi import ClaimOutcome, TickClaim, TickRequest
 from ..stores import ScheduleStore
 
 if TYPE_CHECKING:
