@@ -25,14 +25,17 @@ class Flaky:
 
     def __getattr__(self, name: str) -> Any:
         method = getattr(self.inner, name)
+        # A batch of claims fails as the single claim is set to fail (the batched path is
+        # the one the scheduler takes), unless claim_ticks is set on its own.
+        key = "claim_tick" if name == "claim_ticks" and name not in self.fail else name
 
         async def call(*args: Any, **kwargs: Any) -> Any:
-            mode = self.fail.get(name)
+            mode = self.fail.get(key)
             if mode == "before":
-                raise CoordinatorError(f"injected failure before {name}")
+                raise CoordinatorError(f"injected failure before {key}")
             result = await method(*args, **kwargs)
             if mode == "after":
-                raise CoordinatorError(f"injected failure after {name}")
+                raise CoordinatorError(f"injected failure after {key}")
             return result
 
         return call

@@ -267,3 +267,43 @@ async def test_an_offset_within_max_skew_is_corrected_without_a_warning(
     finally:
         await node.stop()
         await coordinator.close()
+
+
+async def test_a_sample_with_a_longer_round_trip_does_not_replace_a_better_one_until_a_lease() -> (
+    None
+):
+    # A renewal answered while the node's loop was busy (a burst of ticks) has a long round
+    # trip and the coordinator's step early in it: its estimate is off by up to half of
+    # it. The smallest round trip's offset is kept, unless it is older than a lease.
+    from tocsin.cluster._time import ClusterTime
+    from tocsin.cluster._values import Counters
+
+    clock = ManualClock(wall=START)
+
+    async def coordinator_now() -> float:
+        return clock.wall()
+
+    time = ClusterTime(
+        clock,
+        node="n",
+        max_skew=1.0,
+        lease=3.0,
+        coordinator_now=coordinator_now,
+        counters=Counters(),
+    )
+    begun = time.begin()
+    await clock.advance(0.002)
+    time.sample(begun, START + 0.001)  # a 2 ms round trip, the step in its middle
+    assert time.offset == pytest.approx(0.0, abs=1e-9)
+    assert time.bound == pytest.approx(0.001)
+    begun = time.begin()
+    await clock.advance(0.4)
+    time.sample(begun, clock.wall() - 0.39)  # 400 ms round trip, the step at its start
+    assert time.offset == pytest.approx(0.0, abs=1e-9)  # kept: off by 190 ms otherwise
+    assert time.bound == pytest.approx(0.001)
+    await clock.advance(3.0)  # the good sample is now older than a lease
+    begun = time.begin()
+    await clock.advance(0.4)
+    time.sample(begun, clock.wall() - 0.39)
+    assert time.offset == pytest.approx(-0.19)
+    assert time.bound == pytest.approx(0.2)

@@ -18,7 +18,13 @@ import pytest
 
 from tocsin.clock import ManualClock
 from tocsin.cluster import Coordinator
-from tocsin.cluster._protocol import ClaimOutcome, PauseNote
+from tocsin.cluster._protocol import (
+    BatchCoordinator,
+    ClaimOutcome,
+    PauseNote,
+    TickRequest,
+    claim_ticks,
+)
 from tocsin.errors import CoordinatorError
 
 LEASE = 10.0
@@ -702,3 +708,156 @@ async def test_claims_are_kept_for_the_retention_and_a_backfill_skips_the_latene
         assert paused.outcome is ClaimOutcome.PAUSED
     finally:
         await close_all([a, b])
+
+
+# -- claims in batches -----------------------------------------------------------------
+
+
+def _batch(fire: float, references: list[str], **options: Any) -> list[TickRequest]:
+    return [TickRequest(f"{r}@{fire}", r, fire, 60.0, **options) for r in references]
+
+
+async def test_a_batch_is_one_round_trip_that_decides_each_tick_as_a_single_claim_would(
+    backend: Backend,
+) -> None:
+    a, b = await opened(backend, 2)
+    try:
+        assert isinstance(a, BatchCoordinator)
+        assert isinstance(b, BatchCoordinator)
+        fire = float(int(await a.now()))
+        await a.set_cron_paused("paused", True)
+        # "taken" is held by another node; "late" was reached more than its TTL late.
+        assert (await b.claim_tick(f"taken@{fire}", "taken", fire, 60, "n2")).outcome is (
+            ClaimOutcome.WON
+        )
+        requests = [
+            *_batch(fire, ["a", "taken", "paused", "b"]),
+            TickRequest(f"late@{fire - 120}", "late", fire - 120, 60.0),
+            TickRequest(f"old@{fire - 120}", "old", fire - 120, 60.0, backfill=True),
+        ]
+        claims = await a.claim_ticks(requests, "n1")
+        assert [claim.outcome for claim in claims] == [
+            ClaimOutcome.WON,
+            ClaimOutcome.LOST,
+            ClaimOutcome.PAUSED,
+            ClaimOutcome.WON,
+            ClaimOutcome.LATE,
+            ClaimOutcome.WON,
+        ]
+        assert all(claims[i].fence >= 1 for i in (0, 3, 5))
+        assert all(claims[i].fence == 0 for i in (1, 2, 4))
+        # Nothing was written for the paused or late ticks; the won ones are held.
+        await a.set_cron_paused("paused", False)
+        again = await b.claim_ticks([*_batch(fire, ["a", "b", "paused"]), requests[4]], "n2")
+        assert [claim.outcome for claim in again] == [
+            ClaimOutcome.LOST,
+            ClaimOutcome.LOST,
+            ClaimOutcome.WON,
+            ClaimOutcome.LATE,
+        ]
+        assert await a.claim_ticks([], "n1") == []
+    finally:
+        await close_all([a, b])
+
+
+async def test_a_batch_grants_one_reference_growing_fences_in_the_order_given(
+    backend: Backend,
+) -> None:
+    [c] = await opened(backend)
+    try:
+        assert isinstance(c, BatchCoordinator)
+        fire = float(int(await c.now()))
+        single = await c.claim_tick(f"r@{fire - 1}", "r", fire - 1, 60, "n1")
+        claims = await c.claim_ticks(
+            [
+                TickRequest(f"r@{fire}", "r", fire, 60.0),
+                TickRequest(f"s@{fire}", "s", fire, 60.0),
+                TickRequest(f"r@{fire + 1}", "r", fire + 1, 60.0, backfill=True),
+                TickRequest(f"r@{fire}", "r", fire, 60.0),  # the same key again: held
+            ],
+            "n1",
+        )
+        assert [claim.outcome for claim in claims] == [
+            ClaimOutcome.WON,
+            ClaimOutcome.WON,
+            ClaimOutcome.WON,
+            ClaimOutcome.LOST,
+        ]
+        assert single.fence < claims[0].fence < claims[2].fence
+    finally:
+        await c.close()
+
+
+async def test_concurrent_batches_of_the_same_instants_grant_each_tick_once(
+    backend: Backend,
+) -> None:
+    # Three nodes claim the same 200 ticks at once, each in its own order: every tick has
+    # exactly one winner, and the batches neither deadlock nor fail.
+    coordinators = await opened(backend, 3)
+    try:
+        fire = float(int(await coordinators[0].now()))
+        references = [f"ref-{i:03d}" for i in range(200)]
+        orders = [references, references[::-1], references[100:] + references[:100]]
+        answers = await asyncio.gather(
+            *(
+                c.claim_ticks(_batch(fire, order), f"n{i}")  # type: ignore[attr-defined]
+                for i, (c, order) in enumerate(zip(coordinators, orders, strict=True))
+            )
+        )
+        winners: dict[str, int] = {}
+        for order, claims in zip(orders, answers, strict=True):
+            for reference, claim in zip(order, claims, strict=True):
+                assert claim.outcome in (ClaimOutcome.WON, ClaimOutcome.LOST)
+                if claim.outcome is ClaimOutcome.WON:
+                    winners[reference] = winners.get(reference, 0) + 1
+        assert winners == dict.fromkeys(references, 1)
+    finally:
+        await close_all(coordinators)
+
+
+async def test_a_batch_of_at_least_once_claims_reclaims_the_lapsed_ones(
+    backend: Backend,
+) -> None:
+    a, b = await opened(backend, 2)
+    try:
+        assert isinstance(a, BatchCoordinator)
+        assert isinstance(b, BatchCoordinator)
+        fire = float(int(await a.now()))
+        held = await a.claim_ticks(_batch(fire, ["x", "y"], lease=5.0), "n1")
+        assert [claim.outcome for claim in held] == [ClaimOutcome.WON, ClaimOutcome.WON]
+        lost = await b.claim_ticks(_batch(fire, ["x", "y"], lease=5.0), "n2")
+        assert [claim.outcome for claim in lost] == [ClaimOutcome.LOST, ClaimOutcome.LOST]
+        assert all(claim.retry_in is not None and 4.0 < claim.retry_in <= 5.0 for claim in lost)
+        assert await a.finish_tick(f"x@{fire}", held[0].fence) is True  # x done; y lapses
+        await backend.advance(6)
+        again = await b.claim_ticks(_batch(fire, ["x", "y"], lease=5.0), "n2")
+        assert (again[0].outcome, again[0].retry_in) == (ClaimOutcome.LOST, None)
+        assert again[1].outcome is ClaimOutcome.WON
+        assert again[1].fence > held[1].fence
+    finally:
+        await close_all([a, b])
+
+
+async def test_the_default_batch_loops_the_single_claim(backend: Backend) -> None:
+    # A coordinator written before claim_ticks (only claim_tick) is claimed one tick at a
+    # time by claim_ticks(), with the same answers.
+    [c] = await opened(backend)
+
+    class Single:
+        def __init__(self, inner: Any) -> None:
+            self.inner = inner
+
+        async def claim_tick(self, *args: Any, **kwargs: Any) -> Any:
+            return await self.inner.claim_tick(*args, **kwargs)
+
+    try:
+        fire = float(int(await c.now()))
+        requests = [*_batch(fire, ["p", "q"]), TickRequest(f"p@{fire}", "p", fire, 60.0)]
+        claims = await claim_ticks(Single(c), requests, "n1")  # type: ignore[arg-type]
+        assert [claim.outcome for claim in claims] == [
+            ClaimOutcome.WON,
+            ClaimOutcome.WON,
+            ClaimOutcome.LOST,
+        ]
+    finally:
+        await c.close()

@@ -249,8 +249,8 @@ async def test_claims_in_flight_at_stop_deliver_nothing() -> None:
 
 
 class _Frozen:
-    """A coordinator whose ``claim_tick`` waits until ``thaw`` is set (a SIGSTOPped
-    coordinator), recording the instants claimed."""
+    """A coordinator whose claims (single or batched) wait until ``thaw`` is set (a
+    SIGSTOPped coordinator), recording the instants claimed."""
 
     def __init__(self, inner: Any) -> None:
         self.inner = inner
@@ -268,6 +268,11 @@ class _Frozen:
         self.claimed.append(fire_at)
         await self.thaw.wait()
         return await self.inner.claim_tick(key, reference, fire_at, *rest, **kw)
+
+    async def claim_ticks(self, requests: Any, node: str) -> Any:
+        self.claimed.extend(request.fire_at for request in requests)
+        await self.thaw.wait()
+        return await self.inner.claim_ticks(requests, node)
 
 
 async def test_one_claim_in_flight_per_reference_and_a_frozen_coordinator_releases_no_burst() -> (
@@ -309,10 +314,64 @@ async def test_one_claim_in_flight_per_reference_and_a_frozen_coordinator_releas
         frozen.thaw.clear()
         a.cron_claims.deliver_if_won("r", start + 20, 1.0, lambda fence, done: True)
         a.cron_claims.deliver_if_won("other", start + 20, 1.0, lambda fence, done: True)
-        await asyncio.sleep(0)
-        assert frozen.claimed[-2:] == [start + 20, start + 20]
+        for _ in range(2):  # the turn the claims are queued in, then the batch's task
+            await asyncio.sleep(0)
+        assert frozen.claimed[-2:] == [start + 20, start + 20]  # claimed together
         frozen.thaw.set()
         await a.cron_claims.wait_idle()
     finally:
         await world.close()
         await frozen.inner.close()
+
+
+class _Counting:
+    """A coordinator recording each claim call it gets: single or batched, and its size."""
+
+    def __init__(self, inner: Any) -> None:
+        self.inner = inner
+        self.url = inner.url
+        self.calls: list[tuple[str, int]] = []
+
+    def __getattr__(self, name: str) -> Any:
+        return getattr(self.inner, name)
+
+    async def claim_tick(self, *args: Any, **kwargs: Any) -> Any:
+        self.calls.append(("claim_tick", 1))
+        return await self.inner.claim_tick(*args, **kwargs)
+
+    async def claim_ticks(self, requests: Any, node: str) -> Any:
+        self.calls.append(("claim_ticks", len(requests)))
+        return await self.inner.claim_ticks(requests, node)
+
+
+async def test_the_ticks_of_one_instant_are_claimed_in_one_round_trip_per_node() -> None:
+    # Two nodes, 300 references firing at one instant: each node sends one batch of 300;
+    # each tick is delivered by exactly one node, with the batch's answers in order.
+    world = World(lease=60.0)
+    counting = [_Counting(world.coordinator()), _Counting(world.coordinator())]
+    for each in counting:
+        await each.inner.open()
+    try:
+        nodes = [world.node(name, coordinator=c) for name, c in zip("ab", counting, strict=True)]
+        for node in nodes:
+            await node.start()
+        fire = world.clock.wall() - 1  # reached: no wait for the instant
+        delivered: list[tuple[str, str]] = []
+        for node, name in zip(nodes, "ab", strict=True):
+            for i in range(300):
+                node.cron_claims.deliver_if_won(
+                    f"ref-{i}", fire, 1.0, partial(_note, delivered, (name, f"ref-{i}"))
+                )
+        await world.clock.advance(0)
+        for node in nodes:
+            await node.cron_claims.wait_idle()
+        assert [c.calls for c in counting] == [[("claim_ticks", 300)], [("claim_ticks", 300)]]
+        assert sorted(ref for _, ref in delivered) == sorted(f"ref-{i}" for i in range(300))
+        assert {name for name, _ in delivered} == {"a"}  # a's batch went first: it won all
+        won = sum(node.metrics().claims_won for node in nodes)
+        lost = sum(node.metrics().claims_lost for node in nodes)
+        assert (won, lost) == (300, 300)
+    finally:
+        await world.close()
+        for each in counting:
+            await each.inner.close()

@@ -8,6 +8,7 @@ import sqlite3
 import uuid
 from collections.abc import Callable
 from pathlib import Path
+from typing import Any
 
 import pytest
 
@@ -134,6 +135,29 @@ async def test_a_claim_is_granted_once_until_it_expires(make: Callable[[], Store
         assert not await s.claim_schedule_tick("a@1", "n2", now=11.0, expires=71.0)
         assert await s.claim_schedule_tick("a@2", "n2", now=11.0, expires=71.0)
         assert await s.claim_schedule_tick("a@1", "n2", now=70.0, expires=130.0)  # expired
+    finally:
+        await store.close()
+
+
+async def test_a_batch_of_claims_is_decided_as_the_single_claims_would_be(
+    make: Callable[[], Store],
+) -> None:
+    store = make()
+    await store.open()
+    batch: Any = store.claim_schedule_ticks  # type: ignore[attr-defined]
+    try:
+        assert await store.claim_schedule_tick("held@1", "n1", now=10.0, expires=70.0)  # type: ignore[attr-defined]
+        assert await store.claim_schedule_tick("old@1", "n1", now=10.0, expires=20.0)  # type: ignore[attr-defined]
+        won = await batch(
+            [("a@1", 71.0), ("held@1", 71.0), ("old@1", 71.0), ("b@1", 71.0), ("a@1", 71.0)],
+            "n2",
+            30.0,
+        )
+        # a new key wins, a held one loses, an expired one is taken over, a key given
+        # twice is won once (first)
+        assert won == [True, False, True, True, False]
+        assert await batch([("a@1", 90.0), ("c@1", 90.0)], "n1", 31.0) == [False, True]
+        assert await batch([], "n1", 31.0) == []
     finally:
         await store.close()
 

@@ -19,13 +19,13 @@ waiting (on a ManualClock nobody advances, for ever) for a lease that will never
 
 from __future__ import annotations
 
-from collections.abc import Callable
+from collections.abc import Callable, Sequence
 from dataclasses import dataclass, field
 from typing import ClassVar, final
 
 from ..clock import Clock, SystemClock
 from ._protocol import EXPIRED_LEASE_RETENTION as RETENTION
-from ._protocol import ClaimOutcome, LeaseRow, Ownership, PauseNote, TickClaim
+from ._protocol import ClaimOutcome, LeaseRow, Ownership, PauseNote, TickClaim, TickRequest
 from ._rendezvous import rendezvous_owner
 
 __all__ = ["MemoryCoordinator"]
@@ -304,6 +304,22 @@ class MemoryCoordinator:
             # Claims expire only: drop the expired ones now and then.
             state.claims = {k: v for k, v in state.claims.items() if v.expires > now}
         return TickClaim(ClaimOutcome.WON, fence)
+
+    async def claim_ticks(self, requests: Sequence[TickRequest], node: str) -> list[TickClaim]:
+        # claim_tick never suspends: the loop is one atomic step, as a batch must be.
+        return [
+            await self.claim_tick(
+                r.key,
+                r.reference,
+                r.fire_at,
+                r.ttl,
+                node,
+                keep=r.keep,
+                lease=r.lease,
+                backfill=r.backfill,
+            )
+            for r in requests
+        ]
 
     async def renew_tick(self, key: str, fence: int, lease: float) -> bool:
         state, now = self._s, self._clock.wall()

@@ -13,6 +13,7 @@ Times are ``double precision`` epoch seconds, as in the Python API.
 from __future__ import annotations
 
 import re
+from collections.abc import Sequence
 from importlib import resources
 from typing import Any, Final, final
 
@@ -29,7 +30,7 @@ from ..stores._spi import (
     unknown_message,
 )
 from ._protocol import EXPIRED_LEASE_RETENTION as RETENTION
-from ._protocol import ClaimOutcome, LeaseRow, Ownership, PauseNote, TickClaim
+from ._protocol import ClaimOutcome, LeaseRow, Ownership, PauseNote, TickClaim, TickRequest
 from ._rendezvous import rendezvous_owner
 
 try:  # fail at import with the install hint (the session layer imports it on first use)
@@ -44,6 +45,10 @@ __all__ = ["PostgresCoordinator"]
 #: Advisory lock key held while creating the schema ("tcclus" in ASCII).
 SCHEMA_LOCK_KEY: Final = 0x74636C7573
 _SCHEMA_NAME: Final = re.compile(r"[a-z_][a-z0-9_]{0,62}")
+#: Connections of the control pool (renewals, membership, directory reads).
+CONTROL_CONNECTIONS: Final = 2
+#: Times a batch of claims aborted by PostgreSQL's deadlock detector is run again.
+DEADLOCK_RETRIES: Final = 3
 #: Claims between two purges of expired claims.
 PURGE_EVERY: Final = 512
 
@@ -137,6 +142,61 @@ ins AS (
 SELECT (SELECT now FROM c), (SELECT paused FROM p), (SELECT fence FROM ins),
        (SELECT expires FROM old), (SELECT held FROM old)
 """
+# The batch (claim_ticks): _CLAIM for many ticks in one statement. $2..$8 are arrays
+# (key, reference, fire_at, ttl, keep, lease with NULL for at_most_once, backfill), $9 the
+# node. The references of one statement are distinct (the caller splits the batch), so
+# each winning tick bumps its own fence row and each key is inserted once. Lock order: the
+# batch's existing fence rows first (reference order), then its existing claim rows (key
+# order), then fence bumps and claim inserts (same orders; key = reference@instant). The
+# fence row lock serializes every claimer of a reference, so a claim row is never waited
+# for by one statement while another that holds it waits for a fence: without it, a key
+# one node saw committed (locked as "old") and another did not (inserting it) closed a
+# cycle. A reference's first claim has no fence row to lock; a deadlock there is retried.
+_CLAIM_BATCH: Final = f"""
+WITH c AS MATERIALIZED (SELECT {_NOW} AS now),
+lk AS MATERIALIZED (
+    SELECT reference FROM tocsin_cluster_fences
+    WHERE reference = ANY($3::text[]) ORDER BY reference FOR UPDATE),
+r AS MATERIALIZED (
+    SELECT * FROM unnest($2::text[], $3::text[], $4::float8[], $5::float8[], $6::float8[],
+                         $7::float8[], $8::bool[])
+        WITH ORDINALITY AS r(key, reference, fire_at, ttl, keep, lease, backfill, i)),
+old AS MATERIALIZED (
+    SELECT key, expires, held FROM tocsin_cluster_claims
+    WHERE key = ANY($2::text[]) AND (SELECT count(*) FROM lk) >= 0  -- after lk
+    ORDER BY key FOR UPDATE),
+go AS MATERIALIZED (
+    SELECT r.i, r.key, r.reference, r.fire_at, r.ttl, r.keep, r.lease, c.now,
+        p.reference IS NOT NULL AS paused, o.expires AS old_expires, o.held AS old_held,
+        (p.reference IS NULL AND (c.now - r.fire_at <= r.ttl OR r.backfill) AND (
+            o.key IS NULL
+            OR o.expires <= c.now
+            OR (r.lease IS NOT NULL AND o.held > 0 AND o.held <= c.now))) AS win
+    FROM r CROSS JOIN c
+    LEFT JOIN tocsin_cluster_paused p ON p.reference = r.reference
+    LEFT JOIN old o ON o.key = r.key),
+f AS (
+    INSERT INTO tocsin_cluster_fences AS f (reference, fence)
+    SELECT reference, 1 FROM go WHERE go.win ORDER BY reference
+    ON CONFLICT (reference) DO UPDATE SET fence = f.fence + 1
+    RETURNING reference, fence),
+ins AS (
+    INSERT INTO tocsin_cluster_claims AS k (key, node, expires, fence, held)
+    SELECT go.key, $9,
+        CASE WHEN go.old_expires > go.now THEN go.old_expires
+             ELSE greatest(go.now, go.fire_at) + greatest(go.ttl, go.keep) END,
+        f.fence,
+        CASE WHEN go.lease IS NULL THEN 0 ELSE go.now + go.lease END
+    FROM go JOIN f ON f.reference = go.reference
+    ORDER BY go.key
+    ON CONFLICT (key) DO UPDATE SET node = excluded.node, expires = excluded.expires,
+        fence = excluded.fence, held = excluded.held
+    WHERE k.expires <= (SELECT now FROM c)
+       OR (excluded.held > 0 AND k.held > 0 AND k.held <= (SELECT now FROM c))
+    RETURNING key, fence)
+SELECT go.now, go.paused, ins.fence, go.old_expires, go.old_held
+FROM go LEFT JOIN ins ON ins.key = go.key ORDER BY go.i
+"""
 _RENEW_TICK: Final = f"""
 UPDATE tocsin_cluster_claims SET held = {_NOW} + $4
 WHERE key = $2 AND fence = $3 AND held > 0
@@ -161,6 +221,46 @@ def _lease(row: Any, now: float) -> LeaseRow:
         row["expires"] > now,
         row["zone"],
     )
+
+
+def _decide(
+    request: TickRequest,
+    now: float,
+    paused: bool,
+    fence: int | None,
+    old_expires: float | None,
+    old_held: float | None,
+) -> TickClaim:
+    """A claim statement's row as a :class:`TickClaim`."""
+    if fence is not None:
+        return TickClaim(ClaimOutcome.WON, fence)
+    if paused:
+        return TickClaim(ClaimOutcome.PAUSED)
+    if now - request.fire_at > request.ttl and not request.backfill:
+        return TickClaim(ClaimOutcome.LATE)
+    if request.lease is None:
+        return TickClaim(ClaimOutcome.LOST)
+    if old_expires is not None and old_expires > now:
+        if old_held == 0:
+            return TickClaim(ClaimOutcome.LOST)  # done
+        if old_held is not None and old_held > now:
+            return TickClaim(ClaimOutcome.LOST, retry_in=old_held - now)
+    # Another claimer took it in this very step: its lease has just begun.
+    return TickClaim(ClaimOutcome.LOST, retry_in=float(request.lease))
+
+
+def _rounds(requests: Sequence[TickRequest]) -> list[list[int]]:
+    """The indices of ``requests`` in rounds of distinct references, in order: a later
+    request of a reference goes in a later round (one statement bumps a fence once)."""
+    rounds: list[list[int]] = []
+    last: dict[str, int] = {}
+    for index, request in enumerate(requests):
+        at = last.get(request.reference, -1) + 1
+        if at == len(rounds):
+            rounds.append([])
+        rounds[at].append(index)
+        last[request.reference] = at
+    return rounds
 
 
 @final
@@ -226,6 +326,9 @@ class PostgresCoordinator:
         )
         self._command_timeout = command_timeout
         self._pool: Any = None
+        #: Lease renewals, membership and directory reads: their own connections, so a
+        #: burst of claims (or directory claims) never delays a renewal past the lease.
+        self._control: Any = None
         self._claims = 0
         #: Seconds added to the server's clock; tests move time with it, never sleeping.
         self._offset = 0.0
@@ -261,10 +364,21 @@ class PostgresCoordinator:
                 errors=self._errors,
                 migrate=self._migrate,
             )
+            control = await open_pool(
+                self._dsn,
+                schema=self.schema,
+                connect_timeout=self.connect_timeout,
+                label=self._label,
+                error=CoordinatorError,
+                min_size=1,
+                max_size=CONTROL_CONNECTIONS,
+                command_timeout=self._command_timeout,
+            )
         except BaseException:
             await pool.close()
             raise
         self._pool = pool
+        self._control = control
 
     async def _migrate(self, conn: Any) -> None:
         """Columns added after the first version, to tables of every age."""
@@ -277,13 +391,19 @@ class PostgresCoordinator:
 
     async def close(self) -> None:
         pool, self._pool = self._pool, None
-        if pool is not None:
-            async with self._errors("close"):
-                await pool.close()
+        control, self._control = self._control, None
+        for each in (pool, control):
+            if each is not None:
+                async with self._errors("close"):
+                    await each.close()
+
+    def _require_control(self) -> Any:
+        self._require()
+        return self._control
 
     async def now(self) -> float:
         async with self._errors("now"):
-            value: float = await self._require().fetchval(f"SELECT {_NOW}", self._offset)
+            value: float = await self._require_control().fetchval(f"SELECT {_NOW}", self._offset)
             return value
 
     # -- membership ------------------------------------------------------------------
@@ -292,21 +412,21 @@ class PostgresCoordinator:
         self, node: str, incarnation: str, address: str, lease: float, zone: str = "UTC"
     ) -> LeaseRow | None:
         async with self._errors("join"):
-            row = await self._require().fetchrow(
+            row = await self._require_control().fetchrow(
                 _JOIN, self._offset, node, incarnation, address, float(lease), zone
             )
         return None if row is None else _lease(row, row["renewed"])
 
     async def renew(self, node: str, incarnation: str, lease: float) -> LeaseRow | None:
         async with self._errors("renew"):
-            row = await self._require().fetchrow(
+            row = await self._require_control().fetchrow(
                 _RENEW, self._offset, node, incarnation, float(lease)
             )
         return None if row is None else _lease(row, row["renewed"])
 
     async def leave(self, node: str, incarnation: str) -> bool:
         async with self._errors("leave"):
-            status: str = await self._require().execute(
+            status: str = await self._require_control().execute(
                 "DELETE FROM tocsin_cluster_leases WHERE node = $1 AND incarnation = $2",
                 node,
                 incarnation,
@@ -316,7 +436,7 @@ class PostgresCoordinator:
     async def leases(self) -> tuple[float, list[LeaseRow]]:
         async with (
             self._errors("leases"),
-            self._require().acquire() as conn,
+            self._require_control().acquire() as conn,
             conn.transaction(isolation="repeatable_read", readonly=True),
         ):
             now: float = await conn.fetchval(f"SELECT {_NOW}", self._offset)
@@ -329,7 +449,7 @@ class PostgresCoordinator:
 
     async def owner(self, kind: str, identity: str) -> Ownership | None:
         async with self._errors("owner"):
-            row = await self._require().fetchrow(
+            row = await self._require_control().fetchrow(
                 f"SELECT d.node, d.incarnation, d.epoch, l.expires > {_NOW} AS alive "
                 "FROM tocsin_cluster_directory d LEFT JOIN tocsin_cluster_leases l "
                 "ON l.node = d.node AND l.incarnation = d.incarnation "
@@ -502,8 +622,9 @@ class PostgresCoordinator:
         backfill: bool = False,
     ) -> TickClaim:
         pool = self._require()
+        request = TickRequest(key, reference, fire_at, ttl, keep, lease, backfill)
         async with self._errors("claim_tick"):
-            now, paused, fence, old_expires, old_held = await pool.fetchrow(
+            row = await pool.fetchrow(
                 _CLAIM,
                 self._offset,
                 key,
@@ -515,24 +636,56 @@ class PostgresCoordinator:
                 None if lease is None else float(lease),
                 backfill,
             )
-            self._claims += 1
-            if self._claims % PURGE_EVERY == 0:
-                await pool.execute(_PURGE, self._offset)
-        if fence is not None:
-            return TickClaim(ClaimOutcome.WON, fence)
-        if paused:
-            return TickClaim(ClaimOutcome.PAUSED)
-        if now - fire_at > ttl and not backfill:
-            return TickClaim(ClaimOutcome.LATE)
-        if lease is None:
-            return TickClaim(ClaimOutcome.LOST)
-        if old_expires is not None and old_expires > now:
-            if old_held == 0:
-                return TickClaim(ClaimOutcome.LOST)  # done
-            if old_held > now:
-                return TickClaim(ClaimOutcome.LOST, retry_in=old_held - now)
-        # Another claimer took it in this very step: its lease has just begun.
-        return TickClaim(ClaimOutcome.LOST, retry_in=float(lease))
+            await self._count_claims(pool, 1)
+        return _decide(request, *row)
+
+    async def claim_ticks(self, requests: Sequence[TickRequest], node: str) -> list[TickClaim]:
+        pool = self._require()
+        answers: list[TickClaim | None] = [None] * len(requests)
+        async with self._errors("claim_ticks"):
+            # One statement per round of distinct references: a tick's batch (every
+            # reference firing at one instant) is one round, so one round trip and one
+            # commit however many ticks.
+            for indices in _rounds(requests):
+                batch = [requests[i] for i in indices]
+                rows = await self._fetch_batch(pool, batch, node)
+                for index, request, row in zip(indices, batch, rows, strict=True):
+                    answers[index] = _decide(request, *row)
+            await self._count_claims(pool, len(requests))
+        decided = [answer for answer in answers if answer is not None]
+        assert len(decided) == len(requests)  # every round answers each of its rows
+        return decided
+
+    async def _fetch_batch(self, pool: Any, batch: list[TickRequest], node: str) -> Any:
+        """One batch statement; retried when PostgreSQL broke a deadlock by aborting it
+        (rolled back whole: nothing of it was written, so running it again is safe)."""
+        from asyncpg.exceptions import DeadlockDetectedError
+
+        for attempt in range(DEADLOCK_RETRIES + 1):
+            try:
+                return await pool.fetch(
+                    _CLAIM_BATCH,
+                    self._offset,
+                    [r.key for r in batch],
+                    [r.reference for r in batch],
+                    [float(r.fire_at) for r in batch],
+                    [float(r.ttl) for r in batch],
+                    [float(r.keep or 0.0) for r in batch],
+                    [None if r.lease is None else float(r.lease) for r in batch],
+                    [r.backfill for r in batch],
+                    node,
+                )
+            except DeadlockDetectedError:
+                if attempt == DEADLOCK_RETRIES:
+                    raise
+        raise AssertionError("unreachable")  # the loop returns or raises
+
+    async def _count_claims(self, pool: Any, count: int) -> None:
+        """Purge expired claims once every :data:`PURGE_EVERY` claims."""
+        before = self._claims
+        self._claims += count
+        if before // PURGE_EVERY != self._claims // PURGE_EVERY:
+            await pool.execute(_PURGE, self._offset)
 
     async def renew_tick(self, key: str, fence: int, lease: float) -> bool:
         async with self._errors("renew_tick"):

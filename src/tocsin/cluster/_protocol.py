@@ -24,17 +24,21 @@ Kleppmann's "How to do distributed locking".
 from __future__ import annotations
 
 import enum
+from collections.abc import Sequence
 from dataclasses import dataclass
 from typing import Protocol, final, runtime_checkable
 
 __all__ = [
     "EXPIRED_LEASE_RETENTION",
+    "BatchCoordinator",
     "ClaimOutcome",
     "Coordinator",
     "LeaseRow",
     "Ownership",
     "PauseNote",
     "TickClaim",
+    "TickRequest",
+    "claim_ticks",
 ]
 
 #: Seconds an expired lease is kept (so peers can tell "expired" from "left", and
@@ -74,6 +78,21 @@ class TickClaim:
     outcome: ClaimOutcome
     fence: int = 0
     retry_in: float | None = None
+
+
+@final
+@dataclass(frozen=True, slots=True)
+class TickRequest:
+    """One tick to claim in a batch (:meth:`BatchCoordinator.claim_ticks`): the arguments
+    of :meth:`Coordinator.claim_tick` but the node, with the same meaning."""
+
+    key: str
+    reference: str
+    fire_at: float
+    ttl: float
+    keep: float | None = None
+    lease: float | None = None
+    backfill: bool = False
 
 
 @final
@@ -314,3 +333,49 @@ class Coordinator(Protocol):
         """The notes of the references paused cluster-wide (a reference paused without
         one, or by an older version, has none)."""
         ...
+
+
+@runtime_checkable
+class BatchCoordinator(Coordinator, Protocol):
+    """A coordinator that claims many ticks in one round trip (every built-in one).
+
+    Kept apart from :class:`Coordinator` so a coordinator written before it still
+    satisfies that protocol: :func:`claim_ticks` loops its single claim.
+    """
+
+    async def claim_ticks(self, requests: Sequence[TickRequest], node: str) -> list[TickClaim]:
+        """Claim every tick of ``requests`` for ``node`` in one round trip to the
+        coordinator; the answers in the order of ``requests``.
+
+        Each tick is decided exactly as :meth:`Coordinator.claim_tick` decides it (pause,
+        lateness on the coordinator's clock, put-if-absent, fence, delivery lease), as if
+        the claims were made one after another in the order given: two requests for one
+        reference get two fences, in that order. A raise has an unknown outcome for every
+        request of the batch (some may have been written), as for a single claim.
+        """
+        ...
+
+
+async def claim_ticks(
+    coordinator: Coordinator, requests: Sequence[TickRequest], node: str
+) -> list[TickClaim]:
+    """Claim ``requests`` for ``node``: in one round trip on a :class:`BatchCoordinator`
+    (or anything with its ``claim_ticks``), else one :meth:`Coordinator.claim_tick` after
+    another (the protocol's default)."""
+    batch = getattr(coordinator, "claim_ticks", None)  # also a partial one (StoreClaims)
+    if batch is not None:
+        answers: list[TickClaim] = await batch(requests, node)
+        return answers
+    return [
+        await coordinator.claim_tick(
+            r.key,
+            r.reference,
+            r.fire_at,
+            r.ttl,
+            node,
+            keep=r.keep,
+            lease=r.lease,
+            backfill=r.backfill,
+        )
+        for r in requests
+    ]

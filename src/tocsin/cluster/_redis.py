@@ -16,7 +16,7 @@ on using the server's clock in scripts rather than the client's.
 
 from __future__ import annotations
 
-from collections.abc import AsyncIterator
+from collections.abc import AsyncIterator, Sequence
 from contextlib import asynccontextmanager
 from typing import Any, Final, final
 
@@ -26,7 +26,7 @@ from .._idle import real_io
 from ..errors import CoordinatorError, CoordinatorUnavailableError
 from ..stores._spi import REDIS_OPTIONS, redact, split_options
 from ._protocol import EXPIRED_LEASE_RETENTION as RETENTION
-from ._protocol import ClaimOutcome, LeaseRow, Ownership, PauseNote, TickClaim
+from ._protocol import ClaimOutcome, LeaseRow, Ownership, PauseNote, TickClaim, TickRequest
 from ._url import check_coordinator_url
 
 try:
@@ -229,6 +229,64 @@ redis.call('SET', KEYS[2], value, 'PX', math.max(1, expires - now))
 return {'won', fence}
 """
 )
+# The batch (claim_ticks): _CLAIM_TICK's decision for each tick of ARGV[4], a JSON array
+# of [key, reference, fire ms, ttl ms, keep ms, lease ms (-1: at_most_once), backfill
+# (0/1)], in order, in one script (one round trip, atomic as a whole). The claim keys are
+# built from the prefix (ARGV[2]) in the script: one primary, as the coordinator needs
+# anyway (DESIGN "Cluster"). One JSON argument and one answer string keep the client's
+# cost per tick to a few microseconds (a pipeline of single scripts cost ~150 µs a tick
+# in redis-py's encoding and parsing). Answer: comma-separated "w<fence>" (won),
+# "o" (lost, done or at_most_once), "o<ms>" (lost to a holder whose lease ends in ms),
+# "l" (late), "p" (paused).
+# KEYS: paused, fences. ARGV: offset, claim key prefix, node, batch.
+_CLAIM_TICKS: Final = (
+    _NOW
+    + """
+local prefix = ARGV[2]
+local node = ARGV[3]
+local batch = cjson.decode(ARGV[4])
+local out = {}
+for i, r in ipairs(batch) do
+  local reference, fire, ttl, keep = r[2], r[3], r[4], r[5]
+  local lease = r[6]
+  if lease < 0 then lease = nil end
+  local answer = nil
+  if redis.call('SISMEMBER', KEYS[1], reference) == 1 then
+    answer = 'p'
+  elseif r[7] ~= 1 and now - fire > ttl then
+    answer = 'l'
+  else
+    local claim = prefix .. r[1]
+    local expires = nil
+    local held = redis.call('GET', claim)
+    if held then
+      local e = tonumber(string.match(held, '^(%d+)'))
+      local h = tonumber(string.match(held, '^%d+ %d+ (%d+) ') or '0')
+      if e > now then
+        if lease == nil or h == 0 then
+          answer = 'o'
+        elseif h > now then
+          answer = 'o' .. string.format('%d', h - now)
+        else
+          expires = e
+        end
+      end
+    end
+    if answer == nil then
+      if expires == nil then expires = math.max(now, fire) + math.max(ttl, keep) end
+      local fence = redis.call('HINCRBY', KEYS[2], reference, 1)
+      local until_ms = 0
+      if lease then until_ms = now + lease end
+      local value = string.format('%d %d %d %s', expires, fence, until_ms, node)
+      redis.call('SET', claim, value, 'PX', math.max(1, expires - now))
+      answer = 'w' .. fence
+    end
+  end
+  out[i] = answer
+end
+return table.concat(out, ',')
+"""
+)
 # KEYS: claim. ARGV: offset, fence, lease ms ("0": finish).
 _SETTLE_TICK: Final = (
     _NOW
@@ -308,6 +366,34 @@ def _split_url(url: str) -> tuple[str, str | None]:
     check_coordinator_url(url)
     rest, options, _ = split_options(url, REDIS_OPTIONS, ("prefix",))
     return rest, options.get("prefix")
+
+
+def _tick_claim(result: Any) -> TickClaim:
+    """The claim script's answer as a :class:`TickClaim`."""
+    outcome = ClaimOutcome(result[0])
+    if outcome is ClaimOutcome.WON:
+        return TickClaim(outcome, int(result[1]))
+    if outcome is ClaimOutcome.LOST and len(result) > 1:
+        return TickClaim(outcome, retry_in=int(result[1]) / 1000)
+    return TickClaim(outcome)
+
+
+_BATCH_OUTCOMES: Final = {
+    "w": ClaimOutcome.WON,
+    "o": ClaimOutcome.LOST,
+    "l": ClaimOutcome.LATE,
+    "p": ClaimOutcome.PAUSED,
+}
+
+
+def _batch_claim(part: str) -> TickClaim:
+    """One answer of the batch script (``_CLAIM_TICKS``) as a :class:`TickClaim`."""
+    outcome = _BATCH_OUTCOMES[part[0]]
+    if outcome is ClaimOutcome.WON:
+        return TickClaim(outcome, int(part[1:]))
+    if outcome is ClaimOutcome.LOST and len(part) > 1:
+        return TickClaim(outcome, retry_in=int(part[1:]) / 1000)
+    return TickClaim(outcome)
 
 
 @final
@@ -403,6 +489,7 @@ class RedisCoordinator:
             ("claim_owner", _CLAIM_OWNER),
             ("hand_over", _HAND_OVER),
             ("claim_tick", _CLAIM_TICK),
+            ("claim_ticks", _CLAIM_TICKS),
             ("settle_tick", _SETTLE_TICK),
         ):
             self._scripts[name] = client.register_script(source)
@@ -526,24 +613,50 @@ class RedisCoordinator:
         lease: float | None = None,
         backfill: bool = False,
     ) -> TickClaim:
-        keys = [self._keys["paused"], self.prefix + "claim:" + key, self._keys["fences"]]
-        result = await self._run(
-            "claim_tick",
-            keys,
-            reference,
-            _ms(fire_at),
-            _ms(ttl),
-            node,
-            _ms(keep or 0.0),
-            "" if lease is None else _ms(lease),
-            "1" if backfill else "0",
+        request = TickRequest(key, reference, fire_at, ttl, keep, lease, backfill)
+        result = await self._run("claim_tick", *self._claim_call(request, node))
+        return _tick_claim(result)
+
+    async def claim_ticks(self, requests: Sequence[TickRequest], node: str) -> list[TickClaim]:
+        if not requests:
+            return []
+        batch = msgspec.json.encode(
+            [
+                (
+                    r.key,
+                    r.reference,
+                    _ms(r.fire_at),
+                    _ms(r.ttl),
+                    _ms(r.keep or 0.0),
+                    -1 if r.lease is None else _ms(r.lease),
+                    1 if r.backfill else 0,
+                )
+                for r in requests
+            ]
         )
-        outcome = ClaimOutcome(result[0])
-        if outcome is ClaimOutcome.WON:
-            return TickClaim(outcome, int(result[1]))
-        if outcome is ClaimOutcome.LOST and len(result) > 1:
-            return TickClaim(outcome, retry_in=int(result[1]) / 1000)
-        return TickClaim(outcome)
+        keys = [self._keys["paused"], self._keys["fences"]]
+        answer = await self._run("claim_ticks", keys, self.prefix + "claim:", node, batch)
+        claims = [_batch_claim(part) for part in answer.split(",")]
+        if len(claims) != len(requests):
+            raise CoordinatorError(
+                f"Redis coordinator {self.url}: claim_ticks answered {len(claims)} claims "
+                f"for {len(requests)} ticks"
+            )
+        return claims
+
+    def _claim_call(self, request: TickRequest, node: str) -> list[Any]:
+        """The claim script's keys, then its arguments but the clock offset."""
+        keys = [self._keys["paused"], self.prefix + "claim:" + request.key, self._keys["fences"]]
+        return [
+            keys,
+            request.reference,
+            _ms(request.fire_at),
+            _ms(request.ttl),
+            node,
+            _ms(request.keep or 0.0),
+            "" if request.lease is None else _ms(request.lease),
+            "1" if request.backfill else "0",
+        ]
 
     async def renew_tick(self, key: str, fence: int, lease: float) -> bool:
         keys = [self.prefix + "claim:" + key]

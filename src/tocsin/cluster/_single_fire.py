@@ -18,7 +18,12 @@ The rule (GoAkt's ``claimClusterFire``, tightened):
   coordinator), later ticks of that reference do not queue more claims; the latest one
   waits behind it, the ones in between are coalesced into it (``claims_coalesced``), and
   it is claimed once the first claim has answered: ticks are delivered in instant order,
-  a stall releases at most two, never a burst.
+  a stall releases at most two, never a burst;
+* claims go in batches (issue 32): every claim asked for in one turn of the event loop
+  (the references firing at one instant fire in one timer callback) is sent in one
+  coordinator round trip per instant (``claim_ticks``, up to :data:`MAX_BATCH` ticks),
+  each tick decided as a claim of its own would be; a batch that raises is a
+  ``claim_error`` for each of its ticks, counted in ``claims_failed``.
 
 Two delivery modes (``schedule_cron(..., delivery=...)``, issue 23):
 
@@ -57,7 +62,7 @@ from ..clock import Clock, TimerHandle
 from ..durable._spi import Outage
 from ..errors import ScheduleReferenceRequiredError
 from ..triggers import supersede
-from ._protocol import ClaimOutcome, Coordinator, PauseNote, TickClaim
+from ._protocol import ClaimOutcome, Coordinator, PauseNote, TickClaim, TickRequest, claim_ticks
 from ._values import Counters
 
 if TYPE_CHECKING:
@@ -83,6 +88,9 @@ _log = logging.getLogger("tocsin.cluster")
 MIN_TTL: Final = 60.0
 #: Longest claim TTL, seconds (a day).
 MAX_TTL: Final = 86_400.0
+#: Most ticks claimed in one coordinator round trip (a larger due set goes in several
+#: batches, concurrently).
+MAX_BATCH: Final = 512
 
 Delivery = Literal["at_most_once", "at_least_once"]
 #: The values ``schedule_cron(delivery=...)`` accepts.
@@ -314,13 +322,18 @@ class CronClaims:
         self._closed = False
         #: Coordinator calls in flight, with the reference they are for.
         self._inflight: dict[asyncio.Task[None], str] = {}
-        #: Claims in flight of regular ticks, with their tick (close() tells it skipped).
-        self._claiming: dict[asyncio.Task[None], _Tick] = {}
         #: References with a claim in flight -> the latest tick waiting behind it (None:
         #: none): one claim in flight per reference.
         self._waiting: dict[str, _Tick | None] = {}
         #: at_least_once ticks lost to a holder not done yet, waiting for its lease.
         self._watches: dict[TimerHandle, _Tick] = {}
+        #: Claims asked for in this turn of the event loop, with whether each is a tick's
+        #: first claim: claimed together, in one coordinator round trip per instant.
+        self._batch: list[tuple[_Tick, bool]] = []
+        self._flush_handle: asyncio.Handle | None = None
+        #: Batches in flight -> their regular ticks' first claims (close() tells them
+        #: skipped; when one answers, the tick waiting behind its reference may go).
+        self._batches: dict[asyncio.Task[None], list[_Tick]] = {}
         # References paused cluster-wide, with their note, as far as this node knows: read
         # from the coordinator when a claim answers "paused" for one it did not know,
         # dropped when a claim of it answers anything else (no polling: `pause_note`).
@@ -365,7 +378,7 @@ class CronClaims:
     # -- the ManualClock activity-tracker protocol ---------------------------------------
 
     def is_idle(self) -> bool:
-        return not self._inflight
+        return not self._inflight and not self._batch
 
     @property
     def progress(self) -> int:
@@ -435,18 +448,89 @@ class CronClaims:
         return task
 
     def _claim(self, tick: _Tick, *, first: bool) -> None:
-        task = self.run(tick.reference, self._deliver_if_won(tick, first))
-        if first and not tick.backfill:
-            self._claiming[task] = tick
+        """Queue the tick's claim: every claim asked for in this turn of the event loop
+        (a tick's due instants fire in one timer callback) goes in one batch."""
+        self._idle.clear()
+        self._batch.append((tick, first))
+        if self._flush_handle is None:
+            self._flush_handle = asyncio.get_running_loop().call_soon(self._flush)
 
-    async def _deliver_if_won(self, tick: _Tick, first: bool) -> None:
-        reference = tick.reference
-        if first and self._not_early is not None:  # claim earliness (cluster/_time.py)
-            await self._not_early(tick.fire_at)
-        key = tick_key(reference, tick.fire_at)
-        claim = await self._ask(tick, key, first)  # cancelled: see _done
-        if claim is None:
+    def _flush(self) -> None:
+        """Claim the queued ticks: one batch per instant waited for (a regular tick waits
+        for its instant on the coordinator's clock; a watch's re-claim waits for none),
+        split at :data:`MAX_BATCH`."""
+        self._flush_handle = None
+        batch, self._batch = self._batch, []
+        groups: dict[float | None, list[tuple[_Tick, bool]]] = {}
+        for tick, first in batch:
+            groups.setdefault(tick.fire_at if first else None, []).append((tick, first))
+        for instant, group in groups.items():
+            for at in range(0, len(group), MAX_BATCH):
+                part = group[at : at + MAX_BATCH]
+                task = self.run(part[0][0].reference, self._claim_batch(instant, part))
+                self._batches[task] = [t for t, first in part if first and not t.backfill]
+        if not self._inflight:
+            self._idle.set()
+
+    async def _claim_batch(self, instant: float | None, batch: list[tuple[_Tick, bool]]) -> None:
+        if instant is not None and self._not_early is not None:  # cluster/_time.py
+            await self._not_early(instant)
+        requests = [
+            TickRequest(
+                tick_key(tick.reference, tick.fire_at),
+                tick.reference,
+                tick.fire_at,
+                claim_ttl(tick.period),
+                keep=self.claim_retention,
+                lease=tick.lease,
+                backfill=tick.backfill,
+            )
+            for tick, _ in batch
+        ]
+        try:
+            claims = await claim_ticks(self.coordinator, requests, self._node)  # cancelled: _done
+            if len(claims) != len(requests):
+                raise RuntimeError(
+                    f"the coordinator answered {len(claims)} claims for {len(requests)} ticks"
+                )
+        except Exception as exc:  # CoordinatorError, or anything a custom coordinator raises
+            # Unknown outcome for every tick of the batch: none is delivered here (never
+            # doubled), each is a claim_error outcome, counted.
+            self._count_failed(len(batch))
+            first_key = requests[0].key
+            more = f" and {len(batch) - 1} more" if len(batch) > 1 else ""
+            self.outage.failed(exc, f"tick {first_key}{more} not delivered")
+            detail = str(exc) or repr(exc)
+            for tick, _ in batch:
+                _call(tick.skipped, tick.reference, Outcome.CLAIM_ERROR, detail)
             return
+        self.outage.ok()
+        for (tick, first), request, claim in zip(batch, requests, claims, strict=True):
+            self._count(claim, first)
+            self._answer(tick, request.key, claim)
+
+    def _count_failed(self, ticks: int) -> None:
+        self.counters.claims_failed += ticks
+
+    def _count(self, claim: TickClaim, first: bool) -> None:
+        counters = self.counters
+        outcome = claim.outcome
+        if outcome is ClaimOutcome.WON:
+            counters.claims_won += 1
+            if not first:
+                counters.claims_reclaimed += 1
+        elif not first:
+            pass  # a watch looking again: the tick was counted when first lost
+        elif outcome is ClaimOutcome.LOST:
+            counters.claims_lost += 1
+        elif outcome is ClaimOutcome.LATE:
+            counters.claims_skipped_late += 1
+        else:
+            counters.claims_skipped_paused += 1
+
+    def _answer(self, tick: _Tick, key: str, claim: TickClaim) -> None:
+        """Act on the coordinator's answer for one tick: deliver, watch, or tell skipped."""
+        reference = tick.reference
         outcome = claim.outcome
         if outcome is not ClaimOutcome.PAUSED:
             # Any other answer says it is not paused (checked in the claim's atomic step).
@@ -490,9 +574,8 @@ class CronClaims:
         detail = "paused cluster-wide" if what is Outcome.PAUSED else None
         _call(tick.skipped, reference, what, detail)
 
-    async def _ask(self, tick: _Tick, key: str, first: bool) -> TickClaim | None:
-        """The coordinator's answer, counted; ``None`` (skipped told) if the claim raised."""
-        counters = self.counters
+    async def _ask(self, tick: _Tick, key: str) -> TickClaim | None:
+        """One claim on its own (:meth:`claim`), counted; ``None`` if it raised."""
         try:
             claim = await self.coordinator.claim_tick(
                 key,
@@ -505,30 +588,17 @@ class CronClaims:
                 backfill=tick.backfill,
             )
         except Exception as exc:  # CoordinatorError, or anything a custom coordinator raises
-            counters.claims_failed += 1
+            self._count_failed(1)
             self.outage.failed(exc, f"tick {key} not delivered")
-            _call(tick.skipped, tick.reference, Outcome.CLAIM_ERROR, str(exc) or repr(exc))
             return None
         self.outage.ok()
-        outcome = claim.outcome
-        if outcome is ClaimOutcome.WON:
-            counters.claims_won += 1
-            if not first:
-                counters.claims_reclaimed += 1
-        elif not first:
-            pass  # a watch looking again: the tick was counted when first lost
-        elif outcome is ClaimOutcome.LOST:
-            counters.claims_lost += 1
-        elif outcome is ClaimOutcome.LATE:
-            counters.claims_skipped_late += 1
-        else:
-            counters.claims_skipped_paused += 1
+        self._count(claim, True)
         return claim
 
     def _done(self, task: asyncio.Task[None]) -> None:
-        reference = self._inflight.pop(task)
-        tick = self._claiming.pop(task, None)
-        if tick is not None:  # a regular tick's first claim: the next may go
+        self._inflight.pop(task)
+        for tick in self._batches.pop(task, ()):  # regular ticks' first claims
+            reference = tick.reference
             waiting = self._waiting.pop(reference, None)
             if task.cancelled():  # by close(), perhaps before it even started
                 _call(tick.skipped, reference, None, None)
@@ -538,7 +608,7 @@ class CronClaims:
                 self._waiting[reference] = None
                 self._claim(waiting, first=True)  # after this one: in instant order
         self._progress += 1
-        if not self._inflight:
+        if not self._inflight and not self._batch:
             self._idle.set()
 
     async def close(self) -> None:
@@ -548,11 +618,22 @@ class CronClaims:
         for handle in list(self._watches):
             handle.cancel()
         self._watches.clear()
+        if self._flush_handle is not None:  # queued, never asked: not delivered here
+            self._flush_handle.cancel()
+            self._flush_handle = None
+        batch, self._batch = self._batch, []
+        for tick, first in batch:
+            if first and not tick.backfill:
+                waiting = self._waiting.pop(tick.reference, None)
+                _call(tick.skipped, tick.reference, None, None)
+                if waiting is not None:
+                    _call(waiting.skipped, tick.reference, None, None)
         while self._inflight:
             tasks = list(self._inflight)
             for task in tasks:
                 task.cancel()
             await asyncio.gather(*tasks, return_exceptions=True)
+        self._idle.set()
         if self._attached and self._clock is not None:
             self._attached = False
             self._clock.detach(self)
@@ -567,5 +648,5 @@ class CronClaims:
         raised): that is a ``False`` (nothing delivered) counted in ``claims_failed``.
         """
         tick = _Tick(reference, fire_at, period, lambda fence, done: True, None, None, False)
-        claim = await self._ask(tick, tick_key(reference, fire_at), True)
+        claim = await self._ask(tick, tick_key(reference, fire_at))
         return claim is not None and claim.outcome is ClaimOutcome.WON

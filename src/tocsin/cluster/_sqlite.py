@@ -20,7 +20,7 @@ from __future__ import annotations
 
 import asyncio
 import sqlite3
-from collections.abc import Callable
+from collections.abc import Callable, Sequence
 from importlib import resources
 from pathlib import Path
 from typing import Any, Final, TypeVar, final
@@ -37,7 +37,7 @@ from ..stores._spi import (
     transaction,
 )
 from ._protocol import EXPIRED_LEASE_RETENTION as RETENTION
-from ._protocol import ClaimOutcome, LeaseRow, Ownership, PauseNote, TickClaim
+from ._protocol import ClaimOutcome, LeaseRow, Ownership, PauseNote, TickClaim, TickRequest
 from ._rendezvous import rendezvous_owner
 
 __all__ = ["SQLiteCoordinator"]
@@ -74,6 +74,36 @@ PURGE_EVERY: Final = 512
 
 def _lease(row: Any, now: float) -> LeaseRow:
     return LeaseRow(row[0], row[1], row[2], row[3], row[4], row[5], row[5] > now, row[6])
+
+
+def _claim_one(conn: sqlite3.Connection, now: float, request: TickRequest, node: str) -> TickClaim:
+    """Decide and write one tick claim inside the caller's write transaction."""
+    reference, fire_at, ttl, lease = request.reference, request.fire_at, request.ttl, request.lease
+    paused = conn.execute(
+        "SELECT 1 FROM tocsin_cluster_paused WHERE reference = ?", (reference,)
+    ).fetchone()
+    if paused is not None:
+        return TickClaim(ClaimOutcome.PAUSED)
+    if now - fire_at > ttl and not request.backfill:
+        return TickClaim(ClaimOutcome.LATE)
+    row = conn.execute(
+        "SELECT expires, held FROM tocsin_cluster_claims WHERE key = ?", (request.key,)
+    ).fetchone()
+    if row is not None and row[0] > now:
+        if lease is None or row[1] == 0:
+            return TickClaim(ClaimOutcome.LOST)
+        if row[1] > now:
+            return TickClaim(ClaimOutcome.LOST, retry_in=row[1] - now)
+        expires = row[0]  # a re-claim keeps the claim's expiry
+    else:
+        expires = max(now, fire_at) + max(ttl, request.keep or 0.0)
+    fence = conn.execute(_FENCE, (reference,)).fetchone()[0]
+    conn.execute(
+        "INSERT OR REPLACE INTO tocsin_cluster_claims (key, node, expires, fence, held) "
+        "VALUES (?, ?, ?, ?, ?)",
+        (request.key, node, expires, fence, 0.0 if lease is None else now + lease),
+    )
+    return TickClaim(ClaimOutcome.WON, fence)
 
 
 @final
@@ -350,39 +380,22 @@ class SQLiteCoordinator:
         lease: float | None = None,
         backfill: bool = False,
     ) -> TickClaim:
-        self._claims += 1
-        purge = self._claims % PURGE_EVERY == 0
+        request = TickRequest(key, reference, fire_at, ttl, keep, lease, backfill)
+        return (await self.claim_ticks((request,), node))[0]
 
-        def step(conn: sqlite3.Connection, now: float) -> TickClaim:
-            # One write transaction (BEGIN IMMEDIATE), the clock read under the lock: no
-            # other node acts between the checks, the fence and the write.
-            paused = conn.execute(
-                "SELECT 1 FROM tocsin_cluster_paused WHERE reference = ?", (reference,)
-            ).fetchone()
-            if paused is not None:
-                return TickClaim(ClaimOutcome.PAUSED)
-            if now - fire_at > ttl and not backfill:
-                return TickClaim(ClaimOutcome.LATE)
-            row = conn.execute(
-                "SELECT expires, held FROM tocsin_cluster_claims WHERE key = ?", (key,)
-            ).fetchone()
-            if row is not None and row[0] > now:
-                if lease is None or row[1] == 0:
-                    return TickClaim(ClaimOutcome.LOST)
-                if row[1] > now:
-                    return TickClaim(ClaimOutcome.LOST, retry_in=row[1] - now)
-                expires = row[0]  # a re-claim keeps the claim's expiry
-            else:
-                expires = max(now, fire_at) + max(ttl, keep or 0.0)
-            fence = conn.execute(_FENCE, (reference,)).fetchone()[0]
-            conn.execute(
-                "INSERT OR REPLACE INTO tocsin_cluster_claims (key, node, expires, fence, held) "
-                "VALUES (?, ?, ?, ?, ?)",
-                (key, node, expires, fence, 0.0 if lease is None else now + lease),
-            )
+    async def claim_ticks(self, requests: Sequence[TickRequest], node: str) -> list[TickClaim]:
+        before = self._claims
+        self._claims += len(requests)
+        purge = before // PURGE_EVERY != self._claims // PURGE_EVERY
+
+        def step(conn: sqlite3.Connection, now: float) -> list[TickClaim]:
+            # One write transaction (BEGIN IMMEDIATE) for the whole batch, the clock read
+            # under the lock: no other node acts between the checks, the fences and the
+            # writes, and the batch costs one commit (one fsync) however many ticks.
+            claims = [_claim_one(conn, now, request, node) for request in requests]
             if purge:
                 conn.execute(_PURGE_CLAIMS, (now,))
-            return TickClaim(ClaimOutcome.WON, fence)
+            return claims
 
         return await self._step(step, write=True)
 

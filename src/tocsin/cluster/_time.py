@@ -14,10 +14,14 @@ system's clock is an :class:`~tocsin.clock.OffsetClock` over the clock it was gi
 each accepted sample becomes its offset: cron instants, the claim's earliness and durable
 due times then use the coordinator's time, within the bound.
 
-Which samples are applied: one whose bound is within ``max_skew / 2``, or no worse than
-the applied one's (aged by :data:`DRIFT` per second), or the first after this node's own
-wall clock jumped (the old offset is then wrong by the jump). So a renewal that waited 20 s
-on a frozen coordinator (bound 10 s) does not move the schedule by up to 10 s.
+Which samples are applied: one no worse than the applied one's (its bound aged by
+:data:`DRIFT` per second), or, once the applied one is older than a lease, one whose bound
+is within ``max_skew / 2``, or the first after this node's own wall clock jumped (the old
+offset is then wrong by the jump). So a renewal that waited 20 s on a frozen coordinator
+(bound 10 s) does not move the schedule by up to 10 s, and a renewal whose answer sat
+unread while the node's event loop was busy (delivering a burst of ticks: the step then
+happened early in the round trip, and the estimate is off by up to half of it) does not
+make the node fire late by that much: the smallest round trip wins, as in NTP's filter.
 
 Earliness (DESIGN "Cluster time"): right before a tick is claimed, the node checks that
 the instant has come on the coordinator's clock, within ``max_skew``. The last applied
@@ -201,9 +205,12 @@ class ClusterTime:
         self._warn_if_off(received)
 
     def _accepts(self, half: float, now: float) -> bool:
-        if self._stale or self._measured_at is None or half <= self.max_skew / 2:
+        measured = self._measured_at
+        if self._stale or measured is None:
             return True
-        return half <= self._bound + (now - self._measured_at) * DRIFT
+        if half <= self._bound + (now - measured) * DRIFT:
+            return True
+        return now - measured > self._lease and half <= self.max_skew / 2
 
     def _warn_if_off(self, now: float) -> None:
         offset, bound = self._offset, self._bound

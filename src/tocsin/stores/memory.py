@@ -333,6 +333,13 @@ class MemoryStore:
         """The ledger row of one instant, or ``None``."""
         return self._ledger.get(schedule_id, {}).get(float(instant))
 
+    async def claim_schedule_ticks(
+        self, claims: Sequence[tuple[str, float]], node: str, now: float
+    ) -> list[bool]:
+        """:meth:`claim_schedule_tick` for each ``(key, expires)`` of ``claims``, in order,
+        in one step; whether each call won."""
+        return [await self.claim_schedule_tick(key, node, now, until) for key, until in claims]
+
     async def claim_schedule_tick(self, key: str, node: str, now: float, expires: float) -> bool:
         """Put-if-absent ``key`` until ``expires`` (an expired claim is replaced)."""
         held = self._claims.get(key)

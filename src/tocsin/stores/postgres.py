@@ -744,6 +744,27 @@ class PostgresStore:
         rows = await self._fetch(_SQ["LEDGER_ONE"], schedule_id, float(instant))
         return sq.tick_from_sql(rows[0]) if rows else None
 
+    async def claim_schedule_ticks(
+        self, claims: Sequence[tuple[str, float]], node: str, now: float
+    ) -> list[bool]:
+        """:meth:`claim_schedule_tick` for each ``(key, expires)`` of ``claims``, in order,
+        in one transaction: the purge, then one ``INSERT … SELECT unnest(…) ON CONFLICT DO
+        NOTHING RETURNING key`` (a key given twice is won at most once, first)."""
+        pool = self._require()
+        async with self._errors("claim schedule ticks"), pool.acquire() as conn:
+            transaction = conn.transaction()
+            async with transaction:
+                await conn.execute(_SQ["PURGE_CLAIMS"], float(now))
+                rows = await conn.fetch(
+                    _CLAIM_MANY, [key for key, _ in claims], node, [float(e) for _, e in claims]
+                )
+        fresh = {row[0] for row in rows}
+        won: list[bool] = []
+        for key, _ in claims:
+            won.append(key in fresh)
+            fresh.discard(key)
+        return won
+
     async def claim_schedule_tick(self, key: str, node: str, now: float, expires: float) -> bool:
         """Put-if-absent ``key`` until ``expires`` (an expired claim is replaced)."""
         pool = self._require()
@@ -959,6 +980,12 @@ def _row(r: Any) -> TaskRow:
 
 
 #: The stored schedules' SQL with asyncpg's ``$n`` placeholders.
+#: The batch of :meth:`PostgresStore.claim_schedule_ticks`: $1 keys, $2 node, $3 expiries.
+_CLAIM_MANY: Final = (
+    "INSERT INTO tocsin_schedule_claims (key, node, expires) "
+    "SELECT k, $2, e FROM unnest($1::text[], $3::float8[]) AS t(k, e) "
+    "ON CONFLICT (key) DO NOTHING RETURNING key"
+)
 _SQ: Final = {
     name: q.numbered(getattr(sq, name))
     for name in sq.__all__

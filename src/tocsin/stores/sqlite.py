@@ -465,6 +465,22 @@ class SQLiteStore:
         rows = await self._read(sq.LEDGER_ONE, (schedule_id, float(instant)))
         return sq.tick_from_sql(rows[0]) if rows else None
 
+    async def claim_schedule_ticks(
+        self, claims: Sequence[tuple[str, float]], node: str, now: float
+    ) -> list[bool]:
+        """:meth:`claim_schedule_tick` for each ``(key, expires)`` of ``claims``, in order,
+        in one ``BEGIN IMMEDIATE`` transaction (one commit for a tick's whole batch)."""
+        won: list[bool] = []
+
+        def claim(conn: sqlite3.Connection) -> None:
+            won.clear()  # a retried transaction starts over
+            conn.execute(sq.PURGE_CLAIMS, (float(now),))
+            for key, expires in claims:
+                won.append(conn.execute(sq.CLAIM, (key, node, float(expires))).rowcount == 1)
+
+        await self._call(claim, write=True, what="claim schedule ticks")
+        return list(won)
+
     async def claim_schedule_tick(self, key: str, node: str, now: float, expires: float) -> bool:
         """Put-if-absent ``key`` until ``expires`` (an expired claim is replaced), in one
         ``BEGIN IMMEDIATE`` transaction: processes sharing the file take turns."""
