@@ -126,7 +126,7 @@ async def test_ticks_due_behind_a_slow_claim_follow_misfire_all() -> None:
     clock = ManualClock(wall=T0)
 
     def lag(inner: Any) -> Any:
-        return _Lagging(inner, clock, 1.5, 0.0, {"claim_tick"})
+        return _Lagging(inner, clock, 1.5, 0.0, {"claim_tick", "claim_ticks"})
 
     async with _node(clock, clock, lag) as (_system, seen):
         await clock.advance(20)
