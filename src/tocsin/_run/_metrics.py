@@ -106,7 +106,8 @@ class MetricsServer:
         self.refused = 0
         #: Requests refused for a missing or wrong token.
         self.unauthorized = 0
-        self._open = 0
+        #: Connections open now (at most :data:`MAX_CONNECTIONS`), kept by its server.
+        self.open_connections = 0
 
     async def close(self) -> None:
         self._server.close()
@@ -138,11 +139,11 @@ async def serve_metrics(
 
     async def answer(reader: asyncio.StreamReader, writer: asyncio.StreamWriter) -> None:
         endpoint = served[0]
-        if endpoint._open >= MAX_CONNECTIONS:  # noqa: SLF001 - this module's own server
+        if endpoint.open_connections >= MAX_CONNECTIONS:
             endpoint.refused += 1
             writer.transport.abort()
             return
-        endpoint._open += 1  # noqa: SLF001
+        endpoint.open_connections += 1
         try:
             head = await asyncio.wait_for(reader.readuntil(b"\r\n\r\n"), REQUEST_TIMEOUT)
             method, _, rest = head.partition(b" ")
@@ -169,7 +170,7 @@ async def serve_metrics(
         except (TimeoutError, asyncio.IncompleteReadError, asyncio.LimitOverrunError, OSError):
             pass  # a scraper that went away or sent garbage: nothing to answer
         finally:
-            endpoint._open -= 1  # noqa: SLF001
+            endpoint.open_connections -= 1
             writer.close()
             with contextlib.suppress(Exception):
                 await writer.wait_closed()

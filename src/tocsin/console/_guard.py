@@ -202,11 +202,13 @@ class Guard:
         more = f" ({missed} more from it in the last minute)" if missed else ""
         _log.warning("console: %s from %s%s", _WHY[why].format(guard=self), peer, more)
 
-    def _closed(self, gate: _Gate) -> None:
+    def closed(self, gate: _Gate) -> None:
+        """A gate's connection closed (called by the gate only)."""
         self._open -= 1
         self._pending.pop(gate, None)
 
-    def _waiting(self, gate: _Gate, waiting: bool) -> None:
+    def waiting(self, gate: _Gate, waiting: bool) -> None:
+        """A gate's connection waits for a request head, or no longer (the gate only)."""
         if waiting:
             self._pending[gate] = None
         else:
@@ -284,7 +286,7 @@ class _Gate(asyncio.Protocol):
 
     def evict(self) -> None:
         """Close this connection (still without a request head) for a newer one."""
-        self._guard._waiting(self, False)  # noqa: SLF001 - the gate is the guard's helper
+        self._guard.waiting(self, False)
         self._expire("evicted")
 
     def _expire(self, why: str) -> None:
@@ -299,7 +301,7 @@ class _Gate(asyncio.Protocol):
     def connection_made(self, transport: asyncio.BaseTransport) -> None:
         self.state[0] = True
         self._transport = cast(asyncio.Transport, transport)  # a stream server's
-        self._guard._waiting(self, True)  # noqa: SLF001 - the gate is the guard's helper
+        self._guard.waiting(self, True)
         self._arm(self._guard.header_timeout, "header")
         self._inner.connection_made(transport)
 
@@ -326,7 +328,7 @@ class _Gate(asyncio.Protocol):
             head, rest = bytes(self._head), data[cut:]
             self._head = None
             self._tail = b""
-            self._guard._waiting(self, False)  # noqa: SLF001 - the gate is the guard's helper
+            self._guard.waiting(self, False)
             length = _LENGTH.search(head)
             if length is not None and int(length[1]) > 0:
                 self._body_left = int(length[1])
@@ -366,7 +368,7 @@ class _Gate(asyncio.Protocol):
         self.state[1] = True
         self._cancel()
         self._transport = None
-        self._guard._closed(self)  # noqa: SLF001 - the gate is the guard's own helper
+        self._guard.closed(self)
         self._inner.connection_lost(exc)
 
     def pause_writing(self) -> None:
