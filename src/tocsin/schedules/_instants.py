@@ -20,8 +20,7 @@ from dataclasses import replace
 from datetime import UTC, datetime, timedelta
 from typing import TYPE_CHECKING, Any, Final, Protocol, TypeVar, final
 
-from ..cron import DSTPolicy
-from ..triggers import jitter_offset
+from ..triggers import DST_SCAN, dst_dropped, jitter_offset
 from ._triggers import Cron, Interval, Once
 
 if TYPE_CHECKING:
@@ -31,8 +30,6 @@ __all__ = ["DST_SCAN", "HORIZON", "Instants", "check_has_instant", "resolve"]
 
 #: How far ahead an instant must exist (DESIGN.md: "no instant in the next 10 years").
 HORIZON: Final = 10 * 365.25 * 86_400.0
-#: Matching wall times walked at most to find what a DST change dropped.
-DST_SCAN: Final = 4_096
 #: Instants walked one by one before the search samples day starts instead.
 _WALK: Final = 200
 
@@ -170,33 +167,9 @@ class Instants:
             datetime.fromtimestamp(fire_at, tz).utcoffset()
         ):
             return []
-        policy = self._dst if self._dst is not None else DSTPolicy()
-        gap_drops = policy.gap in ("quartz", "skip")
-        fold_drops = policy.fold != "both"
-        if not (gap_drops or fold_drops):
-            return []
-        every = DSTPolicy(gap="next" if gap_drops else policy.gap, fold="both")
-        dropped: list[tuple[float, str]] = []
-        current = since
-        for _ in range(DST_SCAN):
-            nxt = expr.next_after(datetime.fromtimestamp(current, tz), dst=every)
-            if nxt is None:
-                break
-            at = nxt.timestamp()
-            if at >= fire_at:
-                break
-            current = at
-            # A real instant whose wall time reads with two offsets is in a fold.
-            wall = datetime.fromtimestamp(at, tz).replace(tzinfo=None)
-            folded = (
-                wall.replace(tzinfo=tz, fold=0).utcoffset()
-                != wall.replace(tzinfo=tz, fold=1).utcoffset()
-            )
-            if folded and fold_drops:
-                dropped.append((at, "dst_fold"))
-            elif not folded and gap_drops:
-                dropped.append((at, "dst_gap"))
-        return dropped
+        return [
+            (at, str(outcome)) for at, outcome in dst_dropped(expr, tz, self._dst, since, fire_at)
+        ]
 
     def excluded(self, instant: float) -> bool:
         """Whether the calendar excludes ``instant``."""

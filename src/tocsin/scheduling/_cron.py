@@ -20,7 +20,7 @@ from ..actor._spi import Outcome
 from ..cron import DSTPolicy
 from ..cron._spi import zone
 from ..errors import InvalidCronExpressionError
-from ..triggers import SCAN_LIMIT
+from ..triggers import SCAN_LIMIT, dst_dropped
 
 if TYPE_CHECKING:
     from ..cron import CronExpression
@@ -30,9 +30,6 @@ __all__ = ["OVERDUE_SCAN", "CronState"]
 #: Most overdue fire times counted after a stall (each costs one next-fire computation):
 #: the policy engine's one scan limit.
 OVERDUE_SCAN: Final = SCAN_LIMIT
-#: Most instants a DST change is reported to have dropped between two fire times (an
-#: every-second expression across a skipped hour drops 3,600).
-DST_SCAN: Final = 4_096
 #: Zones with no daylight saving by name (a ``ZoneInfo`` is not a fixed ``timezone``).
 _NO_DST: Final = frozenset({"UTC", "Etc/UTC", "GMT", "Etc/GMT", "Etc/UCT", "UCT", "Zulu"})
 
@@ -153,7 +150,8 @@ class CronState:
         Cheap when nothing changed: one offset read (the previous one is kept) when both
         fire times share one UTC offset (the rule between DST changes). Else the matching
         wall times between them are walked under ``gap="next", fold="both"`` (what would
-        fire if nothing were dropped), at most :data:`DST_SCAN` of them. A gap the policy
+        fire if nothing were dropped), at most :data:`~tocsin.triggers.DST_SCAN` of them
+        (``triggers.dst_dropped``, the rule stored schedules share). A gap the policy
         moves (``next``, ``shift``) or a fold it fires twice (``both``) drops nothing.
         """
         tz = self.tz
@@ -164,33 +162,7 @@ class CronState:
         self.last_offset = (fire_at, after)
         if before == after:
             return []
-        policy = self.dst if self.dst is not None else DSTPolicy()
-        gap_drops = policy.gap in ("quartz", "skip")
-        fold_drops = policy.fold != "both"
-        if not (gap_drops or fold_drops):
-            return []
-        every = DSTPolicy(gap="next" if gap_drops else policy.gap, fold="both")
-        dropped: list[tuple[float, Outcome]] = []
-        current = previous
-        for _ in range(DST_SCAN):
-            nxt = self.expr.next_after(datetime.fromtimestamp(current, tz), dst=every)
-            if nxt is None:
-                break
-            at = nxt.timestamp()
-            if at >= fire_at:
-                break
-            current = at
-            # A real instant whose wall time reads with two offsets is in a fold.
-            wall = datetime.fromtimestamp(at, tz).replace(tzinfo=None)
-            folded = (
-                wall.replace(tzinfo=tz, fold=0).utcoffset()
-                != wall.replace(tzinfo=tz, fold=1).utcoffset()
-            )
-            if folded and fold_drops:
-                dropped.append((at, Outcome.DST_FOLD))
-            elif not folded and gap_drops:
-                dropped.append((at, Outcome.DST_GAP))
-        return dropped
+        return dst_dropped(self.expr, tz, self.dst, previous, fire_at)
 
     def move_to(self, wall: float) -> None:
         """Make ``wall`` (a fire time after the current one) the next fire time."""

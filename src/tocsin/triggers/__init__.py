@@ -28,6 +28,7 @@ from __future__ import annotations
 
 from ..cron import Calendar, DSTPolicy
 from ._checks import MAX_NOTE_BYTES, check_dst, check_exclude, check_note, positive_int
+from ._dst import DST_SCAN, dst_dropped
 from ._jitter import check_jitter, jitter_offset
 from ._misfire import Misfire, MisfirePlan, past_grace, plan_misfire, supersede
 from ._overlap import Admission, Flight, Overlap, admit, leave, release, settle
@@ -44,6 +45,7 @@ from ._window import HORIZON, MAX_BACKFILL, backfill_instants, check_horizon
 
 __all__ = [
     "CRON_WALK_LIMIT",
+    "DST_SCAN",
     "HORIZON",
     "MAX_BACKFILL",
     "MAX_NOTE_BYTES",
@@ -71,6 +73,7 @@ __all__ = [
     "check_horizon",
     "check_jitter",
     "check_note",
+    "dst_dropped",
     "jitter_offset",
     "leave",
     "past_grace",
