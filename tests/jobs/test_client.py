@@ -9,6 +9,7 @@ from typing import Any
 
 import pytest
 from tests.durable.durable_support import Backend
+from tests.eventually import eventually
 
 from tocsin import (
     ActorSystem,
@@ -39,12 +40,12 @@ async def deliver(ctx: JobContext, *args: Any) -> None:
 async def _until_ran(clock: ManualClock, count: int, *, bound: float = 20.0) -> None:
     """Let simulated time stand still and wait (a bounded real wait) for ``count`` runs:
     only a pushed change can start them."""
-    loop = asyncio.get_running_loop()
-    deadline = loop.time() + bound
-    while len(RUNS) < count:
-        assert loop.time() < deadline, f"{len(RUNS)} of {count} runs after {bound} s"
+
+    async def ran() -> bool:
         await clock.advance(0)
-        await asyncio.sleep(0.01)
+        return len(RUNS) >= count
+
+    await eventually(ran, f"{count} runs (simulated time standing still)", within=bound)
 
 
 async def test_a_client_enqueues_without_running_anything(persistent_backend: Backend) -> None:
@@ -104,11 +105,8 @@ async def test_on_sqlite_a_worker_on_a_real_clock_starts_client_work_from_its_ch
         Client(SQLiteStore(path)) as client,
     ):
         await client.jobs.enqueue(deliver, "watched")
-        loop = asyncio.get_running_loop()
-        deadline = loop.time() + 20.0  # the change watch looks once a second
-        while not RUNS:
-            assert loop.time() < deadline, "the worker never ran the client's job"
-            await asyncio.sleep(0.02)
+        # The change watch looks once a second.
+        await eventually(lambda: RUNS, "the worker ran the client's job", within=20.0)
     assert [r[1] for r in RUNS] == [("watched",)]
 
 
