@@ -291,7 +291,18 @@ async def test_on_a_real_store_schedules_fire_survive_a_restart_and_keep_their_l
         (
             Misfire.all(max=3),
             3,
-            [("coalesced", "56"), ("delivered", None), ("delivered", None), ("delivered", None)],
+            # The 56 older than the replayed three are missed, as on every tier (they
+            # were not coalesced into any run).
+            [
+                (
+                    "missed",
+                    "56 instants came due while no node ran it, "
+                    "older than the 3 replayed (Misfire.all)",
+                ),
+                ("delivered", None),
+                ("delivered", None),
+                ("delivered", None),
+            ],
         ),
         (Misfire.once(grace=30), 0, [("coalesced", "58"), ("missed", None)]),
     ],
@@ -410,3 +421,16 @@ async def test_misfire_all_replays_the_overdue_instants_at_most_rate_a_second() 
         instants = [run[1] for run in jobs.RUNS]
         assert instants == sorted(instants)
         assert len(instants) == 3
+
+
+async def test_next_fire_at_is_the_first_instant_after_a_long_excluded_window() -> None:
+    # Every minute, 00:00-06:30 excluded each night: the first delivered instant after
+    # midnight is 06:30, the engine's answer (the walk crosses 390 excluded minutes).
+    midnight = datetime(2026, 3, 3, tzinfo=UTC)
+    clock = ManualClock(wall=midnight.timestamp())
+    night = Calendar.daily("00:00", "06:30")
+    async with ActorSystem("n1", clock=clock, store=MemoryStore()) as sys_:
+        info = await sys_.schedules.add(Schedule("m", Cron("0 * * * * ?"), RECORD, exclude=night))
+        assert info.next_fire_at == datetime(2026, 3, 3, 6, 30, tzinfo=UTC)
+        listed = await sys_.schedules.backfill("m", midnight, info.next_fire_at, dry_run=True)
+        assert listed == []  # every instant of the range is excluded
