@@ -434,3 +434,32 @@ async def test_next_fire_at_is_the_first_instant_after_a_long_excluded_window() 
         assert info.next_fire_at == datetime(2026, 3, 3, 6, 30, tzinfo=UTC)
         listed = await sys_.schedules.backfill("m", midnight, info.next_fire_at, dry_run=True)
         assert listed == []  # every instant of the range is excluded
+
+
+@pytest.mark.parametrize("kind", ["memory", "sqlite"])
+async def test_a_trigger_at_the_millisecond_of_a_decided_instant_still_runs(
+    kind: str, tmp_path: Path
+) -> None:
+    store = MemoryStore() if kind == "memory" else f"sqlite:///{tmp_path / 's.db'}"
+    sys_, clock = system(store)
+    async with sys_:
+        await sys_.schedules.add(Schedule("r", Interval(10), RECORD))
+        await clock.advance(10 - 0.25)  # exactly the first instant: it fires and is decided
+        instant = datetime.fromtimestamp(int(T0) + 10, UTC)
+        assert [(r[1], r[2]) for r in jobs.RUNS] == [(instant.isoformat(), False)]
+        assert await sys_.schedules.trigger("r") == instant  # now: the same millisecond
+        await clock.advance(0)
+        # The manual run is claimed, run and recorded apart from the tick of its instant.
+        assert [(r[1], r[2]) for r in jobs.RUNS] == [
+            (instant.isoformat(), False),
+            (instant.isoformat(), True),
+        ]
+        history = await sys_.schedules.history("r")
+        assert [(h.instant, h.outcome, h.manual) for h in history] == [
+            (instant, Outcome.DELIVERED, False),
+            (instant, Outcome.DELIVERED, True),
+        ]
+        assert all(h.started is not None for h in history)
+        # The next regular instant is unchanged.
+        await clock.advance(10)
+        assert [r[2] for r in jobs.RUNS] == [False, True, False]

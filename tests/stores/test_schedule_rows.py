@@ -248,3 +248,39 @@ async def test_the_newest_instant_of_each_ledger_in_one_read(make: Callable[[], 
         assert await s.schedule_last_instants() == {"a": 5.0, "b": 3.0}
     finally:
         await store.close()
+
+
+async def test_a_manual_runs_row_is_kept_apart_from_the_ticks_row_of_its_instant(
+    make: Callable[[], Store],
+) -> None:
+    store = make()
+    await store.open()
+    s: ScheduleStore = store  # type: ignore[assignment]
+    try:
+        tick = ScheduleTickRow("a", 7.0, 8.0, "delivered", "n1", 2, started=7.5)
+        manual = ScheduleTickRow("a", 7.0, 9.0, "delivered", "n2", 2, started=9.5, manual=True)
+        later = ScheduleTickRow("a", 30.0, 31.0, "failed", "n2", 2, detail="x", manual=True)
+        for written in (tick, manual, later):
+            await s.record_schedule_tick(written, keep=5)
+        assert await s.schedule_tick("a", 7.0) == tick
+        assert await s.schedule_tick("a", 7.0, manual=True) == manual
+        assert await s.schedule_tick("a", 30.0) is None
+        assert await s.schedule_ticks("a") == [tick, manual, later]
+        assert await s.schedule_ticks("a", limit=2) == [manual, later]
+        # A manual run says nothing of how far the schedule's instants were decided.
+        assert await s.schedule_last_instants() == {"a": 7.0}
+        # A second decision about the manual run replaces its own row only.
+        failed = ScheduleTickRow("a", 7.0, 10.0, "failed", "n2", 2, detail="boom", manual=True)
+        await s.record_schedule_tick(failed, keep=5)
+        assert await s.schedule_tick("a", 7.0) == tick
+        got = await s.schedule_tick("a", 7.0, manual=True)
+        assert got is not None
+        assert (got.outcome, got.started) == ("failed", 9.5)
+        # The newest `keep` rows, whatever their kind.
+        await s.record_schedule_tick(ScheduleTickRow("a", 40.0, 41.0, "delivered", "n1", 2), 2)
+        assert [(r.instant, r.manual) for r in await s.schedule_ticks("a")] == [
+            (30.0, True),
+            (40.0, False),
+        ]
+    finally:
+        await store.close()

@@ -190,11 +190,12 @@ def outcome_json(entry: TickOutcome) -> dict[str, Any]:
         "note": entry.note,
         "paused_by": entry.paused_by,
         "started": _iso(entry.started),
+        "manual": entry.manual,
     }
 
 
 def _row_text(entry: TickOutcome) -> str:
-    extra = []
+    extra = ["manual run"] if entry.manual else []
     if entry.detail is not None:
         extra.append(str(entry.detail))
     if entry.note is not None or entry.paused_by is not None:
@@ -245,7 +246,9 @@ async def _why(schedules: Schedules, ns: argparse.Namespace) -> None:
     trigger = trigger_of(info.spec)
     before = last_at(trigger, at)
     after = trigger.after(at)
-    ledger = {round(e.instant.timestamp(), 3): e for e in await schedules.history(ns.id)}
+    # The instants' own rows (a manual run at one of them is a row of its own, not why).
+    history = await schedules.history(ns.id)
+    ledger = {round(e.instant.timestamp(), 3): e for e in history if not e.manual}
     exact = before is not None and abs(before - at) < 0.001
     nearest = before if exact else _nearest(at, before, after)
 

@@ -68,7 +68,7 @@ from ..triggers import (
 )
 from ._instants import trigger_of
 from ._spec import decode_spec
-from ._store_claims import PREFIX, StoreClaims
+from ._store_claims import MANUAL, PREFIX, StoreClaims
 from ._targets import find_job, queue_durable, task_id
 from ._values import Durable, Once, Schedule
 
@@ -511,11 +511,13 @@ class Runner:
         following: float | None = None,
     ) -> None:
         """Claim ``instant`` of ``entry`` and decide it if this node wins (``overdue``:
-        an instant found overdue at start, claimed without the lateness check)."""
+        an instant found overdue at start, claimed without the lateness check). A manual
+        run is claimed under a reference of its own (``schedule:<id>@manual``: no id holds
+        an ``@``), so a trigger at the instant of a decided tick is not taken for it."""
         if following is None:
             following = entry.trigger.after(instant)
         period = math.inf if following is None else following - instant
-        reference = CLAIM_PREFIX + entry.row.id
+        reference = CLAIM_PREFIX + entry.row.id + (MANUAL if manual else "")
 
         def deliver(fence: int, finished: Callable[[], None] | None) -> bool:
             work = self._decide(entry, instant, fence or None, finished, manual, backfill, overdue)
@@ -525,7 +527,8 @@ class Runner:
         def skipped(outcome: Outcome | None, detail: str | int | None) -> None:
             if outcome in (Outcome.COALESCED, Outcome.CLAIM_ERROR):
                 text = None if detail is None else str(detail)
-                self.spawn(self._record(entry, instant, outcome, text, replace=False), "record")
+                work = self._record(entry, instant, outcome, text, replace=False, manual=manual)
+                self.spawn(work, "record")
 
         self.claims.deliver_if_won(
             reference,
@@ -561,17 +564,17 @@ class Runner:
                 entry.row = msgspec.structs.replace(row, spec=b"")
             spec = entry.spec
             if not manual and not backfill and row.paused:
-                await self._record(entry, instant, Outcome.PAUSED, None, row=row)
+                await self._record(entry, instant, Outcome.PAUSED, None, row=row)  # not manual
             elif not manual and entry.trigger.excluded(instant):
-                await self._record(entry, instant, Outcome.EXCLUDED, None)
+                await self._record(entry, instant, Outcome.EXCLUDED, None)  # not manual
             elif (
                 not manual
                 and not backfill
                 and past_grace(spec.misfire, self.clock.wall() - instant)
             ):
-                await self._record(entry, instant, Outcome.MISSED, None)
+                await self._record(entry, instant, Outcome.MISSED, None)  # not manual
             elif isinstance(spec.target, Durable):
-                await self._queue(entry, instant, spec.target, asked)
+                await self._queue(entry, instant, spec.target, asked, manual)
             else:
                 # Durable from here on: a lease (at_least_once) ends once it is stored.
                 await self._enqueue_job(entry, instant, fence, manual, backfill, asked)
@@ -585,7 +588,9 @@ class Runner:
             if finished is not None:
                 finished()
 
-    async def _queue(self, entry: _Entry, instant: float, target: Durable, asked: bool) -> None:
+    async def _queue(
+        self, entry: _Entry, instant: float, target: Durable, asked: bool, manual: bool
+    ) -> None:
         store = self.durable.store
         alive = []
         for kind, identity, tid in entry.outstanding:
@@ -593,13 +598,13 @@ class Runner:
                 alive.append((kind, identity, tid))
         entry.outstanding = alive
         if not queue_admits(entry.spec.overlap, len(alive), asked=asked):
-            await self._record(entry, instant, Outcome.SKIPPED_OVERLAP, None)
+            await self._record(entry, instant, Outcome.SKIPPED_OVERLAP, None, manual=manual)
             return
         now = self.clock.wall()
-        tid = await queue_durable(self.durable, target, entry.row.id, instant, now)
+        tid = await queue_durable(self.durable, target, entry.row.id, instant, now, manual=manual)
         entry.outstanding = [*alive, (target.kind, target.identity, tid)]
         await self._wake(target.kind, target.identity, now)
-        await self._record(entry, instant, Outcome.DELIVERED, None)
+        await self._record(entry, instant, Outcome.DELIVERED, None, manual=manual)
 
     async def _enqueue_job(
         self,
@@ -622,7 +627,7 @@ class Runner:
         # Runs of one schedule share a shard (their ids are ``<id>@<instant>``), so they
         # run one after another: the engine says how many wait behind the one running.
         if not queue_admits(spec.overlap, len(alive), asked=asked):
-            await self._record(entry, instant, Outcome.SKIPPED_OVERLAP, None)
+            await self._record(entry, instant, Outcome.SKIPPED_OVERLAP, None, manual=manual)
             return
         assert isinstance(spec.target, str)
         # The job's own retry budget when this process knows it. A job no module of
@@ -647,7 +652,7 @@ class Runner:
             and await self.store.schedule_tick(sid, instant) is not None
         )
         now = self.clock.wall()
-        run_id = task_id(sid, instant)
+        run_id = task_id(sid, instant, manual=manual)
         tick = Tick(sid, _utc(instant), 1, manual, backfill, fence)
         row = job_row(
             spec.target,
@@ -665,7 +670,7 @@ class Runner:
         entry.outstanding = [*alive, (row.kind, row.identity, row.id)]
         await self._wake(row.kind, row.identity, now)
         if not again:
-            await self._record(entry, instant, Outcome.DELIVERED, detail)
+            await self._record(entry, instant, Outcome.DELIVERED, detail, manual=manual)
 
     async def _wake(self, kind: str, identity: str, now: float) -> None:
         """A task row of ``kind/identity`` due ``now`` was written: run it here, or in
@@ -704,8 +709,10 @@ class Runner:
         row: ScheduleRow | None = None,
         started: float | None = None,
         replace: bool = True,
+        manual: bool = False,
     ) -> None:
-        """Write the ledger row of ``instant``, count it, and publish a non-delivery."""
+        """Write the ledger row of ``instant`` (``manual``: of the run a trigger asked
+        for at it, a row of its own), count it, and publish a non-delivery."""
         sid = entry.row.id
         paused = row if outcome is Outcome.PAUSED else None
         ledger = ScheduleTickRow(
@@ -719,6 +726,7 @@ class Runner:
             note=None if paused is None else paused.note,
             by=None if paused is None else paused.paused_by,
             started=started,
+            manual=manual,
         )
         try:
             await self.store.record_schedule_tick(ledger, entry.spec.history, replace=replace)

@@ -523,4 +523,5 @@ def tick_outcome(row: ScheduleTickRow) -> TickOutcome:
         note=row.note,
         paused_by=row.by,
         started=_utc(row.started),
+        manual=row.manual,
     )

@@ -18,11 +18,13 @@ from ..stores import ScheduleStore
 if TYPE_CHECKING:
     from ..clock import Clock
 
-__all__ = ["PREFIX", "StoreClaims"]
+__all__ = ["MANUAL", "PREFIX", "StoreClaims"]
 
 #: Claim references of stored schedules (``_runner.CLAIM_PREFIX``, which imports this
 #: module, says the same).
 PREFIX: Final = "schedule:"
+#: What a manual run's claim reference adds (``schedule:<id>@manual``; ids hold no ``@``).
+MANUAL: Final = "@manual"
 
 
 @final
@@ -66,7 +68,10 @@ class StoreClaims:
             # at_least_once, an instant asked for again (overdue at start, a backfill):
             # claimed, never decided (no ledger row) means its claimer died first.
             sid = reference[len(PREFIX) :]
-            won = await self.store.schedule_tick(sid, fire_at) is None
+            manual = sid.endswith(MANUAL)
+            if manual:
+                sid = sid[: -len(MANUAL)]
+            won = await self.store.schedule_tick(sid, fire_at, manual=manual) is None
         return TickClaim(ClaimOutcome.WON if won else ClaimOutcome.LOST)
 
     async def claim_ticks(self, requests: Sequence[TickRequest], node: str) -> list[TickClaim]:

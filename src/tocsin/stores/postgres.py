@@ -716,7 +716,7 @@ class PostgresStore:
     async def record_schedule_tick(
         self, row: ScheduleTickRow, keep: int, *, replace: bool = True
     ) -> None:
-        """Write the ledger row of ``(id, instant)``, keep the newest ``keep``."""
+        """Write the ledger row of ``(id, instant, manual)``, keep the newest ``keep``."""
         pool = self._require()
         sql = _SQ["RECORD" if replace else "RECORD_IF_ABSENT"]
         async with self._errors("record a schedule tick"), pool.acquire() as conn:
@@ -735,13 +735,15 @@ class PostgresStore:
         return [sq.tick_from_sql(r) for r in reversed(rows)]
 
     async def schedule_last_instants(self) -> dict[str, float]:
-        """The newest instant of each schedule's ledger, by id."""
+        """The newest instant of each schedule's ledger, manual runs aside, by id."""
         rows = await self._fetch(_SQ["LAST_INSTANTS"])
         return {sid: float(instant) for sid, instant in rows}
 
-    async def schedule_tick(self, schedule_id: str, instant: float) -> ScheduleTickRow | None:
-        """The ledger row of one instant, or ``None``."""
-        rows = await self._fetch(_SQ["LEDGER_ONE"], schedule_id, float(instant))
+    async def schedule_tick(
+        self, schedule_id: str, instant: float, *, manual: bool = False
+    ) -> ScheduleTickRow | None:
+        """The ledger row of one instant (a manual run's: ``manual``), or ``None``."""
+        rows = await self._fetch(_SQ["LEDGER_ONE"], schedule_id, float(instant), manual)
         return sq.tick_from_sql(rows[0]) if rows else None
 
     async def claim_schedule_ticks(

@@ -435,7 +435,7 @@ class SQLiteStore:
     async def record_schedule_tick(
         self, row: ScheduleTickRow, keep: int, *, replace: bool = True
     ) -> None:
-        """Write the ledger row of ``(id, instant)``, keep the newest ``keep``."""
+        """Write the ledger row of ``(id, instant, manual)``, keep the newest ``keep``."""
         params = sq.ledger_params(row)
         sql = sq.RECORD if replace else sq.RECORD_IF_ABSENT
 
@@ -456,13 +456,15 @@ class SQLiteStore:
         return [sq.tick_from_sql(r) for r in reversed(rows)]
 
     async def schedule_last_instants(self) -> dict[str, float]:
-        """The newest instant of each schedule's ledger, by id."""
+        """The newest instant of each schedule's ledger, manual runs aside, by id."""
         rows = await self._read(sq.LAST_INSTANTS, (), bounded=False)
         return {sid: float(instant) for sid, instant in rows}
 
-    async def schedule_tick(self, schedule_id: str, instant: float) -> ScheduleTickRow | None:
-        """The ledger row of one instant, or ``None``."""
-        rows = await self._read(sq.LEDGER_ONE, (schedule_id, float(instant)))
+    async def schedule_tick(
+        self, schedule_id: str, instant: float, *, manual: bool = False
+    ) -> ScheduleTickRow | None:
+        """The ledger row of one instant (a manual run's: ``manual``), or ``None``."""
+        rows = await self._read(sq.LEDGER_ONE, (schedule_id, float(instant), manual))
         return sq.tick_from_sql(rows[0]) if rows else None
 
     async def claim_schedule_ticks(
