@@ -14,6 +14,7 @@ import pytest
 
 from tocsin.stores import (
     MemoryStore,
+    SchedulePause,
     ScheduleRequest,
     ScheduleRow,
     ScheduleStore,
@@ -66,7 +67,7 @@ async def test_add_is_insert_if_absent_and_update_is_compare_and_set_on_version(
         assert not await s.write_schedule(row(spec=b"\x02"), expect=None)  # held: no overwrite
         r1 = await s.schedules_revision()
         assert r1 > 0
-        assert await s.pause_schedule_row("nightly", paused=True, note="OPS-42", by="n1", at=20.0)
+        assert await s.pause_schedule_row("nightly", SchedulePause(True, "OPS-42", "n1", 20.0))
         r2 = await s.schedules_revision()
         assert r2 > r1
         # A stale version writes nothing; the current one writes and keeps the pause.
@@ -86,7 +87,11 @@ async def test_add_is_insert_if_absent_and_update_is_compare_and_set_on_version(
         )
         assert await s.schedules_revision() > r2
         assert [r.id for r in await s.schedule_rows()] == ["nightly"]
-        assert not await s.pause_schedule_row("nope", paused=True, note=None, by=None, at=None)
+        assert not await s.pause_schedule_row("nope", SchedulePause(True))
+        assert await s.pause_schedule_row(
+            "nightly", SchedulePause(False)
+        )  # every pause field cleared
+        assert await s.schedule_row("nightly") == ScheduleRow("nightly", b"\x03", 2, 10.0, 30.0)
         assert await s.delete_schedule("nightly")
         assert not await s.delete_schedule("nightly")
         assert await s.schedule_row("nightly") is None

@@ -5,14 +5,8 @@ from __future__ import annotations
 
 import pytest
 
-from tocsin.triggers import (
-    Misfire,
-    MisfirePlan,
-    goes_on_from_now,
-    past_grace,
-    plan_misfire,
-    supersede,
-)
+from tocsin.triggers import Misfire, MisfirePlan, past_grace, plan_misfire, supersede
+from tocsin.triggers import goes_on_from_now as goes_on
 
 
 def test_once_delivers_the_first_overdue_instant_standing_for_the_others() -> None:
@@ -77,8 +71,8 @@ def test_on_a_ledger_once_delivers_the_latest_and_skip_notes_the_latest() -> Non
 
 
 def test_a_stalled_walk_goes_on_from_now_unless_the_policy_replays() -> None:
-    assert goes_on_from_now(Misfire.once(), 20.0, 25.0)
-    assert goes_on_from_now(Misfire.skip(), 20.0, 20.0)
-    assert not goes_on_from_now(Misfire.all(max=5), 20.0, 25.0)
-    assert not goes_on_from_now(Misfire.once(), 30.0, 25.0)  # not overdue
-    assert not goes_on_from_now(Misfire.once(), None, 25.0)  # no next instant
+    assert goes_on(Misfire.once(), 20.0, 25.0)
+    assert goes_on(Misfire.skip(), 20.0, 20.0)
+    assert not goes_on(Misfire.all(max=5), 20.0, 25.0)
+    assert not goes_on(Misfire.once(), 30.0, 25.0)  # not overdue
+    assert not goes_on(Misfire.once(), None, 25.0)  # no next instant

@@ -24,7 +24,7 @@ Kleppmann's "How to do distributed locking".
 from __future__ import annotations
 
 import enum
-from collections.abc import Sequence
+from collections.abc import Awaitable, Callable, Sequence
 from dataclasses import dataclass
 from typing import Protocol, final, runtime_checkable
 
@@ -38,6 +38,7 @@ __all__ = [
     "PauseNote",
     "TickClaim",
     "TickRequest",
+    "claim_each",
     "claim_ticks",
 ]
 
@@ -366,8 +367,17 @@ async def claim_ticks(
     if batch is not None:
         answers: list[TickClaim] = await batch(requests, node)
         return answers
+    return await claim_each(coordinator.claim_tick, requests, node)
+
+
+async def claim_each(
+    claim: Callable[..., Awaitable[TickClaim]], requests: Sequence[TickRequest], node: str
+) -> list[TickClaim]:
+    """``requests`` claimed for ``node`` one after another, in order, through ``claim``
+    (a :meth:`Coordinator.claim_tick`): the batch of a coordinator that has none, and
+    the fallback of one whose batch cannot take every request."""
     return [
-        await coordinator.claim_tick(
+        await claim(
             r.key,
             r.reference,
             r.fire_at,

@@ -26,7 +26,13 @@ import msgspec
 
 from ..actor import Outcome, TickOutcome
 from ..errors import ScheduleAlreadyExistsError, ScheduleNotFoundError
-from ..stores import ScheduleRequest, ScheduleRow, ScheduleStore, ScheduleTickRow
+from ..stores import (
+    SchedulePause,
+    ScheduleRequest,
+    ScheduleRow,
+    ScheduleStore,
+    ScheduleTickRow,
+)
 from ..triggers import backfill_instants, check_note, next_delivered
 from ._instants import resolve, trigger_of
 from ._spec import decode_spec, diff, encode_spec
@@ -222,14 +228,12 @@ class Schedules:
         return await self._set_paused(schedule_id, False, None)
 
     async def _set_paused(self, schedule_id: str, paused: bool, note: str | None) -> StoredSchedule:
-        now = self._clock.wall()
-        ok = await self._store.pause_schedule_row(
-            schedule_id,
-            paused=paused,
-            note=note if paused else None,
-            by=self._node if paused else None,
-            at=now if paused else None,
+        pause = (
+            SchedulePause(True, note, self._node, self._clock.wall())
+            if paused
+            else SchedulePause(False)
         )
+        ok = await self._store.pause_schedule_row(schedule_id, pause)
         if not ok:
             raise _unknown(schedule_id)
         row = await self._row(schedule_id)

@@ -12,7 +12,7 @@ from __future__ import annotations
 from collections.abc import Sequence
 from typing import TYPE_CHECKING, Final, final
 
-from ..cluster._spi import ClaimOutcome, TickClaim, TickRequest
+from ..cluster._spi import ClaimOutcome, TickClaim, TickRequest, claim_each
 from ..stores import ScheduleStore
 
 if TYPE_CHECKING:
@@ -81,19 +81,7 @@ class StoreClaims:
         if batch is None or any(r.backfill and r.lease is not None for r in requests):
             # One claim at a time: a store without the batch, or an at_least_once instant
             # asked for again, whose lost claim claim_tick checks against the ledger.
-            return [
-                await self.claim_tick(
-                    r.key,
-                    r.reference,
-                    r.fire_at,
-                    r.ttl,
-                    node,
-                    keep=r.keep,
-                    lease=r.lease,
-                    backfill=r.backfill,
-                )
-                for r in requests
-            ]
+            return await claim_each(self.claim_tick, requests, node)
         now = self.clock.wall()
         answers: list[TickClaim | None] = []
         claims: list[tuple[str, float]] = []

@@ -33,7 +33,13 @@ from typing import Protocol, runtime_checkable
 
 import msgspec
 
-__all__ = ["ScheduleRequest", "ScheduleRow", "ScheduleStore", "ScheduleTickRow"]
+__all__ = [
+    "SchedulePause",
+    "ScheduleRequest",
+    "ScheduleRow",
+    "ScheduleStore",
+    "ScheduleTickRow",
+]
 
 
 class ScheduleRow(msgspec.Struct, frozen=True):
@@ -53,6 +59,17 @@ class ScheduleRow(msgspec.Struct, frozen=True):
     note: str | None = None
     paused_by: str | None = None
     paused_at: float | None = None
+
+
+class SchedulePause(msgspec.Struct, frozen=True):
+    """A schedule's pause state as :meth:`ScheduleStore.pause_schedule_row` writes it
+    (the columns ``paused``, ``note``, ``paused_by``, ``paused_at`` of its row): paused,
+    with the note, who and when; or resumed (``SchedulePause(False)``: all cleared)."""
+
+    paused: bool
+    note: str | None = None
+    by: str | None = None
+    at: float | None = None
 
 
 class ScheduleTickRow(msgspec.Struct, frozen=True):
@@ -120,15 +137,7 @@ class ScheduleStore(Protocol):
         """Remove one schedule (its ledger stays); whether it existed."""
         ...
 
-    async def pause_schedule_row(
-        self,
-        schedule_id: str,
-        *,
-        paused: bool,
-        note: str | None,
-        by: str | None,
-        at: float | None,
-    ) -> bool:
+    async def pause_schedule_row(self, schedule_id: str, pause: SchedulePause) -> bool:
         """Set the pause state (the version is untouched); whether the schedule exists."""
         ...
 

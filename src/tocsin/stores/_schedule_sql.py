@@ -10,7 +10,7 @@ from __future__ import annotations
 
 from typing import Any, Final
 
-from ._schedule_rows import ScheduleRow, ScheduleTickRow
+from ._schedule_rows import SchedulePause, ScheduleRow, ScheduleTickRow
 
 __all__ = [
     "BUMP_REVISION",
@@ -36,6 +36,7 @@ __all__ = [
     "TRIM",
     "UPDATE",
     "ledger_params",
+    "pause_params",
     "schedule_from_sql",
     "schedule_params",
     "tick_from_sql",
@@ -146,6 +147,12 @@ def schedule_params(row: ScheduleRow) -> tuple[Any, ...]:
         row.paused_by,
         None if row.paused_at is None else float(row.paused_at),
     )
+
+
+def pause_params(schedule_id: str, pause: SchedulePause) -> tuple[Any, ...]:
+    """The parameters of :data:`PAUSE` for ``pause`` of ``schedule_id``."""
+    at = None if pause.at is None else float(pause.at)
+    return (pause.paused, pause.note, pause.by, at, schedule_id)
 
 
 def ledger_params(row: ScheduleTickRow) -> tuple[Any, ...]:

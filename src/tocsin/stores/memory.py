@@ -30,7 +30,7 @@ from ._protocols import (
     TaskState,
     TickRow,
 )
-from ._schedule_rows import ScheduleRequest, ScheduleRow, ScheduleTickRow
+from ._schedule_rows import SchedulePause, ScheduleRequest, ScheduleRow, ScheduleTickRow
 from ._validate import validate_ops
 
 __all__ = ["MemoryStore"]
@@ -278,21 +278,13 @@ class MemoryStore:
         self._revision += 1
         return True
 
-    async def pause_schedule_row(
-        self,
-        schedule_id: str,
-        *,
-        paused: bool,
-        note: str | None,
-        by: str | None,
-        at: float | None,
-    ) -> bool:
+    async def pause_schedule_row(self, schedule_id: str, pause: SchedulePause) -> bool:
         """Set the pause state (not the version); whether the schedule exists."""
         current = self._schedules.get(schedule_id)
         if current is None:
             return False
         self._schedules[schedule_id] = msgspec.structs.replace(
-            current, paused=paused, note=note, paused_by=by, paused_at=at
+            current, paused=pause.paused, note=pause.note, paused_by=pause.by, paused_at=pause.at
         )
         self._revision += 1
         return True

@@ -59,7 +59,7 @@ from ._protocols import (
     TickRow,
     UpsertTask,
 )
-from ._schedule_rows import ScheduleRequest, ScheduleRow, ScheduleTickRow
+from ._schedule_rows import SchedulePause, ScheduleRequest, ScheduleRow, ScheduleTickRow
 from ._validate import validate_ops
 
 try:
@@ -695,17 +695,9 @@ class PostgresStore:
         """Remove one schedule (its ledger stays); whether it existed."""
         return await self._change(_SQ["DELETE"], (schedule_id,), "remove a schedule")
 
-    async def pause_schedule_row(
-        self,
-        schedule_id: str,
-        *,
-        paused: bool,
-        note: str | None,
-        by: str | None,
-        at: float | None,
-    ) -> bool:
+    async def pause_schedule_row(self, schedule_id: str, pause: SchedulePause) -> bool:
         """Set the pause state (not the version); whether the schedule exists."""
-        args = (paused, note, by, at, schedule_id)
+        args = sq.pause_params(schedule_id, pause)
         return await self._change(_SQ["PAUSE"], args, "pause a schedule")
 
     async def schedules_revision(self) -> int:

@@ -60,7 +60,7 @@ from ._protocols import (
     TaskState,
     TickRow,
 )
-from ._schedule_rows import ScheduleRequest, ScheduleRow, ScheduleTickRow
+from ._schedule_rows import SchedulePause, ScheduleRequest, ScheduleRow, ScheduleTickRow
 from ._sqlite_calls import (
     DB_ERRORS,
     cannot_be_database,
@@ -414,18 +414,9 @@ class SQLiteStore:
         """Remove one schedule (its ledger stays); whether it existed."""
         return await self._change(sq.DELETE, (schedule_id,), "remove a schedule")
 
-    async def pause_schedule_row(
-        self,
-        schedule_id: str,
-        *,
-        paused: bool,
-        note: str | None,
-        by: str | None,
-        at: float | None,
-    ) -> bool:
+    async def pause_schedule_row(self, schedule_id: str, pause: SchedulePause) -> bool:
         """Set the pause state (not the version); whether the schedule exists."""
-        args = (paused, note, by, at, schedule_id)
-        return await self._change(sq.PAUSE, args, "pause a schedule")
+        return await self._change(sq.PAUSE, sq.pause_params(schedule_id, pause), "pause a schedule")
 
     async def schedules_revision(self) -> int:
         """Moves at every change of a stored schedule."""
