@@ -436,12 +436,22 @@ async def test_next_fire_at_is_the_first_instant_after_a_long_excluded_window() 
         assert listed == []  # every instant of the range is excluded
 
 
-@pytest.mark.parametrize("kind", ["memory", "sqlite"])
+@pytest.fixture(
+    params=["memory", "sqlite", pytest.param("postgres", marks=pytest.mark.integration)]
+)
+def any_store(request: pytest.FixtureRequest, tmp_path: Path) -> object:
+    if request.param == "memory":
+        return MemoryStore()
+    if request.param == "sqlite":
+        return f"sqlite:///{tmp_path / 'app.db'}"
+    dsn: str = request.getfixturevalue("postgres_dsn")
+    return f"{dsn}{'&' if '?' in dsn else '?'}schema=t_{uuid.uuid4().hex[:16]}"
+
+
 async def test_a_trigger_at_the_millisecond_of_a_decided_instant_still_runs(
-    kind: str, tmp_path: Path
+    any_store: object,
 ) -> None:
-    store = MemoryStore() if kind == "memory" else f"sqlite:///{tmp_path / 's.db'}"
-    sys_, clock = system(store)
+    sys_, clock = system(any_store)
     async with sys_:
         await sys_.schedules.add(Schedule("r", Interval(10), RECORD))
         await clock.advance(10 - 0.25)  # exactly the first instant: it fires and is decided
@@ -463,3 +473,20 @@ async def test_a_trigger_at_the_millisecond_of_a_decided_instant_still_runs(
         # The next regular instant is unchanged.
         await clock.advance(10)
         assert [r[2] for r in jobs.RUNS] == [False, True, False]
+
+
+async def test_a_durable_targets_manual_run_at_a_decided_instant_is_a_task_of_its_own() -> None:
+    Counter.seen.clear()
+    sys_, clock = system()
+    async with sys_:
+        spec = Schedule("d", Interval(10), Durable(Counter, "c-1", "bump", {"n": 1}))
+        await sys_.schedules.add(spec)
+        await clock.advance(10 - 0.25)  # exactly the first instant
+        await sys_.schedules.trigger("d")  # the same instant, by hand
+        await clock.advance(0)
+        assert len(Counter.seen) == 2  # two task rows, not one replacing the other
+        rows = await sys_.schedules.history("d")
+        assert [(r.outcome, r.manual) for r in rows] == [
+            (Outcome.DELIVERED, False),
+            (Outcome.DELIVERED, True),
+        ]
