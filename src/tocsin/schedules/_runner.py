@@ -31,11 +31,17 @@ its one ledger row.
   :data:`BACKSTOP_SECONDS` covers a lost notification while schedules exist; a node
   whose store never held one does no periodic work. An add or an update arms the first
   instant strictly after the change: it never fires at once.
-* **Overlap.** Judged by the schedule's stored runs not yet finished (queued on the
-  deciding node): runs of one schedule run one after another (a durable identity's tasks
-  do; a job's run ids ``<id>@<instant>`` share one shard), so ``max_in_flight`` bounds
-  how many wait and ``BUFFER_ONE`` keeps one waiting behind the one running. Instants
-  asked for (trigger, backfill, a misfire replay) are queued whatever waits.
+* **Policies.** Every decision is the policy engine's (``tocsin.triggers``), which this
+  module only feeds: overlap (:func:`~tocsin.triggers.queue_admits`, over the
+  schedule's stored runs not yet finished, queued on the deciding node: runs of one
+  schedule run one after another, as a durable identity's tasks do and a job's run ids
+  ``<id>@<instant>`` share one shard; instants asked for are queued whatever waits),
+  misfire (:func:`~tocsin.triggers.plan_misfire` with the ledger's rule at start,
+  :func:`~tocsin.triggers.goes_on_from_now` after a stall), grace
+  (:func:`~tocsin.triggers.past_grace`), and every instant (the engine's trigger:
+  calendar, DST, jitter). ``tests/test_one_policy_engine.py`` keeps it so.
+* **Manual runs** (``trigger``) are claimed under ``schedule:<id>@manual`` and
+  recorded in a ledger row of their own, so one at the instant of a decided tick runs.
 
 Prior art: APScheduler 4's scheduler loop over a shared data store (acquire schedules,
 release them), Temporal's schedule workflow (one decision and one record per action).
@@ -563,16 +569,18 @@ class Runner:
             if row.version == entry.row.version:
                 entry.row = msgspec.structs.replace(row, spec=b"")
             spec = entry.spec
+            # A manual run is never paused, excluded nor late: only its run's rows are
+            # its own (``manual=``).
             if not manual and not backfill and row.paused:
-                await self._record(entry, instant, Outcome.PAUSED, None, row=row)  # not manual
+                await self._record(entry, instant, Outcome.PAUSED, None, row=row)
             elif not manual and entry.trigger.excluded(instant):
-                await self._record(entry, instant, Outcome.EXCLUDED, None)  # not manual
+                await self._record(entry, instant, Outcome.EXCLUDED, None)
             elif (
                 not manual
                 and not backfill
                 and past_grace(spec.misfire, self.clock.wall() - instant)
             ):
-                await self._record(entry, instant, Outcome.MISSED, None)  # not manual
+                await self._record(entry, instant, Outcome.MISSED, None)
             elif isinstance(spec.target, Durable):
                 await self._queue(entry, instant, spec.target, asked, manual)
             else:
