@@ -14,7 +14,6 @@ from __future__ import annotations
 import asyncio
 import math
 from collections.abc import Callable
-from datetime import datetime
 from typing import TYPE_CHECKING, Protocol, final
 
 from ..actor._spi import Outcome
@@ -164,8 +163,10 @@ class Claims:
         gate = self._gate
         assert gate is not None
         path = self._path
-        nxt = state.expr.next_after(datetime.fromtimestamp(fire_at, state.tz), dst=state.dst)
-        period = math.inf if nxt is None else nxt.timestamp() - fire_at
+        # The fire time after this one: `fire_cron` has just asked the same question of
+        # the state, which remembers the answer (one next-fire computation per tick).
+        nxt = state.following(fire_at)
+        period = math.inf if nxt is None else nxt - fire_at
 
         def deliver(fence: int, finished: Callable[[], None] | None) -> bool:
             if record.dead:
