@@ -12,11 +12,14 @@ position). An entry takes two slots:
   time it was handed to the target (monotonic seconds for interval and one-shot
   schedules, wall seconds for cron): no object is built per tick, and the
   :class:`~tocsin.TickOutcome` is made only when the ring is read;
-* anything else: a tuple ``(outcome, detail, recorded)`` (``recorded``: the wall time
-  it was recorded at), then the instant (wall seconds). Not rare in a cluster: every tick
-  another node won is ``claimed_elsewhere`` here (two in three on three nodes), so the
-  :class:`~tocsin.TickOutcome` is made only when the ring is read, and the
-  :class:`~tocsin.TickNotDelivered` event only when someone subscribes to events.
+* anything else: a tuple ``(outcome value, detail, recorded)`` (``recorded``: the wall
+  time it was recorded at), then the instant (wall seconds). Not rare in a cluster: every
+  tick another node won is ``claimed_elsewhere`` here (two in three on three nodes), so
+  the :class:`~tocsin.TickOutcome` is made only when the ring is read, and the
+  :class:`~tocsin.TickNotDelivered` event only when someone subscribes to events. The
+  tuple holds only strings, numbers and ``None`` (the outcome's value, not the enum
+  member), so the collector stops tracking it at its first pass: the entries a ring
+  keeps never reach the oldest generation, whose full passes they would bring on.
 
 This module builds and reads the entries; the record's own module writes its slots
 (``ScheduleRecord.remember``), so a field has one writer. Nothing here reads the clock
@@ -146,7 +149,7 @@ class History:
         delivered (or was delivered by hand: a ``delivered`` outcome is only recorded
         here for manual and backfilled ticks): into its ring, and, unless it is
         ``delivered``, as an event and in the counts."""
-        record.remember((outcome, detail, self._clock.wall()), instant_wall)
+        record.remember((outcome.value, detail, self._clock.wall()), instant_wall)
         if outcome is not _DELIVERED:
             reference = record.reference
             key = (self.label(reference), outcome)
@@ -188,10 +191,12 @@ class History:
             if first is None:
                 continue
             if type(first) is tuple:
-                outcome, detail, recorded = first
+                value, detail, recorded = first
                 instant = ordered[i + 1]
                 out.append(
-                    TickOutcome(reference, _utc(instant), _utc(recorded), outcome, detail, node)
+                    TickOutcome(
+                        reference, _utc(instant), _utc(recorded), Outcome(value), detail, node
+                    )
                 )
                 continue
             instant, handed = wall_of(first), wall_of(ordered[i + 1])
