@@ -17,7 +17,8 @@ from tocsin.scheduling._spi import Scheduler
 READ_COST = 0.002
 
 
-class BusyClock(ManualClock):
+# ManualClock is final for users; this test double only makes its wall reads take time.
+class BusyClock(ManualClock):  # type: ignore[misc]
     """A ManualClock on which time passes while the system works: every wall read moves
     monotonic (and wall) time on by :data:`READ_COST`, so a timer batch that fires many
     schedules ends well after it began."""
