@@ -31,6 +31,7 @@ from ..stores._spi import (
 )
 from ._protocol import EXPIRED_LEASE_RETENTION as RETENTION
 from ._protocol import ClaimOutcome, LeaseRow, Ownership, PauseNote, TickClaim, TickRequest
+from ._protocol import ClaimsInBatches as _OneClaimAsBatch
 from ._rendezvous import rendezvous_owner
 
 try:  # fail at import with the install hint (the session layer imports it on first use)
@@ -236,7 +237,7 @@ def _decide(
         return TickClaim(ClaimOutcome.WON, fence)
     if paused:
         return TickClaim(ClaimOutcome.PAUSED)
-    if now - request.fire_at > request.ttl and not request.backfill:
+    if request.late(now):
         return TickClaim(ClaimOutcome.LATE)
     if request.lease is None:
         return TickClaim(ClaimOutcome.LOST)
@@ -264,7 +265,7 @@ def _rounds(requests: Sequence[TickRequest]) -> list[list[int]]:
 
 
 @final
-class PostgresCoordinator:
+class PostgresCoordinator(_OneClaimAsBatch):
     """A :class:`~tocsin.cluster.Coordinator` in a PostgreSQL database.
 
     Args:
@@ -609,32 +610,22 @@ class PostgresCoordinator:
 
     # -- cron single fire ------------------------------------------------------------
 
-    async def claim_tick(
-        self,
-        key: str,
-        reference: str,
-        fire_at: float,
-        ttl: float,
-        node: str,
-        *,
-        keep: float | None = None,
-        lease: float | None = None,
-        backfill: bool = False,
-    ) -> TickClaim:
+    async def _claim_one(self, request: TickRequest, node: str) -> TickClaim:
+        # One tick: the single statement, lighter than a batch of one.
         pool = self._require()
-        request = TickRequest(key, reference, fire_at, ttl, keep, lease, backfill)
+        lease = request.lease
         async with self._errors("claim_tick"):
             row = await pool.fetchrow(
                 _CLAIM,
                 self._offset,
-                key,
-                reference,
+                request.key,
+                request.reference,
                 node,
-                float(fire_at),
-                float(ttl),
-                float(keep or 0.0),
+                float(request.fire_at),
+                float(request.ttl),
+                float(request.keep or 0.0),
                 None if lease is None else float(lease),
-                backfill,
+                request.backfill,
             )
             await self._count_claims(pool, 1)
         return _decide(request, *row)

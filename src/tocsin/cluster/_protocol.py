@@ -23,15 +23,17 @@ Kleppmann's "How to do distributed locking".
 
 from __future__ import annotations
 
+import abc
 import enum
 from collections.abc import Sequence
 from dataclasses import dataclass
-from typing import Protocol, final, runtime_checkable
+from typing import Any, Protocol, final, runtime_checkable
 
 __all__ = [
     "EXPIRED_LEASE_RETENTION",
     "BatchCoordinator",
     "ClaimOutcome",
+    "ClaimsInBatches",
     "Coordinator",
     "LeaseRow",
     "Ownership",
@@ -93,6 +95,16 @@ class TickRequest:
     keep: float | None = None
     lease: float | None = None
     backfill: bool = False
+
+    def late(self, now: float) -> bool:
+        """The lateness check: reached more than the TTL after the instant at ``now`` (the
+        claimer's clock), and not a backfill (which has none)."""
+        return not self.backfill and now - self.fire_at > self.ttl
+
+    def expiry(self, now: float) -> float:
+        """When a claim won at ``now`` expires: ``max(ttl, keep)`` after the instant, or
+        after ``now`` if the instant is still to come."""
+        return max(now, self.fire_at) + max(self.ttl, self.keep or 0.0)
 
 
 @final
@@ -354,6 +366,29 @@ class BatchCoordinator(Coordinator, Protocol):
         request of the batch (some may have been written), as for a single claim.
         """
         ...
+
+
+class ClaimsInBatches(abc.ABC):
+    """The single claim of a coordinator that claims in batches: :meth:`claim_tick` is a
+    :meth:`claim_ticks` of one request (or the coordinator's own :meth:`_claim_one`), so
+    the protocol's signature is spelled once for every built-in coordinator."""
+
+    __slots__ = ()
+
+    @abc.abstractmethod
+    async def claim_ticks(self, requests: Sequence[TickRequest], node: str) -> list[TickClaim]:
+        """:meth:`BatchCoordinator.claim_ticks`."""
+
+    async def claim_tick(
+        self, key: str, reference: str, fire_at: float, ttl: float, node: str, **options: Any
+    ) -> TickClaim:
+        """:meth:`Coordinator.claim_tick`: its keyword-only options (``keep``, ``lease``,
+        ``backfill``) are :class:`TickRequest`'s fields of the same names."""
+        return await self._claim_one(TickRequest(key, reference, fire_at, ttl, **options), node)
+
+    async def _claim_one(self, request: TickRequest, node: str) -> TickClaim:
+        """One claim: a batch of one, unless the coordinator has a cheaper single step."""
+        return (await self.claim_ticks((request,), node))[0]
 
 
 async def claim_ticks(

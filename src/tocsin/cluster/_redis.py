@@ -27,6 +27,7 @@ from ..errors import CoordinatorError, CoordinatorUnavailableError
 from ..stores._spi import REDIS_OPTIONS, redact, split_options
 from ._protocol import EXPIRED_LEASE_RETENTION as RETENTION
 from ._protocol import ClaimOutcome, LeaseRow, Ownership, PauseNote, TickClaim, TickRequest
+from ._protocol import ClaimsInBatches as _OneClaimAsBatch
 from ._url import check_coordinator_url
 
 try:
@@ -397,7 +398,7 @@ def _batch_claim(part: str) -> TickClaim:
 
 
 @final
-class RedisCoordinator:
+class RedisCoordinator(_OneClaimAsBatch):
     """A :class:`~tocsin.cluster.Coordinator` on a Redis server (one primary).
 
     Args:
@@ -601,19 +602,8 @@ class RedisCoordinator:
 
     # -- cron single fire ------------------------------------------------------------
 
-    async def claim_tick(
-        self,
-        key: str,
-        reference: str,
-        fire_at: float,
-        ttl: float,
-        node: str,
-        *,
-        keep: float | None = None,
-        lease: float | None = None,
-        backfill: bool = False,
-    ) -> TickClaim:
-        request = TickRequest(key, reference, fire_at, ttl, keep, lease, backfill)
+    async def _claim_one(self, request: TickRequest, node: str) -> TickClaim:
+        # One tick: the single script, lighter than a batch of one.
         result = await self._run("claim_tick", *self._claim_call(request, node))
         return _tick_claim(result)
 
