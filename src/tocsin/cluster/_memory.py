@@ -24,6 +24,7 @@ from dataclasses import dataclass, field
 from typing import ClassVar, final
 
 from ..clock import Clock, SystemClock
+from . import _protocol
 from ._protocol import EXPIRED_LEASE_RETENTION as RETENTION
 from ._protocol import ClaimOutcome, LeaseRow, Ownership, PauseNote, TickClaim, TickRequest
 from ._protocol import ClaimsInBatches as _OneClaimAsBatch
@@ -293,7 +294,8 @@ class MemoryCoordinator(_OneClaimAsBatch):
             expires = held.expires  # a re-claim keeps the claim's expiry
         else:
             expires = request.expiry(now)
-        fence = state.fences[reference] = state.fences.get(reference, 0) + 1
+        fence = max(state.fences.get(reference, 0) + 1, _protocol.least_fence(now))
+        state.fences[reference] = fence
         state.claims[key] = _Claim(node, expires, fence, 0.0 if lease is None else now + lease)
         if len(state.claims) > 1024 and len(state.claims) & 1023 == 0:
             # Claims expire only: drop the expired ones now and then.

@@ -106,8 +106,9 @@ RETURNING {_LEASE_COLUMNS}
 # $8 lease (NULL: at_most_once), $9 backfill. The claim row is locked (FOR UPDATE) before
 # anything is decided, so two claimers of one key are serialized on it; the fence is the
 # reference's counter, bumped only by a caller that may win (a first-insert race can leave
-# a gap: fences grow, not necessarily by one). The clock is the earlier reading, which can
-# only make a take-over less likely.
+# a gap: fences grow, not necessarily by one), to the clock in microseconds if that is
+# larger (least_fence: fences keep growing across a coordinator that lost its data). The
+# clock is the earlier reading, which can only make a take-over less likely.
 _CLAIM: Final = f"""
 WITH c AS MATERIALIZED (SELECT {_NOW} AS now),
 p AS MATERIALIZED (
@@ -124,8 +125,8 @@ go AS MATERIALIZED (
     FROM c, p),
 f AS (
     INSERT INTO tocsin_cluster_fences AS f (reference, fence)
-    SELECT $3, 1 FROM go WHERE go.win
-    ON CONFLICT (reference) DO UPDATE SET fence = f.fence + 1
+    SELECT $3, (go.now * 1000000)::bigint FROM go WHERE go.win
+    ON CONFLICT (reference) DO UPDATE SET fence = greatest(f.fence + 1, excluded.fence)
     RETURNING fence),
 ins AS (
     INSERT INTO tocsin_cluster_claims AS k (key, node, expires, fence, held)
@@ -178,8 +179,8 @@ go AS MATERIALIZED (
     LEFT JOIN old o ON o.key = r.key),
 f AS (
     INSERT INTO tocsin_cluster_fences AS f (reference, fence)
-    SELECT reference, 1 FROM go WHERE go.win ORDER BY reference
-    ON CONFLICT (reference) DO UPDATE SET fence = f.fence + 1
+    SELECT reference, (go.now * 1000000)::bigint FROM go WHERE go.win ORDER BY reference
+    ON CONFLICT (reference) DO UPDATE SET fence = greatest(f.fence + 1, excluded.fence)
     RETURNING reference, fence),
 ins AS (
     INSERT INTO tocsin_cluster_claims AS k (key, node, expires, fence, held)

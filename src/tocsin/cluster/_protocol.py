@@ -41,6 +41,7 @@ __all__ = [
     "TickClaim",
     "TickRequest",
     "claim_ticks",
+    "least_fence",
 ]
 
 #: Seconds an expired lease is kept (so peers can tell "expired" from "left", and
@@ -61,6 +62,22 @@ class ClaimOutcome(enum.StrEnum):
     PAUSED = "paused"
 
 
+def least_fence(now: float) -> int:
+    """The least fence a claim granted at ``now`` (epoch seconds on the coordinator's
+    clock) may carry: ``now`` in microseconds.
+
+    Every coordinator grants ``max(last fence of the reference + 1, least_fence(now))``,
+    so fences keep growing across a coordinator that lost its data (restarted empty,
+    flushed, file deleted): its first grant of a reference after the loss is at least its
+    clock in microseconds, above every fence it granted before, as long as its clock has
+    not gone back and it never granted a reference more than one fence per microsecond
+    on average (a reference's fences lead its clock by at most the grants of a burst, a
+    large backfill, which the following microseconds absorb). The identities' epochs get
+    the same guarantee from the durable store's fences (``floor``).
+    """
+    return int(now * 1_000_000)
+
+
 @final
 @dataclass(frozen=True, slots=True)
 class TickClaim:
@@ -68,9 +85,11 @@ class TickClaim:
 
     Attributes:
         outcome: a :class:`ClaimOutcome`.
-        fence: ``WON``: the claim's token, one more than the last one the coordinator
+        fence: ``WON``: the claim's token, larger than the last one the coordinator
             granted for the same reference (any key), so a re-claimed tick's new winner
-            holds a larger one than the winner it replaces; else 0.
+            holds a larger one than the winner it replaces: one more than it, or the
+            coordinator's clock in microseconds if that is larger (:func:`least_fence`),
+            so fences keep growing across a coordinator that lost its data; else 0.
         retry_in: ``LOST`` to an ``at_least_once`` claim not marked done yet (asked with
             a ``lease``): seconds, on the coordinator's clock, until its delivery lease
             ends, when the caller may claim it again; else ``None`` (nothing to watch:

@@ -36,6 +36,7 @@ from ..stores._spi import (
     open_connection,
     transaction,
 )
+from . import _protocol
 from ._protocol import EXPIRED_LEASE_RETENTION as RETENTION
 from ._protocol import ClaimOutcome, LeaseRow, Ownership, PauseNote, TickClaim, TickRequest
 from ._protocol import ClaimsInBatches as _OneClaimAsBatch
@@ -50,9 +51,12 @@ T = TypeVar("T")
 #: nodes write again within a lease).
 SYNCHRONOUS: Final = "NORMAL"
 
+# The next fence of a reference: one more than its last, or the clock in microseconds if
+# larger (least_fence: fences keep growing across a coordinator file deleted).
 _FENCE: Final = (
-    "INSERT INTO tocsin_cluster_fences (reference, fence) VALUES (?, 1) "
-    "ON CONFLICT (reference) DO UPDATE SET fence = tocsin_cluster_fences.fence + 1 "
+    "INSERT INTO tocsin_cluster_fences (reference, fence) VALUES (?, ?) "
+    "ON CONFLICT (reference) DO UPDATE "
+    "SET fence = max(tocsin_cluster_fences.fence + 1, excluded.fence) "
     "RETURNING fence"
 )
 _PURGE_CLAIMS: Final = (
@@ -98,7 +102,7 @@ def _claim_one(conn: sqlite3.Connection, now: float, request: TickRequest, node:
         expires = row[0]  # a re-claim keeps the claim's expiry
     else:
         expires = request.expiry(now)
-    fence = conn.execute(_FENCE, (reference,)).fetchone()[0]
+    fence = conn.execute(_FENCE, (reference, _protocol.least_fence(now))).fetchone()[0]
     conn.execute(
         "INSERT OR REPLACE INTO tocsin_cluster_claims (key, node, expires, fence, held) "
         "VALUES (?, ?, ?, ?, ?)",
