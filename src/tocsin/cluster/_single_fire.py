@@ -65,6 +65,7 @@ from ..actor._spi import Outcome
 from ..clock import Clock, TimerHandle
 from ..durable._spi import Outage
 from ..errors import ScheduleReferenceRequiredError
+from ..triggers import supersede
 from ._protocol import ClaimOutcome, Coordinator, PauseNote, TickClaim, TickRequest, claim_ticks
 from ._values import Counters
 
@@ -437,7 +438,8 @@ class CronClaims:
             # each within its own window (the coordinator's lateness check); the winner
             # then applies the schedule's misfire policy to what is overdue.
             if tick.lease is None:
-                for older in [t for t in waiting if t.lease is None]:
+                _, older = supersede(next((t for t in waiting if t.lease is None), None), tick)
+                if older is not None:
                     waiting.remove(older)
                     self.counters.claims_coalesced += 1
                     _call(older.skipped, reference, Outcome.COALESCED, 1)
