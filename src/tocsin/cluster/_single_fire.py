@@ -21,8 +21,8 @@ The rule (GoAkt's ``claimClusterFire``, tightened):
   (``claims_coalesced``), so a stall releases at most two, never a burst.
   ``at_least_once``: none is coalesced away; every tick that came due waits,
   and all are claimed in one batch when the claim in flight answers, each within its own
-  window (the coordinator's lateness check); the winner's misfire policy then decides
-  what the overdue ones become;
+  window (the coordinator's lateness check); the winner then puts each through the
+  schedule's policies (``misfire`` grace, ``overlap``), as any tick it won;
 * claims go in batches (issue 32): every claim asked for in one turn of the event loop
   (the references firing at one instant fire in one timer callback) is sent in one
   coordinator round trip per instant (``claim_ticks``, up to :data:`MAX_BATCH` ticks),
@@ -436,7 +436,7 @@ class CronClaims:
             # decision in flight). An at_least_once tick is never coalesced away here: all
             # of them wait, and are claimed together when the claim in flight answers,
             # each within its own window (the coordinator's lateness check); the winner
-            # then applies the schedule's misfire policy to what is overdue.
+            # then puts each through the schedule's policies (grace, overlap).
             if tick.lease is None:
                 _, older = supersede(next((t for t in waiting if t.lease is None), None), tick)
                 if older is not None:
