@@ -41,22 +41,12 @@ COMPACT_MIN_SIZE = 100
 #: Compact once dead keys are more than this fraction of the heap (asyncio: 0.5).
 COMPACT_DEAD_RATIO = 0.5
 
-#: The fewest dead keys a heap past ``COMPACT_MIN_SIZE`` compacts at: cancel's first test,
-#: one constant (not the product of two module globals) on the timeout-style hot path.
-_COMPACT_FLOOR = COMPACT_MIN_SIZE * COMPACT_DEAD_RATIO
-
 #: A key is ``deadline bits << 64 | seq << 32 | slot``: the push sequence number keeps
 #: items due at the same time in push order, and the slot indexes the item table.
 _SLOT_BITS = 32
 _SLOT_MASK = (1 << _SLOT_BITS) - 1
 _SEQ_MASK = (1 << 32) - 1
 _MAGNITUDE = (1 << 63) - 1
-#: A key with its slot bits cleared (``key & _ABOVE_SLOT | slot`` moves it to ``slot``).
-_ABOVE_SLOT = ~_SLOT_MASK
-#: Compaction renumbers the live items into a table of their own once they fill less than
-#: a quarter of it: a table emptied by cancels is then not scanned whole again by every
-#: later compaction (cancelling 100,000 pending schedules compacts ~10 times).
-_RENUMBER_BELOW = 0.25
 _pack_double = struct.Struct("<d").pack
 # Struct.unpack rather than int.from_bytes: no keyword arguments to parse, ~0.25 µs less
 # per key on the push path of every schedule and every re-armed tick.
@@ -166,7 +156,7 @@ class DeadlineHeap:
         self._live -= 1
         dead = self._dead = self._dead + 1
         # The compaction test inlined: cancel is as hot as a push in timeout-style use.
-        if dead > _COMPACT_FLOOR:
+        if dead > COMPACT_MIN_SIZE * COMPACT_DEAD_RATIO:
             size = len(self._heap)
             if size > COMPACT_MIN_SIZE and dead > size * COMPACT_DEAD_RATIO:
                 self.compact()
@@ -189,23 +179,10 @@ class DeadlineHeap:
         self._dead = 0
 
     def compact(self) -> None:
-        """Drop every dead key and re-heapify (O(slots), or O(live) once the table has
-        shrunk: see ``_RENUMBER_BELOW``)."""
-        items = self._items
-        if self._live < len(items) * _RENUMBER_BELOW:
-            # Only the slot bits of each live key change: the deadline and the push
-            # sequence above them, hence the order, stay as they were.
-            table = [item for item in items if item is not None]
-            keys: list[int] = []
-            for slot, item in enumerate(table):
-                key = item.heap_key = (item.heap_key & _ABOVE_SLOT) | slot  # type: ignore[operator]
-                keys.append(key)
-            self._items = table  # type: ignore[assignment]  # no free slot left in it
-            self._free = []
-        else:
-            keys = [item.heap_key for item in items if item is not None]  # type: ignore[misc]
-        heapq.heapify(keys)
-        self._heap = keys
+        """Drop every dead key and re-heapify (O(live))."""
+        keys = [item.heap_key for item in self._items if item is not None]
+        self._heap = keys  # type: ignore[assignment]  # live items always carry a key
+        heapq.heapify(self._heap)
         self._dead = 0
 
     def _item(self, key: int) -> Deadline | None:
