@@ -19,11 +19,14 @@ import pytest
 from prometheus_client.parser import text_string_to_metric_families
 from tests.schedules import jobs_for_tests as jobs
 
-from tocsin import ActorSystem, Delivery, ManualClock, TickNotDelivered
+from tocsin import ActorSystem, Delivery, ManualClock, Tick, TickNotDelivered
 from tocsin.cluster._single_fire import tick_key
+from tocsin.jobs import DEFAULT_MAX_RETRIES, job_row
 from tocsin.jobs._worker import INTERRUPTED, start_mark
 from tocsin.metrics import Metrics, prometheus_endpoint
 from tocsin.schedules import Interval, Schedule
+from tocsin.schedules._targets import task_id
+from tocsin.stores import UpsertTask
 from tocsin.stores.postgres import PostgresStore
 from tocsin.stores.sqlite import SQLiteStore
 from tocsin.triggers import Outcome
@@ -237,3 +240,50 @@ async def test_without_a_cluster_at_least_once_decides_again_an_instant_its_clai
         else:  # lost, as at_most_once promises: never run twice, maybe not at all
             assert jobs.RUNS == []
             assert rows == []
+
+
+async def test_at_most_once_a_finished_run_found_again_keeps_its_delivered_row(
+    store_url: str,
+) -> None:
+    clock = ManualClock(wall=T0)
+    events: list[Any] = []
+    declared = [Schedule("m", Interval(3600), JOBS + "record")]
+    async with ActorSystem("n1", clock=clock, store=store_url, schedules=declared) as system:
+        await clock.advance(3600)
+        assert [r[1] for r in jobs.RUNS] == [at(3600).isoformat()]
+        [row] = await system.schedules.history("m")
+        assert (row.outcome, row.node) == (Outcome.DELIVERED, "n1")
+    # The process died after the handler returned, before the run's completion was
+    # committed (durable completions are committed after the run, in batches): the
+    # stored run is found again at the next start. It ran to its end: at most once, it
+    # does not run again, and its row still says delivered (not failed, interrupted).
+    store = _open(store_url)
+    await store.open()
+    try:
+        stored = await store.schedule_row("m")
+        assert stored is not None
+        instant = T0 + 3600
+        task = job_row(
+            JOBS + "record",
+            task_id("m", instant),
+            instant,
+            (),
+            {},
+            max_retries=DEFAULT_MAX_RETRIES,
+            created_at=instant,
+            tick=Tick("m", at(3600), 1, False, False, None),
+            ledger=(stored.version, 256, False),
+            at_most_once=True,
+        )
+        await store.apply([UpsertTask(task)])
+    finally:
+        await store.close()
+    async with ActorSystem("n2", clock=clock, store=store_url, schedules=declared) as system:
+        system.events.subscribe(events.append, TickNotDelivered)
+        await clock.advance(1)
+        await clock.advance(10)
+        assert [r[1] for r in jobs.RUNS] == [at(3600).isoformat()]
+        [row] = await system.schedules.history("m")
+        assert (row.outcome, row.detail, row.started) == (Outcome.DELIVERED, None, at(3600))
+        assert await system.jobs.list(JOBS + "record") == []
+        assert events == []

@@ -9,7 +9,9 @@ durable tasks' parked list (``tocsin tasks list --state parked``); in cluster mo
 shard has one activation in the cluster, fenced by its epoch. One exception: the run of a
 stored schedule with ``delivery=at_most_once`` is marked started in the store (a
 put-if-absent claim, then its ledger row's start) before its handler is called, and a run
-found started already or failing is not run again (its ledger row says ``failed``).
+found started already or failing is not run again (its ledger row says ``failed``, or
+keeps ``delivered`` when that run's handler had returned and only the commit of its
+completion was lost: a finish mark, taken when the handler returns, tells which).
 
 Why shards, and why a kind per job:
 
@@ -67,6 +69,12 @@ INTERRUPTED: Final = "interrupted: at_most_once, not run again"
 #: row's start still stops a second run while the schedule's ``history`` keeps the row.
 START_MARK_PREFIX: Final = "run-started:"
 START_MARK_SECONDS: Final = 7 * 86400.0
+#: The store claims marking an at-most-once run's handler returned are
+#: ``run-finished:<id>@<instant>``, kept as long as start marks: a run found again after
+#: its handler returned (the process died before the run's completion was committed:
+#: completions are committed after the run, in batches) is not run again and keeps its
+#: ``delivered`` row; one found without it was cut short (``failed``, :data:`INTERRUPTED`).
+FINISH_MARK_PREFIX: Final = "run-finished:"
 
 #: The runtime service told when a scheduled run starts or fails (the stored-schedule
 #: runner: its start-lateness histogram, its outcome counts); a node without it records
@@ -143,6 +151,8 @@ class JobActor(DurableActor):
             await spec.function(context, *args, **kwargs)
         except Exception as exc:
             text = f"{type(exc).__name__}: {exc}"
+            if once:
+                await self._mark(tick, FINISH_MARK_PREFIX)
             await self._ledger(ctx, tick, ledger, str(Outcome.FAILED), text)
             if not once:
                 raise  # the durable runtime retries it with backoff, then parks it
@@ -156,6 +166,9 @@ class JobActor(DurableActor):
                 text,
                 exc_info=True,
             )
+        else:
+            if once:
+                await self._mark(tick, FINISH_MARK_PREFIX)
 
     async def _start_once(
         self, ctx: ReceiveContext, tick: Tick, ledger: tuple[int, int, bool, bool]
@@ -164,23 +177,29 @@ class JobActor(DurableActor):
         whether it may run. It may not when a run of the same instant started before
         (its ledger row has a start, or its start mark is taken: a crash, a stop or a
         lapsed shard lease cut that run short): its row then says failed with
-        :data:`INTERRUPTED`. A store error raises before the handler ran (the durable
+        :data:`INTERRUPTED`, unless that run's handler had returned (its finish mark is
+        taken: only its completion's commit was lost), which leaves the row as that run
+        wrote it. A store error raises before the handler ran (the durable
         runtime tries again later; nothing ran)."""
-        handle = self._handle
-        runtime = handle.runtime
-        store = handle.store
         instant = tick.instant.timestamp()
-        # Every store tocsin ships keeps the ledger and the claims (a ScheduleStore).
-        read = getattr(store, "schedule_tick")  # noqa: B009
-        claim = getattr(store, "claim_schedule_tick")  # noqa: B009
+        # Every store tocsin ships keeps the ledger (a ScheduleStore).
+        read = getattr(self._handle.store, "schedule_tick")  # noqa: B009
         found = await read(tick.reference, instant, manual=tick.manual)
         ran = found is not None and found.started is not None
         if not ran:
             # Put-if-absent: of two runs of one instant racing (a stalled owner woken
             # after its shard moved), one wins the mark and only it calls the handler.
-            now = runtime.clock.wall()
-            key = start_mark(tick.reference, instant, manual=tick.manual)
-            ran = not await claim(key, runtime.name, now, now + START_MARK_SECONDS)
+            ran = not await self._mark(tick, START_MARK_PREFIX, strict=True)
+        if ran and not await self._mark(tick, FINISH_MARK_PREFIX, strict=True):
+            # Its handler had returned; the process died before the run's completion
+            # was committed. Not run again, and its row keeps what that run wrote.
+            self.logger.info(
+                "stored schedule %r: the run of %s had finished; found again (its "
+                "completion was not committed), it is not run again",
+                tick.reference,
+                tick.instant,
+            )
+            return False
         if ran:
             await self._ledger(ctx, tick, ledger, str(Outcome.FAILED), INTERRUPTED)
             self.logger.warning(
@@ -190,6 +209,24 @@ class JobActor(DurableActor):
                 tick.instant,
             )
         return not ran
+
+    async def _mark(self, tick: Tick, prefix: str, *, strict: bool = False) -> bool:
+        """Take the store claim ``prefix`` + the instant's key (put-if-absent): whether
+        this run took it. A store error raises when ``strict`` (before the handler: the
+        durable runtime tries again later), else is logged and counts as taken."""
+        handle = self._handle
+        runtime = handle.runtime
+        # Every store tocsin ships keeps the claims (a ScheduleStore).
+        claim = getattr(handle.store, "claim_schedule_tick")  # noqa: B009
+        now = runtime.clock.wall()
+        key = _mark_key(prefix, tick.reference, tick.instant.timestamp(), tick.manual)
+        try:
+            return bool(await claim(key, runtime.name, now, now + START_MARK_SECONDS))
+        except Exception as exc:
+            if strict:
+                raise
+            _log.warning("stored schedule %r: the mark %s failed: %s", tick.reference, key, exc)
+            return True
 
     async def _ledger(
         self,
@@ -246,8 +283,12 @@ class JobActor(DurableActor):
 def start_mark(reference: str, instant: float, *, manual: bool = False) -> str:
     """The store claim key marking the at-most-once run of ``reference``'s ``instant``
     started (``run-started:<id>@<instant>``; a manual run's ``<id>@manual@<instant>``)."""
+    return _mark_key(START_MARK_PREFIX, reference, instant, manual)
+
+
+def _mark_key(prefix: str, reference: str, instant: float, manual: bool) -> str:
     kind = "@manual" if manual else ""
-    return f"{START_MARK_PREFIX}{reference}{kind}@{instant:.6f}"
+    return f"{prefix}{reference}{kind}@{instant:.6f}"
 
 
 def _arguments(payload: Any) -> tuple[list[Any], dict[str, Any], Tick | None]:
