@@ -242,6 +242,10 @@ def _check(
         assert [n for n, _ in starts[second]] == [killed], starts[second]
         assert done[second] == []
         assert (row.outcome, row.detail) == ("failed", INTERRUPTED), row
+        # A run the killed node finished keeps its delivered row, even when its
+        # completion's commit died with the node and another node found the run again.
+        ended = {s: ledger[s].outcome for s, by in done.items() if by and s in ledger}
+        assert "failed" not in ended.values(), ended
     else:
         # The killed node's run is run again by another node: the same stored run, or
         # the instant re-claimed with a larger fence. So may be a run the killed node had
