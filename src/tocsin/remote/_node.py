@@ -109,6 +109,9 @@ class RemoteNode:
         self.address = ""
         self.stopping = False
         self._encode = encoder().encode
+        # Bound once: every inbound tell calls both (``tell_in``).
+        self._decode_message = codec.decode
+        self._deliver_tell = host.deliver_tell
         self._max_frame = config.max_frame
         self._corr = itertools.count(1)
         #: Tracked ticks sent from here, waiting for their Completed frame (bounded).
@@ -679,14 +682,7 @@ class RemoteNode:
         kind = type(envelope)
         if kind is Tell:
             assert isinstance(envelope, Tell)
-            try:
-                message = self.codec.decode(envelope.name, envelope.payload)
-            except CodecError as exc:
-                self._undecodable(conn, exc)
-                return None
-            return self.host.deliver_tell(
-                envelope.path, envelope.incarnation, envelope.sender, message
-            )
+            return self.tell_in(conn, envelope)
         if kind is Ask:
             assert isinstance(envelope, Ask)
             reply = RemoteReply(self, conn, envelope.corr)
@@ -713,6 +709,17 @@ class RemoteNode:
             conn.abort()
             self.counters.protocol_errors += 1
         return None
+
+    def tell_in(self, conn: Connection, envelope: Tell) -> asyncio.Future[None] | None:
+        """A :class:`Tell` from ``conn``: decode its message and hand it to the host (a
+        future while the actor it is for has no room, as :meth:`dispatch`). The
+        connection calls it directly for every Tell: a flood's one frame kind."""
+        try:
+            message = self._decode_message(envelope.name, envelope.payload)
+        except CodecError as exc:
+            self._undecodable(conn, exc)
+            return None
+        return self._deliver_tell(envelope.path, envelope.incarnation, envelope.sender, message)
 
     def _scheduled(self, conn: Connection, envelope: Scheduled) -> asyncio.Future[None] | None:
         """A tick from the peer: queued as an :class:`InboundTick`, so ``ctx.tick`` is
