@@ -31,6 +31,12 @@ more) the driver and its peer are pinned to two different cores
 core 0 and peer on core 1, then the other way round), so the medians cover both.
 ``--before PATH`` adds the ``transport`` and ``tocsin`` rows of another checkout (its
 ``src/`` imported in both processes), interleaved with this tree's in every repetition.
+Every row also gives both processes' CPU per message (the driver's ``process_time``, the
+peer's event-loop thread from ``/proc/<pid>/schedstat``), how long each waited for a core
+while it could run (the load's footprint on that very run), the load average around each
+run, and the rate the pair would reach with a core each (``1 / max(driver CPU, peer
+CPU)`` per message): on a shared machine the measured rates swing with the other
+processes, the CPU per message much less. The ratios are also given per placement.
 
 Reproduce::
 
@@ -262,6 +268,11 @@ class Meter:
             out["peer_cpu_us"] = (peer[0] - self.peer[0]) / n * 1e6
             out["peer_wait_pct"] = (peer[1] - self.peer[1]) / wall * 100
             out["cpu_us"] = out["driver_cpu_us"] + out["peer_cpu_us"]
+            # The rate the pair would reach with a core each and nothing else on them:
+            # the busier process sets the pace. Derived from CPU, so the load moves it
+            # far less than the measured rate (it still moves it: a loaded core's caches
+            # are colder).
+            out["core_msgs_per_s"] = 1e6 / max(out["driver_cpu_us"], out["peer_cpu_us"])
         return out
 
 
@@ -665,6 +676,7 @@ def report(args: argparse.Namespace, runs: Runs) -> dict[str, Any]:
                 _cell(tell, "driver_cpu_us", 2),
                 _cell(tell, "peer_cpu_us", 2),
                 _cell(tell, "peer_wait_pct", 0),
+                _cell(tell, "core_msgs_per_s", 0),
                 _cell(ask, "ask_p50_us", 1),
                 _cell(ask, "ask_p99_us", 1),
                 _cell(ask, "driver_cpu_us", 1),
@@ -691,6 +703,7 @@ def report(args: argparse.Namespace, runs: Runs) -> dict[str, Any]:
                 "tell CPU µs: driver",
                 "peer",
                 "peer waited %",
+                "tells/s at a core each",
                 "ask p50 µs",
                 "ask p99 µs",
                 "ask CPU µs: driver",
@@ -721,6 +734,9 @@ def report(args: argparse.Namespace, runs: Runs) -> dict[str, Any]:
                 runs, f"tell/{system}", "tell/floor", "msgs_per_s"
             )
             if system != "ray":
+                ratios[f"tell_core_rate_{system}_over_floor"] = ratio(
+                    runs, f"tell/{system}", "tell/floor", "core_msgs_per_s"
+                )
                 ratios[f"tell_cpu_{system}_over_floor"] = ratio(
                     runs, f"tell/{system}", "tell/floor", "cpu_us"
                 )
