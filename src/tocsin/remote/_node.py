@@ -109,8 +109,8 @@ class RemoteNode:
         self.address = ""
         self.stopping = False
         self._encode = encoder().encode
-        # Bound once: every inbound tell calls both (``tell_in``).
-        self._decode_message = codec.decode
+        # Looked up once: every inbound tell uses both (``tell_in``).
+        self._unguarded = codec.unguarded
         self._deliver_tell = host.deliver_tell
         self._max_frame = config.max_frame
         self._corr = itertools.count(1)
@@ -714,8 +714,16 @@ class RemoteNode:
         """A :class:`Tell` from ``conn``: decode its message and hand it to the host (a
         future while the actor it is for has no room, as :meth:`dispatch`). The
         connection calls it directly for every Tell: a flood's one frame kind."""
+        name = envelope.name
+        decoder = self._unguarded.get(name)
         try:
-            message = self._decode_message(envelope.name, envelope.payload)
+            if decoder is not None:
+                try:
+                    message = decoder.decode(envelope.payload)
+                except (msgspec.DecodeError, msgspec.ValidationError) as exc:
+                    raise self.codec.decode_error(name, exc) from exc
+            else:
+                message = self.codec.decode(name, envelope.payload)
         except CodecError as exc:
             self._undecodable(conn, exc)
             return None
