@@ -79,7 +79,8 @@ class RemoteService:
         # The last frame's destination and sender, as resolved: a flood comes from one
         # sender to one actor, and each frame would otherwise pay the registry, the
         # incarnation check and the PID cache again (``_route``, ``_sender``).
-        self._route_key: tuple[str, str] = ("", "")
+        self._route_path = ""
+        self._route_incarnation = ""
         self._route_target: SendTarget | None = None
         self._sender_text = ""
         self._sender_pid: Any = NoSender
@@ -214,7 +215,12 @@ class RemoteService:
         spawned there before it stopped). A durable identity's PID is not remembered:
         its resolver decides per frame."""
         target = self._route_target
-        if target is not None and self._route_key == (path, incarnation) and target.alive():
+        if (
+            target is not None
+            and path == self._route_path
+            and incarnation == self._route_incarnation
+            and target.alive()
+        ):
             return target
         pid = self._local(path, incarnation)
         if pid is None:
@@ -222,7 +228,8 @@ class RemoteService:
         target = target_of(pid)
         runtime = self.runtime
         if runtime is not None and runtime.registry.get(path) is target:
-            self._route_key, self._route_target = (path, incarnation), target
+            self._route_path, self._route_incarnation = path, incarnation
+            self._route_target = target
         return target
 
     def _sender(self, text: str) -> Any:
@@ -241,7 +248,8 @@ class RemoteService:
         return pid
 
     def _forget_last(self) -> None:
-        self._route_key, self._route_target = ("", ""), None
+        self._route_path = self._route_incarnation = ""
+        self._route_target = None
         self._sender_text, self._sender_pid, self._sender_target = "", NoSender, None
 
     # A frame for an actor goes through ``offer``, not ``deliver``: to a bounded mailbox
@@ -251,10 +259,22 @@ class RemoteService:
     def deliver_tell(
         self, path: str, incarnation: str, sender: str, message: object
     ) -> asyncio.Future[None] | None:
-        target = self._route(path, incarnation)
-        if target is None:
-            self._dead_letter(message, self._sender(sender), _NOT_FOUND)
-            return None
+        # The common case (the last frame's actor and sender again) inline: a flood's
+        # every frame comes here.
+        target = self._route_target
+        if (
+            target is None
+            or path != self._route_path
+            or incarnation != self._route_incarnation
+            or not target.alive()
+        ):
+            target = self._route(path, incarnation)
+            if target is None:
+                self._dead_letter(message, self._sender(sender), _NOT_FOUND)
+                return None
+        from_ = self._sender_target
+        if from_ is not None and sender == self._sender_text and from_.alive():
+            return target.offer(message, self._sender_pid, None)
         return target.offer(message, self._sender(sender), None)
 
     def deliver_ask(
