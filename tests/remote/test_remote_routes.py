@@ -128,3 +128,42 @@ async def test_a_sender_of_the_receiving_node_that_stopped_is_never_its_successo
         remote_echo.tell(Ping(4), second)
         assert (await answers.get())[:2] == (second, Ping(104))
         assert answers.empty()
+
+
+class Pong(msgspec.Struct):
+    text: str
+
+
+async def test_one_remote_pid_told_by_several_senders_and_kinds_keeps_each_pairing() -> None:
+    # The sending side keeps the last tell's envelope head (sender, message name): each
+    # frame still carries its own sender and message.
+    got: asyncio.Queue[tuple[PID, Any, Any]] = asyncio.Queue()
+
+    def config() -> Remoting:
+        return Remoting(listen="tcp://127.0.0.1:0", secret=SECRET, messages=[Ping, Pong])
+
+    async with (
+        asyncio.timeout(60),
+        ActorSystem("a", remoting=config()) as a,
+        ActorSystem("b", remoting=config()) as b,
+    ):
+        target = await b.spawn(sink(got), "sink")
+        one = await a.spawn(sink(asyncio.Queue()), "one")
+        two = await a.spawn(sink(asyncio.Queue()), "two")
+        remote = await a.actor_of(str(target))
+        sent: list[tuple[Any, Any]] = [
+            (Ping(1), one),
+            (Ping(2), one),
+            (Pong("x"), one),
+            (Ping(3), two),
+            (Ping(4), None),
+            (Ping(5), one),
+            ("codec", one),
+        ]
+        for message, sender in sent:
+            remote.tell(message, sender)
+        seen = [(await got.get())[1:] for _ in sent]
+        assert [m for m, _ in seen] == [m for m, _ in sent]
+        assert [s.wire if isinstance(s, PID) else None for _, s in seen] == [
+            None if s is None else s.wire for _, s in sent
+        ]

@@ -75,6 +75,8 @@ SILENT_TICKS: Final = 3
 LOG_EVERY: Final = 60.0
 #: Peers remembered for that rate limit (a flood of addresses cannot grow it further).
 _LOG_KEYS: Final = 1024
+#: A Tell's payload left out (``RemoteNode.tell_head``): msgspec writes a Raw as it is.
+_NO_PAYLOAD: Final = msgspec.Raw(b"")
 #: Bytes one read of a connection takes at most (asyncio's own ``max_size``).
 _READ_SIZE: Final = 256 * 1024
 
@@ -338,10 +340,24 @@ class RemoteNode:
         """Send a message encoded by :meth:`encode_message` one way, to the system named
         ``expect`` (``""``: whichever listens there). ``False``: dead-letter it, with the
         reason the endpoint's ``refused`` gives (``unreachable`` or ``overflow``)."""
-        body = self._encode(Tell(path, incarnation, sender, message[0], msgspec.Raw(message[1])))
+        endpoint = to if isinstance(to, Endpoint) else self.endpoint(to)
+        head = self.tell_head(path, incarnation, sender, message[0])
+        return self.tell_frame(endpoint, head + message[1], info, expect)
+
+    def tell_head(self, path: str, incarnation: str, sender: str, name: str) -> bytes:
+        """The bytes of a :class:`Tell` envelope up to its payload: ``head + payload`` is
+        the envelope whole (the payload, a ``msgspec.Raw``, is its last field and is
+        written as it is). A sender that tells one actor many times keeps its head."""
+        return self._encode(Tell(path, incarnation, sender, name, _NO_PAYLOAD))
+
+    def tell_frame(self, endpoint: Endpoint, body: bytes, info: object, expect: str = "") -> bool:
+        """:meth:`tell` of an envelope built as ``tell_head(...) + payload``.
+
+        Raises:
+            CodecError: the frame is larger than ``max_frame``.
+        """
         if len(body) > self._max_frame:
             raise too_big(len(body), self._max_frame)
-        endpoint = to if isinstance(to, Endpoint) else self.endpoint(to)
         return endpoint.send(body, info, expect, plain=True)
 
     def send_tick(
