@@ -20,6 +20,7 @@ from contextlib import asynccontextmanager
 from typing import Any
 
 import msgspec
+import pytest
 from tests.eventually import eventually
 
 from tocsin import PID, Actor, ActorSystem, DeadLetter, DeadLetterReason, ReceiveContext, Remoting
@@ -167,3 +168,18 @@ async def test_one_remote_pid_told_by_several_senders_and_kinds_keeps_each_pairi
         assert [s.wire if isinstance(s, PID) else None for _, s in seen] == [
             None if s is None else s.wire for _, s in sent
         ]
+
+
+@pytest.mark.parametrize("name", ["Ping", "", "a-much-longer-name" * 4])
+def test_a_tell_head_and_its_payload_are_the_envelope_msgspec_writes(name: str) -> None:
+    from tests.remote.remote_support import config, make_node
+
+    from tocsin.remote._envelopes import Tell, decoder, encoder
+
+    node = make_node(config(), "n")
+    payload = msgspec.msgpack.encode({"k": [1, 2.5, "x" * 300]})
+    head = node.tell_head("/user/x" * 20, "ab12", "tocsin://a@h:1/user/y#ff", name)
+    body = head + payload
+    envelope = Tell("/user/x" * 20, "ab12", "tocsin://a@h:1/user/y#ff", name, msgspec.Raw(payload))
+    assert body == encoder().encode(envelope)
+    assert decoder().decode(body) == envelope
