@@ -26,13 +26,13 @@ from tests.remote.remote_support import (
     SECRET,
     Ping,
     RawDialer,
+    authenticate,
     config,
     frame,
     host_of,
     running,
 )
 
-from tocsin.remote import _handshake as hs
 from tocsin.remote import _records as records
 from tocsin.remote._address import parse_system_address
 from tocsin.remote._envelopes import Tell
@@ -98,20 +98,14 @@ TAMPERINGS: list[Callable[[bytes, list[bytes], RawDialer], bytes]] = [
 ]
 
 
-async def authenticate(
-    peer: RawDialer, node: RemoteNode
-) -> tuple[asyncio.StreamReader, asyncio.StreamWriter]:
-    """Play ``peer`` (it holds the secret) through the handshake and its Hello."""
+async def authenticated(
+    node: RemoteNode,
+) -> tuple[RawDialer, asyncio.StreamReader, asyncio.StreamWriter]:
+    """A peer holding the secret, through the handshake and its Hello with ``node``."""
     at = parse_system_address(node.address)[1]
-    reader, writer = await asyncio.open_connection(at.host, at.port)
-    writer.write(peer.opening())
-    async with asyncio.timeout(10):
-        head = await reader.readexactly(hs.HEAD_SIZE)
-        rest = await reader.readexactly(peer.reply_size(head))
-    proof = peer.proof(head + rest)
-    assert proof is not None
-    writer.write(proof + peer.hello("d"))
-    return reader, writer
+    peer = RawDialer(SECRET, "tocsin://d@127.0.0.1:1", str(at))
+    reader, writer = await authenticate(peer, at, "d")
+    return peer, reader, writer
 
 
 async def closed_by_peer(reader: asyncio.StreamReader) -> bool:
@@ -125,10 +119,7 @@ async def closed_by_peer(reader: asyncio.StreamReader) -> bool:
 
 async def test_a_batch_of_frames_under_one_mac_is_handed_on_in_order() -> None:
     async with running(config(), "l") as node:
-        peer = RawDialer(
-            SECRET, "tocsin://d@127.0.0.1:1", str(parse_system_address(node.address)[1])
-        )
-        _, writer = await authenticate(peer, node)
+        peer, _, writer = await authenticated(node)
         try:
             frames = tells(node, 0) + tells(node, BATCH)
             writer.write(peer.record(b"".join(frames[:BATCH])))
@@ -145,10 +136,7 @@ async def test_a_changed_batch_is_refused_whole_and_closes_the_connection(
     tamper: Callable[[bytes, list[bytes], RawDialer], bytes],
 ) -> None:
     async with running(config(), "l") as node:
-        peer = RawDialer(
-            SECRET, "tocsin://d@127.0.0.1:1", str(parse_system_address(node.address)[1])
-        )
-        reader, writer = await authenticate(peer, node)
+        peer, reader, writer = await authenticated(node)
         try:
             good = tells(node, 0)
             sent = peer.record(b"".join(good))
