@@ -23,6 +23,8 @@ frame; ``tick-tracked`` ones also wait for each tick's completion frame from the
 
 Targets (issue 11): tocsin tell >= 50% of the floor's rate; ask p50 within 2x the floor's.
 With the authenticated channel (MACed records): tell >= 0.8x the tree before it.
+Issue 32: tell >= 0.8x the floor with that authentication in place (read it from the
+measured ratio and from the ratio at a core each, below, side by side).
 
 Stability (the floor swung between ~237k and ~390k tells/s with where its two processes
 landed on a 2-core machine): with ``--pin`` (the default where there are two cores or
