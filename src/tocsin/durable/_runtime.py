@@ -18,16 +18,16 @@ from __future__ import annotations
 import asyncio
 import inspect
 import logging
-from collections.abc import Callable, Coroutine
+from collections.abc import Awaitable, Callable, Coroutine
 from typing import Any, cast, final
 
 from .._deadlines import Deadline
 from ..actor._spi import PID, Cell, Runtime
 from ..clock import ManualClock
 from ..cron._spi import local_zone_name
-from ..stores import Store, resolve_store
+from ..stores import Op, Store, resolve_store
 from ._checks import check_text
-from ._drain import COMPLETION_BATCH, DRAIN_LIMIT
+from ._drain import COMPLETION_BATCH, DRAIN_LIMIT, DrainHost
 from ._handle import LOOKAHEAD, DurableHandle
 from ._kinds import DurableClass
 from ._kinds import registered_kind as _registered
@@ -117,6 +117,8 @@ class DurableRuntime:
         #: A poll was asked for while one was running: run another once it ends (the
         #: running one may predate what asked, e.g. a lease regained).
         self._poll_again = False
+        #: Drain completions waiting for the next group commit (see :meth:`complete`).
+        self._completions: list[tuple[list[Op], asyncio.Future[None]]] = []
 
     async def start(self) -> None:
         """Open the store and arm the alarms of identities with work due soon.
@@ -302,6 +304,32 @@ class DurableRuntime:
 
         return self.coordinator_outage if isinstance(exc, CoordinatorError) else self.store_outage
 
+    # -- completions -------------------------------------------------------------------
+
+    def complete(self, handle: DrainHost, ops: list[Op]) -> Awaitable[None]:
+        """Commit a drain's completions: resolved once they are committed, or raising
+        what the store raised (the drain's tasks then run again: at least once).
+
+        Group commit across identities (issue 32): the completions of every drain that
+        ends in the same turn of the event loop go to the store as one ``apply`` (one
+        transaction, one round trip) instead of one each. A group the store refuses is
+        written again one drain at a time, so one bad batch fails its own drain only.
+        Cluster mode commits each drain alone, behind its identity's fence
+        (``handle.commit``)."""
+        if self.gate is not None:
+            return handle.commit(ops)
+        done: asyncio.Future[None] = self.runtime.loop.create_future()
+        if not self._completions:
+            self.runtime.loop.call_soon(self._commit_completions)
+        self._completions.append((ops, done))
+        return done
+
+    def _commit_completions(self) -> None:
+        group, self._completions = self._completions, []
+        task = self.runtime.loop.create_task(_commit_group(self.store, group))
+        task.add_done_callback(_observed)
+        self.runtime.track_task(task)
+
     # -- polling -----------------------------------------------------------------------
 
     async def poll(self) -> None:
@@ -443,6 +471,58 @@ class DurableRuntime:
             handle.alarm.arm(due)
         else:
             self.start_poll()
+
+
+#: Most ops one group commit of drain completions writes in one ``apply``.
+GROUP_OPS = 1_000
+
+
+async def _commit_group(store: Store, group: list[tuple[list[Op], asyncio.Future[None]]]) -> None:
+    """Commit drains' completions, :data:`GROUP_OPS` at most a transaction; each drain's
+    future resolves once its ops are committed, or fails with the store's error."""
+    start = 0
+    while start < len(group):
+        end, size = start, 0
+        while end < len(group) and (end == start or size + len(group[end][0]) <= GROUP_OPS):
+            size += len(group[end][0])
+            end += 1
+        part = group[start:end]
+        start = end
+        try:
+            await store.apply([op for ops, _ in part for op in ops])
+        except Exception as exc:
+            if len(part) == 1:
+                _settle(part[0][1], exc)
+                continue
+            # Alone, so that one refused batch fails only its own drain; two failures in
+            # a row mean the store itself is failing (an outage): the rest fail with it
+            # at once instead of one bounded wait each, and their drains retry later.
+            failures = 0
+            for ops, done in part:
+                if failures >= 2:
+                    _settle(done, exc)
+                    continue
+                try:
+                    await store.apply(ops)
+                except Exception as alone:
+                    failures += 1
+                    exc = alone
+                    _settle(done, alone)
+                else:
+                    failures = 0
+                    _settle(done, None)
+            continue
+        for _, done in part:
+            _settle(done, None)
+
+
+def _settle(done: asyncio.Future[None], exc: BaseException | None) -> None:
+    if done.done():
+        return  # its drain was cancelled (the system stops)
+    if exc is None:
+        done.set_result(None)
+    else:
+        done.set_exception(exc)
 
 
 def _pushes_changes(store: Store) -> bool:

@@ -55,6 +55,7 @@ from . import _schedule_sql as sq
 from ._ownership import OWNER_SUFFIX, FileLock
 from ._protocols import (
     DueActor,
+    DueWork,
     Op,
     TaskRow,
     TaskState,
@@ -363,6 +364,14 @@ class SQLiteStore:
         args = (kind, identity, float(before), limit)
         rows = await self._read(q.DUE_TASKS, args, bounded=limit <= INLINE_MAX_ROWS)
         return [row_from_sql(r) for r in rows]
+
+    async def due_work(self, kind: str, identity: str, before: float, limit: int) -> DueWork:
+        """``due_tasks`` and the earliest pending ``due`` after ``before`` (one drain's read:
+        two point reads on the loop-side connection, instead of a ``next_due`` after the
+        drain's commit)."""
+        rows = await self.due_tasks(kind, identity, before, limit)
+        later = (await self._read(q.LATER_DUE, (kind, identity, float(before))))[0][0]
+        return DueWork(rows, None if later is None else float(later))
 
     async def next_due(self, kind: str, identity: str) -> float | None:
         """The earliest ``due`` among this actor's pending tasks, or ``None``."""
