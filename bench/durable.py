@@ -336,7 +336,7 @@ async def _tocsin_recovery(path: str, n: int, identities: int, overdue: bool) ->
     start_s = perf_counter() - t0
     runtime = system._durable
     assert runtime is not None
-    armed = sum(1 for h in runtime.handles.values() if h.alarm.armed)
+    armed = len(runtime.held())
     out: dict[str, Any] = {
         "n": n,
         "identities": identities,

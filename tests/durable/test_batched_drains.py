@@ -6,6 +6,7 @@ commit; a batch the store refuses fails only its own drain (at least once)."""
 
 from __future__ import annotations
 
+import tracemalloc
 from collections.abc import Sequence
 from typing import Any
 
@@ -147,3 +148,76 @@ async def test_a_refused_batch_fails_only_its_own_drain_which_runs_again() -> No
         assert RUNS[-1][:2] == ("bad", "poisoned")
         assert RUNS[-1][2] == pytest.approx(5.1)
         assert await store.inner.list_tasks() == []
+
+
+async def _store_with_reminders(count: int, delay: float) -> MemoryStore:
+    """A store holding one reminder for each of ``count`` passivated identities."""
+    inner = MemoryStore()
+    clock = ManualClock(wall=T0)
+    async with ActorSystem("batched", clock=clock, store=inner) as system:
+        for i in range(count):
+            pid = await system.durable(Reminder, f"r{i}", passivate_after=0.5)
+            await pid.ask(Call("later", [delay, "ping"]))
+        await clock.advance(1)  # every identity passivates
+    return inner
+
+
+async def test_identities_due_soon_wait_without_a_handle_in_under_1_kb_each() -> None:
+    count = 2_000
+    inner = await _store_with_reminders(count, 60)
+    clock = ManualClock(wall=T0)
+    system = ActorSystem("batched", clock=clock, store=inner)
+    tracemalloc.start()
+    try:
+        await system.start()
+        kept, _ = tracemalloc.get_traced_memory()
+    finally:
+        tracemalloc.stop()
+    try:
+        durable = system._durable
+        assert durable is not None
+        assert durable.handles == {}  # nothing built until its time comes
+        assert len(durable.held()) == count
+        assert durable.identities() == (count, 0)
+        assert kept / count < 1024, kept / count
+        await clock.advance(59)
+        assert RUNS == []
+        await clock.advance(1)
+        assert sorted(RUNS) == sorted((f"r{i}", "ping", 60.0) for i in range(count))
+        assert len(durable.soon) == 0
+        assert await inner.list_tasks() == []
+    finally:
+        await system.stop()
+
+
+async def test_a_wall_step_rings_waiting_identities_at_their_new_time() -> None:
+    inner = await _store_with_reminders(3, 60)
+    clock = ManualClock(wall=T0)
+    async with ActorSystem("batched", clock=clock, store=inner) as system:
+        durable = system._durable
+        assert durable is not None
+        assert len(durable.soon) == 3
+        clock.jump_wall(50)  # NTP step: the reminders are due in 10 s of monotonic time
+        await clock.advance(9.9)
+        assert RUNS == []
+        await clock.advance(0.1)
+        assert sorted(i for i, _, _ in RUNS) == ["r0", "r1", "r2"]
+
+
+async def test_a_sooner_poll_moves_a_waiting_identity_forward_and_a_later_one_does_not() -> None:
+    inner = await _store_with_reminders(1, 60)
+    clock = ManualClock(wall=T0)
+    async with ActorSystem("batched", clock=clock, store=inner) as system:
+        durable = system._durable
+        assert durable is not None
+        key = (Reminder.kind, "r0")
+        assert durable.soon.dues == {key: T0 + 60}
+        durable.soon.arm(key, T0 + 90)
+        assert durable.soon.dues == {key: T0 + 60}
+        durable.soon.arm(key, T0 + 30)  # e.g. an outside change made it sooner
+        await clock.advance(30)  # rings: the drain finds nothing due yet, arms for 60
+        assert RUNS == []
+        assert durable.held() == {key}
+        assert len(durable.soon) == 0
+        await clock.advance(30)
+        assert RUNS == [("r0", "ping", 60.0)]

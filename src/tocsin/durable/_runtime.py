@@ -34,6 +34,7 @@ from ._kinds import registered_kind as _registered
 from ._ops import DurableStatistics, RunCounters
 from ._outage import RETRY_CAP, Outage, retry_delay
 from ._ownership import OwnershipGate
+from ._soon import DueSoon
 
 __all__ = [
     "ACTIVATION_CONCURRENCY",
@@ -51,8 +52,9 @@ __all__ = [
 CHANGE_CHECK_SECONDS = 1.0
 #: Activations running their first start at once (recovery after downtime).
 ACTIVATION_CONCURRENCY = 64
-#: Identities fetched per poll of the store.
-POLL_LIMIT = 10_000
+#: Identities fetched per poll of the store. Those without a handle in memory wait in
+#: :class:`~._soon.DueSoon` (about 250 bytes each) until their time comes.
+POLL_LIMIT = 100_000
 
 #: The name the durable runtime registers under in ``Runtime.services`` (issue 14).
 SERVICE = "durable"
@@ -90,6 +92,8 @@ class DurableRuntime:
         self.cells: dict[Cell, DurableHandle] = {}
         self.kinds: dict[str, DurableClass] = {}
         self.activation_slots = asyncio.Semaphore(ACTIVATION_CONCURRENCY)
+        #: Identities with work due soon and no handle in memory (compact, issue 32).
+        self.soon = DueSoon(self)
         self._poll = _Poll(self)
         self._change_check = _ChangeCheck(self)
         self._unwatch: Callable[[], None] | None = None
@@ -182,6 +186,7 @@ class DurableRuntime:
             self._unsubscribe_wall()
             self._unsubscribe_wall = None
         self.runtime.deadlines.remove(self._poll)
+        self.soon.clear()
         self._stop_watching()
         for task in self._background:
             task.cancel()
@@ -271,6 +276,7 @@ class DurableRuntime:
         this node may run once it holds a lease again)."""
         for handle in list(self.handles.values()):
             handle.lose_ownership()
+        self.soon.clear()
         # After a coordinator reset the node holds its lease again at once (same
         # incarnation): look for due identities now, not at the next periodic poll.
         self.poll_soon()
@@ -286,6 +292,7 @@ class DurableRuntime:
             alarm = handle.alarm
             if alarm.due is not None:
                 alarm.rearm(alarm.due)
+        self.soon.rearm()
         self.start_poll()  # identities not in memory may now be due within the look-ahead
 
     def activated(self, cell: Cell, handle: DurableHandle) -> None:
@@ -390,23 +397,44 @@ class DurableRuntime:
                 if not mine:
                     continue  # another node owns it (or should claim it): its poll arms it
             handle = self.handles.get((due.kind, due.identity))
-            if handle is None:
-                cls = self.kinds.get(due.kind) or _kind_class(due.kind)
-                if cls is None:
-                    if due.kind not in self._unknown_kinds:
-                        self._unknown_kinds.add(due.kind)
-                        _log.warning(
-                            "tasks of durable kind %r are due but no DurableActor subclass "
-                            "with that kind is imported; they wait in the store",
-                            due.kind,
-                        )
-                    continue
-                handle = self.handle(cls, due.identity, getattr(cls, "passivate_after", None))
-            handle.alarm.arm(due.due)
+            if handle is not None:
+                handle.alarm.arm(due.due)
+                continue
+            cls = self.kinds.get(due.kind) or _kind_class(due.kind)
+            if cls is None:
+                if due.kind not in self._unknown_kinds:
+                    self._unknown_kinds.add(due.kind)
+                    _log.warning(
+                        "tasks of durable kind %r are due but no DurableActor subclass "
+                        "with that kind is imported; they wait in the store",
+                        due.kind,
+                    )
+                continue
+            # No handle until its time comes (compact: DueSoon); the class's own kind
+            # string, shared by every waiting identity of the kind.
+            self.soon.arm((cls.kind, due.identity), due.due)
         if failed is not None:
             raise failed  # some identities were not asked about: the poll retries soon
         if gate is not None and rows:
             self.coordinator_outage.ok()
+
+    def ring_due(self, kind: str, identity: str, due: float) -> None:
+        """A waiting identity's time has come (:class:`DueSoon`): its handle now, and
+        the handle's alarm for ``due``."""
+        if self.stopping or not self.runtime.running:
+            return
+        cls = self.kinds.get(kind) or _kind_class(kind)
+        if cls is None:
+            return  # its class went away: the tasks wait in the store (the poll warned)
+        handle = self.handles.get((kind, identity))
+        if handle is None:
+            handle = self.handle(cls, identity, getattr(cls, "passivate_after", None))
+        handle.alarm.arm(due)
+
+    def held(self) -> set[tuple[str, str]]:
+        """The ``(kind, identity)`` of every identity held in memory: with a handle, or
+        waiting for work due soon without one."""
+        return set(self.handles) | set(self.soon.dues)
 
     def poll_soon(self) -> None:
         """Look for due identities now (cluster mode: a node left, its identities with
@@ -427,7 +455,7 @@ class DurableRuntime:
     def identities(self) -> tuple[int, int]:
         """``(identities known in memory, identities active now)``."""
         handles = self.handles.values()
-        return len(handles), sum(1 for h in handles if h.cell is not None)
+        return len(handles) + len(self.soon), sum(1 for h in handles if h.cell is not None)
 
     def statistics(self) -> DurableStatistics:
         """A frozen snapshot of the run counters (a copy of the durations ring) and the
