@@ -11,9 +11,10 @@ temporary directory, or a fresh database on one throw-away local PostgreSQL serv
   ``self.schedule`` writes), their due times then set to ``T + k/N`` (``T`` = 3 s after
   that write), and a fresh ``ActorSystem(store=...)`` started. Reported: ``fires_per_s``
   = N / (last run − T), ``start_s`` (its look-ahead poll arms every identity's alarm),
-  ``bytes_per_identity``: the Python memory ``start()`` keeps (``tracemalloc``, traced
-  during ``start()`` only), per identity (each passivated with due work), the peak RSS
-  growth over the whole run, and the store calls made (``calls_per_fire``).
+  the peak RSS growth over the whole run, and the store calls made (``calls_per_fire``).
+* ``memory``: the same store and start, run once with ``tracemalloc`` on during
+  ``start()`` only (it slows it down), then stopped: ``bytes_per_identity`` is the Python
+  memory ``start()`` keeps per identity (each passivated with due work).
 * ``raw``: the floor on the same store: N rows of ``(id, due, payload)`` inserted (untimed)
   due within one second, then one loop claims up to 100 due rows, "runs" them (the same
   in-memory count) and deletes them, one transaction per batch, until none are left
@@ -103,6 +104,8 @@ def reminder_configs(args: Any, start_server: Callable[[], str]) -> list[Config]
             name = f"reminders/{store}/fire/{ids}"
             out.append(Config(name, {**base, "test": "fire", "identities": ids}, timeout=900))
         out.append(Config(f"reminders/{store}/raw", {**base, "test": "raw"}, timeout=900))
+        name = f"reminders/{store}/memory/{n}"
+        out.append(Config(name, {**base, "test": "memory", "identities": n}, once=True))
         for ids in id_counts:
             name = f"reminders/{store}/register/{ids}"
             out.append(Config(name, {**base, "test": "register", "identities": ids}, timeout=900))
@@ -123,8 +126,8 @@ async def _child(params: dict[str, Any]) -> dict[str, Any]:
             url, cleanup = await _fresh_database(params["dsn"])
         try:
             test = params["test"]
-            if test == "fire":
-                return await _fire(url, params["n"], params["identities"])
+            if test in ("fire", "memory"):
+                return await _fire(url, params["n"], params["identities"], test == "memory")
             if test == "raw":
                 if params["store"] == "sqlite":
                     return _raw_sqlite(path, params["n"])
@@ -163,7 +166,7 @@ def _rows(n: int, identities: int) -> list[TaskRow]:
     ]
 
 
-async def _fire(url: str, n: int, identities: int) -> dict[str, Any]:
+async def _fire(url: str, n: int, identities: int, memory: bool = False) -> dict[str, Any]:
     from tocsin.stores import resolve_store
 
     store = resolve_store(url)
@@ -180,14 +183,19 @@ async def _fire(url: str, n: int, identities: int) -> dict[str, Any]:
     FIRED.future = asyncio.get_running_loop().create_future()
     rss0 = rss_bytes()
     system = ActorSystem(store=url)
-    # Python's allocations kept by start() (RSS would hide them behind the preload's
-    # freed memory, which the process keeps); traced only during start().
-    tracemalloc.start()
+    if memory:
+        # Python's allocations kept by start() (RSS would hide them behind the preload's
+        # freed memory, which the process keeps); tracing slows start() down, so this
+        # run measures nothing else.
+        tracemalloc.start()
+        await system.start()
+        kept, _ = tracemalloc.get_traced_memory()
+        tracemalloc.stop()
+        await system.stop()
+        return {"n": n, "identities": identities, "bytes_per_identity": kept / identities}
     t0 = perf_counter()
     await system.start()
     start_s = perf_counter() - t0
-    kept, _ = tracemalloc.get_traced_memory()
-    tracemalloc.stop()
     durable = system._durable
     assert durable is not None
     counting = _CallCounter(durable.store)
@@ -203,7 +211,6 @@ async def _fire(url: str, n: int, identities: int) -> dict[str, Any]:
         "s": elapsed,
         "start_s": start_s,
         "late_at_start_s": max(0.0, start_s - MARGIN),
-        "bytes_per_identity": kept / identities,
         "peak_rss_delta_MB": (rss_peak - rss0) / 1e6,
         "calls_per_fire": counting.calls / n,
         "calls": dict(counting.by_name),
@@ -344,7 +351,7 @@ def reminder_report(args: Any, runs: Runs) -> dict[str, Any]:
     rows = []
     for name, row in med.items():
         _, store, test, *rest = name.split("/")
-        if test == "register":
+        if test in ("register", "memory"):
             continue
         label = f"tocsin, {int(rest[0]):,} identities" if rest else "raw claim/delete loop"
         rate = row.get("fires_per_s")
@@ -356,7 +363,9 @@ def reminder_report(args: Any, runs: Runs) -> dict[str, Any]:
                 fmt(rate, 0),
                 fmt(rate / raw if rate and raw else None, 2),
                 fmt(row.get("start_s"), 2),
-                fmt(row.get("bytes_per_identity"), 0),
+                fmt(med.get(f"reminders/{store}/memory/{rest[0]}", {}).get("bytes_per_identity"), 0)
+                if rest
+                else "–",
                 fmt(row.get("calls_per_fire"), 3),
             ]
         )
@@ -367,8 +376,8 @@ def reminder_report(args: Any, runs: Runs) -> dict[str, Any]:
                 targets[f"{store}, {ids:,} identities >= {goal:,.0f}/s ({rate:,.0f})"] = (
                     rate >= goal
                 )
-            per_id = row.get("bytes_per_identity")
-            if ids == max(TARGETS) and per_id is not None:
+            per_id = med.get(f"reminders/{store}/memory/{ids}", {}).get("bytes_per_identity")
+            if per_id is not None:
                 targets[f"{store}, <= 1 KB per identity ({per_id:,.0f} B)"] = per_id <= 1024
     print("\n### Reminders: N one-shot tasks due within one second (median of runs)\n")
     print(

@@ -267,12 +267,13 @@ async def drain(handle: DrainHost, cell: Cell) -> tuple[bool, float | None]:
         return True, await store.next_due(handle.kind, handle.identity)
     if left < len(rows):  # the activation stopped early: the rest is still due
         soonest = rows[left].due if soonest is None else min(soonest, rows[left].due)
-    # A task written during the drain (by the actor, or an outside change a poll found)
-    # armed the alarm: it stays if it is sooner. An early alarm is harmless: the drain
-    # reads the store.
     armed = alarm.due
     if armed is not None and (soonest is None or armed < soonest):
-        soonest = armed
+        # Armed during the drain for sooner (a task the actor wrote, an outside change a
+        # poll found, or a poll that saw a task this drain ran): the store says what is
+        # pending now. Taking the alarm as it is would ring an empty drain (an activation
+        # turn and a read) for every identity a poll re-armed while it drained.
+        return True, await store.next_due(handle.kind, handle.identity)
     return True, soonest
 
 

@@ -120,6 +120,9 @@ class Worker:
                 return
             if not job.write:
                 _run(job, conn)
+                # Not held while waiting for the next job: its future keeps the result
+                # (a poll's rows: megabytes) alive until then.
+                del job
                 continue
             group = [job]
             while True:  # group commit: take every write already waiting, in order
