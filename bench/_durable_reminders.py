@@ -11,7 +11,9 @@ temporary directory, or a fresh database on one throw-away local PostgreSQL serv
   ``self.schedule`` writes), their due times then set to ``T + k/N`` (``T`` = 3 s after
   that write), and a fresh ``ActorSystem(store=...)`` started. Reported: ``fires_per_s``
   = N / (last run − T), ``start_s`` (its look-ahead poll arms every identity's alarm),
-  the peak RSS growth over the whole run, and the store calls made (``calls_per_fire``).
+  the peak RSS growth over the whole run, the store calls made (``calls_per_fire``) and the
+  process CPU per fire from the end of ``start()`` to the last run (``cpu_us_per_fire``:
+  less sensitive than the rate to other processes sharing the cores).
 * ``memory``: the same store and start, run once with ``tracemalloc`` on during
   ``start()`` only (it slows it down), then stopped: ``bytes_per_identity`` is the Python
   memory ``start()`` keeps per identity (each passivated with due work).
@@ -65,12 +67,14 @@ class _Count:
         self.count = 0
         self.target = -1
         self.at = 0.0
+        self.cpu = 0.0
         self.future: asyncio.Future[None] | None = None
 
     def hit(self) -> None:
         self.count += 1
         if self.count == self.target:
             self.at = wall()
+            self.cpu = time.process_time()
             if self.future is not None and not self.future.done():
                 self.future.set_result(None)
 
@@ -94,7 +98,7 @@ class Reminder(DurableActor):
 
 
 def reminder_configs(args: Any, start_server: Callable[[], str]) -> list[Config]:
-    n = 2_000 if args.quick else N
+    n = 2_000 if args.quick else args.reminders_n
     id_counts = [n // 100, n] if args.quick else [1_000, n]
     out: list[Config] = []
     for store in args.stores.split(","):
@@ -200,6 +204,7 @@ async def _fire(url: str, n: int, identities: int, memory: bool = False) -> dict
     assert durable is not None
     counting = _CallCounter(durable.store)
     durable.wrap_store(lambda s: counting)
+    cpu0 = time.process_time()
     await asyncio.wait_for(FIRED.future, 600)
     elapsed = FIRED.at - first
     rss_peak = rss_bytes()
@@ -213,6 +218,9 @@ async def _fire(url: str, n: int, identities: int, memory: bool = False) -> dict
         "late_at_start_s": max(0.0, start_s - MARGIN),
         "peak_rss_delta_MB": (rss_peak - rss0) / 1e6,
         "calls_per_fire": counting.calls / n,
+        # The process's CPU (every thread) from the end of start() to the last run: less
+        # sensitive than the rate to other processes sharing the cores.
+        "cpu_us_per_fire": (FIRED.cpu - cpu0) / n * 1e6,
         "calls": dict(counting.by_name),
     }
 
@@ -367,6 +375,7 @@ def reminder_report(args: Any, runs: Runs) -> dict[str, Any]:
                 if rest
                 else "–",
                 fmt(row.get("calls_per_fire"), 3),
+                fmt(row.get("cpu_us_per_fire"), 0),
             ]
         )
         if rest:
@@ -390,6 +399,7 @@ def reminder_report(args: Any, runs: Runs) -> dict[str, Any]:
                 "start() s",
                 "B per identity",
                 "store calls per fire",
+                "CPU µs per fire",
             ],
             rows,
         )

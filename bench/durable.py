@@ -527,6 +527,7 @@ def add_arguments(parser: argparse.ArgumentParser) -> None:
         "--reminders", action="store_true", help="the reminders question (issue 32) instead"
     )
     parser.add_argument("--stores", default="sqlite,postgres", help="--reminders: stores")
+    parser.add_argument("--reminders-n", type=int, default=100_000, help="--reminders: N")
 
 
 _servers: list[str] = []

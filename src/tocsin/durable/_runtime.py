@@ -501,8 +501,10 @@ class DurableRuntime:
             self.start_poll()
 
 
-#: Most ops one group commit of drain completions writes in one ``apply``.
-GROUP_OPS = 1_000
+#: Most ops one group commit of drain completions writes in one ``apply``: within what
+#: the SQLite store commits on the loop thread (``INLINE_MAX_OPS``); a larger batch goes
+#: to its writer thread, whose commit holds the file's lock while other writes wait.
+GROUP_OPS = 100
 
 
 async def _commit_group(store: Store, group: list[tuple[list[Op], asyncio.Future[None]]]) -> None:
