@@ -21,6 +21,7 @@ from ._protocols import (
     DeleteState,
     DeleteTask,
     DueActor,
+    DueWork,
     Fence,
     Op,
     PauseTask,
@@ -227,6 +228,19 @@ class MemoryStore:
             and row.due <= before
         ]
         return sorted(rows, key=_order)[: max(limit, 0)]
+
+    async def due_work(self, kind: str, identity: str, before: float, limit: int) -> DueWork:
+        """``due_tasks`` and the earliest pending ``due`` after ``before`` (one drain's read)."""
+        rows = await self.due_tasks(kind, identity, before, limit)
+        later = [
+            row.due
+            for row in self._tasks.values()
+            if row.kind == kind
+            and row.identity == identity
+            and row.state == "pending"
+            and row.due > before
+        ]
+        return DueWork(rows, min(later, default=None))
 
     async def next_due(self, kind: str, identity: str) -> float | None:
         """The earliest ``due`` among this actor's pending tasks, or ``None``."""
