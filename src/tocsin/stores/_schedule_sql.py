@@ -19,6 +19,7 @@ __all__ = [
     "DELETE_REQUEST",
     "INSERT",
     "LAST_INSTANTS",
+    "LAST_INSTANTS_RANGE",
     "LEDGER",
     "LEDGER_COLUMNS",
     "LEDGER_NEWEST",
@@ -33,6 +34,7 @@ __all__ = [
     "SCHEDULE_COLUMNS",
     "SELECT_ALL",
     "SELECT_ONE",
+    "SELECT_PAGE",
     "TRIM",
     "UPDATE",
     "ledger_params",
@@ -50,6 +52,10 @@ LEDGER_COLUMNS: Final = "id, instant, at, outcome, node, version, detail, note, 
 
 SELECT_ALL: Final = f"SELECT {SCHEDULE_COLUMNS} FROM tocsin_schedules ORDER BY id"
 SELECT_ONE: Final = f"SELECT {SCHEDULE_COLUMNS} FROM tocsin_schedules WHERE id = ?"
+#: Parameters: the last id of the previous page ('' for the first), the page's size.
+SELECT_PAGE: Final = (
+    f"SELECT {SCHEDULE_COLUMNS} FROM tocsin_schedules WHERE id > ? ORDER BY id LIMIT ?"
+)
 #: Parameters: the row's nine fields. Only if absent (an add never overwrites).
 INSERT: Final = (
     f"INSERT INTO tocsin_schedules ({SCHEDULE_COLUMNS}) VALUES (?, ?, ?, ?, ?, ?, ?, ?, ?) "
@@ -92,6 +98,10 @@ LEDGER: Final = (
     f"SELECT {LEDGER_COLUMNS} FROM tocsin_schedule_history WHERE id = ? ORDER BY instant"
 )
 LAST_INSTANTS: Final = "SELECT id, MAX(instant) FROM tocsin_schedule_history GROUP BY id"
+#: Parameters: the first and the last id of the range (both included).
+LAST_INSTANTS_RANGE: Final = (
+    "SELECT id, MAX(instant) FROM tocsin_schedule_history WHERE id >= ? AND id <= ? GROUP BY id"
+)
 #: Parameters: id, instant.
 LEDGER_ONE: Final = (
     f"SELECT {LEDGER_COLUMNS} FROM tocsin_schedule_history WHERE id = ? AND instant = ?"

@@ -7,6 +7,7 @@ Prior art: procrastinate's ``InMemoryConnector`` (same contract as the real stor
 
 from __future__ import annotations
 
+import bisect
 from collections import deque
 from collections.abc import Callable, Sequence
 from typing import final
@@ -71,6 +72,9 @@ class MemoryStore:
         self._claims: dict[str, float] = {}
         self._requests: dict[tuple[str, float, bool], ScheduleRequest] = {}
         self._revision = 0
+        #: The schedules' ids in order, for paged reads (``None``: to sort again, after
+        #: an add or a removal).
+        self._schedule_ids: list[str] | None = None
 
     def __repr__(self) -> str:
         return f"MemoryStore(tasks={len(self._tasks)}, state={len(self._state)})"
@@ -251,6 +255,14 @@ class MemoryStore:
         """Every stored schedule, by id."""
         return [self._schedules[key] for key in sorted(self._schedules)]
 
+    async def schedule_page(self, after: str, limit: int) -> list[ScheduleRow]:
+        """At most ``limit`` stored schedules with ids after ``after``, by id."""
+        ids = self._schedule_ids
+        if ids is None:
+            ids = self._schedule_ids = sorted(self._schedules)
+        start = bisect.bisect_right(ids, after)
+        return [self._schedules[key] for key in ids[start : start + max(limit, 0)]]
+
     async def schedule_row(self, schedule_id: str) -> ScheduleRow | None:
         """One stored schedule, or ``None``."""
         return self._schedules.get(schedule_id)
@@ -262,6 +274,7 @@ class MemoryStore:
             if current is not None:
                 return False
             self._schedules[row.id] = row
+            self._schedule_ids = None
         else:
             if current is None or current.version != expect:
                 return False
@@ -275,6 +288,7 @@ class MemoryStore:
         """Remove one schedule (its ledger stays); whether it existed."""
         if self._schedules.pop(schedule_id, None) is None:
             return False
+        self._schedule_ids = None
         self._revision += 1
         return True
 
@@ -325,9 +339,18 @@ class MemoryStore:
         ordered = [rows[instant] for instant in sorted(rows)]
         return ordered if limit is None else ordered[max(len(ordered) - limit, 0) :]
 
-    async def schedule_last_instants(self) -> dict[str, float]:
-        """The newest instant of each schedule's ledger, by id."""
-        return {sid: max(rows) for sid, rows in self._ledger.items() if rows}
+    async def schedule_last_instants(
+        self, first: str | None = None, last: str | None = None
+    ) -> dict[str, float]:
+        """The newest instant of each schedule's ledger, by id (from ``first`` to
+        ``last`` when given)."""
+        return {
+            sid: max(rows)
+            for sid, rows in self._ledger.items()
+            if rows
+            and (first is None or sid >= first)
+            and (last is None or sid <= last)
+        }
 
     async def schedule_tick(self, schedule_id: str, instant: float) -> ScheduleTickRow | None:
         """The ledger row of one instant, or ``None``."""
