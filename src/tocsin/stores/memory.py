@@ -347,9 +347,7 @@ class MemoryStore:
         return {
             sid: max(rows)
             for sid, rows in self._ledger.items()
-            if rows
-            and (first is None or sid >= first)
-            and (last is None or sid <= last)
+            if rows and (first is None or sid >= first) and (last is None or sid <= last)
         }
 
     async def schedule_tick(self, schedule_id: str, instant: float) -> ScheduleTickRow | None:
