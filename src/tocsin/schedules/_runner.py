@@ -110,6 +110,7 @@ class _Entry:
 
     __slots__ = (
         "armed",
+        "due",
         "id",
         "instant",
         "instants",
@@ -127,13 +128,13 @@ class _Entry:
         self.paused = row.paused
         self.spec = spec
         self.instants = Instants(spec)
-        #: The monotonic due time of this schedule's item in the runner's timer heap
-        #: (``None``: not armed). The heap item holds this very float object: an item
-        #: whose due is not (``is``) this one was cancelled or superseded. An entry is
-        #: armed only while it has no live item (fresh, or its item just popped), so no
-        #: two live items of one entry share a due object.
-        self.armed: float | None = None
-        #: The instant armed (meaningful while ``armed``).
+        #: Whether the entry is in the runner's timer heap: ``None`` not there, ``True``
+        #: there and live, ``False`` there but cancelled (changed, removed). The entry
+        #: is its own heap item (no tuple per schedule), so it is pushed only when not
+        #: there (fresh, or just popped) and its ``due`` never changes while there.
+        self.armed: bool | None = None
+        #: The monotonic time the armed instant is due, and the instant.
+        self.due = 0.0
         self.instant = 0.0
         #: Ids (kind, identity, id) of this schedule's task rows (job runs or durable
         #: tasks) queued here and not yet seen gone: what overlap is judged by (an
@@ -144,7 +145,9 @@ class _Entry:
         self.since: float | None = None
 
     def __lt__(self, other: _Entry) -> bool:
-        # Heap items are (due, entry): equal dues are ordered by id.
+        # The timer heap's order: by due time, then id.
+        if self.due != other.due:
+            return self.due < other.due
         return self.id < other.id
 
 
@@ -204,9 +207,8 @@ class Runner:
         self.started = 0
         self.started_lateness = [0.0] * LATENESS_RING
         self._tasks: set[asyncio.Task[None]] = set()
-        #: Armed instants of every schedule: (monotonic due, entry); the instant is the
-        #: entry's ``instant`` (see ``_Entry.armed``).
-        self._heap: list[tuple[float, _Entry]] = []
+        #: Armed schedules, earliest ``due`` first (see ``_Entry.armed``).
+        self._heap: list[_Entry] = []
         self._timer: TimerHandle | None = None
         self._timer_at = math.inf
         self._poll: TimerHandle | None = None
@@ -374,8 +376,8 @@ class Runner:
         except Exception as exc:
             _log.error("stored schedule %r cannot be read, not run: %s", row.id, exc)
             return None
-        if entry is not None:
-            entry.armed = None
+        if entry is not None and entry.armed:
+            entry.armed = False
         fresh = _Entry(row, spec)
         if entry is not None:  # runs queued carry over
             fresh.outstanding = entry.outstanding
@@ -445,8 +447,8 @@ class Runner:
     def removed(self, schedule_id: str) -> None:
         """The schedule is gone: no instant of it is armed any more."""
         entry = self.entries.pop(schedule_id, None)
-        if entry is not None:
-            entry.armed = None
+        if entry is not None and entry.armed:
+            entry.armed = False
 
     # -- instants ------------------------------------------------------------------------
 
@@ -473,9 +475,10 @@ class Runner:
         heap, and the one clock timer moved earlier if it must. One timer for every
         stored schedule, not one each: at 100,000 schedules a timer per schedule was a
         fifth of a node's memory for them."""
-        entry.armed = due
+        entry.armed = True
+        entry.due = due
         entry.instant = instant
-        heapq.heappush(self._heap, (due, entry))
+        heapq.heappush(self._heap, entry)
         if self._timer is None or due < self._timer_at:
             self._wind(due)
 
@@ -491,18 +494,18 @@ class Runner:
         self._timer = None
         heap = self._heap
         now = self.clock.monotonic()
-        while heap and heap[0][0] <= now and not self.closed:
-            due, entry = heapq.heappop(heap)
-            if entry.armed is not due:
+        while heap and heap[0].due <= now and not self.closed:
+            entry = heapq.heappop(heap)
+            live, entry.armed = entry.armed, None
+            if not live:
                 continue  # cancelled (changed, removed) since it was armed
-            entry.armed = None
             instant = entry.instant
             try:
                 self._fire(entry, instant)
             except Exception:  # one schedule's failure never stops the others
                 _log.exception("stored schedule %r: firing %s failed", entry.id, instant)
         if heap and not self.closed and self._timer is None:
-            self._wind(heap[0][0])
+            self._wind(heap[0].due)
 
     def next_fire_at(self, schedule_id: str, now: float) -> float | None:
         """The next instant of the schedule that will be delivered (calendar applied,
