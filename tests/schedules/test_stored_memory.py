@@ -38,34 +38,38 @@ async def _seed(store: MemoryStore, n: int, at: float = T0 - 7200.0) -> None:
         await store.write_schedule(ScheduleRow(spec.id, encode_spec(spec), 1, at, at), expect=None)
 
 
-class PagedStore(MemoryStore):
-    """A memory store that counts the pages it is asked for."""
+def _paged(store: MemoryStore, monkeypatch: pytest.MonkeyPatch) -> dict[str, list[Any]]:
+    """Count the pages and ledger ranges ``store`` is asked for; refuse a read of every
+    row at once."""
+    seen: dict[str, list[Any]] = {"pages": [], "ranges": []}
+    page, last_instants = store.schedule_page, store.schedule_last_instants
 
-    def __init__(self) -> None:
-        super().__init__()
-        self.pages: list[tuple[str, int, int]] = []
-        self.ranges: list[tuple[str | None, str | None]] = []
-
-    async def schedule_page(self, after: str, limit: int) -> list[ScheduleRow]:
-        rows = await super().schedule_page(after, limit)
-        self.pages.append((after, limit, len(rows)))
+    async def schedule_page(after: str, limit: int) -> list[ScheduleRow]:
+        rows = await page(after, limit)
+        seen["pages"].append((after, limit, len(rows)))
         return rows
 
-    async def schedule_rows(self) -> list[ScheduleRow]:
+    async def schedule_rows() -> list[ScheduleRow]:
         raise AssertionError("a node loads its schedules page by page, never all at once")
 
     async def schedule_last_instants(
-        self, first: str | None = None, last: str | None = None
+        first: str | None = None, last: str | None = None
     ) -> dict[str, float]:
-        self.ranges.append((first, last))
-        return await super().schedule_last_instants(first, last)
+        seen["ranges"].append((first, last))
+        return await last_instants(first, last)
+
+    monkeypatch.setattr(store, "schedule_page", schedule_page)
+    monkeypatch.setattr(store, "schedule_rows", schedule_rows)
+    monkeypatch.setattr(store, "schedule_last_instants", schedule_last_instants)
+    return seen
 
 
 async def test_a_node_loads_page_by_page_and_decides_every_pages_overdue_instants(
     monkeypatch: pytest.MonkeyPatch,
 ) -> None:
     monkeypatch.setattr(runner_module, "PAGE", 4)
-    store = PagedStore()
+    store = MemoryStore()
+    seen = _paged(store, monkeypatch)
     # Ten schedules every hour, stored two hours ago: each has an instant overdue at start
     # (Misfire.once claims the latest), and a ledger row on one of them says its latest
     # instant was decided already.
@@ -84,8 +88,8 @@ async def test_a_node_loads_page_by_page_and_decides_every_pages_overdue_instant
         assert sorted(runner.entries) == [f"s{i:05d}" for i in range(10)]
         assert all(entry.armed for entry in runner.entries.values())
         # Pages of at most 4, each starting after the last id of the one before.
-        assert store.pages == [("", 4, 4), ("s00003", 4, 4), ("s00007", 4, 2)]
-        assert store.ranges == [("s00000", "s00003"), ("s00004", "s00007"), ("s00008", "s00009")]
+        assert seen["pages"] == [("", 4, 4), ("s00003", 4, 4), ("s00007", 4, 2)]
+        assert seen["ranges"] == [("s00000", "s00003"), ("s00004", "s00007"), ("s00008", "s00009")]
         delivered = {
             sid
             for sid in runner.entries
