@@ -11,8 +11,10 @@ Questions:
    lateness (handler start minus instant), duplicates (an instant run twice) and lost
    instants (none run). One process for three nodes: the numbers are the runtime's cost
    per instant (claim, decision, ledger row, run), not a database's.
-2. **Start-up and memory.** N stored schedules in a SQLite store: seconds from
-   ``ActorSystem(...).start()`` until every one is armed, and resident memory per stored
+2. **Start-up and memory.** N stored schedules in a SQLite store (``stored``) or a memory
+   store (``stored-memory``, its rows made before the count): seconds from
+   ``ActorSystem(...).start()`` until every one is armed, resident memory per stored
+   schedule, and (a second, untimed pass under tracemalloc) the bytes the node keeps per
    schedule; beside N ``schedule_cron`` calls on a started cluster node (the schedules
    cluster cron keeps in memory).
 
@@ -74,7 +76,7 @@ def configs(args: Any) -> list[Config]:
                 )
             )
     for n in start_sizes:
-        for system in ("stored", "cron"):
+        for system in ("stored", "stored-memory", "cron"):
             out.append(
                 Config(
                     f"start/{system}/{n}",
@@ -169,36 +171,70 @@ async def _fire(system_kind: str, n: int, seconds: float, settle: float) -> dict
     }
 
 
-async def _start(system_kind: str, n: int) -> dict[str, Any]:
-    from tocsin import Actor, ActorSystem, Cluster, ReceiveContext
+async def _seed(store: Any, n: int) -> None:
+    """``n`` stored schedules (every hour: none comes due while measured) in ``store``."""
     from tocsin.schedules import Interval, Schedule
+    from tocsin.schedules._instants import resolve
     from tocsin.schedules._spi import encode_spec
     from tocsin.stores import ScheduleRow
+
+    name = _register_job()
+    now = time.time()
+    for i in range(n):
+        spec = resolve(Schedule(f"s{i}", Interval(3600), name), now)
+        await store.write_schedule(
+            ScheduleRow(spec.id, encode_spec(spec), 1, now, now), expect=None
+        )
+
+
+async def _retained(store: Any, n: int) -> float:
+    """Bytes a node keeps per stored schedule (tracemalloc: objects allocated by its start
+    and alive after it, not the allocator's arenas), in a pass of its own (untimed)."""
+    import tracemalloc
+
+    from tocsin import ActorSystem
+
+    system = ActorSystem("n2", store=store)
+    gc.collect()
+    tracemalloc.start(1)
+    try:
+        before = tracemalloc.get_traced_memory()[0]
+        await system.start()
+        gc.collect()
+        after = tracemalloc.get_traced_memory()[0]
+    finally:
+        tracemalloc.stop()
+        await system.stop()
+    return (after - before) / n
+
+
+async def _start(system_kind: str, n: int) -> dict[str, Any]:
+    from tocsin import Actor, ActorSystem, Cluster, ReceiveContext
+    from tocsin.stores import MemoryStore
     from tocsin.stores.sqlite import SQLiteStore
 
     class Sink(Actor):
         async def receive(self, ctx: ReceiveContext) -> None:
             pass
 
+    retained = None
     with tempfile.TemporaryDirectory() as tmp:
         path = Path(tmp) / "app.db"
+        store: Any = f"sqlite:///{path}"
         if system_kind == "stored":
-            name = _register_job()
             seed = SQLiteStore(path)
             await seed.open()
-            now = time.time()
-            for i in range(n):
-                spec = Schedule(f"s{i}", Interval(60, anchor=None), name)
-                from tocsin.schedules._instants import resolve
-
-                row = ScheduleRow(f"s{i}", encode_spec(resolve(spec, now)), 1, now, now)
-                await seed.write_schedule(row, expect=None)
+            await _seed(seed, n)
             await seed.close()
+        elif system_kind == "stored-memory":
+            # The store's rows are made before the count: what is counted is the node's.
+            store = MemoryStore()
+            await _seed(store, n)
         gc.collect()
         before = rss_bytes()
         started = time.perf_counter()
-        if system_kind == "stored":
-            system = ActorSystem("n1", store=f"sqlite:///{path}")
+        if system_kind != "cron":
+            system = ActorSystem("n1", store=store)
             await system.start()
             armed = time.perf_counter() - started
         else:
@@ -211,11 +247,14 @@ async def _start(system_kind: str, n: int) -> dict[str, Any]:
         gc.collect()
         after = rss_bytes()
         await system.stop()
+        if system_kind != "cron":
+            retained = await _retained(store, n)
     return {
         "n": n,
         "start_s": armed,
         "rss_mb": (after - before) / 2**20,
         "bytes_per_schedule": (after - before) / n,
+        "retained_per_schedule": retained,
     }
 
 
@@ -247,9 +286,13 @@ def report(args: Any, runs: Runs) -> dict[str, Any]:
             continue
         _, system, n = name.split("/")
         r = median_row(runs[name])
-        rows.append((system, n, r.get("start_s"), r.get("rss_mb"), r.get("bytes_per_schedule")))
+        rows.append(
+            (system, n, r.get("start_s"), r.get("rss_mb"), r.get("bytes_per_schedule"),
+             r.get("retained_per_schedule"))
+        )  # fmt: skip
     print("\n### Start-up and memory per schedule\n")
-    print(table(["system", "N", "start s", "RSS MB", "bytes/schedule"], rows))
+    headers = ["system", "N", "start s", "RSS MB", "RSS bytes/schedule", "retained bytes/schedule"]
+    print(table(headers, rows))
     return {"bench": "schedules", "note": fmt(0)}
 
 
