@@ -12,17 +12,19 @@ from __future__ import annotations
 from collections.abc import Sequence
 from typing import TYPE_CHECKING, Final, final
 
-from ..cluster._spi import ClaimOutcome, TickClaim, TickRequest
+from ..cluster._spi import ClaimOutcome, TickClaim, TickRequest, claim_each
 from ..stores import ScheduleStore
 
 if TYPE_CHECKING:
     from ..clock import Clock
 
-__all__ = ["PREFIX", "StoreClaims"]
+__all__ = ["MANUAL", "PREFIX", "StoreClaims"]
 
 #: Claim references of stored schedules (``_runner.CLAIM_PREFIX``, which imports this
 #: module, says the same).
 PREFIX: Final = "schedule:"
+#: What a manual run's claim reference adds (``schedule:<id>@manual``; ids hold no ``@``).
+MANUAL: Final = "@manual"
 
 
 @final
@@ -66,7 +68,10 @@ class StoreClaims:
             # at_least_once, an instant asked for again (overdue at start, a backfill):
             # claimed, never decided (no ledger row) means its claimer died first.
             sid = reference[len(PREFIX) :]
-            won = await self.store.schedule_tick(sid, fire_at) is None
+            manual = sid.endswith(MANUAL)
+            if manual:
+                sid = sid[: -len(MANUAL)]
+            won = await self.store.schedule_tick(sid, fire_at, manual=manual) is None
         return TickClaim(ClaimOutcome.WON if won else ClaimOutcome.LOST)
 
     async def claim_ticks(self, requests: Sequence[TickRequest], node: str) -> list[TickClaim]:
@@ -76,19 +81,7 @@ class StoreClaims:
         if batch is None or any(r.backfill and r.lease is not None for r in requests):
             # One claim at a time: a store without the batch, or an at_least_once instant
             # asked for again, whose lost claim claim_tick checks against the ledger.
-            return [
-                await self.claim_tick(
-                    r.key,
-                    r.reference,
-                    r.fire_at,
-                    r.ttl,
-                    node,
-                    keep=r.keep,
-                    lease=r.lease,
-                    backfill=r.backfill,
-                )
-                for r in requests
-            ]
+            return await claim_each(self.claim_tick, requests, node)
         now = self.clock.wall()
         answers: list[TickClaim | None] = []
         claims: list[tuple[str, float]] = []
