@@ -13,8 +13,9 @@ and the other node process they start (a remote owner, or an owner to SIGKILL).
 ``python bench/_cluster_node.py stored COORDINATOR STORE NAME LEASE``: start on a store
 already holding stored schedules (``bench/schedules.py --only cluster/``), print
 ``{"ready": name, "start_s": ..., "rss": ...}``, read ``START END`` (epoch seconds) on
-stdin, run until END plus a tail, then print the runs of the stored schedules' job whose
-instants lie in ``[START, END)`` with their start lateness, the node's RSS and CPU.
+stdin, run until the next line (the parent sends it once the window's instants are
+decided), then print the runs of the stored schedules' job whose instants lie in
+``[START, END)`` with their start lateness, the node's RSS and CPU.
 
 STORE is ``sqlite:///path`` or ``postgresql://...#SCHEMA``.
 """
@@ -254,8 +255,6 @@ async def _serve(mode: str, coordinator: str, store: str, name: str, lease: floa
 
 #: The stored schedules' job of ``stored`` mode (``bench/schedules.py`` targets it).
 STORED_JOB = "bench.cluster_node.record"
-#: Seconds a ``stored`` node keeps running after the window (runs of its last instants).
-STORED_TAIL = 5.0
 
 
 async def _stored(coordinator: str, store: str, name: str, lease: float) -> None:
@@ -296,7 +295,8 @@ async def _stored(coordinator: str, store: str, name: str, lease: float) -> None
         await asyncio.sleep(max(0.0, start - time.time()))
         usage = resource.getrusage(resource.RUSAGE_SELF)
         cpu0 = usage.ru_utime + usage.ru_stime
-        await asyncio.sleep(max(0.0, end + STORED_TAIL - time.time()))
+        # Runs on until the parent says the window's instants are decided (or it gave up).
+        await asyncio.get_running_loop().run_in_executor(None, sys.stdin.readline)
         usage = resource.getrusage(resource.RUSAGE_SELF)
         window = [(ref, instant, round(at - instant, 4)) for ref, instant, at in runs
                   if start <= instant < end]  # fmt: skip
@@ -306,7 +306,6 @@ async def _stored(coordinator: str, store: str, name: str, lease: float) -> None
             "cpu": usage.ru_utime + usage.ru_stime - cpu0,
         }
         print(json.dumps(out), flush=True)
-        await asyncio.get_running_loop().run_in_executor(None, sys.stdin.readline)
     finally:
         await system.stop()
 
