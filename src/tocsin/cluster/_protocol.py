@@ -23,15 +23,17 @@ Kleppmann's "How to do distributed locking".
 
 from __future__ import annotations
 
+import abc
 import enum
 from collections.abc import Awaitable, Callable, Sequence
 from dataclasses import dataclass
-from typing import NamedTuple, Protocol, final, runtime_checkable
+from typing import Any, NamedTuple, Protocol, final, runtime_checkable
 
 __all__ = [
     "EXPIRED_LEASE_RETENTION",
     "BatchCoordinator",
     "ClaimOutcome",
+    "ClaimsInBatches",
     "Coordinator",
     "LeaseRow",
     "Ownership",
@@ -40,6 +42,7 @@ __all__ = [
     "TickRequest",
     "claim_each",
     "claim_ticks",
+    "least_fence",
 ]
 
 #: Seconds an expired lease is kept (so peers can tell "expired" from "left", and
@@ -60,6 +63,22 @@ class ClaimOutcome(enum.StrEnum):
     PAUSED = "paused"
 
 
+def least_fence(now: float) -> int:
+    """The least fence a claim granted at ``now`` (epoch seconds on the coordinator's
+    clock) may carry: ``now`` in microseconds.
+
+    Every coordinator grants ``max(last fence of the reference + 1, least_fence(now))``,
+    so fences keep growing across a coordinator that lost its data (restarted empty,
+    flushed, file deleted): its first grant of a reference after the loss is at least its
+    clock in microseconds, above every fence it granted before, as long as its clock has
+    not gone back and it never granted a reference more than one fence per microsecond
+    on average (a reference's fences lead its clock by at most the grants of a burst, a
+    large backfill, which the following microseconds absorb). The identities' epochs get
+    the same guarantee from the durable store's fences (``floor``).
+    """
+    return int(now * 1_000_000)
+
+
 @final
 class TickClaim(NamedTuple):
     """What :meth:`Coordinator.claim_tick` answered.
@@ -70,9 +89,11 @@ class TickClaim(NamedTuple):
 
     Attributes:
         outcome: a :class:`ClaimOutcome`.
-        fence: ``WON``: the claim's token, one more than the last one the coordinator
+        fence: ``WON``: the claim's token, larger than the last one the coordinator
             granted for the same reference (any key), so a re-claimed tick's new winner
-            holds a larger one than the winner it replaces; else 0.
+            holds a larger one than the winner it replaces: one more than it, or the
+            coordinator's clock in microseconds if that is larger (:func:`least_fence`),
+            so fences keep growing across a coordinator that lost its data; else 0.
         retry_in: ``LOST`` to an ``at_least_once`` claim not marked done yet (asked with
             a ``lease``): seconds, on the coordinator's clock, until its delivery lease
             ends, when the caller may claim it again; else ``None`` (nothing to watch:
@@ -97,6 +118,16 @@ class TickRequest(NamedTuple):
     keep: float | None = None
     lease: float | None = None
     backfill: bool = False
+
+    def late(self, now: float) -> bool:
+        """The lateness check: reached more than the TTL after the instant at ``now`` (the
+        claimer's clock), and not a backfill (which has none)."""
+        return not self.backfill and now - self.fire_at > self.ttl
+
+    def expiry(self, now: float) -> float:
+        """When a claim won at ``now`` expires: ``max(ttl, keep)`` after the instant, or
+        after ``now`` if the instant is still to come."""
+        return max(now, self.fire_at) + max(self.ttl, self.keep or 0.0)
 
 
 @final
@@ -358,6 +389,29 @@ class BatchCoordinator(Coordinator, Protocol):
         request of the batch (some may have been written), as for a single claim.
         """
         ...
+
+
+class ClaimsInBatches(abc.ABC):
+    """The single claim of a coordinator that claims in batches: :meth:`claim_tick` is a
+    :meth:`claim_ticks` of one request (or the coordinator's own :meth:`_claim_one`), so
+    the protocol's signature is spelled once for every built-in coordinator."""
+
+    __slots__ = ()
+
+    @abc.abstractmethod
+    async def claim_ticks(self, requests: Sequence[TickRequest], node: str) -> list[TickClaim]:
+        """:meth:`BatchCoordinator.claim_ticks`."""
+
+    async def claim_tick(
+        self, key: str, reference: str, fire_at: float, ttl: float, node: str, **options: Any
+    ) -> TickClaim:
+        """:meth:`Coordinator.claim_tick`: its keyword-only options (``keep``, ``lease``,
+        ``backfill``) are :class:`TickRequest`'s fields of the same names."""
+        return await self._claim_one(TickRequest(key, reference, fire_at, ttl, **options), node)
+
+    async def _claim_one(self, request: TickRequest, node: str) -> TickClaim:
+        """One claim: a batch of one, unless the coordinator has a cheaper single step."""
+        return (await self.claim_ticks((request,), node))[0]
 
 
 async def claim_ticks(

@@ -63,8 +63,9 @@ class CronGate(Protocol):
       the :class:`~tocsin.Outcome` its history records: ``CLAIMED_ELSEWHERE`` (another
       node won; for ``at_least_once``, once that node marked it done),
       ``CLAIM_LATE`` (reached after the instant's window), ``CLAIM_ERROR`` (detail: the
-      coordinator's error), ``PAUSED`` (paused cluster-wide), ``COALESCED`` (a later
-      tick of the reference came while this one waited for a claim in flight), or
+      coordinator's error), ``PAUSED`` (paused cluster-wide), ``COALESCED`` (``at_most_once``
+      only: a later tick of the reference came while this one waited for a claim in
+      flight; ``at_least_once`` ticks all wait and are claimed), or
       ``None`` (the node is stopping: nothing to record).
 
     Keywords:
