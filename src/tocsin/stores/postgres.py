@@ -686,6 +686,11 @@ class PostgresStore:
         """Every stored schedule, by id."""
         return [sq.schedule_from_sql(r) for r in await self._fetch(_SQ["SELECT_ALL"])]
 
+    async def schedule_page(self, after: str, limit: int) -> list[ScheduleRow]:
+        """At most ``limit`` stored schedules with ids after ``after``, by id."""
+        rows = await self._fetch(_SQ["SELECT_PAGE"], after, max(limit, 0))
+        return [sq.schedule_from_sql(r) for r in rows]
+
     async def schedule_row(self, schedule_id: str) -> ScheduleRow | None:
         """One stored schedule, or ``None``."""
         rows = await self._fetch(_SQ["SELECT_ONE"], schedule_id)
@@ -733,9 +738,15 @@ class PostgresStore:
         rows = await self._fetch(_SQ["LEDGER_NEWEST"], schedule_id, max(limit, 0))
         return [sq.tick_from_sql(r) for r in reversed(rows)]
 
-    async def schedule_last_instants(self) -> dict[str, float]:
-        """The newest instant of each schedule's ledger, manual runs aside, by id."""
-        rows = await self._fetch(_SQ["LAST_INSTANTS"])
+    async def schedule_last_instants(
+        self, first: str | None = None, last: str | None = None
+    ) -> dict[str, float]:
+        """The newest instant of each schedule's ledger, manual runs aside, by id (from
+        ``first`` to ``last`` when given)."""
+        if first is None or last is None:
+            rows = await self._fetch(_SQ["LAST_INSTANTS"])
+        else:
+            rows = await self._fetch(_SQ["LAST_INSTANTS_RANGE"], first, last)
         return {sid: float(instant) for sid, instant in rows}
 
     async def schedule_tick(

@@ -482,6 +482,11 @@ class SQLiteStore:
         rows = await self._read(sq.SELECT_ALL, (), bounded=False)
         return [sq.schedule_from_sql(r) for r in rows]
 
+    async def schedule_page(self, after: str, limit: int) -> list[ScheduleRow]:
+        """At most ``limit`` stored schedules with ids after ``after``, by id."""
+        rows = await self._read(sq.SELECT_PAGE, (after, max(limit, 0)), bounded=False)
+        return [sq.schedule_from_sql(r) for r in rows]
+
     async def schedule_row(self, schedule_id: str) -> ScheduleRow | None:
         """One stored schedule, or ``None``."""
         rows = await self._read(sq.SELECT_ONE, (schedule_id,))
@@ -531,9 +536,15 @@ class SQLiteStore:
         rows = await self._read(sq.LEDGER_NEWEST, (schedule_id, max(limit, 0)), bounded=False)
         return [sq.tick_from_sql(r) for r in reversed(rows)]
 
-    async def schedule_last_instants(self) -> dict[str, float]:
-        """The newest instant of each schedule's ledger, manual runs aside, by id."""
-        rows = await self._read(sq.LAST_INSTANTS, (), bounded=False)
+    async def schedule_last_instants(
+        self, first: str | None = None, last: str | None = None
+    ) -> dict[str, float]:
+        """The newest instant of each schedule's ledger, manual runs aside, by id (from
+        ``first`` to ``last`` when given)."""
+        if first is None or last is None:
+            rows = await self._read(sq.LAST_INSTANTS, (), bounded=False)
+        else:
+            rows = await self._read(sq.LAST_INSTANTS_RANGE, (first, last), bounded=False)
         return {sid: float(instant) for sid, instant in rows}
 
     async def schedule_tick(
