@@ -310,19 +310,41 @@ class CronTrigger(_Triggers):
             if cap is not None and len(out) > cap:
                 break
             if keep is not None and not jumped and walked >= CRON_WALK_LIMIT and len(out) >= 2:
-                # Far too many to walk: jump to the window that holds the last `keep` (the
-                # gaps seen so far predict it for a regular expression), then walk on.
+                # Far too many to walk: the last `keep` lie in a window before `end` that
+                # the gaps seen so far predict (`_tail`); else walk on from here.
                 jumped = True
                 gap = (out[-1] - out[0]) / (len(out) - 1)
-                restart = end - 2 * keep * gap
-                if restart > t:
-                    out.clear()
-                    cursor = datetime.fromtimestamp(restart, tz)
-                    continue
+                tail = self._tail(t, end, keep, 2 * keep * gap)
+                if tail is not None:
+                    return tail
             cursor = nxt
             if keep is not None and len(out) > 4 * keep:
                 del out[: len(out) - keep]
         return out if keep is None else out[-keep:]
+
+    def _tail(self, after: float, end: float, keep: int, span: float) -> list[float] | None:
+        """The last ``keep`` fire times before ``end``, found in the ``span`` seconds
+        before it, the window widened fourfold while it holds fewer: the average gap
+        hides the long ones of an irregular expression (a business-hours cron's nights
+        and weekends), where the predicted window can hold none. ``None`` once the window
+        reaches back to ``after`` (the caller walks on from there)."""
+        expr, tz, dst = self.expression, self.zone, self.dst
+        span = max(span, 1.0)
+        while end - span > after:
+            found: list[float] = []
+            cursor = datetime.fromtimestamp(end - span, tz)
+            while True:
+                nxt = expr.next_after(cursor, dst=dst)
+                if nxt is None or nxt.timestamp() >= end:
+                    break
+                found.append(nxt.timestamp())
+                if len(found) > 4 * keep:
+                    del found[: len(found) - keep]
+                cursor = nxt
+            if len(found) >= keep:
+                return found[-keep:]
+            span *= 4
+        return None
 
     def dropped(self, since: float, fire_at: float) -> list[tuple[float, Outcome]]:
         """What a daylight-saving change kept from firing between the fire times
