@@ -10,6 +10,13 @@ and the other node process they start (a remote owner, or an owner to SIGKILL).
 ``Account("m")`` (asked by the failover test) and ``Account("t")`` with a task every
 0.1 s, print ``{"ready": address}`` and serve until SIGKILLed (the failover test).
 
+``python bench/_cluster_node.py stored COORDINATOR STORE NAME LEASE``: start on a store
+already holding stored schedules (``bench/schedules.py --only cluster/``), print
+``{"ready": name, "start_s": ..., "rss": ...}``, read ``START END`` (epoch seconds) on
+stdin, run until the next line (the parent sends it once the window's instants are
+decided), then print the runs of the stored schedules' job whose instants lie in
+``[START, END)`` with their start lateness, the node's RSS and CPU.
+
 STORE is ``sqlite:///path`` or ``postgresql://...#SCHEMA``.
 """
 
@@ -246,6 +253,66 @@ async def _serve(mode: str, coordinator: str, store: str, name: str, lease: floa
             await asyncio.sleep(3600)
 
 
+#: The stored schedules' job of ``stored`` mode (``bench/schedules.py`` targets it).
+STORED_JOB = "bench.cluster_node.record"
+
+
+async def _stored(coordinator: str, store: str, name: str, lease: float) -> None:
+    """``stored`` mode: time the start on a store of N stored schedules, then record the
+    runs of their job over the window the parent gives."""
+    import gc
+    import resource
+
+    from _common import rss_bytes
+
+    from tocsin.jobs import job
+
+    runs: list[tuple[str, float, float]] = []
+
+    async def record(ctx: Any) -> None:
+        tick = ctx.tick
+        started = time.time()  # bench measurement, not runtime time
+        runs.append((tick.reference, tick.instant.timestamp(), started))
+
+    job(name=STORED_JOB)(record)
+    gc.collect()
+    rss0 = rss_bytes()
+    system = node(name, coordinator, store, lease)
+    t0 = time.perf_counter()
+    await system.start()
+    try:
+        start_s = time.perf_counter() - t0
+        gc.collect()
+        ready = {
+            "ready": name,
+            "start_s": start_s,
+            "rss": rss_bytes(),
+            "rss_delta": rss_bytes() - rss0,
+        }
+        print(json.dumps(ready), flush=True)
+        line = await asyncio.get_running_loop().run_in_executor(None, sys.stdin.readline)
+        start, end = (float(x) for x in line.split())
+        await asyncio.sleep(max(0.0, start - time.time()))
+        usage = resource.getrusage(resource.RUSAGE_SELF)
+        cpu0 = usage.ru_utime + usage.ru_stime
+        # Runs on until the parent says the window's instants are decided (or it gave up).
+        await asyncio.get_running_loop().run_in_executor(None, sys.stdin.readline)
+        usage = resource.getrusage(resource.RUSAGE_SELF)
+        window = [(ref, instant, round(at - instant, 4)) for ref, instant, at in runs
+                  if start <= instant < end]  # fmt: skip
+        out = {
+            "runs": window,
+            "rss": rss_bytes(),
+            "cpu": usage.ru_utime + usage.ru_stime - cpu0,
+        }
+        print(json.dumps(out), flush=True)
+    finally:
+        await system.stop()
+
+
 if __name__ == "__main__":
     mode, coordinator, store, name, lease = sys.argv[1:6]
-    asyncio.run(_serve(mode, coordinator, store, name, float(lease)))
+    if mode == "stored":
+        asyncio.run(_stored(coordinator, store, name, float(lease)))
+    else:
+        asyncio.run(_serve(mode, coordinator, store, name, float(lease)))

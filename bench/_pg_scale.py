@@ -118,8 +118,8 @@ async def _scale(params: dict[str, Any]) -> dict[str, Any]:
             start_s = time.perf_counter() - t0
             rss1 = rss_bytes()
             runtime = system._durable  # type: ignore[attr-defined]
-            handles = len(runtime.handles)
-            armed = sum(1 for h in runtime.handles.values() if h.alarm.armed)
+            handles = len(runtime.held())
+            armed = len(runtime.held())
             await asyncio.sleep(max(0.0, due_at - time.time()))
             t_due = time.perf_counter()
             assert DONE.future is not None

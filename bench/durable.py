@@ -65,16 +65,23 @@ from __future__ import annotations
 
 import argparse
 import asyncio
+import atexit
+import contextlib
 import os
 import random
+import signal
 import sqlite3
 import sys
 import tempfile
 import threading
 import time
+from pathlib import Path
 from typing import Any
 
+sys.path.insert(0, str(Path(__file__).resolve().parent.parent))  # tests.integration.pg
+
 from _common import Config, Runs, fmt, median_row, ratio, rss_bytes, run_main, table
+from _durable_reminders import reminder_child, reminder_configs, reminder_report
 
 from tocsin import ActorSystem
 from tocsin.durable import Call, DurableActor, encode
@@ -329,7 +336,7 @@ async def _tocsin_recovery(path: str, n: int, identities: int, overdue: bool) ->
     start_s = perf_counter() - t0
     runtime = system._durable
     assert runtime is not None
-    armed = sum(1 for h in runtime.handles.values() if h.alarm.armed)
+    armed = len(runtime.held())
     out: dict[str, Any] = {
         "n": n,
         "identities": identities,
@@ -484,6 +491,8 @@ def _raw_run(path: str, n: int, e2e: bool, per_txn: int = 1) -> dict[str, Any]:
 
 
 def child(params: dict[str, Any]) -> dict[str, Any]:
+    if params.get("reminders"):
+        return reminder_child(params)
     test, system, n = params["test"], params["system"], params["n"]
     with tempfile.TemporaryDirectory(prefix="tocsin-bench-") as tmp:
         path = os.path.join(tmp, "bench.db")
@@ -514,6 +523,27 @@ def add_arguments(parser: argparse.ArgumentParser) -> None:
     parser.add_argument("--recovery-n", type=int, default=100_000, help="tasks for recovery")
     parser.add_argument("--identities", type=int, default=1_000, help="identities, recovery")
     parser.add_argument("--no-huey", action="store_true", help="skip the Huey configurations")
+    parser.add_argument(
+        "--reminders", action="store_true", help="the reminders question (issue 32) instead"
+    )
+    parser.add_argument("--stores", default="sqlite,postgres", help="--reminders: stores")
+    parser.add_argument("--reminders-n", type=int, default=100_000, help="--reminders: N")
+
+
+_servers: list[str] = []
+_stack = contextlib.ExitStack()
+
+
+def _pg_server() -> str:
+    """One throw-away local PostgreSQL (fsync on) for every --reminders configuration."""
+    if not _servers:
+        from tests.integration.pg import temporary_server
+
+        atexit.register(_stack.close)
+        signal.signal(signal.SIGTERM, lambda *_: sys.exit(143))  # a killed run stops it too
+        settings = {"fsync": "on", "synchronous_commit": "on", "shared_buffers": "256MB"}
+        _servers.append(_stack.enter_context(temporary_server(settings)).dsn)
+    return _servers[0]
 
 
 #: (name suffix, params) of the tocsin schedule/e2e variants.
@@ -526,6 +556,11 @@ TOCSIN_PATHS = [
 
 
 def configs(args: argparse.Namespace) -> list[Config]:
+    if args.reminders:
+        return [
+            Config(c.name, {**c.params, "reminders": True}, timeout=c.timeout)
+            for c in reminder_configs(args, _pg_server)
+        ]
     sizes = [int(s) for s in args.sizes.split(",")]
     if args.quick:
         sizes, args.run_n, args.recovery_n, args.identities = [500], 500, 2_000, 20
@@ -612,6 +647,8 @@ def _cell(row: dict[str, Any], key: str, digits: int = 2) -> str:
 
 
 def report(args: argparse.Namespace, runs: Runs) -> dict[str, Any]:
+    if args.reminders:
+        return reminder_report(args, runs)
     med = {name: median_row(rs) for name, rs in runs.items()}
     if not args.no_huey:
         for name, rs in runs.items():

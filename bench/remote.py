@@ -23,6 +23,8 @@ frame; ``tick-tracked`` ones also wait for each tick's completion frame from the
 
 Targets (issue 11): tocsin tell >= 50% of the floor's rate; ask p50 within 2x the floor's.
 With the authenticated channel (MACed records): tell >= 0.8x the tree before it.
+Issue 32: tell >= 0.8x the floor with that authentication in place (read it from the
+measured ratio and from the ratio at a core each, below, side by side).
 
 Stability (the floor swung between ~237k and ~390k tells/s with where its two processes
 landed on a 2-core machine): with ``--pin`` (the default where there are two cores or
@@ -31,6 +33,12 @@ more) the driver and its peer are pinned to two different cores
 core 0 and peer on core 1, then the other way round), so the medians cover both.
 ``--before PATH`` adds the ``transport`` and ``tocsin`` rows of another checkout (its
 ``src/`` imported in both processes), interleaved with this tree's in every repetition.
+Every row also gives both processes' CPU per message (the driver's ``process_time``, the
+peer's event-loop thread from ``/proc/<pid>/schedstat``), how long each waited for a core
+while it could run (the load's footprint on that very run), the load average around each
+run, and the rate the pair would reach with a core each (``1 / max(driver CPU, peer
+CPU)`` per message): on a shared machine the measured rates swing with the other
+processes, the CPU per message much less. The ratios are also given per placement.
 
 Reproduce::
 
@@ -221,13 +229,61 @@ def stop_peer(proc: subprocess.Popen[str]) -> None:
 # -- drivers ----------------------------------------------------------------------------------
 
 
-def _cpu(cpu0: float, n: int) -> dict[str, float]:
-    """This process's CPU per message since ``cpu0``: what the load on the machine
-    moves least, where wall-clock rates and latencies swing with it."""
-    return {"driver_cpu_us": (process_time() - cpu0) / n * 1e6}
+#: The peer process of the configuration being measured (its CPU is read from /proc).
+_peer_pid: int | None = None
 
 
-def _ask_stats(samples: list[float], cpu0: float) -> dict[str, Any]:
+def _schedstat(task: str) -> tuple[float, float] | None:
+    """``(seconds on a CPU, seconds waiting for one)`` of a thread, from Linux's
+    ``/proc/<task>/schedstat`` (nanoseconds); ``None`` where there is none."""
+    try:
+        with open(f"/proc/{task}/schedstat") as f:
+            on_cpu, waited = f.read().split()[:2]
+    except (OSError, ValueError):
+        return None
+    return int(on_cpu) / 1e9, int(waited) / 1e9
+
+
+class Meter:
+    """CPU of both processes over one measurement: the driver's (``process_time``) and
+    its peer's event-loop thread (``schedstat``), per message, and how long each waited
+    for a core while runnable (as a share of the wall time: the load's footprint on
+    this very run, where the 1-minute load average only hints at it). CPU per message is
+    what the load moves least; the rate is what it moves most."""
+
+    __slots__ = ("cpu", "driver", "peer", "wall")
+
+    def __init__(self) -> None:
+        self.wall = perf_counter()
+        self.cpu = process_time()
+        self.driver = _schedstat("thread-self")
+        self.peer = _schedstat(str(_peer_pid)) if _peer_pid is not None else None
+
+    def stats(self, n: int) -> dict[str, float]:
+        wall = perf_counter() - self.wall
+        out = {"driver_cpu_us": (process_time() - self.cpu) / n * 1e6}
+        driver = _schedstat("thread-self")
+        if driver is not None and self.driver is not None:
+            out["driver_wait_pct"] = (driver[1] - self.driver[1]) / wall * 100
+        peer = _schedstat(str(_peer_pid)) if _peer_pid is not None else None
+        if peer is not None and self.peer is not None:
+            out["peer_cpu_us"] = (peer[0] - self.peer[0]) / n * 1e6
+            out["peer_wait_pct"] = (peer[1] - self.peer[1]) / wall * 100
+            out["cpu_us"] = out["driver_cpu_us"] + out["peer_cpu_us"]
+            # The rate the pair would reach with a core each and nothing else on them:
+            # the busier process sets the pace. Derived from CPU, so the load moves it
+            # far less than the measured rate (it still moves it: a loaded core's caches
+            # are colder).
+            out["core_msgs_per_s"] = 1e6 / max(out["driver_cpu_us"], out["peer_cpu_us"])
+        return out
+
+
+def _cpu(meter: Meter, n: int) -> dict[str, float]:
+    """Both processes' CPU per message over ``meter``'s span (:class:`Meter`)."""
+    return meter.stats(n)
+
+
+def _ask_stats(samples: list[float], cpu0: Meter) -> dict[str, Any]:
     n = len(samples)
     cpu = _cpu(cpu0, n)
     samples.sort()
@@ -253,7 +309,7 @@ async def floor_driver(params: dict[str, Any], port: str) -> dict[str, Any]:
 
     if params["test"] == "tell":
         n = params["n"]
-        started, cpu0 = perf_counter(), process_time()
+        started, cpu0 = perf_counter(), Meter()
         for i in range(n):
             body = encoder.encode(Msg(n, "tell"))
             writer.write(len(body).to_bytes(4, "big") + body)
@@ -266,7 +322,7 @@ async def floor_driver(params: dict[str, Any], port: str) -> dict[str, Any]:
         writer.close()
         return {"n": n, "seconds": seconds, "msgs_per_s": n / seconds, **_cpu(cpu0, n)}
     samples: list[float] = []
-    cpu0 = process_time()
+    cpu0 = Meter()
     for i in range(params["warmup"] + params["n"]):
         started = perf_counter()
         body = encoder.encode(Msg(i, "ask"))
@@ -310,7 +366,7 @@ async def transport_driver(params: dict[str, Any], address: str) -> dict[str, An
     try:
         if params["test"] == "tell":
             n = params["n"]
-            started, cpu0 = perf_counter(), process_time()
+            started, cpu0 = perf_counter(), Meter()
             for i in range(n):
                 if not node.tell(
                     peer, "/user/counter", "", sender, node.encode_message(Msg(n, "tell")), None
@@ -322,7 +378,7 @@ async def transport_driver(params: dict[str, Any], address: str) -> dict[str, An
             seconds = perf_counter() - started
             return {"n": n, "seconds": seconds, "msgs_per_s": n / seconds, **_cpu(cpu0, n)}
         samples: list[float] = []
-        cpu0 = process_time()
+        cpu0 = Meter()
         for i in range(params["warmup"] + params["n"]):
             started = perf_counter()
             await node.ask(peer, "/user/echo", "", "", node.encode_message(Msg(i, "ask")))
@@ -360,14 +416,14 @@ def ray_child(params: dict[str, Any]) -> dict[str, Any]:
         ray.get(actor.total.remote())  # the worker is up
         if params["test"] == "tell":
             n = params["n"]
-            started, cpu0 = perf_counter(), process_time()
+            started, cpu0 = perf_counter(), Meter()
             for _ in range(n):
                 actor.tell.remote((n, "tell"))  # fire and forget (an ObjectRef is dropped)
             assert ray.get(actor.total.remote()) == n  # actor calls run in order
             seconds = perf_counter() - started
             return {"n": n, "seconds": seconds, "msgs_per_s": n / seconds, **_cpu(cpu0, n)}
         samples: list[float] = []
-        cpu0 = process_time()
+        cpu0 = Meter()
         for i in range(params["warmup"] + params["n"]):
             started = perf_counter()
             ray.get(actor.echo.remote((i, "ask")))
@@ -394,7 +450,7 @@ async def tocsin_driver(params: dict[str, Any], address: str) -> dict[str, Any]:
             counter = await system.actor_of(address + "/user/counter")
             n = params["n"]
             tell = counter.tell
-            started, cpu0 = perf_counter(), process_time()
+            started, cpu0 = perf_counter(), Meter()
             for i in range(n):
                 tell(Msg(n, "tell"), me)
                 if i % 1000 == 999:
@@ -407,7 +463,7 @@ async def tocsin_driver(params: dict[str, Any], address: str) -> dict[str, Any]:
             return await _ticks(counter, me, done, params["n"], tracked=params["tracked"])
         echo = await system.actor_of(address + "/user/echo")
         samples: list[float] = []
-        cpu0 = process_time()
+        cpu0 = Meter()
         for i in range(params["warmup"] + params["n"]):
             started = perf_counter()
             await echo.ask(Msg(i, "ask"))
@@ -449,7 +505,7 @@ async def _ticks(
 
     item = BenchTick()
     deliver = target_of(counter).deliver
-    started, cpu0 = perf_counter(), process_time()
+    started, cpu0 = perf_counter(), Meter()
     for i in range(n):
         if not deliver(item, me, None):
             raise AssertionError("refused")
@@ -478,12 +534,17 @@ def child(params: dict[str, Any]) -> dict[str, Any]:
         # Alternate the placement with the repetition: both placements in the medians.
         driver_cpu, peer_cpu = (0, 1) if params.get("rep", 0) % 2 == 0 else (1, 0)
     _place({"cpu": driver_cpu, "tree": params.get("tree", "")})
+    global _peer_pid
+    load = os.getloadavg()[0]
     proc, address = start_peer(params["system"], peer_cpu, params.get("tree", ""))
+    _peer_pid = proc.pid
     try:
         result = asyncio.run(_DRIVERS[params["system"]](params, address))
     finally:
         stop_peer(proc)
+        _peer_pid = None
     result["placement"] = f"driver cpu {driver_cpu}, peer cpu {peer_cpu}"
+    result["load_start"], result["load_end"] = load, os.getloadavg()[0]
     tocsin = sys.modules.get("tocsin")
     if tocsin is not None:  # which tree was measured
         result["tocsin_from"] = os.path.dirname(os.path.dirname(tocsin.__file__ or ""))
@@ -591,6 +652,11 @@ def _cell(row: dict[str, Any], key: str, digits: int) -> str:
     return fmt(row.get(key), digits)
 
 
+def _placement(runs: Runs, placement: int) -> Runs:
+    """The repetitions of one placement (driver on core 0 in even ones, core 1 in odd)."""
+    return {name: rs[placement::2] for name, rs in runs.items()}
+
+
 def report(args: argparse.Namespace, runs: Runs) -> dict[str, Any]:
     med = {name: median_row(rs) for name, rs in runs.items()}
     rows = []
@@ -610,13 +676,25 @@ def report(args: argparse.Namespace, runs: Runs) -> dict[str, Any]:
                 _cell(tell, "msgs_per_s", 0),
                 _spread(tell, "msgs_per_s"),
                 _cell(tell, "driver_cpu_us", 2),
+                _cell(tell, "peer_cpu_us", 2),
+                _cell(tell, "peer_wait_pct", 0),
+                _cell(tell, "core_msgs_per_s", 0),
                 _cell(ask, "ask_p50_us", 1),
                 _cell(ask, "ask_p99_us", 1),
                 _cell(ask, "driver_cpu_us", 1),
+                _cell(ask, "peer_cpu_us", 1),
             ]
         )
     pinned = "pinned to two cores, both placements" if args.pin else "not pinned"
-    print(f"\n### Two processes on loopback (median; {pinned})\n")
+    loads = [
+        r[key]
+        for rs in runs.values()
+        for r in rs
+        if r and "load_start" in r
+        for key in ("load_start", "load_end")
+    ]
+    load = f"load average {min(loads):.1f}-{max(loads):.1f}" if loads else "load not read"
+    print(f"\n### Two processes on loopback (median; {pinned}; {load})\n")
     print(
         table(
             [
@@ -624,10 +702,14 @@ def report(args: argparse.Namespace, runs: Runs) -> dict[str, Any]:
                 "tells",
                 "tell msgs/s",
                 "tell min-max",
-                "tell CPU µs",
+                "tell CPU µs: driver",
+                "peer",
+                "peer waited %",
+                "tells/s at a core each",
                 "ask p50 µs",
                 "ask p99 µs",
-                "ask CPU µs",
+                "ask CPU µs: driver",
+                "peer",
             ],
             rows,
         )
@@ -653,6 +735,26 @@ def report(args: argparse.Namespace, runs: Runs) -> dict[str, Any]:
             ratios[f"tell_{system}_over_floor"] = ratio(
                 runs, f"tell/{system}", "tell/floor", "msgs_per_s"
             )
+            if system != "ray":
+                ratios[f"tell_core_rate_{system}_over_floor"] = ratio(
+                    runs, f"tell/{system}", "tell/floor", "core_msgs_per_s"
+                )
+                ratios[f"tell_cpu_{system}_over_floor"] = ratio(
+                    runs, f"tell/{system}", "tell/floor", "cpu_us"
+                )
+                ratios[f"tell_peer_cpu_{system}_over_floor"] = ratio(
+                    runs, f"tell/{system}", "tell/floor", "peer_cpu_us"
+                )
+            if args.pin and system != "ray":
+                # Each placement on its own: a ratio that differs between them says the
+                # two cores are not alike (or were not alike loaded) in this run.
+                for placement in (0, 1):
+                    ratios[f"tell_{system}_over_floor_placement_{placement}"] = ratio(
+                        _placement(runs, placement),
+                        f"tell/{system}",
+                        "tell/floor",
+                        "msgs_per_s",
+                    )
             ratios[f"ask_p50_{system}_over_floor"] = ratio(
                 runs, f"ask/{system}", "ask/floor", "ask_p50_us"
             )

@@ -17,13 +17,12 @@ import pytest
 
 SRC = Path(__file__).resolve().parent.parent / "src" / "tocsin"
 
-#: Packages that must leave every policy decision to the engine: stored schedules, the
-#: jobs that run their instants, the stores that keep them. Not yet listed (on this
-#: commit): the in-memory scheduler (``scheduling/``: 27 findings, its cron walk and fast
-#: paths) and durable tasks (``durable/``: 7), the cluster's claim TTL (one cron walk),
-#: and two that are not decisions (``tocsin cron next`` shows the cron engine's answer;
-#: the console reads a snapshot's ``mode``, not a policy's).
-CALLERS = ("schedules", "jobs", "stores")
+#: Packages that must leave every policy decision to the engine: the in-memory
+#: scheduler, durable tasks, the cluster's claims, stored schedules, the jobs that run
+#: their instants, the stores that keep them. Left outside (not decisions): ``tocsin cron
+#: next`` shows the cron engine's answer; the console reads a snapshot's ``mode``, not a
+#: policy's.
+CALLERS = ("scheduling", "durable", "cluster", "schedules", "jobs", "stores")
 
 #: Fields of Overlap / Misfire whose reading is a decision (the engine's own; a
 #: ``MisfirePlan``'s fields are its answer, read freely).

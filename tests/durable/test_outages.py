@@ -110,7 +110,7 @@ async def test_a_drain_whose_store_call_fails_keeps_the_alarm(
         await pid.ask(Call("start_every", 10))
         await clock.advance(10)
         assert ticks() == [10.0]
-        store.fail("due_tasks", times=6)  # 0.1 + 0.2 + 0.4 + 0.8 + 1 + 1 = 3.5 s down
+        store.fail("due_work", times=6)  # 0.1 + 0.2 + 0.4 + 0.8 + 1 + 1 = 3.5 s down
         with caplog.at_level(logging.INFO, logger="tocsin.durable"):
             await clock.advance(10)  # t = 20: the drain fails, retried with backoff
             assert ticks() == [10.0]
@@ -120,7 +120,7 @@ async def test_a_drain_whose_store_call_fails_keeps_the_alarm(
         assert ticks() == [10.0, 23.5]
         assert store.failed == 6
         assert len(outage_warnings(caplog)) == 1  # once per outage, with the cause
-        assert "injected failure of due_tasks" in outage_warnings(caplog)[0]
+        assert "injected failure of due_work" in outage_warnings(caplog)[0]
         assert any("answers again" in r.getMessage() for r in caplog.records)
         await clock.advance(10)  # the schedule goes on
         assert ticks() == [10.0, 23.5, 30.0]  # back on the 10 s grid after the outage

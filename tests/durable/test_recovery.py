@@ -193,7 +193,7 @@ async def test_identities_whose_tasks_are_far_ahead_are_not_activated_at_start(
         durable = system._durable
         assert durable is not None
         # Only the near future is held in memory: no handle, no alarm for "far".
-        assert set(durable.handles) == {("Invoice", "near")}
+        assert durable.held() == {("Invoice", "near")}
         await clock.advance(60)
         assert [i for i, _, _ in RUNS] == ["near"]
         assert STARTS == {"near": 1}

@@ -88,7 +88,7 @@ async def _start(store: Store) -> tuple[list[tuple[str, tuple[Any, ...], int]], 
     try:
         runtime = system._durable
         assert runtime is not None
-        held = len(runtime.handles)
+        held = len(runtime.held())
     finally:
         await system.stop()
     return recording.reads, held

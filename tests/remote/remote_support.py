@@ -195,3 +195,18 @@ class RawDialer:
             self.seq_out += 1
             seq = self.seq_out
         return records.seal(records.keyed(self.key_out if key is None else key), seq, frames)
+
+
+async def authenticate(
+    peer: RawDialer, address: NodeAddress, system: str
+) -> tuple[asyncio.StreamReader, asyncio.StreamWriter]:
+    """Play ``peer`` (it holds the secret) through the handshake and its Hello."""
+    reader, writer = await asyncio.open_connection(address.host, address.port)
+    writer.write(peer.opening())
+    async with asyncio.timeout(10):
+        head = await reader.readexactly(hs.HEAD_SIZE)
+        rest = await reader.readexactly(peer.reply_size(head))
+    proof = peer.proof(head + rest)
+    assert proof is not None
+    writer.write(proof + peer.hello(system))
+    return reader, writer

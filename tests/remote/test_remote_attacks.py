@@ -28,6 +28,7 @@ from tests.remote.remote_support import (
     FakePID,
     RawDialer,
     RecordingHost,
+    authenticate,
     config,
     frame,
     host_of,
@@ -241,21 +242,6 @@ def _records_after_handshake(stream: bytes) -> list[bytes]:
     return found
 
 
-async def _authenticate(
-    peer: RawDialer, address: NodeAddress, system: str
-) -> tuple[asyncio.StreamReader, asyncio.StreamWriter]:
-    """Play ``peer`` (it holds the secret) through the handshake and its Hello."""
-    reader, writer = await asyncio.open_connection(address.host, address.port)
-    writer.write(peer.opening())
-    async with asyncio.timeout(10):
-        head = await reader.readexactly(hs.HEAD_SIZE)
-        rest = await reader.readexactly(peer.reply_size(head))
-    proof = peer.proof(head + rest)
-    assert proof is not None
-    writer.write(proof + peer.hello(system))
-    return reader, writer
-
-
 async def _envelopes(reader: asyncio.StreamReader, within: float) -> list[Envelope]:
     """Every frame a node sends a raw peer within ``within`` seconds (or until it closes)."""
     got: list[Envelope] = []
@@ -290,7 +276,7 @@ async def test_a_peer_cannot_claim_another_nodes_name_nor_get_an_announced_addre
         at_d = node_of(d.address)
         # An insider (it holds the secret) dials d first, claiming to be q.
         spy = RawDialer(SECRET, q.address, str(at_d))
-        reader, writer = await _authenticate(spy, at_d, "q")
+        reader, writer = await authenticate(spy, at_d, "q")
         await eventually(lambda: d.metrics().connections == 1)
         # d's traffic for q goes to q itself, never on the spy's connection.
         assert await d.ask(node_of(q.address), "/user/x", "", "", d.encode_message(7)) == 7
@@ -302,7 +288,7 @@ async def test_a_peer_cannot_claim_another_nodes_name_nor_get_an_announced_addre
         writer.close()
         # An insider announcing an address d was never asked to dial, then leaving.
         liar = RawDialer(SECRET, f"tocsin://x@127.0.0.1:{announced_port}", str(at_d))
-        reader, writer = await _authenticate(liar, at_d, "x")
+        reader, writer = await authenticate(liar, at_d, "x")
         await _envelopes(reader, within=0.3)  # d's Hello, then d lets the quiet one go
         writer.close()
         await asyncio.sleep(0.3)  # (bounded) the old code redialled within ~50 ms

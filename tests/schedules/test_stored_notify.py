@@ -41,6 +41,4 @@ async def test_a_pause_and_an_add_on_one_node_reach_the_other_through_the_change
         # Within WAIT real seconds: well before the 60 s backstop.
         await eventually(lambda: "r" in runner.entries, "node b saw the add", within=WAIT)
         await a.schedules.pause("r", note="OPS-1")
-        await eventually(
-            lambda: runner.entries["r"].row.paused, "node b saw the pause", within=WAIT
-        )
+        await eventually(lambda: runner.entries["r"].paused, "node b saw the pause", within=WAIT)

@@ -289,3 +289,39 @@ async def test_a_manual_runs_row_is_kept_apart_from_the_ticks_row_of_its_instant
         ]
     finally:
         await store.close()
+
+
+async def test_schedules_read_page_by_page_in_id_order(make: Callable[[], Store]) -> None:
+    store = make()
+    await store.open()
+    s: ScheduleStore = store  # type: ignore[assignment]
+    try:
+        assert await s.schedule_page("", 10) == []
+        for sid in ("c", "a", "e", "b", "d"):
+            assert await s.write_schedule(row(sid), expect=None)
+        first = await s.schedule_page("", 2)
+        assert [r.id for r in first] == ["a", "b"]
+        assert [r.id for r in await s.schedule_page("b", 2)] == ["c", "d"]
+        assert [r.id for r in await s.schedule_page("d", 2)] == ["e"]
+        assert await s.schedule_page("e", 2) == []
+        assert first[0] == await s.schedule_row("a")  # the same rows as a read of one
+        await s.delete_schedule("c")
+        await s.write_schedule(row("bb"), expect=None)
+        assert [r.id for r in await s.schedule_page("b", 2)] == ["bb", "d"]
+    finally:
+        await store.close()
+
+
+async def test_the_newest_instants_of_a_range_of_ids(make: Callable[[], Store]) -> None:
+    store = make()
+    await store.open()
+    s: ScheduleStore = store  # type: ignore[assignment]
+    try:
+        for sid, instant in (("a", 1.0), ("b", 5.0), ("b", 6.0), ("c", 3.0), ("d", 2.0)):
+            row = ScheduleTickRow(sid, instant, instant, "delivered", "n1", 1)
+            await s.record_schedule_tick(row, keep=5)
+        assert await s.schedule_last_instants("b", "c") == {"b": 6.0, "c": 3.0}
+        assert await s.schedule_last_instants("bb", "cc") == {"c": 3.0}
+        assert await s.schedule_last_instants("x", "z") == {}
+    finally:
+        await store.close()

@@ -22,6 +22,7 @@ from tocsin.stores import (
     DeleteState,
     DeleteTask,
     DueActor,
+    DueWork,
     Fence,
     MemoryStore,
     Op,
@@ -31,6 +32,8 @@ from tocsin.stores import (
     TaskRow,
     UpsertTask,
 )
+from tocsin.stores.postgres import PostgresStore
+from tocsin.stores.sqlite import SQLiteStore
 
 
 @dataclass(frozen=True)
@@ -416,6 +419,54 @@ async def test_due_tasks_are_one_actors_pending_tasks_due_by_then_in_due_order_w
         assert [row.id for row in await store.due_tasks("Order", "o-1", 3.0, 2)] == ["first", "a"]
         assert await store.due_tasks("Order", "o-1", 1.5, 10) == []
         assert await store.due_tasks("Order", "o-1", 3.0, 0) == []
+    finally:
+        await store.close()
+
+
+async def test_due_work_is_due_tasks_and_the_earliest_pending_due_after_the_window(
+    backend: Backend,
+) -> None:
+    # Issue 32: one read per drain; it arms the alarm from `later` without a next_due
+    # after its commit. Many at once (PostgreSQL combines them into one query) answer
+    # each exactly what one alone answers.
+    store = await opened(backend)
+    try:
+        await store.apply(
+            [
+                UpsertTask(task("parked", due=1.0, state="parked")),
+                UpsertTask(task("parked-later", due=5.0, state="parked")),
+                UpsertTask(task("late", due=9.0)),
+                UpsertTask(task("later", due=12.0)),
+                UpsertTask(task("b", due=3.0)),
+                UpsertTask(task("a", due=3.0)),
+                UpsertTask(task("first", due=2.0)),
+                UpsertTask(task("other", due=4.0, identity="o-2")),
+            ]
+        )
+        assert isinstance(store, MemoryStore | SQLiteStore | PostgresStore)
+        work = await store.due_work("Order", "o-1", 3.0, 10)
+        assert [row.id for row in work.rows] == ["first", "a", "b"]
+        assert work.rows == await store.due_tasks("Order", "o-1", 3.0, 10)
+        assert work.later == 9.0
+        limited = await store.due_work("Order", "o-1", 3.0, 2)
+        assert ([r.id for r in limited.rows], limited.later) == (["first", "a"], 9.0)
+        assert await store.due_work("Order", "o-1", 1.5, 10) == DueWork([], 2.0)
+        assert await store.due_work("Order", "o-1", 12.0, 0) == DueWork([], None)
+        assert await store.due_work("Order", "none", 99.0, 10) == DueWork([], None)
+        together = await asyncio.gather(
+            store.due_work("Order", "o-1", 3.0, 10),
+            store.due_tasks("Order", "o-1", 3.0, 10),
+            store.due_work("Order", "o-2", 3.0, 10),
+            store.due_work("Order", "o-2", 4.0, 10),
+            store.due_work("Order", "o-1", 1.5, 10),
+        )
+        assert list(together) == [
+            work,
+            work.rows,
+            DueWork([], 4.0),
+            DueWork([task("other", due=4.0, identity="o-2")], None),
+            DueWork([], 2.0),
+        ]
     finally:
         await store.close()
 

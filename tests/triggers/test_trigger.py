@@ -163,6 +163,21 @@ def test_overdue_counts_what_came_due_and_keeps_the_most_recent() -> None:
     assert overdue(minutely, MONDAY, MONDAY + 3600, 1) == (60, [MONDAY + 3600])
 
 
+def test_the_most_recent_of_a_long_irregular_stretch_are_found() -> None:
+    # Business hours, every minute: past CRON_WALK_LIMIT instants `between(keep=)` jumps
+    # to the window the average gap predicts, which on a weekend holds none; the window
+    # widens until it holds them (else overdue() said nothing came due in six weeks).
+    office = CronTrigger(CronExpression.parse("0 * 9-16 ? * MON-FRI"), UTC)
+    saturday_noon = MONDAY + 5 * DAY + 12 * 3600 + 5 * 7 * DAY  # six weeks on
+    friday_last = MONDAY + 4 * DAY + 16 * 3600 + 59 * 60 + 5 * 7 * DAY
+    walked = office.between(MONDAY, saturday_noon)
+    assert len(walked) > 10_000
+    assert office.between(MONDAY, saturday_noon, keep=3) == walked[-3:]
+    assert walked[-1] == friday_last
+    count, recent = overdue(office, MONDAY, saturday_noon, 1)
+    assert (count, recent) == (10_001, [friday_last])  # counted up to the walk limit
+
+
 def test_a_cron_trigger_reports_what_a_dst_change_dropped() -> None:
     paris = ZoneInfo("Europe/Paris")
     half_past_two = CronTrigger(

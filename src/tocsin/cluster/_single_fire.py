@@ -65,7 +65,7 @@ from ..actor._spi import Outcome
 from ..clock import Clock, TimerHandle
 from ..durable._spi import Outage
 from ..errors import ScheduleReferenceRequiredError
-from ..triggers import supersede
+from ..triggers import cron_after, supersede
 from ._protocol import ClaimOutcome, Coordinator, PauseNote, TickClaim, TickRequest, claim_ticks
 from ._values import Counters
 
@@ -122,8 +122,8 @@ def cron_period(expression: CronExpression, fire_at: float, zone: tzinfo | None 
     Evaluated in ``zone``, else the expression's own zone, else UTC (the cluster default).
     """
     zone = zone or expression.timezone or UTC
-    nxt = expression.next_after(datetime.fromtimestamp(fire_at, zone))
-    return math.inf if nxt is None else nxt.timestamp() - fire_at
+    nxt = cron_after(expression, zone, None, fire_at)
+    return math.inf if nxt is None else nxt - fire_at
 
 
 def tick_key(reference: str, fire_at: float) -> str:

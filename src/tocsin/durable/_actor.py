@@ -360,7 +360,7 @@ class DurableActor(Actor):
             TaskNotFoundError: no task ``id``.
             TypeError: ``start`` or ``end`` is not an aware datetime.
             ValueError: ``end`` not after ``start``, the task is not recurring, or more
-                than 10,000 instants in the range.
+                than 100,000 instants in the range.
         """
         return await self._handle.tasks.backfill(id, start, end, self._now(), dry_run=dry_run)
 

@@ -22,7 +22,7 @@ import msgspec
 from ..actor._spi import Outcome, TickNotDelivered, Turn
 from ..clock import WALL_TOLERANCE
 from ..errors import FencedError
-from ..stores import DeleteTask, Op, RecordTick, TaskRow, UpsertTask
+from ..stores import DeleteTask, DueWork, Op, RecordTick, TaskRow, UpsertTask
 from ._cron import next_fire
 from ._failure import describe_failure
 from ._ops import DURATION_MASK
@@ -71,6 +71,7 @@ class DrainRuntime(RunStop, Protocol):
     def counters(self) -> RunCounters: ...
     @property
     def timezone(self) -> str: ...
+    def complete(self, handle: DrainHost, ops: list[Op]) -> Awaitable[None]: ...
 
 
 class DrainHost(RunHost, Protocol):
@@ -143,7 +144,17 @@ async def drain(handle: DrainHost, cell: Cell) -> tuple[bool, float | None]:
     # handle.wall_now(actor), written out: the drain's start crosses no module for it.
     start = handle.runtime.clock.wall() if handle.clock_now else actor.now().timestamp()
     store = handle.store
-    rows = await store.due_tasks(handle.kind, handle.identity, start + WALL_TOLERANCE, DRAIN_LIMIT)
+    before = start + WALL_TOLERANCE
+    read = getattr(store, "due_work", None)  # optional: a store without it reads next_due
+    if read is not None:
+        work: DueWork = await read(handle.kind, handle.identity, before, DRAIN_LIMIT)
+        rows, later = work.rows, work.later
+    else:
+        rows, later = await store.due_tasks(handle.kind, handle.identity, before, DRAIN_LIMIT), None
+    #: The earliest due among what this drain leaves pending (its own writes included):
+    #: with ``later`` it sets the alarm, without a ``next_due`` read after the commit.
+    soonest = later if len(rows) < DRAIN_LIMIT else rows[-1].due  # more due: drain again
+    left = 0  # rows[left:] were not run (the drain ended early)
     ops: list[Op] = []
     parked: list[tuple[TaskRow, BaseException]] = []
     # Run counters (issue 14), read by tocsin.metrics at scrape time, inlined: an int add
@@ -159,6 +170,7 @@ async def drain(handle: DrainHost, cell: Cell) -> tuple[bool, float | None]:
             break  # no task starts once the system is stopping
         if not cell.alive_running():
             break
+        left += 1
         if row.id in touched:
             continue  # replaced or cancelled by an earlier task of this drain
         planned: Planned = None
@@ -210,6 +222,7 @@ async def drain(handle: DrainHost, cell: Cell) -> tuple[bool, float | None]:
         if error is not None:
             counters.ended_with(error)
         if error is INTERRUPTED:
+            left -= 1
             break  # the system is stopping: this task stays pending, untouched
         actor = cell.actor  # type: ignore[assignment]
         if row.id in touched:
@@ -232,7 +245,8 @@ async def drain(handle: DrainHost, cell: Cell) -> tuple[bool, float | None]:
         if notes:
             _record(handle, ops, origin or row.id, notes, start)
         if len(ops) >= COMPLETION_BATCH:
-            await handle.commit(ops)
+            soonest = _soonest(ops, soonest)
+            await durable.complete(handle, ops)
             ops = []
             # A store call may complete without suspending (the SQLite store's small
             # commits run on the loop thread, the memory store's always): yield once
@@ -241,14 +255,36 @@ async def drain(handle: DrainHost, cell: Cell) -> tuple[bool, float | None]:
             if timed:
                 started = monotonic()  # the commit and the yield are no run's time
     if ops:
-        await handle.commit(ops)
+        soonest = _soonest(ops, soonest)
+        await durable.complete(handle, ops)
     for row, exc in parked:
         parked_row = await store.get_task(row.kind, row.identity, row.id)
         if parked_row is not None:
             handle.runtime.events.publish(TaskParked(handle.pid, record_from_row(parked_row), exc))
     if durable.stopping:
         return False, None  # the system is stopping: its start re-arms from the store
-    return True, await store.next_due(handle.kind, handle.identity)
+    if read is None:
+        return True, await store.next_due(handle.kind, handle.identity)
+    if left < len(rows):  # the activation stopped early: the rest is still due
+        soonest = rows[left].due if soonest is None else min(soonest, rows[left].due)
+    armed = alarm.due
+    if armed is not None and (soonest is None or armed < soonest):
+        # Armed during the drain for sooner (a task the actor wrote, an outside change a
+        # poll found, or a poll that saw a task this drain ran): the store says what is
+        # pending now. Taking the alarm as it is would ring an empty drain (an activation
+        # turn and a read) for every identity a poll re-armed while it drained.
+        return True, await store.next_due(handle.kind, handle.identity)
+    return True, soonest
+
+
+def _soonest(ops: list[Op], soonest: float | None) -> float | None:
+    """``soonest`` lowered to the due time of every pending task ``ops`` write."""
+    for op in ops:
+        if op.__class__ is UpsertTask:
+            row = op.row
+            if row.state == "pending" and (soonest is None or row.due < soonest):
+                soonest = row.due
+    return soonest
 
 
 def _recurring(row: TaskRow) -> bool:

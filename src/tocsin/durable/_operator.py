@@ -160,7 +160,7 @@ class DurableTasks:
             TaskNotFoundError: no task ``id``.
             TypeError: ``start`` or ``end`` is not an aware datetime.
             ValueError: ``end`` not after ``start``, the task is not recurring, or more
-                than 10,000 instants in the range.
+                than 100,000 instants in the range.
         """
         tasks, now = await self._tasks()
         return await tasks.backfill(id, start, end, now, dry_run=dry_run)

@@ -39,7 +39,6 @@ from __future__ import annotations
 import math
 from collections import deque
 from dataclasses import dataclass, field
-from datetime import UTC, datetime
 from functools import lru_cache
 from typing import TYPE_CHECKING, Any, Final
 
@@ -56,9 +55,11 @@ from ..triggers import (
     IntervalTrigger,
     Outcome,
     Trigger,
-    jitter_offset,
+    grace_note,
+    jitter_delay,
     past_grace,
     plan_misfire,
+    run_waiting_room,
 )
 from ._policy import TaskPolicy
 
@@ -175,10 +176,6 @@ def _parsed(text: str) -> CronExpression:
     from ..cron import CronExpression
 
     return CronExpression.parse(text)
-
-
-def _utc(seconds: float) -> datetime:
-    return datetime.fromtimestamp(seconds, UTC)
 
 
 class Instants:
@@ -338,7 +335,7 @@ def jittered(row_id: str, instant: float, policy: TaskPolicy, instants: Instants
         return instant
     if instants.trigger is None:
         # A one-shot task: its own offset, with no next instant to stay before.
-        return instant + jitter_offset(row_id, _utc(instant), policy.jitter, None)
+        return instant + jitter_delay(row_id, instant, policy.jitter, None)
     return instants.delivery(row_id, instant)
 
 
@@ -411,7 +408,6 @@ def before_run(
     pending = cursor.instant if cursor.instant is not None else row.due
     instants = Instants.of(row, policy, default_zone, pending)
     misfire = policy.misfire
-    grace = misfire.grace
     note = notes.append if notes is not None else _ignore
 
     def skip() -> tuple[Step, TaskPolicy, Cursor]:
@@ -430,7 +426,7 @@ def before_run(
             note((pending, Outcome.EXCLUDED, None))
             return skip()
         if past_grace(misfire, late):
-            note((pending, Outcome.MISSED, _late(late, grace)))
+            note((pending, Outcome.MISSED, grace_note(misfire, late)))
             return skip()
         return Step(pending), policy, cursor
     need = misfire.keep()
@@ -445,7 +441,7 @@ def before_run(
     if count == 1:
         late = now - (row.due if missed[0] == pending else missed[0])
         if past_grace(misfire, late):
-            note((missed[0], Outcome.MISSED, _late(late, grace)))
+            note((missed[0], Outcome.MISSED, grace_note(misfire, late)))
             return skip()
         cursor.instant = missed[0]
         return Step(missed[0]), policy, cursor
@@ -485,10 +481,6 @@ def _ignore(_: Note) -> None:
     """``notes.append`` when nobody keeps them."""
 
 
-def _late(late: float, grace: float | None) -> str:
-    return f"{late:.3g} s late, grace {grace:g} s"
-
-
 def _many(count: int) -> str:
     return f"{count:,}" if count < SCAN_LIMIT else f"{SCAN_LIMIT:,}+"
 
@@ -516,7 +508,7 @@ def after_run(
     following: float | None
     if not cursor.waiting and not replaying:
         # The instants that came due while this run was in flight meet the overlap policy.
-        mode = policy.overlap.mode
+        room = run_waiting_room(policy.overlap, len(cursor.queue))
         every = instants.every is not None
         # `every` keeps its grid (the instant plus whole intervals): the next instant is
         # the first grid one after the start of the run (as if not jittered: the offset
@@ -525,10 +517,9 @@ def after_run(
         offset = jittered(row.id, instant, policy, instants) - instant if every else 0.0
         anchor = max(instant, start - offset) if every else max(instant, start)
         following = instants.not_before(instant, anchor, notes)
-        if mode != "allow" and following is not None and following <= end:
+        if room is not None and following is not None and following <= end:
             # BUFFER_ONE keeps the first of them (n - 1 = 1), limit(n) the first n - 1,
             # SKIP none; the others, up to the end of the run, are skipped.
-            room = policy.overlap.waiting_room() - len(cursor.queue)
             while following is not None and following <= end and room > 0:
                 cursor.queue.append(following)
                 room -= 1

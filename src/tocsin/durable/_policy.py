@@ -21,7 +21,7 @@ from datetime import timedelta
 from typing import Any
 
 from ..cron import Calendar, DSTPolicy
-from ..triggers import Misfire, Overlap
+from ..triggers import Misfire, Overlap, needs_policy
 
 __all__ = ["TaskPolicy", "check_policy"]
 
@@ -50,8 +50,7 @@ class TaskPolicy:
     def is_default(self) -> bool:
         """Whether this is what a task without options does (stored as ``None``)."""
         return (
-            self.overlap == Overlap.BUFFER_ONE
-            and self.misfire.is_default
+            not needs_policy(self.overlap, self.misfire, Overlap.BUFFER_ONE)
             and (self.dst is None or self.dst.is_quartz)
             and self.jitter == 0.0
             and self.exclude is None
@@ -115,8 +114,7 @@ def check_policy(
             allowed), or an ``every`` task's jitter not shorter than its interval.
     """
     if (
-        overlap is Overlap.BUFFER_ONE
-        and misfire is Misfire.ONCE
+        not needs_policy(overlap, misfire, Overlap.BUFFER_ONE)
         and dst is None
         and jitter is None
         and exclude is None

@@ -18,22 +18,23 @@ from __future__ import annotations
 import asyncio
 import inspect
 import logging
-from collections.abc import Callable, Coroutine
+from collections.abc import Awaitable, Callable, Coroutine
 from typing import Any, cast, final
 
 from .._deadlines import Deadline
 from ..actor._spi import PID, Cell, Runtime
 from ..clock import ManualClock
 from ..cron._spi import local_zone_name
-from ..stores import Store, resolve_store
+from ..stores import Op, Store, resolve_store
 from ._checks import check_text
-from ._drain import COMPLETION_BATCH, DRAIN_LIMIT
+from ._drain import COMPLETION_BATCH, DRAIN_LIMIT, DrainHost
 from ._handle import LOOKAHEAD, DurableHandle
 from ._kinds import DurableClass
 from ._kinds import registered_kind as _registered
 from ._ops import DurableStatistics, RunCounters
 from ._outage import RETRY_CAP, Outage, retry_delay
 from ._ownership import OwnershipGate
+from ._soon import DueSoon
 
 __all__ = [
     "ACTIVATION_CONCURRENCY",
@@ -51,8 +52,9 @@ __all__ = [
 CHANGE_CHECK_SECONDS = 1.0
 #: Activations running their first start at once (recovery after downtime).
 ACTIVATION_CONCURRENCY = 64
-#: Identities fetched per poll of the store.
-POLL_LIMIT = 10_000
+#: Identities fetched per poll of the store. Those without a handle in memory wait in
+#: :class:`~._soon.DueSoon` (about 250 bytes each) until their time comes.
+POLL_LIMIT = 100_000
 
 #: The name the durable runtime registers under in ``Runtime.services`` (issue 14).
 SERVICE = "durable"
@@ -90,6 +92,8 @@ class DurableRuntime:
         self.cells: dict[Cell, DurableHandle] = {}
         self.kinds: dict[str, DurableClass] = {}
         self.activation_slots = asyncio.Semaphore(ACTIVATION_CONCURRENCY)
+        #: Identities with work due soon and no handle in memory (compact, issue 32).
+        self.soon = DueSoon(self)
         self._poll = _Poll(self)
         self._change_check = _ChangeCheck(self)
         self._unwatch: Callable[[], None] | None = None
@@ -117,6 +121,8 @@ class DurableRuntime:
         #: A poll was asked for while one was running: run another once it ends (the
         #: running one may predate what asked, e.g. a lease regained).
         self._poll_again = False
+        #: Drain completions waiting for the next group commit (see :meth:`complete`).
+        self._completions: list[tuple[list[Op], asyncio.Future[None]]] = []
 
     async def start(self) -> None:
         """Open the store and arm the alarms of identities with work due soon.
@@ -180,6 +186,7 @@ class DurableRuntime:
             self._unsubscribe_wall()
             self._unsubscribe_wall = None
         self.runtime.deadlines.remove(self._poll)
+        self.soon.clear()
         self._stop_watching()
         for task in self._background:
             task.cancel()
@@ -269,6 +276,7 @@ class DurableRuntime:
         this node may run once it holds a lease again)."""
         for handle in list(self.handles.values()):
             handle.lose_ownership()
+        self.soon.clear()
         # After a coordinator reset the node holds its lease again at once (same
         # incarnation): look for due identities now, not at the next periodic poll.
         self.poll_soon()
@@ -284,6 +292,7 @@ class DurableRuntime:
             alarm = handle.alarm
             if alarm.due is not None:
                 alarm.rearm(alarm.due)
+        self.soon.rearm()
         self.start_poll()  # identities not in memory may now be due within the look-ahead
 
     def activated(self, cell: Cell, handle: DurableHandle) -> None:
@@ -301,6 +310,32 @@ class DurableRuntime:
         from ..errors import CoordinatorError
 
         return self.coordinator_outage if isinstance(exc, CoordinatorError) else self.store_outage
+
+    # -- completions -------------------------------------------------------------------
+
+    def complete(self, handle: DrainHost, ops: list[Op]) -> Awaitable[None]:
+        """Commit a drain's completions: resolved once they are committed, or raising
+        what the store raised (the drain's tasks then run again: at least once).
+
+        Group commit across identities (issue 32): the completions of every drain that
+        ends in the same turn of the event loop go to the store as one ``apply`` (one
+        transaction, one round trip) instead of one each. A group the store refuses is
+        written again one drain at a time, so one bad batch fails its own drain only.
+        Cluster mode commits each drain alone, behind its identity's fence
+        (``handle.commit``)."""
+        if self.gate is not None:
+            return handle.commit(ops)
+        done: asyncio.Future[None] = self.runtime.loop.create_future()
+        if not self._completions:
+            self.runtime.loop.call_soon(self._commit_completions)
+        self._completions.append((ops, done))
+        return done
+
+    def _commit_completions(self) -> None:
+        group, self._completions = self._completions, []
+        task = self.runtime.loop.create_task(_commit_group(self.store, group))
+        task.add_done_callback(_observed)
+        self.runtime.track_task(task)
 
     # -- polling -----------------------------------------------------------------------
 
@@ -362,23 +397,44 @@ class DurableRuntime:
                 if not mine:
                     continue  # another node owns it (or should claim it): its poll arms it
             handle = self.handles.get((due.kind, due.identity))
-            if handle is None:
-                cls = self.kinds.get(due.kind) or _kind_class(due.kind)
-                if cls is None:
-                    if due.kind not in self._unknown_kinds:
-                        self._unknown_kinds.add(due.kind)
-                        _log.warning(
-                            "tasks of durable kind %r are due but no DurableActor subclass "
-                            "with that kind is imported; they wait in the store",
-                            due.kind,
-                        )
-                    continue
-                handle = self.handle(cls, due.identity, getattr(cls, "passivate_after", None))
-            handle.alarm.arm(due.due)
+            if handle is not None:
+                handle.alarm.arm(due.due)
+                continue
+            cls = self.kinds.get(due.kind) or _kind_class(due.kind)
+            if cls is None:
+                if due.kind not in self._unknown_kinds:
+                    self._unknown_kinds.add(due.kind)
+                    _log.warning(
+                        "tasks of durable kind %r are due but no DurableActor subclass "
+                        "with that kind is imported; they wait in the store",
+                        due.kind,
+                    )
+                continue
+            # No handle until its time comes (compact: DueSoon); the class's own kind
+            # string, shared by every waiting identity of the kind.
+            self.soon.arm((cls.kind, due.identity), due.due)
         if failed is not None:
             raise failed  # some identities were not asked about: the poll retries soon
         if gate is not None and rows:
             self.coordinator_outage.ok()
+
+    def ring_due(self, kind: str, identity: str, due: float) -> None:
+        """A waiting identity's time has come (:class:`DueSoon`): its handle now, and
+        the handle's alarm for ``due``."""
+        if self.stopping or not self.runtime.running:
+            return
+        cls = self.kinds.get(kind) or _kind_class(kind)
+        if cls is None:
+            return  # its class went away: the tasks wait in the store (the poll warned)
+        handle = self.handles.get((kind, identity))
+        if handle is None:
+            handle = self.handle(cls, identity, getattr(cls, "passivate_after", None))
+        handle.alarm.arm(due)
+
+    def held(self) -> set[tuple[str, str]]:
+        """The ``(kind, identity)`` of every identity held in memory: with a handle, or
+        waiting for work due soon without one."""
+        return set(self.handles) | set(self.soon.dues)
 
     def poll_soon(self) -> None:
         """Look for due identities now (cluster mode: a node left, its identities with
@@ -399,7 +455,7 @@ class DurableRuntime:
     def identities(self) -> tuple[int, int]:
         """``(identities known in memory, identities active now)``."""
         handles = self.handles.values()
-        return len(handles), sum(1 for h in handles if h.cell is not None)
+        return len(handles) + len(self.soon), sum(1 for h in handles if h.cell is not None)
 
     def statistics(self) -> DurableStatistics:
         """A frozen snapshot of the run counters (a copy of the durations ring) and the
@@ -443,6 +499,60 @@ class DurableRuntime:
             handle.alarm.arm(due)
         else:
             self.start_poll()
+
+
+#: Most ops one group commit of drain completions writes in one ``apply``: within what
+#: the SQLite store commits on the loop thread (``INLINE_MAX_OPS``); a larger batch goes
+#: to its writer thread, whose commit holds the file's lock while other writes wait.
+GROUP_OPS = 100
+
+
+async def _commit_group(store: Store, group: list[tuple[list[Op], asyncio.Future[None]]]) -> None:
+    """Commit drains' completions, :data:`GROUP_OPS` at most a transaction; each drain's
+    future resolves once its ops are committed, or fails with the store's error."""
+    start = 0
+    while start < len(group):
+        end, size = start, 0
+        while end < len(group) and (end == start or size + len(group[end][0]) <= GROUP_OPS):
+            size += len(group[end][0])
+            end += 1
+        part = group[start:end]
+        start = end
+        try:
+            await store.apply([op for ops, _ in part for op in ops])
+        except Exception as exc:
+            if len(part) == 1:
+                _settle(part[0][1], exc)
+                continue
+            # Alone, so that one refused batch fails only its own drain; two failures in
+            # a row mean the store itself is failing (an outage): the rest fail with it
+            # at once instead of one bounded wait each, and their drains retry later.
+            failures = 0
+            for ops, done in part:
+                if failures >= 2:
+                    _settle(done, exc)
+                    continue
+                try:
+                    await store.apply(ops)
+                except Exception as alone:
+                    failures += 1
+                    exc = alone
+                    _settle(done, alone)
+                else:
+                    failures = 0
+                    _settle(done, None)
+            continue
+        for _, done in part:
+            _settle(done, None)
+
+
+def _settle(done: asyncio.Future[None], exc: BaseException | None) -> None:
+    if done.done():
+        return  # its drain was cancelled (the system stops)
+    if exc is None:
+        done.set_result(None)
+    else:
+        done.set_exception(exc)
 
 
 def _pushes_changes(store: Store) -> bool:

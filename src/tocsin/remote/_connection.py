@@ -60,7 +60,7 @@ import msgspec
 
 from . import _handshake as hs
 from . import _records as rec
-from ._envelopes import PROTOCOL_VERSION, Envelope, Heartbeat, Hello, Received, decoder
+from ._envelopes import PROTOCOL_VERSION, Envelope, Heartbeat, Hello, Received, Tell, decoder
 
 if TYPE_CHECKING:
     from ..clock import Clock
@@ -142,6 +142,10 @@ class Hub(Protocol):
         """One envelope arrived on ``conn`` (after its Hello). A future when the actor it
         is for has no room (its bounded mailbox is full): done once the message is in
         that mailbox. The connection reads nothing more until then."""
+
+    def tell_in(self, conn: Connection, envelope: Tell) -> asyncio.Future[None] | None:
+        """:meth:`dispatch` of a :class:`Tell` (the hot path of a flood, called for it
+        directly): the same outcome."""
 
     def admit(self, conn: Connection) -> bool:
         """A stranger connected (inbound, not yet authenticated): False when too many
@@ -443,9 +447,11 @@ class Connection(asyncio.BufferedProtocol):
         assert self._plain is not None
         view, pos, stop, size, messages = self._plain
         decode = self._decode
-        dispatch = self.node.dispatch
+        node = self.node
+        dispatch = node.dispatch
+        tell_in = node.tell_in
         cap = self._max_frame
-        first = self.rx_frames
+        frames = 0
         try:
             while pos < stop:
                 if stop - pos < _PREFIX:
@@ -462,20 +468,25 @@ class Connection(asyncio.BufferedProtocol):
                 except (msgspec.DecodeError, msgspec.ValidationError) as exc:
                     self._protocol_error(f"undecodable frame: {exc}")
                     return False
-                self.rx_frames += 1
+                frames += 1
                 kind = type(envelope)
-                if kind is Heartbeat:
-                    continue
-                if kind is Received:
-                    if not self._confirmed(envelope.seq):  # type: ignore[union-attr]
-                        return False
-                    continue
-                messages = True
-                if self.peer is None:
-                    if not self._on_hello(envelope):
-                        return False
-                    continue
-                waiter = dispatch(self, envelope)
+                if kind is Tell and self.peer is not None:
+                    # A flood's frame: straight to the node's tell path.
+                    messages = True
+                    waiter = tell_in(self, envelope)  # type: ignore[arg-type]
+                else:
+                    if kind is Heartbeat:
+                        continue
+                    if kind is Received:
+                        if not self._confirmed(envelope.seq):  # type: ignore[union-attr]
+                            return False
+                        continue
+                    messages = True
+                    if self.peer is None:
+                        if not self._on_hello(envelope):
+                            return False
+                        continue
+                    waiter = dispatch(self, envelope)
                 if self.closed:
                     return False
                 if waiter is not None and self._hold(waiter):
@@ -487,7 +498,8 @@ class Connection(asyncio.BufferedProtocol):
                 self._rx_unconfirmed += size + rec.HEAD + rec.MAC
             return True
         finally:
-            self._metrics.frames_in += self.rx_frames - first
+            self.rx_frames += frames
+            self._metrics.frames_in += frames
 
     def _bad_record(self, reason: str) -> None:
         self._metrics.mac_failures += 1

@@ -75,6 +75,8 @@ SILENT_TICKS: Final = 3
 LOG_EVERY: Final = 60.0
 #: Peers remembered for that rate limit (a flood of addresses cannot grow it further).
 _LOG_KEYS: Final = 1024
+#: A Tell's payload left out (``RemoteNode.tell_head``): msgspec writes a Raw as it is.
+_NO_PAYLOAD: Final = msgspec.Raw(b"")
 #: Bytes one read of a connection takes at most (asyncio's own ``max_size``).
 _READ_SIZE: Final = 256 * 1024
 
@@ -109,6 +111,9 @@ class RemoteNode:
         self.address = ""
         self.stopping = False
         self._encode = encoder().encode
+        # Looked up once: every inbound tell uses both (``tell_in``).
+        self._unguarded = codec.unguarded
+        self._deliver_tell = host.deliver_tell
         self._max_frame = config.max_frame
         self._corr = itertools.count(1)
         #: Tracked ticks sent from here, waiting for their Completed frame (bounded).
@@ -335,10 +340,24 @@ class RemoteNode:
         """Send a message encoded by :meth:`encode_message` one way, to the system named
         ``expect`` (``""``: whichever listens there). ``False``: dead-letter it, with the
         reason the endpoint's ``refused`` gives (``unreachable`` or ``overflow``)."""
-        body = self._encode(Tell(path, incarnation, sender, message[0], msgspec.Raw(message[1])))
+        endpoint = to if isinstance(to, Endpoint) else self.endpoint(to)
+        head = self.tell_head(path, incarnation, sender, message[0])
+        return self.tell_frame(endpoint, head + message[1], info, expect)
+
+    def tell_head(self, path: str, incarnation: str, sender: str, name: str) -> bytes:
+        """The bytes of a :class:`Tell` envelope up to its payload: ``head + payload`` is
+        the envelope whole (the payload, a ``msgspec.Raw``, is its last field and is
+        written as it is). A sender that tells one actor many times keeps its head."""
+        return self._encode(Tell(path, incarnation, sender, name, _NO_PAYLOAD))
+
+    def tell_frame(self, endpoint: Endpoint, body: bytes, info: object, expect: str = "") -> bool:
+        """:meth:`tell` of an envelope built as ``tell_head(...) + payload``.
+
+        Raises:
+            CodecError: the frame is larger than ``max_frame``.
+        """
         if len(body) > self._max_frame:
             raise too_big(len(body), self._max_frame)
-        endpoint = to if isinstance(to, Endpoint) else self.endpoint(to)
         return endpoint.send(body, info, expect, plain=True)
 
     def send_tick(
@@ -679,14 +698,7 @@ class RemoteNode:
         kind = type(envelope)
         if kind is Tell:
             assert isinstance(envelope, Tell)
-            try:
-                message = self.codec.decode(envelope.name, envelope.payload)
-            except CodecError as exc:
-                self._undecodable(conn, exc)
-                return None
-            return self.host.deliver_tell(
-                envelope.path, envelope.incarnation, envelope.sender, message
-            )
+            return self.tell_in(conn, envelope)
         if kind is Ask:
             assert isinstance(envelope, Ask)
             reply = RemoteReply(self, conn, envelope.corr)
@@ -713,6 +725,25 @@ class RemoteNode:
             conn.abort()
             self.counters.protocol_errors += 1
         return None
+
+    def tell_in(self, conn: Connection, envelope: Tell) -> asyncio.Future[None] | None:
+        """A :class:`Tell` from ``conn``: decode its message and hand it to the host (a
+        future while the actor it is for has no room, as :meth:`dispatch`). The
+        connection calls it directly for every Tell: a flood's one frame kind."""
+        name = envelope.name
+        decoder = self._unguarded.get(name)
+        try:
+            if decoder is not None:
+                try:
+                    message = decoder.decode(envelope.payload)
+                except (msgspec.DecodeError, msgspec.ValidationError) as exc:
+                    raise self.codec.decode_error(name, exc) from exc
+            else:
+                message = self.codec.decode(name, envelope.payload)
+        except CodecError as exc:
+            self._undecodable(conn, exc)
+            return None
+        return self._deliver_tell(envelope.path, envelope.incarnation, envelope.sender, message)
 
     def _scheduled(self, conn: Connection, envelope: Scheduled) -> asyncio.Future[None] | None:
         """A tick from the peer: queued as an :class:`InboundTick`, so ``ctx.tick`` is

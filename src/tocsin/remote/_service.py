@@ -31,6 +31,7 @@ from ..actor._spi import (
     DeadLetter,
     DeadLetterReason,
     NoSender,
+    SendTarget,
     parse_pid,
     target_of,
 )
@@ -75,6 +76,15 @@ class RemoteService:
         self.node = RemoteNode(config, system_name, self, codec, clock)
         self._pids: dict[str, PID] = {}
         self._hex: dict[Cell, str] = {}  # a cell's incarnation as the wire writes it
+        # The last frame's destination and sender, as resolved: a flood comes from one
+        # sender to one actor, and each frame would otherwise pay the registry, the
+        # incarnation check and the PID cache again (``_route``, ``_sender``).
+        self._route_path = ""
+        self._route_incarnation = ""
+        self._route_target: SendTarget | None = None
+        self._sender_text = ""
+        self._sender_pid: Any = NoSender
+        self._sender_target: SendTarget | None = None
         self._remove_resolver: Any = None
 
     async def start(self) -> str:
@@ -93,6 +103,7 @@ class RemoteService:
         await self.node.stop()
         self._pids.clear()
         self._hex.clear()
+        self._forget_last()
         self.runtime = None
 
     def metrics(self) -> RemoteMetrics:
@@ -197,13 +208,49 @@ class RemoteService:
                 return found
         return None
 
+    def _route(self, path: str, incarnation: str) -> SendTarget | None:
+        """The target of a frame for ``path`` (incarnation ``incarnation``): what
+        :meth:`_local` gives, remembered for the next frame while the actor it names
+        lives (a live cell is the one the registry holds at its path: another cannot be
+        spawned there before it stopped). A durable identity's PID is not remembered:
+        its resolver decides per frame."""
+        target = self._route_target
+        if (
+            target is not None
+            and path == self._route_path
+            and incarnation == self._route_incarnation
+            and target.alive()
+        ):
+            return target
+        pid = self._local(path, incarnation)
+        if pid is None:
+            return None
+        target = target_of(pid)
+        runtime = self.runtime
+        if runtime is not None and runtime.registry.get(path) is target:
+            self._route_path, self._route_incarnation = path, incarnation
+            self._route_target = target
+        return target
+
     def _sender(self, text: str) -> Any:
         if not text:
             return NoSender
+        if text == self._sender_text:
+            # As ``pid_from_wire``'s cache: kept while its target lives.
+            target = self._sender_target
+            if target is not None and target.alive():
+                return self._sender_pid
         try:
-            return self.pid_from_wire(text)
+            pid = self.pid_from_wire(text)
         except ValueError:
             return NoSender
+        self._sender_text, self._sender_pid, self._sender_target = text, pid, target_of(pid)
+        return pid
+
+    def _forget_last(self) -> None:
+        self._route_path = self._route_incarnation = ""
+        self._route_target = None
+        self._sender_text, self._sender_pid, self._sender_target = "", NoSender, None
 
     # A frame for an actor goes through ``offer``, not ``deliver``: to a bounded mailbox
     # that is full it waits (the connection stops reading: backpressure reaches the
@@ -212,22 +259,34 @@ class RemoteService:
     def deliver_tell(
         self, path: str, incarnation: str, sender: str, message: object
     ) -> asyncio.Future[None] | None:
-        pid = self._local(path, incarnation)
-        if pid is None:
-            self._dead_letter(message, self._sender(sender), _NOT_FOUND)
-            return None
-        return target_of(pid).offer(message, self._sender(sender), None)
+        # The common case (the last frame's actor and sender again) inline: a flood's
+        # every frame comes here.
+        target = self._route_target
+        if (
+            target is None
+            or path != self._route_path
+            or incarnation != self._route_incarnation
+            or not target.alive()
+        ):
+            target = self._route(path, incarnation)
+            if target is None:
+                self._dead_letter(message, self._sender(sender), _NOT_FOUND)
+                return None
+        from_ = self._sender_target
+        if from_ is not None and sender == self._sender_text and from_.alive():
+            return target.offer(message, self._sender_pid, None)
+        return target.offer(message, self._sender(sender), None)
 
     def deliver_ask(
         self, path: str, incarnation: str, sender: str, message: object, reply: RemoteReply
     ) -> asyncio.Future[None] | None:
-        pid = self._local(path, incarnation)
-        if pid is None:
+        target = self._route(path, incarnation)
+        if target is None:
             address = self.node.address
             reply.fail(ActorNotFoundError(f"no live actor at {path!r} on {address}"))
             self._dead_letter(message, self._sender(sender), _NOT_FOUND)
             return None
-        return target_of(pid).offer(message, self._sender(sender), reply)
+        return target.offer(message, self._sender(sender), reply)
 
     def resolve(self, path: str) -> str:
         pid = self._local(path, "")

@@ -53,6 +53,9 @@ if TYPE_CHECKING:
 
 __all__ = ["RemoteTarget"]
 
+#: No sender yet (``RemoteTarget._head_sender``): never the sender of a send.
+_UNSET: Any = object()
+
 _UNREACHABLE = DeadLetterReason.UNREACHABLE
 _OVERFLOW = DeadLetterReason.OVERFLOW
 
@@ -63,6 +66,9 @@ class RemoteTarget(SendTarget):
     out the target's :attr:`pid` (made here: the PID and its target point at each other)."""
 
     __slots__ = (
+        "_head",
+        "_head_name",
+        "_head_sender",
         "_last_sender",
         "_last_wire",
         "endpoint",
@@ -99,6 +105,11 @@ class RemoteTarget(SendTarget):
         # The last sender's wire string: an actor usually sends to one peer many times.
         self._last_sender: Any = None
         self._last_wire = ""
+        # The last plain tell's envelope up to its payload (``RemoteNode.tell_head``),
+        # for that sender and message name: a flood from one sender builds it once.
+        self._head_sender: Any = _UNSET
+        self._head_name = ""
+        self._head = b""
 
     def check(self, message: Any) -> None:
         """Raise :class:`~tocsin.CodecError` if ``message`` cannot cross the wire (the
@@ -116,20 +127,20 @@ class RemoteTarget(SendTarget):
         if type(message) in ITEM_TYPES:
             return self._deliver_item(message, sender)
         encoded = node.encode_message(message)  # CodecError: at the sending call
-        if sender is self._last_sender:
-            sender_text = self._last_wire
-        else:
-            sender_text = sender.wire if type(sender) is PID else ""
-            self._last_sender, self._last_wire = sender, sender_text
         if reply is None:
+            name = encoded[0]
+            if sender is self._head_sender and name == self._head_name:
+                head = self._head
+            else:
+                head = node.tell_head(self.path, self.incarnation, self._wire(sender), name)
+                self._head_sender, self._head_name, self._head = sender, name, head
             info = (self, message, sender)  # for a dead letter if a queued frame never leaves
             endpoint = self.endpoint
-            if node.tell(
-                endpoint, self.path, self.incarnation, sender_text, encoded, info, self.system
-            ):
+            if node.tell_frame(endpoint, head + encoded[1], info, self.system):
                 return True
             self.undelivered(message, sender, endpoint.why(self.system), endpoint.refused)
             return False
+        sender_text = self._wire(sender)
         endpoint = self.endpoint
         corr = node.ask_then(
             endpoint,
@@ -148,6 +159,15 @@ class RemoteTarget(SendTarget):
                 reply.set_exception(refusal(endpoint, self.system, f"cannot ask {self.pid}"))
             return False
         return True
+
+    def _wire(self, sender: Any) -> str:
+        """``sender``'s wire string (``""`` for no PID), kept for the next send: an actor
+        usually sends to one peer many times."""
+        if sender is self._last_sender:
+            return self._last_wire
+        text = sender.wire if type(sender) is PID else ""
+        self._last_sender, self._last_wire = sender, text
+        return text
 
     def _deliver_item(self, item: RuntimeItem, sender: Any) -> bool:
         """A tick (a ``RuntimeItem``): opened here, at fire time (module docstring), and
@@ -168,11 +188,7 @@ class RemoteTarget(SendTarget):
             if tracked is not None:
                 not_run(tracked)
             return False
-        if sender is self._last_sender:
-            sender_text = self._last_wire
-        else:
-            sender_text = sender.wire if type(sender) is PID else ""
-            self._last_sender, self._last_wire = sender, sender_text
+        sender_text = self._wire(sender)
         endpoint = self.endpoint
         info = (self, message, sender)  # for a dead letter if a queued frame never leaves
         if tick is None and tracked is None:  # not a schedule's: a plain tell

@@ -57,8 +57,6 @@ from collections.abc import Callable, Coroutine, Sequence
 from datetime import UTC, datetime
 from typing import TYPE_CHECKING, Any, Final, final
 
-import msgspec
-
 from ..actor import Outcome, Tick, TickNotDelivered
 from ..cluster._spi import Counters, CronClaims
 from ..jobs import DEFAULT_MAX_RETRIES, job_row
@@ -86,6 +84,7 @@ __all__ = [
     "BACKSTOP_SECONDS",
     "CLAIM_PREFIX",
     "LATENESS_RING",
+    "PAGE",
     "SERVICE",
     "Runner",
     "runner_of",
@@ -101,6 +100,9 @@ LATENESS_RING: Final = 4096
 #: The runtime service name the runner is registered under (:func:`runner_of`).
 SERVICE: Final = "schedules"
 
+#: Stored schedules read at once while loading (:meth:`Runner._reload`): one page.
+PAGE: Final = 1000
+
 #: Seconds between two looks at the store's schedule revision besides its change watch
 #: (only while this node runs some stored schedule): a notification lost in a
 #: reconnect is made up within this long.
@@ -113,27 +115,43 @@ def _utc(seconds: float) -> datetime:
 
 @final
 class _Entry:
-    """One stored schedule as this node runs it."""
+    """One stored schedule as this node runs it: what the tick path needs, in slots.
+
+    The stored row is not kept (its encoded spec is ``spec``, decoded; the deciding node
+    reads the row afresh anyway): only its ``version`` and pause flag. At 100,000 stored
+    schedules a row per schedule, with its own copy of the id, was a fifth of a node's
+    memory for them.
+    """
 
     __slots__ = (
         "armed",
+        "due",
+        "id",
+        "instant",
         "outstanding",
-        "row",
+        "paused",
         "since",
         "spec",
         "trigger",
+        "version",
     )
 
     def __init__(self, row: ScheduleRow, spec: Schedule) -> None:
-        # The encoded spec is not kept (``spec`` is it, decoded): at 100,000 stored
-        # schedules its bytes were a sixth of a node's memory for them.
-        self.row = msgspec.structs.replace(row, spec=b"") if row.spec else row
+        # One string for the id: the decoded spec's (the row's is its equal).
+        self.id = spec.id if spec.id == row.id else row.id
+        self.version = row.version
+        self.paused = row.paused
         self.spec = spec
         #: The policy engine's trigger: every instant, calendar, DST and jitter of it.
         self.trigger = trigger_of(spec)
-        #: The token of this schedule's item in the runner's timer heap (``None``: not
-        #: armed); an item whose token is no longer here was cancelled.
-        self.armed: int | None = None
+        #: Whether the entry is in the runner's timer heap: ``None`` not there, ``True``
+        #: there and live, ``False`` there but cancelled (changed, removed). The entry
+        #: is its own heap item (no tuple per schedule), so it is pushed only when not
+        #: there (fresh, or just popped) and its ``due`` never changes while there.
+        self.armed: bool | None = None
+        #: The monotonic time the armed instant is due, and the instant.
+        self.due = 0.0
+        self.instant = 0.0
         #: Ids (kind, identity, id) of this schedule's task rows (job runs or durable
         #: tasks) queued here and not yet seen gone: what overlap is judged by (an
         #: empty tuple until the first: no list per idle schedule).
@@ -141,6 +159,12 @@ class _Entry:
         #: The last instant fired here, or when it was armed first: what a DST change
         #: dropped since is looked for from there.
         self.since: float | None = None
+
+    def __lt__(self, other: _Entry) -> bool:
+        # The timer heap's order: by due time, then id.
+        if self.due != other.due:
+            return self.due < other.due
+        return self.id < other.id
 
 
 @final
@@ -199,9 +223,8 @@ class Runner:
         self.started = 0
         self.started_lateness = [0.0] * LATENESS_RING
         self._tasks: set[asyncio.Task[None]] = set()
-        #: Armed instants of every schedule: (monotonic due, token, entry, instant).
-        self._heap: list[tuple[float, int, _Entry, float]] = []
-        self._seq = 0
+        #: Armed schedules, earliest ``due`` first (see ``_Entry.armed``).
+        self._heap: list[_Entry] = []
         self._timer: TimerHandle | None = None
         self._timer_at = math.inf
         self._poll: TimerHandle | None = None
@@ -234,8 +257,7 @@ class Runner:
         watch = getattr(self.store, "watch", None)
         if watch is not None:
             self._unwatch = await watch(self._changed_outside)
-        await self._reload()
-        await self._catch_up()
+        await self._reload(catch_up=True)
         self._arm_poll()
 
     async def close(self) -> None:
@@ -317,15 +339,33 @@ class Runner:
             self._polling = False
             self._arm_poll()
 
-    async def _reload(self) -> None:
+    async def _reload(self, *, catch_up: bool = False) -> None:
+        """Read every stored schedule, :data:`PAGE` rows at a time (a node holds one
+        page of rows at once, never every row: the peak memory of a start stays near
+        what the node keeps), re-arm the changed ones and forget the removed ones.
+        ``catch_up`` (at start): each page's overdue instants follow their misfire
+        policy (:meth:`_catch_up`)."""
         revision = await self.store.schedules_revision()
-        rows = await self.store.schedule_rows()
         self.revision = revision
-        seen = set()
-        for row in rows:
-            seen.add(row.id)
-            self.changed(row)
-        for gone in [sid for sid in self.entries if sid not in seen]:
+        # The ids held before this read and not seen in it are removed (the set shares
+        # the entries' id strings).
+        unseen = set(self.entries)
+        after = ""
+        while True:
+            rows = await self.store.schedule_page(after, PAGE)
+            now = self.clock.wall()  # one float for the page: every entry's ``since``
+            page = []
+            for row in rows:
+                unseen.discard(row.id)
+                entry = self.changed(row, now)
+                if catch_up and entry is not None:
+                    page.append((entry, row.updated_at))
+            if page:
+                await self._catch_up(page, rows[0].id, rows[-1].id)
+            if len(rows) < PAGE:
+                break
+            after = rows[-1].id
+        for gone in unseen:
             self.removed(gone)
         for request in await self.store.schedule_requests():
             # Runs an operator asked for from another process: the node that sees one
@@ -338,28 +378,31 @@ class Runner:
                 )
             await self.store.delete_schedule_request(request)
 
-    def changed(self, row: ScheduleRow) -> None:
-        """``row`` was written (here or elsewhere): a new spec re-arms from now; a pause
-        or resume only changes what its next instants record."""
+    def changed(self, row: ScheduleRow, now: float | None = None) -> _Entry | None:
+        """``row`` was written (here or elsewhere): a new spec re-arms from ``now``
+        (default: the clock's wall time); a pause or resume only changes what its next
+        instants record. Returns the schedule's entry (``None``: its spec is
+        unreadable, it is not run)."""
         entry = self.entries.get(row.id)
-        if entry is not None and entry.row.version == row.version:
-            entry.row = msgspec.structs.replace(row, spec=b"")
-            return
+        if entry is not None and entry.version == row.version:
+            entry.paused = row.paused
+            return entry
         try:
             spec = decode_spec(row.spec)
         except Exception as exc:
             _log.error("stored schedule %r cannot be read, not run: %s", row.id, exc)
-            return
-        if entry is not None:
-            entry.armed = None
+            return None
+        if entry is not None and entry.armed:
+            entry.armed = False
         fresh = _Entry(row, spec)
         if entry is not None:  # runs queued carry over
             fresh.outstanding = entry.outstanding
-        self.entries[row.id] = fresh
-        self._arm(fresh, self.clock.wall())
+        self.entries[fresh.id] = fresh
+        self._arm(fresh, self.clock.wall() if now is None else now)
         self._arm_poll()  # the first schedule here: the backstop starts looking
+        return fresh
 
-    async def _catch_up(self) -> None:
+    async def _catch_up(self, page: list[tuple[_Entry, float]], low: str, high: str) -> None:
         """Instants that came due while no node ran a schedule (the whole system was
         down: nothing decided them) follow its ``misfire`` policy, once, at start:
         ``once`` claims the latest of them (the others coalesced: one ``coalesced`` row
@@ -367,14 +410,17 @@ class Runner:
         oldest first, at most ``r`` a second, ``skip`` claims none (one ``missed`` row on
         the latest, with how many). They are claimed like backfills (no lateness check),
         so the nodes starting together decide each once; ``grace`` still makes a
-        too-late one ``missed``."""
-        last = await self.store.schedule_last_instants()
+        too-late one ``missed``.
+
+        ``page``: one page of schedules just loaded (ids ``low`` to ``high``), each
+        with its stored ``updated_at``."""
+        decided = await self.store.schedule_last_instants(low, high)
         now = self.clock.wall()
-        for entry in list(self.entries.values()):
+        for entry, updated_at in page:
             spec = entry.spec
             if not spec.enabled or isinstance(spec.trigger, Once):
                 continue  # a Once due while down is armed at once by _arm
-            since = max(last.get(entry.row.id, -math.inf), entry.row.updated_at)
+            since = max(decided.get(entry.id, -math.inf), updated_at)
             misfire = spec.misfire
             count, recent = overdue(entry.trigger, since, now, misfire.keep())
             if not count:
@@ -410,7 +456,7 @@ class Runner:
         """The timer callback claiming overdue ``instant`` of ``entry`` (if still live)."""
 
         def due() -> None:
-            if not self.closed and self.entries.get(entry.row.id) is entry:
+            if not self.closed and self.entries.get(entry.id) is entry:
                 self.claim(entry, instant, overdue=True)
 
         return due
@@ -418,8 +464,8 @@ class Runner:
     def removed(self, schedule_id: str) -> None:
         """The schedule is gone: no instant of it is armed any more."""
         entry = self.entries.pop(schedule_id, None)
-        if entry is not None:
-            entry.armed = None
+        if entry is not None and entry.armed:
+            entry.armed = False
 
     # -- instants ------------------------------------------------------------------------
 
@@ -438,7 +484,7 @@ class Runner:
         clock = self.clock
         if entry.since is None:
             entry.since = after
-        delay = entry.trigger.delivery(entry.row.id, instant) - clock.wall()
+        delay = entry.trigger.delivery(entry.id, instant) - clock.wall()
         self._push(entry, clock.monotonic() + max(delay, 0.0), instant)
 
     def _push(self, entry: _Entry, due: float, instant: float) -> None:
@@ -446,9 +492,10 @@ class Runner:
         heap, and the one clock timer moved earlier if it must. One timer for every
         stored schedule, not one each: at 100,000 schedules a timer per schedule was a
         fifth of a node's memory for them."""
-        self._seq += 1
-        entry.armed = self._seq
-        heapq.heappush(self._heap, (due, self._seq, entry, instant))
+        entry.armed = True
+        entry.due = due
+        entry.instant = instant
+        heapq.heappush(self._heap, entry)
         if self._timer is None or due < self._timer_at:
             self._wind(due)
 
@@ -464,29 +511,30 @@ class Runner:
         self._timer = None
         heap = self._heap
         now = self.clock.monotonic()
-        while heap and heap[0][0] <= now and not self.closed:
-            _, token, entry, instant = heapq.heappop(heap)
-            if entry.armed != token:
+        while heap and heap[0].due <= now and not self.closed:
+            entry = heapq.heappop(heap)
+            live, entry.armed = entry.armed, None
+            if not live:
                 continue  # cancelled (changed, removed) since it was armed
-            entry.armed = None
+            instant = entry.instant
             try:
                 self._fire(entry, instant)
             except Exception:  # one schedule's failure never stops the others
-                _log.exception("stored schedule %r: firing %s failed", entry.row.id, instant)
+                _log.exception("stored schedule %r: firing %s failed", entry.id, instant)
         if heap and not self.closed and self._timer is None:
-            self._wind(heap[0][0])
+            self._wind(heap[0].due)
 
     def next_fire_at(self, schedule_id: str, now: float) -> float | None:
         """The next instant of the schedule that will be delivered (calendar applied,
         jitter added), ``None`` when paused, disabled, unknown here or without one."""
         entry = self.entries.get(schedule_id)
-        if entry is None or entry.row.paused or not entry.spec.enabled:
+        if entry is None or entry.paused or not entry.spec.enabled:
             return None
         instant = next_delivered(entry.trigger, now)
         return None if instant is None else entry.trigger.delivery(schedule_id, instant)
 
     def _fire(self, entry: _Entry, instant: float) -> None:
-        if self.entries.get(entry.row.id) is not entry:
+        if self.entries.get(entry.id) is not entry:
             return  # replaced or removed since it was armed
         trigger = entry.trigger
         nxt = trigger.after(instant)
@@ -523,11 +571,11 @@ class Runner:
         if following is None:
             following = entry.trigger.after(instant)
         period = math.inf if following is None else following - instant
-        reference = CLAIM_PREFIX + entry.row.id + (MANUAL if manual else "")
+        reference = CLAIM_PREFIX + entry.id + (MANUAL if manual else "")
 
         def deliver(fence: int, finished: Callable[[], None] | None) -> bool:
             work = self._decide(entry, instant, fence or None, finished, manual, backfill, overdue)
-            self.spawn(work, entry.row.id)
+            self.spawn(work, entry.id)
             return True
 
         def skipped(outcome: Outcome | None, detail: str | int | None) -> None:
@@ -558,7 +606,7 @@ class Runner:
         backfill: bool,
         overdue: bool = False,
     ) -> None:
-        sid = entry.row.id
+        sid = entry.id
         # Instants asked for (trigger, backfill, a misfire replay at start) are queued
         # whatever is in flight: they run after it, one after another.
         asked = manual or backfill or overdue
@@ -566,8 +614,8 @@ class Runner:
             row = await self.store.schedule_row(sid)
             if row is None:
                 return  # removed meanwhile: nothing to decide
-            if row.version == entry.row.version:
-                entry.row = msgspec.structs.replace(row, spec=b"")
+            if row.version == entry.version:
+                entry.paused = row.paused
             spec = entry.spec
             # A manual run is never paused, excluded nor late: only its run's rows are
             # its own (``manual=``).
@@ -609,7 +657,7 @@ class Runner:
             await self._record(entry, instant, Outcome.SKIPPED_OVERLAP, None, manual=manual)
             return
         now = self.clock.wall()
-        tid = await queue_durable(self.durable, target, entry.row.id, instant, now, manual=manual)
+        tid = await queue_durable(self.durable, target, entry.id, instant, now, manual=manual)
         entry.outstanding = [*alive, (target.kind, target.identity, tid)]
         await self._wake(target.kind, target.identity, now)
         await self._record(entry, instant, Outcome.DELIVERED, None, manual=manual)
@@ -628,7 +676,7 @@ class Runner:
         this node's worker; the worker keeps the instant's ledger row up to date as the run
         goes (``jobs._worker``)."""
         spec = entry.spec
-        sid = entry.row.id
+        sid = entry.id
         store = self.durable.store
         alive = [key for key in entry.outstanding if await store.get_task(*key) is not None]
         entry.outstanding = alive
@@ -671,7 +719,7 @@ class Runner:
             max_retries=retries,
             created_at=now,
             tick=tick,
-            ledger=(entry.row.version, spec.history, again),
+            ledger=(entry.version, spec.history, again),
             at_most_once=spec.delivery == "at_most_once",
         )
         await store.apply([UpsertTask(row)])
@@ -721,7 +769,7 @@ class Runner:
     ) -> None:
         """Write the ledger row of ``instant`` (``manual``: of the run a trigger asked
         for at it, a row of its own), count it, and publish a non-delivery."""
-        sid = entry.row.id
+        sid = entry.id
         paused = row if outcome is Outcome.PAUSED else None
         ledger = ScheduleTickRow(
             id=sid,
@@ -729,7 +777,7 @@ class Runner:
             at=self.clock.wall(),
             outcome=str(outcome),
             node=self.node,
-            version=entry.row.version,
+            version=entry.version,
             detail=detail,
             note=None if paused is None else paused.note,
             by=None if paused is None else paused.paused_by,

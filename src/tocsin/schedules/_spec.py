@@ -11,8 +11,9 @@ seconds; policies use their own ``to_wire()`` forms.
 from __future__ import annotations
 
 import sys
+from collections.abc import Callable
 from datetime import UTC, datetime
-from typing import Any, Final
+from typing import Any, Final, TypeVar
 
 import msgspec
 
@@ -120,12 +121,12 @@ def decode_spec(data: bytes) -> Schedule:
     with trusted():
         return Schedule(
             wire["id"],
-            _trigger_from_wire(wire.get("trigger")),
+            _shared(_TRIGGERS, wire.get("trigger"), _trigger_from_wire),
             what,
             args=tuple(wire.get("args") or ()),
             kwargs=wire.get("kwargs"),
             overlap=Overlap.from_wire(wire.get("overlap")),
-            misfire=_shared_misfire(wire.get("misfire")),
+            misfire=_shared(_MISFIRES, wire.get("misfire"), Misfire.from_wire),
             jitter=wire.get("jitter"),
             exclude=None if exclude is None else Calendar.from_wire(exclude),
             delivery=wire.get("delivery", "at_most_once"),
@@ -134,22 +135,29 @@ def decode_spec(data: bytes) -> Schedule:
         )
 
 
-#: Misfire values read from the store, by wire form: a node holding 100,000 stored
-#: schedules holds a handful of distinct policies, each once (they are frozen).
-_MISFIRES: dict[Any, Misfire] = {}
-_MISFIRES_MAX: Final = 1024
+#: Misfire values and triggers read from the store, by wire form: a node holding
+#: 100,000 stored schedules holds a handful of distinct policies, each once, and one
+#: trigger for the schedules declared alike (an Interval's anchor is the second of its
+#: first add, so schedules added together share it). They are frozen, so sharing is safe.
+_MISFIRES: dict[bytes, Misfire] = {}
+_TRIGGERS: dict[bytes, Interval | Cron | Once] = {}
+#: Most distinct values each cache keeps (beyond it values are made, not shared).
+_SHARED_MAX: Final = 1024
+
+T = TypeVar("T")
 
 
-def _shared_misfire(wire: Any) -> Misfire:
+def _shared(cache: dict[bytes, T], wire: Any, make: Callable[[Any], T]) -> T:
+    """``make(wire)``, the one value made for an equal ``wire`` before when there is one."""
     try:
         key = msgspec.msgpack.encode(wire)
     except (TypeError, ValueError):
-        return Misfire.from_wire(wire)  # from_wire says what is wrong with it
-    found = _MISFIRES.get(key)
+        return make(wire)  # make says what is wrong with it
+    found = cache.get(key)
     if found is None:
-        found = Misfire.from_wire(wire)
-        if len(_MISFIRES) < _MISFIRES_MAX:
-            _MISFIRES[key] = found
+        found = make(wire)
+        if len(cache) < _SHARED_MAX:
+            cache[key] = found
     return found
 
 

@@ -20,7 +20,7 @@ from ..actor._spi import Outcome
 from ..cron import DSTPolicy
 from ..cron._spi import zone
 from ..errors import InvalidCronExpressionError
-from ..triggers import SCAN_LIMIT, dst_dropped
+from ..triggers import SCAN_LIMIT, CronTrigger, cron_after
 
 if TYPE_CHECKING:
     from ..cron import CronExpression
@@ -85,9 +85,9 @@ class CronState:
         self.text = text
         self.zone_name = zone_name
         self.tz = zone(zone_name)
-        #: Whether fire times may straddle a DST change (then `dst_dropped` is asked).
+        #: Whether fire times may straddle a DST change (then `dropped` is asked).
         self.dst_watch = zone_name not in _NO_DST and not _fixed(self.tz)
-        #: (fire time, its UTC offset) of the last `dst_dropped` call: one offset read
+        #: (fire time, its UTC offset) of the last `dropped` call: one offset read
         #: per fire instead of two.
         self.last_offset: tuple[float, timedelta | None] = (math.nan, None)
         self.next_wall = 0.0
@@ -124,14 +124,14 @@ class CronState:
                 f"`expression` must be a str, got {expression!r}", expression=repr(expression)
             )
         state = cls(CronExpression.parse(expression), expression, zone_name, dst, delivery)
-        first = state.expr.next_after(datetime.fromtimestamp(wall, state.tz), dst=dst)
+        first = cron_after(state.expr, state.tz, dst, wall)
         if first is None:
             raise InvalidCronExpressionError(
                 f"cron expression {expression!r} has no fire time after now "
                 f"({datetime.fromtimestamp(wall, state.tz).isoformat()} in {zone_name})",
                 expression=expression,
             )
-        state.next_wall = first.timestamp()
+        state.next_wall = first
         return state
 
     def advance(self, after: float) -> bool:
@@ -151,14 +151,13 @@ class CronState:
         shared = self.shared
         result = shared.get(after, _MISSING)
         if result is _MISSING:
-            nxt = self.expr.next_after(datetime.fromtimestamp(after, self.tz), dst=self.dst)
-            result = None if nxt is None else nxt.timestamp()
+            result = cron_after(self.expr, self.tz, self.dst, after)
             if len(shared) >= SHARED_INSTANTS:
                 shared.clear()
             shared[after] = result
         return result
 
-    def dst_dropped(self, previous: float, fire_at: float) -> list[tuple[float, Outcome]]:
+    def dropped(self, previous: float, fire_at: float) -> list[tuple[float, Outcome]]:
         """The instants a daylight-saving change kept from firing between the fire times
         ``previous`` and ``fire_at`` (epoch seconds), each with ``DST_GAP`` (a matching
         wall time that did not exist: reported at the first instant after the gap) or
@@ -168,7 +167,7 @@ class CronState:
         fire times share one UTC offset (the rule between DST changes). Else the matching
         wall times between them are walked under ``gap="next", fold="both"`` (what would
         fire if nothing were dropped), at most :data:`~tocsin.triggers.DST_SCAN` of them
-        (``triggers.dst_dropped``, the rule stored schedules share). A gap the policy
+        (``CronTrigger.dropped``, the rule stored schedules share). A gap the policy
         moves (``next``, ``shift``) or a fold it fires twice (``both``) drops nothing.
         """
         tz = self.tz
@@ -179,7 +178,9 @@ class CronState:
         self.last_offset = (fire_at, after)
         if before == after:
             return []
-        return dst_dropped(self.expr, tz, self.dst, previous, fire_at)
+        # A change lies between them (rare): the trigger's walk, the rule stored
+        # schedules share.
+        return CronTrigger(self.expr, tz, dst=self.dst).dropped(previous, fire_at)
 
     def move_to(self, wall: float) -> None:
         """Make ``wall`` (a fire time after the current one) the next fire time."""

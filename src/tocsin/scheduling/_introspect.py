@@ -11,7 +11,7 @@ from datetime import datetime
 from typing import TYPE_CHECKING, Any, Protocol
 
 from ..actor._spi import ScheduleInfo, SchedulerMetrics
-from ..triggers import CronTrigger, IntervalTrigger, Trigger
+from ..triggers import CronTrigger, IntervalTrigger, Trigger, delivered_after
 from ._times import utc
 
 if TYPE_CHECKING:
@@ -182,8 +182,8 @@ def _next_kept(
         )
     else:
         return utc(wall + (record.due - now))  # a one-shot has no calendar
-    instant = trigger.next_after(math.nextafter(first, -math.inf))
-    return None if instant is None else utc(trigger.delivery(record.reference, instant))
+    delivered = delivered_after(trigger, record.reference, math.nextafter(first, -math.inf))
+    return None if delivered is None else utc(delivered)
 
 
 def _quantile(samples: list[float], q: float) -> float:

@@ -23,6 +23,7 @@ from ..triggers import (
     Trigger,
     admit,
     backfill_instants,
+    replay_rate,
 )
 from ._ticks import aware
 from ._times import utc
@@ -170,9 +171,7 @@ class Operating:
         listed = [utc(t) for t in instants]
         if dry_run or not instants:
             return listed
-        rate = None
-        if policy is not None and policy.misfire.mode == "all":
-            rate = policy.misfire.rate
+        rate = None if policy is None else replay_rate(policy.misfire)
         clustered = state is not None and self._claims.clustered
         step = 0.0 if rate is None else 1.0 / rate
         began = clock.monotonic()
@@ -200,7 +199,7 @@ class Operating:
         path = self._path
         wall = path.wall_of(record, at)
         policy = record.policy
-        if policy is not None and policy.tracks:
+        if policy is not None and policy.tracked:
             admission = admit(policy.overlap, policy, at)
             if admission is Admission.HOLD:
                 return None

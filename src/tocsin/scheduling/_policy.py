@@ -34,6 +34,8 @@ from ..triggers import (
     check_dst,
     check_exclude,
     check_jitter,
+    counts_in_flight,
+    needs_policy,
 )
 
 __all__ = ["SchedulePolicy", "check_dst", "check_exclude", "check_jitter", "make_policy"]
@@ -56,7 +58,7 @@ class SchedulePolicy(Flight):
         "overlap",
         "overlap_only",
         "replay",
-        "tracks",
+        "tracked",
         "zone",
     )
 
@@ -78,7 +80,9 @@ class SchedulePolicy(Flight):
         #: The zone an interval or one-shot schedule's calendar reads instants in (the
         #: system's zone); a cron schedule's calendar reads them in the cron's zone.
         self.zone = zone
-        self.tracks = overlap.tracks
+        #: Whether the overlap policy counts ticks in flight (asked once, here: a tick
+        #: reads this flag).
+        self.tracked = counts_in_flight(overlap)
         #: Only the overlap policy is set (the rest default): its ticks take the plain
         #: path, which asks the engine to admit them (``ScheduleRecord.fire``).
         self.overlap_only = (
@@ -113,8 +117,7 @@ def make_policy(
     checked_overlap = Overlap.check(overlap, "overlap")
     checked_misfire = Misfire.check(misfire, "misfire")
     if (
-        not checked_overlap.tracks
-        and checked_misfire.is_default
+        not needs_policy(checked_overlap, checked_misfire)
         and jitter is None
         and exclude is None
         and dst is None

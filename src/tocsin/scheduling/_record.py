@@ -287,7 +287,7 @@ class ScheduleRecord(Deadline, RuntimeItem):
         """Whether the overlap policy counts this schedule's ticks in flight (a remote
         target then asks for a completion frame); False for ``Overlap.ALLOW``."""
         policy = self.policy
-        return policy is not None and policy.tracks
+        return policy is not None and policy.tracked
 
     # -- writes: every change of a record's fields is one of these ----------------------
 
@@ -404,7 +404,7 @@ class ScheduleRecord(Deadline, RuntimeItem):
         state = self.state
         if state is not None:
             policy = state.policy
-            if policy is not None and policy.tracks:
+            if policy is not None and policy.tracked:
                 held = settle(policy.overlap, policy)
                 if held is not None:  # BUFFER_ONE's waiting tick goes now
                     self.scheduler.offer_held(self, policy, held)

@@ -44,7 +44,7 @@ from ..errors import (
     ScheduleNotFoundError,
     ScheduleReferenceRequiredError,
 )
-from ..triggers import CronTrigger, IntervalTrigger, check_horizon, check_note
+from ..triggers import CronTrigger, IntervalTrigger, check_horizon, check_note, needs_policy
 from ._claims import MANUAL_KEY, Claims, CronGate
 from ._cron import CronState
 from ._history import DEFAULT_HISTORY, History
@@ -221,12 +221,7 @@ class Scheduler:
     ) -> str:
         seconds = to_seconds(interval, "interval")
         policy = None
-        if (
-            overlap is not Overlap.ALLOW
-            or misfire is not Misfire.ONCE
-            or jitter is not None
-            or exclude is not None
-        ):
+        if needs_policy(overlap, misfire) or jitter is not None or exclude is not None:
             policy = make_policy(
                 overlap,
                 misfire,
@@ -268,7 +263,7 @@ class Scheduler:
     ) -> str:
         seconds = to_seconds(delay, "delay")
         policy = None
-        if overlap is not Overlap.ALLOW or misfire is not Misfire.ONCE:
+        if needs_policy(overlap, misfire):
             policy = make_policy(overlap, misfire, None, None, None, self._zone)
         record = self._register(
             message, pid, reference, sender, replace, owner, None, None, seconds, policy
@@ -308,8 +303,7 @@ class Scheduler:
             )
         policy = None
         if (
-            overlap is not Overlap.ALLOW
-            or misfire is not Misfire.ONCE
+            needs_policy(overlap, misfire)
             or jitter is not None
             or exclude is not None
             or dst is not None

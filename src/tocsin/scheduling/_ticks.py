@@ -28,7 +28,8 @@ from ..clock import WALL_TOLERANCE
 from ..triggers import (
     Admission,
     admit,
-    jitter_offset,
+    calendar_excludes,
+    jitter_delay,
     leave,
     past_grace,
     plan_misfire,
@@ -36,7 +37,6 @@ from ..triggers import (
 )
 from ._history import History
 from ._record import LATENESS_WINDOW
-from ._times import utc
 
 if TYPE_CHECKING:
     from collections.abc import Iterable
@@ -191,7 +191,7 @@ class TickPath:
         """A tick of a cancelled, replaced or retired schedule, taken from a mailbox."""
         self.ticks_discarded += 1
         policy = record.policy
-        if policy is not None and policy.tracks:
+        if policy is not None and policy.tracked:
             leave(policy)
         return STALE
 
@@ -208,7 +208,7 @@ class TickPath:
             return self.stale(record)
         self.ticks_dead_lettered += 1
         policy = record.policy
-        if policy is not None and policy.tracks:
+        if policy is not None and policy.tracked:
             leave(policy)  # a held tick keeps waiting for the next finish
         reason = _refusal(record.send_to)
         self.outcome(record, self.wall_of(record, at), Outcome.DEAD_LETTER, reason)
@@ -267,11 +267,13 @@ class TickPath:
         ``BUFFER_ONE`` goes later without it). True: delivered; False: refused; None: not
         sent."""
         exclude = policy.exclude
-        if exclude is not None and exclude.excludes(utc(self.wall_of(record, at)), policy.zone):
+        if exclude is not None and calendar_excludes(
+            exclude, self.wall_of(record, at), policy.zone
+        ):
             self.outcome(record, self.wall_of(record, at), Outcome.EXCLUDED)
             return None
         misfire = policy.misfire
-        if misfire.grace is not None and past_grace(misfire, late):
+        if past_grace(misfire, late):
             self.outcome(record, self.wall_of(record, at), Outcome.MISSED)
             return None
         admission = admit(policy.overlap, policy, at)
@@ -287,7 +289,7 @@ class TickPath:
         (instant ``held``): offer it now."""
         if record.dead or record.paused:
             return
-        late = self.native_now(record) - held if policy.misfire.grace is not None else 0.0
+        late = self.native_now(record) - held
         delivered = self.offer(record, policy, held, late)
         if delivered is not True and not record.send_to.alive():
             self.retire(record)
@@ -378,10 +380,10 @@ class TickPath:
             self.deadlines.add(nominal, record)
             return
         policy.set_nominal(nominal)
-        instant = utc(self.wall_of(record, nominal))
-        interval = record.interval
+        wall = self.wall_of(record, nominal)
+        following = None if record.interval is None else wall + record.interval
         self.deadlines.add(
-            nominal + jitter_offset(record.reference, instant, jitter, interval), record
+            nominal + jitter_delay(record.reference, wall, jitter, following), record
         )
 
     def fire_with_policy(
@@ -440,9 +442,7 @@ class TickPath:
         """Set the offset of the cron tick due next: a hash of (reference, instant),
         capped at the gap to the instant after it."""
         following = state.following(state.next_wall)
-        gap = None if following is None else following - state.next_wall
-        instant = utc(state.next_wall)
-        state.set_offset(jitter_offset(record.reference, instant, jitter, gap))
+        state.set_offset(jitter_delay(record.reference, state.next_wall, jitter, following))
 
     def fire_cron(self, record: ScheduleRecord, state: CronState, now: float) -> None:
         """A cron schedule's deadline fired: deliver (or claim, or decide by its
@@ -465,7 +465,7 @@ class TickPath:
         if previous is not None and state.dst_watch:
             # What a DST change kept from firing since the last fire time (history):
             # two offset reads unless a change lies between them.
-            for at, dropped in state.dst_dropped(previous, fire_at):
+            for at, dropped in state.dropped(previous, fire_at):
                 self.outcome(record, at, dropped)
         policy = record.policy
         # One next-fire computation per tick, as before policies: when the fire time

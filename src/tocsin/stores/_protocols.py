@@ -24,6 +24,7 @@ __all__ = [
     "DeleteState",
     "DeleteTask",
     "DueActor",
+    "DueWork",
     "Fence",
     "Op",
     "PauseTask",
@@ -187,6 +188,17 @@ class DueActor(msgspec.Struct, frozen=True):
     kind: str
     identity: str
     due: float
+
+
+class DueWork(msgspec.Struct, frozen=True):
+    """What one drain of an actor reads (``due_work``, an optional store method): its
+    pending tasks due at or before ``before`` (``rows``, as ``due_tasks`` returns them) and
+    ``later``, the earliest ``due`` among its pending tasks due after ``before`` (``None``:
+    none). A drain arms its alarm from these and from its own writes, without reading
+    ``next_due`` again after its commit."""
+
+    rows: list[TaskRow]
+    later: float | None
 
 
 @runtime_checkable

@@ -35,6 +35,7 @@ __all__ = [
     "FIND_TASKS",
     "GET_STATE",
     "GET_TASK",
+    "LATER_DUE",
     "NEXT_DUE",
     "TASK_HISTORY",
     "WRITES",
@@ -110,6 +111,11 @@ DUE_TASKS: Final = (
 )
 NEXT_DUE: Final = (
     "SELECT MIN(due) FROM tocsin_tasks WHERE kind = ? AND identity = ? AND state = 'pending'"
+)
+#: The earliest pending task due after a drain's window; parameters: kind, identity, before.
+LATER_DUE: Final = (
+    "SELECT MIN(due) FROM tocsin_tasks WHERE kind = ? AND identity = ? AND state = 'pending' "
+    "AND due > ?"
 )
 #: The highest epoch fenced for one identity (cluster mode); parameters: kind, identity.
 FENCE_EPOCH: Final = "SELECT epoch FROM tocsin_fences WHERE kind = ? AND identity = ?"

@@ -123,6 +123,12 @@ class ScheduleStore(Protocol):
         """Every stored schedule, by id."""
         ...
 
+    async def schedule_page(self, after: str, limit: int) -> list[ScheduleRow]:
+        """At most ``limit`` stored schedules whose ids sort after ``after`` (``""``: from
+        the first), by id: a node reads every schedule page by page (what it holds at once
+        while loading is one page, not every row)."""
+        ...
+
     async def schedule_row(self, schedule_id: str) -> ScheduleRow | None:
         """One stored schedule, or ``None``."""
         ...
@@ -161,9 +167,13 @@ class ScheduleStore(Protocol):
         ``limit`` of them (an unknown or removed id: its kept rows, or none)."""
         ...
 
-    async def schedule_last_instants(self) -> dict[str, float]:
+    async def schedule_last_instants(
+        self, first: str | None = None, last: str | None = None
+    ) -> dict[str, float]:
         """The newest instant of each schedule's ledger, manual runs aside, by id (one
-        read: what a node starting finds overdue since)."""
+        read: what a node starting finds overdue since); with ``first`` and ``last``,
+        only the ids from ``first`` to ``last`` (both included: one page of
+        :meth:`schedule_page`)."""
         ...
 
     async def schedule_tick(

@@ -19,6 +19,7 @@ __all__ = [
     "DELETE_REQUEST",
     "INSERT",
     "LAST_INSTANTS",
+    "LAST_INSTANTS_RANGE",
     "LEDGER",
     "LEDGER_COLUMNS",
     "LEDGER_NEWEST",
@@ -33,6 +34,7 @@ __all__ = [
     "SCHEDULE_COLUMNS",
     "SELECT_ALL",
     "SELECT_ONE",
+    "SELECT_PAGE",
     "TRIM",
     "UPDATE",
     "ledger_params",
@@ -53,6 +55,10 @@ LEDGER_COLUMNS: Final = (
 
 SELECT_ALL: Final = f"SELECT {SCHEDULE_COLUMNS} FROM tocsin_schedules ORDER BY id"
 SELECT_ONE: Final = f"SELECT {SCHEDULE_COLUMNS} FROM tocsin_schedules WHERE id = ?"
+#: Parameters: the last id of the previous page ('' for the first), the page's size.
+SELECT_PAGE: Final = (
+    f"SELECT {SCHEDULE_COLUMNS} FROM tocsin_schedules WHERE id > ? ORDER BY id LIMIT ?"
+)
 #: Parameters: the row's nine fields. Only if absent (an add never overwrites).
 INSERT: Final = (
     f"INSERT INTO tocsin_schedules ({SCHEDULE_COLUMNS}) VALUES (?, ?, ?, ?, ?, ?, ?, ?, ?) "
@@ -100,6 +106,11 @@ LEDGER: Final = (
 #: Manual runs do not say how far a schedule's instants were decided.
 LAST_INSTANTS: Final = (
     "SELECT id, MAX(instant) FROM tocsin_schedule_history WHERE NOT manual GROUP BY id"
+)
+#: Parameters: the first and the last id of the range (both included).
+LAST_INSTANTS_RANGE: Final = (
+    "SELECT id, MAX(instant) FROM tocsin_schedule_history "
+    "WHERE NOT manual AND id >= ? AND id <= ? GROUP BY id"
 )
 #: Parameters: id, instant, manual.
 LEDGER_ONE: Final = (

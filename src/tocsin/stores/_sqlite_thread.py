@@ -25,7 +25,7 @@ from typing import Any, Final, TypeVar, final
 from .._idle import real_io
 from ._sqlite_engine import transaction
 
-__all__ = ["Job", "Worker"]
+__all__ = ["Job", "Worker", "in_savepoints"]
 
 T = TypeVar("T")
 
@@ -120,6 +120,9 @@ class Worker:
                 return
             if not job.write:
                 _run(job, conn)
+                # Not held while waiting for the next job: its future keeps the result
+                # (a poll's rows: megabytes) alive until then.
+                del job
                 continue
             group = [job]
             while True:  # group commit: take every write already waiting, in order
@@ -140,19 +143,9 @@ class Worker:
         if len(live) == 1:
             self._commit_one(conn, live[0])
             return
-        outcomes: list[BaseException | None] = []
         try:
             conn.execute("BEGIN IMMEDIATE")
-            for job in live:
-                conn.execute("SAVEPOINT apply")
-                try:
-                    job.fn(conn)
-                except sqlite3.Error as exc:
-                    conn.execute("ROLLBACK TO apply")
-                    outcomes.append(exc)
-                else:
-                    outcomes.append(None)
-                conn.execute("RELEASE apply")
+            outcomes = in_savepoints(conn, [job.fn for job in live])
             conn.execute("COMMIT")
             self.commits += 1
         except BaseException as exc:
@@ -179,6 +172,26 @@ class Worker:
             return
         self.commits += 1
         job.future.set_result(None)
+
+
+def in_savepoints(
+    conn: sqlite3.Connection, fns: list[Callable[[sqlite3.Connection], Any]]
+) -> list[BaseException | None]:
+    """Run each of ``fns`` in its own savepoint inside the caller's transaction (a group
+    commit): one whose statements fail is rolled back alone, and its error is its
+    outcome; the others' outcomes are ``None``."""
+    outcomes: list[BaseException | None] = []
+    for fn in fns:
+        conn.execute("SAVEPOINT apply")
+        try:
+            fn(conn)
+        except sqlite3.Error as exc:
+            conn.execute("ROLLBACK TO apply")
+            outcomes.append(exc)
+        else:
+            outcomes.append(None)
+        conn.execute("RELEASE apply")
+    return outcomes
 
 
 def _run(job: Job, conn: sqlite3.Connection) -> None:

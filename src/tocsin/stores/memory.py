@@ -7,6 +7,7 @@ Prior art: procrastinate's ``InMemoryConnector`` (same contract as the real stor
 
 from __future__ import annotations
 
+import bisect
 from collections import deque
 from collections.abc import Callable, Sequence
 from typing import final
@@ -21,6 +22,7 @@ from ._protocols import (
     DeleteState,
     DeleteTask,
     DueActor,
+    DueWork,
     Fence,
     Op,
     PauseTask,
@@ -71,6 +73,9 @@ class MemoryStore:
         self._claims: dict[str, float] = {}
         self._requests: dict[tuple[str, float, bool], ScheduleRequest] = {}
         self._revision = 0
+        #: The schedules' ids in order, for paged reads (``None``: to sort again, after
+        #: an add or a removal).
+        self._schedule_ids: list[str] | None = None
 
     def __repr__(self) -> str:
         return f"MemoryStore(tasks={len(self._tasks)}, state={len(self._state)})"
@@ -228,6 +233,19 @@ class MemoryStore:
         ]
         return sorted(rows, key=_order)[: max(limit, 0)]
 
+    async def due_work(self, kind: str, identity: str, before: float, limit: int) -> DueWork:
+        """``due_tasks`` and the earliest pending ``due`` after ``before`` (one drain's read)."""
+        rows = await self.due_tasks(kind, identity, before, limit)
+        later = [
+            row.due
+            for row in self._tasks.values()
+            if row.kind == kind
+            and row.identity == identity
+            and row.state == "pending"
+            and row.due > before
+        ]
+        return DueWork(rows, min(later, default=None))
+
     async def next_due(self, kind: str, identity: str) -> float | None:
         """The earliest ``due`` among this actor's pending tasks, or ``None``."""
         dues = [
@@ -251,6 +269,14 @@ class MemoryStore:
         """Every stored schedule, by id."""
         return [self._schedules[key] for key in sorted(self._schedules)]
 
+    async def schedule_page(self, after: str, limit: int) -> list[ScheduleRow]:
+        """At most ``limit`` stored schedules with ids after ``after``, by id."""
+        ids = self._schedule_ids
+        if ids is None:
+            ids = self._schedule_ids = sorted(self._schedules)
+        start = bisect.bisect_right(ids, after)
+        return [self._schedules[key] for key in ids[start : start + max(limit, 0)]]
+
     async def schedule_row(self, schedule_id: str) -> ScheduleRow | None:
         """One stored schedule, or ``None``."""
         return self._schedules.get(schedule_id)
@@ -262,6 +288,7 @@ class MemoryStore:
             if current is not None:
                 return False
             self._schedules[row.id] = row
+            self._schedule_ids = None
         else:
             if current is None or current.version != expect:
                 return False
@@ -275,6 +302,7 @@ class MemoryStore:
         """Remove one schedule (its ledger stays); whether it existed."""
         if self._schedules.pop(schedule_id, None) is None:
             return False
+        self._schedule_ids = None
         self._revision += 1
         return True
 
@@ -318,14 +346,19 @@ class MemoryStore:
         ordered = [rows[instant] for instant in sorted(rows)]
         return ordered if limit is None else ordered[max(len(ordered) - limit, 0) :]
 
-    async def schedule_last_instants(self) -> dict[str, float]:
-        """The newest instant of each schedule's ledger, manual runs aside, by id."""
-        last: dict[str, float] = {}
+    async def schedule_last_instants(
+        self, first: str | None = None, last: str | None = None
+    ) -> dict[str, float]:
+        """The newest instant of each schedule's ledger, manual runs aside, by id (from
+        ``first`` to ``last`` when given)."""
+        newest: dict[str, float] = {}
         for sid, rows in self._ledger.items():
+            if (first is not None and sid < first) or (last is not None and sid > last):
+                continue
             instants = [instant for instant, manual in rows if not manual]
             if instants:
-                last[sid] = max(instants)
-        return last
+                newest[sid] = max(instants)
+        return newest
 
     async def schedule_tick(
         self, schedule_id: str, instant: float, *, manual: bool = False

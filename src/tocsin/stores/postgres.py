@@ -49,6 +49,7 @@ from ._protocols import (
     DeleteHistory,
     DeleteTask,
     DueActor,
+    DueWork,
     Fence,
     Op,
     PauseTask,
@@ -90,15 +91,19 @@ _NEXT_DUE: Final = q.numbered(q.NEXT_DUE)
 _FENCE_EPOCH: Final = q.numbered(q.FENCE_EPOCH)
 #: Most ``due_tasks`` calls one combined read answers.
 GROUP_READS: Final = 500
-#: Many identities' ``due_tasks`` in one query: parameters are four arrays (kind, identity,
-#: before, limit), one element per call; the first column numbers the call (1-based), and
-#: each call's rows come in its own query's order, limit applied per call.
-_DUE_TASKS_MANY: Final = (
-    f"SELECT w.n, t.* FROM unnest($1::text[], $2::text[], $3::float8[], $4::bigint[]) "
-    "WITH ORDINALITY AS w(kind, identity, before, lim, n) CROSS JOIN LATERAL ("
-    f"SELECT {q.COLUMNS} FROM tocsin_tasks AS t WHERE t.kind = w.kind "
+#: Many identities' ``due_tasks`` and ``due_work`` in one query: parameters are four arrays
+#: (kind, identity, before, limit), one element per call; the first column numbers the
+#: call (1-based), the second is its ``later`` (the earliest pending due after its
+#: ``before``), and each call's rows come in its own query's order, limit applied per
+#: call; a call with no due task has one row whose task columns are all NULL.
+_DUE_WORK_MANY: Final = (
+    f"SELECT w.n, a.later, t.* FROM unnest($1::text[], $2::text[], $3::float8[], "
+    "$4::bigint[]) WITH ORDINALITY AS w(kind, identity, before, lim, n) CROSS JOIN LATERAL ("
+    "SELECT MIN(x.due) AS later FROM tocsin_tasks AS x WHERE x.kind = w.kind "
+    "AND x.identity = w.identity AND x.state = 'pending' AND x.due > w.before) AS a "
+    f"LEFT JOIN LATERAL (SELECT {q.COLUMNS} FROM tocsin_tasks AS t WHERE t.kind = w.kind "
     "AND t.identity = w.identity AND t.state = 'pending' AND t.due <= w.before "
-    "ORDER BY t.due, t.id, t.kind, t.identity LIMIT w.lim) AS t "
+    "ORDER BY t.due, t.id, t.kind, t.identity LIMIT w.lim) AS t ON true "
     "ORDER BY w.n, t.due, t.id, t.kind, t.identity"
 )
 #: Seconds any one store call may take, pool acquire included (issue 20, item 6).
@@ -231,9 +236,7 @@ class PostgresStore:
         self._releaser: asyncio.Task[None] | None = None
         #: Read-combining of due_tasks (see there): a read is in flight; calls meanwhile.
         self._reading = False
-        self._read_waiting: list[
-            tuple[tuple[str, str, float, int], asyncio.Future[list[TaskRow]]]
-        ] = []
+        self._read_waiting: list[tuple[tuple[str, str, float, int], asyncio.Future[Any], bool]] = []
         self._reader: asyncio.Task[None] | None = None
         #: Transactions committed by :meth:`apply` (a group of batches counts once).
         self.commits = 0
@@ -592,28 +595,42 @@ class PostgresStore:
     async def due_tasks(self, kind: str, identity: str, before: float, limit: int) -> list[TaskRow]:
         """This actor's pending tasks due at or before ``before``, by ``(due, id)``.
 
-        Read-combining (the read side of group commit, #24): while one ``due_tasks`` is
-        in flight, the calls that arrive wait and then go together as one query (one
-        round trip for many identities' drains: a thousand alarms ringing at once read
-        their tasks in a few queries, not a thousand). Each caller gets exactly the rows
-        its own query would have read."""
+        Read-combining (the read side of group commit, #24): while one ``due_tasks`` (or
+        ``due_work``) is in flight, the calls that arrive wait and then go together as
+        one query (one round trip for many identities' drains: a thousand alarms ringing
+        at once read their tasks in a few queries, not a thousand). Each caller gets
+        exactly the rows its own query would have read."""
+        rows: list[TaskRow] = await self._combined_read(kind, identity, before, limit, False)
+        return rows
+
+    async def due_work(self, kind: str, identity: str, before: float, limit: int) -> DueWork:
+        """``due_tasks`` and the earliest pending ``due`` after ``before``, in the same
+        combined read (issue 32: the drain's ``next_due`` round trip after its commit, one
+        identity at a time, folded into the batch)."""
+        work: DueWork = await self._combined_read(kind, identity, before, limit, True)
+        return work
+
+    async def _combined_read(
+        self, kind: str, identity: str, before: float, limit: int, work: bool
+    ) -> Any:
         key = (kind, identity, float(before), max(limit, 0))
         if self._reading:
-            done: asyncio.Future[list[TaskRow]] = asyncio.get_running_loop().create_future()
-            self._read_waiting.append((key, done))
+            done: asyncio.Future[Any] = asyncio.get_running_loop().create_future()
+            self._read_waiting.append((key, done, work))
             return await done
         self._reading = True
         try:
-            rows = await self._fetch(_DUE_TASKS, *key)
+            if work:
+                return _answers(await self._fetch(_DUE_WORK_MANY, *_columns([key])), [True])[0]
+            return [_row(r) for r in await self._fetch(_DUE_TASKS, *key)]
         finally:
             if self._read_waiting:
                 self._reader = asyncio.get_running_loop().create_task(self._read_flush())
             else:
                 self._reading = False
-        return [_row(r) for r in rows]
 
     async def _read_flush(self) -> None:
-        """Answer the waiting ``due_tasks`` calls, up to :data:`GROUP_READS` a query."""
+        """Answer the waiting reads, up to :data:`GROUP_READS` a query."""
         try:
             while self._read_waiting:
                 group = [w for w in self._read_waiting[:GROUP_READS] if not w[1].done()]
@@ -621,30 +638,20 @@ class PostgresStore:
                 if not group:
                     continue
                 try:
-                    keys = [key for key, _ in group]
-                    rows = await self._fetch(
-                        _DUE_TASKS_MANY,
-                        [k[0] for k in keys],
-                        [k[1] for k in keys],
-                        [k[2] for k in keys],
-                        [k[3] for k in keys],
-                    )
+                    rows = await self._fetch(_DUE_WORK_MANY, *_columns([w[0] for w in group]))
                 except BaseException as exc:
-                    for _, done in group:
+                    for _, done, _ in group:
                         _fail(done, exc)
                     if not isinstance(exc, Exception):
                         raise
                     continue
-                answers: list[list[TaskRow]] = [[] for _ in group]
-                for r in rows:
-                    values = tuple(r)
-                    answers[values[0] - 1].append(_row(values[1:]))
-                for (_, done), answer in zip(group, answers, strict=True):
+                answers = _answers(rows, [work for _, _, work in group])
+                for (_, done, _), answer in zip(group, answers, strict=True):
                     if not done.done():
                         done.set_result(answer)
         finally:
             self._reading = False
-            for _, done in self._read_waiting:  # only if this task was cancelled (close)
+            for _, done, _ in self._read_waiting:  # only if this task was cancelled (close)
                 if not done.done():
                     done.set_exception(StoreError(f"{self!r}: closed before this read"))
             self._read_waiting.clear()
@@ -678,6 +685,11 @@ class PostgresStore:
     async def schedule_rows(self) -> list[ScheduleRow]:
         """Every stored schedule, by id."""
         return [sq.schedule_from_sql(r) for r in await self._fetch(_SQ["SELECT_ALL"])]
+
+    async def schedule_page(self, after: str, limit: int) -> list[ScheduleRow]:
+        """At most ``limit`` stored schedules with ids after ``after``, by id."""
+        rows = await self._fetch(_SQ["SELECT_PAGE"], after, max(limit, 0))
+        return [sq.schedule_from_sql(r) for r in rows]
 
     async def schedule_row(self, schedule_id: str) -> ScheduleRow | None:
         """One stored schedule, or ``None``."""
@@ -726,9 +738,15 @@ class PostgresStore:
         rows = await self._fetch(_SQ["LEDGER_NEWEST"], schedule_id, max(limit, 0))
         return [sq.tick_from_sql(r) for r in reversed(rows)]
 
-    async def schedule_last_instants(self) -> dict[str, float]:
-        """The newest instant of each schedule's ledger, manual runs aside, by id."""
-        rows = await self._fetch(_SQ["LAST_INSTANTS"])
+    async def schedule_last_instants(
+        self, first: str | None = None, last: str | None = None
+    ) -> dict[str, float]:
+        """The newest instant of each schedule's ledger, manual runs aside, by id (from
+        ``first`` to ``last`` when given)."""
+        if first is None or last is None:
+            rows = await self._fetch(_SQ["LAST_INSTANTS"])
+        else:
+            rows = await self._fetch(_SQ["LAST_INSTANTS_RANGE"], first, last)
         return {sid: float(instant) for sid, instant in rows}
 
     async def schedule_tick(
@@ -947,6 +965,29 @@ def _fail(done: asyncio.Future[Any], exc: BaseException) -> None:
         done.cancel()
     else:
         done.set_exception(exc)
+
+
+def _columns(keys: list[tuple[str, str, float, int]]) -> tuple[list[Any], ...]:
+    """The four array parameters of :data:`_DUE_WORK_MANY`."""
+    return tuple([k[i] for k in keys] for i in range(4))
+
+
+def _answers(rows: list[Any], work: list[bool]) -> list[Any]:
+    """Each call's answer from one :data:`_DUE_WORK_MANY` result: its rows, or a
+    :class:`DueWork` where ``work`` says so."""
+    tasks: list[list[TaskRow]] = [[] for _ in work]
+    later: list[float | None] = [None] * len(work)
+    for r in rows:
+        values = tuple(r)
+        n = values[0] - 1
+        if values[1] is not None:
+            later[n] = float(values[1])
+        if values[2] is not None:  # kind is NOT NULL: None means "no due task"
+            tasks[n].append(_row(values[2:]))
+    return [
+        DueWork(rows_n, later_n) if w else rows_n
+        for rows_n, later_n, w in zip(tasks, later, work, strict=True)
+    ]
 
 
 def _row(r: Any) -> TaskRow:

@@ -26,7 +26,7 @@ from typing import Final
 
 from .._deadlines import to_seconds
 
-__all__ = ["check_jitter", "jitter_offset"]
+__all__ = ["check_jitter", "jitter_delay", "jitter_offset"]
 
 _EPOCH: Final = datetime(1970, 1, 1, tzinfo=UTC)
 _MICROSECOND: Final = timedelta(microseconds=1)
@@ -88,6 +88,22 @@ def jitter_offset(
     offset = fraction * window
     # The product can round up to the window itself; the bound is strict.
     return offset if offset < window else math.nextafter(window, 0.0)
+
+
+def jitter_delay(key: str, instant: float, jitter: float, following: float | None) -> float:
+    """The offset of ``instant`` (epoch seconds) under ``jitter`` for ``key``: a
+    :func:`jitter_offset` capped at the gap to ``following`` (the schedule's next raw
+    instant; ``None``: there is none, only ``jitter`` bounds it). Every trigger's
+    delivery and the in-memory scheduler's armed ticks take it from here.
+
+    An instant past the datetime range (a delay of millennia, which delays allow) gets
+    no offset: it is never reached."""
+    try:
+        moment = datetime.fromtimestamp(instant, UTC)
+    except (OverflowError, ValueError, OSError):
+        return 0.0
+    gap = None if following is None else max(0.0, following - instant)
+    return jitter_offset(key, moment, jitter, gap)
 
 
 def check_jitter(value: object, interval: float | None) -> float | None:

@@ -26,8 +26,10 @@ __all__ = [
     "Misfire",
     "MisfirePlan",
     "goes_on_from_now",
+    "grace_note",
     "past_grace",
     "plan_misfire",
+    "replay_rate",
     "supersede",
 ]
 
@@ -178,6 +180,19 @@ def past_grace(misfire: Misfire, late: float) -> bool:
     than the policy's ``grace`` (never, when ``grace`` is ``None``)."""
     grace = misfire.grace
     return grace is not None and late > grace
+
+
+def grace_note(misfire: Misfire, late: float) -> str:
+    """The history's detail for a tick :func:`past_grace` missed: how late it was, and
+    the grace it went past (``"12.5 s late, grace 10 s"``)."""
+    return f"{late:.3g} s late, grace {misfire.grace:g} s"
+
+
+def replay_rate(misfire: Misfire) -> float | None:
+    """Ticks per second at most when instants are delivered one after another (a
+    ``Misfire.all`` replay, a backfill): ``all``'s ``rate``; ``None`` (no limit) for the
+    other modes and for ``all`` without one."""
+    return misfire.rate if misfire.mode == "all" else None
 
 
 @final

@@ -35,9 +35,11 @@ __all__ = [
     "Flight",
     "Overlap",
     "admit",
+    "counts_in_flight",
     "leave",
     "queue_admits",
     "release",
+    "run_waiting_room",
     "settle",
 ]
 
@@ -238,3 +240,23 @@ def queue_admits(overlap: Overlap, queued: int, *, asked: bool = False) -> bool:
     joins whatever waits: it was asked for by instant, and it runs in its turn.
     """
     return asked or queued < 1 + overlap.waiting_room()
+
+
+def counts_in_flight(overlap: Overlap) -> bool:
+    """Whether ``overlap`` counts a schedule's ticks in flight (every mode but
+    ``ALLOW``, whose ticks go without being counted). Asked once, when a schedule is
+    made: its answer is kept beside the schedule's :class:`Flight`, so a tick reads a
+    flag instead of asking again."""
+    return overlap.mode != "allow"
+
+
+def run_waiting_room(overlap: Overlap, waiting: int) -> float | None:
+    """Where runs never overlap (durable tasks), how many more of the instants that came
+    due while a run was in flight may wait for it, ``waiting`` already waiting:
+    :meth:`Overlap.waiting_room` less those (at most 0 means the rest are
+    ``Outcome.SKIPPED_OVERLAP``). ``None`` under ``ALLOW``: no instant is refused for
+    overlap; those that came due are overdue when the run ends, and the misfire policy
+    decides them."""
+    if overlap.mode == "allow":
+        return None
+    return overlap.waiting_room() - waiting

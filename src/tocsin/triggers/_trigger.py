@@ -27,7 +27,7 @@ from datetime import UTC, datetime, timedelta, tzinfo
 from typing import TYPE_CHECKING, Final, Protocol, final, runtime_checkable
 
 from ._dst import dst_dropped
-from ._jitter import jitter_offset
+from ._jitter import jitter_delay
 from ._ticks import Outcome
 
 if TYPE_CHECKING:
@@ -40,6 +40,8 @@ __all__ = [
     "IntervalTrigger",
     "OnceTrigger",
     "Trigger",
+    "calendar_excludes",
+    "cron_after",
 ]
 
 #: Instants one decision looks at, at most (a calendar that excludes everything, or a
@@ -52,6 +54,22 @@ SCAN_LIMIT: Final = 100_000
 CRON_WALK_LIMIT: Final = 10_000
 
 _MICROSECOND: Final = timedelta(microseconds=1)
+
+
+def calendar_excludes(exclude: Calendar | None, instant: float, zone: tzinfo) -> bool:
+    """Whether the calendar ``exclude`` holds ``instant`` (epoch seconds, read in
+    ``zone``); never without a calendar."""
+    return exclude is not None and exclude.excludes(_utc(instant), zone)
+
+
+def cron_after(
+    expression: CronExpression, zone: tzinfo, dst: DSTPolicy | None, moment: float
+) -> float | None:
+    """The first fire time of ``expression`` strictly after ``moment`` (epoch seconds),
+    evaluated in ``zone`` under ``dst`` (``None``: Quartz's), or ``None`` when there is
+    none: the raw cron sequence every tier walks (:meth:`CronTrigger.after`)."""
+    fire = expression.next_after(datetime.fromtimestamp(moment, zone), dst=dst)
+    return None if fire is None else fire.timestamp()
 
 
 def _utc(seconds: float) -> datetime:
@@ -113,8 +131,7 @@ class _Triggers:
 
     def excluded(self, instant: float) -> bool:
         """Whether the calendar holds ``instant`` (read in the trigger's zone)."""
-        exclude = self.exclude
-        return exclude is not None and exclude.excludes(_utc(instant), self.zone)
+        return calendar_excludes(self.exclude, instant, self.zone)
 
     def next_after(self, moment: float) -> float | None:
         """The first instant strictly after ``moment`` the calendar does not exclude, or
@@ -134,9 +151,7 @@ class _Triggers:
         jitter = self.jitter
         if jitter is None:
             return instant
-        following = self.after(instant)
-        gap = None if following is None else max(0.0, following - instant)
-        return instant + jitter_offset(key, _utc(instant), jitter, gap)
+        return instant + jitter_delay(key, instant, jitter, self.after(instant))
 
     def kept(self, instants: list[float]) -> list[float]:
         """``instants`` without those the calendar excludes."""
@@ -266,8 +281,7 @@ class CronTrigger(_Triggers):
 
     def after(self, moment: float) -> float | None:
         """The first fire time strictly after ``moment``."""
-        fire = self.expression.next_after(datetime.fromtimestamp(moment, self.zone), dst=self.dst)
-        return None if fire is None else fire.timestamp()
+        return cron_after(self.expression, self.zone, self.dst, moment)
 
     def between(
         self, start: float, end: float, *, keep: int | None = None, cap: int | None = None
@@ -296,19 +310,41 @@ class CronTrigger(_Triggers):
             if cap is not None and len(out) > cap:
                 break
             if keep is not None and not jumped and walked >= CRON_WALK_LIMIT and len(out) >= 2:
-                # Far too many to walk: jump to the window that holds the last `keep` (the
-                # gaps seen so far predict it for a regular expression), then walk on.
+                # Far too many to walk: the last `keep` lie in a window before `end` that
+                # the gaps seen so far predict (`_tail`); else walk on from here.
                 jumped = True
                 gap = (out[-1] - out[0]) / (len(out) - 1)
-                restart = end - 2 * keep * gap
-                if restart > t:
-                    out.clear()
-                    cursor = datetime.fromtimestamp(restart, tz)
-                    continue
+                tail = self._tail(t, end, keep, 2 * keep * gap)
+                if tail is not None:
+                    return tail
             cursor = nxt
             if keep is not None and len(out) > 4 * keep:
                 del out[: len(out) - keep]
         return out if keep is None else out[-keep:]
+
+    def _tail(self, after: float, end: float, keep: int, span: float) -> list[float] | None:
+        """The last ``keep`` fire times before ``end``, found in the ``span`` seconds
+        before it, the window widened fourfold while it holds fewer: the average gap
+        hides the long ones of an irregular expression (a business-hours cron's nights
+        and weekends), where the predicted window can hold none. ``None`` once the window
+        reaches back to ``after`` (the caller walks on from there)."""
+        expr, tz, dst = self.expression, self.zone, self.dst
+        span = max(span, 1.0)
+        while end - span > after:
+            found: list[float] = []
+            cursor = datetime.fromtimestamp(end - span, tz)
+            while True:
+                nxt = expr.next_after(cursor, dst=dst)
+                if nxt is None or nxt.timestamp() >= end:
+                    break
+                found.append(nxt.timestamp())
+                if len(found) > 4 * keep:
+                    del found[: len(found) - keep]
+                cursor = nxt
+            if len(found) >= keep:
+                return found[-keep:]
+            span *= 4
+        return None
 
     def dropped(self, since: float, fire_at: float) -> list[tuple[float, Outcome]]:
         """What a daylight-saving change kept from firing between the fire times

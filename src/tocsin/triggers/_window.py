@@ -20,6 +20,7 @@ __all__ = [
     "MAX_BACKFILL",
     "backfill_instants",
     "check_horizon",
+    "delivered_after",
     "last_at",
     "next_delivered",
     "overdue",
@@ -95,6 +96,15 @@ def next_delivered(trigger: Trigger, moment: float, horizon: float = HORIZON) ->
         excluded = instant
         instant = trigger.after(instant + _PROBE)
     return None
+
+
+def delivered_after(trigger: Trigger, key: str, moment: float) -> float | None:
+    """When the first instant after ``moment`` that ``trigger``'s calendar keeps is
+    delivered (its jitter offset for ``key`` added), or ``None``: no instant, or
+    :data:`~tocsin.triggers.SCAN_LIMIT` excluded ones in a row (what a schedule's
+    ``next_fire_at`` shows)."""
+    instant = trigger.next_after(moment)
+    return None if instant is None else trigger.delivery(key, instant)
 
 
 def _first_kept(trigger: Trigger, excluded: float, kept: float) -> float:
