@@ -7,6 +7,9 @@ a race deterministic:
   worker, as systemd would while a large run is still being forked;
 * ``--join-timeout S``: the first start waits S seconds (not 30) for every worker to
   join before ``main`` runs in those that did;
+* ``--restart-backoff LOW HIGH``: a worker's quick exits are restarted after LOW, 2 LOW,
+  4 LOW... seconds, at most HIGH (not 0.5 up to 30), so a test of what a crash loop leads
+  to (five failed boots end the run) does not wait the default 7.5 s of backoff;
 * ``--high-fds``: descriptors up to 1100 are taken first, so every pipe and socket the
   arbiter and its workers open is above ``FD_SETSIZE`` (1024), where ``select.select``
   fails.
@@ -32,6 +35,7 @@ if __name__ == "__main__":
     parser.add_argument("--sigterm-after", type=int, default=None)
     parser.add_argument("--high-fds", action="store_true")
     parser.add_argument("--join-timeout", type=float, default=None)
+    parser.add_argument("--restart-backoff", type=float, nargs=2, default=None)
     args = parser.parse_args()
     if args.high_fds:
         # Keep the lowest free descriptors busy: every later open gets a number >= 1100.
@@ -40,7 +44,14 @@ if __name__ == "__main__":
     if args.join_timeout is not None:
         _arbiter.JOIN_TIMEOUT = args.join_timeout  # type: ignore[misc]
     label = check_targets(f"_run_app:{args.func}")
-    config = make_config(label, workers=args.workers, run_dir=args.run_dir, name="hooks")
+    low, high = args.restart_backoff or (0.5, 30.0)  # make_config's default
+    config = make_config(
+        label,
+        workers=args.workers,
+        run_dir=args.run_dir,
+        name="hooks",
+        restart_backoff=(low, high),
+    )
     setup_logging()
     directory = open_run_dir(config.run_dir)
     arbiter = Arbiter(config, label, directory)

@@ -789,7 +789,13 @@ def test_main_runs_once_every_worker_has_joined_and_a_replacement_runs_it_at_onc
 def test_a_worker_that_fails_to_boot_5_times_in_a_row_ends_the_run_with_status_3(
     tmp_path: Path, runs: list[Run]
 ) -> None:
-    run = Run(tmp_path, "_run_app:crash", "--workers", "1")
+    """The count, not the delays: those (0.5, 1, 2, 4 s by default) and the CLI's own exit
+    status 3 are the crash-looping test's; a 0.05 s backoff keeps this one short."""
+    run = Run(
+        tmp_path,
+        *("crash", str(tmp_path / "run"), "1", "--restart-backoff", "0.05", "1"),
+        script="_run_hooks.py",
+    )
     runs.append(run)
     assert run.wait_exit() == 3, run.text
     assert len(started_pids(run.text)) == 5, run.text
@@ -814,10 +820,13 @@ def test_a_worker_that_never_joins_lets_the_others_run_main_then_ends_the_run(
 ) -> None:
     """Worker 2 cannot import the application: after the join timeout (1 s here, 30 s by
     default) worker 1 runs main anyway, with a warning; worker 2 never served, so its
-    5th boot failure ends the run (status 3) and worker 1 is stopped gracefully."""
+    5th boot failure ends the run (status 3) and worker 1 is stopped gracefully. Its
+    restart backoff (0.25, 0.5, 1, 2 s: 3.75 s, not the default 7.5) still outlasts the
+    join timeout, so the run cannot end before worker 1 runs main."""
     run = Run(
         tmp_path,
         *("main", str(tmp_path / "run"), "2", "--join-timeout", "1"),
+        *("--restart-backoff", "0.25", "2"),
         script="_run_hooks.py",
         env={"RUN_TEST_BROKEN_WORKER": "worker 2"},
     )
