@@ -31,10 +31,20 @@ types: $(VENV)/.installed-dev
 
 # The suite under coverage (lines and branches of src/tocsin; [tool.coverage] in
 # pyproject.toml), then the report: its TOTAL line is the figure in docs/testing.md.
+# Two pytest processes, one per core of the 2-core CI machine: tests/integration (real
+# servers and processes: mostly waiting on children) beside everything else; the other's
+# output is printed when both are done, and `coverage combine` joins their data.
+SPLIT := tests/integration
 pytest: $(VENV)/.installed-dev
 	$(BIN)/python -m coverage erase
-	$(BIN)/python -m coverage run -m pytest -q
-	$(BIN)/python -m coverage report
+	rm -f .pytest-split.log .pytest-split.rc
+	{ $(BIN)/python -m coverage run -p -m pytest -q -p no:cacheprovider $(SPLIT) \
+	    >.pytest-split.log 2>&1; echo $$? >.pytest-split.rc; } & \
+	$(BIN)/python -m coverage run -p -m pytest -q $(addprefix --ignore=,$(SPLIT)); rest=$$?; \
+	wait; echo "== $(SPLIT) (run beside the rest) =="; cat .pytest-split.log; \
+	split=$$(cat .pytest-split.rc); rm -f .pytest-split.log .pytest-split.rc; \
+	$(BIN)/python -m coverage combine -q; $(BIN)/python -m coverage report; \
+	test "$$rest" -eq 0 && test "$$split" -eq 0
 
 test: lint types pytest
 
