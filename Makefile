@@ -58,12 +58,14 @@ check: $(VENV)/.installed-dev
 	$(BIN)/mypy
 	$(BIN)/python -m pytest -q -m "not slow" --durations=25
 
-# Simulated clusters under faults drawn from seeds 1..SEEDS (docs/testing.md, "Simulating a
-# cluster"), in JOBS processes; each failure prints its seed and the command replaying it.
+# Simulated clusters under faults drawn from seeds FIRST..FIRST+SEEDS-1 (docs/testing.md,
+# "Simulating a cluster"), in JOBS processes; each failure prints its seed and the command
+# replaying it. A long range runs in chunks: `make simulate SEEDS=500 FIRST=5001`.
 SEEDS ?= 100
+FIRST ?= 1
 JOBS ?= 2
 simulate: $(VENV)/.installed-dev
-	$(BIN)/python -m tocsin.testing --seeds $(SEEDS) --jobs $(JOBS)
+	$(BIN)/python -m tocsin.testing --seeds $(SEEDS) --first $(FIRST) --jobs $(JOBS)
 
 bench: $(BIN)/python
 	$(BIN)/python -m pip install -q -e '.[bench,postgres]'
