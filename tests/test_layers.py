@@ -34,6 +34,8 @@ LAYERS = [
     "_version",
     # A leaf too: keyword-only options with a release of grace for positional use.
     "_keywords",
+    # A leaf too: `async with` for the system, the client and the console.
+    "_resource",
     "errors",
     # Leaf: what the event loop is doing (a ManualClock's idleness, real I/O in flight);
     # the stores and coordinators mark their calls with it.

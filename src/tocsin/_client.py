@@ -16,9 +16,9 @@ from __future__ import annotations
 
 import uuid
 import zlib
-from types import TracebackType
 from typing import Any, final
 
+from ._resource import AsyncResource
 from .actor import PID, TickOutcome
 from .clock import Clock, SystemClock
 from .cluster import Cluster, Coordinator
@@ -36,7 +36,7 @@ __all__ = ["Client"]
 
 
 @final
-class Client:
+class Client(AsyncResource):
     """Enqueue jobs, read durable history and reach durable identities, from a process
     that runs nothing.
 
@@ -170,16 +170,11 @@ class Client:
             finally:
                 await self._store.close()
 
-    async def __aenter__(self) -> Client:
+    # `async with Client(...) as client:` opens it and closes it (AsyncResource).
+    async def _enter(self) -> None:
         await self.open()
-        return self
 
-    async def __aexit__(
-        self,
-        exc_type: type[BaseException] | None,
-        exc: BaseException | None,
-        tb: TracebackType | None,
-    ) -> None:
+    async def _exit(self) -> None:
         await self.close()
 
     def opened_store(self, what: str) -> Store:

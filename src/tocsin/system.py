@@ -22,10 +22,11 @@ import logging
 from collections.abc import Awaitable, Callable, Coroutine, Iterable
 from contextlib import AsyncExitStack
 from dataclasses import dataclass
-from types import ModuleType, TracebackType
+from types import ModuleType
 from typing import TYPE_CHECKING, Any, cast, final
 
 from ._deadlines import Deadline, DeadlineService, Seconds, WallWatch, to_seconds
+from ._resource import AsyncResource
 from .actor._spi import (
     PID,
     Actor,
@@ -119,7 +120,7 @@ _log = logging.getLogger("tocsin.actor")
 
 
 @final
-class ActorSystem(SchedulingCalls):
+class ActorSystem(SchedulingCalls, AsyncResource):
     """A set of actors sharing one clock, one deadline heap, one scheduler and one event stream.
 
     Use ``async with ActorSystem() as system:`` or ``await system.start()`` /
@@ -592,16 +593,11 @@ class ActorSystem(SchedulingCalls):
             stack, self._stack = self._stack, AsyncExitStack()
             await stack.aclose()
 
-    async def __aenter__(self) -> ActorSystem:
+    # `async with ActorSystem(...) as system:` starts it and stops it (AsyncResource).
+    async def _enter(self) -> None:
         await self.start()
-        return self
 
-    async def __aexit__(
-        self,
-        exc_type: type[BaseException] | None,
-        exc: BaseException | None,
-        tb: TracebackType | None,
-    ) -> None:
+    async def _exit(self) -> None:
         await self.stop()
 
     def _live(self, what: str) -> Runtime:

@@ -38,8 +38,10 @@ class Model:
         if self.claims.get(key, -1.0) > self.now:
             return TickClaim(ClaimOutcome.LOST)
         self.claims[key] = max(self.now, fire) + ttl
-        # Every grant of a reference has the next fence, across keys.
-        fence = self.fences[reference] = self.fences.get(reference, 0) + 1
+        # Every grant of a reference has the next fence, across keys, or the clock in
+        # microseconds if larger (so fences grow across a coordinator that lost its data).
+        fence = max(self.fences.get(reference, 0) + 1, int(self.now * 1_000_000))
+        self.fences[reference] = fence
         return TickClaim(ClaimOutcome.WON, fence)
 
 

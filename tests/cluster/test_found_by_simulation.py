@@ -1,9 +1,11 @@
 # SPDX-License-Identifier: Apache-2.0
 """Cluster faults that ``tocsin.testing.Simulation`` found, reduced to one node and one
 fault each, so they replay whatever the seeds' runs become. A fault not yet fixed is a
-strict xfail (an XPASS then fails the suite, and the marker goes): the claim gate's
-coalescing today. Fixed: the directory's self-forwarding loop (``cluster/_durable.py``)
-and the instants a corrected clock step lost (``scheduling/_cron.py`` ``rewind``)."""
+strict xfail (an XPASS then fails the suite, and the marker goes); none is open today.
+Fixed: the claim gate's coalescing of at-least-once ticks behind a slow claim
+(``cluster/_single_fire.py``), the directory's self-forwarding loop
+(``cluster/_durable.py``) and the instants a corrected clock step lost
+(``scheduling/_cron.py`` ``rewind``)."""
 
 from __future__ import annotations
 
@@ -110,13 +112,6 @@ async def _node(
         await coordinator.close()
 
 
-@pytest.mark.xfail(
-    strict=True,
-    reason=(
-        "cluster/_single_fire.py ClaimGate.claim coalesces the ticks that come due while a "
-        "claim of the reference is in flight, whatever the schedule's misfire policy"
-    ),
-)
 async def test_ticks_due_behind_a_slow_claim_follow_misfire_all() -> None:
     # Simulation seed 1 (default faults, 600 s): a delay fault made coordinator calls
     # take up to 1.6 s a leg; instant 510 came due while 509's claim was in flight and

@@ -14,6 +14,7 @@ from zoneinfo import ZoneInfo
 import pytest
 from tests.cluster.cluster_support import Flaky, World
 
+from tocsin import Outcome
 from tocsin.cluster import ClusterNode
 from tocsin.cluster._single_fire import (
     MAX_TTL,
@@ -258,6 +259,7 @@ class _Frozen:
         self.thaw = asyncio.Event()
         self.thaw.set()
         self.claimed: list[float] = []
+        self.batches: list[int] = []  # the size of each batched claim
 
     def __getattr__(self, name: str) -> Any:
         return getattr(self.inner, name)
@@ -271,6 +273,7 @@ class _Frozen:
 
     async def claim_ticks(self, requests: Any, node: str) -> Any:
         self.claimed.extend(request.fire_at for request in requests)
+        self.batches.append(len(requests))
         await self.thaw.wait()
         return await self.inner.claim_ticks(requests, node)
 
@@ -319,6 +322,67 @@ async def test_one_claim_in_flight_per_reference_and_a_frozen_coordinator_releas
         assert frozen.claimed[-2:] == [start + 20, start + 20]  # claimed together
         frozen.thaw.set()
         await a.cron_claims.wait_idle()
+    finally:
+        await world.close()
+        await frozen.inner.close()
+
+
+async def test_at_least_once_ticks_behind_a_frozen_claim_are_queued_then_claimed_in_one_batch() -> (
+    None
+):
+    # Issue 30: at_least_once ticks that come due while a claim of their reference is in
+    # flight are never coalesced away: they all wait, and the claim's answer releases
+    # them together, every reference's in one round trip, each within its window.
+    world = World(lease=60.0)
+    frozen = _Frozen(world.coordinator())
+    await frozen.inner.open()
+    try:
+        a = world.node("a", coordinator=frozen)
+        await a.start()
+        references = ("r1", "r2", "r3")
+        delivered: dict[str, list[float]] = {r: [] for r in references}
+        skipped: list[tuple[str, object]] = []
+        start = world.clock.wall() - 10  # reached: claims do not wait for their instants
+        frozen.thaw.clear()
+        for second in range(10):
+            fire = start + second
+            for reference in references:  # one timer callback: one batch per instant
+                a.cron_claims.deliver_if_won(
+                    reference,
+                    fire,
+                    1.0,
+                    partial(_note, delivered[reference], fire),
+                    partial(_note, skipped, (reference, fire)),
+                    delivery="at_least_once",
+                )
+            await asyncio.sleep(0)
+        assert frozen.batches == [3]  # the first instant, of every reference, in flight
+        assert a.metrics().claims_coalesced == 0
+        assert skipped == []
+        frozen.thaw.set()
+        await a.cron_claims.wait_idle()
+        # Then the nine instants waiting behind it, for the three references: one batch.
+        assert frozen.batches == [3, 27]
+        for reference in references:
+            assert delivered[reference] == [start + s for s in range(10)]  # in instant order
+        assert (a.metrics().claims_won, a.metrics().claims_coalesced, skipped) == (30, 0, [])
+        # An instant past its window while it waited is the coordinator's to refuse (late).
+        frozen.thaw.clear()
+        old = world.clock.wall() - 120  # past the 60 s TTL
+        a.cron_claims.deliver_if_won("r1", old, 1.0, partial(_note, delivered["r1"], old))
+        await asyncio.sleep(0)
+        a.cron_claims.deliver_if_won(
+            "r1",
+            old + 1,
+            1.0,
+            partial(_note, delivered["r1"], old + 1),
+            lambda outcome, detail: skipped.append(("r1", outcome)),
+            delivery="at_least_once",
+        )
+        frozen.thaw.set()
+        await a.cron_claims.wait_idle()
+        assert skipped == [("r1", Outcome.CLAIM_LATE)]  # not coalesced
+        assert a.metrics().claims_skipped_late == 2
     finally:
         await world.close()
         await frozen.inner.close()

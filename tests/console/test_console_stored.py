@@ -88,6 +88,7 @@ async def test_the_list_the_buttons_and_the_ledger_page() -> None:
             status, ledger = await _text(http, server.url + "stored?id=hourly-%3Cb%3E")
             assert status == 200
             assert ledger.count("outcome-delivered") == 2
+            assert ledger.count("manual run") == 1  # the trigger's row says so
             status, _ = await _text(http, server.url + "stored?id=nope")
             assert status == 404
 

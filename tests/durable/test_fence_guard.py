@@ -4,12 +4,14 @@ the record committed with the effects (issue 31, item 9)."""
 
 from __future__ import annotations
 
+import uuid
 from datetime import UTC, datetime, timedelta
 from typing import Any
 
 import pytest
 
 from tocsin import ActorSystem, FenceGuard, ManualClock, Tick
+from tocsin.cluster._memory import MemoryCoordinator
 from tocsin.durable import Call, DurableActor
 
 T = datetime(2026, 1, 1, 9, tzinfo=UTC)
@@ -83,3 +85,32 @@ async def test_in_a_transaction_a_failed_run_records_nothing_so_its_retry_runs()
         await clock.advance(60)  # the first run fails, the retry about a second later
         await clock.advance(5)
     assert DONE == [T + timedelta(seconds=60)]  # noqa: SIM300
+
+
+async def test_the_instants_after_a_coordinator_lost_its_data_still_pass_the_guard() -> None:
+    # Fences counted from 1 again after a reset made every later instant look like a
+    # zombie's (a smaller fence) to the guard, so an at-least-once reference stopped
+    # running. Fences keep growing across the loss: repeats are refused, news pass.
+    clock = ManualClock(wall=T.timestamp())
+    name = f"fence-guard-reset-{uuid.uuid4().hex}"
+    guard = FenceGuard(DictStorage())
+
+    async def deliver(coordinator: MemoryCoordinator, second: int) -> bool:
+        at = T.timestamp() + second
+        claim = await coordinator.claim_tick(f"r@{at}", "r", at, 60.0, "n", lease=5.0)
+        assert claim.fence > 0
+        return await guard.first_time(Tick("r", T + timedelta(seconds=second), fence=claim.fence))
+
+    coordinator = MemoryCoordinator(name, clock=clock)
+    await coordinator.open()
+    assert [await deliver(coordinator, s) for s in range(3)] == [True, True, True]
+    await coordinator.close()  # its last user: the state is gone, as in a reset
+    await clock.advance(1.0)
+    coordinator = MemoryCoordinator(name, clock=clock)
+    await coordinator.open()
+    try:
+        assert not await deliver(coordinator, 2)  # re-claimed after the loss: a repeat
+        assert await deliver(coordinator, 3)  # the next instant runs
+        assert await deliver(coordinator, 4)
+    finally:
+        await coordinator.close()

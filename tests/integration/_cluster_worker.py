@@ -21,6 +21,11 @@ handler: a wide window between claim and ``receive`` returning), then appends ``
 SECOND FENCE``; every outcome the scheduler records for an instant it does not deliver
 (its history's entries) is appended as ``outcome NAME SECOND OUTCOME``.
 
+``freeze URL NAME DELAY LOG``: like ``chaos`` with two every-second crons at once,
+reference ``most`` (``at_most_once``) and ``least`` (``at_least_once``); the lines carry
+the reference: ``start NAME REF SECOND FENCE``, ``done NAME REF SECOND FENCE``. On
+SIGTERM it prints its cluster metrics as ``{"event": "metrics", ...}`` and exits at once.
+
 ``durable URL STORE NAME LEASE LOG SEED``: a real ``ActorSystem`` with remoting, the
 shared durable STORE (``sqlite:///path`` or ``postgresql://...#SCHEMA``) and
 ``cluster=Cluster(URL, lease=LEASE)``; durable ``Counter`` identities tick every 0.2 s,
@@ -165,6 +170,51 @@ async def chaos(url: str, name: str, delivery: str, delay: float, log: str) -> N
             await asyncio.sleep(3600)
 
 
+async def freeze(url: str, name: str, delay: float, log: str) -> None:
+    import os
+    import signal
+
+    from tocsin import Actor, ActorSystem, ReceiveContext, Remoting
+
+    fd = os.open(log, os.O_WRONLY | os.O_APPEND | os.O_CREAT, 0o644)
+
+    class Job(Actor):
+        async def receive(self, ctx: ReceiveContext) -> None:
+            tick = ctx.tick
+            assert tick is not None
+            what = f"{name} {tick.reference} {round(tick.instant.timestamp())} {tick.fence}"
+            os.write(fd, f"start {what}\n".encode())
+            await asyncio.sleep(delay)
+            os.write(fd, f"done {what}\n".encode())
+
+    system = ActorSystem(
+        name,
+        remoting=Remoting(listen="tcp://127.0.0.1:0", secret=b"cluster-test-secret!"),
+        cluster=Cluster(url, lease=3.0, delivery_lease=2.0),
+    )
+
+    def metrics_and_exit() -> None:
+        m = system.cluster.metrics()
+        emit(
+            event="metrics",
+            leases_lost=m.leases_lost,
+            claims_superseded=m.claims_superseded,
+            claims_reclaimed=m.claims_reclaimed,
+        )
+        os._exit(0)
+
+    async with system:
+        asyncio.get_running_loop().add_signal_handler(signal.SIGTERM, metrics_and_exit)
+        for reference, delivery in (("most", "at_most_once"), ("least", "at_least_once")):
+            pid = await system.spawn(Job, f"job-{reference}")  # one each: never queued
+            await system.schedule_cron(
+                reference, pid, "* * * * * ?", reference=reference, delivery=delivery
+            )
+        emit(event="ready")
+        while True:
+            await asyncio.sleep(3600)
+
+
 async def durable(url: str, store_spec: str, name: str, lease: float, log: str, seed: int) -> None:
     import os
     import signal
@@ -272,6 +322,8 @@ if __name__ == "__main__":
         asyncio.run(cron(url, sys.argv[3], float(sys.argv[4]), sys.argv[5]))
     elif mode == "chaos":
         asyncio.run(chaos(url, sys.argv[3], sys.argv[4], float(sys.argv[5]), sys.argv[6]))
+    elif mode == "freeze":
+        asyncio.run(freeze(url, sys.argv[3], float(sys.argv[4]), sys.argv[5]))
     elif mode == "durable":
         args = sys.argv[3:]
         asyncio.run(durable(url, args[0], args[1], float(args[2]), args[3], int(args[4])))

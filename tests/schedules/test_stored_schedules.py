@@ -291,7 +291,18 @@ async def test_on_a_real_store_schedules_fire_survive_a_restart_and_keep_their_l
         (
             Misfire.all(max=3),
             3,
-            [("coalesced", "56"), ("delivered", None), ("delivered", None), ("delivered", None)],
+            # The 56 older than the replayed three are missed, as on every tier (they
+            # were not coalesced into any run).
+            [
+                (
+                    "missed",
+                    "56 instants came due while no node ran it, "
+                    "older than the 3 replayed (Misfire.all)",
+                ),
+                ("delivered", None),
+                ("delivered", None),
+                ("delivered", None),
+            ],
         ),
         (Misfire.once(grace=30), 0, [("coalesced", "58"), ("missed", None)]),
     ],
@@ -410,3 +421,72 @@ async def test_misfire_all_replays_the_overdue_instants_at_most_rate_a_second() 
         instants = [run[1] for run in jobs.RUNS]
         assert instants == sorted(instants)
         assert len(instants) == 3
+
+
+async def test_next_fire_at_is_the_first_instant_after_a_long_excluded_window() -> None:
+    # Every minute, 00:00-06:30 excluded each night: the first delivered instant after
+    # midnight is 06:30, the engine's answer (the walk crosses 390 excluded minutes).
+    midnight = datetime(2026, 3, 3, tzinfo=UTC)
+    clock = ManualClock(wall=midnight.timestamp())
+    night = Calendar.daily("00:00", "06:30")
+    async with ActorSystem("n1", clock=clock, store=MemoryStore()) as sys_:
+        info = await sys_.schedules.add(Schedule("m", Cron("0 * * * * ?"), RECORD, exclude=night))
+        assert info.next_fire_at == datetime(2026, 3, 3, 6, 30, tzinfo=UTC)
+        listed = await sys_.schedules.backfill("m", midnight, info.next_fire_at, dry_run=True)
+        assert listed == []  # every instant of the range is excluded
+
+
+@pytest.fixture(
+    params=["memory", "sqlite", pytest.param("postgres", marks=pytest.mark.integration)]
+)
+def any_store(request: pytest.FixtureRequest, tmp_path: Path) -> object:
+    if request.param == "memory":
+        return MemoryStore()
+    if request.param == "sqlite":
+        return f"sqlite:///{tmp_path / 'app.db'}"
+    dsn: str = request.getfixturevalue("postgres_dsn")
+    return f"{dsn}{'&' if '?' in dsn else '?'}schema=t_{uuid.uuid4().hex[:16]}"
+
+
+async def test_a_trigger_at_the_millisecond_of_a_decided_instant_still_runs(
+    any_store: object,
+) -> None:
+    sys_, clock = system(any_store)
+    async with sys_:
+        await sys_.schedules.add(Schedule("r", Interval(10), RECORD))
+        await clock.advance(10 - 0.25)  # exactly the first instant: it fires and is decided
+        instant = datetime.fromtimestamp(int(T0) + 10, UTC)
+        assert [(r[1], r[2]) for r in jobs.RUNS] == [(instant.isoformat(), False)]
+        assert await sys_.schedules.trigger("r") == instant  # now: the same millisecond
+        await clock.advance(0)
+        # The manual run is claimed, run and recorded apart from the tick of its instant.
+        assert [(r[1], r[2]) for r in jobs.RUNS] == [
+            (instant.isoformat(), False),
+            (instant.isoformat(), True),
+        ]
+        history = await sys_.schedules.history("r")
+        assert [(h.instant, h.outcome, h.manual) for h in history] == [
+            (instant, Outcome.DELIVERED, False),
+            (instant, Outcome.DELIVERED, True),
+        ]
+        assert all(h.started is not None for h in history)
+        # The next regular instant is unchanged.
+        await clock.advance(10)
+        assert [r[2] for r in jobs.RUNS] == [False, True, False]
+
+
+async def test_a_durable_targets_manual_run_at_a_decided_instant_is_a_task_of_its_own() -> None:
+    Counter.seen.clear()
+    sys_, clock = system()
+    async with sys_:
+        spec = Schedule("d", Interval(10), Durable(Counter, "c-1", "bump", {"n": 1}))
+        await sys_.schedules.add(spec)
+        await clock.advance(10 - 0.25)  # exactly the first instant
+        await sys_.schedules.trigger("d")  # the same instant, by hand
+        await clock.advance(0)
+        assert len(Counter.seen) == 2  # two task rows, not one replacing the other
+        rows = await sys_.schedules.history("d")
+        assert [(r.outcome, r.manual) for r in rows] == [
+            (Outcome.DELIVERED, False),
+            (Outcome.DELIVERED, True),
+        ]

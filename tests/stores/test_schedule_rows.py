@@ -14,6 +14,7 @@ import pytest
 
 from tocsin.stores import (
     MemoryStore,
+    SchedulePause,
     ScheduleRequest,
     ScheduleRow,
     ScheduleStore,
@@ -66,7 +67,7 @@ async def test_add_is_insert_if_absent_and_update_is_compare_and_set_on_version(
         assert not await s.write_schedule(row(spec=b"\x02"), expect=None)  # held: no overwrite
         r1 = await s.schedules_revision()
         assert r1 > 0
-        assert await s.pause_schedule_row("nightly", paused=True, note="OPS-42", by="n1", at=20.0)
+        assert await s.pause_schedule_row("nightly", SchedulePause(True, "OPS-42", "n1", 20.0))
         r2 = await s.schedules_revision()
         assert r2 > r1
         # A stale version writes nothing; the current one writes and keeps the pause.
@@ -86,7 +87,11 @@ async def test_add_is_insert_if_absent_and_update_is_compare_and_set_on_version(
         )
         assert await s.schedules_revision() > r2
         assert [r.id for r in await s.schedule_rows()] == ["nightly"]
-        assert not await s.pause_schedule_row("nope", paused=True, note=None, by=None, at=None)
+        assert not await s.pause_schedule_row("nope", SchedulePause(True))
+        assert await s.pause_schedule_row(
+            "nightly", SchedulePause(False)
+        )  # every pause field cleared
+        assert await s.schedule_row("nightly") == ScheduleRow("nightly", b"\x03", 2, 10.0, 30.0)
         assert await s.delete_schedule("nightly")
         assert not await s.delete_schedule("nightly")
         assert await s.schedule_row("nightly") is None
@@ -246,5 +251,41 @@ async def test_the_newest_instant_of_each_ledger_in_one_read(make: Callable[[], 
             row = ScheduleTickRow(sid, instant, instant, "delivered", "n1", 1)
             await s.record_schedule_tick(row, keep=5)
         assert await s.schedule_last_instants() == {"a": 5.0, "b": 3.0}
+    finally:
+        await store.close()
+
+
+async def test_a_manual_runs_row_is_kept_apart_from_the_ticks_row_of_its_instant(
+    make: Callable[[], Store],
+) -> None:
+    store = make()
+    await store.open()
+    s: ScheduleStore = store  # type: ignore[assignment]
+    try:
+        tick = ScheduleTickRow("a", 7.0, 8.0, "delivered", "n1", 2, started=7.5)
+        manual = ScheduleTickRow("a", 7.0, 9.0, "delivered", "n2", 2, started=9.5, manual=True)
+        later = ScheduleTickRow("a", 30.0, 31.0, "failed", "n2", 2, detail="x", manual=True)
+        for written in (tick, manual, later):
+            await s.record_schedule_tick(written, keep=5)
+        assert await s.schedule_tick("a", 7.0) == tick
+        assert await s.schedule_tick("a", 7.0, manual=True) == manual
+        assert await s.schedule_tick("a", 30.0) is None
+        assert await s.schedule_ticks("a") == [tick, manual, later]
+        assert await s.schedule_ticks("a", limit=2) == [manual, later]
+        # A manual run says nothing of how far the schedule's instants were decided.
+        assert await s.schedule_last_instants() == {"a": 7.0}
+        # A second decision about the manual run replaces its own row only.
+        failed = ScheduleTickRow("a", 7.0, 10.0, "failed", "n2", 2, detail="boom", manual=True)
+        await s.record_schedule_tick(failed, keep=5)
+        assert await s.schedule_tick("a", 7.0) == tick
+        got = await s.schedule_tick("a", 7.0, manual=True)
+        assert got is not None
+        assert (got.outcome, got.started) == ("failed", 9.5)
+        # The newest `keep` rows, whatever their kind.
+        await s.record_schedule_tick(ScheduleTickRow("a", 40.0, 41.0, "delivered", "n1", 2), 2)
+        assert [(r.instant, r.manual) for r in await s.schedule_ticks("a")] == [
+            (30.0, True),
+            (40.0, False),
+        ]
     finally:
         await store.close()

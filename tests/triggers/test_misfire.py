@@ -6,6 +6,7 @@ from __future__ import annotations
 import pytest
 
 from tocsin.triggers import Misfire, MisfirePlan, past_grace, plan_misfire, supersede
+from tocsin.triggers import goes_on_from_now as goes_on
 
 
 def test_once_delivers_the_first_overdue_instant_standing_for_the_others() -> None:
@@ -56,3 +57,22 @@ def test_misfire_round_trips_through_its_wire_form() -> None:
 def test_supersede_keeps_the_newer_tick_waiting_and_coalesces_the_older() -> None:
     assert supersede(None, "t1") == ("t1", None)
     assert supersede("t1", "t2") == ("t2", "t1")
+
+
+def test_on_a_ledger_once_delivers_the_latest_and_skip_notes_the_latest() -> None:
+    # One row per instant, the newest marking how far the schedule was decided.
+    once = plan_misfire(Misfire.once(), 10.0, 5, [50.0], ledger=True)
+    assert once == MisfirePlan((50.0,), coalesced=4, judged_by=50.0)
+    skip = plan_misfire(Misfire.skip(), 10.0, 5, [50.0], ledger=True)
+    assert skip == MisfirePlan((), missed=5, noted=50.0)
+    replay = plan_misfire(Misfire.all(max=2), 10.0, 5, [40.0, 50.0], ledger=True)
+    assert replay == plan_misfire(Misfire.all(max=2), 10.0, 5, [40.0, 50.0])
+    assert replay.noted is None  # the older ones are missed on the first
+
+
+def test_a_stalled_walk_goes_on_from_now_unless_the_policy_replays() -> None:
+    assert goes_on(Misfire.once(), 20.0, 25.0)
+    assert goes_on(Misfire.skip(), 20.0, 20.0)
+    assert not goes_on(Misfire.all(max=5), 20.0, 25.0)
+    assert not goes_on(Misfire.once(), 30.0, 25.0)  # not overdue
+    assert not goes_on(Misfire.once(), None, 25.0)  # no next instant

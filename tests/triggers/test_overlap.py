@@ -8,7 +8,7 @@ import math
 
 import pytest
 
-from tocsin.triggers import Admission, Flight, Overlap, admit, release, settle
+from tocsin.triggers import Admission, Flight, Overlap, admit, queue_admits, release, settle
 
 
 def test_allow_sends_every_tick_and_counts_nothing_in_flight() -> None:
@@ -88,3 +88,20 @@ def test_only_buffer_one_buffers() -> None:
 def test_overlap_round_trips_through_its_wire_form() -> None:
     for overlap in (Overlap.ALLOW, Overlap.SKIP, Overlap.BUFFER_ONE, Overlap.limit(7)):
         assert Overlap.from_wire(overlap.to_wire()) == overlap
+
+
+@pytest.mark.parametrize(
+    ("overlap", "most"),
+    [(Overlap.SKIP, 1), (Overlap.BUFFER_ONE, 2), (Overlap.limit(1), 1), (Overlap.limit(3), 3)],
+)
+def test_a_queue_of_runs_takes_one_running_and_the_waiting_room(
+    overlap: Overlap, most: int
+) -> None:
+    assert [queue_admits(overlap, queued) for queued in range(most + 2)] == (
+        [True] * most + [False, False]
+    )
+    assert queue_admits(overlap, most + 5, asked=True)  # asked for by instant: it waits
+
+
+def test_allow_queues_every_run() -> None:
+    assert queue_admits(Overlap.ALLOW, 10**9)

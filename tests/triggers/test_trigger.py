@@ -18,10 +18,14 @@ from tocsin.triggers import (
     DSTPolicy,
     IntervalTrigger,
     OnceTrigger,
+    Outcome,
     Trigger,
     backfill_instants,
     check_horizon,
     jitter_offset,
+    last_at,
+    next_delivered,
+    overdue,
 )
 
 MONDAY = datetime(2026, 11, 30, tzinfo=UTC).timestamp()  # a Monday, 00:00 UTC
@@ -121,3 +125,51 @@ def test_the_horizon_check_leaves_far_or_absent_raw_instants_to_the_caller() -> 
     assert check_horizon(OnceTrigger(MONDAY), MONDAY + 1) is None
     far = OnceTrigger(MONDAY + 2 * HORIZON, exclude=Calendar.weekly("MON"))
     assert check_horizon(far, MONDAY) == MONDAY + 2 * HORIZON
+
+
+def test_next_delivered_crosses_a_long_excluded_stretch_to_its_first_kept_instant() -> None:
+    # Every second, the weekend excluded: from Saturday 172,800 seconds are excluded in
+    # a row (past the walk), and the answer is Monday 00:00:00 exactly, not merely some
+    # kept instant a probe found.
+    trigger = IntervalTrigger(1, MONDAY, exclude=Calendar.weekly("SAT", "SUN"))
+    saturday = MONDAY + 5 * DAY
+    assert trigger.next_after(saturday) is None  # the bounded scan gives up
+    assert next_delivered(trigger, saturday) == MONDAY + 7 * DAY
+    assert check_horizon(trigger, saturday) == MONDAY + 7 * DAY
+    assert next_delivered(IntervalTrigger(60, MONDAY), MONDAY) == MONDAY + 60
+    every_day = Calendar.weekly("MON", "TUE", "WED", "THU", "FRI", "SAT", "SUN")
+    assert next_delivered(IntervalTrigger(3600, MONDAY, exclude=every_day), MONDAY) is None
+
+
+def test_last_at_is_the_last_raw_instant_at_or_before_a_moment() -> None:
+    grid = IntervalTrigger(60, MONDAY)
+    assert last_at(grid, MONDAY) == MONDAY
+    assert last_at(grid, MONDAY + 59.5) == MONDAY
+    yearly = CronTrigger(CronExpression.parse("0 0 0 1 1 ?"), UTC)
+    new_year = datetime(2026, 1, 1, tzinfo=UTC).timestamp()
+    assert last_at(yearly, MONDAY) == new_year  # found by widening the look back
+    assert last_at(OnceTrigger(MONDAY), MONDAY - 1) is None
+
+
+def test_overdue_counts_what_came_due_and_keeps_the_most_recent() -> None:
+    grid = IntervalTrigger(60, MONDAY)
+    # (since, until]: the instant at `since` was decided, the one at `until` is due.
+    assert overdue(grid, MONDAY, MONDAY + 3600, 3) == (
+        60,
+        [MONDAY + 3480, MONDAY + 3540, MONDAY + 3600],
+    )
+    assert overdue(grid, MONDAY, MONDAY + 59, 1) == (0, [])
+    minutely = CronTrigger(CronExpression.parse("0 * * * * ?"), UTC)
+    assert overdue(minutely, MONDAY, MONDAY + 3600, 1) == (60, [MONDAY + 3600])
+
+
+def test_a_cron_trigger_reports_what_a_dst_change_dropped() -> None:
+    paris = ZoneInfo("Europe/Paris")
+    half_past_two = CronTrigger(
+        CronExpression.parse("0 30 2 * * ?"), paris, dst=DSTPolicy(gap="skip")
+    )
+    saturday = datetime(2026, 3, 28, 2, 30, tzinfo=paris).timestamp()
+    monday = datetime(2026, 3, 30, 2, 30, tzinfo=paris).timestamp()
+    gap = datetime(2026, 3, 29, 3, 0, tzinfo=paris).timestamp()  # reported after the gap
+    assert half_past_two.dropped(saturday, monday) == [(gap, Outcome.DST_GAP)]
+    assert half_past_two.dropped(monday, monday + DAY) == []  # one offset: nothing walked

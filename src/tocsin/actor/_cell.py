@@ -285,9 +285,10 @@ class Cell(SendTarget):
 
     async def _run(self) -> None:
         task = self.task
+        handled = 0  # a turn cut short by the stop's grace counts nothing
         try:
             try:
-                await self._drain()
+                handled = await self._drain()
             except asyncio.CancelledError:
                 # Only the stop's grace cancels a turn (interrupt); anything else re-raises.
                 if not self.interrupted or task is None or task.uncancel() > 0:
@@ -297,29 +298,32 @@ class Cell(SendTarget):
                 await self._finish_stop()
         finally:
             self.task = None
-            self._idle()
+            # Idle again. Written here, not in a method of its own, and the messages
+            # handled reported with `busy_done` rather than once per batch: a turn visits
+            # the runtime once at its end (bench/_tick_trace.py counts the re-entries).
+            self.draining = False
+            runtime = self.runtime
+            if self.passivate_after is not None:
+                self.last_active = runtime.clock.monotonic()
+            runtime.busy_done(handled)
+            # A message may have arrived while the stop or a restart was being finished.
+            if self.mailbox and self.state is _RUNNING:
+                self.wake()
 
-    def _idle(self) -> None:
-        self.draining = False
-        runtime = self.runtime
-        if self.passivate_after is not None:
-            self.last_active = runtime.clock.monotonic()
-        runtime.busy_done()
-        # A message may have arrived while the stop or a restart was being finished.
-        if self.mailbox and self.state is _RUNNING:
-            self.wake()
-
-    async def _drain(self) -> None:
+    async def _drain(self) -> int:
+        """Handle the mailbox until it is empty or the actor stops running; returns how
+        many messages were handled."""
         ctx = self.ctx
-        runtime = self.runtime
+        total = 0
         while True:
             if self.sysq:
                 await self._take_escalations()
             mailbox = self.mailbox
             if self.state is not _RUNNING or not mailbox:
-                return
+                return total
             actor = self.actor
             handled = 0
+            cleared = False  # the context already cleared by the batch's last tick
             # Mailbox high-water (issue 14): once per batch, where the mailbox is deepest
             # (it fills while the actor waits for its turn), not per send. One int compare.
             if len(mailbox) > self.depth_high:
@@ -346,6 +350,9 @@ class Cell(SendTarget):
                     else:  # a Turn: runtime work inside this actor's turn
                         # A clean context: no earlier message, sender or ask leaks in.
                         ctx.hand(None, NoSender, None, None)
+                        # Nothing to clear after it: a turn's work never writes the
+                        # context (only this loop does), so it stays this clean one.
+                        cleared = True
                         try:
                             await message.run(self)
                         except Exception:
@@ -357,6 +364,7 @@ class Cell(SendTarget):
                 # One call hands the context its message, sender, ask and item (~80 ns of a
                 # ~330 ns turn, CPython 3.11: the price of the context owning its fields).
                 ctx.hand(message, sender, reply, item)
+                cleared = False
                 try:
                     await actor.receive(ctx)
                 except Exception as exc:
@@ -377,12 +385,19 @@ class Cell(SendTarget):
                     # not left in flight for ever.
                     if item is not None:
                         # The context's item is cleared by the next `hand` (or `release`
-                        # when the turn is cut short): no call here on the tick path.
+                        # when the turn is cut short): no call here on the tick path. A
+                        # tick that ends the batch clears it before `finished()` (which
+                        # reads no context) instead of after the batch: the turn then
+                        # leaves the context once (bench/_tick_trace.py).
+                        if not mailbox:
+                            ctx.hand(None, sender, None, None)
+                            cleared = True
                         item.finished()
                 if self.state is not _RUNNING or self.sysq:
                     break
-            ctx.hand(None, ctx.sender, None, None)
-            runtime.handled(handled)
+            if not cleared:
+                ctx.hand(None, ctx.sender, None, None)
+            total += handled
             if self.waiting:  # sends waiting for room (bounded mailboxes only)
                 self._admit()
             if mailbox and self.state is _RUNNING:

@@ -201,6 +201,17 @@ class EventStream:
         """How many events of exactly this type were published."""
         return self._counts.get(event_type, 0)
 
+    @property
+    def subscribed(self) -> bool:
+        """Whether anyone subscribes (else a frequent publisher may :meth:`tally` instead
+        of building an event no one reads)."""
+        return bool(self._subs)
+
+    def tally(self, event_type: type) -> None:
+        """Count one event of ``event_type`` as published, with no subscriber to call:
+        what :meth:`publish` does when :attr:`subscribed` is false."""
+        self._counts[event_type] = self._counts.get(event_type, 0) + 1
+
     def publish(self, event: object) -> None:
         """Deliver ``event`` to matching subscribers."""
         cls = type(event)

@@ -234,11 +234,10 @@ class Runtime:
         """One more piece of activity (a drain task, a first start) until ``busy_done``."""
         self.busy += 1
 
-    def handled(self, count: int) -> None:
-        """``count`` more messages handled (``progress``, once per drain batch)."""
-        self.progress += count
-
-    def busy_done(self) -> None:
+    def busy_done(self, handled: int = 0) -> None:
+        """One piece of activity over, having handled ``handled`` messages (``progress``:
+        a drain reports its count here, once per turn)."""
+        self.progress += handled
         self.busy -= 1
         if self.busy == 0 and self.idle_waiters:
             waiters, self.idle_waiters = self.idle_waiters, []

@@ -30,11 +30,11 @@ from typing import Any, Final
 from ..clock import SystemClock
 from ..errors import InvalidStoreURLError, ScheduleNotFoundError, StoreError
 from ..schedules import Schedule, Schedules, StoredSchedule
-from ..schedules._spi import Instants, spec_to_wire
+from ..schedules._spi import spec_to_wire, trigger_of
 from ..stores import open_store
 from ..stores._spi import connect_read_only
 from ..stores.sqlite import SQLiteStore
-from ..triggers import TickOutcome
+from ..triggers import TickOutcome, last_at
 
 __all__ = ["register"]
 
@@ -190,11 +190,12 @@ def outcome_json(entry: TickOutcome) -> dict[str, Any]:
         "note": entry.note,
         "paused_by": entry.paused_by,
         "started": _iso(entry.started),
+        "manual": entry.manual,
     }
 
 
 def _row_text(entry: TickOutcome) -> str:
-    extra = []
+    extra = ["manual run"] if entry.manual else []
     if entry.detail is not None:
         extra.append(str(entry.detail))
     if entry.note is not None or entry.paused_by is not None:
@@ -242,10 +243,12 @@ async def _history(schedules: Schedules, ns: argparse.Namespace) -> None:
 async def _why(schedules: Schedules, ns: argparse.Namespace) -> None:
     info = await schedules.get(ns.id)
     at = ns.at.timestamp() if ns.at is not None else SystemClock().wall()
-    instants = Instants(info.spec)
-    before = instants.before(at)
-    after = instants.after(at)
-    ledger = {round(e.instant.timestamp(), 3): e for e in await schedules.history(ns.id)}
+    trigger = trigger_of(info.spec)
+    before = last_at(trigger, at)
+    after = trigger.after(at)
+    # The instants' own rows (a manual run at one of them is a row of its own, not why).
+    history = await schedules.history(ns.id)
+    ledger = {round(e.instant.timestamp(), 3): e for e in history if not e.manual}
     exact = before is not None and abs(before - at) < 0.001
     nearest = before if exact else _nearest(at, before, after)
 
@@ -297,7 +300,7 @@ def _reason(entry: TickOutcome | None, instant: float, at: float, info: StoredSc
         return "not come yet" + (" (the schedule is paused now)" if info.paused else "")
     if instant < info.created_at.timestamp():
         return "before the schedule was added (no instant of it then)"
-    if Instants(info.spec).excluded(instant):
+    if trigger_of(info.spec).excluded(instant):
         return "excluded by its calendar (no row: no node decided it)"
     return (
         "no ledger row: no node running schedules decided it (none was running, or its "

@@ -24,8 +24,10 @@ from dataclasses import dataclass, field
 from typing import ClassVar, final
 
 from ..clock import Clock, SystemClock
+from . import _protocol
 from ._protocol import EXPIRED_LEASE_RETENTION as RETENTION
 from ._protocol import ClaimOutcome, LeaseRow, Ownership, PauseNote, TickClaim, TickRequest
+from ._protocol import ClaimsInBatches as _OneClaimAsBatch
 from ._rendezvous import rendezvous_owner
 
 __all__ = ["MemoryCoordinator"]
@@ -70,7 +72,7 @@ class _State:
 
 
 @final
-class MemoryCoordinator:
+class MemoryCoordinator(_OneClaimAsBatch):
     """A :class:`~tocsin.cluster.Coordinator` in this process's memory.
 
     Args:
@@ -280,22 +282,16 @@ class MemoryCoordinator:
 
     # -- cron single fire ------------------------------------------------------------
 
-    async def claim_tick(
-        self,
-        key: str,
-        reference: str,
-        fire_at: float,
-        ttl: float,
-        node: str,
-        *,
-        keep: float | None = None,
-        lease: float | None = None,
-        backfill: bool = False,
-    ) -> TickClaim:
+    async def claim_ticks(self, requests: Sequence[TickRequest], node: str) -> list[TickClaim]:
+        # Nothing here suspends: the batch is one atomic step, as it must be.
+        return [self._decide(request, node) for request in requests]
+
+    def _decide(self, request: TickRequest, node: str) -> TickClaim:
         state, now = self._s, self._clock.wall()
+        key, reference, lease = request.key, request.reference, request.lease
         if reference in state.paused:
             return TickClaim(ClaimOutcome.PAUSED)
-        if now - fire_at > ttl and not backfill:
+        if request.late(now):
             return TickClaim(ClaimOutcome.LATE)
         held = state.claims.get(key)
         if held is not None and held.expires > now:
@@ -305,29 +301,14 @@ class MemoryCoordinator:
                 return TickClaim(ClaimOutcome.LOST, retry_in=held.held - now)
             expires = held.expires  # a re-claim keeps the claim's expiry
         else:
-            expires = max(now, fire_at) + max(ttl, keep or 0.0)
-        fence = state.fences[reference] = state.fences.get(reference, 0) + 1
+            expires = request.expiry(now)
+        fence = max(state.fences.get(reference, 0) + 1, _protocol.least_fence(now))
+        state.fences[reference] = fence
         state.claims[key] = _Claim(node, expires, fence, 0.0 if lease is None else now + lease)
         if len(state.claims) > 1024 and len(state.claims) & 1023 == 0:
             # Claims expire only: drop the expired ones now and then.
             state.claims = {k: v for k, v in state.claims.items() if v.expires > now}
         return TickClaim(ClaimOutcome.WON, fence)
-
-    async def claim_ticks(self, requests: Sequence[TickRequest], node: str) -> list[TickClaim]:
-        # claim_tick never suspends: the loop is one atomic step, as a batch must be.
-        return [
-            await self.claim_tick(
-                r.key,
-                r.reference,
-                r.fire_at,
-                r.ttl,
-                node,
-                keep=r.keep,
-                lease=r.lease,
-                backfill=r.backfill,
-            )
-            for r in requests
-        ]
 
     async def renew_tick(self, key: str, fence: int, lease: float) -> bool:
         state, now = self._s, self._clock.wall()

@@ -31,6 +31,7 @@ from ..stores._spi import (
 )
 from ._protocol import EXPIRED_LEASE_RETENTION as RETENTION
 from ._protocol import ClaimOutcome, LeaseRow, Ownership, PauseNote, TickClaim, TickRequest
+from ._protocol import ClaimsInBatches as _OneClaimAsBatch
 from ._rendezvous import rendezvous_owner
 
 try:  # fail at import with the install hint (the session layer imports it on first use)
@@ -105,8 +106,9 @@ RETURNING {_LEASE_COLUMNS}
 # $8 lease (NULL: at_most_once), $9 backfill. The claim row is locked (FOR UPDATE) before
 # anything is decided, so two claimers of one key are serialized on it; the fence is the
 # reference's counter, bumped only by a caller that may win (a first-insert race can leave
-# a gap: fences grow, not necessarily by one). The clock is the earlier reading, which can
-# only make a take-over less likely.
+# a gap: fences grow, not necessarily by one), to the clock in microseconds if that is
+# larger (least_fence: fences keep growing across a coordinator that lost its data). The
+# clock is the earlier reading, which can only make a take-over less likely.
 _CLAIM: Final = f"""
 WITH c AS MATERIALIZED (SELECT {_NOW} AS now),
 p AS MATERIALIZED (
@@ -123,8 +125,8 @@ go AS MATERIALIZED (
     FROM c, p),
 f AS (
     INSERT INTO tocsin_cluster_fences AS f (reference, fence)
-    SELECT $3, 1 FROM go WHERE go.win
-    ON CONFLICT (reference) DO UPDATE SET fence = f.fence + 1
+    SELECT $3, (go.now * 1000000)::bigint FROM go WHERE go.win
+    ON CONFLICT (reference) DO UPDATE SET fence = greatest(f.fence + 1, excluded.fence)
     RETURNING fence),
 ins AS (
     INSERT INTO tocsin_cluster_claims AS k (key, node, expires, fence, held)
@@ -177,8 +179,8 @@ go AS MATERIALIZED (
     LEFT JOIN old o ON o.key = r.key),
 f AS (
     INSERT INTO tocsin_cluster_fences AS f (reference, fence)
-    SELECT reference, 1 FROM go WHERE go.win ORDER BY reference
-    ON CONFLICT (reference) DO UPDATE SET fence = f.fence + 1
+    SELECT reference, (go.now * 1000000)::bigint FROM go WHERE go.win ORDER BY reference
+    ON CONFLICT (reference) DO UPDATE SET fence = greatest(f.fence + 1, excluded.fence)
     RETURNING reference, fence),
 ins AS (
     INSERT INTO tocsin_cluster_claims AS k (key, node, expires, fence, held)
@@ -236,7 +238,7 @@ def _decide(
         return TickClaim(ClaimOutcome.WON, fence)
     if paused:
         return TickClaim(ClaimOutcome.PAUSED)
-    if now - request.fire_at > request.ttl and not request.backfill:
+    if request.late(now):
         return TickClaim(ClaimOutcome.LATE)
     if request.lease is None:
         return TickClaim(ClaimOutcome.LOST)
@@ -264,7 +266,7 @@ def _rounds(requests: Sequence[TickRequest]) -> list[list[int]]:
 
 
 @final
-class PostgresCoordinator:
+class PostgresCoordinator(_OneClaimAsBatch):
     """A :class:`~tocsin.cluster.Coordinator` in a PostgreSQL database.
 
     Args:
@@ -609,32 +611,22 @@ class PostgresCoordinator:
 
     # -- cron single fire ------------------------------------------------------------
 
-    async def claim_tick(
-        self,
-        key: str,
-        reference: str,
-        fire_at: float,
-        ttl: float,
-        node: str,
-        *,
-        keep: float | None = None,
-        lease: float | None = None,
-        backfill: bool = False,
-    ) -> TickClaim:
+    async def _claim_one(self, request: TickRequest, node: str) -> TickClaim:
+        # One tick: the single statement, lighter than a batch of one.
         pool = self._require()
-        request = TickRequest(key, reference, fire_at, ttl, keep, lease, backfill)
+        lease = request.lease
         async with self._errors("claim_tick"):
             row = await pool.fetchrow(
                 _CLAIM,
                 self._offset,
-                key,
-                reference,
+                request.key,
+                request.reference,
                 node,
-                float(fire_at),
-                float(ttl),
-                float(keep or 0.0),
+                float(request.fire_at),
+                float(request.ttl),
+                float(request.keep or 0.0),
                 None if lease is None else float(lease),
-                backfill,
+                request.backfill,
             )
             await self._count_claims(pool, 1)
         return _decide(request, *row)

@@ -27,6 +27,7 @@ from ..errors import CoordinatorError, CoordinatorUnavailableError
 from ..stores._spi import REDIS_OPTIONS, redact, split_options
 from ._protocol import EXPIRED_LEASE_RETENTION as RETENTION
 from ._protocol import ClaimOutcome, LeaseRow, Ownership, PauseNote, TickClaim, TickRequest
+from ._protocol import ClaimsInBatches as _OneClaimAsBatch
 from ._url import check_coordinator_url
 
 try:
@@ -197,8 +198,12 @@ return {enc, 1}
 )
 # The claim value is "<expires ms> <fence> <held ms> <node>" (held: an at_least_once
 # claim's delivery lease end while undone, 0 once done); claims written before the fence
-# read "<expires ms> <node>": done, fence 0. With a clock offset (tests) Redis' own expiry
-# and ours differ, so an expired-by-offset claim is taken over explicitly.
+# read "<expires ms> <node>": done, fence 0. A grant's fence is the reference's last one
+# plus one, or the clock in microseconds if larger (least_fence: fences keep growing
+# across a flush); kept in the fences hash as a decimal string (Lua numbers are doubles,
+# exact for integers below 2^53, so for microsecond clocks until the year 2255). With a
+# clock offset (tests) Redis' own expiry and ours differ, so an expired-by-offset claim
+# is taken over explicitly.
 # KEYS: paused, claim, fences. ARGV: offset, reference, fire, ttl, node, keep, lease ("":
 # at_most_once), backfill ("1").
 _CLAIM_TICK: Final = (
@@ -221,7 +226,8 @@ if held then
   end
 end
 if expires == nil then expires = math.max(now, fire) + math.max(ttl, tonumber(ARGV[6])) end
-local fence = redis.call('HINCRBY', KEYS[3], ARGV[2], 1)
+local fence = math.max(tonumber(redis.call('HGET', KEYS[3], ARGV[2]) or '0') + 1, now * 1000)
+redis.call('HSET', KEYS[3], ARGV[2], string.format('%d', fence))
 local until_ms = 0
 if lease then until_ms = now + lease end
 local value = string.format('%d %d %d %s', expires, fence, until_ms, ARGV[5])
@@ -274,12 +280,14 @@ for i, r in ipairs(batch) do
     end
     if answer == nil then
       if expires == nil then expires = math.max(now, fire) + math.max(ttl, keep) end
-      local fence = redis.call('HINCRBY', KEYS[2], reference, 1)
+      local fence = math.max(tonumber(redis.call('HGET', KEYS[2], reference) or '0') + 1,
+                             now * 1000)
+      redis.call('HSET', KEYS[2], reference, string.format('%d', fence))
       local until_ms = 0
       if lease then until_ms = now + lease end
       local value = string.format('%d %d %d %s', expires, fence, until_ms, node)
       redis.call('SET', claim, value, 'PX', math.max(1, expires - now))
-      answer = 'w' .. fence
+      answer = 'w' .. string.format('%d', fence)
     end
   end
   out[i] = answer
@@ -397,7 +405,7 @@ def _batch_claim(part: str) -> TickClaim:
 
 
 @final
-class RedisCoordinator:
+class RedisCoordinator(_OneClaimAsBatch):
     """A :class:`~tocsin.cluster.Coordinator` on a Redis server (one primary).
 
     Args:
@@ -601,19 +609,8 @@ class RedisCoordinator:
 
     # -- cron single fire ------------------------------------------------------------
 
-    async def claim_tick(
-        self,
-        key: str,
-        reference: str,
-        fire_at: float,
-        ttl: float,
-        node: str,
-        *,
-        keep: float | None = None,
-        lease: float | None = None,
-        backfill: bool = False,
-    ) -> TickClaim:
-        request = TickRequest(key, reference, fire_at, ttl, keep, lease, backfill)
+    async def _claim_one(self, request: TickRequest, node: str) -> TickClaim:
+        # One tick: the single script, lighter than a batch of one.
         result = await self._run("claim_tick", *self._claim_call(request, node))
         return _tick_claim(result)
 

@@ -8,8 +8,8 @@ other ``cluster._*`` module (DESIGN.md "Layers"). Re-exports only.
 actors, through the routes ``add_in_process_route`` adds (the simulated network);
 ``open_coordinator`` makes a coordinator from its URL;
 ``bind_store`` / ``warn_if_clustered`` check the store's cluster record;
-``CronClaims`` (with ``Counters``, ``TickClaim``, ``TickRequest``, ``ClaimOutcome`` and
-``claim_ttl``) is the claim path stored schedules share with cluster cron
+``CronClaims`` (with ``Counters``, ``TickClaim``, ``TickRequest``, ``ClaimOutcome``,
+``ClaimsInBatches`` and ``claim_ttl``) is the claim path stored schedules share with cluster cron
 (``tocsin.schedules``).
 """
 
@@ -23,7 +23,7 @@ from ._durable import (
     register_in_process,
 )
 from ._identity import bind_store, warn_if_clustered
-from ._protocol import ClaimOutcome, PauseNote, TickClaim, TickRequest
+from ._protocol import ClaimOutcome, ClaimsInBatches, PauseNote, TickClaim, TickRequest
 from ._rebalance import Rebalancer
 from ._single_fire import CronClaims, claim_ttl
 from ._url import open_coordinator
@@ -31,6 +31,7 @@ from ._values import Counters
 
 __all__ = [
     "ClaimOutcome",
+    "ClaimsInBatches",
     "ClusterOwnership",
     "Counters",
     "CronClaims",

@@ -36,8 +36,10 @@ from ..stores._spi import (
     open_connection,
     transaction,
 )
+from . import _protocol
 from ._protocol import EXPIRED_LEASE_RETENTION as RETENTION
 from ._protocol import ClaimOutcome, LeaseRow, Ownership, PauseNote, TickClaim, TickRequest
+from ._protocol import ClaimsInBatches as _OneClaimAsBatch
 from ._rendezvous import rendezvous_owner
 
 __all__ = ["SQLiteCoordinator"]
@@ -49,9 +51,12 @@ T = TypeVar("T")
 #: nodes write again within a lease).
 SYNCHRONOUS: Final = "NORMAL"
 
+# The next fence of a reference: one more than its last, or the clock in microseconds if
+# larger (least_fence: fences keep growing across a coordinator file deleted).
 _FENCE: Final = (
-    "INSERT INTO tocsin_cluster_fences (reference, fence) VALUES (?, 1) "
-    "ON CONFLICT (reference) DO UPDATE SET fence = tocsin_cluster_fences.fence + 1 "
+    "INSERT INTO tocsin_cluster_fences (reference, fence) VALUES (?, ?) "
+    "ON CONFLICT (reference) DO UPDATE "
+    "SET fence = max(tocsin_cluster_fences.fence + 1, excluded.fence) "
     "RETURNING fence"
 )
 _PURGE_CLAIMS: Final = (
@@ -78,13 +83,13 @@ def _lease(row: Any, now: float) -> LeaseRow:
 
 def _claim_one(conn: sqlite3.Connection, now: float, request: TickRequest, node: str) -> TickClaim:
     """Decide and write one tick claim inside the caller's write transaction."""
-    reference, fire_at, ttl, lease = request.reference, request.fire_at, request.ttl, request.lease
+    reference, lease = request.reference, request.lease
     paused = conn.execute(
         "SELECT 1 FROM tocsin_cluster_paused WHERE reference = ?", (reference,)
     ).fetchone()
     if paused is not None:
         return TickClaim(ClaimOutcome.PAUSED)
-    if now - fire_at > ttl and not request.backfill:
+    if request.late(now):
         return TickClaim(ClaimOutcome.LATE)
     row = conn.execute(
         "SELECT expires, held FROM tocsin_cluster_claims WHERE key = ?", (request.key,)
@@ -96,8 +101,8 @@ def _claim_one(conn: sqlite3.Connection, now: float, request: TickRequest, node:
             return TickClaim(ClaimOutcome.LOST, retry_in=row[1] - now)
         expires = row[0]  # a re-claim keeps the claim's expiry
     else:
-        expires = max(now, fire_at) + max(ttl, request.keep or 0.0)
-    fence = conn.execute(_FENCE, (reference,)).fetchone()[0]
+        expires = request.expiry(now)
+    fence = conn.execute(_FENCE, (reference, _protocol.least_fence(now))).fetchone()[0]
     conn.execute(
         "INSERT OR REPLACE INTO tocsin_cluster_claims (key, node, expires, fence, held) "
         "VALUES (?, ?, ?, ?, ?)",
@@ -107,7 +112,7 @@ def _claim_one(conn: sqlite3.Connection, now: float, request: TickRequest, node:
 
 
 @final
-class SQLiteCoordinator:
+class SQLiteCoordinator(_OneClaimAsBatch):
     """A :class:`~tocsin.cluster.Coordinator` in a SQLite file (WAL mode).
 
     Args:
@@ -367,21 +372,6 @@ class SQLiteCoordinator:
         return await self._step(step, write=True)
 
     # -- cron single fire ------------------------------------------------------------
-
-    async def claim_tick(
-        self,
-        key: str,
-        reference: str,
-        fire_at: float,
-        ttl: float,
-        node: str,
-        *,
-        keep: float | None = None,
-        lease: float | None = None,
-        backfill: bool = False,
-    ) -> TickClaim:
-        request = TickRequest(key, reference, fire_at, ttl, keep, lease, backfill)
-        return (await self.claim_ticks((request,), node))[0]
 
     async def claim_ticks(self, requests: Sequence[TickRequest], node: str) -> list[TickClaim]:
         before = self._claims

@@ -339,7 +339,8 @@ def render_stored_page(h: StoredHistory | None, schedule_id: str) -> str:
         _row(
             (
                 _time(t.instant),
-                f'<span class="outcome outcome-{e(t.outcome)}">{e(t.outcome)}</span>',
+                f'<span class="outcome outcome-{e(t.outcome)}">{e(t.outcome)}</span>'
+                + (" (manual run)" if t.manual else ""),
                 "—" if t.detail is None else e(t.detail),
                 _time(t.started),
                 e(t.node),

@@ -9,12 +9,12 @@ import ipaddress
 import logging
 import secrets
 import ssl as _ssl
-from types import TracebackType
 from typing import TYPE_CHECKING, Final, final
 from urllib.parse import quote
 
 from aiohttp import web
 
+from .._resource import AsyncResource
 from ._app import MetricsEndpoint, build_app
 from ._auth import SESSION_TTL, Sessions
 from ._data import ConsoleSource, Members, StoreSource, SystemSource
@@ -134,7 +134,7 @@ class _GuardedSite(web.TCPSite):
 
 
 @final
-class Console:
+class Console(AsyncResource):
     """A running console server. Close it with :meth:`close` or ``async with``.
 
     Not constructed directly: use :func:`serve` or :func:`serve_store`.
@@ -181,15 +181,9 @@ class Console:
         """Stop serving: open pages' event streams end; idempotent."""
         await self._runner.cleanup()
 
-    async def __aenter__(self) -> Console:
-        return self
-
-    async def __aexit__(
-        self,
-        exc_type: type[BaseException] | None,
-        exc: BaseException | None,
-        tb: TracebackType | None,
-    ) -> None:
+    # `async with await serve(...) as console:` closes it on the way out (AsyncResource;
+    # it serves from the start, so entering does nothing).
+    async def _exit(self) -> None:
         await self.close()
 
 

@@ -173,13 +173,13 @@ class JobActor(DurableActor):
         # Every store tocsin ships keeps the ledger and the claims (a ScheduleStore).
         read = getattr(store, "schedule_tick")  # noqa: B009
         claim = getattr(store, "claim_schedule_tick")  # noqa: B009
-        found = await read(tick.reference, instant)
+        found = await read(tick.reference, instant, manual=tick.manual)
         ran = found is not None and found.started is not None
         if not ran:
             # Put-if-absent: of two runs of one instant racing (a stalled owner woken
             # after its shard moved), one wins the mark and only it calls the handler.
             now = runtime.clock.wall()
-            key = start_mark(tick.reference, instant)
+            key = start_mark(tick.reference, instant, manual=tick.manual)
             ran = not await claim(key, runtime.name, now, now + START_MARK_SECONDS)
         if ran:
             await self._ledger(ctx, tick, ledger, str(Outcome.FAILED), INTERRUPTED)
@@ -216,6 +216,7 @@ class JobActor(DurableActor):
             version=version,
             detail=detail,
             started=None if failed else now,
+            manual=tick.manual,
         )
         try:
             # Every store tocsin ships keeps the ledger (a ScheduleStore).
@@ -242,10 +243,11 @@ class JobActor(DurableActor):
             observer.observe_start(now - instant)
 
 
-def start_mark(reference: str, instant: float) -> str:
+def start_mark(reference: str, instant: float, *, manual: bool = False) -> str:
     """The store claim key marking the at-most-once run of ``reference``'s ``instant``
-    started (``run-started:<id>@<instant>``)."""
-    return f"{START_MARK_PREFIX}{reference}@{instant:.6f}"
+    started (``run-started:<id>@<instant>``; a manual run's ``<id>@manual@<instant>``)."""
+    kind = "@manual" if manual else ""
+    return f"{START_MARK_PREFIX}{reference}{kind}@{instant:.6f}"
 
 
 def _arguments(payload: Any) -> tuple[list[Any], dict[str, Any], Tick | None]:

@@ -31,11 +31,17 @@ its one ledger row.
   :data:`BACKSTOP_SECONDS` covers a lost notification while schedules exist; a node
   whose store never held one does no periodic work. An add or an update arms the first
   instant strictly after the change: it never fires at once.
-* **Overlap.** Judged by the schedule's stored runs not yet finished (queued on the
-  deciding node): runs of one schedule run one after another (a durable identity's tasks
-  do; a job's run ids ``<id>@<instant>`` share one shard), so ``max_in_flight`` bounds
-  how many wait and ``BUFFER_ONE`` keeps one waiting behind the one running. Instants
-  asked for (trigger, backfill, a misfire replay) are queued whatever waits.
+* **Policies.** Every decision is the policy engine's (``tocsin.triggers``), which this
+  module only feeds: overlap (:func:`~tocsin.triggers.queue_admits`, over the
+  schedule's stored runs not yet finished, queued on the deciding node: runs of one
+  schedule run one after another, as a durable identity's tasks do and a job's run ids
+  ``<id>@<instant>`` share one shard; instants asked for are queued whatever waits),
+  misfire (:func:`~tocsin.triggers.plan_misfire` with the ledger's rule at start,
+  :func:`~tocsin.triggers.goes_on_from_now` after a stall), grace
+  (:func:`~tocsin.triggers.past_grace`), and every instant (the engine's trigger:
+  calendar, DST, jitter). ``tests/test_one_policy_engine.py`` keeps it so.
+* **Manual runs** (``trigger``) are claimed under ``schedule:<id>@manual`` and
+  recorded in a ledger row of their own, so one at the instant of a decided tick runs.
 
 Prior art: APScheduler 4's scheduler loop over a shared data store (acquire schedules,
 release them), Temporal's schedule workflow (one decision and one record per action).
@@ -57,11 +63,20 @@ from ..actor import Outcome, Tick, TickNotDelivered
 from ..cluster._spi import Counters, CronClaims
 from ..jobs import DEFAULT_MAX_RETRIES, job_row
 from ..stores import ScheduleRow, ScheduleStore, ScheduleTickRow, UpsertTask
-from ._instants import Instants
+from ..triggers import (
+    CronTrigger,
+    goes_on_from_now,
+    next_delivered,
+    overdue,
+    past_grace,
+    plan_misfire,
+    queue_admits,
+)
+from ._instants import trigger_of
 from ._spec import decode_spec
-from ._store_claims import PREFIX, StoreClaims
+from ._store_claims import MANUAL, PREFIX, StoreClaims
 from ._targets import find_job, queue_durable, task_id
-from ._values import Cron, Durable, Once, Schedule
+from ._values import Durable, Once, Schedule
 
 if TYPE_CHECKING:
     from ..clock import Clock, TimerHandle
@@ -102,11 +117,11 @@ class _Entry:
 
     __slots__ = (
         "armed",
-        "instants",
         "outstanding",
         "row",
         "since",
         "spec",
+        "trigger",
     )
 
     def __init__(self, row: ScheduleRow, spec: Schedule) -> None:
@@ -114,7 +129,8 @@ class _Entry:
         # schedules its bytes were a sixth of a node's memory for them.
         self.row = msgspec.structs.replace(row, spec=b"") if row.spec else row
         self.spec = spec
-        self.instants = Instants(spec)
+        #: The policy engine's trigger: every instant, calendar, DST and jitter of it.
+        self.trigger = trigger_of(spec)
         #: The token of this schedule's item in the runner's timer heap (``None``: not
         #: armed); an item whose token is no longer here was cancelled.
         self.armed: int | None = None
@@ -359,29 +375,30 @@ class Runner:
             if not spec.enabled or isinstance(spec.trigger, Once):
                 continue  # a Once due while down is armed at once by _arm
             since = max(last.get(entry.row.id, -math.inf), entry.row.updated_at)
-            latest = entry.instants.before(now)
-            if latest is None or latest <= since:
-                continue
-            overdue = entry.instants.count(since, now, cap=10_000)
             misfire = spec.misfire
-            if misfire.mode == "skip":
-                text = f"{overdue} instants came due while no node ran it (Misfire.skip)"
-                await self._record(entry, latest, Outcome.MISSED, text, replace=False)
+            count, recent = overdue(entry.trigger, since, now, misfire.keep())
+            if not count:
                 continue
-            keep = misfire.max if misfire.mode == "all" else 1
-            chosen = [latest]
-            while len(chosen) < min(keep, overdue):
-                earlier = entry.instants.before(chosen[0] - 1e-6)
-                if earlier is None or earlier <= since:
-                    break
-                chosen.insert(0, earlier)
-            if overdue > len(chosen):
-                first = entry.instants.after(since)
-                if first is not None:
-                    text = str(overdue - len(chosen))
-                    await self._record(entry, first, Outcome.COALESCED, text, replace=False)
-            rate = misfire.rate if misfire.mode == "all" else None
-            for i, instant in enumerate(chosen):
+            first = entry.trigger.after(since)
+            assert first is not None  # `recent` holds one after `since`
+            # The ledger's rule (one row per instant, the newest marks how far the
+            # schedule was decided): `once` delivers the latest, `skip` notes the latest.
+            plan = plan_misfire(misfire, first, count, recent, ledger=True)
+            noted = first if plan.noted is None else plan.noted
+            if plan.coalesced:
+                text = str(plan.coalesced)
+                await self._record(entry, noted, Outcome.COALESCED, text, replace=False)
+            if plan.missed:
+                # Only `skip` (nothing delivered) and `all` (the older ones) miss some.
+                why = (
+                    f", older than the {len(plan.deliver)} replayed (Misfire.all)"
+                    if plan.deliver
+                    else " (Misfire.skip)"
+                )
+                text = f"{plan.missed} instants came due while no node ran it{why}"
+                await self._record(entry, noted, Outcome.MISSED, text, replace=False)
+            rate = plan.rate
+            for i, instant in enumerate(plan.deliver):
                 if not rate or i == 0:
                     self.claim(entry, instant, overdue=True)
                     continue
@@ -411,7 +428,7 @@ class Runner:
         if self.closed or not entry.spec.enabled:
             return
         trigger = entry.spec.trigger
-        instant = known if known is not None else entry.instants.after(after)
+        instant = known if known is not None else entry.trigger.after(after)
         if instant is None:
             if isinstance(trigger, Once) and trigger.at is not None and entry.armed is None:
                 # Stored and still undecided, its instant passed while no node ran it:
@@ -421,7 +438,7 @@ class Runner:
         clock = self.clock
         if entry.since is None:
             entry.since = after
-        delay = entry.instants.due(instant) - clock.wall()
+        delay = entry.trigger.delivery(entry.row.id, instant) - clock.wall()
         self._push(entry, clock.monotonic() + max(delay, 0.0), instant)
 
     def _push(self, entry: _Entry, due: float, instant: float) -> None:
@@ -465,26 +482,26 @@ class Runner:
         entry = self.entries.get(schedule_id)
         if entry is None or entry.row.paused or not entry.spec.enabled:
             return None
-        instant = entry.instants.next_delivered(now)
-        return None if instant is None else entry.instants.due(instant)
+        instant = next_delivered(entry.trigger, now)
+        return None if instant is None else entry.trigger.delivery(schedule_id, instant)
 
     def _fire(self, entry: _Entry, instant: float) -> None:
         if self.entries.get(entry.row.id) is not entry:
             return  # replaced or removed since it was armed
-        nxt = entry.instants.after(instant)
+        trigger = entry.trigger
+        nxt = trigger.after(instant)
         since, entry.since = entry.since, instant
-        if since is not None and isinstance(entry.spec.trigger, Cron):
-            for at, what in entry.instants.dst_dropped(since, instant):
+        if since is not None and isinstance(trigger, CronTrigger):
+            for at, outcome in trigger.dropped(since, instant):
                 # Every node computes the same: the first to write it records it.
-                outcome = Outcome(what)
                 self.spawn(self._record(entry, at, outcome, None, replace=False), "dst")
         self.claim(entry, instant, following=nxt)
         if isinstance(entry.spec.trigger, Once):
             return  # one instant: decided by its claim
         now = self.clock.wall()
-        if nxt is not None and nxt <= now and entry.spec.misfire.mode != "all":
-            # The loop stalled past more instants: Misfire.once/skip go on from now
-            # (the overdue ones coalesce into the one just claimed).
+        if goes_on_from_now(entry.spec.misfire, nxt, now):
+            # The loop stalled past more instants (Misfire.once/skip): the overdue ones
+            # coalesce into the one just claimed.
             self._arm(entry, now)
         else:
             self._arm(entry, instant, nxt)
@@ -500,11 +517,13 @@ class Runner:
         following: float | None = None,
     ) -> None:
         """Claim ``instant`` of ``entry`` and decide it if this node wins (``overdue``:
-        an instant found overdue at start, claimed without the lateness check)."""
+        an instant found overdue at start, claimed without the lateness check). A manual
+        run is claimed under a reference of its own (``schedule:<id>@manual``: no id holds
+        an ``@``), so a trigger at the instant of a decided tick is not taken for it."""
         if following is None:
-            following = entry.instants.after(instant)
+            following = entry.trigger.after(instant)
         period = math.inf if following is None else following - instant
-        reference = CLAIM_PREFIX + entry.row.id
+        reference = CLAIM_PREFIX + entry.row.id + (MANUAL if manual else "")
 
         def deliver(fence: int, finished: Callable[[], None] | None) -> bool:
             work = self._decide(entry, instant, fence or None, finished, manual, backfill, overdue)
@@ -514,7 +533,8 @@ class Runner:
         def skipped(outcome: Outcome | None, detail: str | int | None) -> None:
             if outcome in (Outcome.COALESCED, Outcome.CLAIM_ERROR):
                 text = None if detail is None else str(detail)
-                self.spawn(self._record(entry, instant, outcome, text, replace=False), "record")
+                work = self._record(entry, instant, outcome, text, replace=False, manual=manual)
+                self.spawn(work, "record")
 
         self.claims.deliver_if_won(
             reference,
@@ -549,19 +569,20 @@ class Runner:
             if row.version == entry.row.version:
                 entry.row = msgspec.structs.replace(row, spec=b"")
             spec = entry.spec
+            # A manual run is never paused, excluded nor late: only its run's rows are
+            # its own (``manual=``).
             if not manual and not backfill and row.paused:
                 await self._record(entry, instant, Outcome.PAUSED, None, row=row)
-            elif not manual and entry.instants.excluded(instant):
+            elif not manual and entry.trigger.excluded(instant):
                 await self._record(entry, instant, Outcome.EXCLUDED, None)
             elif (
                 not manual
                 and not backfill
-                and spec.misfire.grace is not None
-                and self.clock.wall() - instant > spec.misfire.grace
+                and past_grace(spec.misfire, self.clock.wall() - instant)
             ):
                 await self._record(entry, instant, Outcome.MISSED, None)
             elif isinstance(spec.target, Durable):
-                await self._queue(entry, instant, spec.target, asked)
+                await self._queue(entry, instant, spec.target, asked, manual)
             else:
                 # Durable from here on: a lease (at_least_once) ends once it is stored.
                 await self._enqueue_job(entry, instant, fence, manual, backfill, asked)
@@ -575,23 +596,23 @@ class Runner:
             if finished is not None:
                 finished()
 
-    async def _queue(self, entry: _Entry, instant: float, target: Durable, asked: bool) -> None:
+    async def _queue(
+        self, entry: _Entry, instant: float, target: Durable, asked: bool, manual: bool
+    ) -> None:
         store = self.durable.store
         alive = []
         for kind, identity, tid in entry.outstanding:
             if await store.get_task(kind, identity, tid) is not None:
                 alive.append((kind, identity, tid))
         entry.outstanding = alive
-        overlap = entry.spec.overlap
-        allowed = overlap.max_in_flight + (1 if overlap.mode == "buffer_one" else 0)
-        if len(alive) >= allowed and not asked:
-            await self._record(entry, instant, Outcome.SKIPPED_OVERLAP, None)
+        if not queue_admits(entry.spec.overlap, len(alive), asked=asked):
+            await self._record(entry, instant, Outcome.SKIPPED_OVERLAP, None, manual=manual)
             return
         now = self.clock.wall()
-        tid = await queue_durable(self.durable, target, entry.row.id, instant, now)
+        tid = await queue_durable(self.durable, target, entry.row.id, instant, now, manual=manual)
         entry.outstanding = [*alive, (target.kind, target.identity, tid)]
         await self._wake(target.kind, target.identity, now)
-        await self._record(entry, instant, Outcome.DELIVERED, None)
+        await self._record(entry, instant, Outcome.DELIVERED, None, manual=manual)
 
     async def _enqueue_job(
         self,
@@ -611,12 +632,10 @@ class Runner:
         store = self.durable.store
         alive = [key for key in entry.outstanding if await store.get_task(*key) is not None]
         entry.outstanding = alive
-        overlap = spec.overlap
         # Runs of one schedule share a shard (their ids are ``<id>@<instant>``), so they
-        # run one after another: one running, and BUFFER_ONE keeps one more waiting.
-        allowed = overlap.max_in_flight + (1 if overlap.mode == "buffer_one" else 0)
-        if len(alive) >= allowed and not asked:
-            await self._record(entry, instant, Outcome.SKIPPED_OVERLAP, None)
+        # run one after another: the engine says how many wait behind the one running.
+        if not queue_admits(spec.overlap, len(alive), asked=asked):
+            await self._record(entry, instant, Outcome.SKIPPED_OVERLAP, None, manual=manual)
             return
         assert isinstance(spec.target, str)
         # The job's own retry budget when this process knows it. A job no module of
@@ -641,7 +660,7 @@ class Runner:
             and await self.store.schedule_tick(sid, instant) is not None
         )
         now = self.clock.wall()
-        run_id = task_id(sid, instant)
+        run_id = task_id(sid, instant, manual=manual)
         tick = Tick(sid, _utc(instant), 1, manual, backfill, fence)
         row = job_row(
             spec.target,
@@ -659,7 +678,7 @@ class Runner:
         entry.outstanding = [*alive, (row.kind, row.identity, row.id)]
         await self._wake(row.kind, row.identity, now)
         if not again:
-            await self._record(entry, instant, Outcome.DELIVERED, detail)
+            await self._record(entry, instant, Outcome.DELIVERED, detail, manual=manual)
 
     async def _wake(self, kind: str, identity: str, now: float) -> None:
         """A task row of ``kind/identity`` due ``now`` was written: run it here, or in
@@ -698,8 +717,10 @@ class Runner:
         row: ScheduleRow | None = None,
         started: float | None = None,
         replace: bool = True,
+        manual: bool = False,
     ) -> None:
-        """Write the ledger row of ``instant``, count it, and publish a non-delivery."""
+        """Write the ledger row of ``instant`` (``manual``: of the run a trigger asked
+        for at it, a row of its own), count it, and publish a non-delivery."""
         sid = entry.row.id
         paused = row if outcome is Outcome.PAUSED else None
         ledger = ScheduleTickRow(
@@ -713,6 +734,7 @@ class Runner:
             note=None if paused is None else paused.note,
             by=None if paused is None else paused.paused_by,
             started=started,
+            manual=manual,
         )
         try:
             await self.store.record_schedule_tick(ledger, entry.spec.history, replace=replace)

@@ -26,9 +26,15 @@ import msgspec
 
 from ..actor import Outcome, TickOutcome
 from ..errors import ScheduleAlreadyExistsError, ScheduleNotFoundError
-from ..stores import ScheduleRequest, ScheduleRow, ScheduleStore, ScheduleTickRow
-from ..triggers import check_note
-from ._instants import Instants, resolve
+from ..stores import (
+    SchedulePause,
+    ScheduleRequest,
+    ScheduleRow,
+    ScheduleStore,
+    ScheduleTickRow,
+)
+from ..triggers import backfill_instants, check_note, next_delivered
+from ._instants import resolve, trigger_of
 from ._spec import decode_spec, diff, encode_spec
 from ._values import Interval, Once, Schedule, StoredSchedule
 
@@ -36,12 +42,10 @@ if TYPE_CHECKING:
     from ..clock import Clock
     from ._runner import Runner
 
-__all__ = ["BACKFILL_LIMIT", "Schedules", "Upserted"]
+__all__ = ["Schedules", "Upserted"]
 
 _log = logging.getLogger("tocsin.schedules")
 
-#: Most instants one ``backfill`` delivers (a wider range is a ``ValueError``: split it).
-BACKFILL_LIMIT: Final = 10_000
 #: Compare-and-set attempts of one change racing other writers before it gives up.
 _CAS_ATTEMPTS: Final = 8
 
@@ -224,14 +228,12 @@ class Schedules:
         return await self._set_paused(schedule_id, False, None)
 
     async def _set_paused(self, schedule_id: str, paused: bool, note: str | None) -> StoredSchedule:
-        now = self._clock.wall()
-        ok = await self._store.pause_schedule_row(
-            schedule_id,
-            paused=paused,
-            note=note if paused else None,
-            by=self._node if paused else None,
-            at=now if paused else None,
+        pause = (
+            SchedulePause(True, note, self._node, self._clock.wall())
+            if paused
+            else SchedulePause(False)
         )
+        ok = await self._store.pause_schedule_row(schedule_id, pause)
         if not ok:
             raise _unknown(schedule_id)
         row = await self._row(schedule_id)
@@ -268,23 +270,15 @@ class Schedules:
 
         Raises:
             ScheduleNotFoundError: unknown id.
-            ValueError: ``end`` not after ``start``, or more than 10,000 instants.
+            ValueError: ``end`` not after ``start``, or more instants than the one
+                backfill limit of every tier (:data:`tocsin.triggers.MAX_BACKFILL`).
         """
         first, last = _epoch(start, "start"), _epoch(end, "end")
         if not last > first:
             raise ValueError(f"backfill: `end` must be after `start`, got {start!r} .. {end!r}")
         row = await self._row(schedule_id)
-        instants = Instants(decode_spec(row.spec))
-        found: list[float] = []
-        cursor = instants.after(first - 1e-6)
-        while cursor is not None and cursor < last:
-            if not instants.excluded(cursor):
-                if len(found) == BACKFILL_LIMIT:
-                    raise ValueError(
-                        f"backfill: more than {BACKFILL_LIMIT:,} instants in the range; narrow it"
-                    )
-                found.append(cursor)
-            cursor = instants.after(cursor)
+        trigger = trigger_of(decode_spec(row.spec))
+        found = backfill_instants(trigger, first, last, f"stored schedule {schedule_id!r}")
         if not dry_run:
             for instant in found:
                 await self._run(row, instant, manual=False)
@@ -482,9 +476,9 @@ class Schedules:
         now = self._clock.wall()
         next_fire: float | None = None
         if not row.paused and spec.enabled:
-            instants = Instants(spec)
-            instant = instants.next_delivered(now)
-            next_fire = None if instant is None else instants.due(instant)
+            trigger = trigger_of(spec)
+            instant = next_delivered(trigger, now)
+            next_fire = None if instant is None else trigger.delivery(row.id, instant)
         last = await self._store.schedule_ticks(row.id, 1)
         created = _utc(row.created_at)
         updated = _utc(row.updated_at)
@@ -533,4 +527,5 @@ def tick_outcome(row: ScheduleTickRow) -> TickOutcome:
         note=row.note,
         paused_by=row.by,
         started=_utc(row.started),
+        manual=row.manual,
     )

@@ -4,12 +4,13 @@ beside the public :mod:`tocsin.schedules`: they import these names from here and
 other ``schedules._*`` module (DESIGN.md "Layers"). Re-exports only.
 
 ``Runner`` fires the stored schedules of one node; ``tick_outcome`` turns a ledger row
-into the ``TickOutcome`` history returns; ``decode_spec`` reads a stored spec.
+into the ``TickOutcome`` history returns; ``decode_spec`` reads a stored spec;
+``trigger_of`` is a stored spec's trigger (the policy engine's).
 """
 
 from __future__ import annotations
 
-from ._instants import Instants
+from ._instants import trigger_of
 from ._runner import SERVICE as SCHEDULES_SERVICE
 from ._runner import Runner, runner_of
 from ._service import tick_outcome
@@ -17,7 +18,6 @@ from ._spec import decode_spec, diff, encode_spec, spec_to_wire
 
 __all__ = [
     "SCHEDULES_SERVICE",
-    "Instants",
     "Runner",
     "decode_spec",
     "diff",
@@ -25,4 +25,5 @@ __all__ = [
     "runner_of",
     "spec_to_wire",
     "tick_outcome",
+    "trigger_of",
 ]

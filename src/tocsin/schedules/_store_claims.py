@@ -12,21 +12,23 @@ from __future__ import annotations
 from collections.abc import Sequence
 from typing import TYPE_CHECKING, Final, final
 
-from ..cluster._spi import ClaimOutcome, TickClaim, TickRequest
+from ..cluster._spi import ClaimOutcome, ClaimsInBatches, TickClaim, TickRequest
 from ..stores import ScheduleStore
 
 if TYPE_CHECKING:
     from ..clock import Clock
 
-__all__ = ["PREFIX", "StoreClaims"]
+__all__ = ["MANUAL", "PREFIX", "StoreClaims"]
 
 #: Claim references of stored schedules (``_runner.CLAIM_PREFIX``, which imports this
 #: module, says the same).
 PREFIX: Final = "schedule:"
+#: What a manual run's claim reference adds (``schedule:<id>@manual``; ids hold no ``@``).
+MANUAL: Final = "@manual"
 
 
 @final
-class StoreClaims:
+class StoreClaims(ClaimsInBatches):
     """The claim step of a coordinator, on the store (one node, or processes sharing one
     store without a cluster): put-if-absent, the lateness judged on this node's clock.
 
@@ -44,29 +46,26 @@ class StoreClaims:
         self.clock = clock
         self.url = "store"
 
-    async def claim_tick(
-        self,
-        key: str,
-        reference: str,
-        fire_at: float,
-        ttl: float,
-        node: str,
-        *,
-        keep: float | None = None,
-        lease: float | None = None,
-        backfill: bool = False,
-    ) -> TickClaim:
+    async def _claim_one(self, request: TickRequest, node: str) -> TickClaim:
         """Won, lost or late, as ``Coordinator.claim_tick`` answers (never paused)."""
         now = self.clock.wall()
-        if not backfill and now - fire_at > ttl:
+        if request.late(now):
             return TickClaim(ClaimOutcome.LATE)
-        expires = max(now, fire_at) + max(ttl, keep or 0.0)
-        won = await self.store.claim_schedule_tick(key, node, now, expires)
-        if not won and lease is not None and backfill and reference.startswith(PREFIX):
+        won = await self.store.claim_schedule_tick(request.key, node, now, request.expiry(now))
+        reference = request.reference
+        if (
+            not won
+            and request.lease is not None
+            and request.backfill
+            and reference.startswith(PREFIX)
+        ):
             # at_least_once, an instant asked for again (overdue at start, a backfill):
             # claimed, never decided (no ledger row) means its claimer died first.
             sid = reference[len(PREFIX) :]
-            won = await self.store.schedule_tick(sid, fire_at) is None
+            manual = sid.endswith(MANUAL)
+            if manual:
+                sid = sid[: -len(MANUAL)]
+            won = await self.store.schedule_tick(sid, request.fire_at, manual=manual) is None
         return TickClaim(ClaimOutcome.WON if won else ClaimOutcome.LOST)
 
     async def claim_ticks(self, requests: Sequence[TickRequest], node: str) -> list[TickClaim]:
@@ -75,29 +74,17 @@ class StoreClaims:
         batch = getattr(self.store, "claim_schedule_ticks", None)
         if batch is None or any(r.backfill and r.lease is not None for r in requests):
             # One claim at a time: a store without the batch, or an at_least_once instant
-            # asked for again, whose lost claim claim_tick checks against the ledger.
-            return [
-                await self.claim_tick(
-                    r.key,
-                    r.reference,
-                    r.fire_at,
-                    r.ttl,
-                    node,
-                    keep=r.keep,
-                    lease=r.lease,
-                    backfill=r.backfill,
-                )
-                for r in requests
-            ]
+            # asked for again, whose lost claim _claim_one checks against the ledger.
+            return [await self._claim_one(r, node) for r in requests]
         now = self.clock.wall()
         answers: list[TickClaim | None] = []
         claims: list[tuple[str, float]] = []
         for r in requests:
-            if not r.backfill and now - r.fire_at > r.ttl:
+            if r.late(now):
                 answers.append(TickClaim(ClaimOutcome.LATE))
             else:
                 answers.append(None)
-                claims.append((r.key, max(now, r.fire_at) + max(r.ttl, r.keep or 0.0)))
+                claims.append((r.key, r.expiry(now)))
         won = iter(await batch(claims, node, now) if claims else [])
         return [
             answer

@@ -39,15 +39,24 @@ def find_job(name: str) -> JobSpec:
     return resolve(name)
 
 
-def task_id(schedule_id: str, instant: float) -> str:
+def task_id(schedule_id: str, instant: float, *, manual: bool = False) -> str:
     """The id of the durable task row of ``instant`` (ISO 8601 UTC, milliseconds): a
-    second delivery of the same instant replaces its pending row, never adds one."""
+    second delivery of the same instant replaces its pending row, never adds one. A
+    manual run's is ``<id>@manual:<instant>``: apart from the regular tick's, and still
+    ``<id>`` before its last ``@`` (the same shard: runs of one schedule never overlap)."""
     moment = datetime.fromtimestamp(instant, UTC).isoformat(timespec="milliseconds")
-    return f"{schedule_id}@{moment.replace('+00:00', 'Z')}"
+    kind = "manual:" if manual else ""
+    return f"{schedule_id}@{kind}{moment.replace('+00:00', 'Z')}"
 
 
 async def queue_durable(
-    durable: DurableRuntime, target: Durable, schedule_id: str, instant: float, now: float
+    durable: DurableRuntime,
+    target: Durable,
+    schedule_id: str,
+    instant: float,
+    now: float,
+    *,
+    manual: bool = False,
 ) -> str:
     """Write the one-shot task of ``instant`` for ``target``'s identity (the caller wakes
     its owner); the owner runs it (``method(payload)``, retried and parked as any task).
@@ -55,7 +64,7 @@ async def queue_durable(
     row = TaskRow(
         kind=target.kind,
         identity=target.identity,
-        id=task_id(schedule_id, instant),
+        id=task_id(schedule_id, instant, manual=manual),
         name=target.method,
         payload=encode(target.payload),
         due=now,

@@ -12,7 +12,14 @@ position). An entry takes two slots:
   time it was handed to the target (monotonic seconds for interval and one-shot
   schedules, wall seconds for cron): no object is built per tick, and the
   :class:`~tocsin.TickOutcome` is made only when the ring is read;
-* anything else (rare): the :class:`~tocsin.TickOutcome` itself, then ``None``.
+* anything else: a tuple ``(outcome value, detail, recorded)`` (``recorded``: the wall
+  time it was recorded at), then the instant (wall seconds). Not rare in a cluster: every
+  tick another node won is ``claimed_elsewhere`` here (two in three on three nodes), so
+  the :class:`~tocsin.TickOutcome` is made only when the ring is read, and the
+  :class:`~tocsin.TickNotDelivered` event only when someone subscribes to events. The
+  tuple holds only strings, numbers and ``None`` (the outcome's value, not the enum
+  member), so the collector stops tracking it at its first pass: the entries a ring
+  keeps never reach the oldest generation, whose full passes they would bring on.
 
 This module builds and reads the entries; the record's own module writes its slots
 (``ScheduleRecord.remember``), so a field has one writer. Nothing here reads the clock
@@ -137,27 +144,23 @@ class History:
         instant_wall: float,
         outcome: Outcome,
         detail: int | str | None = None,
-    ) -> TickOutcome:
+    ) -> None:
         """Record that ``record``'s instant ``instant_wall`` (wall seconds) was not
         delivered (or was delivered by hand: a ``delivered`` outcome is only recorded
         here for manual and backfilled ticks): into its ring, and, unless it is
-        ``delivered``, as an event and in the counts. Returns the entry."""
-        entry = TickOutcome(
-            record.reference,
-            _utc(instant_wall),
-            _utc(self._clock.wall()),
-            outcome,
-            detail,
-            self.node,
-        )
-        record.remember(entry, None)
+        ``delivered``, as an event and in the counts."""
+        record.remember((outcome.value, detail, self._clock.wall()), instant_wall)
         if outcome is not _DELIVERED:
-            key = (self.label(record.reference), outcome)
+            reference = record.reference
+            key = (self.label(reference), outcome)
             self._counts[key] = self._counts.get(key, 0) + 1
-            self._events.publish(
-                TickNotDelivered(entry.reference, entry.instant, outcome, detail, self.node)
-            )
-        return entry
+            events = self._events
+            if events.subscribed:
+                events.publish(
+                    TickNotDelivered(reference, _utc(instant_wall), outcome, detail, self.node)
+                )
+            else:  # counted all the same (``events.count``); no one to read the event
+                events.tally(TickNotDelivered)
 
     def label(self, reference: str) -> str:
         """The ``reference`` label value this reference counts under."""
@@ -187,8 +190,14 @@ class History:
             first = ordered[i]
             if first is None:
                 continue
-            if type(first) is TickOutcome:
-                out.append(first)
+            if type(first) is tuple:
+                value, detail, recorded = first
+                instant = ordered[i + 1]
+                out.append(
+                    TickOutcome(
+                        reference, _utc(instant), _utc(recorded), Outcome(value), detail, node
+                    )
+                )
                 continue
             instant, handed = wall_of(first), wall_of(ordered[i + 1])
             out.append(TickOutcome(reference, _utc(instant), _utc(handed), _DELIVERED, None, node))

@@ -21,7 +21,7 @@ from __future__ import annotations
 
 import math
 from collections.abc import Callable
-from typing import TYPE_CHECKING, Any, Final, Protocol, final
+from typing import TYPE_CHECKING, Any, Final, Generic, Protocol, TypeVar, final, overload
 
 from .._deadlines import Deadline
 from ..actor._spi import RuntimeItem, ScheduleKind, Tick
@@ -95,6 +95,35 @@ class TickSink(Protocol):
     def offer_held(self, record: ScheduleRecord, policy: SchedulePolicy, held: float) -> None: ...
 
     def skipped(self, record: ScheduleRecord, at: float) -> None: ...
+
+
+_T = TypeVar("_T")
+
+
+@final
+class _SideRead(Generic[_T]):
+    """A field of a record's :class:`RecordState`, read as an attribute of the record:
+    the state's value once the state is made, ``default`` before (read-only)."""
+
+    def __init__(self, default: _T, doc: str) -> None:
+        self.default = default
+        self.name = ""
+        self.doc = doc  # what the field is (the record's docs)
+
+    def __set_name__(self, owner: type, name: str) -> None:
+        self.name = name
+
+    @overload
+    def __get__(self, record: None, owner: type | None = None) -> _SideRead[_T]: ...
+
+    @overload
+    def __get__(self, record: ScheduleRecord, owner: type | None = None) -> _T: ...
+
+    def __get__(self, record: ScheduleRecord | None, owner: type | None = None) -> Any:
+        if record is None:
+            return self
+        state = record.state
+        return self.default if state is None else getattr(state, self.name)
 
 
 @final
@@ -221,71 +250,31 @@ class ScheduleRecord(Deadline, RuntimeItem):
         """The PID this schedule sends to."""
         return self.send_to.pid  # type: ignore[attr-defined, no-any-return]
 
-    @property
-    def policy(self) -> SchedulePolicy | None:
-        """The non-default options and their state, or ``None``."""
-        state = self.state
-        return None if state is None else state.policy
-
-    @property
-    def paused(self) -> bool:
-        """Whether it is paused (it does not fire until resumed)."""
-        state = self.state
-        return state is not None and state.paused
-
-    @property
-    def final(self) -> bool:
-        """Whether its last tick is on its way."""
-        state = self.state
-        return state is not None and state.final
-
-    @property
-    def queued(self) -> int:
-        """Ticks of this record in its target's mailbox."""
-        state = self.state
-        return 0 if state is None else state.queued
-
-    @property
-    def ticks(self) -> int:
-        """Ticks delivered."""
-        state = self.state
-        return 0 if state is None else state.ticks
-
-    @property
-    def late(self) -> float | None:
-        """Seconds its last tick fired after its deadline, ``None`` before the first."""
-        state = self.state
-        return None if state is None else state.late
-
-    @property
-    def history(self) -> list[Any] | None:
-        """The history ring (``_history.py`` reads it), ``None`` before its first entry."""
-        state = self.state
-        return None if state is None else state.history
-
-    @property
-    def history_at(self) -> int:
-        """The ring's next write position."""
-        state = self.state
-        return 0 if state is None else state.history_at
-
-    @property
-    def note(self) -> str | None:
-        """``pause_schedule(note=...)``'s note while paused."""
-        state = self.state
-        return None if state is None else state.note
-
-    @property
-    def paused_at(self) -> float | None:
-        """When it was paused (wall seconds), while paused."""
-        state = self.state
-        return None if state is None else state.paused_at
-
-    @property
-    def paused_by(self) -> str | None:
-        """The node (or system) that paused it, while paused."""
-        state = self.state
-        return None if state is None else state.paused_by
+    # What a record keeps in its side state, read as attributes of the record: the
+    # default below until the state is made (one descriptor, not a property each).
+    policy: _SideRead[SchedulePolicy | None] = _SideRead(
+        None, "The non-default options and their state, or ``None``."
+    )
+    paused: _SideRead[bool] = _SideRead(False, "Whether it is paused (no tick until resumed).")
+    final: _SideRead[bool] = _SideRead(False, "Whether its last tick is on its way.")
+    queued: _SideRead[int] = _SideRead(0, "Ticks of this record in its target's mailbox.")
+    ticks: _SideRead[int] = _SideRead(0, "Ticks delivered.")
+    late: _SideRead[float | None] = _SideRead(
+        None, "Seconds its last tick fired after its deadline, ``None`` before the first."
+    )
+    history: _SideRead[list[Any] | None] = _SideRead(
+        None, "The history ring (``_history.py`` reads it), ``None`` before its first entry."
+    )
+    history_at: _SideRead[int] = _SideRead(0, "The ring's next write position.")
+    note: _SideRead[str | None] = _SideRead(
+        None, "``pause_schedule(note=...)``'s note while paused."
+    )
+    paused_at: _SideRead[float | None] = _SideRead(
+        None, "When it was paused (wall seconds), while paused."
+    )
+    paused_by: _SideRead[str | None] = _SideRead(
+        None, "The node (or system) that paused it, while paused."
+    )
 
     @property
     def kind(self) -> ScheduleKind:
@@ -343,39 +332,24 @@ class ScheduleRecord(Deadline, RuntimeItem):
         now: float,
         claim: tuple[int, Callable[[], None] | None, bool] | None = None,
     ) -> bool:
-        """Hand one tick of nominal instant ``at`` to the target (``now`` in the record's
-        units, for its history entry): the record itself when none of its ticks waits
-        in that mailbox, else a :class:`TickItem`; ``claim`` (a cluster cron tick this
-        node won: ``(fence, done, backfill)``) always travels as one. False: refused (a
-        dead letter, recorded when the target rejects it)."""
-        state = self.state
-        if state is None:
-            state = self.state = RecordState()
-        queued = state.queued
-        state.queued = queued + 1
-        item: RuntimeItem
-        if claim is not None:
-            fence, done, backfill = claim
-            item = TickItem(self, at, False, backfill, fence, done)
-        elif queued:
+        """Hand one tick of nominal instant ``at`` to the target as a :class:`TickItem`
+        (``now`` in the record's units, for its history entry); ``claim`` (a cluster
+        cron tick this node won: ``(fence, done, backfill)``) travels with it. The
+        general path (cron, policies, claims), beside ``fire``'s plain one, which sends
+        the record itself when it can. False: refused (a dead letter, recorded when the
+        target rejects it)."""
+        state = self.made_state()
+        state.queued += 1
+        if claim is None:
             item = TickItem(self, at)
         else:
-            state.tick_at = at
-            item = self
+            fence, done, backfill = claim
+            item = TickItem(self, at, False, backfill, fence, done)
         if not self.send_to.deliver(item, self.sender, None):
             return False
         state.ticks += 1
         self.scheduler.ticks_delivered += 1
-        pos = state.history_at
-        try:  # as in `fire`: no length check, the rare ends raise
-            ring = state.history
-            ring[pos] = at  # type: ignore[index]
-            ring[pos + 1] = now  # type: ignore[index]
-        except (TypeError, IndexError):
-            ring, pos = self.grow_history(state)
-            ring[pos] = at
-            ring[pos + 1] = now
-        state.history_at = pos + 2
+        self.remember(at, now)
         return True
 
     def send_by_hand(self, at: float, backfill: bool) -> bool:
@@ -388,12 +362,6 @@ class ScheduleRecord(Deadline, RuntimeItem):
         state.ticks += 1
         return True
 
-    def dequeue(self) -> int:
-        """One of its ticks left the mailbox (taken or refused): how many remain."""
-        state = self.made_state()
-        queued = state.queued = state.queued - 1
-        return queued
-
     # -- the mailbox item -----------------------------------------------------------------
 
     def open(self) -> Any:
@@ -404,7 +372,7 @@ class ScheduleRecord(Deadline, RuntimeItem):
         a schedule's last tick retires it (Akka ``TimerSchedulerImpl.interceptTimerMsg``).
         """
         state = self.state
-        assert state is not None  # queued: made by `fire` or `send`
+        assert state is not None  # queued: made by `fire`, `send` or `send_by_hand`
         queued = state.queued = state.queued - 1
         if self.dead:
             return self.scheduler.stale(self)
@@ -415,9 +383,14 @@ class ScheduleRecord(Deadline, RuntimeItem):
     def rejected(self) -> Any:
         """A tick its target refused (stopped, suspended): the message for the dead
         letter, or ``STALE`` if the schedule was cancelled meanwhile (not lost)."""
+        return self.refused(self.made_state().tick_at)
+
+    def refused(self, at: float) -> Any:
+        """:meth:`rejected` for the tick of instant ``at`` (the record's own or a
+        :class:`TickItem`'s)."""
         state = self.made_state()
         state.queued -= 1
-        return self.scheduler.tick_rejected(self, state.tick_at)
+        return self.scheduler.tick_rejected(self, at)
 
     def tick(self) -> Tick:
         """``ctx.tick`` for the tick this record carries: its reference and nominal instant."""
@@ -582,18 +555,10 @@ class TickItem(RuntimeItem):
         self.done = done
 
     def open(self) -> Any:
-        record = self.record
-        queued = record.dequeue()
-        if record.dead:
-            return record.scheduler.stale(record)
-        if record.final and not queued:
-            record.scheduler.last_tick_taken(record)
-        return record.message
+        return self.record.open()  # the same taking as the record's own tick
 
     def rejected(self) -> Any:
-        record = self.record
-        record.dequeue()
-        return record.scheduler.tick_rejected(record, self.at)
+        return self.record.refused(self.at)
 
     def tick(self) -> Tick:
         record = self.record

@@ -446,8 +446,15 @@ class TickPath:
 
     def fire_cron(self, record: ScheduleRecord, state: CronState, now: float) -> None:
         """A cron schedule's deadline fired: deliver (or claim, or decide by its
-        policies) the tick of its next fire time, and arm the one after."""
-        wall = self._clock.wall()
+        policies) the tick of its next fire time, and arm the one after.
+
+        ``now`` is when the timer's batch began: the next tick is armed from a monotonic
+        reading taken with the wall one, so a record fired late in a long batch is not
+        armed early by the batch's length (it would fire before its wall instant and be
+        re-armed once more: two timer visits per tick)."""
+        clock = self._clock
+        now = clock.monotonic()
+        wall = clock.wall()
         if wall + WALL_TOLERANCE < state.next_wall + state.offset:
             # Wall time went back since this was armed: not due yet in wall terms.
             self.deadlines.add(now + (state.next_wall + state.offset - wall), record)

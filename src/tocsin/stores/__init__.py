@@ -26,7 +26,13 @@ from ._protocols import (
     TickRow,
     UpsertTask,
 )
-from ._schedule_rows import ScheduleRequest, ScheduleRow, ScheduleStore, ScheduleTickRow
+from ._schedule_rows import (
+    SchedulePause,
+    ScheduleRequest,
+    ScheduleRow,
+    ScheduleStore,
+    ScheduleTickRow,
+)
 from ._url import open_store, resolve_store
 from .memory import MemoryStore
 
@@ -42,6 +48,7 @@ __all__ = [
     "PauseTask",
     "PutState",
     "RecordTick",
+    "SchedulePause",
     "ScheduleRequest",
     "ScheduleRow",
     "ScheduleStore",

@@ -12,10 +12,11 @@ Three tables (DESIGN.md "Schedules as data"):
   change of the spec, never by pause or resume), the pause state beside it, created and
   updated times. Every change also bumps one store-wide *revision*
   (``tocsin_meta['schedules']``), which nodes poll to see changes made elsewhere.
-* ``tocsin_schedule_history``: the ledger: one row per ``(id, instant)``, written by the
-  node that decided the instant, kept to the newest ``keep`` per schedule, and kept when
-  the schedule is removed (its rows age out only as newer ones come, which for a removed
-  schedule means never: ``history(id)`` keeps answering).
+* ``tocsin_schedule_history``: the ledger: one row per ``(id, instant, manual)`` (a
+  run asked for by ``trigger`` is a row of its own, even at the instant of a regular
+  tick), written by the node that decided the instant, kept to the newest ``keep`` per
+  schedule, and kept when the schedule is removed (its rows age out only as newer ones
+  come, which for a removed schedule means never: ``history(id)`` keeps answering).
 * ``tocsin_schedule_requests``: runs an operator asked for from another process
   (``tocsin schedules trigger/backfill``): every node running schedules claims each and
   the winner runs it and deletes the request.
@@ -32,7 +33,13 @@ from typing import Protocol, runtime_checkable
 
 import msgspec
 
-__all__ = ["ScheduleRequest", "ScheduleRow", "ScheduleStore", "ScheduleTickRow"]
+__all__ = [
+    "SchedulePause",
+    "ScheduleRequest",
+    "ScheduleRow",
+    "ScheduleStore",
+    "ScheduleTickRow",
+]
 
 
 class ScheduleRow(msgspec.Struct, frozen=True):
@@ -54,6 +61,17 @@ class ScheduleRow(msgspec.Struct, frozen=True):
     paused_at: float | None = None
 
 
+class SchedulePause(msgspec.Struct, frozen=True):
+    """A schedule's pause state as :meth:`ScheduleStore.pause_schedule_row` writes it
+    (the columns ``paused``, ``note``, ``paused_by``, ``paused_at`` of its row): paused,
+    with the note, who and when; or resumed (``SchedulePause(False)``: all cleared)."""
+
+    paused: bool
+    note: str | None = None
+    by: str | None = None
+    at: float | None = None
+
+
 class ScheduleTickRow(msgspec.Struct, frozen=True):
     """One ledger row: what became of ``instant`` of schedule ``id``.
 
@@ -61,7 +79,9 @@ class ScheduleTickRow(msgspec.Struct, frozen=True):
     ``retried``); ``detail`` more about it (an error's text, how many were coalesced);
     ``node`` who decided it; ``version`` the spec version it was decided under; ``note``
     and ``by`` the pause's note and who paused (``paused`` rows); ``started`` when the
-    handler started (delivered rows whose run this node saw start), else ``None``.
+    handler started (delivered rows whose run this node saw start), else ``None``;
+    ``manual`` a run asked for by ``trigger`` (keyed apart from the regular tick of the
+    same instant, so a trigger at the millisecond of a decided instant still runs).
     """
 
     id: str
@@ -74,6 +94,7 @@ class ScheduleTickRow(msgspec.Struct, frozen=True):
     note: str | None = None
     by: str | None = None
     started: float | None = None
+    manual: bool = False
 
 
 class ScheduleRequest(msgspec.Struct, frozen=True):
@@ -116,15 +137,7 @@ class ScheduleStore(Protocol):
         """Remove one schedule (its ledger stays); whether it existed."""
         ...
 
-    async def pause_schedule_row(
-        self,
-        schedule_id: str,
-        *,
-        paused: bool,
-        note: str | None,
-        by: str | None,
-        at: float | None,
-    ) -> bool:
+    async def pause_schedule_row(self, schedule_id: str, pause: SchedulePause) -> bool:
         """Set the pause state (the version is untouched); whether the schedule exists."""
         ...
 
@@ -135,8 +148,8 @@ class ScheduleStore(Protocol):
     async def record_schedule_tick(
         self, row: ScheduleTickRow, keep: int, *, replace: bool = True
     ) -> None:
-        """Write the ledger row of ``(row.id, row.instant)`` (``replace``: replacing one
-        there, a later decision about the same instant, as ``failed`` after
+        """Write the ledger row of ``(row.id, row.instant, row.manual)`` (``replace``:
+        replacing one there, a later decision about the same instant, as ``failed`` after
         ``delivered``, keeping its ``started``; else only if there is none), then keep
         only the newest ``keep`` rows of that schedule (by instant)."""
         ...
@@ -149,12 +162,15 @@ class ScheduleStore(Protocol):
         ...
 
     async def schedule_last_instants(self) -> dict[str, float]:
-        """The newest instant of each schedule's ledger, by id (one read: what a node
-        starting finds overdue since)."""
+        """The newest instant of each schedule's ledger, manual runs aside, by id (one
+        read: what a node starting finds overdue since)."""
         ...
 
-    async def schedule_tick(self, schedule_id: str, instant: float) -> ScheduleTickRow | None:
-        """The ledger row of one instant, or ``None``."""
+    async def schedule_tick(
+        self, schedule_id: str, instant: float, *, manual: bool = False
+    ) -> ScheduleTickRow | None:
+        """The ledger row of one instant (``manual``: of the run ``trigger`` asked for
+        at it), or ``None``."""
         ...
 
     async def claim_schedule_tick(self, key: str, node: str, now: float, expires: float) -> bool:

@@ -10,7 +10,7 @@ from __future__ import annotations
 
 from typing import Any, Final
 
-from ._schedule_rows import ScheduleRow, ScheduleTickRow
+from ._schedule_rows import SchedulePause, ScheduleRow, ScheduleTickRow
 
 __all__ = [
     "BUMP_REVISION",
@@ -36,6 +36,7 @@ __all__ = [
     "TRIM",
     "UPDATE",
     "ledger_params",
+    "pause_params",
     "schedule_from_sql",
     "schedule_params",
     "tick_from_sql",
@@ -46,7 +47,9 @@ SCHEDULE_COLUMNS: Final = (
     "id, spec, version, created_at, updated_at, paused, note, paused_by, paused_at"
 )
 #: ScheduleTickRow's field order.
-LEDGER_COLUMNS: Final = "id, instant, at, outcome, node, version, detail, note, paused_by, started"
+LEDGER_COLUMNS: Final = (
+    "id, instant, at, outcome, node, version, detail, note, paused_by, started, manual"
+)
 
 SELECT_ALL: Final = f"SELECT {SCHEDULE_COLUMNS} FROM tocsin_schedules ORDER BY id"
 SELECT_ONE: Final = f"SELECT {SCHEDULE_COLUMNS} FROM tocsin_schedules WHERE id = ?"
@@ -69,10 +72,11 @@ BUMP_REVISION: Final = (
     "INSERT INTO tocsin_meta (key, value) VALUES ('schedules', '1') ON CONFLICT (key) "
     "DO UPDATE SET value = CAST(CAST(tocsin_meta.value AS BIGINT) + 1 AS TEXT)"
 )
-#: Parameters: the ledger row's ten fields. A later decision about one instant replaces it.
+#: Parameters: the ledger row's eleven fields. A later decision about one instant (of one
+#: kind: a regular tick, or a manual run) replaces it.
 RECORD: Final = (
     f"INSERT INTO tocsin_schedule_history ({LEDGER_COLUMNS}) "
-    "VALUES (?, ?, ?, ?, ?, ?, ?, ?, ?, ?) ON CONFLICT (id, instant) DO UPDATE SET "
+    "VALUES (?, ?, ?, ?, ?, ?, ?, ?, ?, ?, ?) ON CONFLICT (id, instant, manual) DO UPDATE SET "
     "at = excluded.at, outcome = excluded.outcome, node = excluded.node, "
     "version = excluded.version, detail = excluded.detail, note = excluded.note, "
     "paused_by = excluded.paused_by, "
@@ -80,7 +84,9 @@ RECORD: Final = (
 )
 #: The same, writing nothing when the instant already has a row (an outcome decided
 #: without holding the instant's claim, such as ``coalesced``, never hides the winner's).
-RECORD_IF_ABSENT: Final = RECORD.split(" ON CONFLICT")[0] + " ON CONFLICT (id, instant) DO NOTHING"
+RECORD_IF_ABSENT: Final = (
+    RECORD.split(" ON CONFLICT")[0] + " ON CONFLICT (id, instant, manual) DO NOTHING"
+)
 #: Parameters: id, id, keep - 1. Drops rows older than the newest ``keep``.
 TRIM: Final = (
     "DELETE FROM tocsin_schedule_history WHERE id = ? AND instant < "
@@ -89,17 +95,21 @@ TRIM: Final = (
 )
 #: Parameters: id.
 LEDGER: Final = (
-    f"SELECT {LEDGER_COLUMNS} FROM tocsin_schedule_history WHERE id = ? ORDER BY instant"
+    f"SELECT {LEDGER_COLUMNS} FROM tocsin_schedule_history WHERE id = ? ORDER BY instant, manual"
 )
-LAST_INSTANTS: Final = "SELECT id, MAX(instant) FROM tocsin_schedule_history GROUP BY id"
-#: Parameters: id, instant.
+#: Manual runs do not say how far a schedule's instants were decided.
+LAST_INSTANTS: Final = (
+    "SELECT id, MAX(instant) FROM tocsin_schedule_history WHERE NOT manual GROUP BY id"
+)
+#: Parameters: id, instant, manual.
 LEDGER_ONE: Final = (
-    f"SELECT {LEDGER_COLUMNS} FROM tocsin_schedule_history WHERE id = ? AND instant = ?"
+    f"SELECT {LEDGER_COLUMNS} FROM tocsin_schedule_history "
+    "WHERE id = ? AND instant = ? AND manual = ?"
 )
 #: Parameters: id, limit. Newest first (the caller reverses).
 LEDGER_NEWEST: Final = (
     f"SELECT {LEDGER_COLUMNS} FROM tocsin_schedule_history WHERE id = ? "
-    "ORDER BY instant DESC LIMIT ?"
+    "ORDER BY instant DESC, manual DESC LIMIT ?"
 )
 #: Parameters: now. Expired claims go (never one that has not expired).
 PURGE_CLAIMS: Final = "DELETE FROM tocsin_schedule_claims WHERE expires <= ?"
@@ -139,6 +149,12 @@ def schedule_params(row: ScheduleRow) -> tuple[Any, ...]:
     )
 
 
+def pause_params(schedule_id: str, pause: SchedulePause) -> tuple[Any, ...]:
+    """The parameters of :data:`PAUSE` for ``pause`` of ``schedule_id``."""
+    at = None if pause.at is None else float(pause.at)
+    return (pause.paused, pause.note, pause.by, at, schedule_id)
+
+
 def ledger_params(row: ScheduleTickRow) -> tuple[Any, ...]:
     """The parameters of :data:`RECORD` for ``row``."""
     return (
@@ -152,6 +168,7 @@ def ledger_params(row: ScheduleTickRow) -> tuple[Any, ...]:
         row.note,
         row.by,
         None if row.started is None else float(row.started),
+        row.manual,
     )
 
 
@@ -173,7 +190,7 @@ def schedule_from_sql(r: Any) -> ScheduleRow:
 
 def tick_from_sql(r: Any) -> ScheduleTickRow:
     """One ``SELECT`` row of :data:`LEDGER_COLUMNS` as a ScheduleTickRow."""
-    sid, instant, at, outcome, node, version, detail, note, by, started = r
+    sid, instant, at, outcome, node, version, detail, note, by, started, manual = r
     return ScheduleTickRow(
         id=sid,
         instant=float(instant),
@@ -185,4 +202,5 @@ def tick_from_sql(r: Any) -> ScheduleTickRow:
         note=note,
         by=by,
         started=None if started is None else float(started),
+        manual=bool(manual),
     )

@@ -19,7 +19,7 @@ from typing import Final
 
 from ..errors import StoreError
 from ._files import read_only_uri
-from ._sqlite_schema import ADDED_COLUMNS
+from ._sqlite_schema import ADDED_COLUMNS, LEDGER_BEFORE_MANUAL
 
 __all__ = [
     "TABLES",
@@ -123,6 +123,12 @@ def _shadow_old_columns(conn: sqlite3.Connection) -> None:
         conn.execute(
             "CREATE TEMP TABLE tocsin_task_history (seq INTEGER PRIMARY KEY, kind, identity, "
             "id, instant, at, outcome, detail, node)"
+        )
+    ledger = {row[1] for row in conn.execute("PRAGMA main.table_info(tocsin_schedule_history)")}
+    if ledger and "manual" not in ledger:  # a ledger from before manual runs were apart
+        conn.execute(
+            f"CREATE TEMP VIEW tocsin_schedule_history AS SELECT {LEDGER_BEFORE_MANUAL}, "
+            "0 AS manual FROM main.tocsin_schedule_history"
         )
 
 

@@ -5,7 +5,9 @@ The schema script (``sql/sqlite_schema.sql``) is idempotent and runs on every op
 one ``BEGIN IMMEDIATE`` transaction, so processes opening a new file at once create it
 one after the other. An older file (version 1: no ``cron``/``timezone`` columns; version
 2: no ``policy`` column; version 3: no pause columns) is migrated first, in the same
-transaction: the added columns are NULL in old rows, which means today's behaviour.
+transaction: the added columns are NULL in old rows, which means today's behaviour. A
+schedule ledger made before manual runs were keyed apart (no ``manual`` column, key
+``(id, instant)``) is rebuilt with the wider key, its rows kept as regular ticks.
 """
 
 from __future__ import annotations
@@ -17,7 +19,12 @@ from typing import Any, Final
 from ._protocols import TaskRow
 from ._sqlite_engine import execute_script
 
-__all__ = ["ADDED_COLUMNS", "create_schema", "row_from_sql"]
+__all__ = ["ADDED_COLUMNS", "LEDGER_BEFORE_MANUAL", "create_schema", "row_from_sql"]
+
+#: The ledger's columns before ``manual`` (copied as they are into the rebuilt table).
+LEDGER_BEFORE_MANUAL: Final = (
+    "id, instant, at, outcome, node, version, detail, note, paused_by, started"
+)
 
 #: Columns added to ``tocsin_tasks`` after schema version 1, with their types.
 #: (Version 2 added cron and timezone, version 3 policy: schedule policies, issue 22;
@@ -43,8 +50,18 @@ def create_schema(conn: sqlite3.Connection) -> None:
     fences = {row[1] for row in conn.execute("PRAGMA table_info(tocsin_fences)")}
     if fences and "owner" not in fences:  # fences written before owners were recorded
         conn.execute("ALTER TABLE tocsin_fences ADD COLUMN owner TEXT NOT NULL DEFAULT ''")
+    ledger = {row[1] for row in conn.execute("PRAGMA table_info(tocsin_schedule_history)")}
+    rebuild = bool(ledger) and "manual" not in ledger
+    if rebuild:  # SQLite cannot widen a key in place: the script creates the new table
+        conn.execute("ALTER TABLE tocsin_schedule_history RENAME TO tocsin_schedule_history_v4")
     script = resources.files("tocsin.stores").joinpath("sql/sqlite_schema.sql")
     execute_script(conn, script.read_text("utf-8"))
+    if rebuild:
+        conn.execute(
+            f"INSERT INTO tocsin_schedule_history ({LEDGER_BEFORE_MANUAL}, manual) "
+            f"SELECT {LEDGER_BEFORE_MANUAL}, 0 FROM tocsin_schedule_history_v4"
+        )
+        conn.execute("DROP TABLE tocsin_schedule_history_v4")
 
 
 def row_from_sql(r: Any) -> TaskRow:

@@ -30,7 +30,7 @@ from ._protocols import (
     TaskState,
     TickRow,
 )
-from ._schedule_rows import ScheduleRequest, ScheduleRow, ScheduleTickRow
+from ._schedule_rows import SchedulePause, ScheduleRequest, ScheduleRow, ScheduleTickRow
 from ._validate import validate_ops
 
 __all__ = ["MemoryStore"]
@@ -64,10 +64,10 @@ class MemoryStore:
         self._cluster: str | None = None
         self._owned = False
         self._watchers: list[Callable[[], None]] = []
-        #: Stored schedules (by id), their ledgers (by id, then instant), the single-node
+        #: Stored schedules (by id), their ledgers (by id, then (instant, manual)), the single-node
         #: claims (key -> expiry) and the revision every schedule change bumps.
         self._schedules: dict[str, ScheduleRow] = {}
-        self._ledger: dict[str, dict[float, ScheduleTickRow]] = {}
+        self._ledger: dict[str, dict[tuple[float, bool], ScheduleTickRow]] = {}
         self._claims: dict[str, float] = {}
         self._requests: dict[tuple[str, float, bool], ScheduleRequest] = {}
         self._revision = 0
@@ -278,21 +278,13 @@ class MemoryStore:
         self._revision += 1
         return True
 
-    async def pause_schedule_row(
-        self,
-        schedule_id: str,
-        *,
-        paused: bool,
-        note: str | None,
-        by: str | None,
-        at: float | None,
-    ) -> bool:
+    async def pause_schedule_row(self, schedule_id: str, pause: SchedulePause) -> bool:
         """Set the pause state (not the version); whether the schedule exists."""
         current = self._schedules.get(schedule_id)
         if current is None:
             return False
         self._schedules[schedule_id] = msgspec.structs.replace(
-            current, paused=paused, note=note, paused_by=by, paused_at=at
+            current, paused=pause.paused, note=pause.note, paused_by=pause.by, paused_at=pause.at
         )
         self._revision += 1
         return True
@@ -304,18 +296,19 @@ class MemoryStore:
     async def record_schedule_tick(
         self, row: ScheduleTickRow, keep: int, *, replace: bool = True
     ) -> None:
-        """Write the ledger row of ``(id, instant)``, keep the newest ``keep``."""
+        """Write the ledger row of ``(id, instant, manual)``, keep the newest ``keep``."""
         row = msgspec.structs.replace(row, instant=float(row.instant), at=float(row.at))
         rows = self._ledger.setdefault(row.id, {})
-        old = rows.get(row.instant)
+        key = (row.instant, row.manual)
+        old = rows.get(key)
         if old is not None and not replace:
             return
         if old is not None and row.started is None and old.started is not None:
             row = msgspec.structs.replace(row, started=old.started)
-        rows[row.instant] = row
+        rows[key] = row
         if len(rows) > keep:
-            for instant in sorted(rows)[: len(rows) - keep]:
-                del rows[instant]
+            for old_key in sorted(rows)[: len(rows) - keep]:
+                del rows[old_key]
 
     async def schedule_ticks(
         self, schedule_id: str, limit: int | None = None
@@ -326,12 +319,19 @@ class MemoryStore:
         return ordered if limit is None else ordered[max(len(ordered) - limit, 0) :]
 
     async def schedule_last_instants(self) -> dict[str, float]:
-        """The newest instant of each schedule's ledger, by id."""
-        return {sid: max(rows) for sid, rows in self._ledger.items() if rows}
+        """The newest instant of each schedule's ledger, manual runs aside, by id."""
+        last: dict[str, float] = {}
+        for sid, rows in self._ledger.items():
+            instants = [instant for instant, manual in rows if not manual]
+            if instants:
+                last[sid] = max(instants)
+        return last
 
-    async def schedule_tick(self, schedule_id: str, instant: float) -> ScheduleTickRow | None:
-        """The ledger row of one instant, or ``None``."""
-        return self._ledger.get(schedule_id, {}).get(float(instant))
+    async def schedule_tick(
+        self, schedule_id: str, instant: float, *, manual: bool = False
+    ) -> ScheduleTickRow | None:
+        """The ledger row of one instant (a manual run's: ``manual``), or ``None``."""
+        return self._ledger.get(schedule_id, {}).get((float(instant), manual))
 
     async def claim_schedule_ticks(
         self, claims: Sequence[tuple[str, float]], node: str, now: float

@@ -59,7 +59,7 @@ from ._protocols import (
     TickRow,
     UpsertTask,
 )
-from ._schedule_rows import ScheduleRequest, ScheduleRow, ScheduleTickRow
+from ._schedule_rows import SchedulePause, ScheduleRequest, ScheduleRow, ScheduleTickRow
 from ._validate import validate_ops
 
 try:
@@ -695,17 +695,9 @@ class PostgresStore:
         """Remove one schedule (its ledger stays); whether it existed."""
         return await self._change(_SQ["DELETE"], (schedule_id,), "remove a schedule")
 
-    async def pause_schedule_row(
-        self,
-        schedule_id: str,
-        *,
-        paused: bool,
-        note: str | None,
-        by: str | None,
-        at: float | None,
-    ) -> bool:
+    async def pause_schedule_row(self, schedule_id: str, pause: SchedulePause) -> bool:
         """Set the pause state (not the version); whether the schedule exists."""
-        args = (paused, note, by, at, schedule_id)
+        args = sq.pause_params(schedule_id, pause)
         return await self._change(_SQ["PAUSE"], args, "pause a schedule")
 
     async def schedules_revision(self) -> int:
@@ -716,7 +708,7 @@ class PostgresStore:
     async def record_schedule_tick(
         self, row: ScheduleTickRow, keep: int, *, replace: bool = True
     ) -> None:
-        """Write the ledger row of ``(id, instant)``, keep the newest ``keep``."""
+        """Write the ledger row of ``(id, instant, manual)``, keep the newest ``keep``."""
         pool = self._require()
         sql = _SQ["RECORD" if replace else "RECORD_IF_ABSENT"]
         async with self._errors("record a schedule tick"), pool.acquire() as conn:
@@ -735,13 +727,15 @@ class PostgresStore:
         return [sq.tick_from_sql(r) for r in reversed(rows)]
 
     async def schedule_last_instants(self) -> dict[str, float]:
-        """The newest instant of each schedule's ledger, by id."""
+        """The newest instant of each schedule's ledger, manual runs aside, by id."""
         rows = await self._fetch(_SQ["LAST_INSTANTS"])
         return {sid: float(instant) for sid, instant in rows}
 
-    async def schedule_tick(self, schedule_id: str, instant: float) -> ScheduleTickRow | None:
-        """The ledger row of one instant, or ``None``."""
-        rows = await self._fetch(_SQ["LEDGER_ONE"], schedule_id, float(instant))
+    async def schedule_tick(
+        self, schedule_id: str, instant: float, *, manual: bool = False
+    ) -> ScheduleTickRow | None:
+        """The ledger row of one instant (a manual run's: ``manual``), or ``None``."""
+        rows = await self._fetch(_SQ["LEDGER_ONE"], schedule_id, float(instant), manual)
         return sq.tick_from_sql(rows[0]) if rows else None
 
     async def claim_schedule_ticks(

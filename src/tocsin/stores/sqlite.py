@@ -60,7 +60,7 @@ from ._protocols import (
     TaskState,
     TickRow,
 )
-from ._schedule_rows import ScheduleRequest, ScheduleRow, ScheduleTickRow
+from ._schedule_rows import SchedulePause, ScheduleRequest, ScheduleRow, ScheduleTickRow
 from ._sqlite_calls import (
     DB_ERRORS,
     cannot_be_database,
@@ -414,18 +414,9 @@ class SQLiteStore:
         """Remove one schedule (its ledger stays); whether it existed."""
         return await self._change(sq.DELETE, (schedule_id,), "remove a schedule")
 
-    async def pause_schedule_row(
-        self,
-        schedule_id: str,
-        *,
-        paused: bool,
-        note: str | None,
-        by: str | None,
-        at: float | None,
-    ) -> bool:
+    async def pause_schedule_row(self, schedule_id: str, pause: SchedulePause) -> bool:
         """Set the pause state (not the version); whether the schedule exists."""
-        args = (paused, note, by, at, schedule_id)
-        return await self._change(sq.PAUSE, args, "pause a schedule")
+        return await self._change(sq.PAUSE, sq.pause_params(schedule_id, pause), "pause a schedule")
 
     async def schedules_revision(self) -> int:
         """Moves at every change of a stored schedule."""
@@ -435,7 +426,7 @@ class SQLiteStore:
     async def record_schedule_tick(
         self, row: ScheduleTickRow, keep: int, *, replace: bool = True
     ) -> None:
-        """Write the ledger row of ``(id, instant)``, keep the newest ``keep``."""
+        """Write the ledger row of ``(id, instant, manual)``, keep the newest ``keep``."""
         params = sq.ledger_params(row)
         sql = sq.RECORD if replace else sq.RECORD_IF_ABSENT
 
@@ -456,13 +447,15 @@ class SQLiteStore:
         return [sq.tick_from_sql(r) for r in reversed(rows)]
 
     async def schedule_last_instants(self) -> dict[str, float]:
-        """The newest instant of each schedule's ledger, by id."""
+        """The newest instant of each schedule's ledger, manual runs aside, by id."""
         rows = await self._read(sq.LAST_INSTANTS, (), bounded=False)
         return {sid: float(instant) for sid, instant in rows}
 
-    async def schedule_tick(self, schedule_id: str, instant: float) -> ScheduleTickRow | None:
-        """The ledger row of one instant, or ``None``."""
-        rows = await self._read(sq.LEDGER_ONE, (schedule_id, float(instant)))
+    async def schedule_tick(
+        self, schedule_id: str, instant: float, *, manual: bool = False
+    ) -> ScheduleTickRow | None:
+        """The ledger row of one instant (a manual run's: ``manual``), or ``None``."""
+        rows = await self._read(sq.LEDGER_ONE, (schedule_id, float(instant), manual))
         return sq.tick_from_sql(rows[0]) if rows else None
 
     async def claim_schedule_ticks(

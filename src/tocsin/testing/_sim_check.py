@@ -221,18 +221,6 @@ def _excused(faults: list[Fault], expect: Expectations) -> list[tuple[float, flo
     windows = [
         (f.start - before, f.end + margin) for f in faults if f.kind is FaultKind.COORDINATOR_OUTAGE
     ]
-    # Known loss, reported, not excused by the contract: while a cron claim is in flight,
-    # the cluster coalesces the reference's later ticks into one whatever the schedule's
-    # `misfire` (cluster/_single_fire.py, ClaimGate.claim), so a claim whose round trip
-    # outlasts the period (each leg up to a DELAY fault's size) loses instants even under
-    # Misfire.all. Excused here so other findings stand out; reduced to one node, it is a
-    # strict xfail in tests/cluster/test_found_by_simulation.py.
-    shortest = min(expect.at_least_once.values(), default=math.inf)
-    windows += [
-        (f.start - 1.0, f.end + margin)
-        for f in faults
-        if f.kind is FaultKind.DELAY and 2.0 * f.size > shortest
-    ]
     down: dict[str, list[tuple[float, float]]] = {}
     for f in faults:
         if f.kind in (FaultKind.CRASH, FaultKind.PAUSE, FaultKind.PARTITION) and f.node:

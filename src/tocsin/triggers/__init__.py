@@ -14,14 +14,16 @@ instant is delivered (:class:`Delivery`).
 
 Triggers (:class:`Trigger`: :class:`IntervalTrigger`, :class:`CronTrigger`,
 :class:`OnceTrigger`): a schedule's instants with its calendar, DST policy and jitter
-applied inside. Ranges: :func:`backfill_instants` (one limit, :data:`MAX_BACKFILL`) and
-:func:`check_horizon` (a calendar leaving no instant in ten years is a ``ValueError``).
+applied inside. Ranges: :func:`backfill_instants` (one limit, :data:`MAX_BACKFILL`),
+:func:`next_delivered`, :func:`last_at`, :func:`overdue` (what came due while nothing
+ran) and :func:`check_horizon` (a calendar leaving no instant in ten years is a
+``ValueError``).
 
 Decisions over a small per-schedule state: :func:`admit` / :func:`settle` /
 :func:`leave` / :func:`release` over a :class:`Flight` (overlap), :func:`plan_misfire`,
-:func:`past_grace` and :func:`supersede` (misfire, grace, and the one tick waiting
-behind a cluster claim in flight), :meth:`Overlap.waiting_room` (runs that never
-overlap).
+:func:`goes_on_from_now`, :func:`past_grace` and :func:`supersede` (misfire, grace, and
+the one tick waiting behind a cluster claim in flight), :meth:`Overlap.waiting_room`
+and :func:`queue_admits` (runs that never overlap).
 """
 
 from __future__ import annotations
@@ -30,8 +32,15 @@ from ..cron import Calendar, DSTPolicy
 from ._checks import MAX_NOTE_BYTES, check_dst, check_exclude, check_note, positive_int
 from ._dst import DST_SCAN, dst_dropped
 from ._jitter import check_jitter, jitter_offset
-from ._misfire import Misfire, MisfirePlan, past_grace, plan_misfire, supersede
-from ._overlap import Admission, Flight, Overlap, admit, leave, release, settle
+from ._misfire import (
+    Misfire,
+    MisfirePlan,
+    goes_on_from_now,
+    past_grace,
+    plan_misfire,
+    supersede,
+)
+from ._overlap import Admission, Flight, Overlap, admit, leave, queue_admits, release, settle
 from ._ticks import Delivery, Outcome, Tick, TickOutcome, check_delivery
 from ._trigger import (
     CRON_WALK_LIMIT,
@@ -41,7 +50,15 @@ from ._trigger import (
     OnceTrigger,
     Trigger,
 )
-from ._window import HORIZON, MAX_BACKFILL, backfill_instants, check_horizon
+from ._window import (
+    HORIZON,
+    MAX_BACKFILL,
+    backfill_instants,
+    check_horizon,
+    last_at,
+    next_delivered,
+    overdue,
+)
 
 __all__ = [
     "CRON_WALK_LIMIT",
@@ -74,11 +91,16 @@ __all__ = [
     "check_jitter",
     "check_note",
     "dst_dropped",
+    "goes_on_from_now",
     "jitter_offset",
+    "last_at",
     "leave",
+    "next_delivered",
+    "overdue",
     "past_grace",
     "plan_misfire",
     "positive_int",
+    "queue_admits",
     "release",
     "settle",
     "supersede",

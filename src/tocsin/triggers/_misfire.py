@@ -22,7 +22,14 @@ from typing import Any, ClassVar, Final, Literal, TypeVar, final
 from .._deadlines import Seconds, to_seconds
 from ._checks import positive_int
 
-__all__ = ["Misfire", "MisfirePlan", "past_grace", "plan_misfire", "supersede"]
+__all__ = [
+    "Misfire",
+    "MisfirePlan",
+    "goes_on_from_now",
+    "past_grace",
+    "plan_misfire",
+    "supersede",
+]
 
 _T = TypeVar("_T")
 
@@ -189,6 +196,8 @@ class MisfirePlan:
             most recent: the coalesced tick stands for all of them); else ``None``, each
             delivered instant is judged by its own.
         rate: ``all``: ticks per second at most for the replay, or ``None``.
+        noted: the instant ``coalesced`` and ``missed`` are recorded on (``None``: on
+            the ``first`` instant given to :func:`plan_misfire`).
     """
 
     deliver: tuple[float, ...]
@@ -196,29 +205,52 @@ class MisfirePlan:
     missed: int = 0
     judged_by: float | None = None
     rate: float | None = None
+    noted: float | None = None
 
 
 def plan_misfire(
-    misfire: Misfire, first: float, count: int, recent: Sequence[float]
+    misfire: Misfire,
+    first: float,
+    count: int,
+    recent: Sequence[float],
+    *,
+    ledger: bool = False,
 ) -> MisfirePlan:
     """Apply ``misfire`` to ``count`` instants that came due at once (``count >= 1``):
     ``first`` is the oldest, ``recent`` the most recent ones (oldest first, at least one,
     and :meth:`Misfire.keep` of them when there are that many). Outcomes not delivered are
-    recorded on ``first``.
+    recorded on ``first`` (``ledger``: see below).
 
     ``once`` delivers one tick on the first overdue instant (the coalesced one keeps the
     instant it was armed for, as before policies existed); ``skip`` delivers none;
     ``all`` replays the most recent ``max``, oldest first.
+
+    ``ledger``: where every instant has one row and the newest row marks how far a
+    schedule was decided (stored schedules), ``once`` delivers the most recent instant
+    (its ``coalesced`` row stays on ``first``, a row of its own) and ``skip`` records its
+    ``missed`` row on the most recent (:attr:`MisfirePlan.noted`), so a later catch-up
+    starts after them.
     """
     if count < 1 or not recent:
         raise ValueError(f"plan_misfire needs count >= 1 and one instant, got {count}, {recent}")
     mode = misfire.mode
+    latest = recent[-1]
     if mode == "once":
-        return MisfirePlan((first,), coalesced=count - 1, judged_by=recent[-1])
+        carried = latest if ledger else first
+        return MisfirePlan((carried,), coalesced=count - 1, judged_by=latest)
     if mode == "skip":
-        return MisfirePlan((), missed=count)
+        return MisfirePlan((), missed=count, noted=latest if ledger else None)
     replayed = tuple(recent[-misfire.max :])
     return MisfirePlan(replayed, missed=count - len(replayed), rate=misfire.rate)
+
+
+def goes_on_from_now(misfire: Misfire, following: float | None, now: float) -> bool:
+    """After an instant is decided, whether a schedule's walk goes on from ``now``
+    instead of from ``following`` (its next instant): the loop stalled past
+    ``following`` and the policy does not replay overdue instants (``once`` and
+    ``skip``: the overdue ones are coalesced into the instant just decided). ``all``
+    walks on through each of them."""
+    return following is not None and following <= now and misfire.mode != "all"
 
 
 def supersede(waiting: _T | None, newer: _T) -> tuple[_T, _T | None]:

@@ -9,7 +9,9 @@ happens to a tick whose predecessors are still in flight:
 * the in-memory scheduler calls :func:`admit` before it sends a tick and :func:`settle`
   when one finishes (a held ``BUFFER_ONE`` tick then goes);
 * durable tasks, whose runs never overlap (they are serialized in the actor's turn), ask
-  :meth:`Overlap.waiting_room`: how many instants that came due during a run wait for it.
+  :meth:`Overlap.waiting_room`: how many instants that came due during a run wait for it;
+* stored schedules, whose runs queue one after another in the store, ask
+  :func:`queue_admits` whether an instant joins the runs already queued.
 
 Adding an overlap mode is a change to this module only (and its tests): a new constant
 in :data:`_MODES`, a constructor, its line in :meth:`Overlap.waiting_room` and, if it
@@ -28,7 +30,16 @@ from typing import ClassVar, Final, Literal, final
 
 from ._checks import positive_int
 
-__all__ = ["Admission", "Flight", "Overlap", "admit", "leave", "release", "settle"]
+__all__ = [
+    "Admission",
+    "Flight",
+    "Overlap",
+    "admit",
+    "leave",
+    "queue_admits",
+    "release",
+    "settle",
+]
 
 OverlapMode = Literal["allow", "skip", "buffer_one", "limit"]
 
@@ -214,3 +225,16 @@ def release(flight: Flight) -> float | None:
     held = flight.held
     flight.held = None
     return held
+
+
+def queue_admits(overlap: Overlap, queued: int, *, asked: bool = False) -> bool:
+    """Where runs never overlap and wait in a queue (stored schedules: a schedule's runs
+    are stored and run one after another), whether an instant joins ``queued`` runs not
+    yet finished (the one running included): one runs and :meth:`Overlap.waiting_room`
+    wait behind it (``ALLOW`` every one, ``SKIP`` none, ``BUFFER_ONE`` one, ``limit(n)``
+    ``n - 1``); refused, it is ``Outcome.SKIPPED_OVERLAP``.
+
+    ``asked``: an instant an operator asked for (trigger, backfill) or a misfire replay
+    joins whatever waits: it was asked for by instant, and it runs in its turn.
+    """
+    return asked or queued < 1 + overlap.waiting_room()

@@ -145,6 +145,8 @@ class TickOutcome:
         paused_by: a ``paused`` row of a stored schedule: who paused it.
         started: a delivered row: when the handler started (aware UTC), where the
             deciding node saw it start; else ``None``.
+        manual: a stored schedule's row of a run ``trigger`` asked for (a row of its
+            own beside the regular tick of the same instant).
     """
 
     reference: str
@@ -157,3 +159,4 @@ class TickOutcome:
     note: str | None = None
     paused_by: str | None = None
     started: datetime | None = None
+    manual: bool = False

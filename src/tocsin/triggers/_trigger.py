@@ -26,7 +26,9 @@ import math
 from datetime import UTC, datetime, timedelta, tzinfo
 from typing import TYPE_CHECKING, Final, Protocol, final, runtime_checkable
 
+from ._dst import dst_dropped
 from ._jitter import jitter_offset
+from ._ticks import Outcome
 
 if TYPE_CHECKING:
     from ..cron import Calendar, CronExpression, DSTPolicy
@@ -307,6 +309,18 @@ class CronTrigger(_Triggers):
             if keep is not None and len(out) > 4 * keep:
                 del out[: len(out) - keep]
         return out if keep is None else out[-keep:]
+
+    def dropped(self, since: float, fire_at: float) -> list[tuple[float, Outcome]]:
+        """What a daylight-saving change kept from firing between the fire times
+        ``since`` and ``fire_at``: :func:`~tocsin.triggers.dst_dropped` under this
+        trigger's policy, when the zone's offset differs between the two (two offset
+        reads, and nothing walked, otherwise)."""
+        zone = self.zone
+        if datetime.fromtimestamp(since, zone).utcoffset() == (
+            datetime.fromtimestamp(fire_at, zone).utcoffset()
+        ):
+            return []
+        return dst_dropped(self.expression, zone, self.dst, since, fire_at)
 
     def __repr__(self) -> str:
         return f"CronTrigger({self.expression!r}, {self.zone})"

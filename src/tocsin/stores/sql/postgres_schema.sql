@@ -157,8 +157,22 @@ CREATE TABLE IF NOT EXISTS tocsin_schedule_history (
     note     text,
     paused_by text,
     started  double precision,
-    PRIMARY KEY (id, instant)
+    manual   boolean          NOT NULL DEFAULT false,
+    PRIMARY KEY (id, instant, manual)
 );
+-- A ledger made before manual runs were keyed apart: the column, then the wider key.
+ALTER TABLE tocsin_schedule_history ADD COLUMN IF NOT EXISTS manual boolean NOT NULL DEFAULT false;
+DO $$
+BEGIN
+    IF NOT EXISTS (
+        SELECT 1 FROM information_schema.key_column_usage
+        WHERE table_schema = current_schema() AND table_name = 'tocsin_schedule_history'
+          AND constraint_name = 'tocsin_schedule_history_pkey' AND column_name = 'manual'
+    ) THEN
+        ALTER TABLE tocsin_schedule_history DROP CONSTRAINT tocsin_schedule_history_pkey,
+            ADD PRIMARY KEY (id, instant, manual);
+    END IF;
+END $$;
 -- Single-node claims (no coordinator): put-if-absent by key until they expire.
 CREATE TABLE IF NOT EXISTS tocsin_schedule_claims (
     key      text COLLATE "C" PRIMARY KEY,

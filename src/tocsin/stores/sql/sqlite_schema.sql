@@ -126,8 +126,9 @@ CREATE TABLE IF NOT EXISTS tocsin_schedules (
     paused_by   TEXT,
     paused_at   REAL
 ) WITHOUT ROWID;
--- The ledger: one row per instant per schedule, kept after the schedule is removed; the
--- newest `history` per schedule are kept by the writer (record_schedule_tick).
+-- The ledger: one row per instant per schedule (a manual run's row keyed apart), kept
+-- after the schedule is removed; the newest `history` per schedule are kept by the writer
+-- (record_schedule_tick). A ledger made before `manual` is rebuilt on open (_sqlite_schema).
 CREATE TABLE IF NOT EXISTS tocsin_schedule_history (
     id       TEXT    NOT NULL,
     instant  REAL    NOT NULL,
@@ -139,7 +140,8 @@ CREATE TABLE IF NOT EXISTS tocsin_schedule_history (
     note     TEXT,
     paused_by TEXT,
     started  REAL,
-    PRIMARY KEY (id, instant)
+    manual   INTEGER NOT NULL DEFAULT 0,
+    PRIMARY KEY (id, instant, manual)
 ) WITHOUT ROWID;
 -- Single-node claims (no coordinator): put-if-absent by key until they expire.
 CREATE TABLE IF NOT EXISTS tocsin_schedule_claims (
