@@ -31,11 +31,12 @@ types: $(VENV)/.installed-dev
 
 # The suite under coverage (lines and branches of src/tocsin; [tool.coverage] in
 # pyproject.toml), then the report: its TOTAL line is the figure in docs/testing.md.
-# Two pytest processes, one per core of the 2-core CI machine: tests/integration and the
-# bench smoke tests (real servers and processes: mostly waiting on children; about half
-# of the suite's time, `pytest --durations` per directory) beside everything else; the
-# split's output is printed when both are done, and `coverage combine` joins their data.
-SPLIT := tests/integration tests/test_bench_smoke.py
+# Two pytest processes, one per core of the 2-core CI machine: tests/integration, the
+# bench smoke tests and tests/cli (real servers and processes: mostly waiting on children,
+# whose code coverage does not trace; a little under half of the suite's time without
+# coverage, docs/performance.md) beside everything else; the split's output is printed
+# when both are done, and `coverage combine` joins their data.
+SPLIT := tests/integration tests/test_bench_smoke.py tests/cli
 pytest: $(VENV)/.installed-dev
 	$(BIN)/python -m coverage erase
 	rm -f .pytest-split.log .pytest-split.rc
