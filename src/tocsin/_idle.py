@@ -100,6 +100,21 @@ class LoopWatch:
 
         return remove
 
+    def still_idle(self) -> bool:
+        """Whether the loop, idle when its caller last woke from :meth:`wait_idle`, still
+        is after the caller ran synchronous code: nothing was made ready to run, no real
+        I/O is in flight and no real ``asyncio.sleep`` is pending.
+
+        What a timer callback that only moved a timer of its own leaves (a lease expiry
+        checked early, a paused node's timer put off): ``ManualClock.advance`` then fires
+        the next deadline without a turn of the loop, which would only find it idle again.
+        A callback that schedules anything (a task, a future's waiter) makes it false.
+        """
+        ready = getattr(self.loop, "_ready", None)
+        if ready is None or ready or self.in_flight:
+            return False
+        return not self._real_sleeps()
+
     def busy_reason(self) -> str | None:
         """Why the loop is not idle though nothing is ready, or ``None`` when it is idle."""
         if self.in_flight:

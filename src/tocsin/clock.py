@@ -389,6 +389,8 @@ class ManualClock(Clock):
         #: The loop autojump is hooked on, and how to unhook it.
         self._hooked: tuple[asyncio.AbstractEventLoop, Callable[[], None]] | None = None
         self._jump_pending = False
+        #: The loop last noted in its watch's ``clocks`` (:meth:`_watched`).
+        self._noted: asyncio.AbstractEventLoop | None = None
         self.autojump = autojump
 
     #: Injectable source of the initial wall time (trio: "the real-time source is an
@@ -419,16 +421,22 @@ class ManualClock(Clock):
         """
         _check_advance(seconds)
         target = self._now + seconds
-        await self.settle()
+        loop = asyncio.get_running_loop()
+        self._watched(loop)
+        watch = _idle.watch(loop)
+        await watch.wait_idle()
         while True:
             timer = self._pop_due(target)
             if timer is None:
                 break
             self._now = max(self._now, timer.deadline)
             timer.callback()
-            await self.settle()
+            # A callback that made nothing runnable (it only re-armed a timer of its own)
+            # leaves the loop idle: the next deadline fires without a turn of the loop.
+            if not watch.still_idle():
+                await watch.wait_idle()
         self._now = target
-        await self.settle()
+        await watch.wait_idle()
 
     async def jump(self, seconds: float) -> None:
         """A stall: time moves by ``seconds`` at once; whatever came due fires late, in order.
@@ -544,7 +552,9 @@ class ManualClock(Clock):
 
     def _watched(self, loop: asyncio.AbstractEventLoop) -> None:
         """Note the loop this clock's users run on; hook autojump there if it is on."""
-        _idle.watch(loop).clocks.add(self)
+        if loop is not self._noted:  # once per loop, not per settle (a WeakSet add)
+            _idle.watch(loop).clocks.add(self)
+            self._noted = loop
         if self._autojump:
             self._hook(loop)
 

@@ -35,18 +35,23 @@ from tocsin.durable._records import CALL_EXTENSION
 
 def test_incarnations_differ_across_processes() -> None:
     code = "from tocsin.actor._pid import new_incarnation; print(new_incarnation())"
-    others = {
-        int(
-            subprocess.run(
-                [sys.executable, "-c", code],
-                capture_output=True,
-                text=True,
-                check=True,
-                timeout=60,
-            ).stdout
+    # Both interpreters start at once: the test waits for one start-up, not two.
+    procs = [
+        subprocess.Popen(
+            [sys.executable, "-c", code], stdout=subprocess.PIPE, stderr=subprocess.PIPE, text=True
         )
         for _ in range(2)
-    }
+    ]
+    outputs = []
+    for proc in procs:
+        with proc:
+            try:
+                out, err = proc.communicate(timeout=60)
+            finally:
+                proc.kill()  # nothing once it has exited; a hung one must not outlive us
+        assert proc.returncode == 0, err
+        outputs.append(int(out))
+    others = set(outputs)
     mine = {new_incarnation() for _ in range(3)}
     assert len(others) == 2
     assert not others & mine

@@ -398,11 +398,31 @@ def test_hang_guard_fails_an_async_test_that_never_finishes(pytester: pytest.Pyt
         """
         async def test_waits_forever():
             await asyncio.Event().wait()
+
+        @pytest.mark.tocsin(timeout=0.3)
+        async def test_declares_its_own_bound_and_waits_forever():
+            await asyncio.Event().wait()
+
+        @pytest.mark.tocsin(timeout=60)
+        async def test_needs_longer_than_the_ini_bound():
+            await asyncio.sleep(0.5)  # real time: past the ini's 0.2 s, within its own 60
+
+        @pytest.mark.tocsin(timeout=-1)
+        async def test_a_negative_bound_is_refused():
+            pass
         """,
     )
     result = pytester.runpytest_subprocess(*NO_ASYNCIO)
-    result.assert_outcomes(failed=1)
-    result.stdout.fnmatch_lines(["*did not finish within 0.2 real seconds (ini option*"])
+    result.assert_outcomes(passed=1, failed=3)
+    result.stdout.fnmatch_lines(
+        [
+            "*test_waits_forever did not finish within 0.2 real seconds (ini option*",
+            "*test_declares_its_own_bound_and_waits_forever did not finish within 0.3 real "
+            "seconds (@pytest.mark.tocsin(timeout=...))*",
+        ],
+        consecutive=False,
+    )
+    result.stdout.fnmatch_lines(["*timeout must be a number of real seconds >= 0*got -1*"])
 
 
 ASYNCIO_FILE = """

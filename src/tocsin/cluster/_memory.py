@@ -41,6 +41,10 @@ class _Lease:
     renewed: float
     expires: float
     zone: str = "UTC"
+    #: The row last read of this lease: every node reads every lease at each of its
+    #: renewals (``leases_nowait``), so one immutable row serves them all until the
+    #: lease is renewed or lapses (a simulated cluster reads millions).
+    row: LeaseRow | None = field(default=None, compare=False, repr=False)
 
 
 @dataclass(slots=True)
@@ -159,16 +163,20 @@ class MemoryCoordinator(_OneClaimAsBatch):
     # -- membership ------------------------------------------------------------------
 
     def _row(self, node: str, lease: _Lease, now: float) -> LeaseRow:
-        return LeaseRow(
-            node,
-            lease.incarnation,
-            lease.address,
-            lease.joined,
-            lease.renewed,
-            lease.expires,
-            lease.expires > now,
-            lease.zone,
-        )
+        alive = lease.expires > now
+        row = lease.row
+        if row is None or row.alive is not alive:
+            row = lease.row = LeaseRow(
+                node,
+                lease.incarnation,
+                lease.address,
+                lease.joined,
+                lease.renewed,
+                lease.expires,
+                alive,
+                lease.zone,
+            )
+        return row
 
     async def join(
         self, node: str, incarnation: str, address: str, lease: float, zone: str = "UTC"
@@ -189,7 +197,7 @@ class MemoryCoordinator(_OneClaimAsBatch):
         held = state.leases.get(node)
         if held is None or held.incarnation != incarnation or held.expires <= now:
             return None
-        held.renewed, held.expires = now, now + lease
+        held.renewed, held.expires, held.row = now, now + lease, None
         return self._row(node, held, now)
 
     async def leave(self, node: str, incarnation: str) -> bool:

@@ -68,13 +68,14 @@ FOREIGN_MARKERS = ("trio", "anyio")
 #: the hang guard fails it (``tocsin_async_timeout``; 0 turns it off).
 DEFAULT_ASYNC_TIMEOUT = 60
 #: Keyword arguments ``@pytest.mark.tocsin(...)`` accepts.
-MARKER_OPTIONS = ("wall", "autojump", "timezone", "allow_crashes", "allow_dead_letters")
+MARKER_OPTIONS = ("wall", "autojump", "timezone", "allow_crashes", "allow_dead_letters", "timeout")
 
 _MARKER_HELP = (
     "tocsin(wall=None, autojump=False, timezone='UTC', allow_crashes=False, "
-    "allow_dead_letters=False): options of the tocsin_clock / tocsin_system fixtures. "
-    "allow_crashes: True or exception class(es); allow_dead_letters: True or a "
-    "DeadLetterReason. See docs/testing.md."
+    "allow_dead_letters=False, timeout=None): options of the tocsin_clock / tocsin_system "
+    "fixtures. allow_crashes: True or exception class(es); allow_dead_letters: True or a "
+    "DeadLetterReason; timeout: this test's hang guard in real seconds (0: none; default: "
+    "the tocsin_async_timeout ini option). See docs/testing.md."
 )
 
 
@@ -98,6 +99,7 @@ class _Options:
     timezone: str = DEFAULT_TIMEZONE
     allow_crashes: tuple[type[BaseException], ...] | None = None  # None: not allowed
     allow_dead_letters: tuple[DeadLetterReason | None, ...] = field(default=())
+    timeout: float | None = None  # None: the ini option's hang guard
 
 
 _SESSION = pytest.StashKey[_Session]()
@@ -168,12 +170,21 @@ def _options(item: pytest.Item) -> _Options:
             f"{item.nodeid}: allow_dead_letters must be True, False or a DeadLetterReason, "
             f"got {letters!r}"
         )
+    timeout = given.get("timeout")
+    if timeout is not None and (
+        isinstance(timeout, bool) or not isinstance(timeout, int | float) or not timeout >= 0
+    ):
+        raise pytest.UsageError(
+            f"{item.nodeid}: timeout must be a number of real seconds >= 0 (0: no hang "
+            f"guard), got {timeout!r}"
+        )
     return _Options(
         wall=given.get("wall", FIXED_WALL),
         autojump=bool(given.get("autojump", False)),
         timezone=given.get("timezone", DEFAULT_TIMEZONE),
         allow_crashes=allowed,
         allow_dead_letters=reasons,
+        timeout=None if timeout is None else float(timeout),
     )
 
 
@@ -249,6 +260,7 @@ def pytest_pyfunc_call(pyfuncitem: pytest.Function) -> bool | None:
     """
     if not _is_ours(pyfuncitem):
         return None
+    _options(pyfuncitem)  # a bad marker fails here, before a coroutine is made
     func = pyfuncitem.obj
     # The same selection pytest's own pyfunc_call makes: the test's arguments only.
     info = _fixture_manager(pyfuncitem).getfixtureinfo(pyfuncitem, func, pyfuncitem.cls)
@@ -394,14 +406,18 @@ def _runner_for(request: pytest.FixtureRequest) -> Callable[[Coroutine[Any, Any,
     return runner.run
 
 
-def _limit(config: pytest.Config) -> float:
-    """The hang guard, in real seconds (0: none)."""
-    return float(config.getini("tocsin_async_timeout") or 0)
+def _limit(item: pytest.Item) -> float:
+    """The hang guard of ``item``, in real seconds (0: none): its marker's ``timeout``
+    (a long simulation declares the bound its CPU work needs), else the ini option."""
+    declared = _options(item).timeout
+    if declared is not None:
+        return declared
+    return float(item.config.getini("tocsin_async_timeout") or 0)
 
 
 async def _guard(item: pytest.Item, coro: Coroutine[Any, Any, Any], what: str) -> Any:
     """Run ``coro`` under the hang guard; past it, fail naming what is still busy."""
-    limit = _limit(item.config)
+    limit = _limit(item)
     if limit <= 0:
         return await coro
     timeout = asyncio.timeout(limit)
@@ -417,9 +433,14 @@ async def _guard(item: pytest.Item, coro: Coroutine[Any, Any, Any], what: str) -
             if busy
             else "; a hang, or an await on a ManualClock deadline nobody advances"
         )
+        source = (
+            "ini option tocsin_async_timeout"
+            if _options(item).timeout is None
+            else "@pytest.mark.tocsin(timeout=...)"
+        )
         pytest.fail(
-            f"{item.nodeid} {what} within {limit:g} real seconds (ini option "
-            f'tocsin_async_timeout){detail}\n(see docs/testing.md, "Teardown")',
+            f"{item.nodeid} {what} within {limit:g} real seconds ({source})"
+            f'{detail}\n(see docs/testing.md, "Teardown")',
             pytrace=False,
         )
 

@@ -173,6 +173,9 @@ class Simulation:
         # Unique in the process: a coordinator's shared state is found by this name.
         self._cluster_name = f"sim-{seed}-{uuid.uuid4().hex}"
         self._active: list[Fault] = []
+        #: When each paused node wakes (derived from the faults in force by _apply): read
+        #: at every node timer's firing, so a lookup rather than a scan of the faults.
+        self._wakes: dict[str, float] = {}
         self._ran = 0.0
         self._final: dict[tuple[str, str], Any] = {}
         self._tasks: set[asyncio.Task[Any]] = set()
@@ -357,6 +360,11 @@ class Simulation:
             loss=max((f.size for f in active if f.kind is FaultKind.LOSS), default=0.0),
             delay=delay,
         )
+        wakes: dict[str, float] = {}
+        for f in active:
+            if f.kind is FaultKind.PAUSE and f.node is not None:
+                wakes[f.node] = max(f.end, wakes.get(f.node, f.end))
+        self._wakes = wakes
         for node in self._nodes.values():
             node.gate.cut_off(
                 any(f.kind is FaultKind.PARTITION and f.node == node.name for f in active)
@@ -406,8 +414,7 @@ class Simulation:
         return gate.crashed or gate.partitioned
 
     def _resume_at(self, name: str) -> float | None:
-        ends = [f.end for f in self._active if f.kind is FaultKind.PAUSE and f.node == name]
-        return max(ends) if ends else None
+        return self._wakes.get(name)
 
     # -- the built-in workload's driver --------------------------------------------------
 
