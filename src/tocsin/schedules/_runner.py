@@ -230,6 +230,8 @@ class Runner:
         self._poll: TimerHandle | None = None
         self._polling = False
         self._poll_again = False
+        self._announcing = False
+        self._announce_again = False
         self._unwatch: Callable[[], None] | None = None
         self._idle = asyncio.Event()
         self._idle.set()
@@ -734,10 +736,34 @@ class Runner:
         node: PostgreSQL ``NOTIFY``, the memory store's watchers; SQLite nodes see the
         file change), not only at its next look-ahead."""
         self.durable.wake(kind, identity, now)
-        if not self._own_claims:
-            announce = getattr(self.durable.store, "announce", None)
-            if announce is not None:
-                await announce()
+        if not self._own_claims and getattr(self.durable.store, "announce", None):
+            self._announce_soon()
+
+    def _announce_soon(self) -> None:
+        """Tell the other nodes that task rows were written: one announcement (a
+        PostgreSQL ``NOTIFY``, a round trip) for every row written since the last one
+        began, not one per row (a timer batch of 1,000 instants writes 1,000 rows). An
+        announcement always begins after the write that asked for it ended: one asked
+        for while another is in flight is sent again after it."""
+        if self._announcing:
+            self._announce_again = True
+            return
+        self._announcing = True
+        self.spawn(self._announce_loop(), "announce")
+
+    async def _announce_loop(self) -> None:
+        announce = self.durable.store.announce
+        try:
+            while True:
+                self._announce_again = False
+                try:
+                    await announce()
+                except Exception as exc:  # the owner's durable poll finds the row anyway
+                    _log.warning("stored schedules: announcing new runs failed: %s", exc)
+                if not self._announce_again:
+                    break
+        finally:
+            self._announcing = False
 
     def observe_outcome(self, schedule_id: str, outcome: str) -> None:
         """A run of a stored schedule's job ended ``outcome`` (``failed``) or a retry of

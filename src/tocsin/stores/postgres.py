@@ -720,14 +720,18 @@ class PostgresStore:
     async def record_schedule_tick(
         self, row: ScheduleTickRow, keep: int, *, replace: bool = True
     ) -> None:
-        """Write the ledger row of ``(id, instant, manual)``, keep the newest ``keep``."""
+        """Write the ledger row of ``(id, instant, manual)``, keep the newest ``keep``.
+
+        Two statements on one connection, each its own transaction (two round trips,
+        not four with ``BEGIN``/``COMMIT``: every decided instant writes its row, and
+        its run's worker writes it again). The row is written first; the trim is
+        housekeeping that any later write of the schedule's ledger redoes, so a trim
+        that fails leaves at most a row too many, never a row missing."""
         pool = self._require()
         sql = _SQ["RECORD" if replace else "RECORD_IF_ABSENT"]
         async with self._errors("record a schedule tick"), pool.acquire() as conn:
-            transaction = conn.transaction()
-            async with transaction:
-                await conn.execute(sql, *sq.ledger_params(row))
-                await conn.execute(_SQ["TRIM"], row.id, row.id, max(keep, 1) - 1)
+            await conn.execute(sql, *sq.ledger_params(row))
+            await conn.execute(_SQ["TRIM"], row.id, row.id, max(keep, 1) - 1)
 
     async def schedule_ticks(
         self, schedule_id: str, limit: int | None = None
@@ -778,13 +782,16 @@ class PostgresStore:
         return won
 
     async def claim_schedule_tick(self, key: str, node: str, now: float, expires: float) -> bool:
-        """Put-if-absent ``key`` until ``expires`` (an expired claim is replaced)."""
+        """Put-if-absent ``key`` until ``expires`` (an expired claim is replaced).
+
+        The purge and the insert each commit alone (two round trips, not four): the
+        purge drops only claims expired by ``now`` and the insert is put-if-absent, so
+        under READ COMMITTED one transaction around both decided nothing more (two
+        claimants of one key still find one winner: the primary key's)."""
         pool = self._require()
         async with self._errors("claim a schedule tick"), pool.acquire() as conn:
-            transaction = conn.transaction()
-            async with transaction:
-                await conn.execute(_SQ["PURGE_CLAIMS"], float(now))
-                status: str = await conn.execute(_SQ["CLAIM"], key, node, float(expires))
+            await conn.execute(_SQ["PURGE_CLAIMS"], float(now))
+            status: str = await conn.execute(_SQ["CLAIM"], key, node, float(expires))
         return status.endswith(" 1")
 
     async def request_schedule_run(self, request: ScheduleRequest) -> None:
