@@ -20,6 +20,7 @@ from __future__ import annotations
 
 import asyncio
 import contextlib
+import math
 import re
 from collections import deque
 from collections.abc import AsyncIterator, Callable, Sequence
@@ -77,6 +78,10 @@ _SCHEMA_NAME: Final = re.compile(r"[a-z_][a-z0-9_]{0,62}")
 GROUP_OPS: Final = 2000
 #: Seconds without a write after which the write connection goes back to the pool.
 WRITER_IDLE: Final = 0.05
+#: Seconds (of the callers' ``now``) between two purges of expired schedule claims
+#: made by a won claim (:meth:`PostgresStore.claim_schedule_tick`): a claim that
+#: finds its key taken purges at once.
+CLAIM_PURGE_EVERY: Final = 10.0
 #: The write connection's idle check runs in real time whatever clock a system uses.
 _CLOCK: Final = SystemClock()
 
@@ -219,6 +224,8 @@ class PostgresStore:
         self._pool: Any = None
         #: What :meth:`_failure` turns into StoreError: timeouts and every driver error.
         self._caught: tuple[type[BaseException], ...] = (TimeoutError, *driver_errors())
+        #: ``now`` of the last purge of expired schedule claims (claim_schedule_tick).
+        self._claims_purged = -math.inf
         #: Group commit: a write is in flight; batches that came meanwhile, in order.
         self._committing = False
         self._waiting: deque[tuple[Sequence[Op], asyncio.Future[None]]] = deque()
@@ -784,14 +791,23 @@ class PostgresStore:
     async def claim_schedule_tick(self, key: str, node: str, now: float, expires: float) -> bool:
         """Put-if-absent ``key`` until ``expires`` (an expired claim is replaced).
 
-        The purge and the insert each commit alone (two round trips, not four): the
-        purge drops only claims expired by ``now`` and the insert is put-if-absent, so
-        under READ COMMITTED one transaction around both decided nothing more (two
-        claimants of one key still find one winner: the primary key's)."""
+        One round trip when the key is free (every run's start mark is a fresh key):
+        the insert goes first; only when it finds the key taken are the expired claims
+        purged and the insert tried again, so an expired claim is still replaced. The
+        claims of other keys expire away by a purge at most every
+        :data:`CLAIM_PURGE_EVERY` seconds of ``now``. Each statement commits alone:
+        the purge drops only claims expired by ``now`` and the insert is put-if-absent,
+        so two claimants of one key still find one winner (the primary key's)."""
         pool = self._require()
         async with self._errors("claim a schedule tick"), pool.acquire() as conn:
-            await conn.execute(_SQ["PURGE_CLAIMS"], float(now))
             status: str = await conn.execute(_SQ["CLAIM"], key, node, float(expires))
+            if not status.endswith(" 1"):
+                await conn.execute(_SQ["PURGE_CLAIMS"], float(now))
+                self._claims_purged = now
+                status = await conn.execute(_SQ["CLAIM"], key, node, float(expires))
+            elif now - self._claims_purged >= CLAIM_PURGE_EVERY:
+                self._claims_purged = now
+                await conn.execute(_SQ["PURGE_CLAIMS"], float(now))
         return status.endswith(" 1")
 
     async def request_schedule_run(self, request: ScheduleRequest) -> None:
