@@ -232,6 +232,9 @@ class Runner:
         self._poll_again = False
         self._announcing = False
         self._announce_again = False
+        #: Rows wanted by decisions (``_fresh_row``) and whether a read is in flight.
+        self._rows_wanted: dict[str, list[asyncio.Future[ScheduleRow | None]]] = {}
+        self._reading_rows = False
         self._unwatch: Callable[[], None] | None = None
         self._idle = asyncio.Event()
         self._idle.set()
@@ -613,7 +616,7 @@ class Runner:
         # whatever is in flight: they run after it, one after another.
         asked = manual or backfill or overdue
         try:
-            row = await self.store.schedule_row(sid)
+            row = await self._fresh_row(sid)
             if row is None:
                 return  # removed meanwhile: nothing to decide
             if row.version == entry.version:
@@ -645,6 +648,42 @@ class Runner:
         finally:
             if finished is not None:
                 finished()
+
+    async def _fresh_row(self, sid: str) -> ScheduleRow | None:
+        """The stored row of ``sid``, read after this call began (a pause made on another
+        node before counts), together with every other row wanted meanwhile: the
+        instants of one timer batch are decided on one read, not one round trip each
+        (nor each waiting for a pooled connection behind the others)."""
+        waiter: asyncio.Future[ScheduleRow | None] = asyncio.get_running_loop().create_future()
+        self._rows_wanted.setdefault(sid, []).append(waiter)
+        if not self._reading_rows:
+            self._reading_rows = True
+            self.spawn(self._read_rows(), "rows")
+        return await waiter
+
+    async def _read_rows(self) -> None:
+        # A read in flight may have begun before a later wish: that one waits for the
+        # next read (the loop), never takes an older answer.
+        try:
+            while self._rows_wanted:
+                wanted, self._rows_wanted = self._rows_wanted, {}
+                ids = list(wanted)
+                try:
+                    found: dict[str, ScheduleRow] = {}
+                    for first in range(0, len(ids), PAGE):
+                        found.update(await self.store.schedule_rows_of(ids[first : first + PAGE]))
+                except Exception as exc:  # each decision fails as its own read would have
+                    for waiters in wanted.values():
+                        for waiter in waiters:
+                            if not waiter.done():
+                                waiter.set_exception(exc)
+                    continue
+                for sid, waiters in wanted.items():
+                    for waiter in waiters:
+                        if not waiter.done():
+                            waiter.set_result(found.get(sid))
+        finally:
+            self._reading_rows = False
 
     async def _queue(
         self, entry: _Entry, instant: float, target: Durable, asked: bool, manual: bool

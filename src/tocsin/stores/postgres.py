@@ -703,6 +703,12 @@ class PostgresStore:
         rows = await self._fetch(_SQ["SELECT_ONE"], schedule_id)
         return sq.schedule_from_sql(rows[0]) if rows else None
 
+    async def schedule_rows_of(self, schedule_ids: Sequence[str]) -> dict[str, ScheduleRow]:
+        """The stored schedules of ``schedule_ids`` by id (the missing left out), in one
+        statement (``id = ANY($1)``)."""
+        rows = await self._fetch(_SELECT_SOME, list(dict.fromkeys(schedule_ids)))
+        return {row.id: row for row in map(sq.schedule_from_sql, rows)}
+
     async def write_schedule(self, row: ScheduleRow, *, expect: int | None) -> bool:
         """Insert if absent (``expect=None``) or compare-and-set on ``version``."""
         if expect is None:
@@ -1044,8 +1050,12 @@ _CLAIM_MANY: Final = (
     "SELECT k, $2, e FROM unnest($1::text[], $3::float8[]) AS t(k, e) "
     "ON CONFLICT (key) DO NOTHING RETURNING key"
 )
+_SELECT_SOME: Final = (
+    f"SELECT {sq.SCHEDULE_COLUMNS} FROM tocsin_schedules WHERE id = ANY($1::text[])"
+)
 _SQ: Final = {
     name: q.numbered(getattr(sq, name))
     for name in sq.__all__
-    if name.isupper() and name not in ("LEDGER_COLUMNS", "SCHEDULE_COLUMNS")
+    if name.isupper()
+    and name not in ("IDS_AT_ONCE", "LEDGER_COLUMNS", "SCHEDULE_COLUMNS", "SELECT_SOME")
 }
