@@ -735,16 +735,18 @@ class PostgresStore:
     ) -> None:
         """Write the ledger row of ``(id, instant, manual)``, keep the newest ``keep``.
 
-        Two statements on one connection, each its own transaction (two round trips,
-        not four with ``BEGIN``/``COMMIT``: every decided instant writes its row, and
-        its run's worker writes it again). The row is written first; the trim is
-        housekeeping that any later write of the schedule's ledger redoes, so a trim
-        that fails leaves at most a row too many, never a row missing."""
+        Each statement is its own transaction (no ``BEGIN``/``COMMIT`` round trips:
+        every decided instant writes its row, and its run's worker writes it again),
+        and only a row that was added trims (a row rewritten adds none: the worker's
+        write is one round trip). The row is written first; the trim is housekeeping
+        that the schedule's next added row redoes, so a trim that fails leaves at most
+        a row too many, never a row missing."""
         pool = self._require()
-        sql = _SQ["RECORD" if replace else "RECORD_IF_ABSENT"]
+        sql = _RECORD_ADDED if replace else _RECORD_IF_ABSENT_ADDED
         async with self._errors("record a schedule tick"), pool.acquire() as conn:
-            await conn.execute(sql, *sq.ledger_params(row))
-            await conn.execute(_SQ["TRIM"], row.id, row.id, max(keep, 1) - 1)
+            added = await conn.fetchval(sql, *sq.ledger_params(row))
+            if added:
+                await conn.execute(_SQ["TRIM"], row.id, row.id, max(keep, 1) - 1)
 
     async def schedule_ticks(
         self, schedule_id: str, limit: int | None = None
@@ -1059,3 +1061,9 @@ _SQ: Final = {
     if name.isupper()
     and name not in ("IDS_AT_ONCE", "LEDGER_COLUMNS", "SCHEDULE_COLUMNS", "SELECT_SOME")
 }
+
+#: The ledger writes, saying whether they added the row: ``xmax = 0`` on a row an
+#: ``INSERT … ON CONFLICT DO UPDATE`` returns means inserted, not updated (no row at
+#: all when ``DO NOTHING`` wrote nothing).
+_RECORD_ADDED: Final = _SQ["RECORD"] + " RETURNING (xmax = 0)"
+_RECORD_IF_ABSENT_ADDED: Final = _SQ["RECORD_IF_ABSENT"] + " RETURNING true"
