@@ -11,9 +11,11 @@ its one ledger row.
   The claim key is ``schedule:<id>@<instant>``: a stored schedule never shares claims or
   fences with a cluster cron reference of the same name.
 * **Deciding.** The winner re-reads the schedule (a pause made on another node a moment
-  ago counts), then records ``paused`` (with the note and who), ``excluded``,
-  ``missed`` (past ``misfire.grace``), ``skipped_overlap``, or stores the target's run and
-  records ``delivered``. A job's run is a durable job run (``jobs.job_row`` with the
+  ago counts; the decisions of one timer batch read their rows in one store call, and
+  the runs they write are announced to the other nodes once, not once each), then
+  records ``paused`` (with the note and who), ``excluded``, ``missed`` (past
+  ``misfire.grace``), ``skipped_overlap``, or stores the target's run and records
+  ``delivered``. A job's run is a durable job run (``jobs.job_row`` with the
   instant's Tick). Under ``at_least_once`` it is at least once: retried with the job's
   backoff, then parked; a crash mid-run runs it again. Under ``at_most_once`` its worker
   marks it started in the store before the handler runs, and a run cut short or failing
