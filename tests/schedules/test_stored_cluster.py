@@ -31,11 +31,11 @@ def _runs() -> Iterator[None]:
 
 @asynccontextmanager
 async def cluster_of(
-    *names: str, schedules: list[Schedule] | None = None
+    *names: str, schedules: list[Schedule] | None = None, store: MemoryStore | None = None
 ) -> AsyncIterator[tuple[ManualClock, list[ActorSystem]]]:
     clock = ManualClock(wall=START)
     url = f"memory://{uuid.uuid4().hex}"
-    store = MemoryStore()
+    store = store or MemoryStore()
     systems = [
         ActorSystem(
             n,
@@ -116,3 +116,27 @@ async def test_an_update_on_one_node_reaches_every_node_within_the_poll_interval
         await clock.advance(30)
         assert len(jobs.RUNS) == 3
         assert len({run[1] for run in jobs.RUNS}) == 3
+
+
+async def test_the_runs_of_one_timer_batch_are_announced_together_and_all_run_once() -> None:
+    # Fifty instants at once: their runs are announced to the other nodes (a NOTIFY on
+    # PostgreSQL, a round trip each) in a few announcements, not fifty; every run
+    # still starts, on whichever node owns its shard.
+    store = MemoryStore()
+    announced = 0
+    announce = store.announce
+
+    async def counted() -> None:
+        nonlocal announced
+        announced += 1
+        await announce()
+
+    store.announce = counted  # type: ignore[method-assign]
+    anchor = datetime.fromtimestamp(START, UTC)
+    declared = [Schedule(f"s{i}", Interval(60, anchor=anchor), RECORD) for i in range(50)]
+    async with cluster_of("a", "b", "c", schedules=declared, store=store) as (clock, _):
+        await clock.advance(5)
+        announced = 0
+        await clock.advance(60)
+        assert sorted(run[0] for run in jobs.RUNS) == sorted(s.id for s in declared)
+        assert 1 <= announced <= 5

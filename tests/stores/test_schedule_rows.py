@@ -55,6 +55,29 @@ async def test_a_store_is_a_schedule_store(make: Callable[[], Store]) -> None:
     assert isinstance(make(), ScheduleStore)
 
 
+async def test_rows_of_many_ids_are_read_at_once_and_the_missing_left_out(
+    make: Callable[[], Store],
+) -> None:
+    store = make()
+    await store.open()
+    s: ScheduleStore = store  # type: ignore[assignment]
+    try:
+        # More ids than one SQLite statement takes: read in parts, answered whole.
+        for i in range(0, 1200, 2):
+            assert await s.write_schedule(row(f"s{i:04d}", at=float(i)), expect=None)
+        assert await s.pause_schedule_row("s0002", SchedulePause(True, "OPS-1", "n1", 5.0))
+        wanted = [f"s{i:04d}" for i in range(1200)] + ["s0002"]  # odd ones: not stored
+        got = await s.schedule_rows_of(wanted)
+        assert sorted(got) == [f"s{i:04d}" for i in range(0, 1200, 2)]
+        assert got["s0004"] == row("s0004", at=4.0)
+        assert got["s0002"].paused
+        assert got["s0002"].note == "OPS-1"
+        assert await s.schedule_rows_of([]) == {}
+        assert await s.schedule_rows_of(["nope"]) == {}
+    finally:
+        await store.close()
+
+
 async def test_add_is_insert_if_absent_and_update_is_compare_and_set_on_version(
     make: Callable[[], Store],
 ) -> None:

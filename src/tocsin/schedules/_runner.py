@@ -11,9 +11,11 @@ its one ledger row.
   The claim key is ``schedule:<id>@<instant>``: a stored schedule never shares claims or
   fences with a cluster cron reference of the same name.
 * **Deciding.** The winner re-reads the schedule (a pause made on another node a moment
-  ago counts), then records ``paused`` (with the note and who), ``excluded``,
-  ``missed`` (past ``misfire.grace``), ``skipped_overlap``, or stores the target's run and
-  records ``delivered``. A job's run is a durable job run (``jobs.job_row`` with the
+  ago counts; the decisions of one timer batch read their rows in one store call, and
+  the runs they write are announced to the other nodes once, not once each), then
+  records ``paused`` (with the note and who), ``excluded``, ``missed`` (past
+  ``misfire.grace``), ``skipped_overlap``, or stores the target's run and records
+  ``delivered``. A job's run is a durable job run (``jobs.job_row`` with the
   instant's Tick). Under ``at_least_once`` it is at least once: retried with the job's
   backoff, then parked; a crash mid-run runs it again. Under ``at_most_once`` its worker
   marks it started in the store before the handler runs, and a run cut short or failing
@@ -230,6 +232,11 @@ class Runner:
         self._poll: TimerHandle | None = None
         self._polling = False
         self._poll_again = False
+        self._announcing = False
+        self._announce_again = False
+        #: Rows wanted by decisions (``_fresh_row``) and whether a read is in flight.
+        self._rows_wanted: dict[str, list[asyncio.Future[ScheduleRow | None]]] = {}
+        self._reading_rows = False
         self._unwatch: Callable[[], None] | None = None
         self._idle = asyncio.Event()
         self._idle.set()
@@ -611,7 +618,7 @@ class Runner:
         # whatever is in flight: they run after it, one after another.
         asked = manual or backfill or overdue
         try:
-            row = await self.store.schedule_row(sid)
+            row = await self._fresh_row(sid)
             if row is None:
                 return  # removed meanwhile: nothing to decide
             if row.version == entry.version:
@@ -643,6 +650,42 @@ class Runner:
         finally:
             if finished is not None:
                 finished()
+
+    async def _fresh_row(self, sid: str) -> ScheduleRow | None:
+        """The stored row of ``sid``, read after this call began (a pause made on another
+        node before counts), together with every other row wanted meanwhile: the
+        instants of one timer batch are decided on one read, not one round trip each
+        (nor each waiting for a pooled connection behind the others)."""
+        waiter: asyncio.Future[ScheduleRow | None] = asyncio.get_running_loop().create_future()
+        self._rows_wanted.setdefault(sid, []).append(waiter)
+        if not self._reading_rows:
+            self._reading_rows = True
+            self.spawn(self._read_rows(), "rows")
+        return await waiter
+
+    async def _read_rows(self) -> None:
+        # A read in flight may have begun before a later wish: that one waits for the
+        # next read (the loop), never takes an older answer.
+        try:
+            while self._rows_wanted:
+                wanted, self._rows_wanted = self._rows_wanted, {}
+                ids = list(wanted)
+                try:
+                    found: dict[str, ScheduleRow] = {}
+                    for first in range(0, len(ids), PAGE):
+                        found.update(await self.store.schedule_rows_of(ids[first : first + PAGE]))
+                except Exception as exc:  # each decision fails as its own read would have
+                    for waiters in wanted.values():
+                        for waiter in waiters:
+                            if not waiter.done():
+                                waiter.set_exception(exc)
+                    continue
+                for sid, waiters in wanted.items():
+                    for waiter in waiters:
+                        if not waiter.done():
+                            waiter.set_result(found.get(sid))
+        finally:
+            self._reading_rows = False
 
     async def _queue(
         self, entry: _Entry, instant: float, target: Durable, asked: bool, manual: bool
@@ -734,10 +777,34 @@ class Runner:
         node: PostgreSQL ``NOTIFY``, the memory store's watchers; SQLite nodes see the
         file change), not only at its next look-ahead."""
         self.durable.wake(kind, identity, now)
-        if not self._own_claims:
-            announce = getattr(self.durable.store, "announce", None)
-            if announce is not None:
-                await announce()
+        if not self._own_claims and getattr(self.durable.store, "announce", None):
+            self._announce_soon()
+
+    def _announce_soon(self) -> None:
+        """Tell the other nodes that task rows were written: one announcement (a
+        PostgreSQL ``NOTIFY``, a round trip) for every row written since the last one
+        began, not one per row (a timer batch of 1,000 instants writes 1,000 rows). An
+        announcement always begins after the write that asked for it ended: one asked
+        for while another is in flight is sent again after it."""
+        if self._announcing:
+            self._announce_again = True
+            return
+        self._announcing = True
+        self.spawn(self._announce_loop(), "announce")
+
+    async def _announce_loop(self) -> None:
+        announce = self.durable.store.announce
+        try:
+            while True:
+                self._announce_again = False
+                try:
+                    await announce()
+                except Exception as exc:  # the owner's durable poll finds the row anyway
+                    _log.warning("stored schedules: announcing new runs failed: %s", exc)
+                if not self._announce_again:
+                    break
+        finally:
+            self._announcing = False
 
     def observe_outcome(self, schedule_id: str, outcome: str) -> None:
         """A run of a stored schedule's job ended ``outcome`` (``failed``) or a retry of

@@ -17,6 +17,7 @@ __all__ = [
     "CLAIM",
     "DELETE",
     "DELETE_REQUEST",
+    "IDS_AT_ONCE",
     "INSERT",
     "LAST_INSTANTS",
     "LAST_INSTANTS_RANGE",
@@ -35,6 +36,7 @@ __all__ = [
     "SELECT_ALL",
     "SELECT_ONE",
     "SELECT_PAGE",
+    "SELECT_SOME",
     "TRIM",
     "UPDATE",
     "ledger_params",
@@ -55,6 +57,11 @@ LEDGER_COLUMNS: Final = (
 
 SELECT_ALL: Final = f"SELECT {SCHEDULE_COLUMNS} FROM tocsin_schedules ORDER BY id"
 SELECT_ONE: Final = f"SELECT {SCHEDULE_COLUMNS} FROM tocsin_schedules WHERE id = ?"
+#: ``{marks}``: one ``?`` per id, at most :data:`IDS_AT_ONCE` (SQLite's bound on a
+#: statement's parameters is 999 in old builds).
+SELECT_SOME: Final = f"SELECT {SCHEDULE_COLUMNS} FROM tocsin_schedules WHERE id IN ({{marks}})"
+#: Ids one ``SELECT_SOME`` reads.
+IDS_AT_ONCE: Final = 500
 #: Parameters: the last id of the previous page ('' for the first), the page's size.
 SELECT_PAGE: Final = (
     f"SELECT {SCHEDULE_COLUMNS} FROM tocsin_schedules WHERE id > ? ORDER BY id LIMIT ?"

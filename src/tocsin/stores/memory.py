@@ -281,6 +281,11 @@ class MemoryStore:
         """One stored schedule, or ``None``."""
         return self._schedules.get(schedule_id)
 
+    async def schedule_rows_of(self, schedule_ids: Sequence[str]) -> dict[str, ScheduleRow]:
+        """The stored schedules of ``schedule_ids`` by id (the missing left out)."""
+        found = self._schedules
+        return {sid: found[sid] for sid in schedule_ids if sid in found}
+
     async def write_schedule(self, row: ScheduleRow, *, expect: int | None) -> bool:
         """Insert if absent (``expect=None``) or compare-and-set on ``version``."""
         current = self._schedules.get(row.id)

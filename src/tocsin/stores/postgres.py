@@ -20,6 +20,7 @@ from __future__ import annotations
 
 import asyncio
 import contextlib
+import math
 import re
 from collections import deque
 from collections.abc import AsyncIterator, Callable, Sequence
@@ -77,6 +78,10 @@ _SCHEMA_NAME: Final = re.compile(r"[a-z_][a-z0-9_]{0,62}")
 GROUP_OPS: Final = 2000
 #: Seconds without a write after which the write connection goes back to the pool.
 WRITER_IDLE: Final = 0.05
+#: Seconds (of the callers' ``now``) between two purges of expired schedule claims
+#: made by a won claim (:meth:`PostgresStore.claim_schedule_tick`): a claim that
+#: finds its key taken purges at once.
+CLAIM_PURGE_EVERY: Final = 10.0
 #: The write connection's idle check runs in real time whatever clock a system uses.
 _CLOCK: Final = SystemClock()
 
@@ -219,6 +224,8 @@ class PostgresStore:
         self._pool: Any = None
         #: What :meth:`_failure` turns into StoreError: timeouts and every driver error.
         self._caught: tuple[type[BaseException], ...] = (TimeoutError, *driver_errors())
+        #: ``now`` of the last purge of expired schedule claims (claim_schedule_tick).
+        self._claims_purged = -math.inf
         #: Group commit: a write is in flight; batches that came meanwhile, in order.
         self._committing = False
         self._waiting: deque[tuple[Sequence[Op], asyncio.Future[None]]] = deque()
@@ -696,6 +703,12 @@ class PostgresStore:
         rows = await self._fetch(_SQ["SELECT_ONE"], schedule_id)
         return sq.schedule_from_sql(rows[0]) if rows else None
 
+    async def schedule_rows_of(self, schedule_ids: Sequence[str]) -> dict[str, ScheduleRow]:
+        """The stored schedules of ``schedule_ids`` by id (the missing left out), in one
+        statement (``id = ANY($1)``)."""
+        rows = await self._fetch(_SELECT_SOME, list(dict.fromkeys(schedule_ids)))
+        return {row.id: row for row in map(sq.schedule_from_sql, rows)}
+
     async def write_schedule(self, row: ScheduleRow, *, expect: int | None) -> bool:
         """Insert if absent (``expect=None``) or compare-and-set on ``version``."""
         if expect is None:
@@ -720,13 +733,19 @@ class PostgresStore:
     async def record_schedule_tick(
         self, row: ScheduleTickRow, keep: int, *, replace: bool = True
     ) -> None:
-        """Write the ledger row of ``(id, instant, manual)``, keep the newest ``keep``."""
+        """Write the ledger row of ``(id, instant, manual)``, keep the newest ``keep``.
+
+        Each statement is its own transaction (no ``BEGIN``/``COMMIT`` round trips:
+        every decided instant writes its row, and its run's worker writes it again),
+        and only a row that was added trims (a row rewritten adds none: the worker's
+        write is one round trip). The row is written first; the trim is housekeeping
+        that the schedule's next added row redoes, so a trim that fails leaves at most
+        a row too many, never a row missing."""
         pool = self._require()
-        sql = _SQ["RECORD" if replace else "RECORD_IF_ABSENT"]
+        sql = _RECORD_ADDED if replace else _RECORD_IF_ABSENT_ADDED
         async with self._errors("record a schedule tick"), pool.acquire() as conn:
-            transaction = conn.transaction()
-            async with transaction:
-                await conn.execute(sql, *sq.ledger_params(row))
+            added = await conn.fetchval(sql, *sq.ledger_params(row))
+            if added:
                 await conn.execute(_SQ["TRIM"], row.id, row.id, max(keep, 1) - 1)
 
     async def schedule_ticks(
@@ -778,13 +797,25 @@ class PostgresStore:
         return won
 
     async def claim_schedule_tick(self, key: str, node: str, now: float, expires: float) -> bool:
-        """Put-if-absent ``key`` until ``expires`` (an expired claim is replaced)."""
+        """Put-if-absent ``key`` until ``expires`` (an expired claim is replaced).
+
+        One round trip when the key is free (every run's start mark is a fresh key):
+        the insert goes first; only when it finds the key taken are the expired claims
+        purged and the insert tried again, so an expired claim is still replaced. The
+        claims of other keys expire away by a purge at most every
+        :data:`CLAIM_PURGE_EVERY` seconds of ``now``. Each statement commits alone:
+        the purge drops only claims expired by ``now`` and the insert is put-if-absent,
+        so two claimants of one key still find one winner (the primary key's)."""
         pool = self._require()
         async with self._errors("claim a schedule tick"), pool.acquire() as conn:
-            transaction = conn.transaction()
-            async with transaction:
+            status: str = await conn.execute(_SQ["CLAIM"], key, node, float(expires))
+            if not status.endswith(" 1"):
                 await conn.execute(_SQ["PURGE_CLAIMS"], float(now))
-                status: str = await conn.execute(_SQ["CLAIM"], key, node, float(expires))
+                self._claims_purged = now
+                status = await conn.execute(_SQ["CLAIM"], key, node, float(expires))
+            elif now - self._claims_purged >= CLAIM_PURGE_EVERY:
+                self._claims_purged = now
+                await conn.execute(_SQ["PURGE_CLAIMS"], float(now))
         return status.endswith(" 1")
 
     async def request_schedule_run(self, request: ScheduleRequest) -> None:
@@ -1021,8 +1052,18 @@ _CLAIM_MANY: Final = (
     "SELECT k, $2, e FROM unnest($1::text[], $3::float8[]) AS t(k, e) "
     "ON CONFLICT (key) DO NOTHING RETURNING key"
 )
+_SELECT_SOME: Final = (
+    f"SELECT {sq.SCHEDULE_COLUMNS} FROM tocsin_schedules WHERE id = ANY($1::text[])"
+)
 _SQ: Final = {
     name: q.numbered(getattr(sq, name))
     for name in sq.__all__
-    if name.isupper() and name not in ("LEDGER_COLUMNS", "SCHEDULE_COLUMNS")
+    if name.isupper()
+    and name not in ("IDS_AT_ONCE", "LEDGER_COLUMNS", "SCHEDULE_COLUMNS", "SELECT_SOME")
 }
+
+#: The ledger writes, saying whether they added the row: ``xmax = 0`` on a row an
+#: ``INSERT … ON CONFLICT DO UPDATE`` returns means inserted, not updated (no row at
+#: all when ``DO NOTHING`` wrote nothing).
+_RECORD_ADDED: Final = _SQ["RECORD"] + " RETURNING (xmax = 0)"
+_RECORD_IF_ABSENT_ADDED: Final = _SQ["RECORD_IF_ABSENT"] + " RETURNING true"

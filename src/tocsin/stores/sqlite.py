@@ -492,6 +492,20 @@ class SQLiteStore:
         rows = await self._read(sq.SELECT_ONE, (schedule_id,))
         return sq.schedule_from_sql(rows[0]) if rows else None
 
+    async def schedule_rows_of(self, schedule_ids: Sequence[str]) -> dict[str, ScheduleRow]:
+        """The stored schedules of ``schedule_ids`` by id (the missing left out), read
+        :data:`~tocsin.stores._schedule_sql.IDS_AT_ONCE` ids a statement (SQLite bounds
+        a statement's parameters)."""
+        ids = list(dict.fromkeys(schedule_ids))
+        found: dict[str, ScheduleRow] = {}
+        for first in range(0, len(ids), sq.IDS_AT_ONCE):
+            part = tuple(ids[first : first + sq.IDS_AT_ONCE])
+            marks = ", ".join("?" * len(part))
+            for raw in await self._read(sq.SELECT_SOME.format(marks=marks), part):
+                row = sq.schedule_from_sql(raw)
+                found[row.id] = row
+        return found
+
     async def write_schedule(self, row: ScheduleRow, *, expect: int | None) -> bool:
         """Insert if absent (``expect=None``) or compare-and-set on ``version``."""
         if expect is None:
