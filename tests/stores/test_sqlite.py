@@ -8,8 +8,10 @@ import asyncio
 import sqlite3
 import threading
 from pathlib import Path
+from typing import Any
 
 import pytest
+from tests.eventually import eventually
 
 from tocsin.errors import StoreError
 from tocsin.stores import DeleteState, PutState
@@ -184,14 +186,24 @@ async def test_writes_that_find_the_file_locked_commit_together_once_it_is_free(
         await asyncio.gather(*writes)
         assert (store._inline.commits, store._worker.commits) == (1, 0)
         assert len(await store.list_state("A", "1")) == 50
-        # Still locked at the retries: the group goes to the worker as one job.
+        # Still locked at the retries: the group goes to the worker as one job. The lock
+        # is held until that job is seen submitted (not for a guessed number of loop
+        # turns: the retry waits for a round trip through the worker thread, which a
+        # loaded machine may not schedule within any fixed count).
+        submitted: list[bool] = []
+        submit = store._worker.submit
+
+        def spy(fn: Any, *, write: bool) -> Any:
+            submitted.append(write)
+            return submit(fn, write=write)
+
+        store._worker.submit = spy  # type: ignore[method-assign]
         other.execute("BEGIN IMMEDIATE")
         writes = [
             asyncio.ensure_future(store.apply([PutState("B", "1", f"k{i}", b"v")]))
             for i in range(50)
         ]
-        for _ in range(20):
-            await asyncio.sleep(0)
+        await eventually(lambda: True in submitted, "the group sent to the worker as a write")
         assert not any(w.done() for w in writes)
         other.execute("COMMIT")
         await asyncio.gather(*writes)

@@ -95,6 +95,9 @@ MAX_TTL: Final = 86_400.0
 #: Most ticks claimed in one coordinator round trip (a larger due set goes in several
 #: batches, concurrently).
 MAX_BATCH: Final = 512
+#: Seconds before an ``at_least_once`` claim whose outcome is unknown (the coordinator
+#: raised) is asked again, for as long as the tick's window (its claim TTL) lasts.
+RECLAIM_AFTER_ERROR: Final = 1.0
 
 Delivery = Literal["at_most_once", "at_least_once"]
 #: The values ``schedule_cron(delivery=...)`` accepts.
@@ -531,8 +534,21 @@ class CronClaims:
             more = f" and {len(batch) - 1} more" if len(batch) > 1 else ""
             self.outage.failed(exc, f"tick {first_key}{more} not delivered")
             detail = str(exc) or repr(exc)
+            now = self.clock.wall()
             for tick, _ in batch:
-                _call(tick.skipped, tick.reference, Outcome.CLAIM_ERROR, detail)
+                if (
+                    tick.lease is not None
+                    and not self._closed
+                    and now + RECLAIM_AFTER_ERROR - tick.fire_at <= claim_ttl(tick.period)
+                ):
+                    # at_least_once: an unknown outcome is not a lost tick while its
+                    # window lasts (a coordinator busy or locked, say by a frozen peer's
+                    # transaction): ask again. A claim this node may have won unseen is
+                    # its own: the coordinator answers it as any other winner's, so the
+                    # tick is delivered once that delivery lease has passed, never twice.
+                    self._watch(tick, RECLAIM_AFTER_ERROR)
+                else:
+                    _call(tick.skipped, tick.reference, Outcome.CLAIM_ERROR, detail)
             return
         self.outage.ok()
         for (tick, first), request, claim in zip(batch, requests, claims, strict=True):
@@ -582,16 +598,7 @@ class CronClaims:
             return
         if outcome is ClaimOutcome.LOST and claim.retry_in is not None and not self._closed:
             # An at_least_once winner not done yet: look again when its lease ends.
-            clock = self.clock
-            delay = max(claim.retry_in, 0.01)
-            handle: TimerHandle | None = None
-
-            def due() -> None:
-                if handle is not None and self._watches.pop(handle, None) is not None:
-                    self._claim(tick, first=False)
-
-            handle = clock.call_at(clock.monotonic() + delay, due)
-            self._watches[handle] = tick
+            self._watch(tick, max(claim.retry_in, 0.01))
             return
         if outcome is ClaimOutcome.LOST:
             what: Outcome = Outcome.CLAIMED_ELSEWHERE
@@ -603,6 +610,19 @@ class CronClaims:
                 self.run(reference, self._learn_notes())
         detail = "paused cluster-wide" if what is Outcome.PAUSED else None
         _call(tick.skipped, reference, what, detail)
+
+    def _watch(self, tick: _Tick, delay: float) -> None:
+        """Claim ``tick`` again (not a first claim) ``delay`` seconds from now, unless
+        :meth:`close` comes first."""
+        clock = self.clock
+        handle: TimerHandle | None = None
+
+        def due() -> None:
+            if handle is not None and self._watches.pop(handle, None) is not None:
+                self._claim(tick, first=False)
+
+        handle = clock.call_at(clock.monotonic() + delay, due)
+        self._watches[handle] = tick
 
     async def _ask(self, tick: _Tick, key: str) -> TickClaim | None:
         """One claim on its own (:meth:`claim`), counted; ``None`` if it raised."""
