@@ -249,7 +249,8 @@ def check_runs(
 ) -> None:
     """The outcomes of :func:`run_nodes` with node ``killed`` cut off in the middle of
     its run of ``second`` (with ``fence``); ``resumed``: the node was frozen, not
-    killed, and its held run finished once it ran again."""
+    killed, and its held run was released (it may have finished once the node ran
+    again)."""
     starts: dict[int, list[tuple[str, int]]] = defaultdict(list)
     done: dict[int, list[tuple[str, int]]] = defaultdict(list)
     for kind, node, instant, fence_text, _ in lines:
@@ -264,8 +265,10 @@ def check_runs(
         # already started: it did not run it again, and its row records the loss.
         assert doubled == {}, f"instants run twice: {doubled}"
         assert [n for n, _ in starts[second]] == [killed], starts[second]
-        # A frozen node's held run goes on when the node runs again (nothing stops a
-        # handler mid-call); the other node's decision, already written, stands.
+        # A frozen node's held run, released, either finishes when the node runs again
+        # or is cut short by it (woken, it finds its lease lost and stops the shard's
+        # activation first): timing decides. Another node's decision, written while it
+        # was frozen, stands either way.
         assert [n for n, _ in done[second]] in ([killed] if resumed else [], []), done[second]
         assert (row.outcome, row.detail) == ("failed", INTERRUPTED), row
         assert row.node != killed, row

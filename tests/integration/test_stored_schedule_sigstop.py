@@ -1,8 +1,9 @@
 # SPDX-License-Identifier: Apache-2.0
 """Stored schedules across three real processes (the store: PostgreSQL) on SQLite,
 PostgreSQL and Redis coordinators, with the node in the middle of a run SIGSTOPped for
-longer than its leases (``lease=3``, ``delivery_lease=2``), then SIGCONTed; its held run
-then finishes:
+longer than its leases (``lease=3``, ``delivery_lease=2``), then SIGCONTed with its held
+run released (woken, the node finds its lease lost and stops the shard's activation; the
+run finishes first or is cut short, as timing falls):
 
 * ``at_most_once``: no instant's handler starts twice: another node finds the frozen
   node's stored run started once the shard's lease lapses and does not run it again (its
@@ -51,7 +52,7 @@ def _freeze(proc: subprocess.Popen[str], log: Path, node: str, second: int) -> N
     # Past its shard's lease and its claim's delivery lease: the scenario's length, not
     # a wait for an outcome.
     time.sleep(LEASE + DELIVERY_LEASE)
-    # Released while stopped: the held run finishes as soon as the node runs again.
+    # Released while stopped: the held run may finish as soon as the node runs again.
     Path(release_mark(str(log), node, second)).touch()
     proc.send_signal(signal.SIGCONT)
     time.sleep(AFTER_WAKE)
