@@ -218,21 +218,35 @@ def timeline(tmp_path: Path, lines: list[list[str]], ledger: dict[int, Any]) -> 
     return "\n".join(out)
 
 
+def scenario(
+    coordinator: str,
+    postgres_dsn: str,
+    delivery: str,
+    tmp_path: Path,
+    disrupt: Callable[[subprocess.Popen[str], Path, str, int], None],
+    *,
+    resumed: bool = False,
+) -> None:
+    """:func:`run_nodes` on a fresh store schema, then :func:`check_runs`; a failure
+    prints the run's :func:`timeline`."""
+    store = f"{postgres_dsn}?schema=s_{uuid.uuid4().hex[:12]}"
+    lines, node, second, fence, first, end = run_nodes(
+        coordinator, store, delivery, tmp_path, disrupt
+    )
+    rows = asyncio.run(ledger_rows(store))
+    try:
+        check_runs(lines, rows, delivery, node, second, fence, first, end, resumed=resumed)
+    except AssertionError:
+        print(f"{disrupt.__name__} {node} at {second} (fence {fence}); window {first}..{end - 1}")
+        print(timeline(tmp_path, lines, {round(r.instant): r for r in rows}))
+        raise
+
+
 @pytest.mark.parametrize("delivery", ["at_most_once", "at_least_once"])
 def test_three_nodes_one_killed_mid_run(
     coordinator: str, postgres_dsn: str, delivery: str, tmp_path: Path
 ) -> None:
-    store = f"{postgres_dsn}?schema=s_{uuid.uuid4().hex[:12]}"
-    lines, killed, second, fence, first, end = run_nodes(
-        coordinator, store, delivery, tmp_path, _kill
-    )
-    rows = asyncio.run(ledger_rows(store))
-    try:
-        check_runs(lines, rows, delivery, killed, second, fence, first, end)
-    except AssertionError:
-        print(f"killed {killed} at {second} (fence {fence}); window {first}..{end - 1}")
-        print(timeline(tmp_path, lines, {round(r.instant): r for r in rows}))
-        raise
+    scenario(coordinator, postgres_dsn, delivery, tmp_path, _kill)
 
 
 def check_runs(

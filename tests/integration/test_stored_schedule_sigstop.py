@@ -21,21 +21,16 @@ asserted, not speed.
 
 from __future__ import annotations
 
-import asyncio
 import signal
 import subprocess
 import time
-import uuid
 from pathlib import Path
 
 import pytest
 from tests.integration._stored_jobs import release_mark
 from tests.integration.test_stored_schedule_processes import (
-    check_runs,
     coordinator,  # noqa: F401  (the fixture: sqlite, postgres, redis)
-    ledger_rows,
-    run_nodes,
-    timeline,
+    scenario,
 )
 
 pytestmark = [pytest.mark.integration, pytest.mark.slow]
@@ -65,14 +60,4 @@ def test_three_nodes_one_frozen_past_its_lease_mid_run(
     delivery: str,
     tmp_path: Path,
 ) -> None:
-    store = f"{postgres_dsn}?schema=s_{uuid.uuid4().hex[:12]}"
-    lines, frozen, second, fence, first, end = run_nodes(
-        coordinator, store, delivery, tmp_path, _freeze
-    )
-    rows = asyncio.run(ledger_rows(store))
-    try:
-        check_runs(lines, rows, delivery, frozen, second, fence, first, end, resumed=True)
-    except AssertionError:
-        print(f"froze {frozen} at {second} (fence {fence}); window {first}..{end - 1}")
-        print(timeline(tmp_path, lines, {round(r.instant): r for r in rows}))
-        raise
+    scenario(coordinator, postgres_dsn, delivery, tmp_path, _freeze, resumed=True)
