@@ -13,8 +13,14 @@ from tocsin.jobs import job
 
 def end_mark(log: str, node: str, second: int) -> str:
     """The file whose creation decides how ``node``'s run of ``second`` ends: created by
-    the run itself (it finishes) or by the test first (the run waits to be killed)."""
+    the run itself (it finishes) or by the test first (the run is held: it waits for
+    its :func:`release_mark`, or to be killed)."""
     return f"{log}.end-{node}-{second}"
+
+
+def release_mark(log: str, node: str, second: int) -> str:
+    """The file that lets a held run (its :func:`end_mark` taken by the test) finish."""
+    return f"{log}.release-{node}-{second}"
 
 
 def take(path: str) -> bool:
@@ -31,9 +37,10 @@ async def slow(ctx: Any, log: str, delay: float) -> None:
     """Append ``start NODE SECOND FENCE TIME``, sleep ``delay`` real seconds, append
     ``done NODE SECOND FENCE TIME``.
 
-    A test that means to kill this node mid-run takes the run's :func:`end_mark` first:
-    the run then never finishes (it waits until it is killed), so a kill chosen from a
-    ``start`` line always lands mid-run, however slow the test was to send it.
+    A test that means to kill or freeze this node mid-run takes the run's
+    :func:`end_mark` first: the run then does not finish until the test creates its
+    :func:`release_mark` (never, for a kill), so a signal chosen from a ``start`` line
+    always lands mid-run, however slow the test was to send it.
     """
     tick = ctx.tick
     name = ctx.system.name
@@ -44,7 +51,11 @@ async def slow(ctx: Any, log: str, delay: float) -> None:
         os.write(fd, f"start {line} {time.time():.6f}\n".encode())
         await asyncio.sleep(delay)
         if not take(end_mark(log, name, second)):
-            await asyncio.Event().wait()  # the test kills this node now
+            # Held by the test: polled (not a wait on a signal) so that a release made
+            # while this process was stopped is seen as soon as it runs again.
+            release = release_mark(log, name, second)
+            while not os.path.exists(release):
+                await asyncio.sleep(0.05)
         os.write(fd, f"done {line} {time.time():.6f}\n".encode())
     finally:
         os.close(fd)
