@@ -287,3 +287,29 @@ async def test_at_most_once_a_finished_run_found_again_keeps_its_delivered_row(
         assert (row.outcome, row.detail, row.started) == (Outcome.DELIVERED, None, at(3600))
         assert await system.jobs.list(JOBS + "record") == []
         assert events == []
+
+
+async def test_the_decided_row_is_written_before_any_worker_is_woken(store_url: str) -> None:
+    # A run that fails at once (here, or on the node an announcement reaches) writes its
+    # ``failed`` row; the deciding node's ``delivered`` must already be there, never land
+    # after it and overwrite it.
+    from tocsin.schedules._runner import runner_of
+
+    clock = ManualClock(wall=T0)
+    declared = [Schedule("f", Interval(60), JOBS + "flaky")]
+    seen: list[list[str]] = []
+    async with ActorSystem("n1", clock=clock, store=store_url, schedules=declared) as system:
+        runner = runner_of(system.runtime)
+        assert runner is not None
+        wake = runner._wake
+
+        async def spy(kind: str, identity: str, now: float) -> None:
+            seen.append([str(r.outcome) for r in await system.schedules.history("f")])
+            await wake(kind, identity, now)
+
+        runner._wake = spy  # type: ignore[method-assign]
+        await clock.advance(60)
+        await clock.advance(10)
+        [row] = await system.schedules.history("f")
+        assert (row.outcome, row.detail) == (Outcome.FAILED, "ConnectionError: db away")
+    assert seen == [["delivered"]]

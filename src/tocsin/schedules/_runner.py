@@ -702,8 +702,10 @@ class Runner:
         now = self.clock.wall()
         tid = await queue_durable(self.durable, target, entry.id, instant, now, manual=manual)
         entry.outstanding = [*alive, (target.kind, target.identity, tid)]
-        await self._wake(target.kind, target.identity, now)
+        # The decided row before the wake-up: a run that starts and ends at once (here,
+        # or on the node its wake-up reaches) then rewrites it, never the other way round.
         await self._record(entry, instant, Outcome.DELIVERED, None, manual=manual)
+        await self._wake(target.kind, target.identity, now)
 
     async def _enqueue_job(
         self,
@@ -767,9 +769,13 @@ class Runner:
         )
         await store.apply([UpsertTask(row)])
         entry.outstanding = [*alive, (row.kind, row.identity, row.id)]
-        await self._wake(row.kind, row.identity, now)
+        # The decided row before the wake-up: the worker that runs it (this node's, or
+        # the shard owner's that the announcement reaches) keeps the row from its start,
+        # and a run that fails at once must not have its ``failed`` row overwritten by
+        # this ``delivered``.
         if not again:
             await self._record(entry, instant, Outcome.DELIVERED, detail, manual=manual)
+        await self._wake(row.kind, row.identity, now)
 
     async def _wake(self, kind: str, identity: str, now: float) -> None:
         """A task row of ``kind/identity`` due ``now`` was written: run it here, or in
