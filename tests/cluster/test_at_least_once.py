@@ -195,7 +195,9 @@ async def test_at_most_once_ticks_carry_growing_fences_and_are_never_claimed_aga
         assert all(not n.finish for n in nodes)  # at_most_once: nothing to finish
 
 
-async def test_a_claim_that_errs_is_recorded_with_the_coordinators_text() -> None:
+@asynccontextmanager
+async def _claims_failing() -> AsyncIterator[tuple[World, Flaky, Node]]:
+    """One node whose coordinator's claims fail (``flaky.fail``) until the test clears it."""
     world = World()
     flaky = Flaky(world.coordinator())
     await flaky.inner.open()
@@ -203,6 +205,14 @@ async def test_a_claim_that_errs_is_recorded_with_the_coordinators_text() -> Non
         node = Node(world.node("a", coordinator=flaky))
         await node.node.start()
         flaky.fail["claim_tick"] = "before"
+        yield world, flaky, node
+    finally:
+        await world.close()
+        await flaky.inner.close()
+
+
+async def test_a_claim_that_errs_is_recorded_with_the_coordinators_text() -> None:
+    async with _claims_failing() as (world, flaky, node):
         at = world.clock.wall()
         node.fire(at)
         await world.clock.advance(0)
@@ -218,9 +228,6 @@ async def test_a_claim_that_errs_is_recorded_with_the_coordinators_text() -> Non
         node.fire(at)
         await world.clock.advance(0)
         assert node.skipped[-1] == (at, Outcome.CLAIM_LATE, None)
-    finally:
-        await world.close()
-        await flaky.inner.close()
 
 
 @backends
@@ -427,13 +434,7 @@ async def test_a_claim_never_finished_is_renewed_only_within_its_window() -> Non
 async def test_a_claim_that_errs_is_asked_again_and_delivered_once_it_answers() -> None:
     # A coordinator busy or locked for a few seconds (a peer frozen in its transaction):
     # the at_least_once tick is not lost, and delivered once.
-    world = World()
-    flaky = Flaky(world.coordinator())
-    await flaky.inner.open()
-    try:
-        node = Node(world.node("a", coordinator=flaky))
-        await node.node.start()
-        flaky.fail["claim_tick"] = "before"
+    async with _claims_failing() as (world, flaky, node):
         at = world.clock.wall()
         node.fire(at)
         await world.clock.advance(3.5)
@@ -444,6 +445,3 @@ async def test_a_claim_that_errs_is_asked_again_and_delivered_once_it_answers() 
         await world.clock.advance(3 * LEASE)
         assert len(node.delivered) == 1
         assert node.skipped == []
-    finally:
-        await world.close()
-        await flaky.inner.close()

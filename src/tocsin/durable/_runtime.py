@@ -92,7 +92,7 @@ class DurableRuntime:
         self.cells: dict[Cell, DurableHandle] = {}
         self.kinds: dict[str, DurableClass] = {}
         self.activation_slots = asyncio.Semaphore(ACTIVATION_CONCURRENCY)
-        #: Identities with work due soon and no handle in memory (compact, issue 32).
+        #: Identities with work due soon and no handle in memory (compact, not handles).
         self.soon = DueSoon(self)
         self._poll = _Poll(self)
         self._change_check = _ChangeCheck(self)
@@ -317,7 +317,7 @@ class DurableRuntime:
         """Commit a drain's completions: resolved once they are committed, or raising
         what the store raised (the drain's tasks then run again: at least once).
 
-        Group commit across identities (issue 32): the completions of every drain that
+        Group commit across identities: the completions of every drain that
         ends in the same turn of the event loop go to the store as one ``apply`` (one
         transaction, one round trip) instead of one each. A group the store refuses is
         written again one drain at a time, so one bad batch fails its own drain only.

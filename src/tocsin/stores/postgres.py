@@ -612,7 +612,7 @@ class PostgresStore:
 
     async def due_work(self, kind: str, identity: str, before: float, limit: int) -> DueWork:
         """``due_tasks`` and the earliest pending ``due`` after ``before``, in the same
-        combined read (issue 32: the drain's ``next_due`` round trip after its commit, one
+        combined read (saving the drain's ``next_due`` round trip after its commit, one
         identity at a time, folded into the batch)."""
         work: DueWork = await self._combined_read(kind, identity, before, limit, True)
         return work

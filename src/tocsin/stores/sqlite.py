@@ -340,7 +340,7 @@ class SQLiteStore:
         await self._call(write, write=True, what="apply")
 
     async def _apply_later(self, write: Callable[[sqlite3.Connection], None]) -> None:
-        """Group commit of the writes that found the file locked (issue 32).
+        """Group commit of the writes that found the file locked.
 
         Sent to the writer thread one by one, they queued behind its whole queue, and
         every commit there held the lock while the next loop-side writes found it taken
