@@ -25,6 +25,7 @@ from typing import TYPE_CHECKING, Any, Protocol, final
 from ..actor._spi import (
     DEFAULT_SUPERVISOR,
     PID,
+    Actor,
     Cell,
     DeadLetterReason,
     Directive,
@@ -91,6 +92,7 @@ class HandleRuntime(DrainRuntime, AlarmRuntime, Protocol):
     @property
     def activation_slots(self) -> asyncio.Semaphore: ...
     def activated(self, cell: Cell, handle: DurableHandle) -> None: ...
+    def start_batched(self, handle: DurableHandle, cell: Cell) -> asyncio.Task[None]: ...
 
 
 @final
@@ -121,6 +123,9 @@ class DurableHandle(SendTarget):
         self.passivate_after = passivate_after
         #: The class keeps the default ``now()`` (asked once, not on every decision).
         self.clock_now = keeps_default(cls, "now")
+        #: The class keeps the default ``pre_start`` (it never suspends): an activation
+        #: by the alarm may start in a batch's task (see :meth:`_activate`).
+        self.plain_start = getattr(cls, "pre_start", None) is Actor.pre_start
         #: The drain turn the alarm queues (one value, reused: it carries only this).
         self.drain_turn = DrainTurn(self)
         self.cell: Cell | None = None
@@ -424,7 +429,13 @@ class DurableHandle(SendTarget):
         for message, sender, reply in pending:
             cell.deliver(message, sender, reply)  # queued: the cell is still STARTING
         runtime.busy += 1
-        self.starting = runtime.loop.create_task(self._start(cell))
+        if self.alarm.queued and self.plain_start and self.durable.gate is None:
+            # Activated by its alarm with nothing to suspend on before the drain (the
+            # default pre_start; no alarm read, the queued drain reads): started in a
+            # task shared with the identities coming due with it, not one task each.
+            self.starting = self.durable.start_batched(self, cell)
+            return self.starting
+        self.starting = runtime.loop.create_task(self.run_start(cell))
         self.starting.add_done_callback(_observed)
         return self.starting
 
@@ -447,7 +458,10 @@ class DurableHandle(SendTarget):
             backoff=supervisor.backoff,
         )
 
-    async def _start(self, cell: Cell) -> None:
+    async def run_start(self, cell: Cell) -> None:
+        """Start the activation ``cell`` (its first ``pre_start``), then arm its alarm
+        from the store unless a drain is already queued; ``starting`` is cleared at the
+        end. Run by :meth:`_activate`'s task or by a batch of starts (the runtime's)."""
         try:
             async with self.durable.activation_slots:
                 if await cell.first_start() is not None:
