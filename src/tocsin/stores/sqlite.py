@@ -43,7 +43,6 @@ from __future__ import annotations
 import asyncio
 import concurrent.futures
 import contextlib
-import functools
 import itertools
 import logging
 import os
@@ -94,8 +93,6 @@ T = TypeVar("T")
 INLINE_MAX_OPS: Final = 128
 #: Largest ``LIMIT`` of a read run on the loop thread (a drain reads at most 1,000 rows).
 INLINE_MAX_ROWS: Final = 1_000
-#: Most drains' reads (``due_work``) one combined read answers (four parameters each).
-GROUP_READS: Final = 256
 #: Page cache of each connection, as SQLite's negative "KiB" form: 64 MiB, allocated
 #: only as pages are read (SQLite's default, 2 MiB, holds ~5,000 tasks' index pages).
 CACHE_KIB: Final = -64 * 1024
@@ -171,11 +168,6 @@ class SQLiteStore:
         self._since_checkpoint = 0
         self._owner: FileLock | None = None
         self._changes = DataVersionWatch(self._read_data_version)
-        #: ``due_work`` calls of this turn of the loop waiting for one combined read
-        #: (``None``: none waits, no read is scheduled).
-        self._work_waiting: (
-            list[tuple[tuple[str, str, float, int], asyncio.Future[DueWork]]] | None
-        ) = None
 
     def __repr__(self) -> str:
         return f"SQLiteStore({self.path!r}, synchronous={self.synchronous!r})"
@@ -450,56 +442,12 @@ class SQLiteStore:
         return [row_from_sql(r) for r in rows]
 
     async def due_work(self, kind: str, identity: str, before: float, limit: int) -> DueWork:
-        """``due_tasks`` and the earliest pending ``due`` after ``before`` (one drain's read,
-        instead of a ``next_due`` after the drain's commit).
-
-        Read-combining (as the PostgreSQL store's): the calls made in one turn of the
-        event loop (the drains of identities that came due together) are answered by
-        one read of :data:`GROUP_READS` calls at most at the start of the next turn, two
-        statements on the loop-side connection instead of two per call. Each caller gets
-        exactly what its own read would have returned, read no earlier than its call."""
-        limit = max(limit, 0)
-        if limit > INLINE_MAX_ROWS or self._inline is None:
-            return await self._due_work_alone(kind, identity, float(before), limit)
-        loop = asyncio.get_running_loop()
-        done: asyncio.Future[DueWork] = loop.create_future()
-        waiting = self._work_waiting
-        if waiting is None:
-            waiting = self._work_waiting = []
-            loop.call_soon(self._read_work)
-        waiting.append(((kind, identity, float(before), limit), done))
-        return await done
-
-    async def _due_work_alone(self, kind: str, identity: str, before: float, limit: int) -> DueWork:
+        """``due_tasks`` and the earliest pending ``due`` after ``before`` (one drain's read:
+        two point reads on the loop-side connection, instead of a ``next_due`` after the
+        drain's commit)."""
         rows = await self.due_tasks(kind, identity, before, limit)
-        later = (await self._read(q.LATER_DUE, (kind, identity, before)))[0][0]
+        later = (await self._read(q.LATER_DUE, (kind, identity, float(before))))[0][0]
         return DueWork(rows, None if later is None else float(later))
-
-    def _read_work(self) -> None:
-        """Answer the ``due_work`` calls of the last turn (see :meth:`due_work`)."""
-        waiting, self._work_waiting = self._work_waiting or [], None
-        inline = self._inline
-        for start in range(0, len(waiting), GROUP_READS):
-            group = [w for w in waiting[start : start + GROUP_READS] if not w[1].done()]
-            if not group:
-                continue
-            answers: list[DueWork] | None = None
-            error: BaseException | None = None
-            if inline is not None:
-                try:
-                    answers = _read_work_inline(inline, [key for key, _ in group])
-                except DB_ERRORS as exc:
-                    error = store_error("query", self.path, exc)
-            if answers is None:
-                # Locked (or the store closed meanwhile): each call reads on its own.
-                for key, done in group:
-                    if error is not None:
-                        done.set_exception(error)
-                    else:
-                        _settle_later(done, self._due_work_alone(*key))
-                continue
-            for (_, done), answer in zip(group, answers, strict=True):
-                done.set_result(answer)
 
     async def next_due(self, kind: str, identity: str) -> float | None:
         """The earliest ``due`` among this actor's pending tasks, or ``None``."""
@@ -746,71 +694,3 @@ class SQLiteStore:
         return open_connection(
             self.path, synchronous=self.synchronous, cache_kib=CACHE_KIB, schema=create_schema
         )
-
-
-#: A padding call of a combined read: no task has an empty kind, and its limit is 0.
-_NO_CALL: Final = ("", "", 0.0, 0)
-
-
-@functools.cache
-def _work_sql(count: int) -> tuple[str, str]:
-    """The two statements of a combined ``due_work`` read of ``count`` calls: the due
-    rows (numbered by call, each call's own ``LIMIT`` applied) and each call's
-    ``later``. Parameters: ``(n, kind, identity, before, limit)`` per call."""
-    values = ", ".join(["(?, ?, ?, ?, ?)"] * count)
-    calls = f"WITH w(n, kind, identity, before, lim) AS (VALUES {values}) "
-    columns = ", ".join(f"t.{c.strip()}" for c in q.COLUMNS.split(","))
-    rows = (
-        f"{calls}SELECT * FROM (SELECT w.n, w.lim, ROW_NUMBER() OVER (PARTITION BY w.n "
-        f"ORDER BY t.due, t.id) AS rn, {columns} FROM w JOIN tocsin_tasks AS t "
-        "ON t.kind = w.kind AND t.identity = w.identity AND t.state = 'pending' "
-        "AND t.due <= w.before) WHERE rn <= lim ORDER BY n, rn"
-    )
-    later = (
-        f"{calls}SELECT w.n, (SELECT MIN(x.due) FROM tocsin_tasks AS x WHERE x.kind = w.kind "
-        "AND x.identity = w.identity AND x.state = 'pending' AND x.due > w.before) FROM w "
-        "ORDER BY w.n"
-    )
-    return rows, later
-
-
-def _read_work_inline(
-    inline: LoopConnection, keys: list[tuple[str, str, float, int]]
-) -> list[DueWork] | None:
-    """Each key's :class:`DueWork`, read in two statements (``None``: the file was
-    locked; nothing was read)."""
-    # Padded to a power of two with calls that match nothing: a few statements for
-    # every group size, not one per size crowding the connection's statement cache.
-    size = 1 << (len(keys) - 1).bit_length()
-    rows_sql, later_sql = _work_sql(size)
-    padded = [*keys, *[_NO_CALL] * (size - len(keys))]
-    params = tuple(v for n, key in enumerate(padded) for v in (n, *key))
-    found = inline.read(rows_sql, params)
-    if found is None:
-        return None
-    later = inline.read(later_sql, params)
-    if later is None:
-        return None
-    tasks: list[list[TaskRow]] = [[] for _ in keys]
-    for r in found:
-        tasks[r[0]].append(row_from_sql(r[3:]))
-    return [
-        DueWork(rows_n, None if after is None else float(after))
-        for rows_n, (_, after) in zip(tasks, later[: len(keys)], strict=True)
-    ]  # `later` has one row per call, by n: the padding calls come last
-
-
-def _settle_later(done: asyncio.Future[DueWork], read: Any) -> None:
-    """Resolve ``done`` with what the coroutine ``read`` returns (or raises)."""
-
-    def finished(task: asyncio.Task[DueWork]) -> None:
-        if done.done():
-            return
-        if task.cancelled():
-            done.cancel()
-        elif (exc := task.exception()) is not None:
-            done.set_exception(exc)
-        else:
-            done.set_result(task.result())
-
-    asyncio.get_running_loop().create_task(read).add_done_callback(finished)
