@@ -44,7 +44,7 @@ from __future__ import annotations
 import asyncio
 import asyncio.futures
 import weakref
-from collections.abc import Callable
+from collections.abc import Callable, Generator
 from types import TracebackType
 from typing import Any, Final, final
 
@@ -100,6 +100,33 @@ class LoopWatch:
 
         return remove
 
+    async def until_idle(self) -> None:
+        """Return once the loop is idle, as :meth:`wait_idle`, for a caller that is the
+        loop's only idleness waiter and has just made work ready (``ManualClock.advance``
+        after a timer's callback): while callbacks are ready and nothing else makes the
+        loop busy, it lets them run by yielding one turn at a time, instead of waiting
+        for the loop to block and be woken from the selector (one turn of the loop, a
+        poll of the selector and a future fewer for each timer fired).
+
+        The same moment as :meth:`wait_idle`: it returns when nothing is ready to run,
+        no real I/O is in flight and no real ``asyncio.sleep`` is pending, the selector
+        having been polled at the start of the turn that found it so. Whenever real I/O
+        is in flight, a real sleep is pending or another task waits for idleness, it
+        waits in :meth:`wait_idle` (a spin would burn CPU while a store call takes real
+        time, and the other waiter is woken at the same idle moment as before).
+        """
+        ready = getattr(self.loop, "_ready", None)
+        if ready is None:
+            await self.wait_idle()
+            return
+        while True:
+            if self.in_flight or self._waiters or self._real_sleeps():
+                await self.wait_idle()
+                return
+            if not ready:
+                return
+            await _ONE_TURN
+
     def still_idle(self) -> bool:
         """Whether the loop, idle when its caller last woke from :meth:`wait_idle`, still
         is after the caller ran synchronous code: nothing was made ready to run, no real
@@ -147,10 +174,26 @@ class LoopWatch:
         if _SLEEP_CALLBACK is None:  # another asyncio: no way to tell sleeps apart
             return False
         scheduled: list[asyncio.TimerHandle] = getattr(self.loop, "_scheduled", [])
+        if not scheduled:  # the common case in a simulation: no real timer at all
+            return False
         return any(
             getattr(handle, "_callback", None) is _SLEEP_CALLBACK and not handle.cancelled()
             for handle in scheduled
         )
+
+
+@final
+class _OneTurn:
+    """``await _ONE_TURN``: the awaiting task runs again after what is ready now has run
+    (a bare ``yield``, as ``asyncio.sleep(0)`` without its argument handling)."""
+
+    __slots__ = ()
+
+    def __await__(self) -> Generator[None, None, None]:
+        yield
+
+
+_ONE_TURN: Final = _OneTurn()
 
 
 @final

@@ -434,7 +434,7 @@ class ManualClock(Clock):
             # A callback that made nothing runnable (it only re-armed a timer of its own)
             # leaves the loop idle: the next deadline fires without a turn of the loop.
             if not watch.still_idle():
-                await watch.wait_idle()
+                await watch.until_idle()
         self._now = target
         await watch.wait_idle()
 
