@@ -44,7 +44,7 @@ from __future__ import annotations
 import asyncio
 import asyncio.futures
 import weakref
-from collections.abc import Callable, Generator
+from collections.abc import Callable
 from types import TracebackType
 from typing import Any, Final, final
 
@@ -83,9 +83,21 @@ class LoopWatch:
         Exact: it returns at the first moment the loop would otherwise block, and never
         earlier, however long a store call or a thread takes.
         """
+        await self.idle_future()
+
+    def idle_future(self) -> asyncio.Future[None]:
+        """A future that is done at the loop's next idle moment (what :meth:`wait_idle`
+        awaits), for a caller that continues in a callback rather than a task."""
         waiter: asyncio.Future[None] = self.loop.create_future()
         self._waiters.append(waiter)
-        await waiter
+        return waiter
+
+    def busy(self) -> bool:
+        """Whether something other than a ready callback keeps the loop from being idle
+        now, or another task waits for its next idle moment: real I/O in flight, a real
+        ``asyncio.sleep`` pending, a waiter in :meth:`wait_idle`. Such a caller waits
+        in :meth:`idle_future` rather than running the loop's turns itself."""
+        return bool(self.in_flight or self._waiters) or self._real_sleeps()
 
     def add_idle_hook(self, hook: Callable[[], bool]) -> Callable[[], None]:
         """Call ``hook()`` whenever the loop is idle and nobody waits in :meth:`wait_idle`.
@@ -99,33 +111,6 @@ class LoopWatch:
             self._hooks = tuple(h for h in self._hooks if h is not hook)
 
         return remove
-
-    async def until_idle(self) -> None:
-        """Return once the loop is idle, as :meth:`wait_idle`, for a caller that is the
-        loop's only idleness waiter and has just made work ready (``ManualClock.advance``
-        after a timer's callback): while callbacks are ready and nothing else makes the
-        loop busy, it lets them run by yielding one turn at a time, instead of waiting
-        for the loop to block and be woken from the selector (one turn of the loop, a
-        poll of the selector and a future fewer for each timer fired).
-
-        The same moment as :meth:`wait_idle`: it returns when nothing is ready to run,
-        no real I/O is in flight and no real ``asyncio.sleep`` is pending, the selector
-        having been polled at the start of the turn that found it so. Whenever real I/O
-        is in flight, a real sleep is pending or another task waits for idleness, it
-        waits in :meth:`wait_idle` (a spin would burn CPU while a store call takes real
-        time, and the other waiter is woken at the same idle moment as before).
-        """
-        ready = getattr(self.loop, "_ready", None)
-        if ready is None:
-            await self.wait_idle()
-            return
-        while True:
-            if self.in_flight or self._waiters or self._real_sleeps():
-                await self.wait_idle()
-                return
-            if not ready:
-                return
-            await _ONE_TURN
 
     def still_idle(self) -> bool:
         """Whether the loop, idle when its caller last woke from :meth:`wait_idle`, still
@@ -180,20 +165,6 @@ class LoopWatch:
             getattr(handle, "_callback", None) is _SLEEP_CALLBACK and not handle.cancelled()
             for handle in scheduled
         )
-
-
-@final
-class _OneTurn:
-    """``await _ONE_TURN``: the awaiting task runs again after what is ready now has run
-    (a bare ``yield``, as ``asyncio.sleep(0)`` without its argument handling)."""
-
-    __slots__ = ()
-
-    def __await__(self) -> Generator[None, None, None]:
-        yield
-
-
-_ONE_TURN: Final = _OneTurn()
 
 
 @final
