@@ -627,19 +627,27 @@ class _Advancing:
         self._ready = getattr(loop, "_ready", None)
         self._schedule = loop.call_soon
 
-    def step(self, _: object = None) -> None:
+    def step(self, woken: object = None) -> None:
+        """Fire what is due once the loop is idle; ``woken``: the idle moment's future,
+        when called back from :meth:`LoopWatch.idle_future <tocsin._idle.LoopWatch>`."""
         done = self._done
         if done.done():  # the advance was cancelled
             return
         clock, watch, ready = self._clock, self._watch, self._ready
+        # Woken at an idle moment, the next timer fires at once, whatever the tasks woken
+        # at the same moment do first: a task that waits for idleness over and over must
+        # not hold the advance back (each idle moment fires a timer, as it always did).
+        fire_now = woken is not None
         try:
             while True:
-                if ready is None or watch.busy():
-                    watch.idle_future().add_done_callback(self.step)
-                    return
-                if ready:  # the work the last timer made: let it run first
-                    self._schedule(self.step)
-                    return
+                if not fire_now:
+                    if ready is None or watch.busy():
+                        watch.idle_future().add_done_callback(self.step)
+                        return
+                    if ready:  # the work the last timer made: let it run first
+                        self._schedule(self.step)
+                        return
+                fire_now = False
                 timer = clock._pop_due(self._target)  # noqa: SLF001  # the clock's own helper
                 if timer is None:
                     done.set_result(None)
