@@ -78,6 +78,7 @@ class NodeClock(Clock):
         # The shared clock's own reading, bound here: a node reads monotonic time several
         # times per lease renewal and per tick, and a forwarding method doubles each read.
         self.monotonic = inner.monotonic  # type: ignore[method-assign]
+        self.wall = self._skewed.wall  # type: ignore[method-assign]  # (each cron tick reads it)
 
     @property
     def offset(self) -> float:
