@@ -13,7 +13,9 @@ temporary directory, or a fresh database on one throw-away local PostgreSQL serv
   = N / (last run − T), ``start_s`` (its look-ahead poll arms every identity's alarm),
   the peak RSS growth over the whole run, the store calls made (``calls_per_fire``) and the
   process CPU per fire from the end of ``start()`` to the last run (``cpu_us_per_fire``:
-  less sensitive than the rate to other processes sharing the cores).
+  less sensitive than the rate to other processes sharing the cores), and
+  ``committed_per_s`` = N / (the commit of the last completion − T): a run counts once its
+  completion (the row's delete) is acknowledged by the store.
 * ``memory``: the same store and start, run once with ``tracemalloc`` on during
   ``start()`` only (it slows it down), then stopped: ``bytes_per_identity`` is the Python
   memory ``start()`` keeps per identity (each passivated with due work).
@@ -49,7 +51,7 @@ from _common import Config, Runs, fmt, median_row, percentile, rss_bytes, table
 
 from tocsin import ActorSystem
 from tocsin.durable import Call, DurableActor, encode
-from tocsin.stores import TaskRow, UpsertTask
+from tocsin.stores import DeleteTask, TaskRow, UpsertTask
 
 perf_counter = time.perf_counter
 wall = time.time
@@ -204,11 +206,15 @@ async def _fire(url: str, n: int, identities: int, memory: bool = False) -> dict
     start_s = perf_counter() - t0
     durable = system._durable
     assert durable is not None
-    counting = _CallCounter(durable.store)
+    counting = _CallCounter(durable.store, n)
     durable.wrap_store(lambda s: counting)
     cpu0 = time.process_time()
     await asyncio.wait_for(FIRED.future, 600)
     elapsed = FIRED.at - first
+    for _ in range(60_000):  # the completions still in flight: bounded (60 s)
+        if counting.committed:
+            break
+        await asyncio.sleep(0.001)
     rss_peak = rss_bytes()
     await system.stop()
     return {
@@ -216,6 +222,8 @@ async def _fire(url: str, n: int, identities: int, memory: bool = False) -> dict
         "identities": identities,
         "fires_per_s": n / elapsed,
         "s": elapsed,
+        # Until the last completion was committed (the run is acknowledged in the store).
+        "committed_per_s": n / (counting.committed - first) if counting.committed else 0.0,
         "start_s": start_s,
         "late_at_start_s": max(0.0, start_s - MARGIN),
         "peak_rss_delta_MB": (rss_peak - rss0) / 1e6,
@@ -230,10 +238,14 @@ async def _fire(url: str, n: int, identities: int, memory: bool = False) -> dict
 class _CallCounter:
     """Forwards every store method, counting the calls by name."""
 
-    def __init__(self, inner: Any) -> None:
+    def __init__(self, inner: Any, target: int) -> None:
         self._inner = inner
         self.calls = 0
         self.by_name: dict[str, int] = {}
+        self.deleted = 0
+        self.target = target
+        #: When the ``target``-th completion (a task's delete) was committed (0: not yet).
+        self.committed = 0.0
 
     def __getattr__(self, name: str) -> Any:
         value = getattr(self._inner, name)
@@ -245,7 +257,20 @@ class _CallCounter:
             self.by_name[name] = self.by_name.get(name, 0) + 1
             return value(*args, **kwargs)
 
-        return counted
+        if name != "apply":
+            return counted
+
+        async def apply(ops: Any) -> None:
+            self.calls += 1
+            self.by_name[name] = self.by_name.get(name, 0) + 1
+            await value(ops)
+            # A one-shot reminder's completion is its row's delete: counted once the
+            # commit returned (the acknowledgement), for the committed rate.
+            self.deleted += sum(1 for op in ops if op.__class__ is DeleteTask)
+            if self.deleted >= self.target and not self.committed:
+                self.committed = wall()
+
+        return apply
 
 
 async def _set_dues(url: str, first: float, n: int) -> None:
@@ -371,6 +396,7 @@ def reminder_report(args: Any, runs: Runs) -> dict[str, Any]:
                 store,
                 label,
                 fmt(rate, 0),
+                fmt(row.get("committed_per_s"), 0) if rest else "–",
                 fmt(rate / raw if rate and raw else None, 2),
                 fmt(row.get("start_s"), 2),
                 fmt(med.get(f"reminders/{store}/memory/{rest[0]}", {}).get("bytes_per_identity"), 0)
@@ -397,6 +423,7 @@ def reminder_report(args: Any, runs: Runs) -> dict[str, Any]:
                 "store",
                 "system",
                 "fires/s",
+                "committed/s",
                 "of raw",
                 "start() s",
                 "B per identity",

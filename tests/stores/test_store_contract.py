@@ -471,6 +471,47 @@ async def test_due_work_is_due_tasks_and_the_earliest_pending_due_after_the_wind
         await store.close()
 
 
+async def test_many_due_work_reads_at_once_each_answer_what_one_alone_answers(
+    backend: Backend,
+) -> None:
+    # Issue 32: the drains of identities coming due together read at once; the stores
+    # combine them (more than one combined read's worth here, some calls with a limit
+    # too large to combine), and each call still gets its own answer.
+    store = await opened(backend)
+    try:
+        ops = []
+        for i in range(300):
+            for k in range(i % 4):  # 0 to 3 due tasks, one pending later for some
+                ops.append(UpsertTask(task(f"t{k}", due=1.0 + k, identity=f"i{i}")))
+            if i % 3 == 0:
+                ops.append(UpsertTask(task("later", due=50.0 + i, identity=f"i{i}")))
+        await store.apply(ops)
+        assert isinstance(store, MemoryStore | SQLiteStore | PostgresStore)
+        calls = [
+            (f"i{i}", 2.5 if i % 5 else 99.0, 2_000 if i % 7 == 0 else 1 + i % 3)
+            for i in range(300)
+        ]
+        # What one alone answers, read another way: due_tasks and the listing.
+        listed = await store.list_tasks("Order")
+        alone = [
+            DueWork(
+                await store.due_tasks("Order", ident, before, lim),
+                min(
+                    (r.due for r in listed if r.identity == ident and r.due > before),
+                    default=None,
+                ),
+            )
+            for ident, before, lim in calls
+        ]
+        together = await asyncio.gather(
+            *(store.due_work("Order", ident, before, lim) for ident, before, lim in calls)
+        )
+        assert list(together) == alone
+        assert sum(len(w.rows) for w in alone) > 200  # the case is not empty
+    finally:
+        await store.close()
+
+
 async def test_due_actors_lists_each_actor_once_earliest_first_within_limit(
     backend: Backend,
 ) -> None:

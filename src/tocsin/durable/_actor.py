@@ -63,7 +63,6 @@ class DurableActor(Actor):
 
     kind: str = "DurableActor"
     identity: str
-    storage: Storage
     retry_policy: Retry = RetryPolicy()
     task_timeout: float = 900.0
     passivate_after: float | None = None
@@ -84,6 +83,11 @@ class DurableActor(Actor):
         except ValueError as exc:
             raise TypeError(f"{cls.__qualname__}: {exc}") from None
         _kinds.register(cls, cls.kind)
+
+    @property
+    def storage(self) -> Storage:
+        """This identity's persistent key-value storage (made on first use)."""
+        return self._handle.storage
 
     # -- time --------------------------------------------------------------------------
 

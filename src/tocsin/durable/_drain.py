@@ -138,7 +138,6 @@ async def drain(handle: DrainHost, cell: Cell) -> tuple[bool, float | None]:
     # Before the read, not after: a task cancelled while the read is in flight stays
     # cancelled (its stale row is skipped); one changed before it reads as changed.
     writes.drain_began()
-    touched = writes.touched  # read only here: `Writes` alone writes it
     durable = handle.durable
     actor: TaskActor = cell.actor  # type: ignore[assignment]
     # handle.wall_now(actor), written out: the drain's start crosses no module for it.
@@ -171,7 +170,7 @@ async def drain(handle: DrainHost, cell: Cell) -> tuple[bool, float | None]:
         if not cell.alive_running():
             break
         left += 1
-        if row.id in touched:
+        if row.id in writes.touched:  # read anew: `Writes` alone writes it
             continue  # replaced or cancelled by an earlier task of this drain
         planned: Planned = None
         error: BaseException | None = None
@@ -225,7 +224,7 @@ async def drain(handle: DrainHost, cell: Cell) -> tuple[bool, float | None]:
             left -= 1
             break  # the system is stopping: this task stays pending, untouched
         actor = cell.actor  # type: ignore[assignment]
-        if row.id in touched:
+        if row.id in writes.touched:  # read anew: `Writes` alone writes it
             continue  # the task rescheduled or cancelled itself: that write stands
         if error is DROPPED:
             ops.append(DeleteTask(row.kind, row.identity, row.id))

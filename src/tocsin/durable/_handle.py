@@ -25,6 +25,7 @@ from typing import TYPE_CHECKING, Any, Protocol, final
 from ..actor._spi import (
     DEFAULT_SUPERVISOR,
     PID,
+    Actor,
     Cell,
     DeadLetterReason,
     Directive,
@@ -91,6 +92,7 @@ class HandleRuntime(DrainRuntime, AlarmRuntime, Protocol):
     @property
     def activation_slots(self) -> asyncio.Semaphore: ...
     def activated(self, cell: Cell, handle: DurableHandle) -> None: ...
+    def start_batched(self, handle: DurableHandle, cell: Cell) -> asyncio.Task[None]: ...
 
 
 @final
@@ -121,18 +123,23 @@ class DurableHandle(SendTarget):
         self.passivate_after = passivate_after
         #: The class keeps the default ``now()`` (asked once, not on every decision).
         self.clock_now = keeps_default(cls, "now")
-        #: The drain turn the alarm queues (one value, reused: it carries only this).
-        self.drain_turn = DrainTurn(self)
+        #: The class keeps the default ``pre_start`` (it never suspends): an activation
+        #: by the alarm may start in a batch's task (see :meth:`_activate`).
+        self.plain_start = getattr(cls, "pre_start", None) is Actor.pre_start
         self.cell: Cell | None = None
-        self.pending: list[tuple[Any, Any, Reply | None]] = []
+        #: Messages waiting for the next activation: ``()`` (no list kept) while none
+        #: waits. A handle lives as long as its identity is in memory (100,000s of
+        #: them), and every container it keeps is one more object for each of the
+        #: cyclic GC's full collections to visit: the parts below that most identities
+        #: never use (storage, tasks) are made on first use too.
+        self.pending: list[tuple[Any, Any, Reply | None]] | tuple[()] = ()
         self.starting: asyncio.Task[None] | None = None
         #: The identity's single alarm; the run in progress; the writes in flight.
         self.alarm = Alarm(self)
         self.current = CurrentRun()
         self.writes = Writes()
-        self.storage = Storage(self)
-        #: The identity's tasks, written through this handle (the actor's own calls).
-        self.tasks = Tasks(self)
+        self._storage: Storage | None = None
+        self._tasks: Tasks | None = None
         #: Cluster mode: the ownership epoch of the running activation (the fencing
         #: token its writes carry); ``None`` outside cluster mode or while not owned.
         self.epoch: int | None = None
@@ -141,6 +148,23 @@ class DurableHandle(SendTarget):
         #: Cluster mode, rebalancing: the activation is stopping to be handed to another
         #: node; messages wait in ``pending`` until the directory says where it lives.
         self.moving = False
+
+    @property
+    def storage(self) -> Storage:
+        """The identity's storage (``self.storage`` of its actor), made on first use."""
+        storage = self._storage
+        if storage is None:
+            storage = self._storage = Storage(self)
+        return storage
+
+    @property
+    def tasks(self) -> Tasks:
+        """The identity's tasks, written through this handle (the actor's own calls),
+        made on first use."""
+        tasks = self._tasks
+        if tasks is None:
+            tasks = self._tasks = Tasks(self)
+        return tasks
 
     # -- the PID's target --------------------------------------------------------------
 
@@ -158,7 +182,11 @@ class DurableHandle(SendTarget):
             return True
         if cell is not None and cell.alive():
             return cell.deliver(message, sender, reply)
-        self.pending.append((message, sender, reply))
+        pending = self.pending
+        if isinstance(pending, list):
+            pending.append((message, sender, reply))
+        else:
+            self.pending = [(message, sender, reply)]
         if cell is None and not self.moving:
             self.activate()
         return True
@@ -198,7 +226,8 @@ class DurableHandle(SendTarget):
     def queue_drain(self) -> bool:
         """The alarm rang: queue a drain turn in the actor's mailbox (activating it);
         False if it was refused (the actor is suspended)."""
-        return self.deliver(self.drain_turn, None, None)
+        # A new turn each time (garbage once run), not one kept by every handle.
+        return self.deliver(DrainTurn(self), None, None)
 
     # -- activation --------------------------------------------------------------------
 
@@ -210,13 +239,17 @@ class DurableHandle(SendTarget):
             return self.runtime.clock.wall()
         return actor.now().timestamp()
 
+    def __call__(self) -> Any:
+        """The factory of its activations' actors (:meth:`build`): the cell is given the
+        handle itself, not a bound method kept alive by every identity in memory."""
+        return self.build()
+
     def build(self) -> Any:
         # Any: the class is the durable package's top (DurableActor), which this module
         # does not import; the attributes set here are its documented ones.
         actor: Any = self.cls()
         actor.kind = self.kind
         actor.identity = self.identity
-        actor.storage = self.storage
         # The one write of the user class's internal link, by the package that owns it
         # (a public name would take one from every subclass's namespace).
         actor._handle = self  # noqa: SLF001
@@ -279,7 +312,7 @@ class DurableHandle(SendTarget):
                 return
             claim = None  # the system began stopping meanwhile: nothing starts here
             failure = None
-        pending, self.pending = self.pending, []
+        pending, self.pending = self.pending, ()
         owner = None if claim is None else claim.owner
         for message, sender, reply in pending:
             if isinstance(message, DrainTurn):
@@ -386,7 +419,7 @@ class DurableHandle(SendTarget):
                 if running:
                     self.activate()
                 else:  # the system is stopping (the move was cancelled): dead letters
-                    pending, self.pending = self.pending, []
+                    pending, self.pending = self.pending, ()
                     for message, sender, reply in pending:
                         if not isinstance(message, DrainTurn):
                             self.runtime.undeliverable(
@@ -410,7 +443,7 @@ class DurableHandle(SendTarget):
         cell = new_cell(
             runtime,
             self.path,
-            self.build,
+            self,
             None,
             supervisor,
             self.passivate_after,
@@ -420,11 +453,17 @@ class DurableHandle(SendTarget):
         runtime.registry[self.path] = cell
         self.durable.activated(cell, self)
         self.cell = cell
-        pending, self.pending = self.pending, []
+        pending, self.pending = self.pending, ()
         for message, sender, reply in pending:
             cell.deliver(message, sender, reply)  # queued: the cell is still STARTING
         runtime.busy += 1
-        self.starting = runtime.loop.create_task(self._start(cell))
+        if self.alarm.queued and self.plain_start and self.durable.gate is None:
+            # Activated by its alarm with nothing to suspend on before the drain (the
+            # default pre_start; no alarm read, the queued drain reads): started in a
+            # task shared with the identities coming due with it, not one task each.
+            self.starting = self.durable.start_batched(self, cell)
+            return self.starting
+        self.starting = runtime.loop.create_task(self.run_start(cell))
         self.starting.add_done_callback(_observed)
         return self.starting
 
@@ -447,7 +486,10 @@ class DurableHandle(SendTarget):
             backoff=supervisor.backoff,
         )
 
-    async def _start(self, cell: Cell) -> None:
+    async def run_start(self, cell: Cell) -> None:
+        """Start the activation ``cell`` (its first ``pre_start``), then arm its alarm
+        from the store unless a drain is already queued; ``starting`` is cleared at the
+        end. Run by :meth:`_activate`'s task or by a batch of starts (the runtime's)."""
         try:
             async with self.durable.activation_slots:
                 if await cell.first_start() is not None:

@@ -121,6 +121,8 @@ class DurableRuntime:
         #: A poll was asked for while one was running: run another once it ends (the
         #: running one may predate what asked, e.g. a lease regained).
         self._poll_again = False
+        #: The batch of activation starts that takes more (see :meth:`start_batched`).
+        self._start_batch: _StartBatch | None = None
         #: Drain completions waiting for the next group commit (see :meth:`complete`).
         self._completions: list[tuple[list[Op], asyncio.Future[None]]] = []
 
@@ -418,18 +420,45 @@ class DurableRuntime:
         if gate is not None and rows:
             self.coordinator_outage.ok()
 
-    def ring_due(self, kind: str, identity: str, due: float) -> None:
-        """A waiting identity's time has come (:class:`DueSoon`): its handle now, and
-        the handle's alarm for ``due``."""
+    def ring_due(self, ready: list[tuple[tuple[str, str], float]]) -> None:
+        """Waiting identities whose time has come (:class:`DueSoon`, earliest first):
+        each gets its handle now, and the handle's alarm for its due time. An identity
+        given its handle here rings at once (its time has come): no deadline pushed and
+        popped again, and the activations that follow start in batches
+        (:meth:`start_batched`)."""
         if self.stopping or not self.runtime.running:
             return
-        cls = self.kinds.get(kind) or _kind_class(kind)
-        if cls is None:
-            return  # its class went away: the tasks wait in the store (the poll warned)
-        handle = self.handles.get((kind, identity))
-        if handle is None:
-            handle = self.handle(cls, identity, getattr(cls, "passivate_after", None))
-        handle.alarm.arm(due)
+        handles = self.handles
+        wall = self.runtime.clock.wall()
+        for key, due in ready:
+            kind, identity = key
+            handle = handles.get(key)
+            if handle is None:
+                cls = self.kinds.get(kind) or _kind_class(kind)
+                if cls is None:
+                    continue  # its class went away: the tasks wait in the store (the poll warned)
+                handle = self.handle(cls, identity, getattr(cls, "passivate_after", None))
+                if due <= wall:
+                    handle.alarm.ring()
+                    continue
+            handle.alarm.arm(due)
+
+    def start_batched(self, handle: DurableHandle, cell: Cell) -> asyncio.Task[None]:
+        """Start ``handle``'s activation ``cell`` in a task shared with up to
+        :data:`ACTIVATION_CONCURRENCY` others: the task is created with the batch's
+        first activation and runs them in order from its first step, so the
+        activations of one turn of the loop (the identities a ring found due) share
+        it. Only for starts that do not suspend before their drain (the handle decides)."""
+        batch = self._start_batch
+        if batch is None or len(batch.items) >= ACTIVATION_CONCURRENCY:
+            batch = self._start_batch = _StartBatch(self)
+        batch.items.append((handle, cell))
+        return batch.task
+
+    def batch_began(self, batch: _StartBatch) -> None:
+        """``batch``'s task runs: the starts that come next go to a new batch."""
+        if self._start_batch is batch:
+            self._start_batch = None
 
     def held(self) -> set[tuple[str, str]]:
         """The ``(kind, identity)`` of every identity held in memory: with a handle, or
@@ -579,6 +608,28 @@ def durable_of(runtime: Runtime | None) -> DurableRuntime | None:
     """The durable runtime registered on ``runtime`` (None without one, or no runtime)."""
     found = None if runtime is None else runtime.services.get(SERVICE)
     return found if isinstance(found, DurableRuntime) else None
+
+
+@final
+class _StartBatch:
+    """Activation starts sharing one task (:meth:`DurableRuntime.start_batched`)."""
+
+    __slots__ = ("durable", "items", "task")
+
+    def __init__(self, durable: DurableRuntime) -> None:
+        self.durable = durable
+        self.items: list[tuple[DurableHandle, Cell]] = []
+        runtime = durable.runtime
+        self.task = runtime.loop.create_task(self._run())
+        self.task.add_done_callback(_observed)
+
+    async def _run(self) -> None:
+        self.durable.batch_began(self)
+        for handle, cell in self.items:
+            try:
+                await handle.run_start(cell)
+            except Exception:  # a bug: every expected failure is handled inside
+                _log.exception("durable: the start of %s failed", handle.path)
 
 
 @final

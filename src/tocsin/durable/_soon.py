@@ -7,7 +7,8 @@ its ``(kind, identity)`` and due time wait here, in a dict and a heap of plain t
 (about 250 bytes an identity, against about 1.3 KB for a handle with its alarm, PID,
 storage and parts), under **one** deadline in the system's heap: the earliest. When it
 rings, every identity whose time has come gets its handle, and the handle's alarm takes
-over (the drain reads the store, as any alarm's does).
+over (the drain reads the store, as any alarm's does); the identities that come due
+together are handed over in one call, so that the host starts them as a batch.
 
 Guarantees: an identity waits here at most until its earliest known due time (a second
 arm for a sooner time moves it forward; a later one changes nothing); an identity given
@@ -33,7 +34,7 @@ class SoonHost(Protocol):
 
     @property
     def runtime(self) -> Runtime: ...
-    def ring_due(self, kind: str, identity: str, due: float) -> None: ...
+    def ring_due(self, ready: list[tuple[tuple[str, str], float]]) -> None: ...
 
 
 @final
@@ -90,16 +91,21 @@ class DueSoon(Deadline):
         clock = host.runtime.clock
         wall = clock.wall()
         heap, dues = self.heap, self.dues
+        ready: list[tuple[tuple[str, str], float]] = []
         while heap and heap[0][0] <= wall:
             due, key = heapq.heappop(heap)
             if dues.get(key) != due:
                 continue  # stale: moved forward, or handed to a handle
             del dues[key]
-            host.ring_due(key[0], key[1], due)
+            ready.append((key, due))
         if not dues:
             heap.clear()  # only stale entries were left
         elif heap:
             self._set(heap[0][0])
+        if ready:
+            # All at once: the host activates the identities that come due together in
+            # batches (one start task for many), not one at a time.
+            host.ring_due(ready)
 
     def _set(self, due: float) -> None:
         runtime = self.host.runtime

@@ -13,6 +13,8 @@ from ..stores import DeleteState, Op, PutState
 
 __all__ = ["MISSING", "Writes"]
 
+_NONE: Final[frozenset[str]] = frozenset()
+
 #: What :meth:`Writes.buffered_state` returns for a key with no buffered write.
 MISSING: Final[Any] = object()
 
@@ -24,8 +26,10 @@ class Writes:
     __slots__ = ("touched", "tx")
 
     def __init__(self) -> None:
-        #: Ids of tasks replaced or cancelled since the current drain began.
-        self.touched: set[str] = set()
+        #: Ids of tasks replaced or cancelled since the current drain began: the shared
+        #: empty frozenset until the first one (most identities never touch a task
+        #: during a drain; a set each would be one more object for every full GC).
+        self.touched: set[str] | frozenset[str] = _NONE
         #: The open transaction's buffered ops (``None``: no transaction).
         self.tx: list[Op] | None = None
 
@@ -33,12 +37,17 @@ class Writes:
 
     def touch(self, ids: Iterable[str]) -> None:
         """Tasks replaced or cancelled now: a drain in progress leaves their rows alone."""
-        self.touched.update(ids)
+        touched = self.touched
+        if isinstance(touched, set):
+            touched.update(ids)
+        else:
+            self.touched = set(ids)
 
     def drain_began(self) -> None:
-        """A drain starts: only what changes from now on is its concern. The set is
-        cleared, never replaced: the drain holds it and reads it between runs."""
-        self.touched.clear()
+        """A drain starts: only what changes from now on is its concern. (The drain
+        reads ``touched`` anew between runs: it may be replaced, never held.)"""
+        if self.touched:
+            self.touched = _NONE
 
     # -- transactions ----------------------------------------------------------------------
 
