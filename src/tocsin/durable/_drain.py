@@ -98,6 +98,7 @@ class DrainHost(RunHost, Protocol):
     def clock_now(self) -> bool: ...
     def wall_now(self, actor: TaskActor) -> float: ...
     def commit(self, ops: Sequence[Op]) -> Awaitable[None]: ...
+    def settle(self) -> Awaitable[None]: ...
 
 
 @final
@@ -112,6 +113,9 @@ class DrainTurn(Turn):
     async def run(self, cell: Cell) -> None:
         handle = self.handle
         try:
+            # The task changes of earlier turns are committed before the drain reads
+            # (the output gate, ._gate): it must see a replaced task's new row.
+            await handle.settle()
             rearm, due = await drain(handle, cell)
         except FencedError:
             raise  # another owner holds the identity: the activation stops (supervisor)

@@ -45,6 +45,7 @@ from ..stores import Fence, Op, Store
 from ._alarm import Alarm, AlarmRuntime
 from ._current import CurrentRun
 from ._drain import DrainRuntime, DrainTurn
+from ._gate import GatedReply, first_failure
 from ._kinds import DurableClass, keeps_default
 from ._storage import Storage
 from ._tasks import Tasks
@@ -91,6 +92,7 @@ class HandleRuntime(DrainRuntime, AlarmRuntime, Protocol):
     @property
     def activation_slots(self) -> asyncio.Semaphore: ...
     def activated(self, cell: Cell, handle: DurableHandle) -> None: ...
+    def commit_soon(self, ops: list[Op]) -> asyncio.Future[None]: ...
 
 
 @final
@@ -156,6 +158,8 @@ class DurableHandle(SendTarget):
             if cell is None and not self.moving:
                 self.activate()
             return True
+        if reply is not None and self.durable.gate is None:
+            reply = GatedReply(reply, self.writes)  # the output gate (._gate)
         if cell is not None and cell.alive():
             return cell.deliver(message, sender, reply)
         self.pending.append((message, sender, reply))
@@ -174,6 +178,8 @@ class DurableHandle(SendTarget):
             and not self.durable.stopping
             and not (message.__class__ is str and message == WAKE)  # the handle's own
         ):
+            if reply is not None and self.durable.gate is None:
+                reply = GatedReply(reply, self.writes)  # the output gate (._gate)
             return cell.offer(message, sender, reply)
         return super().offer(message, sender, reply)
 
@@ -539,15 +545,23 @@ class DurableHandle(SendTarget):
     async def change(
         self, ops: Sequence[Op], touched: Iterable[str] = (), due: float | None = None
     ) -> None:
-        """A task change (``TaskHost``): write ``ops`` (now, or in the open
-        transaction), tell a drain in progress which tasks changed, and arm the alarm
-        for ``due``. Inside a transaction the alarm is armed before the commit: an early
-        alarm is harmless, the drain re-reads the store."""
+        """A task change (``TaskHost``): write ``ops`` (in the open transaction, through
+        the output gate, or now), tell a drain in progress which tasks changed, and arm
+        the alarm for ``due``. The alarm is armed before the commit: an early alarm is
+        harmless, the drain waits for the gated changes and re-reads the store.
+
+        Through the output gate (:mod:`._gate`) outside a transaction, a task run and
+        cluster mode: the change joins the next group commit and this returns without
+        waiting for it; the ask being answered waits instead."""
         writes = self.writes
-        if writes.tx is None:
-            await self.commit(ops)
-        else:
+        if writes.tx is not None:
             writes.buffer(ops)
+        elif self.current.id is None and self.durable.gate is None:
+            done = self.durable.commit_soon(list(ops))
+            done.add_done_callback(self._gated_done)
+            writes.gate(done)
+        else:
+            await self.commit(ops)
         if touched:
             writes.touch(touched)
         if due is not None:
@@ -564,9 +578,38 @@ class DurableHandle(SendTarget):
         activation stops. An activation that no longer owns the identity (its lease was
         lost) is refused without asking the store.
         """
+        if self.writes.gated and self.writes.unsettled():
+            return self._commit_after_gated(ops)
         if self.durable.gate is None:
             return self.store.apply(ops)
         return self._fenced_commit(ops)
+
+    async def settle(self) -> None:
+        """Wait until the task changes that went through the output gate are committed
+        (before a read that must see them, or a write that must follow them).
+
+        Raises:
+            Exception: what the store raised for one of them (it was not committed).
+        """
+        writes = self.writes
+        while writes.unsettled():
+            gated = writes.take_gated()
+            waiting = [f for f in gated if not f.done()]
+            if waiting:  # not otherwise: a wait takes a turn of the loop even when done
+                await asyncio.wait(waiting)
+            failure = first_failure(gated)
+            if failure is not None:
+                raise failure
+
+    async def _commit_after_gated(self, ops: Sequence[Op]) -> None:
+        await self.settle()
+        await self.commit(ops)
+
+    def _gated_done(self, done: asyncio.Future[None]) -> None:
+        """A gated change that failed is logged (a reply or the next store call may
+        report it too)."""
+        if not done.cancelled() and (error := done.exception()) is not None:
+            _log.error("durable %s: a task change was not committed: %s", self.path, error)
 
     async def _fenced_commit(self, ops: Sequence[Op]) -> None:
         gate = self.durable.gate

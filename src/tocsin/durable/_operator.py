@@ -58,6 +58,9 @@ class _OperatorHost:
         handle = self.durable.handles.get((self.kind, self.identity))
         return None if handle is None else handle.running_id
 
+    async def settle(self) -> None:
+        """Nothing to wait for: an operator's changes are committed in the call."""
+
     async def change(
         self, ops: Sequence[Op], touched: Iterable[str] = (), due: float | None = None
     ) -> None:

@@ -325,6 +325,13 @@ class DurableRuntime:
         (``handle.commit``)."""
         if self.gate is not None:
             return handle.commit(ops)
+        return self.commit_soon(ops)
+
+    def commit_soon(self, ops: list[Op]) -> asyncio.Future[None]:
+        """``ops`` with the next group commit (outside cluster mode): resolved once they
+        are committed, or with what the store raised. Drain completions and the task
+        changes of the output gate (:mod:`._gate`) made in the same turn of the event
+        loop share it."""
         done: asyncio.Future[None] = self.runtime.loop.create_future()
         if not self._completions:
             self.runtime.loop.call_soon(self._commit_completions)

@@ -1,11 +1,13 @@
 # SPDX-License-Identifier: Apache-2.0
 """The writes of one durable identity in flight: the open ``transaction()`` (its
-buffered ops, which reads inside it see) and the tasks replaced or cancelled since the
-drain began (``touched``: the drain leaves their rows alone). Only these methods write
-them; the drain, the tasks and the storage ask through them."""
+buffered ops, which reads inside it see), the task changes that passed the output gate
+and are not yet known committed (``gated``: see :mod:`._gate`), and the tasks replaced
+or cancelled since the drain began (``touched``: the drain leaves their rows alone).
+Only these methods write them; the drain, the tasks and the storage ask through them."""
 
 from __future__ import annotations
 
+import asyncio
 from collections.abc import Iterable
 from typing import Any, Final, final
 
@@ -21,13 +23,16 @@ MISSING: Final[Any] = object()
 class Writes:
     """The open transaction and the touched tasks of one identity (internal)."""
 
-    __slots__ = ("touched", "tx")
+    __slots__ = ("gated", "touched", "tx")
 
     def __init__(self) -> None:
         #: Ids of tasks replaced or cancelled since the current drain began.
         self.touched: set[str] = set()
         #: The open transaction's buffered ops (``None``: no transaction).
         self.tx: list[Op] | None = None
+        #: One future per task change sent to the next group commit and not yet taken
+        #: by :meth:`take_gated` (resolved once committed, or with the store's error).
+        self.gated: list[asyncio.Future[None]] = []
 
     # -- the drain's view of task changes ------------------------------------------------
 
@@ -39,6 +44,37 @@ class Writes:
         """A drain starts: only what changes from now on is its concern. The set is
         cleared, never replaced: the drain holds it and reads it between runs."""
         self.touched.clear()
+
+    # -- the output gate -------------------------------------------------------------------
+
+    def gate(self, done: asyncio.Future[None]) -> None:
+        """A task change went to the next group commit; ``done`` says when it is in.
+
+        Changes already committed are forgotten here (an actor that never reads its
+        tasks must not keep a future per change it ever made); failed ones stay until a
+        reply or a later store call of the identity reports them."""
+        gated = self.gated
+        if gated and gated[0].done():
+            gated = self.gated = [f for f in gated if not f.done() or _failed(f)]
+        gated.append(done)
+
+    def unsettled(self) -> list[asyncio.Future[None]]:
+        """The gated changes not known committed (in flight, or failed); the committed
+        ones are forgotten."""
+        gated = self.gated
+        if gated:
+            gated = self.gated = [f for f in gated if not f.done() or _failed(f)]
+        return gated
+
+    def take_gated(self) -> list[asyncio.Future[None]]:
+        """The gated changes to wait for (forgotten here: the caller waits for them)."""
+        gated, self.gated = self.gated, []
+        return gated
+
+    def forget(self, reported: Iterable[asyncio.Future[None]]) -> None:
+        """Gated changes whose outcome a reply has reported (committed, or its error)."""
+        done = set(reported)
+        self.gated = [f for f in self.gated if f not in done]
 
     # -- transactions ----------------------------------------------------------------------
 
@@ -93,3 +129,7 @@ class Writes:
             elif isinstance(op, DeleteState) and op.key.startswith(prefix):
                 out.append((op.key, None))
         return out
+
+
+def _failed(future: asyncio.Future[None]) -> bool:
+    return future.cancelled() or future.exception() is not None
