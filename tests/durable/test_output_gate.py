@@ -101,7 +101,7 @@ async def running(backend: Backend) -> AsyncIterator[tuple[ActorSystem, Holding]
 
         def wrap(inner: Store) -> Store:
             holding.append(Holding(inner))
-            return holding[0]  # type: ignore[return-value]
+            return holding[0]
 
         durable.wrap_store(wrap)
         yield system, holding[0]
