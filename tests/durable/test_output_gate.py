@@ -19,6 +19,7 @@ from typing import Any
 
 import pytest
 from tests.durable.durable_support import Backend
+from tests.eventually import eventually, settled
 
 from tocsin import ActorSystem, ManualClock, StoreError
 from tocsin.durable import Call, DurableActor
@@ -75,6 +76,14 @@ class Registrar(DurableActor):
         SEEN.setdefault("applied_at_return", []).append(len(store.applies))
         return count
 
+    async def register_by_id(self, count: int) -> int:
+        store: Holding = self._handle.store  # type: ignore[assignment]
+        for k in range(count):
+            await self.every(60, "work", k, id=f"e{k}")
+            await self.every(60, "work", k, id=f"e{k}")  # identical: kept, not replaced
+        SEEN.setdefault("applied_at_return", []).append(len(store.applies))
+        return count
+
     async def register_then_list(self, _: Any) -> list[str]:
         await self.schedule(60, "work", "a", id="a")
         await self.schedule(90, "work", "b", id="a")  # an upsert: reads the first one
@@ -118,18 +127,31 @@ async def test_the_reply_waits_for_the_commit_the_call_does_not(backend: Backend
         pid = await system.durable(Registrar, "r1")
         store.release.clear()
         reply = asyncio.ensure_future(pid.ask(Call("register", 3)))
-        for _ in range(200):
-            if store.entered:
-                break
-            await asyncio.sleep(0)
+        await eventually(lambda: "applied_at_return" in SEEN, "the turn returned")
         # The turn returned (the three calls did not wait) and its commit is held.
         assert SEEN["applied_at_return"] == [0]
-        assert store.entered == 1
-        await asyncio.sleep(0.01)
+        await eventually(lambda: store.entered == 1, "the commit began")
+        await settled()
         assert not reply.done()  # held by the gate
         store.release.set()
         assert await asyncio.wait_for(reply, 5) == 3
         assert len(await _stored(system)) == 3
+
+
+async def test_upserts_by_id_in_one_turn_do_not_wait_for_each_other(backend: Backend) -> None:
+    async with running(backend) as (system, store):
+        pid = await system.durable(Registrar, "r1")
+        store.release.clear()
+        reply = asyncio.ensure_future(pid.ask(Call("register_by_id", 3)))
+        await eventually(lambda: "applied_at_return" in SEEN, "the turn returned")
+        assert SEEN["applied_at_return"] == [0]
+        await settled()
+        assert not reply.done()
+        store.release.set()
+        assert await asyncio.wait_for(reply, 5) == 3
+        upserts = [op for b in store.applies for op in b if isinstance(op, UpsertTask)]
+        assert len(upserts) == 3  # the identical second registrations wrote nothing
+        assert await _stored(system) == ["e0", "e1", "e2"]
 
 
 async def test_a_change_whose_commit_fails_fails_the_ask(

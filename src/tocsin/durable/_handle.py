@@ -559,7 +559,7 @@ class DurableHandle(SendTarget):
         elif self.current.id is None and self.durable.gate is None:
             done = self.durable.commit_soon(list(ops))
             done.add_done_callback(self._gated_done)
-            writes.gate(done)
+            writes.gate(done, ops)
         else:
             await self.commit(ops)
         if touched:
@@ -583,6 +583,11 @@ class DurableHandle(SendTarget):
         if self.durable.gate is None:
             return self.store.apply(ops)
         return self._fenced_commit(ops)
+
+    def gated_task(self, task_id: str) -> Any:
+        """``TaskHost``: task ``task_id`` as a gated change in flight leaves it
+        (:meth:`~._writes.Writes.gated_task`)."""
+        return self.writes.gated_task(task_id)
 
     async def settle(self) -> None:
         """Wait until the task changes that went through the output gate are committed

@@ -56,6 +56,7 @@ from ._plan import (
 )
 from ._policy import TaskPolicy
 from ._records import TaskRecord, record_from_row
+from ._writes import MISSING, UNSURE
 
 if TYPE_CHECKING:
     from ..stores import Store
@@ -152,6 +153,12 @@ class TaskHost(Protocol):
         that follows must see them)."""
         ...
 
+    def gated_task(self, task_id: str) -> Any:
+        """Task ``task_id`` as a change made through ``change`` and not yet committed
+        leaves it: its row, ``None`` (deleted), ``UNSURE`` or ``MISSING`` (none: the
+        store has the latest)."""
+        ...
+
 
 @final
 class Tasks:
@@ -215,8 +222,13 @@ class Tasks:
                 instant, due = due, jittered(tid, due, policy, instants)
             stored = encode_policy(policy, Cursor(instant=instant))
         if task_id is not None:
-            await host.settle()
-            old = await host.store.get_task(host.kind, host.identity, tid)
+            # The gated change of this id in flight, if any: registering many tasks by
+            # id in one turn does not wait for each one's commit before the next.
+            old = host.gated_task(tid)
+            if old is MISSING or old is UNSURE:
+                if old is UNSURE:
+                    await host.settle()
+                old = await host.store.get_task(host.kind, host.identity, tid)
             if old is not None:
                 created = old.created_at
                 if (

@@ -11,19 +11,23 @@ import asyncio
 from collections.abc import Iterable
 from typing import Any, Final, final
 
-from ..stores import DeleteState, Op, PutState
+from ..stores import DeleteState, DeleteTask, Op, PauseTask, PutState, UpsertTask
 
-__all__ = ["MISSING", "Writes"]
+__all__ = ["MISSING", "UNSURE", "Writes"]
 
-#: What :meth:`Writes.buffered_state` returns for a key with no buffered write.
+#: What :meth:`Writes.buffered_state` returns for a key with no buffered write (and
+#: :meth:`Writes.gated_task` for a task with no gated change in flight).
 MISSING: Final[Any] = object()
+#: What :meth:`Writes.gated_task` returns for a task whose gated change in flight only
+#: the store can apply (a pause): wait for it, then read the store.
+UNSURE: Final[Any] = object()
 
 
 @final
 class Writes:
     """The open transaction and the touched tasks of one identity (internal)."""
 
-    __slots__ = ("gated", "touched", "tx")
+    __slots__ = ("gated", "gated_tasks", "touched", "tx")
 
     def __init__(self) -> None:
         #: Ids of tasks replaced or cancelled since the current drain began.
@@ -33,6 +37,9 @@ class Writes:
         #: One future per task change sent to the next group commit and not yet taken
         #: by :meth:`take_gated` (resolved once committed, or with the store's error).
         self.gated: list[asyncio.Future[None]] = []
+        #: Task id -> the latest gated change of that task and its future: the new row,
+        #: ``None`` (deleted) or :data:`UNSURE` (a pause).
+        self.gated_tasks: dict[str, tuple[asyncio.Future[None], Any]] = {}
 
     # -- the drain's view of task changes ------------------------------------------------
 
@@ -47,8 +54,9 @@ class Writes:
 
     # -- the output gate -------------------------------------------------------------------
 
-    def gate(self, done: asyncio.Future[None]) -> None:
-        """A task change went to the next group commit; ``done`` says when it is in.
+    def gate(self, done: asyncio.Future[None], ops: Iterable[Op]) -> None:
+        """Task change ``ops`` went to the next group commit; ``done`` says when they
+        are in.
 
         Changes already committed are forgotten here (an actor that never reads its
         tasks must not keep a future per change it ever made); failed ones stay until a
@@ -56,7 +64,26 @@ class Writes:
         gated = self.gated
         if gated and gated[0].done():
             gated = self.gated = [f for f in gated if not f.done() or _failed(f)]
+            self.gated_tasks = {k: v for k, v in self.gated_tasks.items() if not v[0].done()}
         gated.append(done)
+        tasks = self.gated_tasks
+        for op in ops:
+            # isinstance, not a class test: mypy narrows the union of ops by it.
+            if isinstance(op, UpsertTask):
+                tasks[op.row.id] = (done, op.row)
+            elif isinstance(op, DeleteTask):
+                tasks[op.id] = (done, None)
+            elif isinstance(op, PauseTask):
+                tasks[op.id] = (done, UNSURE)
+
+    def gated_task(self, task_id: str) -> Any:
+        """Task ``task_id`` as its gated change in flight leaves it: the row, ``None``
+        (deleted), :data:`UNSURE`, or :data:`MISSING` when none is in flight (the store
+        has the latest: a committed change is there, a failed one never will be)."""
+        entry = self.gated_tasks.get(task_id)
+        if entry is None or entry[0].done():
+            return MISSING
+        return entry[1]
 
     def unsettled(self) -> list[asyncio.Future[None]]:
         """The gated changes not known committed (in flight, or failed); the committed
@@ -69,6 +96,7 @@ class Writes:
     def take_gated(self) -> list[asyncio.Future[None]]:
         """The gated changes to wait for (forgotten here: the caller waits for them)."""
         gated, self.gated = self.gated, []
+        self.gated_tasks = {}
         return gated
 
     def forget(self, reported: Iterable[asyncio.Future[None]]) -> None:
