@@ -201,3 +201,37 @@ async def test_the_changes_of_many_identities_share_one_apply(backend: Backend) 
         assert sum(len(b) for b in upserts) == 40
         assert len(upserts) < 20  # one apply per identity (or per call) would be >= 20
         assert len(await _stored(system)) == 40
+
+
+class Leaver(DurableActor):
+    kind = "gate-leaver"
+
+    async def work(self, payload: Any) -> None:
+        pass
+
+    async def post_stop(self, ctx: Any) -> None:
+        await self.schedule(60, "work", "bye", id="bye")
+
+
+async def test_a_change_made_while_stopping_is_committed_before_the_store_closes(
+    persistent_backend: Backend,
+) -> None:
+    async with running(persistent_backend) as (system, store):
+        pid = await system.durable(Leaver, "l1")
+        await pid.ask(Call("work"))
+        store.release.clear()
+
+        async def release_once_stuck() -> None:
+            # The stop's post_stop made the change; its commit is held here until the
+            # loop has nothing else to do (the stop waits for it, or closed the store).
+            await eventually(lambda: store.entered, "the commit began")
+            await settled()
+            store.release.set()
+
+        releasing = asyncio.ensure_future(release_once_stuck())
+    await asyncio.wait_for(releasing, 30)
+    clock = ManualClock(wall=T0)
+    async with ActorSystem("gate", clock=clock, store=persistent_backend.make()) as system:
+        durable = system._durable
+        assert durable is not None
+        assert [r.id for r in await durable.store.list_tasks(Leaver.kind)] == ["bye"]

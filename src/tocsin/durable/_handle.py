@@ -191,6 +191,11 @@ class DurableHandle(SendTarget):
             await asyncio.shield(self.starting)
         if self.cell is not None:
             await self.cell.stop()
+        # The gated task changes of its last turns are committed before the system's
+        # stop goes on to close the store (their failures were logged).
+        waiting = [f for f in self.writes.unsettled() if not f.done()]
+        if waiting:
+            await asyncio.wait(waiting)
 
     def request_stop(self) -> None:
         if self.cell is not None:
