@@ -122,33 +122,31 @@ async def _stored(system: ActorSystem) -> list[str]:
     return sorted(r.id for r in await durable.store.list_tasks(Registrar.kind))
 
 
+async def _held(system: ActorSystem, store: Holding, method: str) -> Any:
+    """Ask ``method`` with the store's commits held: the turn returns without waiting
+    for its commit, and the reply waits for it; the answer once released."""
+    pid = await system.durable(Registrar, "r1")
+    store.release.clear()
+    reply = asyncio.ensure_future(pid.ask(Call(method, 3)))
+    await eventually(lambda: "applied_at_return" in SEEN, "the turn returned")
+    assert SEEN["applied_at_return"] == [0]  # the calls did not wait for a commit
+    await eventually(lambda: store.entered, "the commit began")
+    await settled()
+    assert not reply.done()  # held by the gate
+    store.release.set()
+    return await asyncio.wait_for(reply, 5)
+
+
 async def test_the_reply_waits_for_the_commit_the_call_does_not(backend: Backend) -> None:
     async with running(backend) as (system, store):
-        pid = await system.durable(Registrar, "r1")
-        store.release.clear()
-        reply = asyncio.ensure_future(pid.ask(Call("register", 3)))
-        await eventually(lambda: "applied_at_return" in SEEN, "the turn returned")
-        # The turn returned (the three calls did not wait) and its commit is held.
-        assert SEEN["applied_at_return"] == [0]
-        await eventually(lambda: store.entered == 1, "the commit began")
-        await settled()
-        assert not reply.done()  # held by the gate
-        store.release.set()
-        assert await asyncio.wait_for(reply, 5) == 3
+        assert await _held(system, store, "register") == 3
+        assert store.entered == 1  # the three changes: one commit
         assert len(await _stored(system)) == 3
 
 
 async def test_upserts_by_id_in_one_turn_do_not_wait_for_each_other(backend: Backend) -> None:
     async with running(backend) as (system, store):
-        pid = await system.durable(Registrar, "r1")
-        store.release.clear()
-        reply = asyncio.ensure_future(pid.ask(Call("register_by_id", 3)))
-        await eventually(lambda: "applied_at_return" in SEEN, "the turn returned")
-        assert SEEN["applied_at_return"] == [0]
-        await settled()
-        assert not reply.done()
-        store.release.set()
-        assert await asyncio.wait_for(reply, 5) == 3
+        assert await _held(system, store, "register_by_id") == 3
         upserts = [op for b in store.applies for op in b if isinstance(op, UpsertTask)]
         assert len(upserts) == 3  # the identical second registrations wrote nothing
         assert await _stored(system) == ["e0", "e1", "e2"]
