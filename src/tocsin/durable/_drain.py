@@ -114,8 +114,10 @@ class DrainTurn(Turn):
         handle = self.handle
         try:
             # The task changes of earlier turns are committed before the drain reads
-            # (the output gate, ._gate): it must see a replaced task's new row.
-            await handle.settle()
+            # (the output gate, ._gate): it must see a replaced task's new row. The
+            # list is read here: a drain with none to wait for crosses no module for it.
+            if handle.writes.gated:
+                await handle.settle()
             rearm, due = await drain(handle, cell)
         except FencedError:
             raise  # another owner holds the identity: the activation stops (supervisor)
