@@ -74,7 +74,8 @@ class GatedReply:
             self._send(result, error)
             return
         self._held = True
-        waiting = asyncio.gather(*gated, return_exceptions=True)
+        # Usually one batch (the turn's): its own callback, without a gathering future.
+        waiting = gated[0] if len(gated) == 1 else asyncio.gather(*gated, return_exceptions=True)
 
         def release(_: object) -> None:
             self._writes.forget(gated)

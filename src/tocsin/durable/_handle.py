@@ -93,6 +93,8 @@ class HandleRuntime(DrainRuntime, AlarmRuntime, Protocol):
     def activation_slots(self) -> asyncio.Semaphore: ...
     def activated(self, cell: Cell, handle: DurableHandle) -> None: ...
     def commit_soon(self, ops: list[Op]) -> asyncio.Future[None]: ...
+    @property
+    def flushes(self) -> int: ...
 
 
 @final
@@ -562,9 +564,18 @@ class DurableHandle(SendTarget):
         if writes.tx is not None:
             writes.buffer(ops)
         elif self.current.id is None and self.durable.gate is None:
-            done = self.durable.commit_soon(list(ops))
-            done.add_done_callback(self._gated_done)
-            writes.gate(done, ops)
+            durable = self.durable
+            flush = durable.flushes
+            opened = writes.open_batch(flush)
+            if opened is None:  # the first change of this turn: a batch of its own
+                batch = list(ops)
+                done = durable.commit_soon(batch)
+                done.add_done_callback(self._gated_done)
+                writes.gate(done, batch, flush)
+            else:  # joins the batch still waiting for the same group commit
+                batch, done = opened
+                batch.extend(ops)
+            writes.track(done, ops)
         else:
             await self.commit(ops)
         if touched:
@@ -616,9 +627,14 @@ class DurableHandle(SendTarget):
         await self.commit(ops)
 
     def _gated_done(self, done: asyncio.Future[None]) -> None:
-        """A gated change that failed is logged (a reply or the next store call may
-        report it too)."""
-        if not done.cancelled() and (error := done.exception()) is not None:
+        """A gated change is committed (forgotten once all are), or failed: logged (a
+        reply or the next store call may report it too)."""
+        if done.cancelled():
+            return
+        error = done.exception()
+        if error is None:
+            self.writes.committed()
+        else:
             _log.error("durable %s: a task change was not committed: %s", self.path, error)
 
     async def _fenced_commit(self, ops: Sequence[Op]) -> None:

@@ -123,6 +123,9 @@ class DurableRuntime:
         self._poll_again = False
         #: Drain completions waiting for the next group commit (see :meth:`complete`).
         self._completions: list[tuple[list[Op], asyncio.Future[None]]] = []
+        #: Group commits started so far: a batch of the output gate waiting for the next
+        #: one is open to more changes of its identity (``._writes.Writes.open_batch``).
+        self.flushes = 0
 
     async def start(self) -> None:
         """Open the store and arm the alarms of identities with work due soon.
@@ -340,6 +343,7 @@ class DurableRuntime:
 
     def _commit_completions(self) -> None:
         group, self._completions = self._completions, []
+        self.flushes += 1
         task = self.runtime.loop.create_task(_commit_group(self.store, group))
         task.add_done_callback(_observed)
         self.runtime.track_task(task)

@@ -27,19 +27,25 @@ UNSURE: Final[Any] = object()
 class Writes:
     """The open transaction and the touched tasks of one identity (internal)."""
 
-    __slots__ = ("gated", "gated_tasks", "touched", "tx")
+    __slots__ = ("batch", "batch_flush", "gated", "gated_tasks", "touched", "tx")
 
     def __init__(self) -> None:
         #: Ids of tasks replaced or cancelled since the current drain began.
         self.touched: set[str] = set()
         #: The open transaction's buffered ops (``None``: no transaction).
         self.tx: list[Op] | None = None
-        #: One future per task change sent to the next group commit and not yet taken
+        #: One future per batch of task changes sent to a group commit and not yet taken
         #: by :meth:`take_gated` (resolved once committed, or with the store's error).
-        self.gated: list[asyncio.Future[None]] = []
+        #: ``None`` until the first (most identities never gate a change: nothing kept).
+        self.gated: list[asyncio.Future[None]] | None = None
         #: Task id -> the latest gated change of that task and its future: the new row,
         #: ``None`` (deleted) or :data:`UNSURE` (a pause).
-        self.gated_tasks: dict[str, tuple[asyncio.Future[None], Any]] = {}
+        self.gated_tasks: dict[str, tuple[asyncio.Future[None], Any]] | None = None
+        #: The ops of the last gated batch, still open to more changes while the group
+        #: commit numbered ``batch_flush`` has not taken it (one future per identity and
+        #: loop turn, not one per change).
+        self.batch: tuple[list[Op], asyncio.Future[None]] | None = None
+        self.batch_flush = -1
 
     # -- the drain's view of task changes ------------------------------------------------
 
@@ -54,19 +60,28 @@ class Writes:
 
     # -- the output gate -------------------------------------------------------------------
 
-    def gate(self, done: asyncio.Future[None], ops: Iterable[Op]) -> None:
-        """Task change ``ops`` went to the next group commit; ``done`` says when they
-        are in.
+    def open_batch(self, flush: int) -> tuple[list[Op], asyncio.Future[None]] | None:
+        """The gated batch (its ops and future) still waiting for group commit number
+        ``flush`` (more changes of this turn join it), or ``None``."""
+        return self.batch if self.batch_flush == flush else None
 
-        Changes already committed are forgotten here (an actor that never reads its
-        tasks must not keep a future per change it ever made); failed ones stay until a
+    def gate(self, done: asyncio.Future[None], batch: list[Op], flush: int) -> None:
+        """Batch ``batch`` went to group commit number ``flush``; ``done`` says when it
+        is in. Batches already committed are forgotten here; failed ones stay until a
         reply or a later store call of the identity reports them."""
         gated = self.gated
-        if gated and gated[0].done():
-            gated = self.gated = [f for f in gated if not f.done() or _failed(f)]
-            self.gated_tasks = {k: v for k, v in self.gated_tasks.items() if not v[0].done()}
+        if gated is None:
+            gated = self.gated = []
+        elif gated and gated[0].done():
+            gated[:] = [f for f in gated if not f.done() or _failed(f)]
         gated.append(done)
+        self.batch, self.batch_flush = (batch, done), flush
+
+    def track(self, done: asyncio.Future[None], ops: Iterable[Op]) -> None:
+        """Remember what the gated ``ops`` (committed by ``done``) make of their tasks."""
         tasks = self.gated_tasks
+        if tasks is None:
+            tasks = self.gated_tasks = {}
         for op in ops:
             # isinstance, not a class test: mypy narrows the union of ops by it.
             if isinstance(op, UpsertTask):
@@ -76,33 +91,44 @@ class Writes:
             elif isinstance(op, PauseTask):
                 tasks[op.id] = (done, UNSURE)
 
+    def committed(self) -> None:
+        """A gated batch was committed: once all are, forget them (an identity that
+        made changes and went quiet keeps no future, no row)."""
+        gated = self.gated
+        if gated and gated[-1].done() and not any(not f.done() or _failed(f) for f in gated):
+            self.gated = self.gated_tasks = self.batch = None
+
     def gated_task(self, task_id: str) -> Any:
         """Task ``task_id`` as its gated change in flight leaves it: the row, ``None``
         (deleted), :data:`UNSURE`, or :data:`MISSING` when none is in flight (the store
         has the latest: a committed change is there, a failed one never will be)."""
-        entry = self.gated_tasks.get(task_id)
+        tasks = self.gated_tasks
+        entry = None if tasks is None else tasks.get(task_id)
         if entry is None or entry[0].done():
             return MISSING
         return entry[1]
 
     def unsettled(self) -> list[asyncio.Future[None]]:
-        """The gated changes not known committed (in flight, or failed); the committed
-        ones are forgotten."""
+        """The gated batches not known committed (in flight, or failed), in a new list;
+        the committed ones are forgotten."""
         gated = self.gated
-        if gated:
-            gated = self.gated = [f for f in gated if not f.done() or _failed(f)]
-        return gated
+        if not gated:
+            return []
+        gated[:] = [f for f in gated if not f.done() or _failed(f)]
+        return list(gated)
 
     def take_gated(self) -> list[asyncio.Future[None]]:
-        """The gated changes to wait for (forgotten here: the caller waits for them)."""
-        gated, self.gated = self.gated, []
-        self.gated_tasks = {}
+        """The gated batches to wait for (forgotten here: the caller waits for them)."""
+        gated = self.gated or []
+        self.gated = self.gated_tasks = self.batch = None
         return gated
 
     def forget(self, reported: Iterable[asyncio.Future[None]]) -> None:
-        """Gated changes whose outcome a reply has reported (committed, or its error)."""
-        done = set(reported)
-        self.gated = [f for f in self.gated if f not in done]
+        """Gated batches whose outcome a reply has reported (committed, or its error)."""
+        gated = self.gated
+        if gated:
+            done = set(reported)
+            gated[:] = [f for f in gated if f not in done]
 
     # -- transactions ----------------------------------------------------------------------
 
