@@ -4,9 +4,10 @@ commit instead of inside the call, and the reply to an ask waits for them.
 
 Inside an actor's turn (outside a task run, an open ``transaction()`` and cluster
 mode), ``queue``/``schedule``/``every``/``cron`` and the other task changes do not wait
-for their commit: the change joins the next group commit of the durable runtime (every
-identity's changes made in the same turn of the event loop share one transaction, as
-drain completions do) and the call returns. What the gate guarantees instead:
+for their commit: the change joins the identity's batch for the next group commit of the
+durable runtime (every identity's batch made in the same turn of the event loop, with
+the drains' completions, in transactions of at most 100 ops) and the call returns. What
+the gate guarantees instead:
 
 * the reply to an ask answered by that actor (``ctx.respond``, a ``Call``'s return
   value, or its error) leaves only once every task change the identity made before the
