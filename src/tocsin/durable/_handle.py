@@ -573,9 +573,7 @@ class DurableHandle(SendTarget):
                 done.add_done_callback(self._gated_done)
                 writes.gate(done, batch, flush)
             else:  # joins the batch still waiting for the same group commit
-                batch, done = opened
-                batch.extend(ops)
-            writes.track(done, ops)
+                opened[1].extend(ops)
         else:
             await self.commit(ops)
         if touched:

@@ -13,7 +13,10 @@ from typing import Any, Final, final
 
 from ..stores import DeleteState, DeleteTask, Op, PauseTask, PutState, UpsertTask
 
-__all__ = ["MISSING", "UNSURE", "Writes"]
+__all__ = ["MISSING", "UNSURE", "Gated", "Writes"]
+
+#: A gated batch: the future of its commit and its ops.
+Gated = tuple[asyncio.Future[None], list[Op]]
 
 #: What :meth:`Writes.buffered_state` returns for a key with no buffered write (and
 #: :meth:`Writes.gated_task` for a task with no gated change in flight).
@@ -27,24 +30,22 @@ UNSURE: Final[Any] = object()
 class Writes:
     """The open transaction and the touched tasks of one identity (internal)."""
 
-    __slots__ = ("batch", "batch_flush", "gated", "gated_tasks", "touched", "tx")
+    __slots__ = ("batch", "batch_flush", "gated", "touched", "tx")
 
     def __init__(self) -> None:
         #: Ids of tasks replaced or cancelled since the current drain began.
         self.touched: set[str] = set()
         #: The open transaction's buffered ops (``None``: no transaction).
         self.tx: list[Op] | None = None
-        #: One future per batch of task changes sent to a group commit and not yet taken
-        #: by :meth:`take_gated` (resolved once committed, or with the store's error).
-        #: ``None`` until the first (most identities never gate a change: nothing kept).
-        self.gated: list[asyncio.Future[None]] | None = None
-        #: Task id -> the latest gated change of that task and its future: the new row,
-        #: ``None`` (deleted) or :data:`UNSURE` (a pause).
-        self.gated_tasks: dict[str, tuple[asyncio.Future[None], Any]] | None = None
-        #: The ops of the last gated batch, still open to more changes while the group
-        #: commit numbered ``batch_flush`` has not taken it (one future per identity and
-        #: loop turn, not one per change).
-        self.batch: tuple[list[Op], asyncio.Future[None]] | None = None
+        #: The batches of task changes sent to a group commit and not yet taken by
+        #: :meth:`take_gated`: each its future (resolved once committed, or with the
+        #: store's error) and its ops. ``None`` while there is none: an identity keeps
+        #: nothing once its changes are committed.
+        self.gated: list[Gated] | None = None
+        #: The last gated batch, still open to more changes while the group commit
+        #: numbered ``batch_flush`` has not taken it (one future per identity and loop
+        #: turn, not one per change).
+        self.batch: Gated | None = None
         self.batch_flush = -1
 
     # -- the drain's view of task changes ------------------------------------------------
@@ -60,8 +61,8 @@ class Writes:
 
     # -- the output gate -------------------------------------------------------------------
 
-    def open_batch(self, flush: int) -> tuple[list[Op], asyncio.Future[None]] | None:
-        """The gated batch (its ops and future) still waiting for group commit number
+    def open_batch(self, flush: int) -> Gated | None:
+        """The gated batch (its future and ops) still waiting for group commit number
         ``flush`` (more changes of this turn join it), or ``None``."""
         return self.batch if self.batch_flush == flush else None
 
@@ -72,63 +73,59 @@ class Writes:
         gated = self.gated
         if gated is None:
             gated = self.gated = []
-        elif gated and gated[0].done():
-            gated[:] = [f for f in gated if not f.done() or _failed(f)]
-        gated.append(done)
-        self.batch, self.batch_flush = (batch, done), flush
-
-    def track(self, done: asyncio.Future[None], ops: Iterable[Op]) -> None:
-        """Remember what the gated ``ops`` (committed by ``done``) make of their tasks."""
-        tasks = self.gated_tasks
-        if tasks is None:
-            tasks = self.gated_tasks = {}
-        for op in ops:
-            # isinstance, not a class test: mypy narrows the union of ops by it.
-            if isinstance(op, UpsertTask):
-                tasks[op.row.id] = (done, op.row)
-            elif isinstance(op, DeleteTask):
-                tasks[op.id] = (done, None)
-            elif isinstance(op, PauseTask):
-                tasks[op.id] = (done, UNSURE)
+        elif gated and gated[0][0].done():
+            gated[:] = [g for g in gated if not g[0].done() or _failed(g[0])]
+        entry = (done, batch)
+        gated.append(entry)
+        self.batch, self.batch_flush = entry, flush
 
     def committed(self) -> None:
-        """A gated batch was committed: once all are, forget them (an identity that
-        made changes and went quiet keeps no future, no row)."""
+        """A gated batch was committed: once all are, forget them."""
         gated = self.gated
-        if gated and gated[-1].done() and not any(not f.done() or _failed(f) for f in gated):
-            self.gated = self.gated_tasks = self.batch = None
+        if gated and not any(not g[0].done() or _failed(g[0]) for g in gated):
+            self.gated = self.batch = None
 
     def gated_task(self, task_id: str) -> Any:
         """Task ``task_id`` as its gated change in flight leaves it: the row, ``None``
         (deleted), :data:`UNSURE`, or :data:`MISSING` when none is in flight (the store
         has the latest: a committed change is there, a failed one never will be)."""
-        tasks = self.gated_tasks
-        entry = None if tasks is None else tasks.get(task_id)
-        if entry is None or entry[0].done():
-            return MISSING
-        return entry[1]
+        for done, ops in reversed(self.gated or ()):
+            if done.done():
+                continue
+            for op in reversed(ops):
+                # isinstance, not a class test: mypy narrows the union of ops by it.
+                if isinstance(op, UpsertTask):
+                    if op.row.id == task_id:
+                        return op.row
+                elif isinstance(op, DeleteTask):
+                    if op.id == task_id:
+                        return None
+                elif isinstance(op, PauseTask) and op.id == task_id:
+                    return UNSURE
+        return MISSING
 
     def unsettled(self) -> list[asyncio.Future[None]]:
-        """The gated batches not known committed (in flight, or failed), in a new list;
+        """The futures of the gated batches not known committed (in flight, or failed);
         the committed ones are forgotten."""
         gated = self.gated
         if not gated:
             return []
-        gated[:] = [f for f in gated if not f.done() or _failed(f)]
-        return list(gated)
+        gated[:] = [g for g in gated if not g[0].done() or _failed(g[0])]
+        return [g[0] for g in gated]
 
     def take_gated(self) -> list[asyncio.Future[None]]:
-        """The gated batches to wait for (forgotten here: the caller waits for them)."""
+        """The futures of the gated batches to wait for (forgotten here: the caller
+        waits for them)."""
         gated = self.gated or []
-        self.gated = self.gated_tasks = self.batch = None
-        return gated
+        self.gated = self.batch = None
+        return [g[0] for g in gated]
 
     def forget(self, reported: Iterable[asyncio.Future[None]]) -> None:
         """Gated batches whose outcome a reply has reported (committed, or its error)."""
         gated = self.gated
         if gated:
             done = set(reported)
-            gated[:] = [f for f in gated if f not in done]
+            gated[:] = [g for g in gated if g[0] not in done]
 
     # -- transactions ----------------------------------------------------------------------
 
