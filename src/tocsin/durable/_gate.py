@@ -48,12 +48,17 @@ class GatedReply:
     ``done()`` is true from the moment it is answered, as the kernel expects; the
     asker gets the answer once the changes are in, or the store's error."""
 
-    __slots__ = ("_held", "_inner", "_writes")
+    __slots__ = ("_answer_value", "_error", "_gated", "_held", "_inner", "_writes")
 
     def __init__(self, inner: Reply, writes: Writes) -> None:
         self._inner = inner
         self._writes = writes
         self._held = False
+        # While held: the answer and the gated batches it waits for (slots, not a
+        # closure: fewer objects alive per ask in flight, for the collector to promote).
+        self._answer_value: Any = None
+        self._error: BaseException | type[BaseException] | None = None
+        self._gated: list[asyncio.Future[None]] = []
 
     def done(self) -> bool:
         return self._held or self._inner.done()
@@ -75,18 +80,19 @@ class GatedReply:
             self._send(result, error)
             return
         self._held = True
+        self._answer_value, self._error, self._gated = result, error, gated
         # Usually one batch (the turn's): its own callback, without a gathering future.
         waiting = gated[0] if len(gated) == 1 else asyncio.gather(*gated, return_exceptions=True)
+        waiting.add_done_callback(self._release)
 
-        def release(_: object) -> None:
-            self._writes.forget(gated)
-            failure = first_failure(gated)
-            if failure is not None and error is None:
-                self._send(None, failure)
-            else:
-                self._send(result, error)
-
-        waiting.add_done_callback(release)
+    def _release(self, _: object) -> None:
+        gated, error = self._gated, self._error
+        self._writes.forget(gated)
+        failure = first_failure(gated)
+        if failure is not None and error is None:
+            self._send(None, failure)
+        else:
+            self._send(self._answer_value, error)
 
     def _send(self, result: Any, error: BaseException | type[BaseException] | None) -> None:
         inner = self._inner
