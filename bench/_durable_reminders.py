@@ -27,7 +27,10 @@ temporary directory, or a fresh database on one throw-away local PostgreSQL serv
   RETURNING``). ``fires_per_s`` likewise from ``T``.
 * ``register``: into a fresh store, a running system, ``identities`` identities each asked
   (1,000 asks in flight at a time) to ``await self.schedule(3600, "work", k)`` for its
-  share of N; every ``schedule`` call is timed inside the actor: p50/p99/max ms.
+  share of N; every ``schedule`` call is timed inside the actor: p50/p99/max ms; and
+  every ask's round trip, from the send to the reply (``ask_p50_ms``/``ask_p99_ms``):
+  since the output gate holds the reply until the schedules are committed, the call's
+  figure alone would hide where the wait went.
 
 Targets: >= 15.5k fires/s with 100,000 identities, >= 40k/s with 1,000; registration
 p99 < 10 ms; <= 1 KB per identity.
@@ -84,6 +87,7 @@ class _Count:
 
 FIRED = _Count()
 LATENCIES: list[float] = []
+ASKS: list[float] = []
 
 
 class Reminder(DurableActor):
@@ -356,19 +360,25 @@ async def _register(url: str, n: int, identities: int) -> dict[str, Any]:
     await system.start()
     per = [list(range(i, n, identities)) for i in range(identities)]
     LATENCIES.clear()
+    ASKS.clear()
+
+    async def ask(pid: Any, share: list[int]) -> None:
+        sent = perf_counter()
+        await pid.ask(Call("register", share), timeout=None)
+        ASKS.append(perf_counter() - sent)
+
     t0 = perf_counter()
     for start in range(0, identities, IN_FLIGHT):
         pids = [
             await system.durable(Reminder, f"r{i}")
             for i in range(start, min(identities, start + IN_FLIGHT))
         ]
-        await asyncio.gather(
-            *(pid.ask(Call("register", per[start + j]), timeout=None) for j, pid in enumerate(pids))
-        )
+        await asyncio.gather(*(ask(pid, per[start + j]) for j, pid in enumerate(pids)))
     elapsed = perf_counter() - t0
     await system.stop()
     lat = sorted(LATENCIES)
     assert len(lat) == n
+    asks = sorted(ASKS)
     return {
         "n": n,
         "identities": identities,
@@ -377,6 +387,8 @@ async def _register(url: str, n: int, identities: int) -> dict[str, Any]:
         "p50_ms": percentile(lat, 0.50) * 1e3,
         "p99_ms": percentile(lat, 0.99) * 1e3,
         "max_ms": lat[-1] * 1e3,
+        "ask_p50_ms": percentile(asks, 0.50) * 1e3,
+        "ask_p99_ms": percentile(asks, 0.99) * 1e3,
     }
 
 
@@ -446,14 +458,20 @@ def reminder_report(args: Any, runs: Runs) -> dict[str, Any]:
                 fmt(row.get("p50_ms"), 3),
                 fmt(row.get("p99_ms"), 3),
                 fmt(row.get("max_ms"), 1),
+                fmt(row.get("ask_p50_ms"), 1),
+                fmt(row.get("ask_p99_ms"), 1),
             ]
         )
         p99 = row.get("p99_ms")
         if p99 is not None:
             targets[f"{store}, {int(rest[0]):,} identities: registration p99 < 10 ms "
                     f"({p99:.2f} ms)"] = p99 < 10  # fmt: skip
-    print("\n### Registration: `await self.schedule(...)` timed inside the actor\n")
-    print(table(["store", "identities", "schedules/s", "p50 ms", "p99 ms", "max ms"], reg))
+    print(
+        "\n### Registration: `await self.schedule(...)` timed inside the actor; the ask "
+        "round trip (send to reply) around it\n"
+    )
+    headers = ["store", "identities", "schedules/s", "p50 ms", "p99 ms", "max ms"]
+    print(table([*headers, "ask p50 ms", "ask p99 ms"], reg))
     print()
     print(
         table(["target (measured)", "met"], [(k, "yes" if v else "NO") for k, v in targets.items()])

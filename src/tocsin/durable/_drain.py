@@ -98,6 +98,7 @@ class DrainHost(RunHost, Protocol):
     def clock_now(self) -> bool: ...
     def wall_now(self, actor: TaskActor) -> float: ...
     def commit(self, ops: Sequence[Op]) -> Awaitable[None]: ...
+    def settle(self) -> Awaitable[None]: ...
 
 
 @final
@@ -112,6 +113,11 @@ class DrainTurn(Turn):
     async def run(self, cell: Cell) -> None:
         handle = self.handle
         try:
+            # The task changes of earlier turns are committed before the drain reads
+            # (the output gate, ._gate): it must see a replaced task's new row. The
+            # list is read here: a drain with none to wait for crosses no module for it.
+            if handle.writes.gated:
+                await handle.settle()
             rearm, due = await drain(handle, cell)
         except FencedError:
             raise  # another owner holds the identity: the activation stops (supervisor)

@@ -46,6 +46,7 @@ from ..stores import Fence, Op, Store
 from ._alarm import Alarm, AlarmRuntime
 from ._current import CurrentRun
 from ._drain import DrainRuntime, DrainTurn
+from ._gate import GatedReply, first_failure
 from ._kinds import DurableClass, keeps_default
 from ._storage import Storage
 from ._tasks import Tasks
@@ -93,6 +94,9 @@ class HandleRuntime(DrainRuntime, AlarmRuntime, Protocol):
     def activation_slots(self) -> asyncio.Semaphore: ...
     def activated(self, cell: Cell, handle: DurableHandle) -> None: ...
     def start_batched(self, handle: DurableHandle, cell: Cell) -> asyncio.Task[None]: ...
+    def commit_soon(self, ops: list[Op]) -> asyncio.Future[None]: ...
+    @property
+    def flushes(self) -> int: ...
 
 
 @final
@@ -180,6 +184,8 @@ class DurableHandle(SendTarget):
             if cell is None and not self.moving:
                 self.activate()
             return True
+        if reply is not None and self.durable.gate is None:
+            reply = GatedReply(reply, self.writes)  # the output gate (._gate)
         if cell is not None and cell.alive():
             return cell.deliver(message, sender, reply)
         pending = self.pending
@@ -202,6 +208,8 @@ class DurableHandle(SendTarget):
             and not self.durable.stopping
             and not (message.__class__ is str and message == WAKE)  # the handle's own
         ):
+            if reply is not None and self.durable.gate is None:
+                reply = GatedReply(reply, self.writes)  # the output gate (._gate)
             return cell.offer(message, sender, reply)
         return super().offer(message, sender, reply)
 
@@ -213,6 +221,11 @@ class DurableHandle(SendTarget):
             await asyncio.shield(self.starting)
         if self.cell is not None:
             await self.cell.stop()
+        # The gated task changes of its last turns are committed before the system's
+        # stop goes on to close the store (their failures were logged).
+        waiting = [f for f in self.writes.unsettled() if not f.done()]
+        if waiting:
+            await asyncio.wait(waiting)
 
     def request_stop(self) -> None:
         if self.cell is not None:
@@ -581,15 +594,30 @@ class DurableHandle(SendTarget):
     async def change(
         self, ops: Sequence[Op], touched: Iterable[str] = (), due: float | None = None
     ) -> None:
-        """A task change (``TaskHost``): write ``ops`` (now, or in the open
-        transaction), tell a drain in progress which tasks changed, and arm the alarm
-        for ``due``. Inside a transaction the alarm is armed before the commit: an early
-        alarm is harmless, the drain re-reads the store."""
+        """A task change (``TaskHost``): write ``ops`` (in the open transaction, through
+        the output gate, or now), tell a drain in progress which tasks changed, and arm
+        the alarm for ``due``. The alarm is armed before the commit: an early alarm is
+        harmless, the drain waits for the gated changes and re-reads the store.
+
+        Through the output gate (:mod:`._gate`) outside a transaction, a task run and
+        cluster mode: the change joins the next group commit and this returns without
+        waiting for it; the ask being answered waits instead."""
         writes = self.writes
-        if writes.tx is None:
-            await self.commit(ops)
-        else:
+        if writes.tx is not None:
             writes.buffer(ops)
+        elif self.current.id is None and self.durable.gate is None:
+            durable = self.durable
+            flush = durable.flushes
+            opened = writes.open_batch(flush)
+            if opened is None:  # the first change of this turn: a batch of its own
+                batch = list(ops)
+                done = durable.commit_soon(batch)
+                done.add_done_callback(self._gated_done)
+                writes.gate(done, batch, flush)
+            else:  # joins the batch still waiting for the same group commit
+                opened[1].extend(ops)
+        else:
+            await self.commit(ops)
         if touched:
             writes.touch(touched)
         if due is not None:
@@ -606,9 +634,48 @@ class DurableHandle(SendTarget):
         activation stops. An activation that no longer owns the identity (its lease was
         lost) is refused without asking the store.
         """
+        if self.writes.gated and self.writes.unsettled():
+            return self._commit_after_gated(ops)
         if self.durable.gate is None:
             return self.store.apply(ops)
         return self._fenced_commit(ops)
+
+    def gated_task(self, task_id: str) -> Any:
+        """``TaskHost``: task ``task_id`` as a gated change in flight leaves it
+        (:meth:`~._writes.Writes.gated_task`)."""
+        return self.writes.gated_task(task_id)
+
+    async def settle(self) -> None:
+        """Wait until the task changes that went through the output gate are committed
+        (before a read that must see them, or a write that must follow them).
+
+        Raises:
+            Exception: what the store raised for one of them (it was not committed).
+        """
+        writes = self.writes
+        while writes.unsettled():
+            gated = writes.take_gated()
+            waiting = [f for f in gated if not f.done()]
+            if waiting:  # not otherwise: a wait takes a turn of the loop even when done
+                await asyncio.wait(waiting)
+            failure = first_failure(gated)
+            if failure is not None:
+                raise failure
+
+    async def _commit_after_gated(self, ops: Sequence[Op]) -> None:
+        await self.settle()
+        await self.commit(ops)
+
+    def _gated_done(self, done: asyncio.Future[None]) -> None:
+        """A gated change is committed (forgotten once all are), or failed: logged (a
+        reply or the next store call may report it too)."""
+        if done.cancelled():
+            return
+        error = done.exception()
+        if error is None:
+            self.writes.committed()
+        else:
+            _log.error("durable %s: a task change was not committed: %s", self.path, error)
 
     async def _fenced_commit(self, ops: Sequence[Op]) -> None:
         gate = self.durable.gate

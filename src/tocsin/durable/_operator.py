@@ -17,9 +17,10 @@ from __future__ import annotations
 
 from collections.abc import Awaitable, Callable, Iterable, Sequence
 from datetime import datetime
-from typing import TYPE_CHECKING, final
+from typing import TYPE_CHECKING, Any, final
 
 from ._tasks import Tasks
+from ._writes import MISSING
 
 if TYPE_CHECKING:
     from ..actor._spi import TickOutcome
@@ -57,6 +58,13 @@ class _OperatorHost:
     def running_id(self) -> str | None:
         handle = self.durable.handles.get((self.kind, self.identity))
         return None if handle is None else handle.running_id
+
+    async def settle(self) -> None:
+        """Nothing to wait for: an operator's changes are committed in the call."""
+
+    def gated_task(self, task_id: str) -> Any:
+        """None in flight (see :meth:`settle`)."""
+        return MISSING
 
     async def change(
         self, ops: Sequence[Op], touched: Iterable[str] = (), due: float | None = None

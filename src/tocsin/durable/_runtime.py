@@ -18,7 +18,7 @@ from __future__ import annotations
 import asyncio
 import inspect
 import logging
-from collections.abc import Awaitable, Callable, Coroutine
+from collections.abc import Awaitable, Callable, Coroutine, Iterator
 from typing import Any, cast, final
 
 from .._deadlines import Deadline
@@ -125,6 +125,9 @@ class DurableRuntime:
         self._start_batch: _StartBatch | None = None
         #: Drain completions waiting for the next group commit (see :meth:`complete`).
         self._completions: list[tuple[list[Op], asyncio.Future[None]]] = []
+        #: Group commits started so far: a batch of the output gate waiting for the next
+        #: one is open to more changes of its identity (``._writes.Writes.open_batch``).
+        self.flushes = 0
 
     async def start(self) -> None:
         """Open the store and arm the alarms of identities with work due soon.
@@ -327,6 +330,13 @@ class DurableRuntime:
         (``handle.commit``)."""
         if self.gate is not None:
             return handle.commit(ops)
+        return self.commit_soon(ops)
+
+    def commit_soon(self, ops: list[Op]) -> asyncio.Future[None]:
+        """``ops`` with the next group commit (outside cluster mode): resolved once they
+        are committed, or with what the store raised. Drain completions and the task
+        changes of the output gate (:mod:`._gate`) made in the same turn of the event
+        loop share it."""
         done: asyncio.Future[None] = self.runtime.loop.create_future()
         if not self._completions:
             self.runtime.loop.call_soon(self._commit_completions)
@@ -335,9 +345,17 @@ class DurableRuntime:
 
     def _commit_completions(self) -> None:
         group, self._completions = self._completions, []
-        task = self.runtime.loop.create_task(_commit_group(self.store, group))
-        task.add_done_callback(_observed)
-        self.runtime.track_task(task)
+        self.flushes += 1
+        # One task per part, started in order: the store sees the applies in that order
+        # and, if it has a group commit of its own (PostgreSQL), merges those that wait
+        # into one transaction instead of one round trip after another. An identity has
+        # at most one entry in a group (a drain awaits each completion; a turn's gated
+        # changes are one batch, settled before its next drain), so parts never reorder
+        # one identity's writes.
+        for part in _parts(group):
+            task = self.runtime.loop.create_task(_commit_group(self.store, part))
+            task.add_done_callback(_observed)
+            self.runtime.track_task(task)
 
     # -- polling -----------------------------------------------------------------------
 
@@ -536,17 +554,26 @@ class DurableRuntime:
 GROUP_OPS = 100
 
 
-async def _commit_group(store: Store, group: list[tuple[list[Op], asyncio.Future[None]]]) -> None:
-    """Commit drains' completions, :data:`GROUP_OPS` at most a transaction; each drain's
-    future resolves once its ops are committed, or fails with the store's error."""
+Group = list[tuple[list[Op], asyncio.Future[None]]]
+
+
+def _parts(group: Group) -> Iterator[Group]:
+    """``group`` in order, in parts of :data:`GROUP_OPS` ops at most (an entry with more
+    is a part alone)."""
     start = 0
     while start < len(group):
         end, size = start, 0
         while end < len(group) and (end == start or size + len(group[end][0]) <= GROUP_OPS):
             size += len(group[end][0])
             end += 1
-        part = group[start:end]
+        yield group[start:end]
         start = end
+
+
+async def _commit_group(store: Store, group: Group) -> None:
+    """Commit drains' completions, :data:`GROUP_OPS` at most a transaction; each drain's
+    future resolves once its ops are committed, or fails with the store's error."""
+    for part in _parts(group):
         try:
             await store.apply([op for ops, _ in part for op in ops])
         except Exception as exc:

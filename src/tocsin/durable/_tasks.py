@@ -56,6 +56,7 @@ from ._plan import (
 )
 from ._policy import TaskPolicy
 from ._records import TaskRecord, record_from_row
+from ._writes import MISSING, UNSURE
 
 if TYPE_CHECKING:
     from ..stores import Store
@@ -147,6 +148,17 @@ class TaskHost(Protocol):
         host once."""
         ...
 
+    def settle(self) -> Awaitable[None]:
+        """Wait until the task changes made through ``change`` are committed (a read
+        that follows must see them)."""
+        ...
+
+    def gated_task(self, task_id: str) -> Any:
+        """Task ``task_id`` as a change made through ``change`` and not yet committed
+        leaves it: its row, ``None`` (deleted), ``UNSURE`` or ``MISSING`` (none: the
+        store has the latest)."""
+        ...
+
 
 @final
 class Tasks:
@@ -210,7 +222,13 @@ class Tasks:
                 instant, due = due, jittered(tid, due, policy, instants)
             stored = encode_policy(policy, Cursor(instant=instant))
         if task_id is not None:
-            old = await host.store.get_task(host.kind, host.identity, tid)
+            # The gated change of this id in flight, if any: registering many tasks by
+            # id in one turn does not wait for each one's commit before the next.
+            old = host.gated_task(tid)
+            if old is MISSING or old is UNSURE:
+                if old is UNSURE:
+                    await host.settle()
+                old = await host.store.get_task(host.kind, host.identity, tid)
             if old is not None:
                 created = old.created_at
                 if (
@@ -258,6 +276,7 @@ class Tasks:
         if not isinstance(task_id, str):
             raise TypeError(f"`id` must be a str, got {task_id!r}")
         host = self.host
+        await host.settle()
         row = await host.store.get_task(host.kind, host.identity, task_id)
         if row is None:
             raise TaskNotFoundError(f"no task {task_id!r} for {host.kind}/{host.identity}")
@@ -299,6 +318,7 @@ class Tasks:
         if not isinstance(task_id, str):
             raise TypeError(f"`id` must be a str, got {task_id!r}")
         host = self.host
+        await host.settle()
         rows = await host.store.task_history(host.kind, host.identity, task_id)
         if not rows and not missing_ok:
             await self.get(task_id)  # raises for an unknown id
@@ -316,6 +336,7 @@ class Tasks:
         if missing_ok is not None and not isinstance(missing_ok, bool):
             raise TypeError(f"`missing_ok` must be a bool or None, got {missing_ok!r}")
         host = self.host
+        await host.settle()
         existed = await host.store.get_task(host.kind, host.identity, task_id) is not None
         if not existed:
             if missing_ok is False:
@@ -391,6 +412,7 @@ class Tasks:
     async def list(self, state: str | None = None) -> list[TaskRecord]:
         """Every task (or those in ``state``), in due order."""
         host = self.host
+        await host.settle()
         rows = await host.store.list_tasks(host.kind, host.identity, state)  # type: ignore[arg-type]
         running = host.running_id
         return [record_from_row(row, running=row.id == running) for row in rows]
@@ -399,6 +421,7 @@ class Tasks:
         if not isinstance(task_id, str):
             raise TypeError(f"`id` must be a str, got {task_id!r}")
         host = self.host
+        await host.settle()
         row = await host.store.get_task(host.kind, host.identity, task_id)
         if row is None or row.state != "parked":
             raise TaskNotFoundError(f"no parked task {task_id!r} for {host.kind}/{host.identity}")

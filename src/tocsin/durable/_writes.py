@@ -1,29 +1,38 @@
 # SPDX-License-Identifier: Apache-2.0
 """The writes of one durable identity in flight: the open ``transaction()`` (its
-buffered ops, which reads inside it see) and the tasks replaced or cancelled since the
-drain began (``touched``: the drain leaves their rows alone). Only these methods write
-them; the drain, the tasks and the storage ask through them."""
+buffered ops, which reads inside it see), the task changes that passed the output gate
+and are not yet known committed (``gated``: see :mod:`._gate`), and the tasks replaced
+or cancelled since the drain began (``touched``: the drain leaves their rows alone).
+Only these methods write them; the drain, the tasks and the storage ask through them."""
 
 from __future__ import annotations
 
+import asyncio
 from collections.abc import Iterable
 from typing import Any, Final, final
 
-from ..stores import DeleteState, Op, PutState
+from ..stores import DeleteState, DeleteTask, Op, PauseTask, PutState, UpsertTask
 
-__all__ = ["MISSING", "Writes"]
+__all__ = ["MISSING", "UNSURE", "Gated", "Writes"]
 
 _NONE: Final[frozenset[str]] = frozenset()
 
-#: What :meth:`Writes.buffered_state` returns for a key with no buffered write.
+#: A gated batch: the future of its commit and its ops.
+Gated = tuple[asyncio.Future[None], list[Op]]
+
+#: What :meth:`Writes.buffered_state` returns for a key with no buffered write (and
+#: :meth:`Writes.gated_task` for a task with no gated change in flight).
 MISSING: Final[Any] = object()
+#: What :meth:`Writes.gated_task` returns for a task whose gated change in flight only
+#: the store can apply (a pause): wait for it, then read the store.
+UNSURE: Final[Any] = object()
 
 
 @final
 class Writes:
     """The open transaction and the touched tasks of one identity (internal)."""
 
-    __slots__ = ("touched", "tx")
+    __slots__ = ("batch", "batch_flush", "gated", "touched", "tx")
 
     def __init__(self) -> None:
         #: Ids of tasks replaced or cancelled since the current drain began: the shared
@@ -32,6 +41,16 @@ class Writes:
         self.touched: set[str] | frozenset[str] = _NONE
         #: The open transaction's buffered ops (``None``: no transaction).
         self.tx: list[Op] | None = None
+        #: The batches of task changes sent to a group commit and not yet taken by
+        #: :meth:`take_gated`: each its future (resolved once committed, or with the
+        #: store's error) and its ops. ``None`` while there is none: an identity keeps
+        #: nothing once its changes are committed.
+        self.gated: list[Gated] | None = None
+        #: The last gated batch, still open to more changes while the group commit
+        #: numbered ``batch_flush`` has not taken it (one future per identity and loop
+        #: turn, not one per change).
+        self.batch: Gated | None = None
+        self.batch_flush = -1
 
     # -- the drain's view of task changes ------------------------------------------------
 
@@ -48,6 +67,74 @@ class Writes:
         reads ``touched`` anew between runs: it may be replaced, never held.)"""
         if self.touched:
             self.touched = _NONE
+
+    # -- the output gate -------------------------------------------------------------------
+
+    def open_batch(self, flush: int) -> Gated | None:
+        """The gated batch (its future and ops) still waiting for group commit number
+        ``flush`` (more changes of this turn join it), or ``None``."""
+        return self.batch if self.batch_flush == flush else None
+
+    def gate(self, done: asyncio.Future[None], batch: list[Op], flush: int) -> None:
+        """Batch ``batch`` went to group commit number ``flush``; ``done`` says when it
+        is in. Batches already committed are forgotten here; failed ones stay until a
+        reply or a later store call of the identity reports them."""
+        gated = self.gated
+        if gated is None:
+            gated = self.gated = []
+        elif gated and gated[0][0].done():
+            gated[:] = [g for g in gated if not g[0].done() or _failed(g[0])]
+        entry = (done, batch)
+        gated.append(entry)
+        self.batch, self.batch_flush = entry, flush
+
+    def committed(self) -> None:
+        """A gated batch was committed: once all are, forget them."""
+        gated = self.gated
+        if gated and not any(not g[0].done() or _failed(g[0]) for g in gated):
+            self.gated = self.batch = None
+
+    def gated_task(self, task_id: str) -> Any:
+        """Task ``task_id`` as its gated change in flight leaves it: the row, ``None``
+        (deleted), :data:`UNSURE`, or :data:`MISSING` when none is in flight (the store
+        has the latest: a committed change is there, a failed one never will be)."""
+        for done, ops in reversed(self.gated or ()):
+            if done.done():
+                continue
+            for op in reversed(ops):
+                # isinstance, not a class test: mypy narrows the union of ops by it.
+                if isinstance(op, UpsertTask):
+                    if op.row.id == task_id:
+                        return op.row
+                elif isinstance(op, DeleteTask):
+                    if op.id == task_id:
+                        return None
+                elif isinstance(op, PauseTask) and op.id == task_id:
+                    return UNSURE
+        return MISSING
+
+    def unsettled(self) -> list[asyncio.Future[None]]:
+        """The futures of the gated batches not known committed (in flight, or failed);
+        the committed ones are forgotten."""
+        gated = self.gated
+        if not gated:
+            return []
+        gated[:] = [g for g in gated if not g[0].done() or _failed(g[0])]
+        return [g[0] for g in gated]
+
+    def take_gated(self) -> list[asyncio.Future[None]]:
+        """The futures of the gated batches to wait for (forgotten here: the caller
+        waits for them)."""
+        gated = self.gated or []
+        self.gated = self.batch = None
+        return [g[0] for g in gated]
+
+    def forget(self, reported: Iterable[asyncio.Future[None]]) -> None:
+        """Gated batches whose outcome a reply has reported (committed, or its error)."""
+        gated = self.gated
+        if gated:
+            done = set(reported)
+            gated[:] = [g for g in gated if g[0] not in done]
 
     # -- transactions ----------------------------------------------------------------------
 
@@ -102,3 +189,7 @@ class Writes:
             elif isinstance(op, DeleteState) and op.key.startswith(prefix):
                 out.append((op.key, None))
         return out
+
+
+def _failed(future: asyncio.Future[None]) -> bool:
+    return future.cancelled() or future.exception() is not None
