@@ -1,7 +1,8 @@
 # SPDX-License-Identifier: Apache-2.0
 """The policy values every tier shares (Overlap, Misfire, Tick, Outcome) and the kernel's
-hook under them: a runtime item's ``tick()`` is ``ctx.tick``, its ``finished()`` is
-called once ``receive`` for it is over, and plain messages see ``ctx.tick is None``."""
+hook under them: a runtime item's ``tick()`` is ``ctx.tick``, a tracked item's
+``finished()`` is called once ``receive`` for it is over (an untracked one's never), and
+plain messages see ``ctx.tick is None``."""
 
 from __future__ import annotations
 
@@ -125,9 +126,12 @@ def test_outcomes_are_the_design_list() -> None:
 
 
 class _Item(RuntimeItem):
-    """A runtime item as an upper layer would queue one (a schedule's tick)."""
+    """A runtime item as an upper layer would queue one (a schedule's tick whose
+    overlap policy counts ticks in flight)."""
 
     __slots__ = ("events", "message", "stale")
+
+    tracked = True
 
     def __init__(self, message: Any, events: list[str], *, stale: bool = False) -> None:
         self.message = message
@@ -184,6 +188,40 @@ async def test_an_item_is_finished_once_receive_returns_and_plain_messages_have_
         "receive plain tick=None",
         "receive boom tick=ref-boom",
         "finished boom",
+        "receive b tick=ref-b",
+        "finished b",
+        "receive sync tick=None",
+    ]
+
+
+class _Untracked(_Item):
+    """An item nobody waits on (a plain schedule's tick): never told ``finished()``."""
+
+    __slots__ = ()
+
+    tracked = False
+
+
+async def test_an_untracked_item_is_not_finished_even_when_receive_raises() -> None:
+    system, clock = new_system()
+    events: list[str] = []
+
+    def make() -> _Recorder:
+        actor = _Recorder()
+        actor.events = events
+        return actor
+
+    async with system:
+        pid = await system.spawn(make)
+        target = target_of(pid)
+        target.deliver(_Untracked("a", events), NoSender, None)
+        target.deliver(_Untracked("boom", events), NoSender, None)
+        target.deliver(_Item("b", events), NoSender, None)
+        assert await pid.ask("sync") is None
+        await clock.advance(0)
+    assert events == [
+        "receive a tick=ref-a",
+        "receive boom tick=ref-boom",
         "receive b tick=ref-b",
         "finished b",
         "receive sync tick=None",

@@ -334,8 +334,9 @@ class Cell(SendTarget):
                 sender = popleft()
                 handled += 1
                 reply = None
-                # The RuntimeItem being handled, told `finished()` once `receive`
-                # returns: the plain-message path pays one local store and one `is`.
+                # The RuntimeItem being handled (ctx.tick reads it), told `finished()`
+                # once `receive` returns if it is `tracked`: the plain-message path pays
+                # one local store and one `is`, a plain tick one class attribute read.
                 item = None
                 cls = type(message)
                 if cls in ITEM_TYPES:  # one set test on the common path
@@ -373,7 +374,8 @@ class Cell(SendTarget):
                     ctx.release()
                     if item is not None:
                         # Its `receive` is over: done before the supervisor's restart.
-                        item.finished()
+                        if item.tracked:
+                            item.finished()
                         item = None
                     await self._supervise().failed(exc)
                     actor = self.actor
@@ -382,8 +384,9 @@ class Cell(SendTarget):
                         self._hold_unanswered(reply)
                 finally:
                     # Also when the turn is cancelled (a stop's grace): the item is
-                    # not left in flight for ever.
-                    if item is not None:
+                    # not left in flight for ever. An untracked item (a plain tick) is
+                    # not told: its `finished()` does nothing (a call per tick saved).
+                    if item is not None and item.tracked:
                         # The context's item is cleared by the next `hand` (or `release`
                         # when the turn is cut short): no call here on the tick path. A
                         # tick that ends the batch clears it before `finished()` (which
