@@ -202,22 +202,39 @@ class DeadlineHeap:
 
     def pop_due(self, now: float) -> tuple[float, Deadline] | None:
         """Remove and return ``(deadline, item)`` for the earliest live item due at ``now``."""
+        deadlines, items = self.pop_batch(now, 1)
+        return (deadlines[0], items[0]) if items else None
+
+    def pop_batch(self, now: float, limit: int) -> tuple[list[float], list[Deadline]]:
+        """Remove the live items due at ``now``, earliest first, at most ``limit`` of them:
+        their deadlines and the items, as two lists of one length.
+
+        One call per batch (the timer's, ``DeadlineService``), with no call and no tuple
+        per item: it runs once per tick of every schedule."""
         heap = self._heap
-        while heap:
+        table = self._items
+        free = self._free
+        heappop = heapq.heappop
+        deadlines: list[float] = []
+        items: list[Deadline] = []
+        room = limit
+        while heap and room:
             key = heap[0]
-            item = self._item(key)
-            if item is None:
-                heapq.heappop(heap)
+            slot = key & _SLOT_MASK
+            item = table[slot]
+            if item is None or item.heap_key != key:  # a dead key (see `_item`)
+                heappop(heap)
                 self._dead -= 1
                 continue
             deadline = item.heap_deadline
             if deadline > now:
-                return None
-            heapq.heappop(heap)
+                break
+            heappop(heap)
             item.heap_key = None
-            slot = key & _SLOT_MASK
-            self._items[slot] = None
-            self._free.append(slot)
-            self._live -= 1
-            return deadline, item
-        return None
+            table[slot] = None
+            free.append(slot)
+            deadlines.append(deadline)
+            items.append(item)
+            room -= 1
+        self._live -= len(items)
+        return deadlines, items
