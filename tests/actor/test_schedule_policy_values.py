@@ -7,6 +7,7 @@ plain messages see ``ctx.tick is None``."""
 from __future__ import annotations
 
 import math
+from collections.abc import Callable
 from datetime import UTC, datetime, timedelta
 from typing import Any
 
@@ -14,6 +15,7 @@ import pytest
 from tests.actor.actor_support import new_system
 
 from tocsin import (
+    PID,
     Actor,
     InvalidIntervalError,
     Misfire,
@@ -163,7 +165,9 @@ class _Recorder(Actor):
         ctx.respond(None)
 
 
-async def test_an_item_is_finished_once_receive_returns_and_plain_messages_have_no_tick() -> None:
+async def _deliver_and_record(sends: Callable[[PID, list[str]], None]) -> list[str]:
+    """Run ``sends`` (items and tells to a recording actor), then an ask that syncs:
+    what the actor and the items recorded, in order."""
     system, clock = new_system()
     events: list[str] = []
 
@@ -174,15 +178,22 @@ async def test_an_item_is_finished_once_receive_returns_and_plain_messages_have_
 
     async with system:
         pid = await system.spawn(make)
+        sends(pid, events)
+        assert await pid.ask("sync") is None
+        await clock.advance(0)
+    return events
+
+
+async def test_an_item_is_finished_once_receive_returns_and_plain_messages_have_no_tick() -> None:
+    def sends(pid: PID, events: list[str]) -> None:
         target = target_of(pid)
         target.deliver(_Item("a", events), NoSender, None)
         pid.tell("plain")
         target.deliver(_Item("boom", events), NoSender, None)  # receive raises: still finished
         target.deliver(_Item("gone", events, stale=True), NoSender, None)  # dropped: not
         target.deliver(_Item("b", events), NoSender, None)
-        assert await pid.ask("sync") is None
-        await clock.advance(0)
-    assert events == [
+
+    assert await _deliver_and_record(sends) == [
         "receive a tick=ref-a",
         "finished a",
         "receive plain tick=None",
@@ -203,23 +214,13 @@ class _Untracked(_Item):
 
 
 async def test_an_untracked_item_is_not_finished_even_when_receive_raises() -> None:
-    system, clock = new_system()
-    events: list[str] = []
-
-    def make() -> _Recorder:
-        actor = _Recorder()
-        actor.events = events
-        return actor
-
-    async with system:
-        pid = await system.spawn(make)
+    def sends(pid: PID, events: list[str]) -> None:
         target = target_of(pid)
         target.deliver(_Untracked("a", events), NoSender, None)
         target.deliver(_Untracked("boom", events), NoSender, None)
         target.deliver(_Item("b", events), NoSender, None)
-        assert await pid.ask("sync") is None
-        await clock.advance(0)
-    assert events == [
+
+    assert await _deliver_and_record(sends) == [
         "receive a tick=ref-a",
         "receive boom tick=ref-boom",
         "receive b tick=ref-b",
