@@ -498,7 +498,7 @@ class ScheduleRecord(Deadline, RuntimeItem):
         if size < limit:
             # Straight to full size, not by doubling: each growth is a caught IndexError
             # and a copy on the fire path, and doubling made six of them in a repeating
-            # schedule's first 64 ticks (~3% of those ticks' CPU, bench/footprint.py).
+            # schedule's first 64 ticks (two inside bench/footprint.py's `tick` window).
             ring.extend([None] * (limit - size))
             return ring, state.history_at
         state.history_at = 0
