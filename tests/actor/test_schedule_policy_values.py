@@ -1,11 +1,13 @@
 # SPDX-License-Identifier: Apache-2.0
 """The policy values every tier shares (Overlap, Misfire, Tick, Outcome) and the kernel's
-hook under them: a runtime item's ``tick()`` is ``ctx.tick``, its ``finished()`` is
-called once ``receive`` for it is over, and plain messages see ``ctx.tick is None``."""
+hook under them: a runtime item's ``tick()`` is ``ctx.tick``, a tracked item's
+``finished()`` is called once ``receive`` for it is over (an untracked one's never), and
+plain messages see ``ctx.tick is None``."""
 
 from __future__ import annotations
 
 import math
+from collections.abc import Callable
 from datetime import UTC, datetime, timedelta
 from typing import Any
 
@@ -13,6 +15,7 @@ import pytest
 from tests.actor.actor_support import new_system
 
 from tocsin import (
+    PID,
     Actor,
     InvalidIntervalError,
     Misfire,
@@ -125,9 +128,12 @@ def test_outcomes_are_the_design_list() -> None:
 
 
 class _Item(RuntimeItem):
-    """A runtime item as an upper layer would queue one (a schedule's tick)."""
+    """A runtime item as an upper layer would queue one (a schedule's tick whose
+    overlap policy counts ticks in flight)."""
 
     __slots__ = ("events", "message", "stale")
+
+    tracked = True
 
     def __init__(self, message: Any, events: list[str], *, stale: bool = False) -> None:
         self.message = message
@@ -159,7 +165,9 @@ class _Recorder(Actor):
         ctx.respond(None)
 
 
-async def test_an_item_is_finished_once_receive_returns_and_plain_messages_have_no_tick() -> None:
+async def _deliver_and_record(sends: Callable[[PID, list[str]], None]) -> list[str]:
+    """Run ``sends`` (items and tells to a recording actor), then an ask that syncs:
+    what the actor and the items recorded, in order."""
     system, clock = new_system()
     events: list[str] = []
 
@@ -170,20 +178,51 @@ async def test_an_item_is_finished_once_receive_returns_and_plain_messages_have_
 
     async with system:
         pid = await system.spawn(make)
+        sends(pid, events)
+        assert await pid.ask("sync") is None
+        await clock.advance(0)
+    return events
+
+
+async def test_an_item_is_finished_once_receive_returns_and_plain_messages_have_no_tick() -> None:
+    def sends(pid: PID, events: list[str]) -> None:
         target = target_of(pid)
         target.deliver(_Item("a", events), NoSender, None)
         pid.tell("plain")
         target.deliver(_Item("boom", events), NoSender, None)  # receive raises: still finished
         target.deliver(_Item("gone", events, stale=True), NoSender, None)  # dropped: not
         target.deliver(_Item("b", events), NoSender, None)
-        assert await pid.ask("sync") is None
-        await clock.advance(0)
-    assert events == [
+
+    assert await _deliver_and_record(sends) == [
         "receive a tick=ref-a",
         "finished a",
         "receive plain tick=None",
         "receive boom tick=ref-boom",
         "finished boom",
+        "receive b tick=ref-b",
+        "finished b",
+        "receive sync tick=None",
+    ]
+
+
+class _Untracked(_Item):
+    """An item nobody waits on (a plain schedule's tick): never told ``finished()``."""
+
+    __slots__ = ()
+
+    tracked = False
+
+
+async def test_an_untracked_item_is_not_finished_even_when_receive_raises() -> None:
+    def sends(pid: PID, events: list[str]) -> None:
+        target = target_of(pid)
+        target.deliver(_Untracked("a", events), NoSender, None)
+        target.deliver(_Untracked("boom", events), NoSender, None)
+        target.deliver(_Item("b", events), NoSender, None)
+
+    assert await _deliver_and_record(sends) == [
+        "receive a tick=ref-a",
+        "receive boom tick=ref-boom",
         "receive b tick=ref-b",
         "finished b",
         "receive sync tick=None",

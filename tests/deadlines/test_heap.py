@@ -111,6 +111,15 @@ class HeapAgreesWithSortedList(RuleBasedStateMachine):
         self.model = [entry for entry in self.model if entry[0] > now]
         assert got == expected
 
+    @rule(now=deadlines, limit=st.integers(1, 8))
+    def pop_batch(self, now: float, limit: int) -> None:
+        deadlines, items = self.heap.pop_batch(now, limit)
+        due = [(d, item) for d, _, item in self.model if d <= now][:limit]
+        assert list(zip(deadlines, items, strict=True)) == due
+        popped = {id(item) for _, item in due}
+        self.model = [entry for entry in self.model if id(entry[2]) not in popped]
+        assert all(not item.armed for item in items)
+
     @rule()
     def compact(self) -> None:
         self.heap.compact()

@@ -99,13 +99,8 @@ class DeadlineService:
         try:
             now = self._clock.monotonic()
             heap = self._heap
-            batch: list[tuple[float, Deadline]] = []
-            while len(batch) < MAX_FIRES_PER_TURN:
-                due = heap.pop_due(now)
-                if due is None:
-                    break
-                batch.append(due)
-            for deadline, item in batch:
+            deadlines, items = heap.pop_batch(now, MAX_FIRES_PER_TURN)
+            for deadline, item in zip(deadlines, items, strict=True):
                 try:
                     item.fire(now, deadline)
                 except Exception:  # a broken item must not stop the others

@@ -43,9 +43,9 @@ from ._events import (
     ActorSuspended,
     DeadLetterReason,
 )
-from ._mailbox import ITEM_TYPES, STALE, TURN_TYPES, Ask, Mailbox
+from ._mailbox import ITEM_TYPES, STALE, TURN_TYPES, Ask, Mailbox, RuntimeItem
 from ._passivation import Passivation
-from ._pid import PID, NoSender, new_incarnation
+from ._pid import PID, new_incarnation
 from ._reply import fail_reply
 from ._state import CellState
 from ._supervising import Supervision
@@ -134,6 +134,8 @@ class Cell(SendTarget):
         "supervisor",
         "sysq",
         "task",
+        "turn_item",
+        "turn_reply",
         "unanswered",
         "waiting",
     )
@@ -190,6 +192,10 @@ class Cell(SendTarget):
         #: drain batch; read by tocsin.metrics and the console (issue 14).
         self.depth_high = 0
         self.unanswered: set[Reply] | None = None
+        #: The ask the current turn answers (``ctx.respond``) and the runtime item its
+        #: message came as (``ctx.tick``): written by the turn loop, None between turns.
+        self.turn_reply: Reply | None = None
+        self.turn_item: RuntimeItem | None = None
         self.interrupted = False
         #: The turn runs in the spawner's task (first ``pre_start``), not its own.
         self.borrowed = False
@@ -323,7 +329,6 @@ class Cell(SendTarget):
                 return total
             actor = self.actor
             handled = 0
-            cleared = False  # the context already cleared by the batch's last tick
             # Mailbox high-water (issue 14): once per batch, where the mailbox is deepest
             # (it fills while the actor waits for its turn), not per send. One int compare.
             if len(mailbox) > self.depth_high:
@@ -334,8 +339,9 @@ class Cell(SendTarget):
                 sender = popleft()
                 handled += 1
                 reply = None
-                # The RuntimeItem being handled, told `finished()` once `receive`
-                # returns: the plain-message path pays one local store and one `is`.
+                # The RuntimeItem being handled (ctx.tick reads it), told `finished()`
+                # once `receive` returns if it is `tracked`: the plain-message path pays
+                # one local store and one `is`, a plain tick one class attribute read.
                 item = None
                 cls = type(message)
                 if cls in ITEM_TYPES:  # one set test on the common path
@@ -349,10 +355,8 @@ class Cell(SendTarget):
                             continue
                     else:  # a Turn: runtime work inside this actor's turn
                         # A clean context: no earlier message, sender or ask leaks in.
-                        ctx.hand(None, NoSender, None, None)
-                        # Nothing to clear after it: a turn's work never writes the
-                        # context (only this loop does), so it stays this clean one.
-                        cleared = True
+                        ctx.clear()
+                        self.turn_reply = self.turn_item = None
                         try:
                             await message.run(self)
                         except Exception:
@@ -361,19 +365,25 @@ class Cell(SendTarget):
                         if self.state is not _RUNNING or self.sysq:
                             break
                         continue
-                # One call hands the context its message, sender, ask and item (~80 ns of a
-                # ~330 ns turn, CPython 3.11: the price of the context owning its fields).
-                ctx.hand(message, sender, reply, item)
-                cleared = False
+                # The turn's message and sender go into the context's two public fields,
+                # its ask and item into this cell's (ctx.respond and ctx.tick read them):
+                # four stores, no call (a call here was ~400 instructions per message,
+                # 2% of a tick; bench/footprint.py `tick`).
+                ctx.message = message
+                ctx.sender = sender
+                self.turn_reply = reply
+                self.turn_item = item
                 try:
                     await actor.receive(ctx)
                 except Exception as exc:
                     if reply is not None and not reply.done():
                         reply.set_exception(exc)
-                    ctx.release()
+                    # Its `receive` is over: `respond` no longer reaches the ask, and a
+                    # tracked item is finished before the supervisor's restart.
+                    self.turn_reply = self.turn_item = None
                     if item is not None:
-                        # Its `receive` is over: done before the supervisor's restart.
-                        item.finished()
+                        if item.tracked:
+                            item.finished()
                         item = None
                     await self._supervise().failed(exc)
                     actor = self.actor
@@ -382,21 +392,15 @@ class Cell(SendTarget):
                         self._hold_unanswered(reply)
                 finally:
                     # Also when the turn is cancelled (a stop's grace): the item is
-                    # not left in flight for ever.
-                    if item is not None:
-                        # The context's item is cleared by the next `hand` (or `release`
-                        # when the turn is cut short): no call here on the tick path. A
-                        # tick that ends the batch clears it before `finished()` (which
-                        # reads no context) instead of after the batch: the turn then
-                        # leaves the context once (bench/_tick_trace.py).
-                        if not mailbox:
-                            ctx.hand(None, sender, None, None)
-                            cleared = True
+                    # not left in flight for ever. An untracked item (a plain tick) is
+                    # not told: its `finished()` does nothing (a call per tick saved).
+                    if item is not None and item.tracked:
                         item.finished()
                 if self.state is not _RUNNING or self.sysq:
                     break
-            if not cleared:
-                ctx.hand(None, ctx.sender, None, None)
+            # Between turns: nothing of the last message is held.
+            ctx.clear()
+            self.turn_reply = self.turn_item = None
             total += handled
             if self.waiting:  # sends waiting for room (bounded mailboxes only)
                 self._admit()
@@ -604,7 +608,8 @@ class Cell(SendTarget):
 
     def _fail_current(self) -> None:
         """The turn was cut short by the stop's grace: fail the ask it was handling."""
-        reply = self.ctx.release()
+        reply = self.turn_reply
+        self.turn_reply = self.turn_item = None
         if reply is not None and not reply.done():
             reply.set_exception(DeadActorError(f"{self.pid} was stopped while handling this ask"))
 

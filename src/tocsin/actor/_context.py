@@ -17,8 +17,6 @@ if TYPE_CHECKING:
     from ._actor import Actor
     from ._cell import Cell
     from ._events import EventStream
-    from ._mailbox import RuntimeItem
-    from ._reply import Reply
     from ._schedule_info import ScheduleInfo
     from ._supervision import Directive, Supervisor
 
@@ -146,38 +144,21 @@ class ReceiveContext(SchedulingCalls):
     and ``respond`` has no ask to answer.
     """
 
-    __slots__ = ("_cell", "_item", "_reply", "message", "sender")
+    # ``message`` and ``sender`` are written by the cell's turn loop, two stores per
+    # message (a method call there cost ~400 instructions, 2% of a tick); the ask and
+    # the runtime item of the current turn are the cell's (``turn_reply``,
+    # ``turn_item``), read here by ``respond`` and ``tick``.
+    __slots__ = ("_cell", "message", "sender")
 
     def __init__(self, cell: Cell) -> None:
         self._cell = cell
         self.message: Any = None
         self.sender: Any = NoSender
-        self._reply: Reply | None = None
-        # The runtime item (a tick) whose message is being handled: set by the cell's
-        # turn for items only, so a plain message costs nothing here.
-        self._item: RuntimeItem | None = None
 
-    # -- the turn loop's hand-over (the cell's `_drain`, one call per message) ---------
-
-    def hand(
-        self, message: Any, sender: Any, reply: Reply | None, item: RuntimeItem | None
-    ) -> None:
-        """What ``receive`` is about to handle: its message and sender, the ask it
-        answers (``respond``), and the runtime item it came as (``tick``). The turn loop's
-        one write per message; ``None`` everywhere between turns."""
-        self.message = message
-        self.sender = sender
-        self._reply = reply
-        self._item = item
-
-    def release(self) -> Reply | None:
-        """The current turn is over (returned, raised or was cut short): the ask it was
-        answering, now detached from the context (``respond`` no longer reaches it),
-        and the item forgotten."""
-        reply = self._reply
-        self._reply = None
-        self._item = None
-        return reply
+    def clear(self) -> None:
+        """No message, no sender: between turns, and before runtime work in a turn."""
+        self.message = None
+        self.sender = NoSender
 
     @property
     def tick(self) -> Tick | None:
@@ -186,7 +167,7 @@ class ReceiveContext(SchedulingCalls):
 
         Made when read, not per tick: a handler that never looks pays nothing.
         """
-        item = self._item
+        item = self._cell.turn_item
         return None if item is None else item.tick()
 
     @property
@@ -222,7 +203,7 @@ class ReceiveContext(SchedulingCalls):
         so it is not a lost message (issue 20: every ``tell(Call(...))`` to a durable
         actor used to add a ``not_found`` dead letter).
         """
-        reply = self._reply
+        reply = self._cell.turn_reply
         if reply is not None:
             if not reply.done():
                 reply.set_result(value)
@@ -242,7 +223,7 @@ class ReceiveContext(SchedulingCalls):
             ``True`` if an ask was failed; ``False`` when nobody asks (a ``tell``): the
             caller decides what to do with its mistake then (log it).
         """
-        reply = self._reply
+        reply = self._cell.turn_reply
         if reply is None or reply.done():
             return False
         reply.set_exception(error)

@@ -75,9 +75,10 @@ class RuntimeItem(ABC):
     __slots__ = ()
 
     #: Whether :meth:`finished` matters to whoever queued the item (a schedule whose
-    #: overlap policy counts ticks in flight). A remote target reads it to ask the
-    #: hosting node for a completion frame (one small frame per tick, only then).
-    #: A subclass may make it a slot.
+    #: overlap policy counts ticks in flight): only a tracked item is told. The cell
+    #: reads it once ``receive`` returns, and a remote target to ask the hosting node
+    #: for a completion frame (one small frame per tick, only then). A class attribute
+    #: or a slot on an item made per tick: a property would cost the call it saves.
     tracked: bool = False
 
     def __init_subclass__(cls, **kwargs: Any) -> None:
@@ -101,8 +102,9 @@ class RuntimeItem(ABC):
     def finished(self) -> None:
         """Called once ``receive`` for this item's message has returned (or raised), so
         an item can tell its sender the delivery is over (a schedule's overlap policy, a
-        remote completion frame). Not called for an item opened as :data:`STALE` or
-        rejected: ``open`` / ``rejected`` see those. Default: nothing."""
+        remote completion frame), if the item is :attr:`tracked` (locally and across
+        nodes alike). Not called for an item opened as :data:`STALE` or rejected:
+        ``open`` / ``rejected`` see those. Default: nothing."""
 
     def lost(self) -> None:
         """Called instead of :meth:`finished` when an item already opened may never have

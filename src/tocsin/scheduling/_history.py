@@ -5,8 +5,8 @@
 
 Every schedule record keeps its own bounded ring (``ActorSystem(history=N)``, default
 :data:`DEFAULT_HISTORY`) in two of its slots, ``history`` (a list, made at the first
-entry and grown by doubling up to ``2 * N`` slots) and ``history_at`` (the next write
-position). An entry takes two slots:
+entry with two slots, all a one-shot needs, and grown to ``2 * N`` slots at the second)
+and ``history_at`` (the next write position). An entry takes two slots:
 
 * a delivered tick: two floats that already exist on the fire path, its instant and the
   time it was handed to the target (monotonic seconds for interval and one-shot

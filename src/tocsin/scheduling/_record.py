@@ -40,6 +40,7 @@ __all__ = [
     "ScheduleRecord",
     "TickItem",
     "TickSink",
+    "TrackedRecord",
 ]
 
 #: Lateness samples kept for the p50/p99 metrics (a ring buffer; a power of two).
@@ -178,12 +179,15 @@ class RecordState:
         self.paused_by: str | None = None
 
 
-@final
 class ScheduleRecord(Deadline, RuntimeItem):
     """One schedule (internal). ``due`` is its armed monotonic deadline.
 
     It is both a deadline in the shared heap and, as a tick, a
-    :class:`~tocsin.actor._mailbox.RuntimeItem` in its target's mailbox.
+    :class:`~tocsin.actor._mailbox.RuntimeItem` in its target's mailbox. Its ticks are
+    not ``tracked``: nothing waits for their ``receive`` to end, so the turn loop does
+    not call ``finished()`` for them. A schedule whose overlap policy counts ticks in
+    flight is a :class:`TrackedRecord` (the class, fixed when the record is made, says
+    so: no slot, no property call per tick).
     """
 
     # Slotted and lean: a system may hold a million pending schedules. Fourteen slots
@@ -281,13 +285,6 @@ class ScheduleRecord(Deadline, RuntimeItem):
         if self.cron is not None:
             return _CRON
         return _ONCE if self.interval is None else _INTERVAL
-
-    @property
-    def tracked(self) -> bool:  # type: ignore[override]
-        """Whether the overlap policy counts this schedule's ticks in flight (a remote
-        target then asks for a completion frame); False for ``Overlap.ALLOW``."""
-        policy = self.policy
-        return policy is not None and policy.tracked
 
     # -- writes: every change of a record's fields is one of these ----------------------
 
@@ -397,18 +394,6 @@ class ScheduleRecord(Deadline, RuntimeItem):
         state = self.made_state()
         return Tick(self.reference, utc(self.scheduler.wall_of(self, state.tick_at)))
 
-    def finished(self) -> None:
-        """The target's ``receive`` for this tick is over: one tick fewer in flight."""
-        # Every tick calls this once its receive returns: the side state read directly
-        # (no property call on the plain path).
-        state = self.state
-        if state is not None:
-            policy = state.policy
-            if policy is not None and policy.tracked:
-                held = settle(policy.overlap, policy)
-                if held is not None:  # BUFFER_ONE's waiting tick goes now
-                    self.scheduler.offer_held(self, policy, held)
-
     # -- the hot path ---------------------------------------------------------------------
 
     def fire(self, now: float, deadline: float) -> None:
@@ -499,9 +484,10 @@ class ScheduleRecord(Deadline, RuntimeItem):
 
     def grow_history(self, state: RecordState) -> tuple[list[Any], int]:
         """The ring and the write position for the next entry, when the ring is missing
-        or the position is at its end: made (one entry), doubled up to the system's
-        ``history`` size, or wrapped to the start once full. Runs ``log2(history)``
-        times per schedule plus once per wrap."""
+        or the position is at its end: made with one entry (all a one-shot ever writes),
+        grown to the system's ``history`` size at the second entry (a repeating schedule
+        fills it anyway), or wrapped to the start once full. Runs twice per repeating
+        schedule plus once per wrap."""
         ring = state.history
         if ring is None:
             ring = state.history = [None, None]
@@ -510,7 +496,10 @@ class ScheduleRecord(Deadline, RuntimeItem):
         limit = self.scheduler.history.slots
         size = len(ring)
         if size < limit:
-            ring.extend([None] * min(size, limit - size))
+            # Straight to full size, not by doubling: each growth is a caught IndexError
+            # and a copy on the fire path, and doubling made six of them in a repeating
+            # schedule's first 64 ticks (two inside bench/footprint.py's `tick` window).
+            ring.extend([None] * (limit - size))
             return ring, state.history_at
         state.history_at = 0
         return ring, 0
@@ -525,6 +514,26 @@ class ScheduleRecord(Deadline, RuntimeItem):
         ring[at] = first
         ring[at + 1] = second
         state.history_at = at + 2
+
+
+@final
+class TrackedRecord(ScheduleRecord):
+    """A schedule whose overlap policy counts its ticks in flight (``Overlap.SKIP``,
+    ``BUFFER_ONE``, ``limit(n)``; internal): the turn loop, or a remote target's
+    completion frame, tells it when the ``receive`` for each tick is over. Made with
+    its policy (``Scheduler._register``); a record's policy never changes."""
+
+    __slots__ = ()
+
+    tracked = True
+
+    def finished(self) -> None:
+        """The target's ``receive`` for this tick is over: one tick fewer in flight."""
+        # Made with its state and policy (no None checks: this runs once per tick).
+        policy: SchedulePolicy = self.state.policy  # type: ignore[union-attr, assignment]
+        held = settle(policy.overlap, policy)
+        if held is not None:  # BUFFER_ONE's waiting tick goes now
+            self.scheduler.offer_held(self, policy, held)
 
 
 @final

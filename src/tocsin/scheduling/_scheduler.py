@@ -56,7 +56,7 @@ from ._introspect import (
 )
 from ._operating import Operating
 from ._policy import SchedulePolicy, check_dst, check_exclude, check_jitter, make_policy
-from ._record import LATENESS_WINDOW, ScheduleRecord, TickItem
+from ._record import LATENESS_WINDOW, ScheduleRecord, TickItem, TrackedRecord
 from ._ticks import TickPath
 
 if TYPE_CHECKING:
@@ -186,7 +186,9 @@ class Scheduler:
                 self.retire(old)
         if sender is None:
             sender = owner.pid if owner is not None else NoSender
-        record = ScheduleRecord(
+        # Tracked or not is the record's class (the turn loop reads a class attribute).
+        kind = TrackedRecord if policy is not None and policy.tracked else ScheduleRecord
+        record = kind(
             reference,
             message,
             target,

@@ -164,6 +164,14 @@ class Admission(Enum):
     SKIP = "skip"
 
 
+# The members as module constants for `admit`, which runs once per tick of a tracked
+# schedule: reading an Enum member through its class costs ~90 ns on CPython 3.11 (the
+# enum metaclass's lookup), a module constant ~10 ns.
+_SEND: Final = Admission.SEND
+_HOLD: Final = Admission.HOLD
+_SKIP: Final = Admission.SKIP
+
+
 class Flight:
     """One schedule's ticks in flight and its waiting tick: the state the overlap policy
     decides over (internal; the scheduler's per-schedule policy extends it).
@@ -193,14 +201,14 @@ def admit(overlap: Overlap, flight: Flight, at: float) -> Admission:
     skips it.
     """
     if overlap.mode == "allow":
-        return Admission.SEND
+        return _SEND
     if flight.in_flight < overlap.max_in_flight:
         flight.in_flight += 1
-        return Admission.SEND
+        return _SEND
     if overlap.mode == "buffer_one" and flight.held is None:
         flight.held = at
-        return Admission.HOLD
-    return Admission.SKIP
+        return _HOLD
+    return _SKIP
 
 
 def settle(overlap: Overlap, flight: Flight) -> float | None:
