@@ -63,6 +63,7 @@ class CronState:
         "expr",
         "last_offset",
         "last_wall",
+        "lead",
         "next_wall",
         "offset",
         "shared",
@@ -96,6 +97,9 @@ class CronState:
         self.delivery = delivery
         #: Seconds the tick due at ``next_wall`` is delivered after it (jitter; else 0).
         self.offset = 0.0
+        #: Seconds before its delivery time the tick due at ``next_wall`` was armed to
+        #: fire (cluster mode: its claim is asked that much ahead; else 0).
+        self.lead = 0.0
         #: The answers of `following`, shared with every schedule of the same text, zone
         #: and DST policy (a jittered schedule also asks for the fire time after the next
         #: one to cap its jitter, then for the same one when it fires).
