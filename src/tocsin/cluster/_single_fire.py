@@ -367,11 +367,13 @@ class CronClaims:
         self._waiting: dict[str, list[_Tick]] = {}
         #: at_least_once ticks lost to a holder not done yet, waiting for its lease.
         self._watches: dict[TimerHandle, _Tick] = {}
-        #: Ticks won ahead of their delivery time, waiting for it, by that time rounded
-        #: up to the millisecond: one timer per millisecond (the references of one
-        #: instant, armed microseconds apart, share it), and each tick with its fence
-        #: and (at_least_once) the grant held meanwhile, in the order they were won.
-        self._early: dict[float, tuple[TimerHandle, list[tuple[_Tick, int, _Grant | None]]]] = {}
+        #: Ticks won ahead of their delivery time, waiting for it, by the millisecond
+        #: it falls in: one timer per millisecond (the references of one instant, armed
+        #: microseconds apart, share it: a few thousand timers a second cost more than
+        #: a sub-millisecond error), set for the first tick's time; each tick with its
+        #: fence and (at_least_once) the grant held meanwhile, in the order they were
+        #: won.
+        self._early: dict[int, tuple[TimerHandle, list[tuple[_Tick, int, _Grant | None]]]] = {}
         #: Claims asked for in this turn of the event loop, with whether each is a tick's
         #: first claim and the instant to wait for on the coordinator's clock before
         #: claiming it (``None``: none): claimed together, one round trip per instant.
@@ -653,11 +655,11 @@ class CronClaims:
                     # at_least_once claim is held meanwhile.
                     if grant is not None:
                         grant.hold()
-                    at = math.ceil(at * 1000.0) / 1000.0  # never before its time
-                    slot = self._early.get(at)
+                    bucket = math.floor(at * 1000.0)
+                    slot = self._early.get(bucket)
                     if slot is None:
-                        handle = clock.call_at(at, partial(self._at, at))
-                        slot = self._early[at] = (handle, [])
+                        handle = clock.call_at(at, partial(self._at, bucket))
+                        slot = self._early[bucket] = (handle, [])
                     slot[1].append((tick, claim.fence, grant))
                     return
             self._hand(tick, claim.fence, grant, held=False)
@@ -692,12 +694,21 @@ class CronClaims:
         elif not held:
             grant.hold()
 
-    def _at(self, at: float) -> None:
-        """The delivery time ``at`` of ticks won ahead has come: deliver them."""
-        slot = self._early.pop(at, None)
+    def _at(self, bucket: int) -> None:
+        """The delivery time of the ticks won ahead in millisecond ``bucket`` has come:
+        deliver them."""
+        slot = self._early.pop(bucket, None)
         if slot is None:
             return
+        notes = self._notes
         for tick, fence, grant in slot[1]:
+            if tick.reference in notes:
+                # Paused cluster-wide (by this node) since it was won: not delivered by
+                # any node (an at_least_once claim is marked done, never re-claimed).
+                if grant is not None:
+                    grant.finished()
+                _call(tick.skipped, tick.reference, Outcome.PAUSED, "paused cluster-wide")
+                continue
             if grant is not None and grant.over:
                 # Taken over while this node waited (it froze past its delivery lease):
                 # the other winner delivers it, with a larger fence.

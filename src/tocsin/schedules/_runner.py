@@ -127,10 +127,10 @@ class _Entry:
 
     __slots__ = (
         "armed",
+        "deliver_at",
         "due",
         "id",
         "instant",
-        "lead",
         "outstanding",
         "paused",
         "since",
@@ -155,9 +155,9 @@ class _Entry:
         #: The monotonic time the armed instant is due, and the instant.
         self.due = 0.0
         self.instant = 0.0
-        #: Seconds before its delivery time the armed instant fires (``due`` is that
-        #: much early): in cluster mode its claim is asked ahead (``CronClaims.lead``).
-        self.lead = 0.0
+        #: Cluster mode: the monotonic delivery time of the armed instant when ``due``
+        #: is ahead of it (its claim is asked then: ``CronClaims.lead``); else None.
+        self.deliver_at: float | None = None
         #: Ids (kind, identity, id) of this schedule's task rows (job runs or durable
         #: tasks) queued here and not yet seen gone: what overlap is judged by (an
         #: empty tuple until the first: no list per idle schedule).
@@ -509,9 +509,9 @@ class Runner:
         if it must. One timer for every stored schedule, not one each: at 100,000
         schedules a timer per schedule was a fifth of a node's memory for them."""
         entry.armed = True
+        entry.deliver_at = due if lead > 0.0 else None
         due -= lead
         entry.due = due
-        entry.lead = lead
         entry.instant = instant
         heapq.heappush(self._heap, entry)
         if self._timer is None or due < self._timer_at:
@@ -535,9 +535,8 @@ class Runner:
             if not live:
                 continue  # cancelled (changed, removed) since it was armed
             instant = entry.instant
-            lead = entry.lead
             try:
-                self._fire(entry, instant, entry.due + lead if lead > 0.0 else None)
+                self._fire(entry, instant, entry.deliver_at)
             except Exception:  # one schedule's failure never stops the others
                 _log.exception("stored schedule %r: firing %s failed", entry.id, instant)
         if heap and not self.closed and self._timer is None:

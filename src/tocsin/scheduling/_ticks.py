@@ -172,11 +172,13 @@ class TickPath:
     def cron_deadline(self, state: CronState, now: float, wall: float) -> float:
         """The monotonic time ``state``'s next tick fires (``now``, ``wall``: one reading
         of the clock): its delivery time, less the lead its claim is asked with (never
-        more than the time left), which is kept in ``state.lead``."""
+        more than the time left); the delivery time is kept in ``state.deliver_at``
+        when it is ahead of that (``None`` if not)."""
         left = state.next_wall + state.offset - wall
         lead = min(self.lead(state), left) if left > 0.0 else 0.0
-        state.lead = lead
-        return now + left - lead
+        due = now + left
+        state.set_deliver_at(due if lead > 0.0 else None)
+        return due - lead
 
     # -- what became of an instant -----------------------------------------------------
 
@@ -483,12 +485,13 @@ class TickPath:
         reading taken with the wall one, so a record fired late in a long batch is not
         armed early by the batch's length (it would fire before its wall instant and be
         re-armed once more: two timer visits per tick). ``deadline``: the monotonic time
-        it was armed for; in cluster mode that is ``state.lead`` before the tick's
-        delivery time, and a claim asked ahead is delivered then if won."""
+        it was armed for; in cluster mode it may be before the tick's delivery time
+        (``state.deliver_at``), and a claim asked ahead is delivered then if won."""
         clock = self._clock
         now = clock.monotonic()
         wall = clock.wall()
-        lead = state.lead  # what this tick was armed with
+        at = state.deliver_at  # the delivery time, if this tick was armed ahead of it
+        lead = 0.0 if at is None else at - deadline
         if wall + WALL_TOLERANCE < state.next_wall + state.offset - lead:
             # Wall time went back since this was armed: not due yet in wall terms.
             self.deadlines.add(self.cron_deadline(state, now, wall), record)
@@ -530,7 +533,7 @@ class TickPath:
                 # "Cluster"): every node that did not stall claimed that same key, and a
                 # later one may still be ahead on the coordinator's clock.
                 claims.deliver_if_claimed(  # type: ignore[union-attr]
-                    record, state, fire_at, at=deadline + lead if lead > 0.0 else None
+                    record, state, fire_at, at=at
                 )
             elif not self.send(record, fire_at) and not record.send_to.alive():
                 self.retire(record)  # target fully stopped: drop after this tick
@@ -542,7 +545,7 @@ class TickPath:
                 # overdue instant is the one claimed (as above); a claim asked ahead
                 # (`lead`) is delivered at the tick's jittered time.
                 claims.deliver_if_claimed(  # type: ignore[union-attr]
-                    record, state, fire_at, at=deadline + lead if lead > 0.0 else None
+                    record, state, fire_at, at=at
                 )
             else:
                 if count == 1:
