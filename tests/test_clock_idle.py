@@ -209,3 +209,85 @@ async def test_real_io_outside_a_watched_loop_costs_nothing_and_counts_nothing()
         assert loop_watch.in_flight == 0
     finally:
         loop.close()
+
+
+async def test_a_task_waiting_for_idleness_inside_an_advance_wakes_before_the_next_timer() -> None:
+    # advance runs the work each timer makes one loop turn at a time; a settle() begun
+    # by that work must still return at the idle moment that follows it, not later.
+    clock = ManualClock()
+    seen: list[float] = []
+    tasks: list[asyncio.Task[None]] = []
+
+    async def settle_then_note() -> None:
+        await clock.settle()
+        seen.append(clock.monotonic())
+
+    clock.call_at(1, lambda: tasks.append(asyncio.ensure_future(settle_then_note())))
+    clock.call_at(2, lambda: seen.append(clock.monotonic()))
+    await clock.advance(5)
+    await asyncio.gather(*tasks)
+    assert seen == [1, 2]
+
+
+async def test_advance_ends_with_the_error_a_timer_callback_raised_and_leaves_the_rest() -> None:
+    clock = ManualClock()
+    fired: list[float] = []
+
+    def broken() -> None:
+        raise RuntimeError("broken callback")
+
+    clock.call_at(1, lambda: fired.append(clock.monotonic()))
+    clock.call_at(2, broken)
+    clock.call_at(3, lambda: fired.append(clock.monotonic()))
+    with pytest.raises(RuntimeError, match="broken callback"):
+        await clock.advance(5)
+    assert fired == [1]
+    assert clock.next_deadline() == 3
+    await clock.advance(5)
+    assert fired == [1, 3]
+
+
+async def test_a_cancelled_advance_fires_nothing_more() -> None:
+    clock = ManualClock()
+    fired: list[float] = []
+    advancing: list[asyncio.Task[None]] = []
+    workers: list[asyncio.Task[None]] = []
+
+    def work() -> None:
+        # Work that keeps the loop busy for a few turns, then cancels the advance.
+        async def busy() -> None:
+            for _ in range(3):
+                await asyncio.sleep(0)
+            advancing[0].cancel()
+
+        fired.append(clock.monotonic())
+        workers.append(asyncio.ensure_future(busy()))
+
+    clock.call_at(1, work)
+    clock.call_at(2, lambda: fired.append(clock.monotonic()))
+    advancing.append(asyncio.ensure_future(clock.advance(5)))
+    with pytest.raises(asyncio.CancelledError):
+        await advancing[0]
+    await asyncio.gather(*workers)
+    await clock.settle()
+    await clock.settle()  # an idle moment at which a stray advance would fire the next
+    assert fired == [1]
+    assert clock.next_deadline() == 2
+
+
+async def test_a_task_that_waits_for_idleness_over_and_over_does_not_hold_an_advance_back() -> None:
+    # Each idle moment fires a timer, whoever else was woken at it.
+    clock = ManualClock()
+    seen: list[float] = []
+    for second in range(1, 11):
+        clock.call_at(second, lambda: None)
+
+    async def settle_over_and_over() -> None:
+        for _ in range(50):
+            await clock.settle()
+            seen.append(clock.monotonic())
+
+    looping = asyncio.ensure_future(settle_over_and_over())
+    await clock.advance(10)
+    await looping
+    assert seen[:12].count(10) >= 1  # time had moved to the end well before 50 rounds

@@ -83,9 +83,21 @@ class LoopWatch:
         Exact: it returns at the first moment the loop would otherwise block, and never
         earlier, however long a store call or a thread takes.
         """
+        await self.idle_future()
+
+    def idle_future(self) -> asyncio.Future[None]:
+        """A future that is done at the loop's next idle moment (what :meth:`wait_idle`
+        awaits), for a caller that continues in a callback rather than a task."""
         waiter: asyncio.Future[None] = self.loop.create_future()
         self._waiters.append(waiter)
-        await waiter
+        return waiter
+
+    def busy(self) -> bool:
+        """Whether something other than a ready callback keeps the loop from being idle
+        now, or another task waits for its next idle moment: real I/O in flight, a real
+        ``asyncio.sleep`` pending, a waiter in :meth:`wait_idle`. Such a caller waits
+        in :meth:`idle_future` rather than running the loop's turns itself."""
+        return bool(self.in_flight or self._waiters) or self._real_sleeps()
 
     def add_idle_hook(self, hook: Callable[[], bool]) -> Callable[[], None]:
         """Call ``hook()`` whenever the loop is idle and nobody waits in :meth:`wait_idle`.
@@ -147,6 +159,8 @@ class LoopWatch:
         if _SLEEP_CALLBACK is None:  # another asyncio: no way to tell sleeps apart
             return False
         scheduled: list[asyncio.TimerHandle] = getattr(self.loop, "_scheduled", [])
+        if not scheduled:  # the common case in a simulation: no real timer at all
+            return False
         return any(
             getattr(handle, "_callback", None) is _SLEEP_CALLBACK and not handle.cancelled()
             for handle in scheduled

@@ -425,16 +425,9 @@ class ManualClock(Clock):
         self._watched(loop)
         watch = _idle.watch(loop)
         await watch.wait_idle()
-        while True:
-            timer = self._pop_due(target)
-            if timer is None:
-                break
-            self._now = max(self._now, timer.deadline)
-            timer.callback()
-            # A callback that made nothing runnable (it only re-armed a timer of its own)
-            # leaves the loop idle: the next deadline fires without a turn of the loop.
-            if not watch.still_idle():
-                await watch.wait_idle()
+        done: asyncio.Future[None] = loop.create_future()
+        _Advancing(self, target, watch, done).step()
+        await done
         self._now = target
         await watch.wait_idle()
 
@@ -594,6 +587,75 @@ class ManualClock(Clock):
         # between two deadlines of advance().
         self._now = max(self._now, timer.deadline)
         timer.callback()
+
+
+@final
+class _Advancing:
+    """The body of :meth:`ManualClock.advance` between its first and last idle moment:
+    fire each due timer once the loop is idle, until none is due by ``target``.
+
+    It runs as a loop callback, not in the awaiting task: while the work a timer made
+    ready runs, it puts itself at the end of the ready queue, one turn at a time, and
+    fires the next timer in the turn that finds nothing else ready. Waiting instead for
+    the loop to block and be woken from its selector costs a turn, a selector poll and
+    a future per timer; resuming the awaiting task each turn costs the resumption of
+    its whole chain of coroutines. The moment is the same (nothing ready, no real I/O
+    in flight, no real ``asyncio.sleep`` pending), so the timers fire in the same
+    order with the same work between them. Whenever real I/O is in flight, a real
+    sleep is pending or another task waits for idleness, it waits for the loop's idle
+    moment (``LoopWatch.idle_future``) instead: a spin would burn CPU while a store call
+    takes real time, and the other waiter must be woken at the same moment as before.
+
+    What a timer's callback raises ends the advance with that error (``done``), as it
+    did when the callbacks ran in the awaiting task.
+    """
+
+    __slots__ = ("_clock", "_done", "_ready", "_schedule", "_target", "_watch")
+
+    def __init__(
+        self,
+        clock: ManualClock,
+        target: float,
+        watch: _idle.LoopWatch,
+        done: asyncio.Future[None],
+    ) -> None:
+        self._clock = clock
+        self._target = target
+        self._watch = watch
+        self._done = done
+        loop = watch.loop
+        self._ready = getattr(loop, "_ready", None)
+        self._schedule = loop.call_soon
+
+    def step(self, woken: object = None) -> None:
+        """Fire what is due once the loop is idle; ``woken``: the idle moment's future,
+        when called back from :meth:`LoopWatch.idle_future <tocsin._idle.LoopWatch>`."""
+        done = self._done
+        if done.done():  # the advance was cancelled
+            return
+        clock, watch, ready = self._clock, self._watch, self._ready
+        # Woken at an idle moment, the next timer fires at once, whatever the tasks woken
+        # at the same moment do first: a task that waits for idleness over and over must
+        # not hold the advance back (each idle moment fires a timer, as it always did).
+        fire_now = woken is not None
+        try:
+            while True:
+                if not fire_now:
+                    if ready is None or watch.busy():
+                        watch.idle_future().add_done_callback(self.step)
+                        return
+                    if ready:  # the work the last timer made: let it run first
+                        self._schedule(self.step)
+                        return
+                fire_now = False
+                timer = clock._pop_due(self._target)  # noqa: SLF001  # the clock's own helper
+                if timer is None:
+                    done.set_result(None)
+                    return
+                clock._now = max(clock._now, timer.deadline)  # noqa: SLF001
+                timer.callback()
+        except BaseException as exc:  # the callback's error is the advance's
+            done.set_exception(exc)
 
 
 def _wake(future: asyncio.Future[None]) -> None:

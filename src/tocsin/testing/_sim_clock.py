@@ -24,12 +24,24 @@ __all__ = ["NodeClock"]
 
 @final
 class _Timer:
-    """A node timer's handle: cancels whichever shared-clock timer currently stands for
-    it (the first, or the one re-armed at the end of a pause)."""
+    """A node timer: its handle (cancels whichever shared-clock timer currently stands
+    for it: the first, or the one re-armed at the end of a pause) and what it calls.
 
-    __slots__ = ("cancelled", "handle")
+    One slotted object per timer, its bound :meth:`fire` the shared clock's callback (a
+    closure over the same five values cost more to make: every lease renewal arms one).
+    """
 
-    def __init__(self) -> None:
+    __slots__ = ("callback", "cancelled", "handle", "inner", "resume_at")
+
+    def __init__(
+        self,
+        inner: ManualClock,
+        resume_at: Callable[[], float | None],
+        callback: Callable[[], None],
+    ) -> None:
+        self.inner = inner
+        self.resume_at = resume_at
+        self.callback = callback
         self.cancelled = False
         self.handle: TimerHandle | None = None
 
@@ -38,8 +50,14 @@ class _Timer:
         if self.handle is not None:
             self.handle.cancel()
 
-    def arm(self, handle: TimerHandle) -> None:
-        self.handle = handle
+    def fire(self) -> None:
+        if self.cancelled:
+            return
+        resume = self.resume_at()
+        if resume is not None and resume > self.inner.monotonic():
+            self.handle = self.inner.call_at(resume, self.fire)  # frozen: fires once it wakes
+            return
+        self.callback()
 
 
 @final
@@ -57,6 +75,10 @@ class NodeClock(Clock):
         self._skewed = OffsetClock(inner)
         self._resume_at = resume_at
         self.reports_wall_jumps = True  # the offset clock reports skew steps and jumps
+        # The shared clock's own reading, bound here: a node reads monotonic time several
+        # times per lease renewal and per tick, and a forwarding method doubles each read.
+        self.monotonic = inner.monotonic  # type: ignore[method-assign]
+        self.wall = self._skewed.wall  # type: ignore[method-assign]  # (each cron tick reads it)
 
     @property
     def offset(self) -> float:
@@ -74,19 +96,8 @@ class NodeClock(Clock):
         return self._skewed.wall()
 
     def call_at(self, deadline: float, callback: Callable[[], None]) -> TimerHandle:
-        timer = _Timer()
-        inner, resume_at = self._inner, self._resume_at
-
-        def fire() -> None:
-            if timer.cancelled:
-                return
-            resume = resume_at()
-            if resume is not None and resume > inner.monotonic():
-                timer.arm(inner.call_at(resume, fire))  # frozen: fires once it wakes
-                return
-            callback()
-
-        timer.arm(inner.call_at(deadline, fire))
+        timer = _Timer(self._inner, self._resume_at, callback)
+        timer.handle = self._inner.call_at(deadline, timer.fire)
         return timer
 
     def on_wall_jump(self, listener: Callable[[float], None]) -> Callable[[], None]:

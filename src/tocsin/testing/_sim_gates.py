@@ -113,9 +113,10 @@ class NodeGate:
 
     async def coordinator_call(self, what: str) -> None:
         """Let a coordinator call through, or raise why it cannot reach the coordinator."""
-        await self.wait_running()
-        await self.outages.travel()
-        await self.wait_running()
+        if self._resume is not None or self.outages.latency > 0:  # else nothing to await
+            await self.wait_running()
+            await self.outages.travel()
+            await self.wait_running()
         if self.crashed or self.partitioned or self.outages.coordinator:
             raise CoordinatorUnavailableError(
                 f"simulated: node {self.name!r} cannot reach the coordinator ({what})"
@@ -124,8 +125,9 @@ class NodeGate:
     async def coordinator_answer(self, what: str) -> None:
         """The answer of a coordinator call that ran travels back: it may arrive late, or
         never (the caller then fails although the call took effect)."""
-        await self.outages.travel()
-        await self.wait_running()
+        if self._resume is not None or self.outages.latency > 0:
+            await self.outages.travel()
+            await self.wait_running()
         if self.crashed or self.partitioned:
             raise CoordinatorUnavailableError(
                 f"simulated: node {self.name!r} lost the coordinator's answer ({what})"
@@ -133,16 +135,18 @@ class NodeGate:
 
     async def store_call(self, what: str) -> None:
         """Let a store call through, or raise why it cannot reach the store."""
-        await self.wait_running()
-        await self.outages.travel()
-        await self.wait_running()
+        if self._resume is not None or self.outages.latency > 0:
+            await self.wait_running()
+            await self.outages.travel()
+            await self.wait_running()
         if self.crashed or self.outages.store:
             raise StoreError(f"simulated: node {self.name!r} cannot reach the store ({what})")
 
     async def store_answer(self, what: str) -> None:
         """As :meth:`coordinator_answer`, for the store."""
-        await self.outages.travel()
-        await self.wait_running()
+        if self._resume is not None or self.outages.latency > 0:
+            await self.outages.travel()
+            await self.wait_running()
         if self.crashed:
             raise StoreError(f"simulated: node {self.name!r} lost the store's answer ({what})")
 
@@ -162,16 +166,10 @@ class _Gated:
         self._inner = inner
         self._check = check
         self._answer = answer
-        #: Wrapped methods by name, made once (a lease renewal is a hot path here).
-        self._methods: dict[str, Any] = {}
 
     def __getattr__(self, name: str) -> Any:
-        methods = self.__dict__.get("_methods")
-        if methods is None:  # during __init__
+        if "_answer" not in self.__dict__:  # during __init__
             raise AttributeError(name)
-        wrapped = methods.get(name)
-        if wrapped is not None:
-            return wrapped
         attribute = getattr(self._inner, name)
         if name in _UNGATED or not inspect.iscoroutinefunction(attribute):
             return attribute
@@ -183,7 +181,9 @@ class _Gated:
             await answer(name)
             return result
 
-        methods[name] = call
+        # Made once, kept on the instance: later lookups find it there without
+        # ``__getattr__`` (a lease renewal is a hot path here).
+        setattr(self, name, call)
         return call
 
 
