@@ -353,7 +353,8 @@ def test_cluster_checks_its_delivery_lease_and_claim_retention() -> None:
 
 
 class _Recording:
-    """A node's cron gate, noting when (wall time) each claim is asked and its key."""
+    """A node's cron gate, noting each claim's key, when (wall time) it is asked and how
+    long before the tick's delivery time."""
 
     def __init__(self, inner: Any, clock: ManualClock, name: str, into: list[Any]) -> None:
         self.inner = inner
@@ -362,8 +363,12 @@ class _Recording:
         self.into = into
 
     def deliver_if_won(self, reference: str, fire_at: float, *args: Any, **kw: Any) -> None:
-        self.into.append((self.name, fire_at, self.clock.wall()))
+        ahead = kw["at"] - self.clock.monotonic()
+        self.into.append((self.name, fire_at, self.clock.wall(), ahead))
         self.inner.deliver_if_won(reference, fire_at, *args, **kw)
+
+    def lead(self, period: float) -> float:
+        return float(self.inner.lead(period))
 
     def pause_note(self, reference: str) -> Any:
         return self.inner.pause_note(reference)
@@ -374,7 +379,7 @@ async def test_jitter_is_the_same_on_every_node_and_claims_keep_the_nominal_inst
     delivery: str,
 ) -> None:
     log: list[tuple[str, Tick | None]] = []
-    asked: list[tuple[str, float, float]] = []
+    asked: list[tuple[str, float, float, float]] = []
     async with systems_of("a", "b", "c") as (clock, systems):
         for system in systems:
             scheduler = system.runtime.schedules  # type: ignore[union-attr]
@@ -389,14 +394,18 @@ async def test_jitter_is_the_same_on_every_node_and_claims_keep_the_nominal_inst
         instants = [t.instant for _, t in log if t is not None]
         assert instants == [datetime(2030, 1, 1, 9, m, tzinfo=UTC) for m in range(1, 6)]
         by_instant: dict[float, set[float]] = {}
-        for _, fire_at, at in asked:
+        for _, fire_at, asked_at, ahead in asked:
+            # Claimed ahead of the delivery time by Cluster(claim_ahead=0.25) (a quarter
+            # of the minute's period and half of max_skew are larger).
+            assert ahead == pytest.approx(0.25)
+            at = asked_at + ahead
             assert fire_at == int(fire_at)  # the key: the nominal whole minute
             assert fire_at <= at < fire_at + 30  # delivered within [instant, instant + 30)
-            by_instant.setdefault(fire_at, set()).add(at)
+            by_instant.setdefault(fire_at, set()).add(round(at, 6))
         # Every node asked at the same jittered moment: the offset is the same everywhere.
         assert len(by_instant) == 5
         assert all(len(moments) == 1 for moments in by_instant.values()), by_instant
-        assert len([n for n, _, _ in asked]) == 15
+        assert len(asked) == 15
 
 
 async def test_a_claim_never_finished_is_renewed_only_within_its_window() -> None:

@@ -107,6 +107,10 @@ class ClusterNode:
             delivery_lease=config.delivery_lease,
             claim_retention=config.claim_retention,
             not_early=self.time.not_early,
+            # Half of max_skew: the other half covers this node's offset uncertainty,
+            # so a claim sent ahead is never refused as early.
+            ahead=min(config.claim_ahead, config.max_skew / 2),
+            trusted=self.time.trusted,
         )
         self._started = False
 

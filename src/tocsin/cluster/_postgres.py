@@ -332,6 +332,9 @@ class PostgresCoordinator(_OneClaimAsBatch):
         #: burst of claims (or directory claims) never delays a renewal past the lease.
         self._control: Any = None
         self._claims = 0
+        #: References whose fence row this coordinator made sure exists (see
+        #: :meth:`_ensure_fences`).
+        self._fenced: set[str] = set()
         #: Seconds added to the server's clock; tests move time with it, never sleeping.
         self._offset = 0.0
 
@@ -638,6 +641,7 @@ class PostgresCoordinator(_OneClaimAsBatch):
             # One statement per round of distinct references: a tick's batch (every
             # reference firing at one instant) is one round, so one round trip and one
             # commit however many ticks.
+            await self._ensure_fences(pool, requests)
             for indices in _rounds(requests):
                 batch = [requests[i] for i in indices]
                 rows = await self._fetch_batch(pool, batch, node)
@@ -647,6 +651,24 @@ class PostgresCoordinator(_OneClaimAsBatch):
         decided = [answer for answer in answers if answer is not None]
         assert len(decided) == len(requests)  # every round answers each of its rows
         return decided
+
+    async def _ensure_fences(self, pool: Any, requests: Sequence[TickRequest]) -> None:
+        """Create the fence rows of references this coordinator has not claimed yet, in
+        reference order, before their first batch: a batch locks existing fence rows
+        first, and a reference without one left two nodes' first batches of the same
+        references free to deadlock on their claim rows (PostgreSQL breaks it after
+        ``deadlock_timeout``, 1 s: at start-up, every reference's first instants came
+        a second late). Fence 0 grants nothing: the first grant still takes the clock
+        in microseconds. Inserting new keys in one order on every node cannot deadlock."""
+        new = sorted({r.reference for r in requests} - self._fenced)
+        if not new:
+            return
+        await pool.execute(
+            "INSERT INTO tocsin_cluster_fences (reference, fence) "
+            "SELECT r, 0 FROM unnest($1::text[]) AS r ORDER BY r ON CONFLICT DO NOTHING",
+            new,
+        )
+        self._fenced.update(new)
 
     async def _fetch_batch(self, pool: Any, batch: list[TickRequest], node: str) -> Any:
         """One batch statement; retried when PostgreSQL broke a deadlock by aborting it

@@ -60,6 +60,7 @@ import logging
 import math
 from collections.abc import Awaitable, Callable, Coroutine
 from datetime import UTC, datetime, tzinfo
+from functools import partial
 from typing import TYPE_CHECKING, Any, Final, Literal, final
 
 from ..actor._spi import Outcome
@@ -179,7 +180,16 @@ def _call(callback: Callable[..., object] | None, reference: str, *args: object)
 class _Tick:
     """A tick to claim: one instant of one reference, and what to call with the answer."""
 
-    __slots__ = ("backfill", "deliver", "fire_at", "lease", "period", "reference", "skipped")
+    __slots__ = (
+        "at",
+        "backfill",
+        "deliver",
+        "fire_at",
+        "lease",
+        "period",
+        "reference",
+        "skipped",
+    )
 
     def __init__(
         self,
@@ -190,6 +200,7 @@ class _Tick:
         skipped: Skipped | None,
         lease: float | None,
         backfill: bool,
+        at: float | None = None,
     ) -> None:
         self.reference = reference
         self.fire_at = fire_at
@@ -198,6 +209,7 @@ class _Tick:
         self.skipped = skipped
         self.lease = lease  # at_least_once: the delivery lease; None: at_most_once
         self.backfill = backfill
+        self.at = at  # claimed ahead: the monotonic time to deliver at if won; None: now
 
 
 @final
@@ -258,6 +270,12 @@ class _Grant:
                 self.fence,
             )
 
+    @property
+    def over(self) -> bool:
+        """Whether the claim is no longer renewed here (done, abandoned, past its
+        window, or taken over by another node)."""
+        return self._over
+
     def abandon(self) -> None:
         """Not handed to the target here: left to lapse, so another node delivers it."""
         self._over = True
@@ -312,6 +330,11 @@ class CronClaims:
         not_early: awaited with the fire instant before a tick of the scheduler is
             claimed; returns once the instant has come on the coordinator's clock
             (``ClusterTime.not_early``, ``cluster/_time.py``).
+        ahead: seconds before a tick's delivery time its claim may be sent
+            (:meth:`lead`; ``Cluster(claim_ahead=...)``, at most half of ``max_skew``:
+            the node passes that bound); 0: claimed at the delivery time.
+        trusted: whether claims may be asked ahead now (``ClusterTime.trusted``: the
+            offset to the coordinator's clock is known well enough); ``None``: always.
     """
 
     def __init__(
@@ -324,6 +347,8 @@ class CronClaims:
         delivery_lease: float = 5.0,
         claim_retention: float = 86_400.0,
         not_early: Callable[[float], Awaitable[None]] | None = None,
+        ahead: float = 0.0,
+        trusted: Callable[[], bool] | None = None,
     ) -> None:
         from ..clock import SystemClock
 
@@ -335,6 +360,8 @@ class CronClaims:
         self.clock: Clock = clock if clock is not None else SystemClock()
         self.delivery_lease = delivery_lease
         self.claim_retention = claim_retention
+        self._ahead = ahead
+        self._trusted = trusted
         self._attached = False
         self._closed = False
         #: Coordinator calls in flight, with the reference they are for.
@@ -345,6 +372,13 @@ class CronClaims:
         self._waiting: dict[str, list[_Tick]] = {}
         #: at_least_once ticks lost to a holder not done yet, waiting for its lease.
         self._watches: dict[TimerHandle, _Tick] = {}
+        #: Ticks won ahead of their delivery time, waiting for it, by the millisecond
+        #: it falls in: one timer per millisecond (the references of one instant, armed
+        #: microseconds apart, share it: a few thousand timers a second cost more than
+        #: a sub-millisecond error), set for the first tick's time; each tick with its
+        #: fence and (at_least_once) the grant held meanwhile, in the order they were
+        #: won.
+        self._early: dict[int, tuple[TimerHandle, list[tuple[_Tick, int, _Grant | None]]]] = {}
         #: Claims asked for in this turn of the event loop, with whether each is a tick's
         #: first claim and the instant to wait for on the coordinator's clock before
         #: claiming it (``None``: none): claimed together, one round trip per instant.
@@ -408,6 +442,25 @@ class CronClaims:
 
     # -- the scheduler's hook ------------------------------------------------------------
 
+    def lead(self, period: float) -> float:
+        """Seconds before a tick's delivery time the scheduler may ask for its claim
+        (``deliver_if_won(..., at=...)``): ``Cluster(claim_ahead=...)``, at most a
+        quarter of the tick's ``period`` (so a tick is claimed after the one before it
+        was delivered), 0 for none.
+
+        A claim sent that much ahead is never refused as early: the node bounds
+        ``ahead`` by half of ``max_skew``, and the offset to the coordinator's clock is
+        known within the other half (else ``not_early`` reads that clock first). The
+        won tick is delivered at its time from this node's timer. 0 while this node's
+        offset is not known well enough (``trusted``)."""
+        ahead = self._ahead
+        if ahead <= 0.0 or math.isnan(period):
+            return 0.0
+        trusted = self._trusted
+        if trusted is not None and not trusted():
+            return 0.0
+        return min(ahead, period / 4)
+
     def deliver_if_won(
         self,
         reference: str,
@@ -418,6 +471,7 @@ class CronClaims:
         *,
         delivery: str = "at_most_once",
         backfill: bool = False,
+        at: float | None = None,
     ) -> None:
         """Claim the tick in the background and call ``deliver(fence, finished)`` only
         if this node won, else ``skipped(outcome, detail)``.
@@ -432,12 +486,22 @@ class CronClaims:
             backfill: an instant of the past (``backfill_schedule``): claimed with the
                 same key, without the lateness check and without coalescing; a claim
                 still kept (``claim_retention``) makes it ``claimed_elsewhere``.
+            at: the time (this clock's monotonic) the tick is to be delivered at, when
+                the claim is asked ahead of it (at most :meth:`lead` before): a won tick
+                is handed over then, not at once. ``None``, or a time passed when the
+                answer comes: at once. Between the win and ``at`` an ``at_least_once``
+                claim is held (renewed); if another node took it over meanwhile (this
+                one froze past its delivery lease) the tick is not delivered here
+                (``claimed_elsewhere``). A tick waiting for ``at`` when :meth:`close`
+                comes is not delivered here: ``at_least_once``, its claim lapses and
+                another node delivers it after the delivery lease; ``at_most_once``,
+                it is lost, as is a tick whose winner dies between claim and delivery.
         """
         if self._clock is not None and not self._attached:
             self._attached = True
             self._clock.attach(self)
         lease = self.delivery_lease if delivery == "at_least_once" else None
-        tick = _Tick(reference, fire_at, period, deliver, skipped, lease, backfill)
+        tick = _Tick(reference, fire_at, period, deliver, skipped, lease, backfill, at)
         if backfill:
             self._claim(tick, first=True)
             return
@@ -587,19 +651,23 @@ class CronClaims:
             # Any other answer says it is not paused (checked in the claim's atomic step).
             self._notes.pop(reference, None)
         if outcome is ClaimOutcome.WON:
-            if tick.lease is None:
-                _call(tick.deliver, reference, claim.fence, None)
-                return
-            grant = _Grant(self, tick, key, claim.fence)
-            handed = False
-            try:
-                handed = bool(tick.deliver(claim.fence, grant))
-            except Exception:
-                _log.exception("cron %r: the tick's callback failed", reference)
-            if handed:
-                grant.hold()
-            else:
-                grant.abandon()  # another node delivers it once the lease has passed
+            grant = None if tick.lease is None else _Grant(self, tick, key, claim.fence)
+            at = tick.at
+            if at is not None and not self._closed:
+                clock = self.clock
+                if at > clock.monotonic():
+                    # Won ahead: delivered at its time from this node's timer; an
+                    # at_least_once claim is held meanwhile.
+                    if grant is not None:
+                        grant.hold()
+                    bucket = math.floor(at * 1000.0)
+                    slot = self._early.get(bucket)
+                    if slot is None:
+                        handle = clock.call_at(at, partial(self._at, bucket))
+                        slot = self._early[bucket] = (handle, [])
+                    slot[1].append((tick, claim.fence, grant))
+                    return
+            self._hand(tick, claim.fence, grant, held=False)
             return
         if outcome is ClaimOutcome.LOST and claim.retry_in is not None and not self._closed:
             # An at_least_once winner not done yet: look again when its lease ends.
@@ -615,6 +683,43 @@ class CronClaims:
                 self.run(reference, self._learn_notes())
         detail = "paused cluster-wide" if what is Outcome.PAUSED else None
         _call(tick.skipped, reference, what, detail)
+
+    def _hand(self, tick: _Tick, fence: int, grant: _Grant | None, *, held: bool) -> None:
+        """Deliver a won tick now (``held``: its grant is renewed already)."""
+        if grant is None:
+            _call(tick.deliver, tick.reference, fence, None)
+            return
+        handed = False
+        try:
+            handed = bool(tick.deliver(fence, grant))
+        except Exception:
+            _log.exception("cron %r: the tick's callback failed", tick.reference)
+        if not handed:
+            grant.abandon()  # another node delivers it once the lease has passed
+        elif not held:
+            grant.hold()
+
+    def _at(self, bucket: int) -> None:
+        """The delivery time of the ticks won ahead in millisecond ``bucket`` has come:
+        deliver them."""
+        slot = self._early.pop(bucket, None)
+        if slot is None:
+            return
+        notes = self._notes
+        for tick, fence, grant in slot[1]:
+            if tick.reference in notes:
+                # Paused cluster-wide (by this node) since it was won: not delivered by
+                # any node (an at_least_once claim is marked done, never re-claimed).
+                if grant is not None:
+                    grant.finished()
+                _call(tick.skipped, tick.reference, Outcome.PAUSED, "paused cluster-wide")
+                continue
+            if grant is not None and grant.over:
+                # Taken over while this node waited (it froze past its delivery lease):
+                # the other winner delivers it, with a larger fence.
+                _call(tick.skipped, tick.reference, Outcome.CLAIMED_ELSEWHERE, None)
+                continue
+            self._hand(tick, fence, grant, held=True)
 
     def _watch(self, tick: _Tick, delay: float) -> None:
         """Claim ``tick`` again (not a first claim) ``delay`` seconds from now, unless
@@ -685,6 +790,13 @@ class CronClaims:
         for handle in list(self._watches):
             handle.cancel()
         self._watches.clear()
+        early, self._early = self._early, {}
+        for handle, ticks in early.values():
+            handle.cancel()
+            for tick, _, grant in ticks:
+                if grant is not None:
+                    grant.abandon()  # lapses: another node delivers it after the lease
+                _call(tick.skipped, tick.reference, None, None)
         if self._flush_handle is not None:  # queued, never asked: not delivered here
             self._flush_handle.cancel()
             self._flush_handle = None

@@ -177,6 +177,17 @@ class ClusterTime:
         the first sample."""
         return self._bound
 
+    def trusted(self) -> bool:
+        """Whether this node's offset to the coordinator's clock is known within half of
+        ``max_skew``: measured, and not made stale by a jump of its own clock since.
+        Only then are cron claims asked ahead of their time (``Cluster(claim_ahead=...)``):
+        a node whose clock stepped forward, not yet measured again, fires at instants
+        still in the coordinator's future, and claiming them ahead would only widen
+        that gap."""
+        return (
+            self._measured_at is not None and not self._stale and self._bound <= self.max_skew / 2
+        )
+
     def now(self) -> float:
         """The coordinator's clock as this node estimates it (epoch seconds)."""
         return self._own.wall() + self._offset

@@ -93,12 +93,22 @@ class Cluster:
             coordinator's clock (a claim earlier than that waits for the instant). The
             offset is measured at each lease renewal and corrected whatever its size
             (``docs/cluster.md``, "Cluster time"). Between 0.001 and 3600; default 1.
+        claim_ahead: seconds before a cron tick's (or a stored schedule's instant's)
+            delivery time a node may send its claim, so the coordinator's round trip is
+            paid before the instant and the winner delivers at the instant from its own
+            timer. Used up to half of ``max_skew`` (never refused as early) and a
+            quarter of the tick's period. A tick won ahead whose node stops, or whose
+            local schedule is cancelled, before its time is not delivered there:
+            ``at_least_once``, another node delivers it once the delivery lease has
+            passed; ``at_most_once``, it is lost (as when a winner dies right after
+            its claim). ``docs/cluster.md``, "Claim ahead". Between 0 (claim at the
+            delivery time) and 60; default 0.25.
 
     Raises:
         InvalidCoordinatorURLError: a malformed coordinator URL (checked here, so the
             mistake shows at the line that wrote it).
         ValueError: ``lease``, ``poll_interval``, ``rebalance_rate``, ``max_skew``,
-            ``delivery_lease`` or ``claim_retention`` out of range.
+            ``delivery_lease``, ``claim_retention`` or ``claim_ahead`` out of range.
     """
 
     coordinator: str | Coordinator
@@ -109,6 +119,7 @@ class Cluster:
     delivery_lease: float = 5.0
     claim_retention: float = 86_400.0
     max_skew: float = 1.0
+    claim_ahead: float = 0.25
 
     def __post_init__(self) -> None:
         if not isinstance(self.coordinator, Coordinator):
@@ -136,6 +147,8 @@ class Cluster:
         object.__setattr__(self, "claim_retention", retention)
         skew = _seconds("max_skew", self.max_skew, 0.001, 3600.0)
         object.__setattr__(self, "max_skew", skew)
+        ahead = _seconds("claim_ahead", self.claim_ahead, 0.0, 60.0)
+        object.__setattr__(self, "claim_ahead", ahead)
 
     @property
     def renew_every(self) -> float:

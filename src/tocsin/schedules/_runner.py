@@ -127,6 +127,7 @@ class _Entry:
 
     __slots__ = (
         "armed",
+        "deliver_at",
         "due",
         "id",
         "instant",
@@ -154,6 +155,9 @@ class _Entry:
         #: The monotonic time the armed instant is due, and the instant.
         self.due = 0.0
         self.instant = 0.0
+        #: Cluster mode: the monotonic delivery time of the armed instant when ``due``
+        #: is ahead of it (its claim is asked then: ``CronClaims.lead``); else None.
+        self.deliver_at: float | None = None
         #: Ids (kind, identity, id) of this schedule's task rows (job runs or durable
         #: tasks) queued here and not yet seen gone: what overlap is judged by (an
         #: empty tuple until the first: no list per idle schedule).
@@ -492,14 +496,21 @@ class Runner:
         if entry.since is None:
             entry.since = after
         delay = entry.trigger.delivery(entry.id, instant) - clock.wall()
-        self._push(entry, clock.monotonic() + max(delay, 0.0), instant)
+        # Cluster mode: fire ahead of the delivery time, so the claim's round trip is
+        # paid before it (never more than the delay left). The gap from the instant it
+        # is armed after (the previous one, or now) stands for the period: no second
+        # next-instant computation per arm.
+        lead = min(self.claims.lead(instant - after), delay) if delay > 0.0 else 0.0
+        self._push(entry, clock.monotonic() + max(delay, 0.0), instant, lead)
 
-    def _push(self, entry: _Entry, due: float, instant: float) -> None:
-        """Arm ``instant`` of ``entry`` at monotonic ``due``: one item in the runner's
-        heap, and the one clock timer moved earlier if it must. One timer for every
-        stored schedule, not one each: at 100,000 schedules a timer per schedule was a
-        fifth of a node's memory for them."""
+    def _push(self, entry: _Entry, due: float, instant: float, lead: float = 0.0) -> None:
+        """Arm ``instant`` of ``entry`` at monotonic ``due`` (fired ``lead`` seconds
+        before it): one item in the runner's heap, and the one clock timer moved earlier
+        if it must. One timer for every stored schedule, not one each: at 100,000
+        schedules a timer per schedule was a fifth of a node's memory for them."""
         entry.armed = True
+        entry.deliver_at = due if lead > 0.0 else None
+        due -= lead
         entry.due = due
         entry.instant = instant
         heapq.heappush(self._heap, entry)
@@ -525,7 +536,7 @@ class Runner:
                 continue  # cancelled (changed, removed) since it was armed
             instant = entry.instant
             try:
-                self._fire(entry, instant)
+                self._fire(entry, instant, entry.deliver_at)
             except Exception:  # one schedule's failure never stops the others
                 _log.exception("stored schedule %r: firing %s failed", entry.id, instant)
         if heap and not self.closed and self._timer is None:
@@ -540,7 +551,9 @@ class Runner:
         instant = next_delivered(entry.trigger, now)
         return None if instant is None else entry.trigger.delivery(schedule_id, instant)
 
-    def _fire(self, entry: _Entry, instant: float) -> None:
+    def _fire(self, entry: _Entry, instant: float, deliver_at: float | None = None) -> None:
+        """Claim ``instant`` of ``entry`` (decided at monotonic ``deliver_at`` if won
+        ahead of it) and arm the next one."""
         if self.entries.get(entry.id) is not entry:
             return  # replaced or removed since it was armed
         trigger = entry.trigger
@@ -550,7 +563,7 @@ class Runner:
             for at, outcome in trigger.dropped(since, instant):
                 # Every node computes the same: the first to write it records it.
                 self.spawn(self._record(entry, at, outcome, None, replace=False), "dst")
-        self.claim(entry, instant, following=nxt)
+        self.claim(entry, instant, following=nxt, at=deliver_at)
         if isinstance(entry.spec.trigger, Once):
             return  # one instant: decided by its claim
         now = self.clock.wall()
@@ -570,17 +583,23 @@ class Runner:
         backfill: bool = False,
         overdue: bool = False,
         following: float | None = None,
+        at: float | None = None,
     ) -> None:
         """Claim ``instant`` of ``entry`` and decide it if this node wins (``overdue``:
         an instant found overdue at start, claimed without the lateness check). A manual
         run is claimed under a reference of its own (``schedule:<id>@manual``: no id holds
-        an ``@``), so a trigger at the instant of a decided tick is not taken for it."""
+        an ``@``), so a trigger at the instant of a decided tick is not taken for it.
+        ``at``: the monotonic delivery time, when the claim is asked ahead of it (a won
+        instant is decided then, on a fresh read of its row: a pause or removal made
+        meanwhile counts)."""
         if following is None:
             following = entry.trigger.after(instant)
         period = math.inf if following is None else following - instant
         reference = CLAIM_PREFIX + entry.id + (MANUAL if manual else "")
 
         def deliver(fence: int, finished: Callable[[], None] | None) -> bool:
+            if self.closed:
+                return False  # stopping: an at_least_once claim lapses to another node
             work = self._decide(entry, instant, fence or None, finished, manual, backfill, overdue)
             self.spawn(work, entry.id)
             return True
@@ -599,6 +618,7 @@ class Runner:
             skipped,
             delivery=str(entry.spec.delivery),
             backfill=manual or backfill or overdue,
+            at=at,
         )
 
     # -- deciding ------------------------------------------------------------------------

@@ -70,6 +70,9 @@ class CronGate(Protocol):
 
     Keywords:
         delivery: ``"at_most_once"`` (default) or ``"at_least_once"``.
+        at: the monotonic time (the system clock's) the tick is to be delivered at,
+            when the claim is asked ahead of it (:meth:`lead` seconds before, at
+            most): a won tick is handed over at that time (``None``: at once).
         backfill: an instant of the past, for ``backfill_schedule``: claimed with the
             same key as its regular tick, with no lateness check and never coalesced
             (call it once per instant, oldest first). A claim still kept on the
@@ -84,6 +87,11 @@ class CronGate(Protocol):
         this node knows (``ScheduleInfo.note``, ``.paused_at``, ``.paused_by``)."""
         ...
 
+    def lead(self, period: float) -> float:
+        """Seconds before a tick's delivery time its claim may be asked (``period``:
+        the gap to the tick after it); 0: at the delivery time."""
+        ...
+
     def deliver_if_won(
         self,
         reference: str,
@@ -94,6 +102,7 @@ class CronGate(Protocol):
         *,
         delivery: str = "at_most_once",
         backfill: bool = False,
+        at: float | None = None,
     ) -> None: ...
 
 
@@ -132,6 +141,15 @@ class Claims:
         gate = self._gate
         return None if gate is None else gate.pause_note(reference)
 
+    def lead(self, state: CronState) -> float:
+        """Seconds before the delivery time of ``state``'s next tick its timer fires,
+        to claim it ahead (the gate's :meth:`CronGate.lead`; 0 outside a cluster)."""
+        gate = self._gate
+        if gate is None:
+            return 0.0
+        nxt = state.following(state.next_wall)
+        return gate.lead(math.inf if nxt is None else nxt - state.next_wall)
+
     def set_gate(self, gate: CronGate | None) -> None:
         """Join (or, with ``None``, leave) the cluster's cron claims."""
         self._gate = gate
@@ -155,7 +173,13 @@ class Claims:
         return delivered
 
     def deliver_if_claimed(
-        self, record: ScheduleRecord, state: CronState, fire_at: float, *, backfill: bool = False
+        self,
+        record: ScheduleRecord,
+        state: CronState,
+        fire_at: float,
+        *,
+        backfill: bool = False,
+        at: float | None = None,
     ) -> None:
         """Cluster mode: deliver this tick only if this node claims it (the claim runs in
         the background; the schedule is re-armed meanwhile, as without a cluster).
@@ -165,7 +189,9 @@ class Claims:
         claim's fence (``ctx.tick.fence``) and, for ``at_least_once``, the call that
         marks the claim done once ``receive`` has returned (every target calls
         ``finished()`` on a tracked item: a local cell when ``receive`` returns, a remote
-        target on the completion frame)."""
+        target on the completion frame). ``at``: the tick's (jittered) delivery time on
+        the monotonic clock, when the claim is asked ahead of it (:meth:`lead`): a won
+        tick is delivered then."""
         gate = self._gate
         assert gate is not None
         # The fire time after this one: `fire_cron` has just asked the same question of
@@ -181,6 +207,7 @@ class Claims:
             pending.skipped,
             delivery=state.delivery,
             backfill=backfill,
+            at=at,
         )
 
     async def claim_then(

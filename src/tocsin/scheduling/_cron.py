@@ -57,6 +57,7 @@ class CronState:
     """The cron part of a schedule record (internal)."""
 
     __slots__ = (
+        "deliver_at",
         "delivery",
         "dst",
         "dst_watch",
@@ -96,6 +97,9 @@ class CronState:
         self.delivery = delivery
         #: Seconds the tick due at ``next_wall`` is delivered after it (jitter; else 0).
         self.offset = 0.0
+        #: Cluster mode: the monotonic delivery time of the tick due at ``next_wall``
+        #: when it was armed to fire ahead of it (its claim is asked then); else None.
+        self.deliver_at: float | None = None
         #: The answers of `following`, shared with every schedule of the same text, zone
         #: and DST policy (a jittered schedule also asks for the fire time after the next
         #: one to cap its jitter, then for the same one when it fires).
@@ -207,6 +211,11 @@ class CronState:
             return False
         self.next_wall = earlier
         return True
+
+    def set_deliver_at(self, at: float | None) -> None:
+        """The monotonic delivery time of the tick due at ``next_wall`` when it is armed
+        to fire ahead of it (cluster mode: claimed ahead), else ``None``."""
+        self.deliver_at = at
 
     def set_offset(self, seconds: float) -> None:
         """The jitter of the tick due at ``next_wall``."""

@@ -73,7 +73,9 @@ class TickSink(Protocol):
     @property
     def history(self) -> Any: ...
 
-    def fire_cron(self, record: ScheduleRecord, state: CronState, now: float) -> None: ...
+    def fire_cron(
+        self, record: ScheduleRecord, state: CronState, now: float, deadline: float
+    ) -> None: ...
 
     def fire_with_policy(
         self, record: ScheduleRecord, policy: SchedulePolicy, now: float, deadline: float
@@ -410,7 +412,7 @@ class ScheduleRecord(Deadline, RuntimeItem):
         state.late = late
         cron = self.cron
         if cron is not None:
-            scheduler.fire_cron(self, cron, now)
+            scheduler.fire_cron(self, cron, now, deadline)
             return
         policy = state.policy
         if policy is not None and not policy.overlap_only:

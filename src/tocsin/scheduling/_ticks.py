@@ -60,10 +60,20 @@ class ClaimPath(Protocol):
         """Whether cron ticks are claimed cluster-wide (a gate is set)."""
         ...
 
+    def lead(self, state: CronState) -> float:
+        """Seconds before the delivery time of ``state``'s next tick to claim it."""
+        ...
+
     def deliver_if_claimed(
-        self, record: ScheduleRecord, state: CronState, fire_at: float, *, backfill: bool = False
+        self,
+        record: ScheduleRecord,
+        state: CronState,
+        fire_at: float,
+        *,
+        backfill: bool = False,
+        at: float | None = None,
     ) -> None:
-        """Deliver the tick ``fire_at`` only if this node claims it."""
+        """Deliver the tick ``fire_at`` only if this node claims it (at ``at``)."""
         ...
 
 
@@ -149,6 +159,26 @@ class TickPath:
     def attach_claims(self, claims: ClaimPath) -> None:
         """The cluster claims this path hands cron ticks to in cluster mode."""
         self.claims = claims
+
+    def lead(self, state: CronState) -> float:
+        """Seconds before its delivery time a cron tick's timer fires: in cluster mode
+        the claim is asked that much ahead (``Cluster(claim_ahead=...)``) and the won
+        tick delivered at its time; else 0."""
+        claims = self.claims
+        if claims is None or not claims.clustered:
+            return 0.0
+        return claims.lead(state)
+
+    def cron_deadline(self, state: CronState, now: float, wall: float) -> float:
+        """The monotonic time ``state``'s next tick fires (``now``, ``wall``: one reading
+        of the clock): its delivery time, less the lead its claim is asked with (never
+        more than the time left); the delivery time is kept in ``state.deliver_at``
+        when it is ahead of that (``None`` if not)."""
+        left = state.next_wall + state.offset - wall
+        lead = min(self.lead(state), left) if left > 0.0 else 0.0
+        due = now + left
+        state.set_deliver_at(due if lead > 0.0 else None)
+        return due - lead
 
     # -- what became of an instant -----------------------------------------------------
 
@@ -432,7 +462,8 @@ class TickPath:
         policy = record.policy
         if policy is not None and policy.jitter is not None:
             self.jitter_cron(record, state, policy.jitter)
-        due = clock.monotonic() + max(0.0, state.next_wall + state.offset - wall)
+        now = clock.monotonic()
+        due = max(now, self.cron_deadline(state, now, wall))
         if record.paused:
             record.set_due(due)
         else:
@@ -444,20 +475,26 @@ class TickPath:
         following = state.following(state.next_wall)
         state.set_offset(jitter_delay(record.reference, state.next_wall, jitter, following))
 
-    def fire_cron(self, record: ScheduleRecord, state: CronState, now: float) -> None:
+    def fire_cron(
+        self, record: ScheduleRecord, state: CronState, now: float, deadline: float
+    ) -> None:
         """A cron schedule's deadline fired: deliver (or claim, or decide by its
         policies) the tick of its next fire time, and arm the one after.
 
         ``now`` is when the timer's batch began: the next tick is armed from a monotonic
         reading taken with the wall one, so a record fired late in a long batch is not
         armed early by the batch's length (it would fire before its wall instant and be
-        re-armed once more: two timer visits per tick)."""
+        re-armed once more: two timer visits per tick). ``deadline``: the monotonic time
+        it was armed for; in cluster mode it may be before the tick's delivery time
+        (``state.deliver_at``), and a claim asked ahead is delivered then if won."""
         clock = self._clock
         now = clock.monotonic()
         wall = clock.wall()
-        if wall + WALL_TOLERANCE < state.next_wall + state.offset:
+        at = state.deliver_at  # the delivery time, if this tick was armed ahead of it
+        lead = 0.0 if at is None else at - deadline
+        if wall + WALL_TOLERANCE < state.next_wall + state.offset - lead:
             # Wall time went back since this was armed: not due yet in wall terms.
-            self.deadlines.add(now + (state.next_wall + state.offset - wall), record)
+            self.deadlines.add(self.cron_deadline(state, now, wall), record)
             return
         fire_at = state.next_wall  # the instant this tick stands for (the cluster claim key)
         jittered = state.offset  # this tick's jitter (the next one's is computed below)
@@ -495,7 +532,9 @@ class TickPath:
                 # Cluster mode: the first overdue instant is the one claimed (DESIGN.md
                 # "Cluster"): every node that did not stall claimed that same key, and a
                 # later one may still be ahead on the coordinator's clock.
-                claims.deliver_if_claimed(record, state, fire_at)  # type: ignore[union-attr]
+                claims.deliver_if_claimed(  # type: ignore[union-attr]
+                    record, state, fire_at, at=at
+                )
             elif not self.send(record, fire_at) and not record.send_to.alive():
                 self.retire(record)  # target fully stopped: drop after this tick
                 return
@@ -503,8 +542,11 @@ class TickPath:
             if clustered:
                 # Cluster mode: one tick per firing, claimed cluster-wide by its instant;
                 # the claim's winner applies the policies as it delivers. The first
-                # overdue instant is the one claimed (as above).
-                claims.deliver_if_claimed(record, state, fire_at)  # type: ignore[union-attr]
+                # overdue instant is the one claimed (as above); a claim asked ahead
+                # (`lead`) is delivered at the tick's jittered time.
+                claims.deliver_if_claimed(  # type: ignore[union-attr]
+                    record, state, fire_at, at=at
+                )
             else:
                 if count == 1:
                     # Grace counts from the tick's (jittered) delivery time.
@@ -521,7 +563,7 @@ class TickPath:
                 self.jitter_cron(record, state, policy.jitter)
         if record.final or record.dead:
             return
-        self.deadlines.add(now + (state.next_wall + state.offset - wall), record)
+        self.deadlines.add(self.cron_deadline(state, now, wall), record)
 
     def wall_jumped(self, records: Iterable[ScheduleRecord]) -> None:
         """Wall time jumped: re-arm every live cron schedule on its next fire time (in
@@ -550,7 +592,7 @@ class TickPath:
                     self.jitter_cron(record, state, policy.jitter)
                 else:
                     state.set_offset(0.0)
-            self.deadlines.add(now + max(0.0, state.next_wall + state.offset - wall), record)
+            self.deadlines.add(max(now, self.cron_deadline(state, now, wall)), record)
 
 
 def _refusal(target: SendTarget) -> str:

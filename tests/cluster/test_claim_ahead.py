@@ -1,0 +1,177 @@
+# SPDX-License-Identifier: Apache-2.0
+"""Claim ahead (``Cluster(claim_ahead=...)``): a node asks for a cron tick's claim that
+long before the tick's delivery time, and the winner delivers it at that time from its
+own timer, so the coordinator's round trip is not paid after the instant.
+
+Three systems on one ManualClock and a memory coordinator. Every guarantee of the
+claim is kept: one delivery per instant, at the instant; a claim won ahead whose
+schedule is cancelled, or whose node stops, before the instant is delivered by another
+node (``at_least_once``) or lost (``at_most_once``, the documented window); a
+cluster-wide pause made by the winner in that window stops it."""
+
+from __future__ import annotations
+
+import uuid
+from collections.abc import AsyncIterator
+from contextlib import asynccontextmanager
+from datetime import UTC, datetime
+from functools import partial
+
+import pytest
+
+from tocsin import Actor, ActorSystem, Cluster, ManualClock, Outcome, ReceiveContext
+
+#: Half a minute before a whole minute: the first tick of "0 * * * * ?" is 30 s away.
+START = datetime(2030, 1, 1, 9, 0, 30, tzinfo=UTC).timestamp()
+FIRST = datetime(2030, 1, 1, 9, 1, tzinfo=UTC).timestamp()
+DELIVERY_LEASE = 5.0
+#: Seconds from the end of ``cluster()``'s setup (START + 1) to 0.125 s before FIRST:
+#: binary fractions, so the ManualClock reaches FIRST exactly.
+BEFORE = 28.875
+
+Seen = list[tuple[str, float, float, int | None]]
+
+
+class Job(Actor):
+    """Records (node, instant, wall time it arrived, fence) per tick."""
+
+    def __init__(self, seen: Seen, node: str, clock: ManualClock) -> None:
+        self.seen = seen
+        self.node = node
+        self.clock = clock
+
+    async def receive(self, ctx: ReceiveContext) -> None:
+        tick = ctx.tick
+        assert tick is not None
+        self.seen.append((self.node, tick.instant.timestamp(), self.clock.wall(), tick.fence))
+
+
+@asynccontextmanager
+async def cluster(
+    *, ahead: float = 0.25, delivery: str = "at_most_once"
+) -> AsyncIterator[tuple[ManualClock, list[ActorSystem], Seen]]:
+    clock = ManualClock(wall=START)
+    url = f"memory://{uuid.uuid4().hex}"
+    config = Cluster(url, lease=30.0, delivery_lease=DELIVERY_LEASE, claim_ahead=ahead)
+    systems = [ActorSystem(n, clock=clock, cluster=config) for n in ("a", "b", "c")]
+    seen: Seen = []
+    try:
+        for system in systems:
+            await system.start()
+        await clock.advance(1)  # a lease renewal has measured every node's offset
+        for system in systems:
+            pid = await system.spawn(partial(Job, seen, system.name, clock), "job")
+            await system.schedule_cron(
+                "tick", pid, "0 * * * * ?", reference="minutely", delivery=delivery
+            )
+        yield clock, systems, seen
+    finally:
+        for system in systems:
+            if system.running:
+                await system.stop()
+
+
+def _won(systems: list[ActorSystem]) -> list[ActorSystem]:
+    return [s for s in systems if s.cluster.metrics().claims_won]
+
+
+@pytest.mark.parametrize("delivery", ["at_most_once", "at_least_once"])
+async def test_a_tick_is_claimed_ahead_and_delivered_at_its_instant_once(delivery: str) -> None:
+    async with cluster(delivery=delivery) as (clock, systems, seen):
+        await clock.advance(BEFORE)
+        # Claimed 0.25 s ahead: won by one node, not delivered yet.
+        assert len(_won(systems)) == 1
+        assert sum(s.cluster.metrics().claims_lost for s in systems) == 2
+        assert seen == []
+        await clock.advance(0.125)
+        assert [(instant, at) for _, instant, at, _ in seen] == [(FIRST, FIRST)]
+        await clock.advance(120 + DELIVERY_LEASE)
+        assert [instant for _, instant, _, _ in seen] == [FIRST, FIRST + 60, FIRST + 120]
+        assert all(at == instant for _, instant, at, _ in seen)
+
+
+async def test_claim_ahead_zero_claims_at_the_delivery_time() -> None:
+    async with cluster(ahead=0.0) as (clock, systems, seen):
+        await clock.advance(BEFORE)
+        assert _won(systems) == []
+        await clock.advance(0.125)
+        assert [(instant, at) for _, instant, at, _ in seen] == [(FIRST, FIRST)]
+
+
+async def test_the_lead_is_at_most_half_of_max_skew_and_a_quarter_of_the_period() -> None:
+    clock = ManualClock(wall=START)
+    config = Cluster(f"memory://{uuid.uuid4().hex}", claim_ahead=0.8, max_skew=1.0)
+    system = ActorSystem("a", clock=clock, cluster=config)
+    async with system:
+        await clock.advance(1)
+        node = system._cluster
+        assert node is not None
+        gate = node.cron_claims
+        assert gate.lead(60.0) == 0.5  # half of max_skew
+        assert gate.lead(1.0) == 0.25  # a quarter of an every-second period
+
+
+async def test_an_at_least_once_tick_won_ahead_then_cancelled_goes_to_another_node() -> None:
+    async with cluster(delivery="at_least_once") as (clock, systems, seen):
+        await clock.advance(BEFORE)
+        [winner] = _won(systems)
+        await winner.cancel_schedule("minutely")
+        await clock.advance(0.125)
+        assert seen == []  # the winner does not deliver it
+        # Its claim lapses: another node claims it again after the delivery lease.
+        await clock.advance(DELIVERY_LEASE + 0.5)
+        [(node, instant, at, _)] = [row for row in seen if row[1] == FIRST]
+        assert node != winner.name
+        assert instant == FIRST
+        assert FIRST < at <= FIRST + DELIVERY_LEASE + 0.5 - 0.125
+        assert sum(s.cluster.metrics().claims_reclaimed for s in systems) == 1
+
+
+async def test_an_at_most_once_tick_won_ahead_whose_schedule_is_cancelled_is_lost() -> None:
+    # The documented window: at most claim_ahead before the instant, as a winner dying
+    # right after its claim loses the tick today. The next instant is delivered.
+    async with cluster(delivery="at_most_once") as (clock, systems, seen):
+        await clock.advance(BEFORE)
+        [winner] = _won(systems)
+        await winner.cancel_schedule("minutely")
+        await clock.advance(60.125)
+        [(node, instant, _, _)] = seen  # FIRST is delivered by no node
+        assert (instant, node != winner.name) == (FIRST + 60, True)
+
+
+async def test_a_node_stopping_with_an_at_least_once_tick_won_ahead_lets_another_deliver() -> None:
+    async with cluster(delivery="at_least_once") as (clock, systems, seen):
+        await clock.advance(BEFORE)
+        [winner] = _won(systems)
+        await winner.stop()
+        await clock.advance(DELIVERY_LEASE + 0.6)
+        [(node, instant, _, _)] = seen
+        assert (instant, node != winner.name) == (FIRST, True)
+
+
+@pytest.mark.parametrize("delivery", ["at_most_once", "at_least_once"])
+async def test_a_pause_the_winner_makes_after_winning_ahead_stops_the_tick(delivery: str) -> None:
+    async with cluster(delivery=delivery) as (clock, systems, seen):
+        await clock.advance(BEFORE)
+        [winner] = _won(systems)
+        outcomes: list[tuple[float, Outcome]] = []
+        path = winner.runtime.schedules.tick_path  # type: ignore[union-attr]
+
+        def outcome(record: object, instant: float, what: Outcome, detail: object) -> None:
+            outcomes.append((instant, what))
+
+        path.outcome = outcome
+        await winner.cluster.pause_cron("minutely")
+        await clock.advance(0.125 + DELIVERY_LEASE + 1)
+        assert seen == []  # no node delivers a paused instant
+        assert (FIRST, Outcome.PAUSED) in outcomes
+
+
+def test_claim_ahead_is_checked() -> None:
+    with pytest.raises(ValueError, match="`claim_ahead` must be between"):
+        Cluster("memory://x", claim_ahead=-0.1)
+    with pytest.raises(ValueError, match="`claim_ahead` must be between"):
+        Cluster("memory://x", claim_ahead=61)
+    with pytest.raises(ValueError, match="`claim_ahead` must be a finite number"):
+        Cluster("memory://x", claim_ahead=float("nan"))
+    assert Cluster("memory://x").claim_ahead == 0.25
