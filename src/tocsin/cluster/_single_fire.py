@@ -23,7 +23,7 @@ The rule (GoAkt's ``claimClusterFire``, tightened):
   and all are claimed in one batch when the claim in flight answers, each within its own
   window (the coordinator's lateness check); the winner then puts each through the
   schedule's policies (``misfire`` grace, ``overlap``), as any tick it won;
-* claims go in batches (issue 32): every claim asked for in one turn of the event loop
+* claims go in batches: every claim asked for in one turn of the event loop
   (the references firing at one instant fire in one timer callback) is sent in one
   coordinator round trip per instant (``claim_ticks``, up to :data:`MAX_BATCH` ticks),
   each tick decided as a claim of its own would be; a batch that raises is a

@@ -21,7 +21,7 @@ Not held: a message the turn sends with ``tell`` (or any effect outside tocsin) 
 leave before the commit. A change that must be committed before such an effect goes in
 ``async with self.transaction():``, whose exit returns once it is committed.
 
-Why (issue 32): waiting inside the call, a registration with 1,000 asks in flight
+Why: waiting inside the call, a registration with 1,000 asks in flight
 waited for its commit and then for a turn of the event loop in which the 999 others
 ran: 0.2-1.3 s at p99 on SQLite and PostgreSQL. Prior art: Cloudflare Durable Objects'
 output gates (outgoing messages held until the writes before them are confirmed).

@@ -32,7 +32,7 @@ UNSURE: Final[Any] = object()
 class Writes:
     """The open transaction and the touched tasks of one identity (internal)."""
 
-    __slots__ = ("batch", "batch_flush", "gated", "touched", "tx")
+    __slots__ = ("batch_flush", "gated", "touched", "tx")
 
     def __init__(self) -> None:
         #: Ids of tasks replaced or cancelled since the current drain began: the shared
@@ -46,10 +46,10 @@ class Writes:
         #: store's error) and its ops. ``None`` while there is none: an identity keeps
         #: nothing once its changes are committed.
         self.gated: list[Gated] | None = None
-        #: The last gated batch, still open to more changes while the group commit
-        #: numbered ``batch_flush`` has not taken it (one future per identity and loop
-        #: turn, not one per change).
-        self.batch: Gated | None = None
+        #: The group commit the last gated batch (``gated[-1]``) went to: until that
+        #: commit takes it, more changes of this turn join it (one future per identity
+        #: and loop turn, not one per change). Its future is not done before then, so
+        #: no filtering of ``gated`` removes it.
         self.batch_flush = -1
 
     # -- the drain's view of task changes ------------------------------------------------
@@ -73,7 +73,8 @@ class Writes:
     def open_batch(self, flush: int) -> Gated | None:
         """The gated batch (its future and ops) still waiting for group commit number
         ``flush`` (more changes of this turn join it), or ``None``."""
-        return self.batch if self.batch_flush == flush else None
+        gated = self.gated
+        return gated[-1] if gated and self.batch_flush == flush else None
 
     def gate(self, done: asyncio.Future[None], batch: list[Op], flush: int) -> None:
         """Batch ``batch`` went to group commit number ``flush``; ``done`` says when it
@@ -84,15 +85,14 @@ class Writes:
             gated = self.gated = []
         elif gated and gated[0][0].done():
             gated[:] = [g for g in gated if not g[0].done() or _failed(g[0])]
-        entry = (done, batch)
-        gated.append(entry)
-        self.batch, self.batch_flush = entry, flush
+        gated.append((done, batch))
+        self.batch_flush = flush
 
     def committed(self) -> None:
         """A gated batch was committed: once all are, forget them."""
         gated = self.gated
         if gated and not any(not g[0].done() or _failed(g[0]) for g in gated):
-            self.gated = self.batch = None
+            self.gated = None
 
     def gated_task(self, task_id: str) -> Any:
         """Task ``task_id`` as its gated change in flight leaves it: the row, ``None``
@@ -126,7 +126,7 @@ class Writes:
         """The futures of the gated batches to wait for (forgotten here: the caller
         waits for them)."""
         gated = self.gated or []
-        self.gated = self.batch = None
+        self.gated = None
         return [g[0] for g in gated]
 
     def forget(self, reported: Iterable[asyncio.Future[None]]) -> None:
