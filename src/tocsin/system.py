@@ -22,7 +22,6 @@ import logging
 from collections.abc import Awaitable, Callable, Coroutine, Iterable
 from contextlib import AsyncExitStack
 from dataclasses import dataclass
-from threading import get_ident as _thread_ident
 from types import ModuleType
 from typing import TYPE_CHECKING, Any, cast, final
 
@@ -638,16 +637,11 @@ class ActorSystem(SchedulingCalls, AsyncResource):
             ActorSystemNotStartedError, WrongEventLoopError: the system is not running, or
                 this is another event loop.
         """
-        # SchedulingCalls.cancel_schedule with its `_live_scheduler` inlined, and
-        # Runtime.on_loop_thread too (the fast check; `_live` makes the exact one): cancel
-        # is as hot as create in timeout-style use, and the call was ~450 of a ~7,400
-        # instruction cancel (bench/footprint.py `cancel`).
+        # SchedulingCalls.cancel_schedule with its `_live_scheduler` inlined (cancel is as
+        # hot as create in timeout-style use: bench/footprint.py `cancel`); the thread
+        # check is the runtime's fast one, `_live` makes the exact one.
         runtime = self._runtime
-        if (
-            runtime is None
-            or not runtime.running
-            or runtime.loop_thread._thread_id != _thread_ident()  # noqa: SLF001 (asyncio's loop)
-        ):
+        if runtime is None or not runtime.running or not runtime.on_loop_thread():
             runtime = self._live("schedule")  # raises the right error
         schedules = runtime.schedules
         assert schedules is not None

@@ -186,8 +186,7 @@ class Runtime:
         check of the hot paths (~40 ns: asyncio's own ``loop._thread_id`` against
         ``threading.get_ident()``), made before the exact one
         (``asyncio._get_running_loop()`` calls ``getpid()``, ~180 ns here). False also
-        while the loop is not running. The read of the loop's private attribute, but for
-        ``ActorSystem.cancel_schedule``'s inlined copy (the call was 6% of a cancel)."""
+        while the loop is not running. The one read of the loop's private attribute."""
         thread: object = self.loop_thread._thread_id  # noqa: SLF001 (asyncio's loop)
         return thread == _ident()
 

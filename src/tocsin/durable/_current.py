@@ -1,7 +1,7 @@
 # SPDX-License-Identifier: Apache-2.0
 """The task run in progress of one durable identity: which row, for which nominal
 instant, on whose behalf (a manual or backfilled run names its task), and the budget of
-a run suspended in the actor's turn. Written by the drain and the run only, through
+a run suspended in the actor's turn. Written by the run only (``_run.run_task``), through
 these methods; read by ``current_task``, listings and the handle's idle check."""
 
 from __future__ import annotations
@@ -44,8 +44,7 @@ class CurrentRun:
     def running(
         self, row: TaskRow | None, instant: float = 0.0, cursor: Cursor | None = None
     ) -> None:
-        """The drain runs this task now, for this nominal instant (``None``: no task
-        runs)."""
+        """This task runs now, for this nominal instant (``None``: no task runs)."""
         self.row = row
         self.id = None if row is None else row.id
         self.instant = instant

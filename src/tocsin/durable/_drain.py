@@ -1,10 +1,10 @@
 # SPDX-License-Identifier: Apache-2.0
 """One identity's drain: run its due tasks inside its actor's turn, then commit.
 
-The alarm of a :class:`~tocsin.durable._handle.DurableHandle` queues a :class:`DrainTurn`
-(carrying the handle) into the actor's mailbox; the cell runs it in mailbox order, so a
-task run never overlaps ``receive``. Completions go through the handle's one write path,
-in batches of :data:`COMPLETION_BATCH`.
+The alarm of a :class:`~tocsin.durable._handle.DurableHandle` queues the drain turn
+(:data:`DRAIN`, which finds the handle in its cell) into the actor's mailbox; the cell
+runs it in mailbox order, so a task run never overlaps ``receive``. Completions go
+through the handle's one write path, in batches of :data:`COMPLETION_BATCH`.
 
 Delivery contract: **at least once**. A task row is deleted (or moved on) only after its
 method returned; a crash in between runs it again on the next activation.
@@ -15,7 +15,7 @@ from __future__ import annotations
 import asyncio
 import logging
 from datetime import UTC, datetime
-from typing import TYPE_CHECKING, Protocol, final
+from typing import TYPE_CHECKING, Final, Protocol, cast, final
 
 import msgspec
 
@@ -51,7 +51,7 @@ if TYPE_CHECKING:
 
     Planned = tuple[TaskPolicy, Cursor, float] | None
 
-__all__ = ["COMPLETION_BATCH", "DRAIN_LIMIT", "DrainHost", "DrainTurn", "drain"]
+__all__ = ["COMPLETION_BATCH", "DRAIN", "DRAIN_LIMIT", "DrainHost", "DrainTurn", "drain"]
 
 #: Task completions committed together during one drain.
 COMPLETION_BATCH = 100
@@ -103,15 +103,18 @@ class DrainHost(RunHost, Protocol):
 
 @final
 class DrainTurn(Turn):
-    """Run the identity's due tasks inside its actor's turn; carries its handle."""
+    """Run the identity's due tasks inside its actor's turn.
 
-    __slots__ = ("handle",)
+    One turn serves every identity (:data:`DRAIN`): it finds the identity's handle in
+    the cell it runs in, which the handle made with itself as the factory of its actors
+    (``DurableHandle.__call__``). A ring queues it as it is: no turn made per ring (nor
+    a call into this module for it), and none kept by each of the handles in memory.
+    """
 
-    def __init__(self, handle: DrainHost) -> None:
-        self.handle = handle
+    __slots__ = ()
 
     async def run(self, cell: Cell) -> None:
-        handle = self.handle
+        handle = cast("DrainHost", cell.factory)  # a durable cell's factory: its handle
         try:
             # The task changes of earlier turns are committed before the drain reads
             # (the output gate, ._gate): it must see a replaced task's new row. The
@@ -133,13 +136,17 @@ class DrainTurn(Turn):
                 handle.alarm.calls_ok()
 
 
+#: The drain turn an alarm queues (:meth:`DrainTurn.run`: one for every identity).
+DRAIN: Final = DrainTurn()
+
+
 async def drain(handle: DrainHost, cell: Cell) -> tuple[bool, float | None]:
     """Run every task of this actor due at the start of the turn, in due order.
 
     Returns whether the alarm is to be set again and to what (the identity's next due
     time, ``None``: no task left); not while the system stops (its start re-arms from
     the store)."""
-    alarm, writes, current = handle.alarm, handle.writes, handle.current
+    alarm, writes = handle.alarm, handle.writes
     alarm.drain_started()
     # Before the read, not after: a task cancelled while the read is in flight stays
     # cancelled (its stale row is skipped); one changed before it reads as changed.
@@ -209,14 +216,11 @@ async def drain(handle: DrainHost, cell: Cell) -> tuple[bool, float | None]:
                     continue
                 instant = step.instant
                 planned = (policy, cursor, instant)
-        # Through the run's own method (its fields have one writer): ~70 ns a run more
-        # than two attribute stores, ~1% of a ~6.5 µs run (CPU, memory store).
+        # The run names itself as the run in progress (`CurrentRun`, its one writer).
         if error is None:
-            current.running(row, instant, None if planned is None else planned[1])
-            try:
-                error = await run_task(cell, actor, row, handle)
-            finally:
-                current.running(None)
+            error = await run_task(
+                cell, actor, row, handle, instant, None if planned is None else planned[1]
+            )
         counters.runs += 1
         if timed:
             ended = monotonic()

@@ -20,6 +20,7 @@ from __future__ import annotations
 import asyncio
 import logging
 from collections.abc import Awaitable, Callable, Sequence
+from functools import cached_property
 from typing import TYPE_CHECKING, Any, Protocol, final
 
 from ..actor._spi import (
@@ -45,7 +46,7 @@ from ..errors import (
 from ..stores import Fence, Op, Store
 from ._alarm import Alarm, AlarmRuntime
 from ._current import CurrentRun
-from ._drain import DrainRuntime, DrainTurn
+from ._drain import DRAIN, DrainRuntime, DrainTurn
 from ._gate import GatedReply, first_failure
 from ._kinds import DurableClass, keeps_default
 from ._storage import Storage
@@ -134,16 +135,14 @@ class DurableHandle(SendTarget):
         #: Messages waiting for the next activation: ``()`` (no list kept) while none
         #: waits. A handle lives as long as its identity is in memory (100,000s of
         #: them), and every container it keeps is one more object for each of the
-        #: cyclic GC's full collections to visit: the parts below that most identities
-        #: never use (storage, tasks) are made on first use too.
+        #: cyclic GC's full collections to visit: the parts that most identities
+        #: never use (``storage``, ``tasks``) are made on first use too.
         self.pending: list[tuple[Any, Any, Reply | None]] | tuple[()] = ()
         self.starting: asyncio.Task[None] | None = None
         #: The identity's single alarm; the run in progress; the writes in flight.
         self.alarm = Alarm(self)
         self.current = CurrentRun()
         self.writes = Writes()
-        self._storage: Storage | None = None
-        self._tasks: Tasks | None = None
         #: Cluster mode: the ownership epoch of the running activation (the fencing
         #: token its writes carry); ``None`` outside cluster mode or while not owned.
         self.epoch: int | None = None
@@ -153,22 +152,18 @@ class DurableHandle(SendTarget):
         #: node; messages wait in ``pending`` until the directory says where it lives.
         self.moving = False
 
-    @property
+    # Cached in the instance's dict on first use: later reads are a plain attribute
+    # read, with no call into this module on the path of every ``self.schedule``.
+    @cached_property
     def storage(self) -> Storage:
         """The identity's storage (``self.storage`` of its actor), made on first use."""
-        storage = self._storage
-        if storage is None:
-            storage = self._storage = Storage(self)
-        return storage
+        return Storage(self)
 
-    @property
+    @cached_property
     def tasks(self) -> Tasks:
         """The identity's tasks, written through this handle (the actor's own calls),
         made on first use."""
-        tasks = self._tasks
-        if tasks is None:
-            tasks = self._tasks = Tasks(self)
-        return tasks
+        return Tasks(self)
 
     # -- the PID's target --------------------------------------------------------------
 
@@ -239,8 +234,8 @@ class DurableHandle(SendTarget):
     def queue_drain(self) -> bool:
         """The alarm rang: queue a drain turn in the actor's mailbox (activating it);
         False if it was refused (the actor is suspended)."""
-        # A new turn each time (garbage once run), not one kept by every handle.
-        return self.deliver(DrainTurn(self), None, None)
+        # The one drain turn of every identity: it finds this handle in the cell.
+        return self.deliver(DRAIN, None, None)
 
     # -- activation --------------------------------------------------------------------
 
@@ -602,24 +597,19 @@ class DurableHandle(SendTarget):
         Through the output gate (:mod:`._gate`) outside a transaction, a task run and
         cluster mode: the change joins the next group commit and this returns without
         waiting for it; the ask being answered waits instead."""
-        writes = self.writes
-        if writes.tx is not None:
-            writes.buffer(ops)
-        elif self.current.id is None and self.durable.gate is None:
-            durable = self.durable
-            flush = durable.flushes
-            opened = writes.open_batch(flush)
-            if opened is None:  # the first change of this turn: a batch of its own
-                batch = list(ops)
-                done = durable.commit_soon(batch)
+        writes, durable = self.writes, self.durable
+        if writes.tx is None and self.current.id is None and durable.gate is None:
+            # One call to the writes' owner for the whole gated step (batch and touched).
+            done = writes.gate_change(ops, touched, durable.flushes, durable.commit_soon)
+            if done is not None:  # the first change of this turn: a batch of its own
                 done.add_done_callback(self._gated_done)
-                writes.gate(done, batch, flush)
-            else:  # joins the batch still waiting for the same group commit
-                opened[1].extend(ops)
         else:
-            await self.commit(ops)
-        if touched:
-            writes.touch(touched)
+            if writes.tx is not None:
+                writes.buffer(ops)
+            else:
+                await self.commit(ops)
+            if touched:
+                writes.touch(touched)
         if due is not None:
             self.alarm.arm(due)
 

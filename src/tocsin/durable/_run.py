@@ -42,6 +42,7 @@ if TYPE_CHECKING:
 
     from ..actor._spi import Cell, ReceiveContext, Runtime
     from ._current import CurrentRun
+    from ._plan import Cursor
     from ._retry import Retry
 
 __all__ = ["DROPPED", "INTERRUPTED", "Budget", "RunHost", "TaskActor", "run_task"]
@@ -99,11 +100,17 @@ INTERRUPTED: Final = _Interrupted("interrupted by system stop")
 
 
 async def run_task(
-    cell: Cell, actor: TaskActor, row: TaskRow, handle: RunHost
+    cell: Cell,
+    actor: TaskActor,
+    row: TaskRow,
+    handle: RunHost,
+    instant: float,
+    cursor: Cursor | None = None,
 ) -> BaseException | None:
-    """Run one task under its time budget; return its error, ``None`` on success, or
-    :data:`INTERRUPTED`. While the run is suspended,
-    ``handle.current.suspended(budget)`` names its budget.
+    """Run one task under its time budget, for its nominal ``instant`` (``cursor``: the
+    row's policy cursor, if it has one); return its error, ``None`` on success, or
+    :data:`INTERRUPTED`. ``handle.current`` names the run while the actor's code runs
+    (``running``) and its budget while the run is suspended (``suspended``).
 
     The run sees a clean context (the cell cleared it for this turn): ``ctx.message`` is
     the task as a :class:`~tocsin.TaskRecord`, ``ctx.sender`` is ``NoSender``, and no
@@ -112,75 +119,84 @@ async def run_task(
     ctx = cell.ctx
     try:
         payload = decode(row.payload)
-        method = getattr(type(actor), row.name, None)
-        if method is None or not callable(method):
-            if not handle.handles_unknown_tasks(actor):
-                _log.warning(
-                    "durable task %s/%s %s names method %r, which %s does not have (renamed "
-                    "or removed?); the task is dropped. Override on_task to handle such "
-                    "tasks instead",
-                    row.kind,
-                    row.identity,
-                    row.id,
-                    row.name,
-                    type(actor).__qualname__,
-                )
-                return DROPPED
-            # Built only here: a task method gets the payload, not the context, and a
-            # TaskRecord (two datetimes, a frozen dataclass) costs ~2 µs per run.
-            ctx.message = running_record(row, payload)
-            call: Any = actor.on_task(row.name, payload, ctx)
-        else:
-            call = getattr(actor, row.name)(payload)
-    except Exception as exc:
-        # A sync method (or an undecodable payload) fails here, not in the awaited
-        # task: it must count as a failed run too, or it would abort the whole drain
-        # (losing the completions of the tasks before it and the alarm re-arm).
+    except Exception as exc:  # an undecodable payload is a failed run, as below
         return exc
-    if not inspect.isawaitable(call):
-        return None
-    runtime = handle.runtime
-    started = runtime.clock.monotonic()
-    rest: Any = call
-    if type(call) is types.CoroutineType:
+    # The run in progress from here (no code of the actor ran before) to its end: the
+    # run, not its caller, names it, so the run's writes of it come back to back.
+    current = handle.current
+    current.running(row, instant, cursor)
+    try:
         try:
-            first = call.send(None)
-        except StopIteration:
-            return None  # finished without suspending: nothing to time
+            method = getattr(type(actor), row.name, None)
+            if method is None or not callable(method):
+                if not handle.handles_unknown_tasks(actor):
+                    _log.warning(
+                        "durable task %s/%s %s names method %r, which %s does not have "
+                        "(renamed or removed?); the task is dropped. Override on_task to "
+                        "handle such tasks instead",
+                        row.kind,
+                        row.identity,
+                        row.id,
+                        row.name,
+                        type(actor).__qualname__,
+                    )
+                    return DROPPED
+                # Built only here: a task method gets the payload, not the context, and a
+                # TaskRecord (two datetimes, a frozen dataclass) costs ~2 µs per run.
+                ctx.message = running_record(row, payload)
+                call: Any = actor.on_task(row.name, payload, ctx)
+            else:
+                call = getattr(actor, row.name)(payload)
+        except Exception as exc:
+            # A sync method fails here, not in the awaited task: it must count as a
+            # failed run too, or it would abort the whole drain (losing the completions
+            # of the tasks before it and the alarm re-arm).
+            return exc
+        if not inspect.isawaitable(call):
+            return None
+        runtime = handle.runtime
+        started = runtime.clock.monotonic()
+        rest: Any = call
+        if type(call) is types.CoroutineType:
+            try:
+                first = call.send(None)
+            except StopIteration:
+                return None  # finished without suspending: nothing to time
+            except Exception as exc:
+                return exc
+            rest = _resume(call, first)
+        if handle.durable.stopping:
+            # The system began stopping while the first step ran: do not wait for the rest.
+            if type(rest) is types.CoroutineType:
+                rest.close()  # runs the body's `finally` blocks
+            return INTERRUPTED
+        task = asyncio.current_task()
+        assert task is not None
+        budget = row.timeout if row.timeout is not None else actor.task_timeout
+        timer = Budget(task)
+        deadlines = runtime.deadlines
+        deadlines.add(started + budget, timer)
+        current.suspended(timer)
+        try:
+            await rest
+        except asyncio.CancelledError:
+            # Catching CancelledError is right only for our own cancel; any other re-raises.
+            if timer.cause is not None and task.uncancel() == 0:
+                cause, timer.cause = timer.cause, None
+                if cause == "stop":
+                    return INTERRUPTED
+                return TaskTimeoutError(f"task {row.id!r} ({row.name}) exceeded {budget} s")
+            raise
         except Exception as exc:
             return exc
-        rest = _resume(call, first)
-    if handle.durable.stopping:
-        # The system began stopping while the first step ran: do not wait for the rest.
-        if type(rest) is types.CoroutineType:
-            rest.close()  # runs the body's `finally` blocks
-        return INTERRUPTED
-    task = asyncio.current_task()
-    assert task is not None
-    budget = row.timeout if row.timeout is not None else actor.task_timeout
-    timer = Budget(task)
-    deadlines = runtime.deadlines
-    deadlines.add(started + budget, timer)
-    current = handle.current
-    current.suspended(timer)
-    try:
-        await rest
-    except asyncio.CancelledError:
-        # Catching CancelledError is right only for our own cancel; any other re-raises.
-        if timer.cause is not None and task.uncancel() == 0:
-            cause, timer.cause = timer.cause, None
-            if cause == "stop":
-                return INTERRUPTED
-            return TaskTimeoutError(f"task {row.id!r} ({row.name}) exceeded {budget} s")
-        raise
-    except Exception as exc:
-        return exc
+        finally:
+            current.suspended(None)
+            deadlines.remove(timer)
+            if timer.cause is not None:  # fired as the run finished: withdraw the late cancel
+                task.uncancel()
+        return None
     finally:
-        current.suspended(None)
-        deadlines.remove(timer)
-        if timer.cause is not None:  # fired as the run finished: withdraw the late cancel
-            task.uncancel()
-    return None
+        current.running(None)
 
 
 @types.coroutine

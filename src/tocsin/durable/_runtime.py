@@ -18,7 +18,7 @@ from __future__ import annotations
 import asyncio
 import inspect
 import logging
-from collections.abc import Awaitable, Callable, Coroutine, Iterator
+from collections.abc import Awaitable, Callable, Coroutine
 from typing import Any, cast, final
 
 from .._deadlines import Deadline
@@ -126,7 +126,7 @@ class DurableRuntime:
         #: Drain completions waiting for the next group commit (see :meth:`complete`).
         self._completions: list[tuple[list[Op], asyncio.Future[None]]] = []
         #: Group commits started so far: a batch of the output gate waiting for the next
-        #: one is open to more changes of its identity (``._writes.Writes.open_batch``).
+        #: one is open to more changes of its identity (``._writes.Writes.gate_change``).
         self.flushes = 0
 
     async def start(self) -> None:
@@ -352,10 +352,9 @@ class DurableRuntime:
         # at most one entry in a group (a drain awaits each completion; a turn's gated
         # changes are one batch, settled before its next drain), so parts never reorder
         # one identity's writes.
+        # No `_observed` callback on these tasks: `_commit_group` logs what escapes it.
         for part in _parts(group):
-            task = self.runtime.loop.create_task(_commit_group(self.store, part))
-            task.add_done_callback(_observed)
-            self.runtime.track_task(task)
+            self.runtime.track_task(self.runtime.loop.create_task(_commit_group(self.store, part)))
 
     # -- polling -----------------------------------------------------------------------
 
@@ -557,49 +556,59 @@ GROUP_OPS = 100
 Group = list[tuple[list[Op], asyncio.Future[None]]]
 
 
-def _parts(group: Group) -> Iterator[Group]:
+def _parts(group: Group) -> list[Group]:
     """``group`` in order, in parts of :data:`GROUP_OPS` ops at most (an entry with more
-    is a part alone)."""
+    is a part alone). A list, not a generator: iterating it calls nothing back here."""
+    parts: list[Group] = []
     start = 0
     while start < len(group):
         end, size = start, 0
         while end < len(group) and (end == start or size + len(group[end][0]) <= GROUP_OPS):
             size += len(group[end][0])
             end += 1
-        yield group[start:end]
+        parts.append(group[start:end])
         start = end
+    return parts
 
 
 async def _commit_group(store: Store, group: Group) -> None:
     """Commit drains' completions, :data:`GROUP_OPS` at most a transaction; each drain's
-    future resolves once its ops are committed, or fails with the store's error."""
-    for part in _parts(group):
-        try:
-            await store.apply([op for ops, _ in part for op in ops])
-        except Exception as exc:
-            if len(part) == 1:
-                _settle(part[0][1], exc)
-                continue
-            # Alone, so that one refused batch fails only its own drain; two failures in
-            # a row mean the store itself is failing (an outage): the rest fail with it
-            # at once instead of one bounded wait each, and their drains retry later.
-            failures = 0
-            for ops, done in part:
-                if failures >= 2:
-                    _settle(done, exc)
+    future resolves once its ops are committed, or fails with the store's error. Never
+    raises: what escapes it (a bug: the store's errors are the futures') is logged, so
+    the task needs no done callback to be observed."""
+    try:
+        for part in _parts(group):
+            try:
+                await store.apply([op for ops, _ in part for op in ops])
+            except Exception as exc:
+                if len(part) == 1:
+                    _settle(part[0][1], exc)
                     continue
-                try:
-                    await store.apply(ops)
-                except Exception as alone:
-                    failures += 1
-                    exc = alone
-                    _settle(done, alone)
-                else:
-                    failures = 0
-                    _settle(done, None)
-            continue
-        for _, done in part:
-            _settle(done, None)
+                # Alone, so that one refused batch fails only its own drain; two failures
+                # in a row mean the store itself is failing (an outage): the rest fail with
+                # it at once instead of one bounded wait each, and their drains retry later.
+                failures = 0
+                for ops, done in part:
+                    if failures >= 2:
+                        _settle(done, exc)
+                        continue
+                    try:
+                        await store.apply(ops)
+                    except Exception as alone:
+                        failures += 1
+                        exc = alone
+                        _settle(done, alone)
+                    else:
+                        failures = 0
+                        _settle(done, None)
+                continue
+            # `_settle(done, None)` written out: the commit's own path calls nothing back
+            # here once the store returned.
+            for _, done in part:
+                if not done.done():  # its drain was cancelled (the system stops)
+                    done.set_result(None)
+    except Exception as exc:
+        _log.error("durable: a group commit failed", exc_info=exc)
 
 
 def _settle(done: asyncio.Future[None], exc: BaseException | None) -> None:

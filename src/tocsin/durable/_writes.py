@@ -8,7 +8,7 @@ Only these methods write them; the drain, the tasks and the storage ask through 
 from __future__ import annotations
 
 import asyncio
-from collections.abc import Iterable
+from collections.abc import Callable, Iterable, Sequence
 from typing import Any, Final, final
 
 from ..stores import DeleteState, DeleteTask, Op, PauseTask, PutState, UpsertTask
@@ -70,23 +70,36 @@ class Writes:
 
     # -- the output gate -------------------------------------------------------------------
 
-    def open_batch(self, flush: int) -> Gated | None:
-        """The gated batch (its future and ops) still waiting for group commit number
-        ``flush`` (more changes of this turn join it), or ``None``."""
+    def gate_change(
+        self,
+        ops: Sequence[Op],
+        touched: Iterable[str],
+        flush: int,
+        commit_soon: Callable[[list[Op]], asyncio.Future[None]],
+    ) -> asyncio.Future[None] | None:
+        """A task change through the output gate, as one step: the tasks it replaced or
+        cancelled are ``touched`` (see :meth:`touch`), and ``ops`` join the batch still
+        waiting for group commit number ``flush`` (one future per identity and loop
+        turn, not one per change), else go to ``commit_soon`` as a batch of their own,
+        whose future is returned (``None`` when they joined one): the caller watches it.
+        Batches already committed are forgotten here; failed ones stay until a reply or
+        a later store call of the identity reports them."""
+        if touched:
+            self.touch(touched)
         gated = self.gated
-        return gated[-1] if gated and self.batch_flush == flush else None
-
-    def gate(self, done: asyncio.Future[None], batch: list[Op], flush: int) -> None:
-        """Batch ``batch`` went to group commit number ``flush``; ``done`` says when it
-        is in. Batches already committed are forgotten here; failed ones stay until a
-        reply or a later store call of the identity reports them."""
-        gated = self.gated
+        if gated and self.batch_flush == flush:
+            gated[-1][1].extend(ops)
+            return None
         if gated is None:
             gated = self.gated = []
         elif gated and gated[0][0].done():
             gated[:] = [g for g in gated if not g[0].done() or _failed(g[0])]
+        batch = list(ops)
+        # The runtime's group commit is called last: the step is over once it returns.
+        done = commit_soon(batch)
         gated.append((done, batch))
         self.batch_flush = flush
+        return done
 
     def committed(self) -> None:
         """A gated batch was committed: once all are, forget them."""
