@@ -821,9 +821,9 @@ class CronClaims:
         them. ``at_least_once`` ticks won ahead are let go at once, as a winner that stops
         always did: their claims lapse and another node delivers them after the delivery
         lease (this node may not see ``receive`` return and mark the claim done before it
-        leaves). A claim in flight that answers while :meth:`drain` waits is acted on
-        (a tick it wins ahead is waited for too); one still unanswered when the node
-        closes is cancelled, as before (its tick is not delivered here).
+        leaves). A claim asked ahead and still in flight is waited for too (the tick it
+        wins is delivered at its time); one still unanswered when the wait ends is
+        cancelled when the node closes, as before (its tick is not delivered here).
         """
         self._stopping = True
         for bucket, (handle, ticks) in list(self._early.items()):
@@ -842,8 +842,14 @@ class CronClaims:
         return self._pending()
 
     def _pending(self) -> bool:
-        """Whether a tick won ahead waits for its time."""
-        return bool(self._early)
+        """Whether a tick won ahead waits for its time, or a claim asked ahead of its
+        tick's time (not come yet) waits for its answer."""
+        if self._early:
+            return True
+        now = self.clock.monotonic()
+        ticks = [t for t, _, _ in self._batch]
+        ticks.extend(t for batch in self._batches.values() for t in batch)
+        return any(t.at is not None and t.at > now for t in ticks)
 
     def _check_drained(self) -> None:
         waiter = self._drained
@@ -852,9 +858,10 @@ class CronClaims:
 
     async def drain(self, end: float) -> None:
         """Stopping (after :meth:`begin_stop`): wait until every tick won ahead has been
-        delivered at its time, at most ``claim_ahead`` (the longest lead: no tick won
-        ahead waits longer) and at most until ``end`` (this clock's monotonic: the
-        stop's grace). What is left then is cut off: a tick whose time has come is
+        delivered at its time (a claim asked ahead and in flight: once answered), at
+        most ``claim_ahead`` (the longest lead: no tick won ahead waits longer) and at
+        most until ``end`` (this clock's monotonic: the stop's grace). What is left
+        then is cut off: a tick whose time has come is
         delivered then; one whose time has not come is delivered by no node, and is
         recorded ``dead_letter`` here (detail: :data:`_CUT_TICK`).
         """
