@@ -308,3 +308,18 @@ def test_claim_ahead_is_checked() -> None:
     with pytest.raises(ValueError, match="`claim_ahead` must be a finite number"):
         Cluster("memory://x", claim_ahead=float("nan"))
     assert Cluster("memory://x").claim_ahead == 0.25
+
+
+async def test_an_at_most_once_tick_won_ahead_whose_target_stopped_is_a_dead_letter() -> None:
+    async with cluster(delivery="at_most_once") as (clock, systems, seen):
+        await clock.advance(BEFORE)
+        [winner] = _won(systems)
+        outcomes = _outcomes(winner)
+        await winner.stop_actor(await winner.actor_of("job"))
+        stop = asyncio.create_task(winner.stop())
+        await clock.advance(0.125)
+        await stop
+        assert seen == []
+        [(at, what, detail)] = outcomes
+        assert (at, what) == (FIRST, Outcome.DEAD_LETTER)
+        assert detail == "stopped"  # the target's refusal, as any tick to a stopped actor

@@ -499,10 +499,12 @@ class CronClaims:
                 answer comes: at once. Between the win and ``at`` an ``at_least_once``
                 claim is held (renewed); if another node took it over meanwhile (this
                 one froze past its delivery lease) the tick is not delivered here
-                (``claimed_elsewhere``). A tick waiting for ``at`` when :meth:`close`
-                comes is not delivered here: ``at_least_once``, its claim lapses and
-                another node delivers it after the delivery lease; ``at_most_once``,
-                it is lost, as is a tick whose winner dies between claim and delivery.
+                (``claimed_elsewhere``). A graceful stop (:meth:`begin_stop`, :meth:`drain`)
+                delivers an ``at_most_once`` tick waiting for ``at`` first; an
+                ``at_least_once`` one, and any still waiting when :meth:`close` comes,
+                is not delivered here: ``at_least_once``, its claim lapses and another
+                node delivers it after the delivery lease; ``at_most_once``, it is
+                lost, as is a tick whose winner dies between claim and delivery.
         """
         if self._stopping:
             # Stopping: claims nothing new; the other nodes claim this tick.
