@@ -549,7 +549,11 @@ class ActorSystem(SchedulingCalls, AsyncResource):
         still running ``timeout`` seconds after the stop began (default: the system's
         ``stop_timeout``) are cancelled (logged at WARNING, naming the actor); their
         ``post_stop`` still runs. Durable task runs in flight are interrupted and run
-        again on the next start (at least once).
+        again on the next start (at least once). In cluster mode the ``at_most_once``
+        cron ticks (and stored schedules' instants) this node won ahead of their time
+        (``Cluster(claim_ahead=...)``) are delivered first, at that time: the stop waits
+        at most ``claim_ahead`` for them, and not past ``timeout`` (a tick it cuts off is
+        recorded ``dead_letter``); nothing new is claimed once the stop began.
 
         Called from inside an actor (``await ctx.system.stop()``), it begins the stop and
         returns at once: the stop completes when that handler returns, and any other
