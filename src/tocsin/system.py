@@ -548,7 +548,11 @@ class ActorSystem(SchedulingCalls, AsyncResource):
         still running ``timeout`` seconds after the stop began (default: the system's
         ``stop_timeout``) are cancelled (logged at WARNING, naming the actor); their
         ``post_stop`` still runs. Durable task runs in flight are interrupted and run
-        again on the next start (at least once).
+        again on the next start (at least once). In cluster mode the ``at_most_once``
+        cron ticks (and stored schedules' instants) this node won ahead of their time
+        (``Cluster(claim_ahead=...)``) are delivered first, at that time: the stop waits
+        at most ``claim_ahead`` for them, and not past ``timeout`` (a tick it cuts off is
+        recorded ``dead_letter``); nothing new is claimed once the stop began.
 
         Called from inside an actor (``await ctx.system.stop()``), it begins the stop and
         returns at once: the stop completes when that handler returns, and any other
@@ -565,24 +569,54 @@ class ActorSystem(SchedulingCalls, AsyncResource):
         grace = self.stop_timeout if timeout is None else to_seconds(timeout, "timeout")
         stopping = self._stopping
         if stopping is None:
-            # Begin synchronously, before any await: nothing new is spawned or started,
-            # and every actor stops after the message it is handling.
+            # Begin synchronously, before any await: nothing new is spawned, started or
+            # claimed. Cluster mode: cron ticks this node won ahead of their delivery time
+            # are delivered first (their wait: at most `claim_ahead`; `_stop`), so the
+            # actors stop after them; else every actor stops after the message it is
+            # handling.
             runtime.stopping = True
-            if self._durable is not None:
-                self._durable.begin_stop()
-            for cell in list(runtime.top.values()):
-                cell.request_stop()
-            stopping = self._stopping = runtime.loop.create_task(self._stop(runtime, grace))
+            node = self._cluster
+            drain = node is not None and node.cron_claims.begin_stop()
+            if not drain:
+                self._begin_stop(runtime)
+            task = self._stop(runtime, grace, drain=drain)
+            stopping = self._stopping = runtime.loop.create_task(task)
         if runtime.current_turn() is not None:
             return  # from inside an actor: waiting here would wait for ourselves
         await asyncio.shield(stopping)
 
-    async def _stop(self, runtime: Runtime, grace: float) -> None:
+    def _begin_stop(self, runtime: Runtime) -> None:
+        """Every actor stops after the message it is handling; no durable run starts."""
+        if self._durable is not None:
+            self._durable.begin_stop()
+        for cell in list(runtime.top.values()):
+            cell.request_stop()
+
+    async def _drain(self, runtime: Runtime, end: float) -> None:
+        """Deliver the cron ticks (and stored schedules' instants) this node won ahead of
+        their delivery time, at that time, before anything stops: the other nodes
+        recorded ``claimed_elsewhere`` for them, so an ``at_most_once`` tick would be
+        lost. The wait is at most the lead (``claim_ahead``), and ends with the grace
+        (``end``): what it cuts off is recorded (``CronClaims.drain``)."""
+        node = self._cluster
+        if node is not None:
+            await node.cron_claims.drain(end)
+        runner = self._runner
+        if runner is not None:  # the decisions of the instants just delivered
+            await runner.settle(end)
+
+    async def _stop(self, runtime: Runtime, grace: float, *, drain: bool = False) -> None:
         """The grace, then the start's own unwind (``_compose`` gives its order)."""
-        durable = self._durable
         timer = _Grace(runtime)
-        runtime.deadlines.add(runtime.clock.monotonic() + grace, timer)
+        end = runtime.clock.monotonic() + grace
+        runtime.deadlines.add(end, timer)
         try:
+            if drain:
+                try:
+                    await self._drain(runtime, end)
+                finally:
+                    self._begin_stop(runtime)
+            durable = self._durable
             await self._front.aclose()  # first: no page reads a stopping system
             if durable is not None:
                 await durable.before_stop()

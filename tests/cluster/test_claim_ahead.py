@@ -4,13 +4,17 @@ long before the tick's delivery time, and the winner delivers it at that time fr
 own timer, so the coordinator's round trip is not paid after the instant.
 
 Three systems on one ManualClock and a memory coordinator. Every guarantee of the
-claim is kept: one delivery per instant, at the instant; a claim won ahead whose
-schedule is cancelled, or whose node stops, before the instant is delivered by another
-node (``at_least_once``) or lost (``at_most_once``, the documented window); a
-cluster-wide pause made by the winner in that window stops it."""
+claim is kept: one delivery per instant, at the instant; a node that stops gracefully
+delivers the ``at_most_once`` ticks it won ahead at their time first (its stop waits at
+most the lead; one cut off is recorded ``dead_letter``); an ``at_least_once`` tick won
+ahead whose node stops, or whose schedule is cancelled, is delivered by another node
+after the delivery lease; an ``at_most_once`` one whose schedule is cancelled is
+recorded ``dead_letter`` on the winner; a cluster-wide pause made by the winner in that
+window stops it."""
 
 from __future__ import annotations
 
+import asyncio
 import uuid
 from collections.abc import AsyncIterator
 from contextlib import asynccontextmanager
@@ -127,16 +131,145 @@ async def test_an_at_least_once_tick_won_ahead_then_cancelled_goes_to_another_no
         assert sum(s.cluster.metrics().claims_reclaimed for s in systems) == 1
 
 
-async def test_an_at_most_once_tick_won_ahead_whose_schedule_is_cancelled_is_lost() -> None:
-    # The documented window: at most claim_ahead before the instant, as a winner dying
-    # right after its claim loses the tick today. The next instant is delivered.
+def _holds_a_tick_won_ahead(system: ActorSystem) -> bool:
+    node = system._cluster
+    assert node is not None
+    return bool(node.cron_claims._early)
+
+
+def _outcomes(system: ActorSystem) -> list[tuple[float, Outcome, object]]:
+    """Every outcome ``system``'s schedules record from now on: (instant, outcome, detail)."""
+    outcomes: list[tuple[float, Outcome, object]] = []
+    path = system.runtime.schedules.tick_path  # type: ignore[union-attr]
+    record_outcome = path.outcome
+
+    def outcome(record: object, instant: float, what: Outcome, detail: object = None) -> None:
+        outcomes.append((instant, what, detail))
+        record_outcome(record, instant, what, detail)
+
+    path.outcome = outcome
+    return outcomes
+
+
+async def test_an_at_most_once_tick_won_ahead_whose_schedule_is_cancelled_is_a_dead_letter() -> (
+    None
+):
+    # A cancel promises no tick reaches receive after it, and the other nodes recorded
+    # claimed_elsewhere: not delivered by any node, recorded on the winner. The next
+    # instant is delivered.
     async with cluster(delivery="at_most_once") as (clock, systems, seen):
         await clock.advance(BEFORE)
         [winner] = _won(systems)
+        outcomes = _outcomes(winner)
         await winner.cancel_schedule("minutely")
         await clock.advance(60.125)
         [(node, instant, _, _)] = seen  # FIRST is delivered by no node
         assert (instant, node != winner.name) == (FIRST + 60, True)
+        [(at, what, detail)] = outcomes
+        assert (at, what) == (FIRST, Outcome.DEAD_LETTER)
+        assert "cancelled" in str(detail)
+
+
+async def test_a_node_stopping_before_an_at_most_once_tick_it_won_ahead_delivers_it() -> None:
+    async with cluster(delivery="at_most_once") as (clock, systems, seen):
+        await clock.advance(BEFORE)  # 0.125 s before FIRST, won ahead by one node
+        [winner] = _won(systems)
+        stop = asyncio.create_task(winner.stop())
+        await clock.advance(0.0625)
+        assert not stop.done()  # the stop waits for the tick's time
+        assert seen == []
+        await clock.advance(0.0625)
+        await stop
+        # Delivered by the winner, at its instant, before its actors stopped.
+        [(node, instant, at, _)] = seen
+        assert (node, instant, at) == (winner.name, FIRST, FIRST)
+        await clock.advance(60)
+        assert [row[1] for row in seen] == [FIRST, FIRST + 60]
+        assert seen[1][0] != winner.name
+
+
+async def test_a_stop_with_nothing_won_ahead_does_not_wait() -> None:
+    async with cluster(delivery="at_most_once") as (clock, systems, seen):
+        await clock.advance(BEFORE)
+        [loser, *_] = [s for s in systems if s not in _won(systems)]
+        await loser.stop()  # returns without the clock moving
+        await clock.advance(0.125)
+        assert [row[1] for row in seen] == [FIRST]
+
+
+async def test_a_stop_whose_grace_ends_before_a_tick_won_ahead_records_a_dead_letter() -> None:
+    async with cluster(delivery="at_most_once") as (clock, systems, seen):
+        await clock.advance(BEFORE)
+        [winner] = _won(systems)
+        outcomes = _outcomes(winner)
+        stop = asyncio.create_task(winner.stop(timeout=0.0625))
+        await clock.advance(0.0625)
+        await stop  # cut off by the grace: not waiting for the tick any longer
+        await clock.advance(0.0625)
+        assert seen == []  # no node delivers it; the winner recorded why
+        [(at, what, detail)] = outcomes
+        assert (at, what) == (FIRST, Outcome.DEAD_LETTER)
+        assert "stopped before its delivery time" in str(detail)
+
+
+async def test_a_stopping_node_claims_nothing_new() -> None:
+    async with cluster(delivery="at_most_once") as (clock, systems, _):
+        await clock.advance(BEFORE)
+        [winner] = _won(systems)
+        node = winner._cluster
+        assert node is not None
+        won = winner.cluster.metrics().claims_won
+        stop = asyncio.create_task(winner.stop())
+        await clock.advance(0.0625)  # stopping: waiting for the tick it won ahead
+        told: list[tuple[object, object]] = []
+        node.cron_claims.deliver_if_won(
+            "other", FIRST, 60.0, lambda fence, done: True, lambda o, d: told.append((o, d))
+        )
+        assert told == [(None, None)]  # not claimed: nothing to record here
+        await clock.advance(0.0625)
+        await stop
+        assert node.cron_claims.counters.claims_won == won
+
+
+async def test_no_every_second_tick_is_lost_across_graceful_stops() -> None:
+    """An every-second at_most_once cron on three nodes; six times the winner of the next
+    tick stops gracefully in the window between its claim and the tick's time (a rolling
+    restart: a fresh node joins in its place). Every instant is delivered, once."""
+    clock = ManualClock(wall=START)
+    config = Cluster(f"memory://{uuid.uuid4().hex}", lease=30.0, claim_ahead=0.25)
+    seen: Seen = []
+    live: list[ActorSystem] = []
+
+    async def join(name: str) -> None:
+        system = ActorSystem(name, clock=clock, cluster=config)
+        await system.start()
+        pid = await system.spawn(partial(Job, seen, name, clock), "job")
+        await system.schedule_cron("tick", pid, "* * * * * ?", reference="every-second")
+        live.append(system)
+
+    try:
+        for name in ("a", "b", "c"):
+            await join(name)
+        await clock.advance(1)  # the offsets are measured: claims go ahead from now on
+        first = clock.wall()
+        for restart in range(6):
+            await clock.advance(2.875)  # 0.125 s before an instant, claimed ahead
+            [winner] = [s for s in live if _holds_a_tick_won_ahead(s)]
+            live.remove(winner)
+            stop = asyncio.create_task(winner.stop())
+            await clock.advance(0.125)
+            await stop
+            await join(f"n{restart}")
+        await clock.advance(3)
+        last = clock.wall()
+    finally:
+        for system in live:
+            await system.stop()
+    instants = [row[1] for row in seen]
+    expected = [first + i for i in range(int(last - first) + 1)]
+    assert len(expected) == 1 + 6 * 3 + 3
+    assert sorted(instants) == expected  # none lost, none twice
+    assert all(at == instant for _, instant, at, _ in seen)
 
 
 async def test_a_node_stopping_with_an_at_least_once_tick_won_ahead_lets_another_deliver() -> None:
@@ -175,3 +308,18 @@ def test_claim_ahead_is_checked() -> None:
     with pytest.raises(ValueError, match="`claim_ahead` must be a finite number"):
         Cluster("memory://x", claim_ahead=float("nan"))
     assert Cluster("memory://x").claim_ahead == 0.25
+
+
+async def test_an_at_most_once_tick_won_ahead_whose_target_stopped_is_a_dead_letter() -> None:
+    async with cluster(delivery="at_most_once") as (clock, systems, seen):
+        await clock.advance(BEFORE)
+        [winner] = _won(systems)
+        outcomes = _outcomes(winner)
+        await winner.stop_actor(await winner.actor_of("job"))
+        stop = asyncio.create_task(winner.stop())
+        await clock.advance(0.125)
+        await stop
+        assert seen == []
+        [(at, what, detail)] = outcomes
+        assert (at, what) == (FIRST, Outcome.DEAD_LETTER)
+        assert detail == "stopped"  # the target's refusal, as any tick to a stopped actor

@@ -39,6 +39,11 @@ seconds and writes again (a zombie frozen meanwhile finds that write refused; ap
 ``fenced_writes`` as ``{"event": "fenced", "count": N}`` and exits at once. Nothing else
 is printed, so the parent reads each line as it comes (no stale line buffered ahead).
 
+``graceful URL NAME LOG``: like ``cron`` (``at_most_once``, the default ``claim_ahead``),
+and on SIGTERM it stops gracefully (``system.stop()``), prints ``{"event": "stopped"}``
+and exits; every outcome the scheduler records for an instant it does not deliver is
+appended as ``outcome NAME SECOND OUTCOME``.
+
 ``owner URL NAME LEASE KIND ID``: join, claim ownership of ``(KIND, ID)``, print
 ``{"owned": epoch}`` and keep renewing until killed (``bench/cluster.py`` failover).
 """
@@ -168,6 +173,50 @@ async def chaos(url: str, name: str, delivery: str, delay: float, log: str) -> N
         emit(event="ready")
         while True:
             await asyncio.sleep(3600)
+
+
+async def graceful(url: str, name: str, log: str) -> None:
+    import os
+    import signal
+
+    from tocsin import Actor, ActorSystem, ReceiveContext, Remoting
+    from tocsin.scheduling._spi import Scheduler
+
+    fd = os.open(log, os.O_WRONLY | os.O_APPEND | os.O_CREAT, 0o644)
+
+    class Job(Actor):
+        async def receive(self, ctx: ReceiveContext) -> None:
+            assert ctx.tick is not None
+            os.write(fd, f"{name} {round(ctx.tick.instant.timestamp())}\n".encode())
+
+    system = ActorSystem(
+        name,
+        remoting=Remoting(listen="tcp://127.0.0.1:0", secret=b"cluster-test-secret!"),
+        cluster=Cluster(url, lease=3.0),
+    )
+    stop = asyncio.Event()
+    await system.start()
+    try:
+        runtime = system.runtime
+        assert runtime is not None
+        schedules = runtime.schedules
+        assert isinstance(schedules, Scheduler)
+        path = schedules.tick_path  # test-only: the history hook is internal
+        record_outcome = path.outcome
+
+        def outcome(record: Any, instant: float, what: Any, detail: Any = None) -> None:
+            os.write(fd, f"outcome {name} {round(instant)} {what}\n".encode())
+            record_outcome(record, instant, what, detail)
+
+        path.outcome = outcome  # type: ignore[method-assign, assignment]
+        pid = await system.spawn(Job, "job")
+        await system.schedule_cron("run", pid, "* * * * * ?", reference="every-second")
+        asyncio.get_running_loop().add_signal_handler(signal.SIGTERM, stop.set)
+        emit(event="ready")
+        await stop.wait()
+    finally:
+        await system.stop()
+    emit(event="stopped")
 
 
 async def freeze(url: str, name: str, delay: float, log: str) -> None:
@@ -322,6 +371,8 @@ if __name__ == "__main__":
         asyncio.run(cron(url, sys.argv[3], float(sys.argv[4]), sys.argv[5]))
     elif mode == "chaos":
         asyncio.run(chaos(url, sys.argv[3], sys.argv[4], float(sys.argv[5]), sys.argv[6]))
+    elif mode == "graceful":
+        asyncio.run(graceful(url, sys.argv[3], sys.argv[4]))
     elif mode == "freeze":
         asyncio.run(freeze(url, sys.argv[3], float(sys.argv[4]), sys.argv[5]))
     elif mode == "durable":

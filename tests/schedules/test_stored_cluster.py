@@ -5,6 +5,7 @@ a change made on one node is seen by all within poll_interval."""
 
 from __future__ import annotations
 
+import asyncio
 import uuid
 from collections.abc import AsyncIterator, Iterator
 from contextlib import asynccontextmanager
@@ -140,3 +141,22 @@ async def test_the_runs_of_one_timer_batch_are_announced_together_and_all_run_on
         await clock.advance(60)
         assert sorted(run[0] for run in jobs.RUNS) == sorted(s.id for s in declared)
         assert 1 <= announced <= 5
+
+
+async def test_a_node_stopping_before_an_instant_it_won_ahead_decides_it_first() -> None:
+    # Claimed 0.25 s ahead (Cluster(claim_ahead=...)): the other nodes lost the claim,
+    # so the winner's graceful stop waits for the instant's time and decides it first.
+    declared = [Schedule("every-minute", Cron("0 * * * * ?"), RECORD)]
+    async with cluster_of("a", "b", "c", schedules=declared) as (clock, systems):
+        await clock.advance(59.875)  # 0.125 s before 09:01, claimed ahead
+        [winner] = [s for s in systems if s.cluster.metrics().claims_won]
+        stop = asyncio.create_task(winner.stop())
+        await clock.advance(0.125)
+        await stop
+        await clock.advance(3)  # the run, on whichever live node owns its shard
+        live = next(s for s in systems if s is not winner)
+        rows = await live.schedules.history("every-minute")
+        assert [(r.outcome, r.instant.timestamp()) for r in rows] == [
+            (Outcome.DELIVERED, START + 60)
+        ]
+        assert len(jobs.RUNS) == 1

@@ -101,6 +101,9 @@ MAX_BATCH: Final = 512
 #: raised) is asked again, for as long as the tick's window (its claim TTL) lasts.
 RECLAIM_AFTER_ERROR: Final = 1.0
 
+#: The detail of a tick won ahead that a node's stop cut off before its delivery time.
+_CUT_TICK: Final = "the node stopped before its delivery time (its wait was cut off)"
+
 Delivery = Literal["at_most_once", "at_least_once"]
 #: The values ``schedule_cron(delivery=...)`` accepts.
 DELIVERY_MODES: Final = ("at_most_once", "at_least_once")
@@ -364,6 +367,10 @@ class CronClaims:
         self._trusted = trusted
         self._attached = False
         self._closed = False
+        #: A graceful stop began (:meth:`begin_stop`): nothing new is claimed.
+        self._stopping = False
+        #: Woken when nothing is left to wait for while the stop waits (:meth:`drain`).
+        self._drained: asyncio.Future[None] | None = None
         #: Coordinator calls in flight, with the reference they are for.
         self._inflight: dict[asyncio.Task[None], str] = {}
         #: References with a claim in flight -> the ticks waiting behind it, in instant
@@ -492,11 +499,17 @@ class CronClaims:
                 answer comes: at once. Between the win and ``at`` an ``at_least_once``
                 claim is held (renewed); if another node took it over meanwhile (this
                 one froze past its delivery lease) the tick is not delivered here
-                (``claimed_elsewhere``). A tick waiting for ``at`` when :meth:`close`
-                comes is not delivered here: ``at_least_once``, its claim lapses and
-                another node delivers it after the delivery lease; ``at_most_once``,
-                it is lost, as is a tick whose winner dies between claim and delivery.
+                (``claimed_elsewhere``). A graceful stop (:meth:`begin_stop`, :meth:`drain`)
+                delivers an ``at_most_once`` tick waiting for ``at`` first; an
+                ``at_least_once`` one, and any still waiting when :meth:`close` comes,
+                is not delivered here: ``at_least_once``, its claim lapses and another
+                node delivers it after the delivery lease; ``at_most_once``, it is
+                lost, as is a tick whose winner dies between claim and delivery.
         """
+        if self._stopping:
+            # Stopping: claims nothing new; the other nodes claim this tick.
+            _call(skipped, reference, None, None)
+            return
         if self._clock is not None and not self._attached:
             self._attached = True
             self._clock.attach(self)
@@ -541,7 +554,11 @@ class CronClaims:
     def _claim(self, tick: _Tick, *, first: bool, after: float | None = None) -> None:
         """Queue the tick's claim: every claim asked for in this turn of the event loop
         (a tick's due instants fire in one timer callback) goes in one batch. A first
-        claim waits for ``after`` (default: its own instant) on the coordinator's clock."""
+        claim waits for ``after`` (default: its own instant) on the coordinator's clock.
+        Once the node is stopping, nothing new is claimed (the tick is not delivered here)."""
+        if self._stopping:
+            _call(tick.skipped, tick.reference, None, None)
+            return
         self._idle.clear()
         wait = (tick.fire_at if after is None else after) if first else None
         self._batch.append((tick, first, wait))
@@ -656,6 +673,11 @@ class CronClaims:
             if at is not None and not self._closed:
                 clock = self.clock
                 if at > clock.monotonic():
+                    if grant is not None and self._stopping:
+                        # at_least_once, stopping: left to lapse, as at begin_stop().
+                        grant.abandon()
+                        _call(tick.skipped, reference, None, None)
+                        return
                     # Won ahead: delivered at its time from this node's timer; an
                     # at_least_once claim is held meanwhile.
                     if grant is not None:
@@ -720,6 +742,7 @@ class CronClaims:
                 _call(tick.skipped, tick.reference, Outcome.CLAIMED_ELSEWHERE, None)
                 continue
             self._hand(tick, fence, grant, held=True)
+        self._check_drained()
 
     def _watch(self, tick: _Tick, delay: float) -> None:
         """Claim ``tick`` again (not a first claim) ``delay`` seconds from now, unless
@@ -782,6 +805,98 @@ class CronClaims:
         self._progress += 1
         if not self._inflight and not self._batch:
             self._idle.set()
+        self._check_drained()
+
+    # -- a graceful stop ---------------------------------------------------------------
+
+    @property
+    def stopping(self) -> bool:
+        """Whether a graceful stop began (:meth:`begin_stop`): nothing new is claimed."""
+        return self._stopping
+
+    def begin_stop(self) -> bool:
+        """A graceful stop begins: claim nothing new from now on; return whether
+        :meth:`drain` has something to wait for.
+
+        ``at_most_once`` ticks won ahead wait for their delivery time (:meth:`drain`): the
+        other nodes recorded ``claimed_elsewhere`` for them, so no other node delivers
+        them. ``at_least_once`` ticks won ahead are let go at once, as a winner that stops
+        always did: their claims lapse and another node delivers them after the delivery
+        lease (this node may not see ``receive`` return and mark the claim done before it
+        leaves). A claim asked ahead and still in flight is waited for too (the tick it
+        wins is delivered at its time); one still unanswered when the wait ends is
+        cancelled when the node closes, as before (its tick is not delivered here).
+        """
+        self._stopping = True
+        for bucket, (handle, ticks) in list(self._early.items()):
+            kept: list[tuple[_Tick, int, _Grant | None]] = []
+            for tick, fence, grant in ticks:
+                if grant is None:
+                    kept.append((tick, fence, grant))
+                    continue
+                grant.abandon()
+                _call(tick.skipped, tick.reference, None, None)
+            if kept:
+                self._early[bucket] = (handle, kept)
+            else:
+                handle.cancel()
+                del self._early[bucket]
+        return self._pending()
+
+    def _pending(self) -> bool:
+        """Whether a tick won ahead waits for its time, or a claim asked ahead of its
+        tick's time (not come yet) waits for its answer."""
+        if self._early:
+            return True
+        now = self.clock.monotonic()
+        ticks = [t for t, _, _ in self._batch]
+        ticks.extend(t for batch in self._batches.values() for t in batch)
+        return any(t.at is not None and t.at > now for t in ticks)
+
+    def _check_drained(self) -> None:
+        waiter = self._drained
+        if waiter is not None and not waiter.done() and not self._pending():
+            waiter.set_result(None)
+
+    async def drain(self, end: float) -> None:
+        """Stopping (after :meth:`begin_stop`): wait until every tick won ahead has been
+        delivered at its time (a claim asked ahead and in flight: once answered), at
+        most ``claim_ahead`` (the longest lead: no tick won ahead waits longer) and at
+        most until ``end`` (this clock's monotonic: the stop's grace). What is left
+        then is cut off: a tick whose time has come is
+        delivered then; one whose time has not come is delivered by no node, and is
+        recorded ``dead_letter`` here (detail: :data:`_CUT_TICK`).
+        """
+        clock = self.clock
+        until = min(end, clock.monotonic() + self._ahead)
+        if self._pending() and clock.monotonic() < until:
+            waiter = self._drained = asyncio.get_running_loop().create_future()
+
+            def wake() -> None:
+                if not waiter.done():
+                    waiter.set_result(None)
+
+            handle = clock.call_at(until, wake)
+            try:
+                await waiter
+            finally:
+                handle.cancel()
+                self._drained = None
+        now = clock.monotonic()
+        early, self._early = self._early, {}
+        for bucket in sorted(early):
+            handle, ticks = early[bucket]
+            handle.cancel()
+            if bucket <= math.floor(now * 1000.0):
+                self._early[bucket] = (handle, ticks)
+                self._at(bucket)  # its time has come (its timer is due in this instant)
+                continue
+            for tick, _, grant in ticks:
+                if grant is not None:
+                    grant.abandon()
+                    _call(tick.skipped, tick.reference, None, None)
+                else:
+                    _call(tick.skipped, tick.reference, Outcome.DEAD_LETTER, _CUT_TICK)
 
     async def close(self) -> None:
         """Cancel claims in flight and watches (their ticks, and those waiting behind

@@ -271,6 +271,24 @@ class Runner:
         await self._reload(catch_up=True)
         self._arm_poll()
 
+    async def settle(self, until: float) -> None:
+        """Stopping: wait until the background steps in flight are over (the decisions
+        of instants won ahead and delivered while the node's stop waited for them), at
+        most until ``until`` (this clock's monotonic); :meth:`close` cancels what is left."""
+        clock = self.clock
+        if not self._tasks or clock.monotonic() >= until:
+            return
+        idle = asyncio.get_running_loop().create_task(self._idle.wait())
+
+        def cut() -> None:
+            idle.cancel()
+
+        handle = clock.call_at(until, cut)
+        try:
+            await asyncio.gather(idle, return_exceptions=True)
+        finally:
+            handle.cancel()
+
     async def close(self) -> None:
         """Stop arming, cancel runs in flight (their instants are not recorded here)."""
         self.closed = True
@@ -605,7 +623,8 @@ class Runner:
             return True
 
         def skipped(outcome: Outcome | None, detail: str | int | None) -> None:
-            if outcome in (Outcome.COALESCED, Outcome.CLAIM_ERROR):
+            # dead_letter: won ahead, the node's stop cut it off before its time.
+            if outcome in (Outcome.COALESCED, Outcome.CLAIM_ERROR, Outcome.DEAD_LETTER):
                 text = None if detail is None else str(detail)
                 work = self._record(entry, instant, outcome, text, replace=False, manual=manual)
                 self.spawn(work, "record")

@@ -23,11 +23,14 @@ if TYPE_CHECKING:
     from ._record import ScheduleRecord
     from ._ticks import Claim, TickPath
 
-__all__ = ["MANUAL_KEY", "Claims", "CronGate", "PausedNote"]
+__all__ = ["CANCELLED", "MANUAL_KEY", "Claims", "CronGate", "PausedNote"]
 
 #: Suffix of the claim key of a manual tick in cluster mode (``trigger_schedule``): its
 #: own key space, so it never takes a regular tick's claim.
 MANUAL_KEY = "#manual"
+#: The detail of an ``at_most_once`` tick this node won whose schedule was cancelled
+#: (or replaced) before it was delivered.
+CANCELLED = "the schedule was cancelled after this node won the tick's claim"
 
 
 class PausedNote(Protocol):
@@ -267,7 +270,14 @@ class _Pending:
         """This node won: hand the tick over through the policies (``CronGate``)."""
         record = self.record
         if record.dead:
-            return False  # cancelled, replaced or retired while the claim ran
+            # Cancelled, replaced or retired while the claim ran (or, won ahead, before
+            # its delivery time): not delivered, since a cancel promises no tick reaches
+            # receive after it. at_least_once: the claim lapses and another node delivers
+            # it. at_most_once: the other nodes recorded claimed_elsewhere, so no node
+            # delivers it: recorded here, never silent.
+            if finished is None:
+                self.claims.path.outcome(record, self.fire_at, Outcome.DEAD_LETTER, CANCELLED)
+            return False
         delivered = self.claims.claimed(record, self.fire_at, (fence, finished, self.backfill))
         if delivered is None and finished is not None:
             # The policies decided (excluded, missed, skipped, held): nothing is in
