@@ -31,22 +31,41 @@ types: $(VENV)/.installed-dev
 
 # The suite under coverage (lines and branches of src/tocsin; [tool.coverage] in
 # pyproject.toml), then the report: its TOTAL line is the figure in docs/testing.md.
-# Two pytest processes, one per core of the 2-core CI machine: tests/integration, the
-# bench smoke tests and tests/cli (real servers and processes: mostly waiting on children,
-# whose code coverage does not trace; a little under half of the suite's time without
-# coverage, docs/performance.md) beside everything else; the split's output is printed
-# when both are done, and `coverage combine` joins their data.
+# Several pytest processes side by side (docs/testing.md, "tocsin's own suite"): the
+# real-process tests (tests/integration, the bench smoke tests, tests/cli: mostly waiting
+# on their children, ~20% of a core) in SPLIT_SHARDS processes, everything else (CPU in
+# the pytest process) in REST_SHARDS, each keeping its files of the suite
+# (TOCSIN_SHARD=k/n, tests/shards.py). The first shard of the rest prints as it runs; the
+# others' output is printed when all are done; `coverage combine` joins their data.
 SPLIT := tests/integration tests/test_bench_smoke.py tests/cli
+SPLIT_SHARDS ?= 4
+REST_SHARDS ?= 2
+SHARD_LOGS := .pytest-shards
 pytest: $(VENV)/.installed-dev
 	$(BIN)/python -m coverage erase
-	rm -f .pytest-split.log .pytest-split.rc
-	{ $(BIN)/python -m coverage run -p -m pytest -q -p no:cacheprovider $(SPLIT) \
-	    >.pytest-split.log 2>&1; echo $$? >.pytest-split.rc; } & \
-	$(BIN)/python -m coverage run -p -m pytest -q $(addprefix --ignore=,$(SPLIT)); rest=$$?; \
-	wait; echo "== $(SPLIT) (run beside the rest) =="; cat .pytest-split.log; \
-	split=$$(cat .pytest-split.rc); rm -f .pytest-split.log .pytest-split.rc; \
+	rm -rf $(SHARD_LOGS) && mkdir $(SHARD_LOGS)
+	for k in $$(seq $(SPLIT_SHARDS)); do \
+	  { TOCSIN_SHARD=$$k/$(SPLIT_SHARDS) $(BIN)/python -m coverage run -p -m pytest -q \
+	      -p no:cacheprovider $(SPLIT) >$(SHARD_LOGS)/split-$$k.log 2>&1; \
+	    echo $$? >$(SHARD_LOGS)/split-$$k.rc; } & \
+	done; \
+	for k in $$(seq 2 $(REST_SHARDS)); do \
+	  { TOCSIN_SHARD=$$k/$(REST_SHARDS) $(BIN)/python -m coverage run -p -m pytest -q \
+	      -p no:cacheprovider $(addprefix --ignore=,$(SPLIT)) >$(SHARD_LOGS)/rest-$$k.log 2>&1; \
+	    echo $$? >$(SHARD_LOGS)/rest-$$k.rc; } & \
+	done; \
+	TOCSIN_SHARD=1/$(REST_SHARDS) $(BIN)/python -m coverage run -p -m pytest -q \
+	  -p no:cacheprovider $(addprefix --ignore=,$(SPLIT)); echo $$? >$(SHARD_LOGS)/rest-1.rc; \
+	wait; status=0; \
+	for rc in $(SHARD_LOGS)/*.rc; do \
+	  log=$${rc%.rc}.log; \
+	  if [ -f "$$log" ]; then echo "== $$log (run beside the others) =="; cat "$$log"; fi; \
+	  code=$$(cat "$$rc"); echo "== $${rc%.rc}: exit $$code =="; \
+	  [ "$$code" -eq 0 ] || status=1; \
+	done; \
+	rm -rf $(SHARD_LOGS); \
 	$(BIN)/python -m coverage combine -q; $(BIN)/python -m coverage report; \
-	test "$$rest" -eq 0 && test "$$split" -eq 0
+	exit $$status
 
 test: lint types pytest
 

@@ -8,6 +8,7 @@ with the hang guard ``tocsin_async_timeout`` set in pyproject.toml.
 
 from __future__ import annotations
 
+import os
 from collections.abc import Iterator
 
 import pytest
@@ -23,6 +24,24 @@ pytest_plugins = ["pytester"]
 # tocsin_async_timeout in async tests, by the CI job's limit otherwise).
 settings.register_profile("tocsin", deadline=None, suppress_health_check=[HealthCheck.too_slow])
 settings.load_profile("tocsin")
+
+
+def pytest_collection_modifyitems(config: pytest.Config, items: list[pytest.Item]) -> None:
+    """``TOCSIN_SHARD=k/n``: keep the files of shard k of n (tests/shards.py; ``make test``
+    runs the shards side by side), deselecting the others'."""
+    spec = os.environ.get("TOCSIN_SHARD")
+    if not spec:
+        return
+    from tests.shards import files_of, parse, split
+
+    shard = parse(spec)
+    paths = [item.nodeid.split("::", 1)[0] for item in items]
+    keep = split(files_of(paths), shard.count)[shard.index - 1]
+    kept = [item for item, path in zip(items, paths, strict=True) if path in keep]
+    dropped = [item for item, path in zip(items, paths, strict=True) if path not in keep]
+    if dropped:
+        config.hook.pytest_deselected(items=dropped)
+    items[:] = kept
 
 
 # --- PostgreSQL: one throwaway server per session (tests/integration/pg.py) --------------
