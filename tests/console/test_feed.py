@@ -198,3 +198,23 @@ async def test_a_page_that_joins_during_a_read_gets_the_next_read_at_once() -> N
     # The first page had not taken read 1 yet: merged with read 2, it is as fresh.
     assert dead_letters(await next_text(first)) == 7
     await feed.close()
+
+
+async def test_a_refresh_that_changed_nothing_still_wakes_the_stream_with_an_empty_update() -> None:
+    # The stream checks its session at each refresh: a page signed out on a quiet system
+    # must end at the next refresh, not wait for a change that may never come.
+    source = CountingSource()
+    feed = Feed(source, "csrf", 1.0)
+    feed.pacer = pacer = ManualClock()
+    sub = feed.subscribe()
+    assert dead_letters(await next_text(sub)) == 0
+    await pacer.advance(1.0)  # the second read adds the dead-letter rate to the summary
+    assert "0.00 per second" in await next_text(sub)
+    reads = source.reads
+    await pacer.advance(1.0)  # the next refresh: the same page
+    assert await next_text(sub) == ""
+    assert source.reads == reads + 1
+    source.value = 3
+    await pacer.advance(1.0)
+    assert dead_letters(await next_text(sub)) == 3
+    await feed.close()

@@ -214,6 +214,8 @@ def build_app(
                 # stream: the page's reconnect then meets the sign-in page.
                 if not _authorized(request):
                     break
+                if not payload:
+                    continue  # a refresh that changed nothing: no event sent
                 payload = payload.replace(csrf, mine)
                 await response.write(f"event: update\ndata: {payload}\n\n".encode())
         except ConnectionResetError:

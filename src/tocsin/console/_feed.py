@@ -179,15 +179,18 @@ class Subscriber:
 
     def offer(self, sections: dict[str, str]) -> None:
         self.started = True
-        if sections:
-            self.pending.update(sections)
-            self._ready.set()
+        self.pending.update(sections)
+        # Also when nothing changed: its stream checks its session at every refresh, so a
+        # page signed out (or expired) on a quiet system stops at the next refresh, not at
+        # the next change, which may never come.
+        self._ready.set()
 
     async def next(self) -> str | None:
-        """The next update as JSON (waits for one), or None once the server is closing."""
+        """The next refresh's update as JSON (waits for one; ``""`` when that refresh
+        changed nothing this subscriber has not had), or None once the server is closing."""
         await self._ready.wait()
         if self.closed:
             return None
         self._ready.clear()
         update, self.pending = self.pending, {}
-        return json.dumps(update)
+        return json.dumps(update) if update else ""
