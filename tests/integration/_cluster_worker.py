@@ -52,6 +52,7 @@ from __future__ import annotations
 
 import asyncio
 import json
+import os
 import sys
 from typing import Any
 
@@ -62,6 +63,25 @@ from tocsin.cluster import Cluster, ClusterNode, NodeJoined, NodeLeft, open_coor
 def emit(**fields: Any) -> None:
     sys.stdout.write(json.dumps(fields) + "\n")
     sys.stdout.flush()
+
+
+def log_outcomes(system: Any, fd: int, name: str) -> None:
+    """Write each tick outcome of ``system``'s scheduler to ``fd`` as ``outcome NAME
+    INSTANT WHAT`` (test-only: the history hook is internal), then record it as usual."""
+    from tocsin.scheduling._spi import Scheduler
+
+    runtime = system.runtime
+    assert runtime is not None  # started
+    schedules = runtime.schedules
+    assert isinstance(schedules, Scheduler)
+    path = schedules.tick_path
+    record_outcome = path.outcome
+
+    def outcome(record: Any, instant: float, what: Any, detail: Any = None) -> None:
+        os.write(fd, f"outcome {name} {round(instant)} {what}\n".encode())
+        record_outcome(record, instant, what, detail)
+
+    path.outcome = outcome  # type: ignore[method-assign, assignment]
 
 
 async def claims(url: str, node: str, count: int, fire: float) -> None:
@@ -135,7 +155,6 @@ async def chaos(url: str, name: str, delivery: str, delay: float, log: str) -> N
     import os
 
     from tocsin import Actor, ActorSystem, ReceiveContext, Remoting
-    from tocsin.scheduling._spi import Scheduler
 
     fd = os.open(log, os.O_WRONLY | os.O_APPEND | os.O_CREAT, 0o644)
 
@@ -154,18 +173,7 @@ async def chaos(url: str, name: str, delivery: str, delay: float, log: str) -> N
         cluster=Cluster(url, lease=3.0, delivery_lease=2.0),
     )
     async with system:
-        runtime = system.runtime
-        assert runtime is not None  # started
-        schedules = runtime.schedules
-        assert isinstance(schedules, Scheduler)
-        scheduler = schedules.tick_path  # test-only: the history hook is internal
-        record_outcome = scheduler.outcome
-
-        def outcome(record: Any, instant: float, what: Any, detail: Any = None) -> None:
-            os.write(fd, f"outcome {name} {round(instant)} {what}\n".encode())
-            record_outcome(record, instant, what, detail)
-
-        scheduler.outcome = outcome  # type: ignore[method-assign, assignment]
+        log_outcomes(system, fd, name)
         pid = await system.spawn(Job, "job")
         await system.schedule_cron(
             "run", pid, "* * * * * ?", reference="every-second", delivery=delivery
@@ -180,7 +188,6 @@ async def graceful(url: str, name: str, log: str) -> None:
     import signal
 
     from tocsin import Actor, ActorSystem, ReceiveContext, Remoting
-    from tocsin.scheduling._spi import Scheduler
 
     fd = os.open(log, os.O_WRONLY | os.O_APPEND | os.O_CREAT, 0o644)
 
@@ -197,18 +204,7 @@ async def graceful(url: str, name: str, log: str) -> None:
     stop = asyncio.Event()
     await system.start()
     try:
-        runtime = system.runtime
-        assert runtime is not None
-        schedules = runtime.schedules
-        assert isinstance(schedules, Scheduler)
-        path = schedules.tick_path  # test-only: the history hook is internal
-        record_outcome = path.outcome
-
-        def outcome(record: Any, instant: float, what: Any, detail: Any = None) -> None:
-            os.write(fd, f"outcome {name} {round(instant)} {what}\n".encode())
-            record_outcome(record, instant, what, detail)
-
-        path.outcome = outcome  # type: ignore[method-assign, assignment]
+        log_outcomes(system, fd, name)
         pid = await system.spawn(Job, "job")
         await system.schedule_cron("run", pid, "* * * * * ?", reference="every-second")
         asyncio.get_running_loop().add_signal_handler(signal.SIGTERM, stop.set)
