@@ -5,7 +5,7 @@ PY ?= python3
 VENV := .venv
 BIN := $(VENV)/bin
 
-.PHONY: demo test check lint types pytest bench simulate clean
+.PHONY: demo test check lint types pytest soak bench simulate clean
 
 $(BIN)/python:
 	$(PY) -m venv $(VENV)
@@ -68,6 +68,25 @@ pytest: $(VENV)/.installed-dev
 	exit $$status
 
 test: lint types pytest
+
+# The real-process suites (SPLIT) PASSES times in a row, each pass in SPLIT_SHARDS
+# processes side by side, without coverage; stops at the first pass that fails, leaving
+# its shards' output in $(SHARD_LOGS)-soak/ (docs/testing.md, "tocsin's own suite").
+PASSES ?= 10
+soak: $(VENV)/.installed-dev
+	rm -rf $(SHARD_LOGS)-soak && mkdir $(SHARD_LOGS)-soak
+	for i in $$(seq $(PASSES)); do \
+	  start=$$(date +%s); pids=""; \
+	  for k in $$(seq $(SPLIT_SHARDS)); do \
+	    TOCSIN_REQUIRE_POSTGRES=1 TOCSIN_REQUIRE_REDIS=1 TOCSIN_REQUIRE_FAKETIME=1 \
+	    TOCSIN_SHARD=$$k/$(SPLIT_SHARDS) $(BIN)/python -m pytest -q -p no:cacheprovider \
+	      $(SPLIT) >$(SHARD_LOGS)-soak/shard-$$k.log 2>&1 & pids="$$pids $$!"; \
+	  done; \
+	  status=0; for p in $$pids; do wait $$p || status=1; done; \
+	  echo "pass $$i of $(PASSES): $$(tail -qn1 $(SHARD_LOGS)-soak/shard-*.log | tr '\n' ' ')($$(( $$(date +%s) - start )) s)"; \
+	  if [ $$status -ne 0 ]; then echo "pass $$i failed: $(SHARD_LOGS)-soak/"; exit 1; fi; \
+	done; \
+	rm -rf $(SHARD_LOGS)-soak; echo "$(PASSES) passes in a row green"
 
 # The fast inner loop: lint, types and every test not marked `slow` (real processes,
 # browsers, long simulations: pyproject.toml's markers), without coverage, the 25 slowest
