@@ -13,7 +13,9 @@ temporary directory, or a fresh database on one throw-away local PostgreSQL serv
   = N / (last run − T), ``start_s`` (its look-ahead poll arms every identity's alarm),
   the peak RSS growth over the whole run, the store calls made (``calls_per_fire``) and the
   process CPU per fire from the end of ``start()`` to the last run (``cpu_us_per_fire``:
-  less sensitive than the rate to other processes sharing the cores), and
+  less sensitive than the rate to other processes sharing the cores), how late the runs
+  were (``late_p50_ms``/``late_p99_ms``/``late_max_ms``: each run's wall time minus its
+  task's due time), and
   ``committed_per_s`` = N / (the commit of the last completion − T): a run counts once its
   completion (the row's delete) is acknowledged by the store.
 * ``memory``: the same store and start, run once with ``tracemalloc`` on during
@@ -50,7 +52,7 @@ import uuid
 from collections.abc import Callable
 from typing import Any
 
-from _common import Config, Runs, fmt, median_row, percentile, rss_bytes, table
+from _common import Config, Runs, fmt, lateness_ms, median_row, percentile, rss_bytes, table
 
 from tocsin import ActorSystem
 from tocsin.durable import Call, DurableActor, encode
@@ -86,6 +88,11 @@ class _Count:
 
 
 FIRED = _Count()
+#: Each fire's lateness (its run's wall time minus its due time), seconds.
+LATE: list[float] = []
+#: ``(first due time, N)`` of the fire test running: reminder ``k`` is due at
+#: ``first + k / N``.
+DUES = [0.0, 1.0]
 LATENCIES: list[float] = []
 ASKS: list[float] = []
 
@@ -94,6 +101,7 @@ class Reminder(DurableActor):
     kind = KIND
 
     def work(self, payload: Any) -> None:
+        LATE.append(wall() - (DUES[0] + payload / DUES[1]))
         FIRED.hit()
 
     async def register(self, arg: list[int]) -> int:
@@ -191,6 +199,8 @@ async def _fire(url: str, n: int, identities: int, memory: bool = False) -> dict
     first = wall() + MARGIN
     await _set_dues(url, first, n)
     FIRED.count, FIRED.target = 0, n
+    DUES[:] = [first, float(n)]
+    LATE.clear()
     FIRED.future = asyncio.get_running_loop().create_future()
     rss0 = rss_bytes()
     system = ActorSystem(store=url)
@@ -229,6 +239,9 @@ async def _fire(url: str, n: int, identities: int, memory: bool = False) -> dict
         # Until the last completion was committed (the run is acknowledged in the store).
         "committed_per_s": n / (counting.committed - first) if counting.committed else 0.0,
         "start_s": start_s,
+        # How late the runs were (run wall time minus due time): the order of due work
+        # and its starvation, beside the rate.
+        **{k: v for k, v in lateness_ms(LATE).items() if k != "late_min_ms"},
         "late_at_start_s": max(0.0, start_s - MARGIN),
         "peak_rss_delta_MB": (rss_peak - rss0) / 1e6,
         "calls_per_fire": counting.calls / n,
@@ -416,6 +429,9 @@ def reminder_report(args: Any, runs: Runs) -> dict[str, Any]:
                 else "–",
                 fmt(row.get("calls_per_fire"), 3),
                 fmt(row.get("cpu_us_per_fire"), 0),
+                fmt(row.get("late_p50_ms"), 0) + " / " + fmt(row.get("late_p99_ms"), 0)
+                if rest
+                else "–",
             ]
         )
         if rest:
@@ -441,6 +457,7 @@ def reminder_report(args: Any, runs: Runs) -> dict[str, Any]:
                 "B per identity",
                 "store calls per fire",
                 "CPU µs per fire",
+                "late p50 / p99 ms",
             ],
             rows,
         )
