@@ -72,7 +72,6 @@ class DrainRuntime(RunStop, Protocol):
     @property
     def timezone(self) -> str: ...
     def complete(self, handle: DrainHost, ops: list[Op]) -> Awaitable[None]: ...
-    def drain_ended(self, handle: DrainHost) -> None: ...
 
 
 class DrainHost(RunHost, Protocol):
@@ -135,10 +134,6 @@ class DrainTurn(Turn):
                 handle.alarm.drained(due)
             else:
                 handle.alarm.calls_ok()
-        finally:
-            # An identity a surge of due work activated leaves the wave (the runtime
-            # bounds how many are in flight at once).
-            handle.durable.drain_ended(handle)
 
 
 #: The drain turn an alarm queues (:meth:`DrainTurn.run`: one for every identity).

@@ -523,7 +523,6 @@ class DurableHandle(SendTarget):
         if self.cell is cell:
             self.cell = None
             self.alarm.drain_started()  # a queued drain died with the activation
-            self.durable.drain_ended(self)  # so did its place in the wave of due work
             # Cluster mode: the next activation claims again (the owner may have changed).
             self.epoch = None
             if self.moving:

@@ -52,15 +52,6 @@ __all__ = [
 CHANGE_CHECK_SECONDS = 1.0
 #: Activations running their first start at once (recovery after downtime).
 ACTIVATION_CONCURRENCY = 64
-#: Identities coming due together that are in flight at once, from their ring to the
-#: end of their first drain (its completions committed): the next are admitted as they
-#: finish, earliest due first. With 100,000 identities due in the same second, all in
-#: flight at once held ~34 objects each (coroutines, tasks, futures) for the cyclic
-#: GC's full collections to walk, over half of each fire's CPU.
-DUE_WAVE = 256
-#: Room freed in the wave before the next identities are admitted: they start together
-#: (in batches of :data:`ACTIVATION_CONCURRENCY`), not one per drain that ends.
-DUE_REFILL = 64
 #: Identities fetched per poll of the store. Those without a handle in memory wait in
 #: :class:`~._soon.DueSoon` (about 250 bytes each) until their time comes.
 POLL_LIMIT = 100_000
@@ -103,9 +94,6 @@ class DurableRuntime:
         self.activation_slots = asyncio.Semaphore(ACTIVATION_CONCURRENCY)
         #: Identities with work due soon and no handle in memory (compact, not handles).
         self.soon = DueSoon(self)
-        #: The handles :meth:`ring_due` activated whose first drain has not ended yet
-        #: (at most :data:`DUE_WAVE`).
-        self.wave: set[DurableHandle] = set()
         self._poll = _Poll(self)
         self._change_check = _ChangeCheck(self)
         self._unwatch: Callable[[], None] | None = None
@@ -204,7 +192,6 @@ class DurableRuntime:
             self._unsubscribe_wall = None
         self.runtime.deadlines.remove(self._poll)
         self.soon.clear()
-        self.wave.clear()
         self._stop_watching()
         for task in self._background:
             task.cancel()
@@ -460,9 +447,6 @@ class DurableRuntime:
             return
         handles = self.handles
         wall = self.runtime.clock.wall()
-        # Cluster mode: an activation may be claimed by (and forwarded to) another node,
-        # with no drain here to end its place in the wave: not counted.
-        wave = self.wave if self.gate is None else None
         for key, due in ready:
             kind, identity = key
             handle = handles.get(key)
@@ -472,29 +456,9 @@ class DurableRuntime:
                     continue  # its class went away: the tasks wait in the store (the poll warned)
                 handle = self.handle(cls, identity, getattr(cls, "passivate_after", None))
                 if due <= wall:
-                    alarm = handle.alarm
-                    alarm.ring()
-                    if wave is not None and alarm.queued:
-                        wave.add(handle)  # in flight until its drain ends (drain_ended)
+                    handle.alarm.ring()
                     continue
             handle.alarm.arm(due)
-
-    def due_room(self) -> int:
-        """How many more identities coming due :class:`DueSoon` may hand over now
-        (:data:`DUE_WAVE` in flight at most; cluster mode: no bound, see ring_due)."""
-        if self.gate is not None:
-            return POLL_LIMIT
-        return DUE_WAVE - len(self.wave)
-
-    def drain_ended(self, handle: DrainHost) -> None:
-        """``handle``'s drain turn ended, or its activation stopped: its place in the
-        wave is free; once :data:`DUE_REFILL` places are, the identities held back come
-        in (earliest due first)."""
-        wave = self.wave
-        if wave and handle in wave:
-            wave.discard(handle)
-            if self.soon.waiting and len(wave) <= DUE_WAVE - DUE_REFILL:
-                self.soon.resume()
 
     def start_batched(self, handle: DurableHandle, cell: Cell) -> asyncio.Task[None]:
         """Start ``handle``'s activation ``cell`` in a task shared with up to

@@ -8,16 +8,10 @@ its ``(kind, identity)`` and due time wait here, in a dict and a heap of plain t
 storage and parts), under **one** deadline in the system's heap: the earliest. When it
 rings, every identity whose time has come gets its handle, and the handle's alarm takes
 over (the drain reads the store, as any alarm's does); the identities that come due
-together are handed over in one call, so that the host starts them as a batch, and at
-most as many as the host has room for (:meth:`SoonHost.due_room`): the rest keep waiting
-here, earliest first, until the host calls :meth:`resume` (an admitted identity's first
-drain ended). So a surge of identities coming due together is activated in waves: never
-all of them in flight at once (each activation's coroutines, tasks and cell are objects
-the cyclic GC walks at every full collection while they live).
+together are handed over in one call, so that the host starts them as a batch.
 
-Guarantees: an identity waits here until its earliest known due time (a second arm for
-a sooner time moves it forward; a later one changes nothing), and past it only while the
-host has no room, behind the identities due before it (none is passed over); an identity given
+Guarantees: an identity waits here at most until its earliest known due time (a second
+arm for a sooner time moves it forward; a later one changes nothing); an identity given
 a handle meanwhile (a message activated it) still rings here, which arms that handle's
 alarm (idempotent: the drain reads what is due). Nobody else writes this state.
 """
@@ -41,14 +35,13 @@ class SoonHost(Protocol):
     @property
     def runtime(self) -> Runtime: ...
     def ring_due(self, ready: list[tuple[tuple[str, str], float]]) -> None: ...
-    def due_room(self) -> int: ...
 
 
 @final
 class DueSoon(Deadline):
     """Identities with work due soon and no handle in memory (internal)."""
 
-    __slots__ = ("dues", "heap", "host", "ringing", "waiting")
+    __slots__ = ("dues", "heap", "host", "ringing")
 
     def __init__(self, host: SoonHost) -> None:
         super().__init__()
@@ -60,9 +53,6 @@ class DueSoon(Deadline):
         self.heap: list[tuple[float, tuple[str, str]]] = []
         #: The wall time the deadline is set for (``None``: not in the system's heap).
         self.ringing: float | None = None
-        #: Identities whose time has come are held back for lack of room: no deadline
-        #: is set for them; :meth:`resume` rings again.
-        self.waiting = False
 
     def __len__(self) -> int:
         return len(self.dues)
@@ -88,7 +78,6 @@ class DueSoon(Deadline):
         """Forget every identity (the system stops, or this node lost its lease)."""
         self.dues.clear()
         self.heap.clear()
-        self.waiting = False
         self._unset()
 
     def rearm(self) -> None:
@@ -96,34 +85,20 @@ class DueSoon(Deadline):
         if self.ringing is not None:
             self._set(self.ringing)
 
-    def resume(self) -> None:
-        """The host has room again: ring for the identities held back (at once)."""
-        if self.waiting:
-            self.waiting = False
-            if self.heap:
-                self._set(self.heap[0][0])
-
     def fire(self, now: float, deadline: float) -> None:
         self.ringing = None
         host = self.host
         clock = host.runtime.clock
         wall = clock.wall()
         heap, dues = self.heap, self.dues
-        room = host.due_room()
         ready: list[tuple[tuple[str, str], float]] = []
-        full = False
         while heap and heap[0][0] <= wall:
-            if len(ready) >= room:
-                full = True  # the rest waits, earliest first, for the host's resume()
-                break
             due, key = heapq.heappop(heap)
             if dues.get(key) != due:
                 continue  # stale: moved forward, or handed to a handle
             del dues[key]
             ready.append((key, due))
-        if full:
-            self.waiting = True
-        elif not dues:
+        if not dues:
             heap.clear()  # only stale entries were left
         elif heap:
             self._set(heap[0][0])
