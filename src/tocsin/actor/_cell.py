@@ -312,9 +312,17 @@ class Cell(SendTarget):
             if self.passivate_after is not None:
                 self.last_active = runtime.clock.monotonic()
             runtime.busy_done(handled)
-            # A message may have arrived while the stop or a restart was being finished.
-            if self.mailbox and self.state is _RUNNING:
-                self.wake()
+            mailbox = self.mailbox
+            if mailbox:
+                # A message may have arrived while the stop or a restart was being finished.
+                if self.state is _RUNNING:
+                    self.wake()
+            elif mailbox is not None and self.waiting is None:
+                # Idle with an empty mailbox: none kept. An actor stays in memory long
+                # after its last message (100,000s of durable identities), and each
+                # empty deque is ~600 bytes and one more object for every full
+                # collection of the cyclic GC to visit; the next delivery makes one.
+                self.mailbox = None
 
     async def _drain(self) -> int:
         """Handle the mailbox until it is empty or the actor stops running; returns how

@@ -45,7 +45,7 @@ from ..errors import (
 )
 from ..stores import Fence, Op, Store
 from ._alarm import Alarm, AlarmRuntime
-from ._current import CurrentRun
+from ._current import IDLE, CurrentRun
 from ._drain import DRAIN, DrainRuntime, DrainTurn
 from ._gate import GatedReply, first_failure
 from ._kinds import DurableClass, keeps_default
@@ -141,7 +141,7 @@ class DurableHandle(SendTarget):
         self.starting: asyncio.Task[None] | None = None
         #: The identity's single alarm; the run in progress; the writes in flight.
         self.alarm = Alarm(self)
-        self.current = CurrentRun()
+        self.current: CurrentRun = IDLE
         self.writes = Writes()
         #: Cluster mode: the ownership epoch of the running activation (the fencing
         #: token its writes carry); ``None`` outside cluster mode or while not owned.

@@ -35,13 +35,13 @@ from .._codec import decode
 from .._deadlines import Deadline
 from ..errors import TaskTimeoutError
 from ..stores import TaskRow
+from ._current import IDLE, CurrentRun
 from ._records import running_record
 
 if TYPE_CHECKING:
     from datetime import datetime
 
     from ..actor._spi import Cell, ReceiveContext, Runtime
-    from ._current import CurrentRun
     from ._plan import Cursor
     from ._retry import Retry
 
@@ -79,8 +79,10 @@ class RunHost(Protocol):
     def runtime(self) -> Runtime: ...
     @property
     def durable(self) -> RunStop: ...
-    @property
-    def current(self) -> CurrentRun: ...
+
+    #: The run in progress (:data:`~._current.IDLE` while none): set by the run only.
+    current: CurrentRun
+
     def handles_unknown_tasks(self, actor: TaskActor) -> bool: ...
 
 
@@ -123,8 +125,11 @@ async def run_task(
         return exc
     # The run in progress from here (no code of the actor ran before) to its end: the
     # run, not its caller, names it, so the run's writes of it come back to back.
-    current = handle.current
+    # Its own record, made here and dropped at its end (the identity holds the shared
+    # IDLE between runs: nothing of its own for the cyclic GC to visit).
+    current = CurrentRun()
     current.running(row, instant, cursor)
+    handle.current = current
     try:
         try:
             method = getattr(type(actor), row.name, None)
@@ -197,6 +202,7 @@ async def run_task(
         return None
     finally:
         current.running(None)
+        handle.current = IDLE
 
 
 @types.coroutine
