@@ -92,11 +92,28 @@ soak: $(VENV)/.installed-dev
 # browsers, long simulations: pyproject.toml's markers), without coverage, the 25 slowest
 # listed so a test that grew slow shows up. Under 3 minutes on the 2-core dev machine
 # (docs/testing.md, "The test loop"); `make test` (CI) runs everything.
+# In CHECK_SHARDS pytest processes side by side (one per core), the second's output
+# (and its slowest) printed after the first's.
+CHECK_SHARDS ?= 2
 check: $(VENV)/.installed-dev
 	$(BIN)/ruff check src tests bench examples
 	$(BIN)/ruff format --check src tests examples
 	$(BIN)/mypy
-	$(BIN)/python -m pytest -q -m "not slow" --durations=25
+	rm -rf $(SHARD_LOGS)-check && mkdir $(SHARD_LOGS)-check
+	for k in $$(seq 2 $(CHECK_SHARDS)); do \
+	  { TOCSIN_SHARD=$$k/$(CHECK_SHARDS) $(BIN)/python -m pytest -q -p no:cacheprovider \
+	      -m "not slow" --durations=25 >$(SHARD_LOGS)-check/$$k.log 2>&1; \
+	    echo $$? >$(SHARD_LOGS)-check/$$k.rc; } & \
+	done; \
+	TOCSIN_SHARD=1/$(CHECK_SHARDS) $(BIN)/python -m pytest -q -p no:cacheprovider \
+	  -m "not slow" --durations=25; status=$$?; \
+	wait; \
+	for rc in $(SHARD_LOGS)-check/*.rc; do \
+	  [ -f "$$rc" ] || continue; \
+	  echo "== shard $$(basename $$rc .rc) of $(CHECK_SHARDS) (run beside the first) =="; \
+	  cat "$${rc%.rc}.log"; [ "$$(cat $$rc)" -eq 0 ] || status=1; \
+	done; \
+	rm -rf $(SHARD_LOGS)-check; exit $$status
 
 # Simulated clusters under faults drawn from seeds FIRST..FIRST+SEEDS-1 (docs/testing.md,
 # "Simulating a cluster"), in JOBS processes; each failure prints its seed and the command

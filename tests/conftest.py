@@ -26,9 +26,10 @@ settings.register_profile("tocsin", deadline=None, suppress_health_check=[Health
 settings.load_profile("tocsin")
 
 
+@pytest.hookimpl(trylast=True)  # after `-m`/`-k` deselected theirs: split what is left
 def pytest_collection_modifyitems(config: pytest.Config, items: list[pytest.Item]) -> None:
     """``TOCSIN_SHARD=k/n``: keep the files of shard k of n (tests/shards.py; ``make test``
-    runs the shards side by side), deselecting the others'."""
+    and ``make check`` run the shards side by side), deselecting the others'."""
     spec = os.environ.get("TOCSIN_SHARD")
     if not spec:
         return
