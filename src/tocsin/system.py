@@ -22,6 +22,7 @@ import logging
 from collections.abc import Awaitable, Callable, Coroutine, Iterable
 from contextlib import AsyncExitStack
 from dataclasses import dataclass
+from functools import partial
 from types import ModuleType
 from typing import TYPE_CHECKING, Any, cast, final
 
@@ -569,12 +570,12 @@ class ActorSystem(SchedulingCalls, AsyncResource):
         grace = self.stop_timeout if timeout is None else to_seconds(timeout, "timeout")
         stopping = self._stopping
         if stopping is None:
-            # Begin synchronously, before any await: nothing new is spawned, started or
-            # claimed. Cluster mode: cron ticks this node won ahead of their delivery time
-            # are delivered first (their wait: at most `claim_ahead`; `_stop`), so the
-            # actors stop after them; else every actor stops after the message it is
-            # handling.
-            runtime.stopping = True
+            # Begin synchronously, before any await: nothing new is claimed, and (but in
+            # the wait below) nothing new is spawned or started. Cluster mode: cron ticks
+            # this node won ahead of their delivery time are delivered first (their wait:
+            # at most `claim_ahead`; `_stop`), to actors running as usual meanwhile (a
+            # tick's handler may spawn), so the actors stop after them; else every actor
+            # stops after the message it is handling.
             node = self._cluster
             drain = node is not None and node.cron_claims.begin_stop()
             if not drain:
@@ -586,7 +587,11 @@ class ActorSystem(SchedulingCalls, AsyncResource):
         await asyncio.shield(stopping)
 
     def _begin_stop(self, runtime: Runtime) -> None:
-        """Every actor stops after the message it is handling; no durable run starts."""
+        """Every actor stops after the message it is handling; nothing new is spawned; no
+        durable run starts. Once per stop (the grace running out first calls it too)."""
+        if runtime.stopping:
+            return
+        runtime.stopping = True
         if self._durable is not None:
             self._durable.begin_stop()
         for cell in list(runtime.top.values()):
@@ -597,17 +602,22 @@ class ActorSystem(SchedulingCalls, AsyncResource):
         their delivery time, at that time, before anything stops: the other nodes
         recorded ``claimed_elsewhere`` for them, so an ``at_most_once`` tick would be
         lost. The wait is at most the lead (``claim_ahead``), and ends with the grace
-        (``end``): what it cuts off is recorded (``CronClaims.drain``)."""
+        (``end``): what it cuts off is recorded (``CronClaims.drain``). The decisions of
+        the stored schedules' instants just delivered (a store write each) get at most
+        as long again: a slow or unreachable store does not hold the stop to its grace."""
         node = self._cluster
-        if node is not None:
-            await node.cron_claims.drain(end)
+        if node is None:
+            return
+        claims = node.cron_claims
+        bound = min(end, runtime.clock.monotonic() + 2 * claims.ahead)
+        await claims.drain(end)
         runner = self._runner
-        if runner is not None:  # the decisions of the instants just delivered
-            await runner.settle(end)
+        if runner is not None:
+            await runner.settle(bound)
 
     async def _stop(self, runtime: Runtime, grace: float, *, drain: bool = False) -> None:
         """The grace, then the start's own unwind (``_compose`` gives its order)."""
-        timer = _Grace(runtime)
+        timer = _Grace(runtime, partial(self._begin_stop, runtime))
         end = runtime.clock.monotonic() + grace
         runtime.deadlines.add(end, timer)
         try:
@@ -615,7 +625,10 @@ class ActorSystem(SchedulingCalls, AsyncResource):
                 try:
                     await self._drain(runtime, end)
                 finally:
-                    self._begin_stop(runtime)
+                    if runtime.clock.monotonic() >= end:
+                        timer.run_out()  # due now: its order (cancel, then stop)
+                    else:
+                        self._begin_stop(runtime)
             durable = self._durable
             await self._front.aclose()  # first: no page reads a stopping system
             if durable is not None:
@@ -1038,15 +1051,32 @@ def _close_runtime(runtime: Runtime, scheduler: Scheduler, deadlines: DeadlineSe
 
 @final
 class _Grace(Deadline):
-    """The stop's grace period: when it runs out, running handlers are cancelled."""
+    """The stop's grace period: when it runs out, running handlers are cancelled, then
+    every actor is asked to stop (a no-op when the stop already asked them).
 
-    __slots__ = ("runtime",)
+    In that order: a handler cancelled once its actor is stopping is its last (the actor
+    goes on to its stop, its next messages dead letters), and an idle actor asked to
+    stop here starts its stop in a task this never cancels. Cancelling while an actor
+    still ran (the stop waited for ticks won ahead) would let it go on with its next
+    message, one no grace would cut short. Runs once, at its deadline or earlier from
+    the stop itself (:meth:`run_out`)."""
 
-    def __init__(self, runtime: Runtime) -> None:
+    __slots__ = ("begin", "ran", "runtime")
+
+    def __init__(self, runtime: Runtime, begin: Callable[[], None]) -> None:
         super().__init__()
         self.runtime = runtime
+        self.begin = begin
+        self.ran = False
 
     def fire(self, now: float, deadline: float) -> None:
+        # Out of the deadline heap's firing: the stop's beginning arms deadlines itself.
+        self.runtime.loop.call_soon(self.run_out)
+
+    def run_out(self) -> None:
+        if self.ran:
+            return
+        self.ran = True
         for cell in list(self.runtime.registry.values()):
             if cell.interrupt():
                 _log.warning(
@@ -1054,6 +1084,7 @@ class _Grace(Deadline):
                     "cancelled it (post_stop still runs)",
                     cell.pid,
                 )
+        self.begin()
 
 
 def _check_cluster(cluster: object, remoting: Remoting | None) -> Cluster | None:

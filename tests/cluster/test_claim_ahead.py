@@ -212,6 +212,73 @@ async def test_a_stop_whose_grace_ends_before_a_tick_won_ahead_records_a_dead_le
         assert "stopped before its delivery time" in str(detail)
 
 
+class Busy(Actor):
+    """Records each message it starts, then waits on something that never comes (only a
+    stop's grace ends it)."""
+
+    def __init__(self, started: list[object]) -> None:
+        self.started = started
+
+    async def receive(self, ctx: ReceiveContext) -> None:
+        self.started.append(ctx.message)
+        await asyncio.Event().wait()
+
+
+async def test_a_grace_running_out_during_the_wait_stops_the_actors_before_cancelling() -> None:
+    # The grace (0.0625 s) ends while the stop still waits for a tick won ahead (0.125 s
+    # away): it first asks every actor to stop, so the busy actor's cancelled handler is
+    # its last; its next message is a dead letter, not a handler no grace would end.
+    async with cluster(delivery="at_most_once") as (clock, systems, seen):
+        await clock.advance(BEFORE)
+        [winner] = _won(systems)
+        started: list[object] = []
+        busy = await winner.spawn(partial(Busy, started), "busy")
+        busy.tell("first")
+        busy.tell("second")
+        await clock.advance(0)
+        assert started == ["first"]
+        stop = asyncio.create_task(winner.stop(timeout=0.0625))
+        await clock.advance(0.0625)
+        await stop
+        assert started == ["first"]
+        assert seen == []
+
+
+class Spawner(Job):
+    """A tick handler that spawns a worker for each tick."""
+
+    async def receive(self, ctx: ReceiveContext) -> None:
+        await ctx.spawn(Child)
+        await super().receive(ctx)
+
+
+class Child(Actor):
+    async def receive(self, ctx: ReceiveContext) -> None:
+        pass
+
+
+async def test_a_tick_delivered_during_the_stops_wait_may_spawn() -> None:
+    # The actors run as usual while the stop waits for the ticks won ahead.
+    clock = ManualClock(wall=START)
+    config = Cluster(f"memory://{uuid.uuid4().hex}", lease=30.0, claim_ahead=0.25)
+    system = ActorSystem("a", clock=clock, cluster=config)
+    seen: Seen = []
+    await system.start()
+    try:
+        await clock.advance(1)
+        pid = await system.spawn(partial(Spawner, seen, "a", clock), "job")
+        await system.schedule_cron("tick", pid, "0 * * * * ?", reference="minutely")
+        await clock.advance(BEFORE)
+        assert system.cluster.metrics().claims_won == 1
+        stop = asyncio.create_task(system.stop())
+        await clock.advance(0.125)
+        await stop
+        assert [(node, instant) for node, instant, _, _ in seen] == [("a", FIRST)]
+    finally:
+        if system.running:
+            await system.stop()
+
+
 async def test_a_stopping_node_claims_nothing_new() -> None:
     async with cluster(delivery="at_most_once") as (clock, systems, _):
         await clock.advance(BEFORE)

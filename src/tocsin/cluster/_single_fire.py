@@ -369,6 +369,9 @@ class CronClaims:
         self._closed = False
         #: A graceful stop began (:meth:`begin_stop`): nothing new is claimed.
         self._stopping = False
+        #: The stop's wait for the ticks won ahead is over (:meth:`drain`): a claim
+        #: answered after it is cut off like the ticks it left.
+        self._drain_over = False
         #: Woken when nothing is left to wait for while the stop waits (:meth:`drain`).
         self._drained: asyncio.Future[None] | None = None
         #: Coordinator calls in flight, with the reference they are for.
@@ -678,6 +681,11 @@ class CronClaims:
                         grant.abandon()
                         _call(tick.skipped, reference, None, None)
                         return
+                    if self._drain_over:
+                        # at_most_once, answered once the stop's wait was over: cut off
+                        # as the ticks that wait left (the others recorded it elsewhere).
+                        _call(tick.skipped, reference, Outcome.DEAD_LETTER, _CUT_TICK)
+                        return
                     # Won ahead: delivered at its time from this node's timer; an
                     # at_least_once claim is held meanwhile.
                     if grant is not None:
@@ -814,6 +822,12 @@ class CronClaims:
         """Whether a graceful stop began (:meth:`begin_stop`): nothing new is claimed."""
         return self._stopping
 
+    @property
+    def ahead(self) -> float:
+        """The longest lead a claim is asked with (``Cluster(claim_ahead=...)``): no tick
+        won ahead waits longer for its delivery time."""
+        return self._ahead
+
     def begin_stop(self) -> bool:
         """A graceful stop begins: claim nothing new from now on; return whether
         :meth:`drain` has something to wait for.
@@ -883,6 +897,7 @@ class CronClaims:
                 handle.cancel()
                 self._drained = None
         now = clock.monotonic()
+        self._drain_over = True
         early, self._early = self._early, {}
         for bucket in sorted(early):
             handle, ticks = early[bucket]
@@ -911,7 +926,9 @@ class CronClaims:
             for tick, _, grant in ticks:
                 if grant is not None:
                     grant.abandon()  # lapses: another node delivers it after the lease
-                _call(tick.skipped, tick.reference, None, None)
+                    _call(tick.skipped, tick.reference, None, None)
+                else:  # at_most_once, won: no other node delivers it
+                    _call(tick.skipped, tick.reference, Outcome.DEAD_LETTER, _CUT_TICK)
         if self._flush_handle is not None:  # queued, never asked: not delivered here
             self._flush_handle.cancel()
             self._flush_handle = None
