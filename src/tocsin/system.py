@@ -553,7 +553,8 @@ class ActorSystem(SchedulingCalls, AsyncResource):
         cron ticks (and stored schedules' instants) this node won ahead of their time
         (``Cluster(claim_ahead=...)``) are delivered first, at that time: the stop waits
         at most ``claim_ahead`` for them, and not past ``timeout`` (a tick it cuts off is
-        recorded ``dead_letter``); nothing new is claimed once the stop began.
+        recorded ``dead_letter``), actors running as usual meanwhile; nothing new is
+        claimed once the stop began.
 
         Called from inside an actor (``await ctx.system.stop()``), it begins the stop and
         returns at once: the stop completes when that handler returns, and any other
