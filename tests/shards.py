@@ -25,12 +25,12 @@ from dataclasses import dataclass
 __all__ = ["PER_TEST", "WEIGHTS", "Shard", "files_of", "parse", "split"]
 
 #: Seconds per test of a file without a measured weight.
-PER_TEST = 0.005
+PER_TEST = 0.003
 
 #: Measured seconds per file, the files of 2 s or more (2026-12-07, ``main`` at
 #: ``4bf57c3``, load 1-2, no coverage; ``test_cluster_graceful_stop.py`` from its own
 #: runs). Any other file weighs :data:`PER_TEST` per test (pytest's own cost of a quick
-#: test, about 2-5 ms here by the load).
+#: test, about 2-3 ms here; the cron vectors less).
 WEIGHTS: Mapping[str, float] = {
     "tests/integration/test_cluster_cron_chaos.py": 177.9,
     "tests/test_bench_smoke.py": 111.4,
