@@ -423,9 +423,31 @@ def test_a_reachable_server_passes(held_port: int) -> None:
     check_environment(config)  # accepts a connection: the check asks no more
 
 
-def test_a_listen_port_in_use_is_refused(held_port: int) -> None:
-    config = make_config("app:main", workers=2, listen=f"tcp://127.0.0.1:{held_port - 1}")
-    with pytest.raises(RunUsageError, match=rf"`listen`: cannot listen on 127.0.0.1:{held_port}"):
+@pytest.fixture
+def held_after_a_free_port() -> Iterator[int]:
+    """A held port P (as ``held_port``) whose neighbour P - 1 was free when it was taken:
+    the first worker's port must be free for the check to reach the second's. Other
+    processes (the suite runs in shards side by side) take ephemeral ports too, so the
+    neighbour is looked at, not assumed free."""
+    for _ in range(100):
+        with socket.socket() as sock:
+            sock.bind(("127.0.0.1", 0))
+            sock.listen()
+            port: int = sock.getsockname()[1]
+            with socket.socket() as probe:
+                try:
+                    probe.bind(("127.0.0.1", port - 1))
+                except OSError:
+                    continue
+            yield port
+            return
+    raise AssertionError("no held port with a free neighbour in 100 tries")
+
+
+def test_a_listen_port_in_use_is_refused(held_after_a_free_port: int) -> None:
+    held = held_after_a_free_port
+    config = make_config("app:main", workers=2, listen=f"tcp://127.0.0.1:{held - 1}")
+    with pytest.raises(RunUsageError, match=rf"`listen`: cannot listen on 127.0.0.1:{held}"):
         check_environment(config)
 
 
