@@ -19,6 +19,7 @@ shards: a wrong one makes a shard longer, never loses a test.
 from __future__ import annotations
 
 import re
+from collections import Counter
 from collections.abc import Iterable, Mapping
 from dataclasses import dataclass
 
@@ -127,7 +128,4 @@ def split(
 
 def files_of(paths: Iterable[str]) -> dict[str, int]:
     """Tests per file, from each collected test's file path (relative to the rootdir)."""
-    counts: dict[str, int] = {}
-    for path in paths:
-        counts[path] = counts.get(path, 0) + 1
-    return counts
+    return dict(Counter(paths))

@@ -1071,7 +1071,8 @@ class _Grace(Deadline):
         self.ran = False
 
     def fire(self, now: float, deadline: float) -> None:
-        # Out of the deadline heap's firing: the stop's beginning arms deadlines itself.
+        # Out of the deadline heap's firing: asking every actor to stop removes deadlines
+        # from that heap (the durable poll, each identity's alarm: DurableRuntime.begin_stop).
         self.runtime.loop.call_soon(self.run_out)
 
     def run_out(self) -> None:
